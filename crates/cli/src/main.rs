@@ -1,0 +1,3 @@
+//! The `switchboard` command.
+
+fn main() {}

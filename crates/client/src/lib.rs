@@ -1,0 +1,1 @@
+//! Switchboard client layer (see docs/ARCHITECTURE.md).

@@ -1,0 +1,1 @@
+//! Switchboard host layer (see docs/ARCHITECTURE.md).

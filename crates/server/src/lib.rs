@@ -1,0 +1,1 @@
+//! Switchboard server layer (see docs/ARCHITECTURE.md).

@@ -1,0 +1,312 @@
+//! Newline-delimited framing for stdio: arbitrary chunks in, complete lines
+//! out.
+//!
+//! The framer keeps a half line until the rest arrives, strips a trailing
+//! `\r`, skips blank lines, and refuses a line longer than its bound with an
+//! error that names the size. Refusing a line does not lose what follows it:
+//! the oversized bytes are discarded as they arrive (memory stays bounded)
+//! and framing resumes after the next newline.
+
+use memchr::memchr;
+
+/// Default bound on one line: 64 MiB.
+pub const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// Start compacting the buffer once this many consumed bytes sit before the
+/// unread data, so a long stream of small lines does not grow it.
+const COMPACT_THRESHOLD: usize = 64 * 1024;
+
+/// A line that could not be framed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// The line is longer than the bound; it was skipped.
+    #[error("line of {size} bytes exceeds the {limit}-byte limit and was skipped")]
+    LineTooLong {
+        /// The line's length in bytes, without its terminator.
+        size: usize,
+        /// The bound in force.
+        limit: usize,
+    },
+}
+
+/// Splits a byte stream into lines.
+///
+/// ```
+/// use switchboard_wire::LineFramer;
+/// let mut f = LineFramer::new();
+/// f.push(b"{\"a\":1}\r\n{\"b\"");
+/// assert_eq!(f.next_line().unwrap(), Some(&b"{\"a\":1}"[..]));
+/// assert_eq!(f.next_line().unwrap(), None); // the half line waits
+/// f.push(b":2}");
+/// assert_eq!(f.finish().unwrap(), Some(&b"{\"b\":2}"[..]));
+/// ```
+#[derive(Debug)]
+pub struct LineFramer {
+    /// Received bytes; `buf[start..]` is not yet returned.
+    buf: Vec<u8>,
+    /// Offset of the first unread byte.
+    start: usize,
+    /// Offset from which to resume the newline search (everything between
+    /// `start` and here is known to hold no newline).
+    scanned: usize,
+    /// The bound on one line.
+    max_line: usize,
+    /// While skipping an oversized line: how many of its bytes went by.
+    discarding: Option<usize>,
+    /// Whether the last byte skipped was `\r` (not counted if a `\n` follows).
+    skipped_cr: bool,
+    /// An error to report before any further line.
+    pending: Option<FrameError>,
+}
+
+impl Default for LineFramer {
+    fn default() -> Self {
+        LineFramer::new()
+    }
+}
+
+impl LineFramer {
+    /// A framer with the default 64 MiB bound.
+    pub fn new() -> Self {
+        LineFramer::with_max_line(DEFAULT_MAX_LINE)
+    }
+
+    /// A framer that refuses lines longer than `max_line` bytes.
+    pub fn with_max_line(max_line: usize) -> Self {
+        LineFramer {
+            buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            max_line,
+            discarding: None,
+            skipped_cr: false,
+            pending: None,
+        }
+    }
+
+    /// Bytes received but not yet returned as lines.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// Feeds a chunk of bytes.
+    pub fn push(&mut self, mut chunk: &[u8]) {
+        if let Some(skipped) = self.discarding {
+            match memchr(b'\n', chunk) {
+                None => {
+                    if let Some(last) = chunk.last() {
+                        self.skipped_cr = *last == b'\r';
+                    }
+                    self.discarding = Some(skipped + chunk.len());
+                    return;
+                }
+                Some(pos) => {
+                    let cr = if pos > 0 {
+                        chunk[pos - 1] == b'\r'
+                    } else {
+                        self.skipped_cr
+                    };
+                    self.discarding = None;
+                    self.pending = Some(FrameError::LineTooLong {
+                        size: skipped + pos - usize::from(cr),
+                        limit: self.max_line,
+                    });
+                    chunk = &chunk[pos + 1..];
+                }
+            }
+        }
+        self.compact();
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// Returns the next complete line, without its `\n` or `\r\n`.
+    ///
+    /// # Returns
+    /// `Ok(Some(line))` for a line, `Ok(None)` when more bytes are needed.
+    ///
+    /// # Errors
+    /// [`FrameError::LineTooLong`] once for each oversized line; call again
+    /// for the lines after it.
+    pub fn next_line(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        if let Some(err) = self.pending.take() {
+            return Err(err);
+        }
+        loop {
+            let Some(offset) = memchr(b'\n', &self.buf[self.scanned..]) else {
+                self.scanned = self.buf.len();
+                if self.buffered() > self.max_line {
+                    // Too long already: drop what we hold and skip the rest
+                    // of the line as it arrives.
+                    self.discarding = Some(self.buffered());
+                    self.skipped_cr = self.buf.last() == Some(&b'\r');
+                    self.buf.clear();
+                    self.start = 0;
+                    self.scanned = 0;
+                }
+                return Ok(None);
+            };
+            let newline = self.scanned + offset;
+            let line_start = self.start;
+            self.start = newline + 1;
+            self.scanned = self.start;
+            let mut end = newline;
+            if end > line_start && self.buf[end - 1] == b'\r' {
+                end -= 1;
+            }
+            let size = end - line_start;
+            if size > self.max_line {
+                return Err(FrameError::LineTooLong {
+                    size,
+                    limit: self.max_line,
+                });
+            }
+            if size == 0 {
+                continue;
+            }
+            return Ok(Some(&self.buf[line_start..end]));
+        }
+    }
+
+    /// Ends the stream: returns the last line when it had no terminator.
+    ///
+    /// Call [`LineFramer::next_line`] until it returns `Ok(None)` first.
+    ///
+    /// # Errors
+    /// [`FrameError::LineTooLong`] when the stream ended inside an oversized
+    /// line (or one is still to be reported).
+    pub fn finish(&mut self) -> Result<Option<&[u8]>, FrameError> {
+        if let Some(err) = self.pending.take() {
+            return Err(err);
+        }
+        if let Some(skipped) = self.discarding.take() {
+            return Err(FrameError::LineTooLong {
+                size: skipped - usize::from(self.skipped_cr),
+                limit: self.max_line,
+            });
+        }
+        let line_start = self.start;
+        let mut end = self.buf.len();
+        self.start = end;
+        self.scanned = end;
+        if end > line_start && self.buf[end - 1] == b'\r' {
+            end -= 1;
+        }
+        let size = end - line_start;
+        if size > self.max_line {
+            return Err(FrameError::LineTooLong {
+                size,
+                limit: self.max_line,
+            });
+        }
+        Ok((size > 0).then(|| &self.buf[line_start..end]))
+    }
+
+    /// Moves unread bytes to the front when enough consumed bytes pile up.
+    fn compact(&mut self) {
+        if self.start == 0 {
+            return;
+        }
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+            self.scanned = 0;
+        } else if self.start >= COMPACT_THRESHOLD || self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_lines(f: &mut LineFramer) -> Vec<Result<Vec<u8>, FrameError>> {
+        let mut out = Vec::new();
+        loop {
+            match f.next_line() {
+                Ok(Some(l)) => out.push(Ok(l.to_vec())),
+                Ok(None) => break,
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn keeps_the_half_line_and_flushes_it_at_eof() {
+        let mut f = LineFramer::new();
+        f.push(b"one\ntw");
+        assert_eq!(all_lines(&mut f), vec![Ok(b"one".to_vec())]);
+        f.push(b"o\r\nthree");
+        assert_eq!(all_lines(&mut f), vec![Ok(b"two".to_vec())]);
+        assert_eq!(f.finish().unwrap(), Some(&b"three"[..]));
+        assert_eq!(f.finish().unwrap(), None);
+    }
+
+    #[test]
+    fn skips_blank_lines() {
+        let mut f = LineFramer::new();
+        f.push(b"\n\r\na\n\n");
+        assert_eq!(all_lines(&mut f), vec![Ok(b"a".to_vec())]);
+    }
+
+    #[test]
+    fn refuses_a_long_line_in_one_chunk_and_keeps_the_next() {
+        let mut f = LineFramer::with_max_line(4);
+        f.push(b"12345\nok\n");
+        assert_eq!(
+            all_lines(&mut f),
+            vec![
+                Err(FrameError::LineTooLong { size: 5, limit: 4 }),
+                Ok(b"ok".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn refuses_a_long_line_across_chunks_with_bounded_memory() {
+        let mut f = LineFramer::with_max_line(8);
+        f.push(b"first\n0123456789");
+        assert_eq!(all_lines(&mut f), vec![Ok(b"first".to_vec())]);
+        for _ in 0..1000 {
+            f.push(b"0123456789");
+            assert!(f.buffered() <= 8 + 10, "buffer grew to {}", f.buffered());
+            assert!(all_lines(&mut f).is_empty());
+        }
+        f.push(b"xy\r\nnext\n");
+        assert_eq!(
+            all_lines(&mut f),
+            vec![
+                Err(FrameError::LineTooLong {
+                    size: 10 + 10_000 + 2,
+                    limit: 8
+                }),
+                Ok(b"next".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn eof_inside_a_long_line_reports_it() {
+        let mut f = LineFramer::with_max_line(2);
+        f.push(b"abcdef");
+        assert!(all_lines(&mut f).is_empty());
+        f.push(b"gh");
+        assert_eq!(
+            f.finish(),
+            Err(FrameError::LineTooLong { size: 8, limit: 2 })
+        );
+    }
+
+    #[test]
+    fn error_message_names_the_size() {
+        let e = FrameError::LineTooLong {
+            size: 70_000_000,
+            limit: DEFAULT_MAX_LINE,
+        };
+        assert!(e.to_string().contains("70000000"));
+    }
+}

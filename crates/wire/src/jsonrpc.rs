@@ -1,0 +1,572 @@
+//! The JSON-RPC 2.0 envelope: requests, notifications and responses.
+//!
+//! One [`Message`] enum covers the three shapes. Parsing classifies a value
+//! by its keys: `method` with `id` is a request, `method` without `id` is a
+//! notification (never a response, whatever else it carries), and `result`
+//! or `error` with an `id` is a response.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error_code::ErrorCode;
+
+/// The JSON-RPC version string every message carries.
+pub const JSONRPC_VERSION: &str = "2.0";
+
+/// A request id: a JSON string or integer, never `null` (WIRE-03).
+///
+/// `Display` tells `1` from `"1"` by quoting strings.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        RequestId::Number(n)
+    }
+}
+
+impl From<String> for RequestId {
+    fn from(s: String) -> Self {
+        RequestId::String(s)
+    }
+}
+
+impl From<&str> for RequestId {
+    fn from(s: &str) -> Self {
+        RequestId::String(s.to_owned())
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl RequestId {
+    /// The id as a JSON value, keeping its type.
+    pub fn to_value(&self) -> Value {
+        match self {
+            RequestId::Number(n) => Value::from(*n),
+            RequestId::String(s) => Value::from(s.as_str()),
+        }
+    }
+
+    /// Reads an id from a JSON value; `None` for anything but a string or an
+    /// integer that fits in `i64`.
+    pub fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::String(s) => Some(RequestId::String(s.clone())),
+            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::Number(n) => serializer.serialize_i64(*n),
+            RequestId::String(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        RequestId::from_value(&value)
+            .ok_or_else(|| de::Error::custom("request id must be a string or an integer"))
+    }
+}
+
+/// A JSON-RPC request: a method call that expects exactly one response.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// The id the response will echo.
+    pub id: RequestId,
+    /// The method name, e.g. `tools/call`.
+    pub method: String,
+    /// The params object; `None` when absent.
+    pub params: Option<Value>,
+}
+
+/// A JSON-RPC notification: a message without an id that is never answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    /// The method name, e.g. `notifications/progress`.
+    pub method: String,
+    /// The params object; `None` when absent.
+    pub params: Option<Value>,
+}
+
+/// A JSON-RPC response: the result or the error of one request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    /// The id of the request this answers; `None` only for an error about a
+    /// request whose id could not be read.
+    pub id: Option<RequestId>,
+    /// The result object, or the error.
+    pub outcome: Result<Value, ErrorObject>,
+}
+
+/// The `error` member of an error response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code; see [`ErrorCode`] for the known ones.
+    pub code: i64,
+    /// One concise sentence describing the error.
+    pub message: String,
+    /// Extra structured information, e.g. `supported` versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// Any JSON-RPC message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response.
+    Response(Response),
+}
+
+/// Why bytes could not be read as a JSON-RPC message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// The bytes are not JSON (JSON-RPC -32700).
+    #[error("not valid JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// The JSON is not a JSON-RPC 2.0 message (JSON-RPC -32600). `id` is the
+    /// request id when one could be read, so the error can echo it.
+    #[error("not a JSON-RPC 2.0 message: {reason}")]
+    Invalid {
+        /// What is wrong with it.
+        reason: &'static str,
+        /// The id, when the message had a readable one.
+        id: Option<RequestId>,
+    },
+}
+
+impl MessageError {
+    /// The JSON-RPC error code a server answers this with.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            MessageError::NotJson(_) => ErrorCode::ParseError,
+            MessageError::Invalid { .. } => ErrorCode::InvalidRequest,
+        }
+    }
+
+    /// The id of the offending message, when it was readable.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            MessageError::NotJson(_) => None,
+            MessageError::Invalid { id, .. } => id.as_ref(),
+        }
+    }
+}
+
+impl Request {
+    /// Builds a request.
+    pub fn new(id: impl Into<RequestId>, method: impl Into<String>, params: Option<Value>) -> Self {
+        Request {
+            id: id.into(),
+            method: method.into(),
+            params,
+        }
+    }
+}
+
+impl Notification {
+    /// Builds a notification.
+    pub fn new(method: impl Into<String>, params: Option<Value>) -> Self {
+        Notification {
+            method: method.into(),
+            params,
+        }
+    }
+}
+
+impl Response {
+    /// A successful response carrying `result`.
+    pub fn result(id: RequestId, result: Value) -> Self {
+        Response {
+            id: Some(id),
+            outcome: Ok(result),
+        }
+    }
+
+    /// An error response.
+    pub fn error(id: Option<RequestId>, error: ErrorObject) -> Self {
+        Response {
+            id,
+            outcome: Err(error),
+        }
+    }
+}
+
+impl ErrorObject {
+    /// An error with a known code and a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorObject {
+            code: code.code(),
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// The same error with `data` attached.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// The known code, if this is one.
+    pub fn known_code(&self) -> Option<ErrorCode> {
+        ErrorCode::from_code(self.code)
+    }
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+impl Message {
+    /// Parses one message from bytes.
+    ///
+    /// # Errors
+    /// [`MessageError::NotJson`] for bytes that are not JSON,
+    /// [`MessageError::Invalid`] for JSON that is not a JSON-RPC message.
+    pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {
+        match serde_json::from_slice::<RawMessage>(bytes) {
+            Ok(raw) => raw.into_message(),
+            // Valid JSON of the wrong shape (an array, a number, a member of
+            // the wrong type) is an invalid request, not a parse error.
+            Err(e) if e.is_data() && serde_json::from_slice::<de::IgnoredAny>(bytes).is_ok() => {
+                Err(MessageError::Invalid {
+                    reason: "a message must be a JSON object with valid member types",
+                    id: None,
+                })
+            }
+            Err(e) => Err(MessageError::NotJson(e)),
+        }
+    }
+
+    /// Parses one message from a JSON value.
+    ///
+    /// # Errors
+    /// [`MessageError::Invalid`] when the value is not a JSON-RPC message.
+    pub fn from_value(value: Value) -> Result<Message, MessageError> {
+        let raw: RawMessage = serde_json::from_value(value).map_err(|_| MessageError::Invalid {
+            reason: "a message must be a JSON object with valid member types",
+            id: None,
+        })?;
+        raw.into_message()
+    }
+
+    /// Serialises the message to compact JSON.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        self.write_to(&mut out);
+        out
+    }
+
+    /// Appends the compact JSON of this message to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        // Serialising JSON values into a Vec cannot fail: every map key is
+        // a string and the writer is infallible.
+        let _ = serde_json::to_writer(&mut *out, self);
+    }
+
+    /// Serialises the message as one stdio line: compact JSON and `\n`.
+    /// JSON escapes newlines inside strings, so the line holds no other.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut out = self.to_vec();
+        out.push(b'\n');
+        out
+    }
+
+    /// The method name of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+}
+
+impl From<Request> for Message {
+    fn from(r: Request) -> Self {
+        Message::Request(r)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(n: Notification) -> Self {
+        Message::Notification(n)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(r: Response) -> Self {
+        Message::Response(r)
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::Request(r) => r.serialize(serializer),
+            Message::Notification(n) => n.serialize(serializer),
+            Message::Response(r) => r.serialize(serializer),
+        }
+    }
+}
+
+impl Serialize for Request {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("id", &self.id)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(params) = &self.params {
+            map.serialize_entry("params", params)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Notification {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("method", &self.method)?;
+        if let Some(params) = &self.params {
+            map.serialize_entry("params", params)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Response {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        map.serialize_entry("id", &self.id)?;
+        match &self.outcome {
+            Ok(result) => map.serialize_entry("result", result)?,
+            Err(error) => map.serialize_entry("error", error)?,
+        }
+        map.end()
+    }
+}
+
+/// The members a message may have, before classification.
+#[derive(Deserialize)]
+struct RawMessage {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    /// `Some(None)` is an explicit `"id": null`, `None` an absent id.
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Option<Value>>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Option<Value>>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Option<Value>>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+/// Deserialises a member that is present (possibly `null`) as `Some`.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<Value>>, D::Error> {
+    Option::<Value>::deserialize(deserializer).map(Some)
+}
+
+impl RawMessage {
+    fn into_message(self) -> Result<Message, MessageError> {
+        let id = match &self.id {
+            Some(Some(v)) => Some(RequestId::from_value(v).ok_or(MessageError::Invalid {
+                reason: "id must be a string or an integer",
+                id: None,
+            })?),
+            _ => None,
+        };
+        if self.jsonrpc.as_deref() != Some(JSONRPC_VERSION) {
+            return Err(MessageError::Invalid {
+                reason: "jsonrpc must be \"2.0\"",
+                id,
+            });
+        }
+        let params = match self.params {
+            None | Some(None) => None,
+            Some(Some(p @ (Value::Object(_) | Value::Array(_)))) => Some(p),
+            Some(Some(_)) => {
+                return Err(MessageError::Invalid {
+                    reason: "params must be an object or an array",
+                    id,
+                });
+            }
+        };
+        if let Some(method) = self.method {
+            return match (self.id, id) {
+                (None, _) => Ok(Message::Notification(Notification { method, params })),
+                (Some(_), Some(id)) => Ok(Message::Request(Request { id, method, params })),
+                (Some(_), None) => Err(MessageError::Invalid {
+                    reason: "a request id must not be null",
+                    id: None,
+                }),
+            };
+        }
+        if self.id.is_none() {
+            return Err(MessageError::Invalid {
+                reason: "a message needs a method or an id",
+                id: None,
+            });
+        }
+        match (self.result, self.error) {
+            (Some(Some(result)), None) => match id {
+                Some(id) => Ok(Message::Response(Response::result(id, result))),
+                None => Err(MessageError::Invalid {
+                    reason: "a result response needs an id",
+                    id: None,
+                }),
+            },
+            (None, Some(error)) => Ok(Message::Response(Response::error(id, error))),
+            (Some(None), None) => Err(MessageError::Invalid {
+                reason: "result must not be null",
+                id,
+            }),
+            (Some(_), Some(_)) => Err(MessageError::Invalid {
+                reason: "a response has result or error, not both",
+                id,
+            }),
+            (None, None) => Err(MessageError::Invalid {
+                reason: "a response needs result or error",
+                id,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classifies_the_three_shapes() {
+        let req =
+            Message::from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
+                .unwrap();
+        assert!(matches!(req, Message::Request(ref r) if r.id == RequestId::Number(1)));
+        let note =
+            Message::from_slice(br#"{"jsonrpc":"2.0","method":"notifications/progress"}"#).unwrap();
+        assert!(matches!(note, Message::Notification(_)));
+        let resp = Message::from_slice(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
+        assert!(matches!(resp, Message::Response(ref r) if r.id == Some(RequestId::from("a"))));
+        let err = Message::from_slice(
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            err,
+            Message::Response(Response {
+                id: None,
+                outcome: Err(_)
+            })
+        ));
+    }
+
+    // DESIGN item 2: a message without an id is a notification, never a response.
+    #[test]
+    fn a_method_without_id_is_a_notification_even_with_result() {
+        let m = Message::from_slice(br#"{"jsonrpc":"2.0","method":"x","result":{}}"#).unwrap();
+        assert!(matches!(m, Message::Notification(_)));
+    }
+
+    #[test]
+    fn string_and_number_ids_stay_distinct() {
+        assert_ne!(RequestId::from(1), RequestId::from("1"));
+        assert_eq!(RequestId::from(1).to_string(), "1");
+        assert_eq!(RequestId::from("1").to_string(), "\"1\"");
+    }
+
+    #[test]
+    fn rejects_bad_messages_with_the_right_code() {
+        let cases: &[(&[u8], ErrorCode)] = &[
+            (b"{not json", ErrorCode::ParseError),
+            (b"[1,2]", ErrorCode::InvalidRequest),
+            (b"42", ErrorCode::InvalidRequest),
+            (
+                br#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+                ErrorCode::InvalidRequest,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
+                ErrorCode::InvalidRequest,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1.5,"method":"x"}"#,
+                ErrorCode::InvalidRequest,
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#,
+                ErrorCode::InvalidRequest,
+            ),
+            (br#"{"jsonrpc":"2.0","id":1}"#, ErrorCode::InvalidRequest),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+                ErrorCode::InvalidRequest,
+            ),
+        ];
+        for (bytes, code) in cases {
+            let err = Message::from_slice(bytes).unwrap_err();
+            assert_eq!(err.code(), *code, "{}", String::from_utf8_lossy(bytes));
+        }
+    }
+
+    #[test]
+    fn invalid_request_keeps_a_readable_id() {
+        let err = Message::from_slice(br#"{"jsonrpc":"1.0","id":7,"method":"x"}"#).unwrap_err();
+        assert_eq!(err.id(), Some(&RequestId::Number(7)));
+    }
+
+    #[test]
+    fn serialises_compactly_in_a_stable_order() {
+        let m = Message::Request(Request::new(3, "tools/call", Some(json!({"name":"a\nb"}))));
+        let line = m.to_line();
+        assert_eq!(
+            line,
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"a\\nb\"}}\n"
+        );
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+        let r = Message::Response(Response::error(
+            None,
+            ErrorObject::new(ErrorCode::ParseError, "bad"),
+        ));
+        assert_eq!(
+            r.to_vec(),
+            br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
+        );
+    }
+}

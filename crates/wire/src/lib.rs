@@ -1,0 +1,48 @@
+//! The wire layer of Switchboard: what MCP 2026-07-28 looks like on the
+//! wire, with no I/O.
+//!
+//! Everything here is pure: bytes and JSON in, messages and bytes out. The
+//! `client` and `server` crates own the sockets, processes and tasks; this
+//! crate owns the rules they share, so each rule is written once.
+//!
+//! # Layout
+//! - [`jsonrpc`]: the JSON-RPC 2.0 envelope ([`Message`], [`RequestId`]).
+//! - [`error_code`]: the error codes MCP defines ([`ErrorCode`]).
+//! - [`meta`]: `_meta` keys and the per-request metadata ([`RequestMeta`]).
+//! - [`types`]: MCP result, params and content types, unknown members kept.
+//! - [`version`]: protocol revisions and eras.
+//! - [`framing`]: newline framing for stdio ([`LineFramer`]).
+//! - [`sse`]: the `text/event-stream` decoder and encoder ([`SseDecoder`]).
+//! - [`header`]: HTTP header mirroring, the `=?base64?…?=` codec and
+//!   `x-mcp-header`.
+//! - [`naming`]: namespaced tool names ([`namespaced_tool_name`]).
+//!
+//! # Example
+//! ```
+//! use switchboard_wire::{Message, Request, RequestMeta, version};
+//!
+//! let mut params = Some(serde_json::json!({ "name": "search" }));
+//! RequestMeta::new(version::LATEST).apply(&mut params);
+//! let line = Message::from(Request::new(1, "tools/call", params)).to_line();
+//! let back = Message::from_slice(&line[..line.len() - 1]).unwrap();
+//! assert_eq!(back.method(), Some("tools/call"));
+//! ```
+
+pub mod error_code;
+pub mod framing;
+pub mod header;
+pub mod jsonrpc;
+pub mod meta;
+pub mod naming;
+pub mod sse;
+pub mod types;
+pub mod version;
+
+pub use error_code::{ErrorCode, UnsupportedVersionData};
+pub use framing::{FrameError, LineFramer};
+pub use jsonrpc::{ErrorObject, Message, MessageError, Notification, Request, RequestId, Response};
+pub use meta::{LoggingLevel, MetaError, RequestMeta};
+pub use naming::{is_valid_alias, namespaced_tool_name};
+pub use sse::{SseDecoder, SseEvent};
+pub use types::*;
+pub use version::Era;
