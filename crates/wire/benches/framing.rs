@@ -2,7 +2,7 @@
 //!
 //! Run: `cargo bench -p switchboard-wire --bench framing`
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_main};
 use switchboard_wire::LineFramer;
 
 fn stream(total: usize) -> Vec<u8> {
