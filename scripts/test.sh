@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: unit and integration tests, doc tests, and the
+# official MCP conformance suite against our server and client.
+# Usage: ./scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== unit and integration tests"
+if command -v cargo-nextest >/dev/null; then
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast --all-targets
+fi
+echo "== doc tests"
+cargo test --workspace --locked --doc
