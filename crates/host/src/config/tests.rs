@@ -1,0 +1,234 @@
+use super::*;
+
+fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    Config::parse(
+        text,
+        ConfigOrigin::Flag(PathBuf::from("/cfg/.mcp.json")),
+        &vars(env),
+    )
+}
+
+fn kinds(err: &ConfigError) -> Vec<(ProblemKind, &str)> {
+    err.problems
+        .iter()
+        .map(|p| (p.kind, p.key.as_str()))
+        .collect()
+}
+
+#[test]
+fn claude_shape_with_expansion_and_switchboard_keys() {
+    let text = r#"{
+      "mcpServers": {
+        "notes": {
+          "command": "${BIN:-notes-server}",
+          "args": ["--root", "${HOME}/notes"],
+          "env": {"TOKEN": "${TOKEN}"},
+          "cwd": "work",
+          "timeoutMs": 5000,
+          "toolTimeouts": {"search": 100},
+          "permissions": {"allow": ["search", "mcp__notes__read_*"], "deny": ["*"]}
+        },
+        "tickets": {"type": "http", "url": "http://127.0.0.1:3115/mcp",
+                    "headers": {"Authorization": "Bearer ${TOKEN}"}, "enabled": false}
+      },
+      "permissions": {"ask": ["mcp__tickets"]},
+      "budgetChars": 100,
+      "audit": "audit.jsonl",
+      "breaker": {"failures": 2, "cooldownMs": 50}
+    }"#;
+    let c = parse(text, &[("HOME", "/h"), ("TOKEN", "t")]).unwrap();
+    assert_eq!(c.servers.len(), 2);
+    let notes = &c.servers[0];
+    assert_eq!(
+        notes.transport,
+        TransportConfig::Stdio {
+            command: "notes-server".into(),
+            args: vec!["--root".into(), "/h/notes".into()],
+            env: [("TOKEN".to_owned(), "t".to_owned())].into(),
+            cwd: Some(PathBuf::from("/cfg/work")),
+        }
+    );
+    assert_eq!(c.call_timeout("notes", "search"), Duration::from_millis(100));
+    assert_eq!(c.call_timeout("notes", "other"), Duration::from_millis(5000));
+    assert_eq!(c.call_timeout("tickets", "x"), DEFAULT_CALL_TIMEOUT);
+    let tickets = &c.servers[1];
+    assert!(!tickets.enabled);
+    assert_eq!(
+        tickets.transport,
+        TransportConfig::Http {
+            url: "http://127.0.0.1:3115/mcp".into(),
+            headers: [("Authorization".to_owned(), "Bearer t".to_owned())].into(),
+        }
+    );
+    let rules: Vec<(RuleKind, &str, &str)> = c
+        .rules
+        .iter()
+        .map(|r| (r.kind, r.pattern.as_str(), r.source.as_str()))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            (RuleKind::Ask, "mcp__tickets", "permissions.ask[0]"),
+            (
+                RuleKind::Allow,
+                "mcp__notes__search",
+                "mcpServers.notes.permissions.allow[0]"
+            ),
+            (
+                RuleKind::Allow,
+                "mcp__notes__read_*",
+                "mcpServers.notes.permissions.allow[1]"
+            ),
+            (RuleKind::Deny, "mcp__notes", "mcpServers.notes.permissions.deny[0]"),
+        ]
+    );
+    assert_eq!(c.budget_chars, 100);
+    assert_eq!(c.audit, Some(PathBuf::from("/cfg/audit.jsonl")));
+    assert_eq!(c.lockfile, Some(PathBuf::from("/cfg/switchboard.lock")));
+    assert_eq!(c.breaker.failures, 2);
+}
+
+#[test]
+fn vscode_shape_with_comments_and_foreign_keys() {
+    let text = r#"{
+      // VS Code
+      "inputs": [{"id": "k", "type": "promptString"}],
+      "servers": {
+        "gh": {"type": "http", "url": "https://example.invalid/mcp", "gallery": true,},
+        "fs": {"command": "fs-server", "disabled": true, "autoApprove": ["read"],
+               "disabledTools": ["delete"]},
+      },
+    }"#;
+    let c = parse(text, &[]).unwrap();
+    assert_eq!(c.servers[0].transport.kind(), "http");
+    assert!(!c.servers[1].enabled);
+    assert_eq!(c.rules.len(), 1);
+    assert_eq!(c.rules[0].kind, RuleKind::Deny);
+    assert_eq!(c.rules[0].pattern.as_str(), "mcp__fs__delete");
+    assert!(c.notes.iter().any(|n| n.contains("inputs")));
+    assert!(c.notes.iter().any(|n| n.contains("servers.fs.autoApprove")));
+}
+
+#[test]
+fn environment_defaults() {
+    let text = r#"{"mcpServers": {"a": {"command": "x"}}}"#;
+    let c = parse(
+        text,
+        &[
+            ("MCP_TIMEOUT", "1500"),
+            ("MCP_TOOL_TIMEOUT", "2500"),
+            ("MAX_MCP_OUTPUT_TOKENS", "1000"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.timeouts.startup, Duration::from_millis(1500));
+    assert_eq!(c.timeouts.call, Duration::from_millis(2500));
+    assert_eq!(c.budget_chars, 4000);
+    // The file's own keys win over the environment.
+    let text = r#"{"mcpServers": {"a": {"command": "x"}}, "budgetChars": 10, "timeoutMs": 7}"#;
+    let c = parse(text, &[("MAX_MCP_OUTPUT_TOKENS", "1000"), ("MCP_TOOL_TIMEOUT", "9")]).unwrap();
+    assert_eq!(c.budget_chars, 10);
+    assert_eq!(c.timeouts.call, Duration::from_millis(7));
+    let err = parse(text, &[("MCP_TIMEOUT", "soon")]).unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::BadValue, "$MCP_TIMEOUT")]);
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let text = r#"{
+      "mcpServers": {
+        "a__b": {"command": "x"},
+        "ok": {"command": "${NOPE}", "timeoutMs": -1, "comand": 1},
+        "web": {"type": "htp", "url": "x"}
+      },
+      "permissions": {"allow": ["mcp__ko__x", "notes"]},
+      "budgetchars": 5
+    }"#;
+    let err = parse(text, &[]).unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        [
+            (ProblemKind::UnknownKey, "budgetchars"),
+            (ProblemKind::BadAlias, "mcpServers.a__b"),
+            (ProblemKind::UnknownKey, "mcpServers.ok.comand"),
+            (ProblemKind::MissingEnvVar, "mcpServers.ok.command"),
+            (ProblemKind::BadValue, "mcpServers.web.type"),
+            (ProblemKind::BadPattern, "permissions.allow[0]"),
+            (ProblemKind::BadPattern, "permissions.allow[1]"),
+        ]
+    );
+    let text = err.to_string();
+    assert!(text.contains("did you mean \"budgetChars\""), "{text}");
+    assert!(text.contains("did you mean \"command\""), "{text}");
+    assert!(text.contains("did you mean mcp__ok"), "{text}");
+    assert!(text.contains("did you mean \"http\""), "{text}");
+    for line in text.lines() {
+        assert!(line.starts_with("/cfg/.mcp.json: "), "{line}");
+    }
+}
+
+#[test]
+fn duplicate_aliases() {
+    let err = parse(r#"{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}"#, &[])
+        .unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::DuplicateAlias, "mcpServers.a")]);
+    assert!(err.problems[0].position.is_some());
+    let err = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}}, "servers": {"a": {"command": "y"}}}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::DuplicateAlias, "servers.a")]);
+}
+
+#[test]
+fn transport_shape_problems() {
+    let err = parse(r#"{"mcpServers": {"a": {"args": []}}}"#, &[]).unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::MissingKey, "mcpServers.a")]);
+    let err = parse(
+        r#"{"mcpServers": {"a": {"type": "stdio", "command": "x", "url": "http://h"}}}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::BadValue, "mcpServers.a.url")]);
+    let err = parse(
+        r#"{"mcpServers": {"a": {"type": "http", "url": "ftp://h", "headers": {"Bad Name": "v"}}}}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        [
+            (ProblemKind::BadValue, "mcpServers.a.url"),
+            (ProblemKind::BadValue, "mcpServers.a.headers.\"Bad Name\""),
+        ]
+    );
+}
+
+#[test]
+fn per_server_pattern_for_another_server_is_refused() {
+    let err = parse(
+        r#"{"mcpServers": {"a": {"command": "x", "permissions": {"allow": ["mcp__b__t"]}},
+                           "b": {"command": "y"}}}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        [(ProblemKind::BadPattern, "mcpServers.a.permissions.allow[0]")]
+    );
+}
+
+#[test]
+fn syntax_errors_have_positions() {
+    let err = parse("{\n  \"mcpServers\": {\n}", &[]).unwrap_err();
+    assert_eq!(err.problems[0].kind, ProblemKind::Syntax);
+    assert!(err.to_string().starts_with("/cfg/.mcp.json:3:"), "{err}");
+}
