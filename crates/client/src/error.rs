@@ -1,4 +1,15 @@
 //! Errors of the client layer.
+//!
+//! [`TransportError`] is what a transport reports: the channel is gone, or
+//! could never be opened. [`ClientError`] is what a caller of
+//! [`crate::Client`] sees: a transport error, or a protocol-level outcome
+//! (error response, timeout, unsupported version, invalid result). A tool
+//! that ran and failed is **not** an error: it is a
+//! [`switchboard_wire::CallToolResult`] with `isError: true`.
+
+use std::time::Duration;
+
+use switchboard_wire::ErrorObject;
 
 /// Why a transport could not deliver a request or its response.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -14,4 +25,209 @@ pub enum TransportError {
         /// What happened.
         cause: String,
     },
+    /// The server could not be started (command not found, not executable,
+    /// bad working directory, …).
+    #[error("could not start {server}: {cause}")]
+    Spawn {
+        /// The server's name (alias).
+        server: String,
+        /// What went wrong.
+        cause: String,
+    },
+    /// The server ended this request itself: it sent
+    /// `notifications/cancelled` for it, which servers do only to tear down a
+    /// `subscriptions/listen` stream (CANC-05).
+    #[error("{server} ended request {id}: {reason}")]
+    CancelledByServer {
+        /// The server's name (alias).
+        server: String,
+        /// The request it ended.
+        id: String,
+        /// The reason it gave, or a placeholder.
+        reason: String,
+    },
+    /// The HTTP server answered with a non-success status and a body that is
+    /// not a JSON-RPC error the transport passes on as the response: an HTML
+    /// page from a proxy, an empty 404/405 from a server of another era, a
+    /// 401 the authorization hook gave up on. A JSON-RPC error body that
+    /// came with it is in `error`.
+    #[error("{server} answered HTTP {status}{}", http_detail(error.as_ref(), body))]
+    Http {
+        /// The server's name (alias).
+        server: String,
+        /// The HTTP status.
+        status: u16,
+        /// The JSON-RPC error of the body, when it held one.
+        error: Option<ErrorObject>,
+        /// The start of the body as text (empty when there was none).
+        body: String,
+        /// The `WWW-Authenticate` values of a 401/403.
+        www_authenticate: Vec<String>,
+    },
+    /// Two requests with one id were in flight at once (WIRE-04): a caller
+    /// bug, refused before anything was sent.
+    #[error("request id {id} is already in flight to {server}")]
+    DuplicateId {
+        /// The server's name (alias).
+        server: String,
+        /// The id.
+        id: String,
+    },
+}
+
+/// The tail of an [`TransportError::Http`] message: the JSON-RPC error, or
+/// the start of the body.
+fn http_detail(error: Option<&ErrorObject>, body: &str) -> String {
+    match (error, body.is_empty()) {
+        (Some(e), _) => format!(": {e}"),
+        (None, false) => format!(": {body}"),
+        (None, true) => String::new(),
+    }
+}
+
+impl TransportError {
+    /// The HTTP status, when the server answered with a non-success one.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            TransportError::Http { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// Whether the channel is gone for good (closed, or never opened).
+    pub fn is_closed(&self) -> bool {
+        matches!(
+            self,
+            TransportError::Closed { .. } | TransportError::Spawn { .. }
+        )
+    }
+}
+
+/// Everything a [`crate::Client`] call can fail with.
+///
+/// Sorted by who is at fault: the server answered with a protocol error or
+/// broke the protocol; the two sides share no protocol version; the caller's
+/// deadline passed; the transport failed. Use the predicates
+/// ([`ClientError::is_timeout`], [`ClientError::protocol_error`], …) rather
+/// than matching, so new variants do not break callers.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The server answered with a JSON-RPC error (unknown tool, bad
+    /// arguments, internal fault, bad cursor, …). Code, message and `data`
+    /// are kept as sent.
+    #[error("{server} answered {method} with an error: {error}")]
+    Protocol {
+        /// The server's name (alias).
+        server: String,
+        /// The method called.
+        method: String,
+        /// The error object, verbatim.
+        error: ErrorObject,
+    },
+    /// The server's answer is not a valid result for the method: it does not
+    /// parse, carries an unknown `resultType` (WIRE-08), or breaks a rule
+    /// the client enforces (a listing that never ends, an MRTR round limit).
+    #[error("{server} sent an invalid result for {method}: {reason}")]
+    InvalidResult {
+        /// The server's name (alias).
+        server: String,
+        /// The method called.
+        method: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The server speaks no protocol version this client supports.
+    #[error("{server} supports none of our protocol versions (it offers {supported:?})")]
+    UnsupportedVersion {
+        /// The server's name (alias).
+        server: String,
+        /// The versions it offers.
+        supported: Vec<String>,
+    },
+    /// The server needs something this client cannot give: an input request
+    /// of a kind the [`crate::InputHandler`] did not declare, or a feature a
+    /// legacy server lacks.
+    #[error("{server}: {method} needs {what}, which this client does not support")]
+    Unsupported {
+        /// The server's name (alias).
+        server: String,
+        /// The method called.
+        method: String,
+        /// What was needed.
+        what: String,
+    },
+    /// The [`crate::InputHandler`] failed to produce an answer.
+    #[error("{server}: answering an input request for {method} failed: {reason}")]
+    Input {
+        /// The server's name (alias).
+        server: String,
+        /// The method called.
+        method: String,
+        /// What the handler said.
+        reason: String,
+    },
+    /// No response within the deadline; the request was cancelled
+    /// (`notifications/cancelled` on stdio, stream closed on HTTP).
+    #[error("{server} did not answer {method} within {after:?}")]
+    Timeout {
+        /// The server's name (alias).
+        server: String,
+        /// The method called.
+        method: String,
+        /// The deadline that passed.
+        after: Duration,
+    },
+    /// The transport failed: the server is gone or could not be started.
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+}
+
+impl ClientError {
+    /// The JSON-RPC error the server sent, if this is a protocol error.
+    pub fn protocol_error(&self) -> Option<&ErrorObject> {
+        match self {
+            ClientError::Protocol { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// Whether the server answered with a JSON-RPC error.
+    pub fn is_protocol(&self) -> bool {
+        self.protocol_error().is_some()
+    }
+
+    /// The JSON-RPC error code, if this is a protocol error.
+    pub fn code(&self) -> Option<i64> {
+        self.protocol_error().map(|e| e.code)
+    }
+
+    /// Whether the request timed out.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, ClientError::Timeout { .. })
+    }
+
+    /// Whether the transport is gone (server exited, could not start, or the
+    /// client was closed).
+    pub fn is_closed(&self) -> bool {
+        matches!(self, ClientError::Transport(t) if t.is_closed())
+    }
+
+    /// Whether the two sides share no protocol version.
+    pub fn is_unsupported_version(&self) -> bool {
+        matches!(self, ClientError::UnsupportedVersion { .. })
+    }
+
+    /// Whether the server's result was invalid.
+    pub fn is_invalid_result(&self) -> bool {
+        matches!(self, ClientError::InvalidResult { .. })
+    }
+
+    /// The transport error underneath, if any.
+    pub fn transport_error(&self) -> Option<&TransportError> {
+        match self {
+            ClientError::Transport(t) => Some(t),
+            _ => None,
+        }
+    }
 }

@@ -1,7 +1,63 @@
-//! Switchboard's MCP client layer (see docs/ARCHITECTURE.md).
+//! Switchboard's MCP client layer: reach one MCP server, speak 2026-07-28
+//! to it (or 2025-11-25 when it is a legacy server), and hand back typed
+//! results.
+//!
+//! It sits on the `wire` crate (messages, framing, `_meta`, error codes) and
+//! below the host, which mounts many clients. It knows nothing of policy or
+//! of other servers.
+//!
+//! # Layout
+//! - [`transport`]: the [`Transport`] trait (one request to its one
+//!   response), the stdio transport ([`StdioTransport`]) and its process
+//!   handling; the Streamable HTTP transport lives beside it.
+//! - [`Client`] (`client`): ids, `_meta` on every request, timeouts and
+//!   cancellation, the era probe and legacy fallback, `resultType` checks,
+//!   MRTR, pagination.
+//! - [`InputHandler`] (`input`): answers elicitation, sampling and roots
+//!   requests; the client declares exactly what it supports.
+//! - [`Subscription`] (`subscription`): a `subscriptions/listen` stream.
+//! - [`ClientError`] / [`TransportError`] (`error`): what can go wrong.
+//!
+//! # Example
+//! ```no_run
+//! # async fn demo() -> Result<(), switchboard_client::ClientError> {
+//! use switchboard_client::{CallOptions, Client, StdioConfig, StdioTransport};
+//! use std::time::Duration;
+//!
+//! let transport =
+//!     StdioTransport::spawn(StdioConfig::new("files", "files-server").arg("--root").arg(".")).await?;
+//! let client = Client::builder("files", transport)
+//!     .timeout(Duration::from_secs(30))
+//!     .connect()
+//!     .await?;
+//! println!("{} speaks {}", client.name(), client.protocol_version());
+//! for tool in client.list_all_tools().await?.items {
+//!     println!("- {}", tool.name);
+//! }
+//! let result = client
+//!     .call_tool_with("read", None, &CallOptions::timeout(Duration::from_secs(5)))
+//!     .await?;
+//! println!("{}", result.joined_text());
+//! client.close().await;
+//! # Ok(()) }
+//! ```
 
+// Errors are the cold path: a few hundred bytes moved on failure cost less
+// than an allocation per error, and the variants stay matchable.
+#![allow(clippy::result_large_err)]
+
+mod client;
 pub mod error;
+mod input;
+mod options;
+mod pending;
+mod subscription;
 pub mod transport;
 
-pub use error::TransportError;
-pub use transport::{BoxFuture, NotificationSink, Outgoing, Transport};
+pub use client::{Client, ClientBuilder, Listing, ServerDescription};
+pub use error::{ClientError, TransportError};
+pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
+pub use options::{CallOptions, ClientConfig, EraPolicy, ProgressSink};
+pub use subscription::{Subscription, SubscriptionEnd};
+pub use transport::stdio::{StdioConfig, StdioTransport};
+pub use transport::{BoxFuture, EventSink, Incoming, NotificationSink, Outgoing, Transport};

@@ -4,6 +4,11 @@
 //! A transport knows how to move bytes to a server and back; everything
 //! above it (`_meta`, timeouts, pagination, MRTR, era fallback) lives once in
 //! [`crate::Client`].
+//!
+//! Messages that belong to no request (a notification without a matching
+//! progress token or subscription id, or a request a legacy server sends to
+//! the client) go to the transport's [`EventSink`], which the `Client`
+//! installs with [`Transport::set_events`].
 
 use std::fmt;
 use std::future::Future;
@@ -14,6 +19,11 @@ use switchboard_wire::{Notification, Request, Response};
 
 use crate::error::TransportError;
 
+#[cfg(feature = "http")]
+pub mod http;
+pub(crate) mod spawn;
+pub mod stdio;
+
 /// A boxed, sendable future, so transports can be used as trait objects.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -22,6 +32,25 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///
 /// Called from the transport's reader; it must not block.
 pub type NotificationSink = Arc<dyn Fn(Notification) + Send + Sync>;
+
+/// A message from the server that belongs to no pending request.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Incoming {
+    /// A notification no request claimed: `notifications/message` on stdio,
+    /// list-changed notifications outside a listen stream, stale progress.
+    Notification(Notification),
+    /// A request from the server. Only legacy (2025-11-25) servers send
+    /// these (sampling, elicitation, roots, ping); the client answers with
+    /// [`Transport::respond`]. Modern servers must not (WIRE-13).
+    Request(Request),
+}
+
+/// Receives [`Incoming`] messages, in arrival order.
+///
+/// Called from the transport's reader; it must not block (spawn a task for
+/// anything slow).
+pub type EventSink = Arc<dyn Fn(Incoming) + Send + Sync>;
 
 /// One request on its way out, with what the transport needs besides the
 /// JSON-RPC body.
@@ -34,6 +63,17 @@ pub struct Outgoing {
     pub param_headers: Vec<(String, String)>,
     /// Where notifications about this request go; dropped when `None`.
     pub sink: Option<NotificationSink>,
+}
+
+impl Outgoing {
+    /// A request with no headers and no sink.
+    pub fn new(request: Request) -> Self {
+        Outgoing {
+            request,
+            param_headers: Vec::new(),
+            sink: None,
+        }
+    }
 }
 
 impl fmt::Debug for Outgoing {
@@ -66,6 +106,35 @@ pub trait Transport: Send + Sync + fmt::Debug {
     /// # Errors
     /// [`TransportError`] when it cannot be sent.
     fn notify(&self, notification: Notification) -> BoxFuture<'_, Result<(), TransportError>>;
+
+    /// Answers a request the server sent (legacy servers only; see
+    /// [`Incoming::Request`]). The default refuses: transports without a
+    /// server-to-client channel have nothing to answer.
+    ///
+    /// # Errors
+    /// [`TransportError`] when it cannot be sent.
+    fn respond(&self, response: Response) -> BoxFuture<'_, Result<(), TransportError>> {
+        let _ = response;
+        Box::pin(async {
+            Err(TransportError::Closed {
+                server: String::new(),
+                cause: "this transport cannot answer server requests".into(),
+            })
+        })
+    }
+
+    /// Installs the sink for messages that belong to no request. The default
+    /// drops them (fine for transports that never see any).
+    fn set_events(&self, sink: EventSink) {
+        let _ = sink;
+    }
+
+    /// Whether this transport sends `Mcp-Param-*` headers, so the `Client`
+    /// must compute [`Outgoing::param_headers`] and drop tools whose
+    /// `x-mcp-header` annotations are invalid (HTTP-C-12). stdio: `false`.
+    fn mirrors_param_headers(&self) -> bool {
+        false
+    }
 
     /// Shuts the transport down; pending requests fail with
     /// [`TransportError::Closed`].

@@ -1,0 +1,1254 @@
+//! The [`Client`]: one MCP server, reached through one [`Transport`].
+//!
+//! Everything that is the same for every transport lives here, once:
+//! ids, `_meta` on every request, timeouts and cancellation, the era probe
+//! and the legacy fallback, `resultType` checks, the MRTR retry loop,
+//! pagination, and the answers to legacy server requests.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use switchboard_wire::header::{HeaderParam, encode_value, header_params};
+use switchboard_wire::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN};
+use switchboard_wire::meta::{PROTOCOL_VERSION, SERVER_INFO, TRACEPARENT};
+use switchboard_wire::types::{
+    CacheHints, CompleteResult, GetPromptResult, InputRequiredResult, JsonObject,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
+    ReadResourceResult, Resource, ResourceTemplate, ResultHeader, ResultType, SubscriptionFilter,
+    Tool, method,
+};
+use switchboard_wire::{
+    CallToolResult, ClientCapabilities, DiscoverResult, Era, ErrorCode, ErrorObject,
+    Implementation, InitializeResult, Notification, ProgressParams, Request, RequestId, Response,
+    ServerCapabilities, version,
+};
+use tracing::{debug, warn};
+
+use crate::error::{ClientError, TransportError};
+use crate::input::{self, InputContext, InputHandler, NoInput};
+use crate::options::{CallOptions, ClientConfig, EraPolicy};
+use crate::subscription::Subscription;
+use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transport};
+
+/// A connection to one MCP server.
+///
+/// Cheap to clone; clones share the connection. Built with
+/// [`Client::builder`], which probes the server's era before returning.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use switchboard_client::{Client, StdioConfig, StdioTransport};
+///
+/// let transport = StdioTransport::spawn(StdioConfig::new("notes", "notes-server")).await?;
+/// let client = Client::builder("notes", transport).connect().await?;
+/// let tools = client.list_all_tools().await?;
+/// let result = client.call_tool(&tools.items[0].name, None).await?;
+/// println!("{} (tool error: {})", result.joined_text(), result.is_error());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+/// Builds a [`Client`].
+pub struct ClientBuilder {
+    name: String,
+    transport: Arc<dyn Transport>,
+    config: ClientConfig,
+    handler: Arc<dyn InputHandler>,
+    on_notification: Option<NotificationSink>,
+}
+
+/// The items of every page of a listing, with what the pages said about
+/// caching.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Listing<T> {
+    /// Every item, in server order.
+    pub items: Vec<T>,
+    /// The shortest `ttlMs` of the pages (absent if any page lacked one) and
+    /// the first page's `cacheScope` (the same on every page; CACHE-08).
+    pub cache: CacheHints,
+    /// How many pages were fetched.
+    pub pages: usize,
+}
+
+/// What the client learned about the server when it connected.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerDescription {
+    /// The server's era.
+    pub era: Era,
+    /// The protocol version spoken to it.
+    pub protocol_version: String,
+    /// Its capabilities.
+    pub capabilities: ServerCapabilities,
+    /// Who it says it is (self-asserted; WIRE-18).
+    pub server_info: Option<Implementation>,
+    /// Its instructions for the model.
+    pub instructions: Option<String>,
+}
+
+struct Inner {
+    /// The server's name (alias), for errors and logs.
+    name: String,
+    transport: Arc<dyn Transport>,
+    config: ClientConfig,
+    handler: Arc<dyn InputHandler>,
+    /// Capabilities derived from the handler, declared on every request.
+    capabilities: ClientCapabilities,
+    on_notification: Option<NotificationSink>,
+    next_id: AtomicI64,
+    /// The era and version in force, and the `_meta` every request carries.
+    session: RwLock<Session>,
+    /// What the server said when the client connected.
+    description: RwLock<Option<ServerDescription>>,
+    /// `x-mcp-header` parameters of the tools last listed, by tool name;
+    /// only kept when the transport mirrors them into headers.
+    header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
+}
+
+/// The wire in force.
+#[derive(Clone)]
+struct Session {
+    era: Era,
+    version: String,
+    /// `_meta` keys every request carries (modern: version, capabilities,
+    /// client info; legacy: none), built once.
+    base_meta: JsonObject,
+}
+
+impl Client {
+    /// Starts building a client for the server called `name` (its alias)
+    /// reached through `transport`.
+    pub fn builder(name: impl Into<String>, transport: impl Transport + 'static) -> ClientBuilder {
+        ClientBuilder::from_arc(name, Arc::new(transport))
+    }
+
+    /// The server's name (alias).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The era of the server, as found when connecting (VER-07).
+    pub fn era(&self) -> Era {
+        self.session().era
+    }
+
+    /// The protocol version spoken to the server.
+    pub fn protocol_version(&self) -> String {
+        self.session().version
+    }
+
+    /// What the server said about itself when the client connected.
+    pub fn server(&self) -> Option<ServerDescription> {
+        self.inner
+            .description
+            .read()
+            .ok()
+            .and_then(|d| d.as_ref().cloned())
+    }
+
+    /// The capabilities this client declares on every request.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.capabilities
+    }
+
+    /// The transport underneath.
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.inner.transport
+    }
+
+    /// Fetches `server/discover` again (modern), or describes the legacy
+    /// session as a `DiscoverResult` (its negotiated version, capabilities
+    /// and instructions).
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn discover(&self) -> Result<DiscoverResult, ClientError> {
+        if self.era() == Era::Legacy {
+            let d = self
+                .server()
+                .ok_or_else(|| self.invalid("initialize", "no session"))?;
+            return Ok(DiscoverResult {
+                supported_versions: vec![d.protocol_version],
+                capabilities: d.capabilities,
+                instructions: d.instructions,
+                cache: CacheHints::default(),
+                header: ResultHeader::default(),
+            });
+        }
+        let result: DiscoverResult = self
+            .typed(method::DISCOVER, JsonObject::new(), &CallOptions::default())
+            .await?;
+        self.remember_discover(&result);
+        Ok(result)
+    }
+
+    /// Checks the server is alive: `ping` for a legacy server,
+    /// `server/discover` for a modern one (which has no ping).
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn ping(&self) -> Result<(), ClientError> {
+        match self.era() {
+            Era::Legacy => self
+                .send(method::PING, None, &CallOptions::default())
+                .await
+                .map(drop),
+            Era::Modern => self.discover().await.map(drop),
+        }
+    }
+
+    /// One page of `tools/list`. `cursor` is echoed unchanged (`""` is a
+    /// cursor). When the transport mirrors `x-mcp-header` parameters, tools
+    /// with invalid annotations are dropped with a warning (HTTP-C-12/13).
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, ClientError> {
+        let mut page: ListToolsResult = self
+            .typed(
+                method::TOOLS_LIST,
+                cursor_params(cursor),
+                &CallOptions::default(),
+            )
+            .await?;
+        if self.inner.transport.mirrors_param_headers() {
+            let mut table = self.lock_headers();
+            page.tools.retain(|tool| match header_params(&tool.input_schema) {
+                Ok(params) => {
+                    table.insert(tool.name.clone(), params);
+                    true
+                }
+                Err(e) => {
+                    warn!(server = %self.inner.name, tool = %tool.name, error = %e, "dropping a tool with invalid x-mcp-header annotations");
+                    table.remove(&tool.name);
+                    false
+                }
+            });
+        }
+        Ok(page)
+    }
+
+    /// Every tool, paging until `nextCursor` is absent.
+    ///
+    /// # Errors
+    /// [`ClientError::InvalidResult`] when the server repeats a cursor or
+    /// the page limit is reached; otherwise as for any request.
+    pub async fn list_all_tools(&self) -> Result<Listing<Tool>, ClientError> {
+        self.list_all(method::TOOLS_LIST, |c| async move {
+            let p = self.list_tools(c.as_deref()).await?;
+            Ok((p.tools, p.next_cursor, p.cache))
+        })
+        .await
+    }
+
+    /// Calls a tool by its name on this server. A tool that ran and failed
+    /// is `Ok` with `isError: true` (DESIGN item 10); `input_required` is
+    /// never returned: the client answers through its [`InputHandler`] and
+    /// retries (MRTR).
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// [`Client::call_tool`] with options (timeout, progress, …).
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        let headers = self.param_headers(name, arguments.as_ref())?;
+        let mut params = JsonObject::new();
+        params.insert("name".into(), Value::from(name));
+        if let Some(arguments) = arguments {
+            params.insert("arguments".into(), Value::Object(arguments));
+        }
+        let value = self
+            .request_inner(method::TOOLS_CALL, params, headers, options)
+            .await?;
+        self.parse(method::TOOLS_CALL, value)
+    }
+
+    /// One page of `resources/list`.
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn list_resources(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourcesResult, ClientError> {
+        self.typed(
+            method::RESOURCES_LIST,
+            cursor_params(cursor),
+            &CallOptions::default(),
+        )
+        .await
+    }
+
+    /// Every resource, paging until `nextCursor` is absent.
+    ///
+    /// # Errors
+    /// As [`Client::list_all_tools`].
+    pub async fn list_all_resources(&self) -> Result<Listing<Resource>, ClientError> {
+        self.list_all(method::RESOURCES_LIST, |c| async move {
+            let p = self.list_resources(c.as_deref()).await?;
+            Ok((p.resources, p.next_cursor, p.cache))
+        })
+        .await
+    }
+
+    /// One page of `resources/templates/list`.
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn list_resource_templates(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListResourceTemplatesResult, ClientError> {
+        self.typed(
+            method::RESOURCES_TEMPLATES_LIST,
+            cursor_params(cursor),
+            &CallOptions::default(),
+        )
+        .await
+    }
+
+    /// Every resource template, paging until `nextCursor` is absent.
+    ///
+    /// # Errors
+    /// As [`Client::list_all_tools`].
+    pub async fn list_all_resource_templates(
+        &self,
+    ) -> Result<Listing<ResourceTemplate>, ClientError> {
+        self.list_all(method::RESOURCES_TEMPLATES_LIST, |c| async move {
+            let p = self.list_resource_templates(c.as_deref()).await?;
+            Ok((p.resource_templates, p.next_cursor, p.cache))
+        })
+        .await
+    }
+
+    /// Reads a resource (MRTR as for tools).
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request; a missing resource is a protocol
+    /// error (-32602, or the legacy -32002; RES-05).
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
+        self.read_resource_with(uri, &CallOptions::default()).await
+    }
+
+    /// [`Client::read_resource`] with options.
+    ///
+    /// # Errors
+    /// As [`Client::read_resource`].
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: &CallOptions,
+    ) -> Result<ReadResourceResult, ClientError> {
+        let mut params = JsonObject::new();
+        params.insert("uri".into(), Value::from(uri));
+        self.typed(method::RESOURCES_READ, params, options).await
+    }
+
+    /// One page of `prompts/list`.
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn list_prompts(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<ListPromptsResult, ClientError> {
+        self.typed(
+            method::PROMPTS_LIST,
+            cursor_params(cursor),
+            &CallOptions::default(),
+        )
+        .await
+    }
+
+    /// Every prompt, paging until `nextCursor` is absent.
+    ///
+    /// # Errors
+    /// As [`Client::list_all_tools`].
+    pub async fn list_all_prompts(&self) -> Result<Listing<Prompt>, ClientError> {
+        self.list_all(method::PROMPTS_LIST, |c| async move {
+            let p = self.list_prompts(c.as_deref()).await?;
+            Ok((p.prompts, p.next_cursor, p.cache))
+        })
+        .await
+    }
+
+    /// Gets a prompt (MRTR as for tools).
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, ClientError> {
+        let mut params = JsonObject::new();
+        params.insert("name".into(), Value::from(name));
+        if let Some(arguments) = arguments {
+            params.insert("arguments".into(), Value::Object(arguments));
+        }
+        self.typed(method::PROMPTS_GET, params, &CallOptions::default())
+            .await
+    }
+
+    /// Asks for completions of one argument. `reference` is the
+    /// `ref/prompt` or `ref/resource` object; `context` holds arguments
+    /// already given.
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn complete(
+        &self,
+        reference: Value,
+        argument_name: &str,
+        argument_value: &str,
+        context: Option<JsonObject>,
+    ) -> Result<CompleteResult, ClientError> {
+        let mut params = JsonObject::new();
+        params.insert("ref".into(), reference);
+        params.insert(
+            "argument".into(),
+            json!({"name": argument_name, "value": argument_value}),
+        );
+        if let Some(context) = context {
+            params.insert("context".into(), json!({ "arguments": context }));
+        }
+        self.typed(method::COMPLETE, params, &CallOptions::default())
+            .await
+    }
+
+    /// Opens a `subscriptions/listen` stream and waits for its
+    /// acknowledgement (within the default timeout). Dropping the
+    /// [`Subscription`] cancels it.
+    ///
+    /// # Errors
+    /// [`ClientError::Unsupported`] for a legacy server; otherwise as for
+    /// any request.
+    pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription, ClientError> {
+        if self.era() == Era::Legacy {
+            return Err(ClientError::Unsupported {
+                server: self.inner.name.clone(),
+                method: method::SUBSCRIPTIONS_LISTEN.into(),
+                what: "subscriptions/listen (a legacy server has no listen streams)".into(),
+            });
+        }
+        let mut params = JsonObject::new();
+        params.insert(
+            "notifications".into(),
+            serde_json::to_value(&filter).unwrap_or_else(|_| json!({})),
+        );
+        let id = self.next_id();
+        Subscription::open(self.clone(), id, params, self.inner.config.timeout).await
+    }
+
+    /// Sends any request and returns its complete result: `_meta`, timeout,
+    /// `resultType` checks and (for tools/call, resources/read, prompts/get)
+    /// the MRTR loop apply. For methods the typed calls do not cover.
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        self.request_inner(method, params.unwrap_or_default(), Vec::new(), options)
+            .await
+    }
+
+    /// Sends a notification.
+    ///
+    /// # Errors
+    /// [`ClientError::Transport`] when it cannot be sent.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
+        self.inner
+            .transport
+            .notify(Notification::new(method, params))
+            .await
+            .map_err(ClientError::from)
+    }
+
+    /// Closes the connection (stdio: close stdin, wait, SIGTERM, SIGKILL).
+    /// Pending requests fail with a closed error.
+    pub async fn close(&self) {
+        self.inner.transport.close().await;
+    }
+
+    // ---- internals -------------------------------------------------------
+
+    fn session(&self) -> Session {
+        match self.inner.session.read() {
+            Ok(s) => s.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    fn set_session(&self, session: Session) {
+        match self.inner.session.write() {
+            Ok(mut s) => *s = session,
+            Err(poisoned) => *poisoned.into_inner() = session,
+        }
+    }
+
+    fn lock_headers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<HeaderParam>>> {
+        match self.inner.header_params.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    pub(crate) fn next_id(&self) -> RequestId {
+        RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    pub(crate) fn server_name(&self) -> &str {
+        &self.inner.name
+    }
+
+    fn invalid(&self, method: &str, reason: impl Into<String>) -> ClientError {
+        ClientError::InvalidResult {
+            server: self.inner.name.clone(),
+            method: method.into(),
+            reason: reason.into(),
+        }
+    }
+
+    /// `Mcp-Param-*` headers for a tool call, when the transport sends them.
+    fn param_headers(
+        &self,
+        tool: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Result<Vec<(String, String)>, ClientError> {
+        if !self.inner.transport.mirrors_param_headers() {
+            return Ok(Vec::new());
+        }
+        let table = self.lock_headers();
+        let Some(params) = table.get(tool) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::with_capacity(params.len());
+        for p in params {
+            match p.value(arguments) {
+                Ok(Some(v)) => out.push((p.header_name(), encode_value(&v).into_owned())),
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(ClientError::Unsupported {
+                        server: self.inner.name.clone(),
+                        method: method::TOOLS_CALL.into(),
+                        what: format!("arguments that match the tool's schema ({e})"),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Places `_meta` on `params`: the session's keys, then the call's.
+    fn build_params(
+        &self,
+        session: &Session,
+        mut params: JsonObject,
+        options: &CallOptions,
+        progress: Option<&RequestId>,
+    ) -> Value {
+        let mut meta = match params.remove("_meta") {
+            Some(Value::Object(m)) => m,
+            _ => JsonObject::new(),
+        };
+        if let Some(extra) = &options.meta {
+            for (k, v) in extra {
+                meta.insert(k.clone(), v.clone());
+            }
+        }
+        for (k, v) in &session.base_meta {
+            meta.insert(k.clone(), v.clone());
+        }
+        if session.era == Era::Modern {
+            if let Some(level) = options.log_level.or(self.inner.config.log_level) {
+                meta.insert(
+                    LOG_LEVEL.into(),
+                    serde_json::to_value(level).unwrap_or(Value::Null),
+                );
+            }
+        }
+        if let Some(tp) = &options.traceparent {
+            meta.insert(TRACEPARENT.into(), Value::from(tp.as_str()));
+        }
+        if let Some(token) = progress {
+            meta.insert(PROGRESS_TOKEN.into(), token.to_value());
+        }
+        if !meta.is_empty() {
+            params.insert("_meta".into(), Value::Object(meta));
+        }
+        Value::Object(params)
+    }
+
+    /// One request, one response: the raw result value, or the error.
+    async fn send(
+        &self,
+        method: &str,
+        params: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        self.send_with(method, params.unwrap_or_default(), Vec::new(), options)
+            .await
+    }
+
+    async fn send_with(
+        &self,
+        method: &str,
+        params: JsonObject,
+        param_headers: Vec<(String, String)>,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        let session = self.session();
+        let id = self.next_id();
+        let progress = options.on_progress.as_ref().map(|_| id.clone());
+        let params = self.build_params(&session, params, options, progress.as_ref());
+        let outgoing = Outgoing {
+            request: Request::new(id, method, Some(params)),
+            param_headers,
+            sink: self.request_sink(options),
+        };
+        let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
+        // Dropping the transport's future on expiry is what cancels the
+        // request (notifications/cancelled on stdio, stream close on HTTP).
+        let response = tokio::time::timeout(timeout, self.inner.transport.request(outgoing))
+            .await
+            .map_err(|_| ClientError::Timeout {
+                server: self.inner.name.clone(),
+                method: method.into(),
+                after: timeout,
+            })??;
+        self.outcome(method, response)
+    }
+
+    pub(crate) fn outcome(&self, method: &str, response: Response) -> Result<Value, ClientError> {
+        response.outcome.map_err(|error| ClientError::Protocol {
+            server: self.inner.name.clone(),
+            method: method.into(),
+            error,
+        })
+    }
+
+    /// The sink for one request's notifications, when the caller wants them.
+    fn request_sink(&self, options: &CallOptions) -> Option<NotificationSink> {
+        if options.on_progress.is_none() && options.on_notification.is_none() {
+            return None;
+        }
+        let progress = options.on_progress.clone();
+        let other = options.on_notification.clone();
+        let general = self.inner.on_notification.clone();
+        let server = self.inner.name.clone();
+        Some(Arc::new(move |n: Notification| {
+            if n.method == method::PROGRESS {
+                if let Some(progress) = &progress {
+                    match n.params.map(serde_json::from_value::<ProgressParams>) {
+                        Some(Ok(p)) => progress(p),
+                        _ => debug!(server = %server, "malformed progress notification dropped"),
+                    }
+                    return;
+                }
+            }
+            match (&other, &general) {
+                (Some(sink), _) | (None, Some(sink)) => sink(n),
+                (None, None) => log_notification(&server, &n),
+            }
+        }))
+    }
+
+    /// A request with the MRTR loop for the methods that allow it, and the
+    /// `resultType` checks for all (WIRE-08, WIRE-09, MRTR-02).
+    async fn request_inner(
+        &self,
+        method: &str,
+        mut params: JsonObject,
+        headers: Vec<(String, String)>,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
+        let mut round = 0;
+        loop {
+            let value = self
+                .send_with(method, params.clone(), headers.clone(), options)
+                .await?;
+            match ResultType::of(&value) {
+                ResultType::Complete => return Ok(value),
+                ResultType::Other(kind) => {
+                    return Err(self.invalid(method, format!("unknown resultType {kind:?}")));
+                }
+                ResultType::InputRequired if !method::allows_input_required(method) => {
+                    return Err(self.invalid(
+                        method,
+                        "input_required is only allowed for tools/call, resources/read and prompts/get",
+                    ));
+                }
+                ResultType::InputRequired => {}
+            }
+            round += 1;
+            if round > self.inner.config.max_input_rounds {
+                return Err(self.invalid(
+                    method,
+                    format!(
+                        "still input_required after {} rounds",
+                        self.inner.config.max_input_rounds
+                    ),
+                ));
+            }
+            let required: InputRequiredResult = serde_json::from_value(value)
+                .map_err(|e| self.invalid(method, format!("malformed input_required: {e}")))?;
+            if required.input_requests.is_none() && required.request_state.is_none() {
+                return Err(self.invalid(
+                    method,
+                    "input_required without inputRequests or requestState (MRTR-03)",
+                ));
+            }
+            let responses = self.answer_inputs(method, &required).await?;
+            // The retry is the same request with this round's answers and the
+            // state echoed verbatim, under a new id (MRTR-12, MRTR-13, MRTR-14).
+            params.remove("inputResponses");
+            params.remove("requestState");
+            if let Some(responses) = responses {
+                params.insert("inputResponses".into(), Value::Object(responses));
+            }
+            if let Some(state) = required.request_state {
+                params.insert("requestState".into(), Value::String(state));
+            }
+        }
+    }
+
+    /// Answers every input request of one round, keyed like the requests.
+    async fn answer_inputs(
+        &self,
+        method: &str,
+        required: &InputRequiredResult,
+    ) -> Result<Option<JsonObject>, ClientError> {
+        let Some(requests) = &required.input_requests else {
+            return Ok(None);
+        };
+        let support = self.inner.handler.support();
+        let mut responses = JsonObject::new();
+        for (key, request) in required.requests() {
+            let request = request.map_err(|v| {
+                self.invalid(method, format!("input request {key:?} is malformed: {v}"))
+            })?;
+            if !support.covers(&request.method, request.params.as_ref()) {
+                return Err(ClientError::Unsupported {
+                    server: self.inner.name.clone(),
+                    method: method.into(),
+                    what: format!("{} (input request {key:?})", request.method),
+                });
+            }
+            let cx = InputContext {
+                server: self.inner.name.clone(),
+                method: Some(method.into()),
+                era: Era::Modern,
+            };
+            let answer = input::answer(&*self.inner.handler, cx, &request.method, request.params)
+                .await
+                .map_err(|e| ClientError::Input {
+                    server: self.inner.name.clone(),
+                    method: method.into(),
+                    reason: e.0,
+                })?;
+            responses.insert(key.to_owned(), answer);
+        }
+        debug_assert_eq!(responses.len(), requests.len());
+        Ok(Some(responses))
+    }
+
+    /// A request whose complete result parses as `T`.
+    async fn typed<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: JsonObject,
+        options: &CallOptions,
+    ) -> Result<T, ClientError> {
+        let value = self
+            .request_inner(method, params, Vec::new(), options)
+            .await?;
+        self.parse(method, value)
+    }
+
+    fn parse<T: DeserializeOwned>(&self, method: &str, value: Value) -> Result<T, ClientError> {
+        serde_json::from_value(value).map_err(|e| self.invalid(method, e.to_string()))
+    }
+
+    /// Pages through a listing until `nextCursor` is absent, refusing a
+    /// repeated cursor and stopping at the page limit (PAGE-01…04).
+    async fn list_all<T, F, Fut>(
+        &self,
+        method: &str,
+        mut page: F,
+    ) -> Result<Listing<T>, ClientError>
+    where
+        F: FnMut(Option<String>) -> Fut,
+        Fut: Future<Output = Result<(Vec<T>, Option<String>, CacheHints), ClientError>>,
+    {
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor: Option<String> = None;
+        let mut cache: Option<CacheHints> = None;
+        let mut pages = 0;
+        loop {
+            if pages == self.inner.config.max_pages {
+                return Err(
+                    self.invalid(method, format!("listing did not end after {pages} pages"))
+                );
+            }
+            let (mut batch, next, hints) = page(cursor.take()).await?;
+            pages += 1;
+            items.append(&mut batch);
+            cache = Some(match cache {
+                None => hints,
+                Some(c) => CacheHints {
+                    ttl_ms: match (c.ttl_ms, hints.ttl_ms) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        _ => None,
+                    },
+                    cache_scope: c.cache_scope,
+                },
+            });
+            match next {
+                None => break,
+                Some(next) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(self.invalid(
+                            method,
+                            format!(
+                                "the server repeated cursor {next:?}; the listing would never end"
+                            ),
+                        ));
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+        Ok(Listing {
+            items,
+            cache: cache.unwrap_or_default(),
+            pages,
+        })
+    }
+
+    fn remember_discover(&self, result: &DiscoverResult) {
+        let server_info = result
+            .header
+            .meta
+            .as_ref()
+            .and_then(|m| m.get(SERVER_INFO))
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let description = ServerDescription {
+            era: Era::Modern,
+            protocol_version: self.session().version,
+            capabilities: result.capabilities.clone(),
+            server_info,
+            instructions: result.instructions.clone(),
+        };
+        if let Ok(mut d) = self.inner.description.write() {
+            *d = Some(description);
+        }
+    }
+
+    /// Finds the server's era: the `server/discover` probe, a retry with a
+    /// version from a -32022 error, or the legacy fallback.
+    async fn connect(&self) -> Result<(), ClientError> {
+        let policy = self.inner.config.era_policy;
+        if policy == EraPolicy::LegacyOnly {
+            return self.initialize().await;
+        }
+        let mut version = version::LATEST.to_owned();
+        let probe = CallOptions::timeout(self.inner.config.probe_timeout);
+        for attempt in 0..2 {
+            self.set_session(self.modern_session(&version));
+            let outcome = self
+                .send(method::DISCOVER, None, &probe)
+                .await
+                .and_then(|v| {
+                    serde_json::from_value::<DiscoverResult>(v)
+                        .map_err(|e| self.invalid(method::DISCOVER, e.to_string()))
+                });
+            match outcome {
+                Ok(result) => {
+                    if !result.supported_versions.contains(&version) {
+                        match version::pick_modern(&result.supported_versions) {
+                            Some(v) if attempt == 0 => {
+                                version = v.to_owned();
+                                continue;
+                            }
+                            _ => {
+                                return Err(ClientError::UnsupportedVersion {
+                                    server: self.inner.name.clone(),
+                                    supported: result.supported_versions,
+                                });
+                            }
+                        }
+                    }
+                    self.remember_discover(&result);
+                    debug!(server = %self.inner.name, version = %version, "modern server");
+                    return Ok(());
+                }
+                Err(ClientError::Protocol { error, .. })
+                    if error.code == ErrorCode::UnsupportedProtocolVersion.code() =>
+                {
+                    // A recognised modern error: the server is modern; use a
+                    // version it names, never fall back (STDIO-15).
+                    let supported = error
+                        .unsupported_version_data()
+                        .map(|d| d.supported)
+                        .unwrap_or_default();
+                    match version::pick_modern(&supported) {
+                        Some(v) if attempt == 0 && v != version => version = v.to_owned(),
+                        _ => {
+                            return Err(ClientError::UnsupportedVersion {
+                                server: self.inner.name.clone(),
+                                supported,
+                            });
+                        }
+                    }
+                }
+                Err(e @ ClientError::Protocol { .. })
+                    if e.protocol_error()
+                        .and_then(ErrorObject::known_code)
+                        .is_some_and(ErrorCode::is_modern) =>
+                {
+                    return Err(e);
+                }
+                Err(
+                    ClientError::Protocol { .. }
+                    | ClientError::Timeout { .. }
+                    | ClientError::InvalidResult { .. },
+                ) if policy == EraPolicy::Probe => {
+                    // Any other error, silence or a non-discover answer: a
+                    // legacy server (STDIO-16: not keyed to one code).
+                    return self.initialize().await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ClientError::UnsupportedVersion {
+            server: self.inner.name.clone(),
+            supported: Vec::new(),
+        })
+    }
+
+    fn modern_session(&self, version: &str) -> Session {
+        let mut base_meta = JsonObject::new();
+        base_meta.insert(PROTOCOL_VERSION.into(), Value::from(version));
+        base_meta.insert(
+            CLIENT_CAPABILITIES.into(),
+            serde_json::to_value(&self.inner.capabilities).unwrap_or_else(|_| json!({})),
+        );
+        base_meta.insert(
+            CLIENT_INFO.into(),
+            serde_json::to_value(&self.inner.config.client_info).unwrap_or(Value::Null),
+        );
+        Session {
+            era: Era::Modern,
+            version: version.to_owned(),
+            base_meta,
+        }
+    }
+
+    /// The 2025-11-25 handshake: `initialize`, then
+    /// `notifications/initialized`; legacy wire from then on.
+    async fn initialize(&self) -> Result<(), ClientError> {
+        self.set_session(Session {
+            era: Era::Legacy,
+            version: version::LEGACY.to_owned(),
+            base_meta: JsonObject::new(),
+        });
+        let mut params = JsonObject::new();
+        params.insert("protocolVersion".into(), Value::from(version::LEGACY));
+        params.insert(
+            "capabilities".into(),
+            serde_json::to_value(&self.inner.capabilities).unwrap_or_else(|_| json!({})),
+        );
+        params.insert(
+            "clientInfo".into(),
+            serde_json::to_value(&self.inner.config.client_info).unwrap_or(Value::Null),
+        );
+        let value = self
+            .send(method::INITIALIZE, Some(params), &CallOptions::default())
+            .await?;
+        let result: InitializeResult = self.parse(method::INITIALIZE, value)?;
+        if !version::LEGACY_ACCEPTED.contains(&result.protocol_version.as_str()) {
+            return Err(ClientError::UnsupportedVersion {
+                server: self.inner.name.clone(),
+                supported: vec![result.protocol_version],
+            });
+        }
+        self.inner
+            .transport
+            .notify(Notification::new(method::INITIALIZED, None))
+            .await?;
+        self.set_session(Session {
+            era: Era::Legacy,
+            version: result.protocol_version.clone(),
+            base_meta: JsonObject::new(),
+        });
+        debug!(server = %self.inner.name, version = %result.protocol_version, "legacy server");
+        if let Ok(mut d) = self.inner.description.write() {
+            *d = Some(ServerDescription {
+                era: Era::Legacy,
+                protocol_version: result.protocol_version,
+                capabilities: result.capabilities,
+                server_info: Some(result.server_info),
+                instructions: result.instructions,
+            });
+        }
+        Ok(())
+    }
+
+    /// Builds the `params` of a request the way `send` does, for callers in
+    /// this crate that drive the transport themselves (listen).
+    pub(crate) fn outgoing(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: JsonObject,
+        sink: NotificationSink,
+    ) -> Outgoing {
+        let session = self.session();
+        let params = self.build_params(&session, params, &CallOptions::default(), None);
+        Outgoing {
+            request: Request::new(id, method, Some(params)),
+            param_headers: Vec::new(),
+            sink: Some(sink),
+        }
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("name", &self.inner.name)
+            .field("era", &self.era())
+            .field("transport", &self.inner.transport)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    /// A builder over a shared transport.
+    pub fn from_arc(name: impl Into<String>, transport: Arc<dyn Transport>) -> Self {
+        ClientBuilder {
+            name: name.into(),
+            transport,
+            config: ClientConfig::default(),
+            handler: Arc::new(NoInput),
+            on_notification: None,
+        }
+    }
+
+    /// Replaces the whole configuration.
+    pub fn config(mut self, config: ClientConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The default deadline of every request.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.config.timeout = timeout;
+        self
+    }
+
+    /// How long the era probe waits before deciding the server is legacy.
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.config.probe_timeout = timeout;
+        self
+    }
+
+    /// How to find the server's era.
+    pub fn era_policy(mut self, policy: EraPolicy) -> Self {
+        self.config.era_policy = policy;
+        self
+    }
+
+    /// Who the client is.
+    pub fn client_info(mut self, info: Implementation) -> Self {
+        self.config.client_info = info;
+        self
+    }
+
+    /// The handler that answers input requests; the client declares the
+    /// capabilities it supports, and no others.
+    pub fn input_handler(mut self, handler: impl InputHandler + 'static) -> Self {
+        self.handler = Arc::new(handler);
+        self
+    }
+
+    /// Receives notifications no request claimed (`notifications/message`
+    /// on stdio, list-changed outside a listen stream). Without one they are
+    /// logged.
+    pub fn on_notification(mut self, sink: impl Fn(Notification) + Send + Sync + 'static) -> Self {
+        self.on_notification = Some(Arc::new(sink));
+        self
+    }
+
+    /// Builds the client and finds the server's era (see [`EraPolicy`]).
+    ///
+    /// # Errors
+    /// [`ClientError`] when the server cannot be reached, speaks no version
+    /// we support, or fails the handshake.
+    pub async fn connect(self) -> Result<Client, ClientError> {
+        let capabilities = self.handler.support().capabilities();
+        let inner = Arc::new(Inner {
+            name: self.name,
+            transport: self.transport,
+            config: self.config,
+            handler: self.handler,
+            capabilities,
+            on_notification: self.on_notification,
+            next_id: AtomicI64::new(1),
+            session: RwLock::new(Session {
+                era: Era::Modern,
+                version: version::LATEST.to_owned(),
+                base_meta: JsonObject::new(),
+            }),
+            description: RwLock::new(None),
+            header_params: Mutex::new(HashMap::new()),
+        });
+        inner
+            .transport
+            .set_events(event_sink(Arc::downgrade(&inner)));
+        let client = Client { inner };
+        client.connect().await?;
+        Ok(client)
+    }
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+fn cursor_params(cursor: Option<&str>) -> JsonObject {
+    let mut params = JsonObject::new();
+    if let Some(cursor) = cursor {
+        params.insert("cursor".into(), Value::from(cursor));
+    }
+    params
+}
+
+/// The transport's sink for messages no request claimed. It holds the
+/// client weakly: the transport must not keep its own client alive.
+fn event_sink(inner: Weak<Inner>) -> EventSink {
+    Arc::new(move |incoming| {
+        let Some(inner) = inner.upgrade() else { return };
+        match incoming {
+            Incoming::Notification(n) => match &inner.on_notification {
+                Some(sink) => sink(n),
+                None => log_notification(&inner.name, &n),
+            },
+            Incoming::Request(request) => {
+                let client = Client { inner };
+                // The handler may take long (a user answering a form): answer
+                // on a task of its own, never on the transport's reader.
+                tokio::spawn(async move { client.answer_server_request(request).await });
+            }
+        }
+    })
+}
+
+impl Client {
+    /// Answers a request a legacy server sent (sampling, elicitation, roots,
+    /// ping) through the same [`InputHandler`]. A modern server must not send
+    /// requests (WIRE-13) and the client must not answer one on stdio
+    /// (STDIO-04), so those are logged and dropped.
+    async fn answer_server_request(&self, request: Request) {
+        let name = &self.inner.name;
+        if self.era() == Era::Modern {
+            warn!(server = %name, method = %request.method, "a modern server sent a request; ignored");
+            return;
+        }
+        let support = self.inner.handler.support();
+        let outcome = match request.method.as_str() {
+            method::PING => Ok(json!({})),
+            m if support.covers(m, request.params.as_ref()) => {
+                let cx = InputContext {
+                    server: name.clone(),
+                    method: None,
+                    era: Era::Legacy,
+                };
+                input::answer(&*self.inner.handler, cx, m, request.params)
+                    .await
+                    .map_err(|e| ErrorObject::new(ErrorCode::InternalError, e.0))
+            }
+            m => Err(ErrorObject::new(
+                ErrorCode::MethodNotFound,
+                format!("this client does not support {m}"),
+            )),
+        };
+        let response = match outcome {
+            Ok(result) => Response::result(request.id, result),
+            Err(error) => Response::error(Some(request.id), error),
+        };
+        if let Err(e) = self.inner.transport.respond(response).await {
+            debug!(server = %name, error = %e, "could not answer a server request");
+        }
+    }
+}
+
+/// Logs a notification nobody asked for: `notifications/message` at its
+/// level, anything else at debug.
+fn log_notification(server: &str, n: &Notification) {
+    if n.method == method::MESSAGE {
+        let params = n.params.as_ref();
+        let level = params
+            .and_then(|p| p.get("level"))
+            .and_then(Value::as_str)
+            .unwrap_or("info");
+        let data = params
+            .and_then(|p| p.get("data"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        match level {
+            "debug" => debug!(server = %server, %data, "server log"),
+            "info" | "notice" => tracing::info!(server = %server, %data, "server log"),
+            "warning" => warn!(server = %server, %data, "server log"),
+            _ => tracing::error!(server = %server, %data, "server log"),
+        }
+    } else {
+        debug!(server = %server, method = %n.method, "notification without a listener");
+    }
+}
+
+/// Helpers the subscription module shares.
+pub(crate) fn transport_of(client: &Client) -> Arc<dyn Transport> {
+    client.inner.transport.clone()
+}
+
+/// A closed-transport error naming this client's server.
+pub(crate) fn closed(client: &Client, cause: impl Into<String>) -> ClientError {
+    ClientError::Transport(TransportError::Closed {
+        server: client.inner.name.clone(),
+        cause: cause.into(),
+    })
+}

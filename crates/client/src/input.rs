@@ -1,0 +1,215 @@
+//! Answering what a server asks of the client: elicitation, sampling and
+//! roots.
+//!
+//! A modern server asks inside an `input_required` result (MRTR); a legacy
+//! server sends a request of its own during a call. Both reach the same
+//! [`InputHandler`], and the capabilities the client declares on every
+//! request are derived from what the handler says it supports, so a server
+//! is never told the client can do something it cannot (MRTR-05, ELIC-01,
+//! SAMP-02, ROOT-02).
+
+use std::fmt;
+
+use serde_json::{Value, json};
+use switchboard_wire::types::{ElicitationCapability, JsonObject, SamplingCapability};
+use switchboard_wire::{ClientCapabilities, Era};
+
+use crate::transport::BoxFuture;
+
+/// Which input requests a handler can answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InputSupport {
+    /// Form-mode elicitation (`elicitation/create` with a `requestedSchema`).
+    pub elicitation_form: bool,
+    /// URL-mode elicitation (`mode: "url"`).
+    pub elicitation_url: bool,
+    /// `sampling/createMessage` (deprecated feature).
+    pub sampling: bool,
+    /// Tool use inside sampling (`sampling.tools`).
+    pub sampling_tools: bool,
+    /// `roots/list` (deprecated feature).
+    pub roots: bool,
+}
+
+impl InputSupport {
+    /// Nothing supported: the client declares no capabilities.
+    pub const NONE: InputSupport = InputSupport {
+        elicitation_form: false,
+        elicitation_url: false,
+        sampling: false,
+        sampling_tools: false,
+        roots: false,
+    };
+
+    /// The `clientCapabilities` that declare exactly this support.
+    pub fn capabilities(&self) -> ClientCapabilities {
+        let mut caps = ClientCapabilities::default();
+        if self.elicitation_form || self.elicitation_url {
+            caps.elicitation = Some(ElicitationCapability {
+                form: self.elicitation_form.then(JsonObject::new),
+                url: self.elicitation_url.then(JsonObject::new),
+                extra: JsonObject::new(),
+            });
+        }
+        if self.sampling {
+            caps.sampling = Some(SamplingCapability {
+                context: None,
+                tools: self.sampling_tools.then(JsonObject::new),
+                extra: JsonObject::new(),
+            });
+        }
+        if self.roots {
+            caps.roots = Some(JsonObject::new());
+        }
+        caps
+    }
+
+    /// Whether an input request with this method and params is covered.
+    pub fn covers(&self, method: &str, params: Option<&Value>) -> bool {
+        match method {
+            "elicitation/create" => {
+                let url = params
+                    .and_then(|p| p.get("mode"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m == "url");
+                // A missing mode is form mode (ELIC-04).
+                if url {
+                    self.elicitation_url
+                } else {
+                    self.elicitation_form
+                }
+            }
+            "sampling/createMessage" => {
+                let wants_tools = params.and_then(|p| p.get("tools")).is_some();
+                self.sampling && (!wants_tools || self.sampling_tools)
+            }
+            "roots/list" => self.roots,
+            _ => false,
+        }
+    }
+}
+
+/// Who is asking, for the handler to show the user (ELIC-07).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputContext {
+    /// The server's name (alias).
+    pub server: String,
+    /// The request the input is for (`tools/call`, …), when known; a legacy
+    /// server's request arrives outside any call the client can name.
+    pub method: Option<String>,
+    /// The era of the server.
+    pub era: Era,
+}
+
+/// Why a handler could not answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InputError(pub String);
+
+/// Answers input requests on the user's behalf.
+///
+/// Each method receives the request's `params` verbatim and returns the
+/// result object verbatim (`ElicitResult`, `CreateMessageResult`,
+/// `ListRootsResult`; no `resultType`). Declining is an answer, not an
+/// error: an elicitation handler returns `{"action": "decline"}`.
+/// The defaults refuse, so a handler implements only what it declares in
+/// [`InputHandler::support`].
+pub trait InputHandler: Send + Sync + fmt::Debug {
+    /// What this handler can answer; the client declares exactly this.
+    fn support(&self) -> InputSupport;
+
+    /// Answers `elicitation/create`.
+    ///
+    /// # Errors
+    /// [`InputError`] when no answer can be produced.
+    fn elicit(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        let _ = (cx, params);
+        Box::pin(async { Err(InputError("elicitation is not supported".into())) })
+    }
+
+    /// Answers `sampling/createMessage`.
+    ///
+    /// # Errors
+    /// [`InputError`] when no answer can be produced.
+    fn sample(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        let _ = (cx, params);
+        Box::pin(async { Err(InputError("sampling is not supported".into())) })
+    }
+
+    /// Answers `roots/list`.
+    ///
+    /// # Errors
+    /// [`InputError`] when no answer can be produced.
+    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
+        let _ = cx;
+        Box::pin(async { Err(InputError("roots are not supported".into())) })
+    }
+}
+
+/// A handler that supports nothing: the client declares no capabilities and
+/// any input request fails the call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoInput;
+
+impl InputHandler for NoInput {
+    fn support(&self) -> InputSupport {
+        InputSupport::NONE
+    }
+}
+
+/// Dispatches one input request to the handler method for its kind.
+pub(crate) async fn answer(
+    handler: &dyn InputHandler,
+    cx: InputContext,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, InputError> {
+    let params = params.unwrap_or_else(|| json!({}));
+    match method {
+        "elicitation/create" => handler.elicit(cx, params).await,
+        "sampling/createMessage" => handler.sample(cx, params).await,
+        "roots/list" => handler.roots(cx).await,
+        other => Err(InputError(format!("unknown input request {other:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declares_exactly_what_is_supported() {
+        assert_eq!(
+            serde_json::to_value(InputSupport::NONE.capabilities()).unwrap(),
+            json!({})
+        );
+        let all = InputSupport {
+            elicitation_form: true,
+            elicitation_url: false,
+            sampling: true,
+            sampling_tools: false,
+            roots: true,
+        };
+        assert_eq!(
+            serde_json::to_value(all.capabilities()).unwrap(),
+            json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}})
+        );
+    }
+
+    #[test]
+    fn coverage_follows_modes() {
+        let form = InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        };
+        assert!(form.covers("elicitation/create", Some(&json!({"message": "x"}))));
+        assert!(!form.covers("elicitation/create", Some(&json!({"mode": "url"}))));
+        assert!(!form.covers("sampling/createMessage", None));
+        let sampling = InputSupport {
+            sampling: true,
+            ..InputSupport::NONE
+        };
+        assert!(sampling.covers("sampling/createMessage", Some(&json!({}))));
+        assert!(!sampling.covers("sampling/createMessage", Some(&json!({"tools": []}))));
+    }
+}

@@ -1,0 +1,114 @@
+//! Per-call options and the client's configuration.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_wire::types::JsonObject;
+use switchboard_wire::types::ProgressParams;
+use switchboard_wire::{Implementation, LoggingLevel};
+
+use crate::transport::NotificationSink;
+
+/// Receives the progress of one request (`notifications/progress` whose
+/// token is the request's). Called from the transport's reader: keep it
+/// quick and non-blocking.
+pub type ProgressSink = Arc<dyn Fn(ProgressParams) + Send + Sync>;
+
+/// Options for one call; `CallOptions::default()` uses the client's.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Deadline for this call (each MRTR round gets its own); the client's
+    /// default when `None`. On expiry the request is cancelled.
+    pub timeout: Option<Duration>,
+    /// Asks for progress: the client puts a progress token in `_meta` and
+    /// hands each progress notification for it here.
+    pub on_progress: Option<ProgressSink>,
+    /// Receives every other notification about this request (e.g.
+    /// `notifications/message` on HTTP, where it is tied to the request).
+    pub on_notification: Option<NotificationSink>,
+    /// Log level to ask for (`_meta` `logLevel`), overriding the client's.
+    pub log_level: Option<LoggingLevel>,
+    /// W3C `traceparent` for this call.
+    pub traceparent: Option<String>,
+    /// Extra `_meta` keys for this call; the client's own keys win.
+    pub meta: Option<JsonObject>,
+}
+
+impl CallOptions {
+    /// Options with just a timeout.
+    pub fn timeout(timeout: Duration) -> Self {
+        CallOptions {
+            timeout: Some(timeout),
+            ..CallOptions::default()
+        }
+    }
+
+    /// The same options, asking for progress.
+    pub fn with_progress(mut self, sink: impl Fn(ProgressParams) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(sink));
+        self
+    }
+}
+
+impl fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("timeout", &self.timeout)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("on_notification", &self.on_notification.is_some())
+            .field("log_level", &self.log_level)
+            .field("traceparent", &self.traceparent)
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+/// How the client finds out which era a server speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EraPolicy {
+    /// Probe with `server/discover`; on a recognised modern error retry with
+    /// a supported version; on any other error or silence fall back to the
+    /// 2025-11-25 `initialize` handshake (STDIO-14, STDIO-15, STDIO-16).
+    #[default]
+    Probe,
+    /// Modern only: probe, never fall back.
+    ModernOnly,
+    /// Legacy only: `initialize` straight away.
+    LegacyOnly,
+}
+
+/// What a [`crate::Client`] is configured with.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// Who the client is (`_meta` `clientInfo`, legacy `clientInfo`).
+    pub client_info: Implementation,
+    /// Default deadline of every request.
+    pub timeout: Duration,
+    /// How long to wait for the `server/discover` probe before deciding the
+    /// server is legacy (legacy servers may not answer at all).
+    pub probe_timeout: Duration,
+    /// How to find the server's era.
+    pub era_policy: EraPolicy,
+    /// Log level to ask every request for (`_meta` `logLevel`).
+    pub log_level: Option<LoggingLevel>,
+    /// Most `input_required` rounds before a call fails.
+    pub max_input_rounds: u32,
+    /// Most pages a `list_all_*` call fetches before failing.
+    pub max_pages: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            client_info: Implementation::new("switchboard", env!("CARGO_PKG_VERSION")),
+            timeout: Duration::from_secs(60),
+            probe_timeout: Duration::from_secs(10),
+            era_policy: EraPolicy::Probe,
+            log_level: None,
+            max_input_rounds: 8,
+            max_pages: 1000,
+        }
+    }
+}
