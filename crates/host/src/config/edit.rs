@@ -5,12 +5,10 @@
 //! indentation around it, so comments, key order and formatting survive.
 //! The result is parsed again before it replaces the file, atomically.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use fs4::fs_std::FileExt;
-
 use super::jsonc::{self, Member, Span};
+use crate::fsutil::{DirLock, parent_dir, write_atomic};
 
 /// Why the config file could not be edited.
 #[derive(Debug, thiserror::Error)]
@@ -50,41 +48,21 @@ pub fn add_allow_rule(path: &Path, pattern: &str) -> Result<bool, ConfigEditErro
         path: path.to_path_buf(),
         source,
     };
-    // Edit the file a symlink points to, not the link.
-    let target = std::fs::canonicalize(path).map_err(io)?;
-    let file = std::fs::File::open(&target).map_err(io)?;
-    file.lock_exclusive().map_err(io)?;
-    let result = edit_locked(path, &target, pattern);
-    // Closing the file releases the lock too; unlocking first is tidier.
-    let _ = FileExt::unlock(&file);
-    result
-}
-
-fn edit_locked(path: &Path, target: &Path, pattern: &str) -> Result<bool, ConfigEditError> {
-    let io = |source| ConfigEditError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
     let shape = |what: &str| ConfigEditError::Shape {
         path: path.to_path_buf(),
         what: what.to_owned(),
     };
-    let text = std::fs::read_to_string(target).map_err(io)?;
+    // Edit the file a symlink points to, not the link.
+    let target = std::fs::canonicalize(path).map_err(io)?;
+    let _lock = DirLock::acquire(parent_dir(&target)).map_err(io)?;
+    let text = std::fs::read_to_string(&target).map_err(io)?;
     let Some(new_text) = insert_allow(&text, pattern).map_err(|w| shape(&w))? else {
         return Ok(false);
     };
     jsonc::strip(&new_text)
         .and_then(|plain| jsonc::parse(&plain))
         .map_err(|e| shape(&format!("the edit would break the file ({})", e.message)))?;
-
-    let dir = target.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    tmp.write_all(new_text.as_bytes()).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    if let Ok(meta) = std::fs::metadata(target) {
-        let _ = std::fs::set_permissions(tmp.path(), meta.permissions());
-    }
-    tmp.persist(target).map_err(|e| io(e.error))?;
+    write_atomic(&target, new_text.as_bytes()).map_err(io)?;
     Ok(true)
 }
 

@@ -1,0 +1,475 @@
+//! The audit log: one hash-chained JSON line per tool call.
+//!
+//! Every line carries `seq` (1, 2, …), `prev` (sha256 of the previous line,
+//! 64 zeros for the first) and, last, `hash` (sha256 of the line up to
+//! `,"hash"`). Editing a line breaks its own hash (and, if the editor
+//! recomputes it, the next line's `prev`); deleting one breaks the next
+//! line's `prev` and the `seq` run. [`verify`] reports both. Removing lines
+//! from the end leaves a shorter valid chain; compare [`VerifyReport::head`]
+//! with a copy kept elsewhere to catch that.
+//!
+//! A line is written (under an exclusive file lock shared with other
+//! Switchboard processes) before the call's result is returned: records are
+//! never queued, so none is dropped under load. Arguments are recorded as
+//! their field names and a sha256 of their canonical JSON, never their
+//! values.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use fs4::fs_std::FileExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::pins::{canonical, sha256_hex};
+
+const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+const HASH_KEY: &str = ",\"hash\":\"";
+
+/// What became of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool ran and succeeded.
+    Ok,
+    /// The tool ran and reported `isError: true`.
+    ToolError,
+    /// The server answered with a JSON-RPC error, or broke the protocol.
+    ProtocolError,
+    /// No answer within the timeout.
+    Timeout,
+    /// The server could not be reached, or the connection broke.
+    Transport,
+    /// The gate said no.
+    Denied,
+    /// The server's breaker is open; the call was not sent.
+    Breaker,
+    /// The model named a tool that is not in the table.
+    UnknownTool,
+}
+
+impl Outcome {
+    /// Whether this outcome counts against the server's breaker.
+    pub fn is_failure_of_server(self) -> bool {
+        matches!(self, Outcome::Timeout | Outcome::Transport)
+    }
+}
+
+/// Who made the gate's decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decider {
+    /// A permission rule; `rule` names where it is written.
+    Rule,
+    /// A person answered the prompt.
+    Human,
+    /// `--yes` answered the question.
+    #[serde(rename = "--yes")]
+    Yes,
+    /// No one could be asked (no terminal, no `--yes`).
+    NoApprover,
+    /// No decision was needed (unknown tool, breaker open).
+    None,
+}
+
+/// One call, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRecord {
+    /// When the call started (RFC 3339, UTC).
+    pub time: String,
+    /// The server's alias (`null` for an unknown tool).
+    pub alias: Option<String>,
+    /// The model-facing name called.
+    pub tool: String,
+    /// The name sent to the server.
+    pub original_tool: Option<String>,
+    /// Top-level argument field names, in the order given.
+    pub argument_names: Vec<String>,
+    /// sha256 of the canonical (key-sorted, compact) arguments.
+    pub arguments_sha256: String,
+    /// `allow` or `deny`; `null` when no decision was made.
+    pub decision: Option<String>,
+    /// Who decided.
+    pub decided_by: Decider,
+    /// The deciding rule's place in the config, when a rule decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// What happened.
+    pub outcome: Outcome,
+    /// The result's `isError`.
+    pub is_error: bool,
+    /// Wall time of the call, in milliseconds.
+    pub duration_ms: u64,
+}
+
+impl AuditRecord {
+    /// A record for a call with `arguments`, starting now; the caller fills
+    /// in the decision and outcome.
+    pub fn new(tool: &str, arguments: Option<&Value>) -> AuditRecord {
+        let argument_names = match arguments {
+            Some(Value::Object(m)) => m.keys().cloned().collect(),
+            _ => Vec::new(),
+        };
+        let canonical_args = canonical(arguments.unwrap_or(&Value::Null)).to_string();
+        AuditRecord {
+            time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            alias: None,
+            tool: tool.to_owned(),
+            original_tool: None,
+            argument_names,
+            arguments_sha256: sha256_hex(canonical_args.as_bytes()),
+            decision: None,
+            decided_by: Decider::None,
+            rule: None,
+            outcome: Outcome::Ok,
+            is_error: false,
+            duration_ms: 0,
+        }
+    }
+}
+
+/// Why the audit log could not be written or read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuditError {
+    /// File access failed.
+    #[error("audit log {path}: {source}")]
+    Io {
+        /// The log file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// An open audit log.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    state: Mutex<WriterState>,
+}
+
+#[derive(Debug)]
+struct WriterState {
+    file: File,
+    /// File length after our last write; another writer changes it.
+    known_len: u64,
+    prev: String,
+    seq: u64,
+}
+
+impl AuditLog {
+    /// Opens (creating, mode 0600) the log at `path` and finds the end of
+    /// its chain.
+    ///
+    /// # Errors
+    /// [`AuditError`] when the file cannot be opened or read.
+    pub fn open(path: &Path) -> Result<AuditLog, AuditError> {
+        let io = |source| AuditError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).append(true).create(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path).map_err(io)?;
+        let mut state = WriterState {
+            file,
+            known_len: u64::MAX,
+            prev: GENESIS.into(),
+            seq: 0,
+        };
+        state.file.lock_shared().map_err(io)?;
+        let synced = state.resync();
+        let _ = FileExt::unlock(&state.file);
+        synced.map_err(io)?;
+        Ok(AuditLog {
+            path: path.to_path_buf(),
+            state: Mutex::new(state),
+        })
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends `record` as the next line of the chain, durably ordered with
+    /// other writers (processes included).
+    ///
+    /// # Errors
+    /// [`AuditError`] when the line cannot be written.
+    pub fn append(&self, record: &AuditRecord) -> Result<(), AuditError> {
+        let io = |source| AuditError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.file.lock_exclusive().map_err(io)?;
+        let written = state.write_line(record);
+        let _ = FileExt::unlock(&state.file);
+        written.map_err(io)
+    }
+}
+
+impl WriterState {
+    /// Re-reads the end of the chain when someone else wrote since us.
+    fn resync(&mut self) -> std::io::Result<()> {
+        let len = self.file.metadata()?.len();
+        if len == self.known_len {
+            return Ok(());
+        }
+        match last_line(&mut self.file, len)? {
+            None => {
+                self.prev = GENESIS.into();
+                self.seq = 0;
+            }
+            Some(line) => {
+                self.prev = sha256_hex(&line);
+                self.seq = match seq_of(&line) {
+                    Some(seq) => seq,
+                    // A torn or foreign last line: continue after the
+                    // highest sequence number in the file.
+                    None => {
+                        let mut all = Vec::new();
+                        self.file.seek(SeekFrom::Start(0))?;
+                        Read::by_ref(&mut self.file).take(len).read_to_end(&mut all)?;
+                        all.split(|b| *b == b'\n').filter_map(seq_of).max().unwrap_or(0)
+                    }
+                };
+            }
+        }
+        // A crash mid-write can leave a line without its newline; end it so
+        // the next record starts on a line of its own (verify reports it).
+        if len > 0 && !ends_with_newline(&mut self.file, len)? {
+            self.file.write_all(b"\n")?;
+        }
+        self.known_len = self.file.metadata()?.len();
+        Ok(())
+    }
+
+    fn write_line(&mut self, record: &AuditRecord) -> std::io::Result<()> {
+        self.resync()?;
+        let seq = self.seq + 1;
+        let mut value = serde_json::to_value(record).map_err(std::io::Error::other)?;
+        let mut body = serde_json::Map::new();
+        body.insert("seq".into(), seq.into());
+        if let Value::Object(fields) = &mut value {
+            body.append(fields);
+        }
+        body.insert("prev".into(), Value::from(self.prev.as_str()));
+        let mut line = Value::Object(body).to_string();
+        line.pop(); // the closing brace
+        let hash = sha256_hex(line.as_bytes());
+        line.push_str(HASH_KEY);
+        line.push_str(&hash);
+        line.push_str("\"}");
+        self.prev = sha256_hex(line.as_bytes());
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.file.flush()?;
+        self.seq = seq;
+        self.known_len = self.file.metadata()?.len();
+        Ok(())
+    }
+}
+
+fn seq_of(line: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("seq").and_then(Value::as_u64))
+}
+
+fn ends_with_newline(file: &mut File, len: u64) -> std::io::Result<bool> {
+    let mut last = [0u8; 1];
+    file.seek(SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}
+
+/// The last non-empty line of the file (without its newline).
+fn last_line(file: &mut File, len: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut window: u64 = 64 * 1024;
+    loop {
+        let start = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(start))?;
+        let mut buf = Vec::with_capacity(usize::try_from(len - start).unwrap_or(0));
+        Read::by_ref(file).take(len - start).read_to_end(&mut buf)?;
+        let trimmed = buf.trim_ascii_end();
+        match trimmed.iter().rposition(|b| *b == b'\n') {
+            Some(i) => return Ok(Some(trimmed[i + 1..].to_vec())),
+            None if start == 0 => {
+                return Ok((!trimmed.is_empty()).then(|| trimmed.to_vec()));
+            }
+            None => window *= 4,
+        }
+    }
+}
+
+/// What [`verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Lines read.
+    pub lines: usize,
+    /// Every break in the chain, in file order; empty when intact.
+    pub problems: Vec<VerifyProblem>,
+    /// sha256 of the last line: keep it elsewhere to detect removal of
+    /// lines from the end.
+    pub head: Option<String>,
+}
+
+impl VerifyReport {
+    /// Whether the chain is intact.
+    pub fn is_intact(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+/// One break in the chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyProblem {
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// What is wrong.
+    pub what: String,
+}
+
+/// Checks every line of the log at `path`.
+///
+/// # Errors
+/// [`AuditError`] when the file cannot be read.
+pub fn verify(path: &Path) -> Result<VerifyReport, AuditError> {
+    let bytes = std::fs::read(path).map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut problems = Vec::new();
+    let mut prev = GENESIS.to_owned();
+    let mut expected_seq = 1u64;
+    let mut lines = 0;
+    let mut head = None;
+    for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
+        if raw.is_empty() {
+            continue;
+        }
+        lines += 1;
+        let n = i + 1;
+        let mut problem = |what: String| problems.push(VerifyProblem { line: n, what });
+        let this_hash = sha256_hex(raw);
+        head = Some(this_hash.clone());
+        let Ok(text) = std::str::from_utf8(raw) else {
+            problem("not UTF-8 text".into());
+            prev = this_hash;
+            continue;
+        };
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(text) else {
+            problem("not a JSON record (edited, or a partial write)".into());
+            prev = this_hash;
+            continue;
+        };
+        match text.rfind(HASH_KEY) {
+            Some(at) if obj.get("hash").and_then(Value::as_str) == Some(&sha256_hex(&raw[..at])) => {}
+            _ => problem("its content does not match its hash: the line was edited".into()),
+        }
+        if obj.get("prev").and_then(Value::as_str) != Some(prev.as_str()) {
+            problem(
+                "its prev hash does not match the line before: a line was deleted or edited before it"
+                    .into(),
+            );
+        }
+        match obj.get("seq").and_then(Value::as_u64) {
+            Some(seq) if seq == expected_seq => {}
+            Some(seq) if seq > expected_seq => {
+                problem(format!(
+                    "seq jumps from {} to {seq}: {} line(s) missing",
+                    expected_seq - 1,
+                    seq - expected_seq
+                ));
+            }
+            Some(seq) => problem(format!("seq {seq} repeats or goes back (expected {expected_seq})")),
+            None => problem("no seq".into()),
+        }
+        expected_seq = obj
+            .get("seq")
+            .and_then(Value::as_u64)
+            .map_or(expected_seq + 1, |s| s.max(expected_seq - 1) + 1);
+        prev = this_hash;
+    }
+    Ok(VerifyReport {
+        lines,
+        problems,
+        head,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(tool: &str) -> AuditRecord {
+        let mut r = AuditRecord::new(tool, Some(&serde_json::json!({"b": 1, "a": [2]})));
+        r.alias = Some("notes".into());
+        r.decision = Some("allow".into());
+        r.decided_by = Decider::Rule;
+        r.rule = Some("permissions.allow[0]".into());
+        r
+    }
+
+    #[test]
+    fn arguments_are_hashed_canonically_and_never_recorded() {
+        let a = AuditRecord::new("t", Some(&serde_json::json!({"b": "secret", "a": 1})));
+        let b = AuditRecord::new("t", Some(&serde_json::json!({"a": 1, "b": "secret"})));
+        assert_eq!(a.arguments_sha256, b.arguments_sha256);
+        assert_eq!(a.argument_names, ["b", "a"]);
+        assert!(!serde_json::to_string(&a).unwrap().contains("secret"));
+    }
+
+    #[test]
+    fn chain_survives_reopening_and_a_second_writer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let one = AuditLog::open(&path).unwrap();
+        one.append(&record("a")).unwrap();
+        let two = AuditLog::open(&path).unwrap();
+        two.append(&record("b")).unwrap();
+        one.append(&record("c")).unwrap();
+        drop((one, two));
+        AuditLog::open(&path).unwrap().append(&record("d")).unwrap();
+        let report = verify(&path).unwrap();
+        assert_eq!(report.lines, 4);
+        assert!(report.is_intact(), "{:?}", report.problems);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let seqs: Vec<u64> = text
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["seq"].as_u64().unwrap())
+            .collect();
+        assert_eq!(seqs, [1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_reported_and_the_log_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        AuditLog::open(&path).unwrap().append(&record("a")).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"seq\":2,\"ti").unwrap();
+        drop(f);
+        AuditLog::open(&path).unwrap().append(&record("b")).unwrap();
+        let report = verify(&path).unwrap();
+        assert_eq!(report.lines, 3);
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert_eq!(report.problems[0].line, 2);
+    }
+}
