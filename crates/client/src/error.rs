@@ -46,6 +46,17 @@ pub enum TransportError {
         /// The reason it gave, or a placeholder.
         reason: String,
     },
+    /// One exchange failed on the way: the connection was refused or reset,
+    /// the response stream broke or ended before the response, or the answer
+    /// was not one a server may give. Only that request failed; the
+    /// transport stays usable and a retry is a new request (HTTP).
+    #[error("request to {server} failed: {cause}")]
+    Exchange {
+        /// The server's name (alias).
+        server: String,
+        /// What happened.
+        cause: String,
+    },
     /// The HTTP server answered with a non-success status and a body that is
     /// not a JSON-RPC error the transport passes on as the response: an HTML
     /// page from a proxy, an empty 404/405 from a server of another era, a

@@ -1,0 +1,109 @@
+//! The hook through which an authorization layer (OAuth 2.1) supplies the
+//! `Authorization` header and reacts to 401/403 challenges.
+//!
+//! The transport asks the provider for a header value before every HTTP
+//! request it makes to the server (POST, GET and DELETE alike, HTTP-C-19)
+//! and, when the server answers 401 or 403, hands it the challenge; if the
+//! provider says so, the transport sends the same request again with the
+//! fresh header. It never retries more than [`MAX_AUTH_RETRIES`] times for
+//! one request, so a provider that keeps asking for retries cannot loop.
+
+use std::fmt;
+
+use crate::transport::BoxFuture;
+
+/// How many times one request is re-sent after a challenge.
+pub const MAX_AUTH_RETRIES: usize = 3;
+
+/// A 401 or 403 answer from the server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthChallenge {
+    /// The HTTP status: 401 (missing or invalid token) or 403 (e.g.
+    /// `insufficient_scope`).
+    pub status: u16,
+    /// Every `WWW-Authenticate` header value of the answer, in order.
+    pub www_authenticate: Vec<String>,
+    /// The URL the refused request went to.
+    pub url: String,
+    /// The JSON-RPC method of the refused request (`None` for GET/DELETE).
+    pub method: Option<String>,
+}
+
+/// What to do after a challenge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuthRetry {
+    /// Send the request again; [`AuthProvider::authorization`] is asked
+    /// for the header anew.
+    Retry,
+    /// Give up: the request fails with the HTTP status.
+    GiveUp,
+}
+
+/// Why the authorization layer could not supply credentials.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AuthError(pub String);
+
+/// Supplies credentials for the requests of one HTTP transport.
+///
+/// Implementations are called concurrently from every in-flight request;
+/// they do their own locking (e.g. one token refresh shared by all).
+pub trait AuthProvider: Send + Sync + fmt::Debug {
+    /// The full `Authorization` header value for the next request (e.g.
+    /// `Bearer abc`), or `None` to send none.
+    ///
+    /// # Errors
+    /// [`AuthError`] when no credentials can be obtained; the request fails
+    /// with it.
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthError>>;
+
+    /// Told about a 401/403 answer, with its `WWW-Authenticate` challenges,
+    /// so it can run a flow (discovery, token refresh, step-up) before the
+    /// transport retries.
+    ///
+    /// # Errors
+    /// [`AuthError`] when the flow failed; the request fails with it.
+    fn on_challenge<'a>(
+        &'a self,
+        challenge: &'a AuthChallenge,
+    ) -> BoxFuture<'a, Result<AuthRetry, AuthError>>;
+}
+
+/// A provider that always sends the same header value, e.g. a static
+/// `Bearer` token from configuration; it never retries a challenge.
+#[derive(Clone)]
+pub struct StaticAuthorization {
+    value: String,
+}
+
+impl StaticAuthorization {
+    /// Sends `value` as the `Authorization` header on every request.
+    pub fn new(value: impl Into<String>) -> Self {
+        StaticAuthorization {
+            value: value.into(),
+        }
+    }
+}
+
+impl fmt::Debug for StaticAuthorization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Credentials never reach logs.
+        f.debug_struct("StaticAuthorization")
+            .field("value", &"<redacted>")
+            .finish()
+    }
+}
+
+impl AuthProvider for StaticAuthorization {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthError>> {
+        let value = self.value.clone();
+        Box::pin(async move { Ok(Some(value)) })
+    }
+
+    fn on_challenge<'a>(
+        &'a self,
+        _challenge: &'a AuthChallenge,
+    ) -> BoxFuture<'a, Result<AuthRetry, AuthError>> {
+        Box::pin(async { Ok(AuthRetry::GiveUp) })
+    }
+}

@@ -1,0 +1,228 @@
+//! The pooled HTTP/1.1 client under the transport: hyper-util's connection
+//! pool, rustls (ring) for `https`, the header and body limits, and the
+//! authorization retry loop.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use http::{Method, Request, Uri};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
+use super::auth::{AuthChallenge, AuthProvider, AuthRetry, MAX_AUTH_RETRIES};
+use super::failure::Failure;
+
+/// The response type of one exchange.
+pub(crate) type HttpResponse = http::Response<Incoming>;
+
+/// One outgoing HTTP request, kept so it can be sent again after an
+/// authorization challenge.
+#[derive(Clone, Debug)]
+pub(crate) struct Outbound {
+    pub(crate) method: Method,
+    pub(crate) uri: Uri,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+    /// The JSON-RPC method carried, for challenges and messages.
+    pub(crate) rpc_method: Option<String>,
+}
+
+/// Limits and timeouts of the HTTP layer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// Largest response body (JSON) or single SSE event.
+    pub(crate) max_body: usize,
+    /// Largest response head (status line and headers).
+    pub(crate) max_header_bytes: usize,
+    /// Most headers in a response.
+    pub(crate) max_headers: usize,
+    /// TCP (and TLS) connect timeout.
+    pub(crate) connect_timeout: Duration,
+}
+
+/// The pooled client plus the per-transport request decoration.
+#[derive(Clone)]
+pub(crate) struct Http {
+    client: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    /// Headers from configuration, added to every request.
+    pub(crate) custom: HeaderMap,
+    pub(crate) auth: Option<Arc<dyn AuthProvider>>,
+    pub(crate) limits: Limits,
+}
+
+impl std::fmt::Debug for Http {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Http")
+            .field("custom_headers", &self.custom.keys().collect::<Vec<_>>())
+            .field("auth", &self.auth.is_some())
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl Http {
+    pub(crate) fn new(
+        tls: Option<Arc<rustls::ClientConfig>>,
+        custom: HeaderMap,
+        auth: Option<Arc<dyn AuthProvider>>,
+        limits: Limits,
+    ) -> Result<Http, Failure> {
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(limits.connect_timeout));
+        let tls = match tls {
+            Some(config) => config,
+            None => default_tls()?,
+        };
+        let connector = HttpsConnectorBuilder::new()
+            .with_tls_config((*tls).clone())
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(tcp);
+        let client = HyperClient::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .http1_max_buf_size(limits.max_header_bytes.max(8192))
+            .http1_max_headers(limits.max_headers)
+            .build(connector);
+        Ok(Http {
+            client,
+            custom,
+            auth,
+            limits,
+        })
+    }
+
+    /// Sends `out`, adding the configured headers and the authorization
+    /// header, and re-sends it after a challenge the provider accepts.
+    ///
+    /// # Errors
+    /// [`Failure::Connect`] when no answer arrived, [`Failure::Auth`] when
+    /// the provider failed. A 401/403 it gives up on is returned as the
+    /// response, for the caller to report.
+    pub(crate) async fn send(&self, out: &Outbound) -> Result<HttpResponse, Failure> {
+        let mut attempt = 0;
+        loop {
+            let mut request = Request::builder()
+                .method(out.method.clone())
+                .uri(out.uri.clone())
+                .body(Full::new(out.body.clone()))
+                .map_err(|e| Failure::Invalid(format!("cannot build the HTTP request: {e}")))?;
+            let headers = request.headers_mut();
+            headers.reserve(out.headers.len() + self.custom.len() + 1);
+            for (name, value) in &self.custom {
+                headers.append(name, value.clone());
+            }
+            for (name, value) in &out.headers {
+                headers.insert(name, value.clone());
+            }
+            if let Some(auth) = &self.auth {
+                match auth.authorization().await {
+                    Ok(Some(value)) => {
+                        let value = HeaderValue::from_str(&value).map_err(|_| {
+                            Failure::Auth(
+                                "the authorization provider gave a value that is not a valid header"
+                                    .into(),
+                            )
+                        })?;
+                        headers.insert(AUTHORIZATION, value);
+                    }
+                    Ok(None) => {}
+                    Err(e) => return Err(Failure::Auth(e.0)),
+                }
+            }
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| Failure::Connect(error_chain(&e)))?;
+            // hyper bounds its read buffer, which bounds memory; the head
+            // itself is checked here, since a head can fit in one read.
+            let head: usize = response
+                .headers()
+                .iter()
+                .map(|(n, v)| n.as_str().len() + v.len() + 4)
+                .sum();
+            if head > self.limits.max_header_bytes {
+                return Err(Failure::Protocol(format!(
+                    "response headers of {head} bytes are larger than the {}-byte limit",
+                    self.limits.max_header_bytes
+                )));
+            }
+            let status = response.status().as_u16();
+            let Some(auth) = &self.auth else {
+                return Ok(response);
+            };
+            if !(status == 401 || status == 403) || attempt >= MAX_AUTH_RETRIES {
+                return Ok(response);
+            }
+            let challenge = AuthChallenge {
+                status,
+                www_authenticate: response
+                    .headers()
+                    .get_all(WWW_AUTHENTICATE)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok().map(str::to_owned))
+                    .collect(),
+                url: out.uri.to_string(),
+                method: out.rpc_method.clone(),
+            };
+            match auth.on_challenge(&challenge).await {
+                Ok(AuthRetry::Retry) => {
+                    attempt += 1;
+                    // Let the refused answer's connection go back to the pool.
+                    drop(response);
+                }
+                Ok(AuthRetry::GiveUp) => return Ok(response),
+                Err(e) => return Err(Failure::Auth(e.0)),
+            }
+        }
+    }
+}
+
+/// The TLS configuration used unless one is given: the Mozilla roots of
+/// `webpki-roots` plus the platform's own, TLS 1.2 and 1.3, ring.
+fn default_tls() -> Result<Arc<rustls::ClientConfig>, Failure> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let mut roots = rustls::RootCertStore::empty();
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+            let native = rustls_native_certs::load_native_certs();
+            for cert in native.certs {
+                // A platform certificate rustls cannot parse is skipped, as
+                // browsers do; the bundled roots remain.
+                let _ = roots.add(cert);
+            }
+            rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
+            .map_err(|e| format!("cannot set up TLS: {e}"))
+        })
+        .clone()
+        .map_err(Failure::Invalid)
+}
+
+/// The message of an error and its sources, joined with `: `.
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = e.source();
+    }
+    text
+}
