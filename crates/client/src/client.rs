@@ -280,9 +280,28 @@ impl Client {
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), Value::Object(arguments));
         }
-        let value = self
-            .request_inner(method::TOOLS_CALL, params, headers, options)
-            .await?;
+        let value = match self
+            .request_inner(method::TOOLS_CALL, params.clone(), headers, options)
+            .await
+        {
+            // --- HTTP: HeaderMismatch recovery (HTTP-C-14) ---
+            // The server refused our Mcp-Param-* headers: the tool's schema
+            // may have changed. Re-list the tools once and retry with fresh
+            // headers; a second refusal is the caller's error (no loop).
+            Err(e)
+                if e.code() == Some(ErrorCode::HeaderMismatch.code())
+                    && self.inner.transport.mirrors_param_headers() =>
+            {
+                warn!(server = %self.inner.name, tool = %name, error = %e, "header mismatch; re-listing tools and retrying once");
+                self.list_all_tools().await?;
+                let arguments = params.get("arguments").and_then(Value::as_object);
+                let headers = self.param_headers(name, arguments)?;
+                self.request_inner(method::TOOLS_CALL, params, headers, options)
+                    .await?
+            }
+            // --- end HTTP ---
+            other => other?,
+        };
         self.parse(method::TOOLS_CALL, value)
     }
 
@@ -879,6 +898,16 @@ impl Client {
         if policy == EraPolicy::LegacyOnly {
             return self.initialize().await;
         }
+        // --- HTTP: a server found legacy earlier in this process skips the
+        // probe (VER-07); if the handshake fails now, probe afresh. ---
+        if policy == EraPolicy::Probe && self.inner.transport.era_hint() == Some(Era::Legacy) {
+            match self.initialize().await {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    debug!(server = %self.inner.name, error = %e, "remembered legacy era failed; probing again")
+                }
+            }
+        }
         let mut version = version::LATEST.to_owned();
         let probe = CallOptions::timeout(self.inner.config.probe_timeout);
         for attempt in 0..2 {
@@ -920,7 +949,9 @@ impl Client {
                         .map(|d| d.supported)
                         .unwrap_or_default();
                     match version::pick_modern(&supported) {
-                        Some(v) if attempt == 0 && v != version => version = v.to_owned(),
+                        // Even the version we sent: retry the call once
+                        // with it (VER-03), never loop.
+                        Some(v) if attempt == 0 => version = v.to_owned(),
                         _ => {
                             return Err(ClientError::UnsupportedVersion {
                                 server: self.inner.name.clone(),
@@ -943,6 +974,14 @@ impl Client {
                 ) if policy == EraPolicy::Probe => {
                     // Any other error, silence or a non-discover answer: a
                     // legacy server (STDIO-16: not keyed to one code).
+                    return self.initialize().await;
+                }
+                // --- HTTP: 400/404/405 without a modern error body is how a
+                // 2025-11-25 or HTTP+SSE server refuses a modern POST
+                // (HTTP-C-16); the transport's handshake reaches both. ---
+                Err(ClientError::Transport(t))
+                    if policy == EraPolicy::Probe && t.is_other_era_refusal() =>
+                {
                     return self.initialize().await;
                 }
                 Err(e) => return Err(e),

@@ -105,6 +105,20 @@ impl TransportError {
         }
     }
 
+    /// Whether this is how a server of another era (or a web server that is
+    /// no MCP endpoint) refuses a modern HTTP POST: 400, 404 or 405 without
+    /// a recognised modern JSON-RPC error (HTTP-C-16; the transport already
+    /// passed modern errors on as the response).
+    pub fn is_other_era_refusal(&self) -> bool {
+        matches!(
+            self,
+            TransportError::Http {
+                status: 400 | 404 | 405,
+                ..
+            }
+        )
+    }
+
     /// Whether the channel is gone for good (closed, or never opened).
     pub fn is_closed(&self) -> bool {
         matches!(

@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use switchboard_wire::{Notification, Request, Response};
+use switchboard_wire::{Era, Notification, Request, Response};
 
 use crate::error::TransportError;
 
@@ -134,6 +134,13 @@ pub trait Transport: Send + Sync + fmt::Debug {
     /// `x-mcp-header` annotations are invalid (HTTP-C-12). stdio: `false`.
     fn mirrors_param_headers(&self) -> bool {
         false
+    }
+
+    /// The era this server was found to speak earlier in this process, if
+    /// the transport remembers one (HTTP: per endpoint; VER-07), so the
+    /// `Client` can skip the modern probe. `None` by default.
+    fn era_hint(&self) -> Option<Era> {
+        None
     }
 
     /// Shuts the transport down; pending requests fail with

@@ -332,6 +332,13 @@ impl Transport for HttpTransport {
         true
     }
 
+    fn era_hint(&self) -> Option<Era> {
+        self.inner
+            .remember
+            .then(|| remembered_era(&self.url()))
+            .flatten()
+    }
+
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let inner = &self.inner;
