@@ -188,7 +188,7 @@ impl AuditLog {
             prev: GENESIS.into(),
             seq: 0,
         };
-        state.file.lock_shared().map_err(io)?;
+        FileExt::lock_shared(&state.file).map_err(io)?;
         let synced = state.resync();
         let _ = FileExt::unlock(&state.file);
         synced.map_err(io)?;
@@ -217,7 +217,7 @@ impl AuditLog {
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        state.file.lock_exclusive().map_err(io)?;
+        FileExt::lock_exclusive(&state.file).map_err(io)?;
         let written = state.write_line(record);
         let _ = FileExt::unlock(&state.file);
         written.map_err(io)
@@ -245,8 +245,13 @@ impl WriterState {
                     None => {
                         let mut all = Vec::new();
                         self.file.seek(SeekFrom::Start(0))?;
-                        Read::by_ref(&mut self.file).take(len).read_to_end(&mut all)?;
-                        all.split(|b| *b == b'\n').filter_map(seq_of).max().unwrap_or(0)
+                        Read::by_ref(&mut self.file)
+                            .take(len)
+                            .read_to_end(&mut all)?;
+                        all.split(|b| *b == b'\n')
+                            .filter_map(seq_of)
+                            .max()
+                            .unwrap_or(0)
                     }
                 };
             }
@@ -380,7 +385,8 @@ pub fn verify(path: &Path) -> Result<VerifyReport, AuditError> {
             continue;
         };
         match text.rfind(HASH_KEY) {
-            Some(at) if obj.get("hash").and_then(Value::as_str) == Some(&sha256_hex(&raw[..at])) => {}
+            Some(at)
+                if obj.get("hash").and_then(Value::as_str) == Some(&sha256_hex(&raw[..at])) => {}
             _ => problem("its content does not match its hash: the line was edited".into()),
         }
         if obj.get("prev").and_then(Value::as_str) != Some(prev.as_str()) {
@@ -398,7 +404,9 @@ pub fn verify(path: &Path) -> Result<VerifyReport, AuditError> {
                     seq - expected_seq
                 ));
             }
-            Some(seq) => problem(format!("seq {seq} repeats or goes back (expected {expected_seq})")),
+            Some(seq) => problem(format!(
+                "seq {seq} repeats or goes back (expected {expected_seq})"
+            )),
             None => problem("no seq".into()),
         }
         expected_seq = obj
@@ -453,7 +461,11 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let seqs: Vec<u64> = text
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["seq"].as_u64().unwrap())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
             .collect();
         assert_eq!(seqs, [1, 2, 3, 4]);
     }

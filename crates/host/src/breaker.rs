@@ -176,7 +176,10 @@ mod tests {
         // Only one probe at a time.
         assert!(matches!(b.admit(t1), Admission::Refuse { .. }));
         b.record(Some("closed"), t1);
-        assert!(matches!(b.admit(t1 + Duration::from_secs(9)), Admission::Refuse { .. }));
+        assert!(matches!(
+            b.admit(t1 + Duration::from_secs(9)),
+            Admission::Refuse { .. }
+        ));
         let t2 = t1 + Duration::from_secs(10);
         assert_eq!(b.admit(t2), Admission::Probe);
         b.record(None, t2);

@@ -19,7 +19,7 @@ impl DirLock {
     /// Waits for and takes the lock on `dir`.
     pub(crate) fn acquire(dir: &Path) -> io::Result<DirLock> {
         let file = std::fs::File::open(dir)?;
-        file.lock_exclusive()?;
+        FileExt::lock_exclusive(&file)?;
         Ok(DirLock { file })
     }
 }

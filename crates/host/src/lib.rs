@@ -1,11 +1,76 @@
-//! Switchboard host layer (see docs/ARCHITECTURE.md).
+//! The host layer of Switchboard: many MCP servers mounted into one
+//! governed tool table, as a library for the CLI, the gateway and other
+//! Rust agents.
+//!
+//! Load a [`Config`], [`Host::mount`] it, give the model [`Host::tools`] and
+//! [`Host::outage_text`], run its calls through [`Host::call`] (which never
+//! fails: every failure is an `isError` result the model can read), follow
+//! [`Host::subscribe`] for table changes, and [`Host::shutdown`] at the end.
+//!
+//! # Layout
+//! - [`config`]: the config file (Claude / VS Code shapes, `${VAR}`
+//!   expansion, lookup order, validation, "allow always" edits).
+//! - [`permission`]: `mcp__alias__tool` patterns and allow/ask/deny rules.
+//! - [`gate`]: the verdict for one call (rules, untrusted annotations, pins).
+//! - [`approver`]: who answers when the gate asks (prompt, `--yes`, no one).
+//! - [`table`]: namespaced names and the reverse map.
+//! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
+//! - [`pins`]: the `switchboard.lock` rug-pull guard.
+//! - [`budget`]: the shared truncation budget.
+//! - [`audit`]: the hash-chained audit log and its verifier.
+//! - `breaker`, `server`, `host`: per-server health, connections and the
+//!   [`Host`] itself.
+//!
+//! Below the host sits `switchboard-client` (one client per server); the
+//! host knows nothing of wire details beyond tool definitions and results.
+//!
+//! # Example
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use switchboard_host::{AssumeYes, CallOptions, Config, Host, MountOptions};
+//!
+//! let config = Config::load(None, || Err(switchboard_host::config::ConfigError {
+//!     file: "(none)".into(),
+//!     problems: Vec::new(),
+//! }))?;
+//! let host = Host::mount(config, MountOptions::default()).await?;
+//! for tool in host.tools() {
+//!     println!("{}: {}", tool.name, tool.description);
+//! }
+//! if let Some(outages) = host.outage_text() {
+//!     println!("{outages}");
+//! }
+//! let result = host
+//!     .call("mcp__notes__search", None, CallOptions::approver(AssumeYes))
+//!     .await;
+//! println!("{} (error: {})", result.joined_text(), result.is_error());
+//! host.shutdown().await;
+//! # Ok(()) }
+//! ```
 
+pub mod approver;
 pub mod audit;
+mod breaker;
 pub mod budget;
 pub mod config;
 mod fsutil;
+pub mod gate;
+mod host;
 pub mod permission;
 pub mod pins;
 pub mod sanitize;
+mod server;
 pub mod table;
-mod breaker;
+
+pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
+pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};
+pub use budget::Budget;
+pub use config::{Config, ConfigError, ConfigLoader, ConfigOrigin, ServerConfig, TransportConfig};
+pub use gate::Verdict;
+pub use host::{
+    CallOptions, DroppedReport, Host, HostError, ModelTool, MountOptions, PinReport, ServerReport,
+    ServerStatus, TableChange, ToolStatus,
+};
+pub use permission::{Pattern, Rule, RuleKind};
+pub use pins::PinState;
+pub use switchboard_client::ProgressSink;

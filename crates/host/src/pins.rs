@@ -385,14 +385,18 @@ mod tests {
 
         let mut schema = t.clone();
         schema.input_schema["properties"]["q"]["type"] = json!("integer");
-        assert!(matches!(pins.state("a", &schema), PinState::Changed { diff } if diff.contains("inputSchema")));
+        assert!(
+            matches!(pins.state("a", &schema), PinState::Changed { diff } if diff.contains("inputSchema"))
+        );
 
         let mut annotated = t.clone();
         annotated.annotations = Some(ToolAnnotations {
             destructive_hint: Some(true),
             ..ToolAnnotations::default()
         });
-        assert!(matches!(pins.state("a", &annotated), PinState::Changed { diff } if diff.contains("destructiveHint")));
+        assert!(
+            matches!(pins.state("a", &annotated), PinState::Changed { diff } if diff.contains("destructiveHint"))
+        );
     }
 
     #[test]

@@ -250,8 +250,17 @@ mod tests {
             ("notes", vec![tool("search", "notes search")]),
             ("tickets", vec![tool("search", "ticket search")]),
         ]);
-        assert_eq!(names(&table), ["mcp__notes__search", "mcp__tickets__search"]);
-        assert!(table.get("mcp__tickets__search").unwrap().description.starts_with("[from tickets] "));
+        assert_eq!(
+            names(&table),
+            ["mcp__notes__search", "mcp__tickets__search"]
+        );
+        assert!(
+            table
+                .get("mcp__tickets__search")
+                .unwrap()
+                .description
+                .starts_with("[from tickets] ")
+        );
     }
 
     #[test]
@@ -260,7 +269,10 @@ mod tests {
         assert!(dropped.is_empty());
         let n = names(&table);
         assert_eq!(n.len(), 2);
-        assert!(n.iter().all(|n| n.starts_with("mcp__a__x_y_") && n.len() == "mcp__a__x_y_".len() + 6));
+        assert!(
+            n.iter()
+                .all(|n| n.starts_with("mcp__a__x_y_") && n.len() == "mcp__a__x_y_".len() + 6)
+        );
         assert_ne!(n[0], n[1]);
         // The same across server boundaries: alias `x` + `_y` meets `x_` + `y`.
         let (table, _) = build(&[("x", vec![tool("_y", "")]), ("x_", vec![tool("y", "")])]);
@@ -275,7 +287,13 @@ mod tests {
     #[test]
     fn long_colliding_names_stay_within_64() {
         let long = "t".repeat(70);
-        let (table, _) = build(&[("a", vec![tool(&format!("{long}.x"), ""), tool(&format!("{long}_x"), "")])]);
+        let (table, _) = build(&[(
+            "a",
+            vec![
+                tool(&format!("{long}.x"), ""),
+                tool(&format!("{long}_x"), ""),
+            ],
+        )]);
         for n in names(&table) {
             assert_eq!(n.len(), 64);
         }
@@ -285,16 +303,21 @@ mod tests {
     #[test]
     fn bad_header_annotation_drops_only_that_tool_on_http() {
         let mut bad = tool("bad", "");
-        bad.input_schema = json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}})
-            .as_object()
-            .unwrap()
-            .clone();
+        bad.input_schema =
+            json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}})
+                .as_object()
+                .unwrap()
+                .clone();
         let tools = vec![bad.clone(), tool("good", "")];
         let (table, dropped) = build(&[("h", tools.clone())]);
         assert_eq!(names(&table), ["mcp__h__good"]);
         assert_eq!(dropped.len(), 1);
         assert_eq!(dropped[0].name, "bad");
-        assert!(dropped[0].reason.contains("x-mcp-header"), "{}", dropped[0].reason);
+        assert!(
+            dropped[0].reason.contains("x-mcp-header"),
+            "{}",
+            dropped[0].reason
+        );
         // Over stdio the annotation means nothing and the tool stays.
         let (table, dropped) = ToolTable::build(&[ServerTools {
             alias: "s",
@@ -307,9 +330,18 @@ mod tests {
 
     #[test]
     fn duplicate_and_empty_names_are_dropped_with_reasons() {
-        let (table, dropped) = build(&[("a", vec![tool("t", "first"), tool("t", "second"), tool("", "")])]);
+        let (table, dropped) = build(&[(
+            "a",
+            vec![tool("t", "first"), tool("t", "second"), tool("", "")],
+        )]);
         assert_eq!(table.len(), 1);
-        assert!(table.get("mcp__a__t").unwrap().description.contains("first"));
+        assert!(
+            table
+                .get("mcp__a__t")
+                .unwrap()
+                .description
+                .contains("first")
+        );
         assert_eq!(dropped.len(), 2);
     }
 }

@@ -124,7 +124,10 @@ impl ConfigLoader {
     }
 
     /// The config to use when no file is found (the CLI's demo servers).
-    pub fn demo(mut self, provider: impl FnOnce() -> Result<Config, ConfigError> + 'static) -> Self {
+    pub fn demo(
+        mut self,
+        provider: impl FnOnce() -> Result<Config, ConfigError> + 'static,
+    ) -> Self {
         self.demo = Some(Box::new(provider));
         self
     }
@@ -204,9 +207,11 @@ impl ConfigLoader {
     }
 
     fn env(&self) -> BTreeMap<String, String> {
-        self.vars
-            .clone()
-            .unwrap_or_else(|| std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect())
+        self.vars.clone().unwrap_or_else(|| {
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect()
+        })
     }
 }
 

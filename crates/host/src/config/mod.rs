@@ -504,7 +504,13 @@ impl Parser<'_> {
             );
             return config;
         };
-        self.check_keys(root, "", TOP_LEVEL_KEYS, IGNORED_TOP_LEVEL, &mut config.notes);
+        self.check_keys(
+            root,
+            "",
+            TOP_LEVEL_KEYS,
+            IGNORED_TOP_LEVEL,
+            &mut config.notes,
+        );
 
         let mut raw_rules = Vec::new();
         let mut seen = BTreeSet::new();
@@ -671,12 +677,7 @@ impl Parser<'_> {
                 Some(s) => format!("did you mean {s:?}? known keys: {}", known.join(", ")),
                 None => format!("remove it; known keys: {}", known.join(", ")),
             };
-            self.problem(
-                ProblemKind::UnknownKey,
-                &path,
-                "unknown key".into(),
-                fix,
-            );
+            self.problem(ProblemKind::UnknownKey, &path, "unknown key".into(), fix);
         }
     }
 
@@ -713,7 +714,9 @@ impl Parser<'_> {
                 other => {
                     let what = other.map_or_else(|| v.to_string(), |s| format!("{s:?}"));
                     let fix = match other.and_then(|s| did_you_mean(s, &["stdio", "http", "sse"])) {
-                        Some(s) => format!("did you mean {s:?}? use \"stdio\", \"http\" or \"sse\""),
+                        Some(s) => {
+                            format!("did you mean {s:?}? use \"stdio\", \"http\" or \"sse\"")
+                        }
                         None => "use \"stdio\", \"http\" or \"sse\"".into(),
                     };
                     self.problem(
@@ -938,13 +941,19 @@ impl Parser<'_> {
             Ok(p) if !aliases.iter().any(|a| a == p.alias()) => {
                 let names: Vec<&str> = aliases.iter().map(String::as_str).collect();
                 let fix = match did_you_mean(p.alias(), &names) {
-                    Some(s) => format!("did you mean mcp__{s}? configured aliases: {}", names.join(", ")),
+                    Some(s) => format!(
+                        "did you mean mcp__{s}? configured aliases: {}",
+                        names.join(", ")
+                    ),
                     None => format!("configured aliases: {}", names.join(", ")),
                 };
                 self.problem(
                     ProblemKind::BadPattern,
                     source,
-                    format!("pattern {text:?} names server {:?}, which is not configured", p.alias()),
+                    format!(
+                        "pattern {text:?} names server {:?}, which is not configured",
+                        p.alias()
+                    ),
                     fix,
                 );
                 None
@@ -955,7 +964,10 @@ impl Parser<'_> {
 
     fn breaker(&mut self, value: &Value, out: &mut BreakerConfig) {
         let Some(obj) = value.as_object() else {
-            self.bad_type("breaker", "an object like {\"failures\": 3, \"cooldownMs\": 30000}");
+            self.bad_type(
+                "breaker",
+                "an object like {\"failures\": 3, \"cooldownMs\": 30000}",
+            );
             return;
         };
         let mut ignore = Vec::new();
@@ -1174,7 +1186,12 @@ impl Parser<'_> {
 pub(crate) fn did_you_mean<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
     known
         .iter()
-        .map(|k| (strsim::damerau_levenshtein(&word.to_lowercase(), &k.to_lowercase()), *k))
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&word.to_lowercase(), &k.to_lowercase()),
+                *k,
+            )
+        })
         .filter(|(d, k)| *d <= 2.max(k.len() / 4))
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
@@ -1194,11 +1211,7 @@ fn suggest_alias(alias: &str) -> String {
     while out.contains("__") {
         out = out.replace("__", "_");
     }
-    if out.is_empty() {
-        "server".into()
-    } else {
-        out
-    }
+    if out.is_empty() { "server".into() } else { out }
 }
 
 #[cfg(test)]

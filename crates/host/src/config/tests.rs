@@ -55,8 +55,14 @@ fn claude_shape_with_expansion_and_switchboard_keys() {
             cwd: Some(PathBuf::from("/cfg/work")),
         }
     );
-    assert_eq!(c.call_timeout("notes", "search"), Duration::from_millis(100));
-    assert_eq!(c.call_timeout("notes", "other"), Duration::from_millis(5000));
+    assert_eq!(
+        c.call_timeout("notes", "search"),
+        Duration::from_millis(100)
+    );
+    assert_eq!(
+        c.call_timeout("notes", "other"),
+        Duration::from_millis(5000)
+    );
     assert_eq!(c.call_timeout("tickets", "x"), DEFAULT_CALL_TIMEOUT);
     let tickets = &c.servers[1];
     assert!(!tickets.enabled);
@@ -86,7 +92,11 @@ fn claude_shape_with_expansion_and_switchboard_keys() {
                 "mcp__notes__read_*",
                 "mcpServers.notes.permissions.allow[1]"
             ),
-            (RuleKind::Deny, "mcp__notes", "mcpServers.notes.permissions.deny[0]"),
+            (
+                RuleKind::Deny,
+                "mcp__notes",
+                "mcpServers.notes.permissions.deny[0]"
+            ),
         ]
     );
     assert_eq!(c.budget_chars, 100);
@@ -133,7 +143,11 @@ fn environment_defaults() {
     assert_eq!(c.budget_chars, 4000);
     // The file's own keys win over the environment.
     let text = r#"{"mcpServers": {"a": {"command": "x"}}, "budgetChars": 10, "timeoutMs": 7}"#;
-    let c = parse(text, &[("MAX_MCP_OUTPUT_TOKENS", "1000"), ("MCP_TOOL_TIMEOUT", "9")]).unwrap();
+    let c = parse(
+        text,
+        &[("MAX_MCP_OUTPUT_TOKENS", "1000"), ("MCP_TOOL_TIMEOUT", "9")],
+    )
+    .unwrap();
     assert_eq!(c.budget_chars, 10);
     assert_eq!(c.timeouts.call, Duration::from_millis(7));
     let err = parse(text, &[("MCP_TIMEOUT", "soon")]).unwrap_err();
@@ -176,8 +190,11 @@ fn every_problem_is_reported_at_once() {
 
 #[test]
 fn duplicate_aliases() {
-    let err = parse(r#"{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}"#, &[])
-        .unwrap_err();
+    let err = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}, "a": {"command": "y"}}}"#,
+        &[],
+    )
+    .unwrap_err();
     assert_eq!(kinds(&err), [(ProblemKind::DuplicateAlias, "mcpServers.a")]);
     assert!(err.problems[0].position.is_some());
     let err = parse(

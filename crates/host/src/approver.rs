@@ -1,0 +1,306 @@
+//! Who answers when the gate asks.
+//!
+//! The host asks through an [`Approver`], showing the server, the original
+//! tool name, the reasons for asking and the **actual arguments**. Three
+//! approvers come with the crate:
+//! - [`PromptApprover`]: an interactive prompt on a terminal (allow once,
+//!   allow always for this tool, deny);
+//! - [`AssumeYes`]: `--yes`, answers every question with yes (it never
+//!   sees denials: `deny` rules are settled before anyone is asked);
+//! - [`NoApprover`]: no terminal and no `--yes`: every question is denied,
+//!   with a message saying how to approve.
+
+use std::fmt;
+use std::future::Future;
+use std::io::{BufRead, Write};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use switchboard_wire::ToolAnnotations;
+
+use crate::audit::Decider;
+use crate::sanitize::is_invisible;
+
+/// A boxed, sendable future (approvers are trait objects).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A question for the user about one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The model-facing name.
+    pub local_name: String,
+    /// The server's alias.
+    pub alias: String,
+    /// The tool's name on the server.
+    pub original_name: String,
+    /// The arguments the call will carry, exactly.
+    pub arguments: Value,
+    /// Why the gate asks (rules, annotations, a changed definition).
+    pub reasons: Vec<String>,
+    /// Line diff of the tool's definition when it changed since approval.
+    pub diff: Option<String>,
+    /// The server's (untrusted) annotations.
+    pub annotations: Option<ToolAnnotations>,
+    /// The rule "allow always" would add (`mcp__alias__tool`).
+    pub suggested_rule: String,
+    /// Where "allow always" writes it; `None` when the config has no file
+    /// (the option should not be offered).
+    pub config_file: Option<String>,
+}
+
+impl ApprovalRequest {
+    /// The question as text for a terminal: server, tool, arguments
+    /// (pretty JSON, invisible characters shown as `\u{…}` escapes so the
+    /// model cannot hide anything from the person reading), reasons, diff.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str("Switchboard: a tool call needs your approval\n");
+        out.push_str(&format!("  server:    {}\n", self.alias));
+        out.push_str(&format!(
+            "  tool:      {} (model name {})\n",
+            visible(&self.original_name),
+            self.local_name
+        ));
+        let args = serde_json::to_string_pretty(&self.arguments).unwrap_or_default();
+        let args = visible(&args).replace('\n', "\n             ");
+        out.push_str(&format!("  arguments: {args}\n"));
+        for reason in &self.reasons {
+            out.push_str(&format!("  why asked: {}\n", visible(reason)));
+        }
+        if let Some(diff) = &self.diff {
+            out.push_str("  the tool's definition changed since you approved it:\n");
+            for line in diff.lines() {
+                out.push_str(&format!("    {}\n", visible(line)));
+            }
+        }
+        out
+    }
+}
+
+/// Shows invisible characters as `\u{…}` escapes.
+fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_invisible(c) && c != '\n' {
+            out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The answer to an [`ApprovalRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Approval {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call, and add an allow rule for the tool to the config.
+    AllowAlways,
+    /// Do not run it; the text (if any) says why, for the model.
+    Deny(Option<String>),
+}
+
+/// Answers the gate's questions.
+pub trait Approver: Send + Sync + fmt::Debug {
+    /// Answers one question. Questions come one at a time per approver
+    /// only if the approver serialises them; [`PromptApprover`] does.
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval>;
+
+    /// Who this approver is, for the audit log.
+    fn decider(&self) -> Decider {
+        Decider::Human
+    }
+}
+
+/// `--yes`: every question is answered with "allow once".
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AssumeYes;
+
+impl Approver for AssumeYes {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async { Approval::AllowOnce })
+    }
+
+    fn decider(&self) -> Decider {
+        Decider::Yes
+    }
+}
+
+/// No one to ask: every question is denied with a message saying how to
+/// approve the call.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoApprover;
+
+impl Approver for NoApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        let place = request
+            .config_file
+            .as_deref()
+            .map_or_else(|| "the config".to_owned(), |f| f.to_owned());
+        let text = format!(
+            "This call needs the user's approval, but there is no terminal to ask on. \
+             The user can rerun with --yes, or allow the tool by adding {:?} to permissions.allow in {place}.",
+            request.suggested_rule
+        );
+        Box::pin(async move { Approval::Deny(Some(text)) })
+    }
+
+    fn decider(&self) -> Decider {
+        Decider::NoApprover
+    }
+}
+
+type Io = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
+
+/// An interactive prompt: writes the question to `output` and reads one
+/// line from `input`: `y` allow once, `a` allow always, anything else (or
+/// end of input) denies. Questions are asked one at a time.
+#[derive(Clone)]
+pub struct PromptApprover {
+    io: Arc<Mutex<Io>>,
+}
+
+impl fmt::Debug for PromptApprover {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PromptApprover").finish_non_exhaustive()
+    }
+}
+
+impl PromptApprover {
+    /// A prompt reading answers from `input` and writing questions to
+    /// `output` (a terminal: stdin and stderr, or `/dev/tty`).
+    pub fn new(input: impl BufRead + Send + 'static, output: impl Write + Send + 'static) -> Self {
+        PromptApprover {
+            io: Arc::new(Mutex::new((Box::new(input), Box::new(output)))),
+        }
+    }
+
+    fn ask_blocking(io: &Mutex<Io>, request: &ApprovalRequest) -> Approval {
+        let mut guard = io.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (input, output) = &mut *guard;
+        let always = request.config_file.is_some();
+        let choices = if always {
+            "[y] allow once, [a] allow always (adds a rule to the config), [N] deny: "
+        } else {
+            "[y] allow once, [N] deny: "
+        };
+        if write!(output, "{}{choices}", request.render())
+            .and_then(|()| output.flush())
+            .is_err()
+        {
+            return Approval::Deny(Some("the approval prompt could not be shown".into()));
+        }
+        let mut line = String::new();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                let _ = writeln!(output);
+                Approval::Deny(Some("no answer was given to the approval prompt".into()))
+            }
+            Ok(_) => match line.trim() {
+                "y" | "Y" | "yes" => Approval::AllowOnce,
+                "a" | "A" | "always" if always => Approval::AllowAlways,
+                _ => Approval::Deny(None),
+            },
+        }
+    }
+}
+
+impl Approver for PromptApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        let io = self.io.clone();
+        let request = request.clone();
+        Box::pin(async move {
+            // Terminal I/O blocks: keep it off the async workers.
+            tokio::task::spawn_blocking(move || PromptApprover::ask_blocking(&io, &request))
+                .await
+                .unwrap_or_else(|_| Approval::Deny(Some("the approval prompt failed".into())))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+
+    fn request() -> ApprovalRequest {
+        ApprovalRequest {
+            local_name: "mcp__notes__search".into(),
+            alias: "notes".into(),
+            original_name: "search".into(),
+            arguments: serde_json::json!({"q": "pay\u{202e}ment"}),
+            reasons: vec!["no rule allows this tool".into()],
+            diff: None,
+            annotations: None,
+            suggested_rule: "mcp__notes__search".into(),
+            config_file: Some("/p/.mcp.json".into()),
+        }
+    }
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn render_shows_arguments_with_invisible_characters_escaped() {
+        let text = request().render();
+        assert!(text.contains("server:    notes"), "{text}");
+        assert!(text.contains("tool:      search"), "{text}");
+        assert!(text.contains("\"q\": \"pay\\u{202e}ment\""), "{text}");
+        assert!(!text.contains('\u{202e}'));
+    }
+
+    #[tokio::test]
+    async fn prompt_answers() {
+        for (answer, want) in [
+            ("y\n", Approval::AllowOnce),
+            ("a\n", Approval::AllowAlways),
+            ("n\n", Approval::Deny(None)),
+            ("\n", Approval::Deny(None)),
+        ] {
+            let out = Shared::default();
+            let p = PromptApprover::new(Cursor::new(answer.as_bytes().to_vec()), out.clone());
+            assert_eq!(p.approve(&request()).await, want, "{answer:?}");
+            let shown = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+            assert!(shown.contains("allow always"), "{shown}");
+        }
+        // End of input denies.
+        let p = PromptApprover::new(Cursor::new(Vec::new()), Shared::default());
+        assert!(matches!(
+            p.approve(&request()).await,
+            Approval::Deny(Some(_))
+        ));
+        // Without a config file, "always" is not offered nor accepted.
+        let mut r = request();
+        r.config_file = None;
+        let out = Shared::default();
+        let p = PromptApprover::new(Cursor::new(b"a\n".to_vec()), out.clone());
+        assert_eq!(p.approve(&r).await, Approval::Deny(None));
+        let shown = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(!shown.contains("allow always"), "{shown}");
+    }
+
+    #[tokio::test]
+    async fn yes_and_no_approvers() {
+        assert_eq!(AssumeYes.approve(&request()).await, Approval::AllowOnce);
+        assert_eq!(AssumeYes.decider(), Decider::Yes);
+        let Approval::Deny(Some(text)) = NoApprover.approve(&request()).await else {
+            panic!("not denied")
+        };
+        assert!(
+            text.contains("--yes") && text.contains("/p/.mcp.json"),
+            "{text}"
+        );
+        assert_eq!(NoApprover.decider(), Decider::NoApprover);
+    }
+}

@@ -1,0 +1,223 @@
+//! The gate: allow, ask or deny one call, before anyone is asked.
+//!
+//! 1. The user's rules: any matching `deny` wins, then `ask`, then `allow`.
+//! 2. No rule: ask. Every tool of an MCP server is treated as
+//!    state-changing (DESIGN.md item 8).
+//! 3. Annotations come from the server and are untrusted: they may only
+//!    make the verdict stricter. `destructiveHint: true` turns an allow from
+//!    a broad rule (`mcp__alias`, `mcp__alias__*`, a prefix) into a
+//!    question; only a rule naming the tool itself allows it outright. A
+//!    `readOnlyHint` never skips a question, and cannot waive
+//!    `destructiveHint`.
+//! 4. Pins: a tool whose definition changed since it was approved is asked
+//!    about again, with the diff, whatever the rules say (short of deny).
+
+use serde::Serialize;
+use switchboard_wire::Tool;
+
+use crate::permission::{self, Rule, RuleKind, RuleVerdict};
+use crate::pins::PinState;
+
+/// The gate's verdict before anyone is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Call without asking.
+    Allow,
+    /// Ask the approver.
+    Ask,
+    /// Refuse.
+    Deny,
+}
+
+impl Verdict {
+    /// `allow`, `ask` or `deny`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Allow => "allow",
+            Verdict::Ask => "ask",
+            Verdict::Deny => "deny",
+        }
+    }
+}
+
+/// The verdict with its reasons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assessment {
+    /// Allow, ask or deny.
+    pub verdict: Verdict,
+    /// The deciding rule's place in the config and pattern, when a rule
+    /// decided (allow or deny).
+    pub rule: Option<(String, String)>,
+    /// Why, one sentence each.
+    pub reasons: Vec<String>,
+    /// The pin diff, when the definition changed.
+    pub diff: Option<String>,
+}
+
+/// Assesses a call of `tool` on server `alias`.
+pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Assessment {
+    let mut reasons = Vec::new();
+    let mut rule_ref = None;
+    let destructive = tool.annotations.as_ref().and_then(|a| a.destructive_hint) == Some(true);
+    let read_only = tool.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true);
+
+    let mut verdict = match permission::decide(rules, alias, &tool.name) {
+        RuleVerdict::Matched(rule) => {
+            let at = format!("{} ({})", rule.source, rule.pattern);
+            match rule.kind {
+                RuleKind::Deny => {
+                    reasons.push(format!("denied by the rule at {at}"));
+                    rule_ref = Some((rule.source.clone(), rule.pattern.to_string()));
+                    Verdict::Deny
+                }
+                RuleKind::Ask => {
+                    reasons.push(format!("the rule at {at} says to ask"));
+                    Verdict::Ask
+                }
+                RuleKind::Allow if destructive && !rule.pattern.is_exact() => {
+                    reasons.push(format!(
+                        "the server marks this tool destructive, and the rule at {at} allows it only as part of a group; allow it by name to skip this question"
+                    ));
+                    Verdict::Ask
+                }
+                RuleKind::Allow => {
+                    rule_ref = Some((rule.source.clone(), rule.pattern.to_string()));
+                    Verdict::Allow
+                }
+            }
+        }
+        RuleVerdict::None => {
+            reasons.push(
+                "no permission rule allows this tool; tools of MCP servers are asked about by default"
+                    .into(),
+            );
+            Verdict::Ask
+        }
+    };
+    if verdict == Verdict::Ask && read_only {
+        reasons.push(
+            "the server says the tool is read-only; that claim comes from the server and is not trusted"
+                .into(),
+        );
+    }
+    let diff = match pin {
+        PinState::Changed { diff } if verdict != Verdict::Deny => {
+            reasons.push(
+                "the tool's definition changed since it was approved; accept it with `switchboard pins accept`"
+                    .into(),
+            );
+            if verdict == Verdict::Allow {
+                verdict = Verdict::Ask;
+                rule_ref = None;
+            }
+            Some(diff.clone())
+        }
+        _ => None,
+    };
+    Assessment {
+        verdict,
+        rule: rule_ref,
+        reasons,
+        diff,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::Pattern;
+    use serde_json::json;
+    use switchboard_wire::ToolAnnotations;
+
+    fn rule(kind: RuleKind, p: &str) -> Rule {
+        Rule {
+            kind,
+            pattern: Pattern::parse(p).unwrap(),
+            source: format!("permissions.{}[0]", kind.key()),
+        }
+    }
+
+    fn tool(read_only: Option<bool>, destructive: Option<bool>) -> Tool {
+        let mut t = Tool::new(
+            "wipe",
+            "d",
+            json!({"type": "object"}).as_object().unwrap().clone(),
+        );
+        t.annotations = Some(ToolAnnotations {
+            read_only_hint: read_only,
+            destructive_hint: destructive,
+            ..ToolAnnotations::default()
+        });
+        t
+    }
+
+    #[test]
+    fn default_is_ask_even_for_read_only_tools() {
+        let a = assess(&[], "s", &tool(Some(true), None), &PinState::Unpinned);
+        assert_eq!(a.verdict, Verdict::Ask);
+        assert!(a.reasons.iter().any(|r| r.contains("not trusted")));
+    }
+
+    #[test]
+    fn read_only_cannot_waive_destructive() {
+        // Both hints at once: the destructive one counts.
+        let t = tool(Some(true), Some(true));
+        let broad = [rule(RuleKind::Allow, "mcp__s")];
+        assert_eq!(
+            assess(&broad, "s", &t, &PinState::Pinned).verdict,
+            Verdict::Ask
+        );
+        let wildcard = [rule(RuleKind::Allow, "mcp__s__*")];
+        assert_eq!(
+            assess(&wildcard, "s", &t, &PinState::Pinned).verdict,
+            Verdict::Ask
+        );
+        // Naming the tool is the user's explicit choice.
+        let exact = [rule(RuleKind::Allow, "mcp__s__wipe")];
+        let a = assess(&exact, "s", &t, &PinState::Pinned);
+        assert_eq!(a.verdict, Verdict::Allow);
+        assert_eq!(a.rule.unwrap().0, "permissions.allow[0]");
+        // A non-destructive tool is allowed by the broad rule.
+        assert_eq!(
+            assess(&broad, "s", &tool(None, Some(false)), &PinState::Pinned).verdict,
+            Verdict::Allow
+        );
+    }
+
+    #[test]
+    fn annotations_never_relax_deny_or_ask() {
+        let t = tool(Some(true), Some(false));
+        assert_eq!(
+            assess(
+                &[rule(RuleKind::Deny, "mcp__s")],
+                "s",
+                &t,
+                &PinState::Pinned
+            )
+            .verdict,
+            Verdict::Deny
+        );
+        assert_eq!(
+            assess(&[rule(RuleKind::Ask, "mcp__s")], "s", &t, &PinState::Pinned).verdict,
+            Verdict::Ask
+        );
+    }
+
+    #[test]
+    fn a_changed_pin_turns_allow_into_ask_with_the_diff() {
+        let t = tool(None, None);
+        let rules = [rule(RuleKind::Allow, "mcp__s__wipe")];
+        let changed = PinState::Changed {
+            diff: "-old\n+new\n".into(),
+        };
+        let a = assess(&rules, "s", &t, &changed);
+        assert_eq!(a.verdict, Verdict::Ask);
+        assert_eq!(a.diff.as_deref(), Some("-old\n+new\n"));
+        assert!(a.rule.is_none());
+        // Deny stays deny and shows no diff.
+        let a = assess(&[rule(RuleKind::Deny, "mcp__s")], "s", &t, &changed);
+        assert_eq!(a.verdict, Verdict::Deny);
+        assert!(a.diff.is_none());
+    }
+}

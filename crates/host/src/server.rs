@@ -1,0 +1,365 @@
+//! One mounted server: its connection, its tools, its health.
+//!
+//! Connecting is spawn (stdio) or build (HTTP), then the era probe
+//! (`server/discover` or the legacy handshake) and the full tool listing,
+//! all within the server's start-up timeout. A failure at any step leaves
+//! the server `down` with a reason (stderr's last lines included for stdio)
+//! and touches no other server.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use switchboard_client::transport::http::HttpTransport;
+use switchboard_client::{
+    Client, ClientError, InputContext, InputError, InputHandler, InputSupport, Listing,
+    ServerDescription, StdioConfig, StdioTransport,
+};
+use switchboard_wire::types::method;
+use switchboard_wire::{Implementation, Tool};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::breaker::Breaker;
+use crate::config::{BreakerConfig, ServerConfig, TransportConfig};
+use crate::table::DroppedTool;
+
+/// How many stderr lines a down server's reason quotes.
+const REASON_STDERR_LINES: usize = 5;
+
+/// A live connection to a server.
+#[derive(Clone, Debug)]
+pub(crate) struct Link {
+    pub(crate) client: Client,
+    /// The stdio transport, for supervision (stderr, junk lines, exit).
+    pub(crate) stdio: Option<StdioTransport>,
+}
+
+impl Link {
+    /// Whether the connection is known to be gone (stdio: the process
+    /// exited or the pipes broke; HTTP has no standing connection).
+    pub(crate) fn is_dead(&self) -> bool {
+        self.stdio.as_ref().is_some_and(|s| s.closed().is_some())
+    }
+}
+
+/// What is known about a server right now.
+#[derive(Debug)]
+pub(crate) struct State {
+    /// The connection, while there is one.
+    pub(crate) link: Option<Link>,
+    /// Why it is down (`None` while up or never tried).
+    pub(crate) down: Option<String>,
+    /// Its tools as last listed (kept while it is down, so the model's
+    /// table stays stable and calls say what happened).
+    pub(crate) tools: Vec<Tool>,
+    /// Whether it was ever up (a never-mounted server has no tools).
+    pub(crate) ever_up: bool,
+    /// Until when the listing is fresh, from a positive `ttlMs`.
+    pub(crate) fresh_until: Option<Instant>,
+    /// What the server said about itself.
+    pub(crate) description: Option<ServerDescription>,
+    /// stderr tail and junk count of the last stdio process, kept after it
+    /// is gone.
+    pub(crate) last_stderr: Vec<String>,
+    pub(crate) last_junk: u64,
+}
+
+/// One configured server.
+#[derive(Debug)]
+pub(crate) struct Server {
+    pub(crate) config: ServerConfig,
+    pub(crate) startup_timeout: Duration,
+    pub(crate) default_call_timeout: Duration,
+    state: Mutex<State>,
+    breaker: Mutex<Breaker>,
+    /// Serialises (re)connects.
+    pub(crate) connecting: tokio::sync::Mutex<()>,
+    /// Wakes the server's refresher (list_changed, stale listing).
+    pub(crate) refresh: Notify,
+}
+
+impl Server {
+    pub(crate) fn new(
+        config: ServerConfig,
+        startup_timeout: Duration,
+        default_call_timeout: Duration,
+        breaker: BreakerConfig,
+    ) -> Server {
+        Server {
+            config,
+            startup_timeout,
+            default_call_timeout,
+            state: Mutex::new(State {
+                link: None,
+                down: None,
+                tools: Vec::new(),
+                ever_up: false,
+                fresh_until: None,
+                description: None,
+                last_stderr: Vec::new(),
+                last_junk: 0,
+            }),
+            breaker: Mutex::new(Breaker::new(breaker)),
+            connecting: tokio::sync::Mutex::new(()),
+            refresh: Notify::new(),
+        }
+    }
+
+    pub(crate) fn alias(&self) -> &str {
+        &self.config.alias
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn breaker(&self) -> MutexGuard<'_, Breaker> {
+        self.breaker
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The live link, if the connection is not known to be dead.
+    pub(crate) fn live_link(&self) -> Option<Link> {
+        let mut state = self.state();
+        match &state.link {
+            Some(link) if !link.is_dead() => Some(link.clone()),
+            Some(link) => {
+                let link = link.clone();
+                let reason = link
+                    .stdio
+                    .as_ref()
+                    .and_then(StdioTransport::closed)
+                    .map_or_else(|| "the connection closed".to_owned(), |e| e.to_string());
+                remember_stdio(&mut state, link.stdio.as_ref());
+                state.link = None;
+                state.down = Some(reason);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Records a successful connection and listing.
+    pub(crate) fn set_up(&self, link: Link, listing: Listing<Tool>) {
+        let mut state = self.state();
+        state.description = link.client.server();
+        state.link = Some(link);
+        state.down = None;
+        state.ever_up = true;
+        state.fresh_until = listing.cache.ttl().map(|ttl| Instant::now() + ttl);
+        state.tools = listing.items;
+    }
+
+    /// Records a new listing from a refresh.
+    pub(crate) fn set_tools(&self, listing: Listing<Tool>) {
+        let mut state = self.state();
+        state.fresh_until = listing.cache.ttl().map(|ttl| Instant::now() + ttl);
+        state.tools = listing.items;
+    }
+
+    /// Records that the server is down, and why.
+    pub(crate) fn set_down(&self, reason: String) {
+        let mut state = self.state();
+        if let Some(link) = state.link.take() {
+            remember_stdio(&mut state, link.stdio.as_ref());
+        }
+        state.down = Some(reason);
+    }
+
+    /// Whether the listing's TTL has passed.
+    pub(crate) fn is_stale(&self, now: Instant) -> bool {
+        let state = self.state();
+        state.link.is_some() && state.fresh_until.is_some_and(|t| now >= t)
+    }
+
+    /// The last stderr lines (live process, else the last one).
+    pub(crate) fn stderr_tail(&self) -> Vec<String> {
+        let state = self.state();
+        match state.link.as_ref().and_then(|l| l.stdio.as_ref()) {
+            Some(s) => s.stderr_tail(),
+            None => state.last_stderr.clone(),
+        }
+    }
+
+    /// Quarantined non-JSON stdout lines.
+    pub(crate) fn junk_lines(&self) -> u64 {
+        let state = self.state();
+        match state.link.as_ref().and_then(|l| l.stdio.as_ref()) {
+            Some(s) => s.junk_lines(),
+            None => state.last_junk,
+        }
+    }
+
+    /// Connects, discovers and lists, within the start-up timeout.
+    ///
+    /// # Errors
+    /// The reason the server is down, in words.
+    pub(crate) async fn connect(
+        self: &Arc<Self>,
+        options: &ConnectOptions,
+    ) -> Result<(Link, Listing<Tool>), String> {
+        let mut stdio_handle: Option<StdioTransport> = None;
+        let attempt = self.connect_inner(options, &mut stdio_handle);
+        let result = match tokio::time::timeout(self.startup_timeout, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "did not start and list its tools within {} ms",
+                self.startup_timeout.as_millis()
+            )),
+        };
+        match result {
+            Ok(ok) => Ok(ok),
+            Err(mut reason) => {
+                if let Some(stdio) = &stdio_handle {
+                    let tail = stdio.stderr_tail();
+                    let mut state = self.state();
+                    state.last_stderr = tail.clone();
+                    state.last_junk = stdio.junk_lines();
+                    drop(state);
+                    let tail: Vec<&String> =
+                        tail.iter().rev().take(REASON_STDERR_LINES).rev().collect();
+                    if !tail.is_empty() && !tail.iter().all(|l| reason.contains(l.as_str())) {
+                        reason.push_str("; its last stderr lines: ");
+                        reason.push_str(
+                            &tail
+                                .iter()
+                                .map(|l| l.as_str())
+                                .collect::<Vec<_>>()
+                                .join(" | "),
+                        );
+                    }
+                }
+                // Dropping the handle (and the client) stops the process.
+                Err(reason)
+            }
+        }
+    }
+
+    async fn connect_inner(
+        self: &Arc<Self>,
+        options: &ConnectOptions,
+        stdio_handle: &mut Option<StdioTransport>,
+    ) -> Result<(Link, Listing<Tool>), String> {
+        let alias = self.alias().to_owned();
+        let builder = match &self.config.transport {
+            TransportConfig::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cfg = StdioConfig::new(&alias, command).args(args);
+                for (k, v) in env {
+                    cfg = cfg.env(k, v);
+                }
+                if let Some(cwd) = cwd {
+                    cfg = cfg.cwd(cwd);
+                }
+                cfg.shutdown_grace = options.shutdown_grace;
+                let transport = StdioTransport::spawn(cfg)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                *stdio_handle = Some(transport.clone());
+                Client::builder(&alias, transport)
+            }
+            TransportConfig::Http { url, headers } | TransportConfig::Sse { url, headers } => {
+                let mut builder = HttpTransport::builder(&alias, url);
+                for (k, v) in headers {
+                    builder = builder.header(k, v);
+                }
+                let transport = builder.build().map_err(|e| e.to_string())?;
+                Client::builder(&alias, transport)
+            }
+        };
+        let weak = Arc::downgrade(self);
+        let mut builder = builder
+            .timeout(self.default_call_timeout)
+            .probe_timeout(self.startup_timeout)
+            .on_notification(move |n| {
+                if n.method == method::TOOLS_LIST_CHANGED {
+                    if let Some(server) = weak.upgrade() {
+                        server.refresh.notify_one();
+                    }
+                }
+            });
+        if let Some(info) = &options.client_info {
+            builder = builder.client_info(info.clone());
+        }
+        if let Some(handler) = &options.input {
+            builder = builder.input_handler(SharedInput(handler.clone()));
+        }
+        let client = builder.connect().await.map_err(|e| describe(&e))?;
+        let listing = client.list_all_tools().await.map_err(|e| describe(&e))?;
+        Ok((
+            Link {
+                client,
+                stdio: stdio_handle.clone(),
+            },
+            listing,
+        ))
+    }
+}
+
+/// What every connection is made with.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ConnectOptions {
+    pub(crate) client_info: Option<Implementation>,
+    pub(crate) input: Option<Arc<dyn InputHandler>>,
+    pub(crate) shutdown_grace: Duration,
+}
+
+fn remember_stdio(state: &mut State, stdio: Option<&StdioTransport>) {
+    if let Some(s) = stdio {
+        state.last_stderr = s.stderr_tail();
+        state.last_junk = s.junk_lines();
+    }
+}
+
+/// A client error in words, without repeating the alias the caller adds.
+pub(crate) fn describe(e: &ClientError) -> String {
+    e.to_string()
+}
+
+/// Lets one shared input handler serve every client.
+#[derive(Debug)]
+struct SharedInput(Arc<dyn InputHandler>);
+
+impl InputHandler for SharedInput {
+    fn support(&self) -> InputSupport {
+        self.0.support()
+    }
+
+    fn elicit(
+        &self,
+        cx: InputContext,
+        params: serde_json::Value,
+    ) -> switchboard_client::BoxFuture<'_, Result<serde_json::Value, InputError>> {
+        self.0.elicit(cx, params)
+    }
+
+    fn sample(
+        &self,
+        cx: InputContext,
+        params: serde_json::Value,
+    ) -> switchboard_client::BoxFuture<'_, Result<serde_json::Value, InputError>> {
+        self.0.sample(cx, params)
+    }
+
+    fn roots(
+        &self,
+        cx: InputContext,
+    ) -> switchboard_client::BoxFuture<'_, Result<serde_json::Value, InputError>> {
+        self.0.roots(cx)
+    }
+}
+
+/// Dropped tools of one server, for reports.
+pub(crate) fn dropped_of<'a>(
+    dropped: &'a [DroppedTool],
+    alias: &'a str,
+) -> impl Iterator<Item = &'a DroppedTool> {
+    dropped.iter().filter(move |d| d.alias == alias)
+}
