@@ -59,10 +59,10 @@ pub use error::{ClientError, TransportError};
 pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
 pub use options::{CallOptions, ClientConfig, EraPolicy, ProgressSink};
 pub use subscription::{Subscription, SubscriptionEnd};
-pub use transport::stdio::{StdioConfig, StdioTransport};
 #[cfg(feature = "http")]
 pub use transport::http::{
     AuthChallenge, AuthError, AuthProvider, AuthRetry, HttpTransport, HttpTransportBuilder,
     StaticAuthorization,
 };
+pub use transport::stdio::{StdioConfig, StdioTransport};
 pub use transport::{BoxFuture, EventSink, Incoming, NotificationSink, Outgoing, Transport};

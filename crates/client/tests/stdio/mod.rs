@@ -1,0 +1,8 @@
+//! The stdio transport and the `Client` against real server processes.
+
+mod util;
+
+mod client;
+mod era;
+mod lifecycle;
+mod transport;

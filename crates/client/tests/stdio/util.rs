@@ -1,0 +1,207 @@
+//! Helpers: locate the testkit binaries, start the mock server, read its
+//! request log, watch processes.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_client::{
+    BoxFuture, Client, ClientBuilder, InputContext, InputError, InputHandler, InputSupport,
+    StdioConfig, StdioTransport,
+};
+
+/// The path of a testkit binary, building the binaries first (once per
+/// test process; under nextest once per run).
+pub(super) fn bin(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("SWITCHBOARD_TESTKIT_BIN_DIR") {
+            return PathBuf::from(dir);
+        }
+        // The test executable lives in <target>/<profile>/deps/.
+        let exe = std::env::current_exe().expect("test executable path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("<target>/<profile>/deps layout")
+            .to_path_buf();
+        let stamp = std::env::var("NEXTEST_RUN_ID")
+            .ok()
+            .map(|run| profile_dir.join(format!(".testkit-built-{run}")));
+        if stamp.as_ref().is_some_and(|s| s.exists()) {
+            return profile_dir;
+        }
+        build_testkit(&profile_dir);
+        if let Some(stamp) = stamp {
+            let _ = std::fs::write(stamp, b"");
+        }
+        profile_dir
+    })
+    .join(name)
+}
+
+fn build_testkit(profile_dir: &Path) {
+    let profile = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("debug");
+    let target_dir = profile_dir.parent().expect("target dir");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "--quiet", "-p", "switchboard-testkit", "--bins"])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    match profile {
+        "debug" => {}
+        "release" => {
+            cmd.arg("--release");
+        }
+        other => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    let status = cmd.status().expect("running cargo to build the testkit");
+    assert!(status.success(), "building switchboard-testkit failed");
+}
+
+/// A stdio config for the mock server with these flags.
+pub(super) fn mock(flags: &[&str]) -> StdioConfig {
+    StdioConfig::new("mock", bin("mock-server")).args(flags.iter().copied())
+}
+
+/// Starts the mock server with these flags.
+pub(super) async fn spawn(flags: &[&str]) -> StdioTransport {
+    StdioTransport::spawn(mock(flags))
+        .await
+        .expect("spawn mock-server")
+}
+
+/// A client builder over the mock server with these flags, plus its
+/// transport handle.
+pub(super) async fn builder(flags: &[&str]) -> (ClientBuilder, StdioTransport) {
+    let transport = spawn(flags).await;
+    (
+        Client::builder("mock", transport.clone()).timeout(Duration::from_secs(20)),
+        transport,
+    )
+}
+
+/// A connected client over the mock server with these flags.
+pub(super) async fn connect(flags: &[&str]) -> (Client, StdioTransport) {
+    let (builder, transport) = builder(flags).await;
+    (builder.connect().await.expect("connect"), transport)
+}
+
+/// A fresh path for a request log.
+pub(super) fn log_path() -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    std::env::temp_dir().join(format!(
+        "switchboard-client-test-{}-{}.jsonl",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// Every message the mock server received, in order.
+pub(super) fn read_log(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("log line is JSON"))
+        .collect()
+}
+
+/// Requests of the log with this method.
+pub(super) fn requests<'a>(log: &'a [Value], method: &str) -> Vec<&'a Value> {
+    log.iter()
+        .filter(|m| m["method"] == method && m.get("id").is_some())
+        .collect()
+}
+
+/// Whether the process exists and is not a zombie.
+pub(super) fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|r| r.trim().chars().next());
+            !matches!(state, Some('Z') | Some('X') | None)
+        }
+    }
+}
+
+/// Waits up to `within` for the process to be gone.
+pub(super) async fn gone(pid: u32, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    !alive(pid)
+}
+
+/// An input handler that answers everything it declares and records what
+/// it was asked.
+#[derive(Debug, Default)]
+pub(super) struct Answers {
+    pub(super) support: InputSupport,
+    pub(super) asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Answers {
+    pub(super) fn all() -> Self {
+        Answers {
+            support: InputSupport {
+                elicitation_form: true,
+                elicitation_url: false,
+                sampling: true,
+                sampling_tools: false,
+                roots: true,
+            },
+            asked: Arc::default(),
+        }
+    }
+
+    fn note(&self, what: &str) {
+        self.asked.lock().unwrap().push(what.to_owned());
+    }
+}
+
+impl InputHandler for Answers {
+    fn support(&self) -> InputSupport {
+        self.support
+    }
+
+    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.note("elicitation/create");
+        assert!(params.get("message").is_some());
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"ok": true}})) })
+    }
+
+    fn sample(
+        &self,
+        _cx: InputContext,
+        _params: Value,
+    ) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.note("sampling/createMessage");
+        Box::pin(async {
+            Ok(
+                json!({"role": "assistant", "content": {"type": "text", "text": "a summary"}, "model": "test-model"}),
+            )
+        })
+    }
+
+    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.note("roots/list");
+        Box::pin(async { Ok(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]})) })
+    }
+}

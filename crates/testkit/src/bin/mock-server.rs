@@ -1,0 +1,902 @@
+//! `mock-server`: a stdio MCP server for tests, written straight on the
+//! wire crate and std so it can misbehave at byte level.
+//!
+//! It speaks 2026-07-28 (or, with `--legacy`, only 2025-11-25) on stdin and
+//! stdout, one JSON-RPC message per line, and logs to stderr. Each request is
+//! handled on a thread of its own, so slow tools do not block others.
+//!
+//! # Flags
+//! Flags come from the command line, then from the `MOCK_SERVER_FLAGS`
+//! environment variable (split on whitespace), so a test can change the
+//! behaviour without changing the command.
+//!
+//! | flag | effect |
+//! |---|---|
+//! | `--name NAME` | `serverInfo.name` (default `mock`) |
+//! | `--byte-writes` | write every message one byte at a time, flushing after each |
+//! | `--chatty` | before every response: a `notifications/message`, a `tools/list_changed` without subscription, progress for an unknown token; after it: progress for the request's own (now finished) token |
+//! | `--junk` | write junk lines (non-JSON text, a JSON array, a bare number, a blank line) at start-up and before every response |
+//! | `--delay-ms N` | answer every request N ms late |
+//! | `--startup-delay-ms N` | sleep N ms before reading stdin |
+//! | `--ignore-cancel` | answer requests even after the client cancelled them (a late response) |
+//! | `--page-size N` | page `tools/list` N at a time (default 2; 0 = one page). The second page's cursor is the empty string `""`; later ones are `"2"`, `"3"`, …; a bad cursor gets -32602 |
+//! | `--extra-tools N` | add N filler tools (`filler_0`, …) to the listing (default 3) |
+//! | `--repeat-cursor` | `tools/list` returns `nextCursor: "again"` forever |
+//! | `--versions A,B` | modern versions served (default `2026-07-28`); others get -32022 |
+//! | `--legacy` | speak only 2025-11-25: `initialize` handshake, no `_meta` needed, `ping`, server→client requests from the `sample` tool |
+//! | `--discover-reply KIND` | legacy only: answer `server/discover` with `method-not-found` (default), `invalid-params`, `parse-error` (-32700 without id) or `silent` (no answer) |
+//! | `--listen-end KIND` | how `subscriptions/listen` ends: `open` (default; until the client cancels), `cancel` (server sends `notifications/cancelled`), `result` (server sends the listen result) |
+//! | `--log PATH` | append every line received on stdin to PATH (tests read it to check ids, `_meta`, cancellations) |
+//! | `--grandchild` | start a grandchild process (`mock-server --sleep-forever`, stdio closed) in the same process group; `pids` reports it |
+//! | `--ignore-eof` | keep running after stdin closes (tests SIGTERM escalation) |
+//! | `--ignore-sigterm` | ignore SIGTERM (tests SIGKILL escalation) |
+//! | `--sleep-forever` | do nothing but sleep (the grandchild mode) |
+//!
+//! # Tools
+//! `tools/call` arguments choose the behaviour:
+//!
+//! | tool | arguments | result |
+//! |---|---|---|
+//! | `echo` | `text?` | text = `text`; `structuredContent` = `{"id": <request id>, "params": <params as received>}` |
+//! | `sleep` | `ms` | answers after `ms` (never, if cancelled meanwhile) |
+//! | `never` | — | never answers |
+//! | `crash` | `code?` (3), `lines?` (2) | writes `lines` stderr lines, then exits with `code` mid-request |
+//! | `big` | `bytes?` (10 MiB) | one text block of `bytes` × `x` |
+//! | `progress` | `steps?` (3) | `steps` progress notifications for the request's token, then a result |
+//! | `ask` | `rounds?` (2) | MRTR: `input_required` `rounds` times (one input request per capability the request declared, and a `requestState` with awkward characters), checks the retry echoes the state exactly and answers every key, then completes with the last `inputResponses` |
+//! | `fail` | — | a tool error (`isError: true`) |
+//! | `error` | — | JSON-RPC error -32602 with `data` |
+//! | `weird` | — | a result with an unknown `resultType` |
+//! | `pids` | — | `structuredContent` = `{"pid": …, "grandchild": …}` |
+//! | `sample` | — | legacy only: sends `roots/list`, `sampling/createMessage`, `elicitation/create` (those declared in `initialize`) and `ping` to the client, returns the answers |
+//!
+//! Resources (`mock://a`, `mock://b`, `mock://ask` with MRTR), one template,
+//! one prompt (`greet`), completion and `subscriptions/listen` are served too.
+//!
+//! Run: `cargo run -p switchboard-testkit --bin mock-server -- --chatty`, then
+//! paste:
+//! ```text
+//! {"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+//! ```
+
+// A test tool that must print to stdout and stderr by design.
+#![allow(clippy::print_stderr)]
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Map, Value, json};
+use switchboard_wire::meta::{
+    CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION, SERVER_INFO, SUBSCRIPTION_ID,
+};
+use switchboard_wire::{Message, Notification, Request, RequestId, Response, version};
+
+const SUPPORTED_LEGACY: &str = version::LEGACY;
+
+#[derive(Clone, Debug, Default)]
+struct Opts {
+    name: String,
+    byte_writes: bool,
+    chatty: bool,
+    junk: bool,
+    delay_ms: u64,
+    ignore_cancel: bool,
+    startup_delay_ms: u64,
+    page_size: usize,
+    extra_tools: usize,
+    repeat_cursor: bool,
+    versions: Vec<String>,
+    legacy: bool,
+    discover_reply: String,
+    listen_end: String,
+    log: Option<String>,
+    grandchild: bool,
+    ignore_eof: bool,
+    ignore_sigterm: bool,
+    sleep_forever: bool,
+}
+
+fn parse_opts() -> anyhow::Result<Opts> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Ok(extra) = std::env::var("MOCK_SERVER_FLAGS") {
+        args.extend(extra.split_whitespace().map(str::to_owned));
+    }
+    let mut o = Opts {
+        name: "mock".into(),
+        page_size: 2,
+        extra_tools: 3,
+        versions: vec![version::LATEST.into()],
+        discover_reply: "method-not-found".into(),
+        listen_end: "open".into(),
+        ..Opts::default()
+    };
+    let mut it = args.into_iter();
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--name" => o.name = value()?,
+            "--byte-writes" => o.byte_writes = true,
+            "--chatty" => o.chatty = true,
+            "--junk" => o.junk = true,
+            "--delay-ms" => o.delay_ms = value()?.parse()?,
+            "--ignore-cancel" => o.ignore_cancel = true,
+            "--startup-delay-ms" => o.startup_delay_ms = value()?.parse()?,
+            "--page-size" => o.page_size = value()?.parse()?,
+            "--extra-tools" => o.extra_tools = value()?.parse()?,
+            "--repeat-cursor" => o.repeat_cursor = true,
+            "--versions" => o.versions = value()?.split(',').map(str::to_owned).collect(),
+            "--legacy" => o.legacy = true,
+            "--discover-reply" => o.discover_reply = value()?,
+            "--listen-end" => o.listen_end = value()?,
+            "--log" => o.log = Some(value()?),
+            "--grandchild" => o.grandchild = true,
+            "--ignore-eof" => o.ignore_eof = true,
+            "--ignore-sigterm" => o.ignore_sigterm = true,
+            "--sleep-forever" => o.sleep_forever = true,
+            other => bail!("unknown flag {other} (see the mock-server docs)"),
+        }
+    }
+    Ok(o)
+}
+
+fn main() -> anyhow::Result<()> {
+    let opts = parse_opts()?;
+    if opts.ignore_sigterm {
+        ignore_sigterm();
+    }
+    if opts.sleep_forever {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    let grandchild = if opts.grandchild {
+        Some(start_grandchild(&opts)?)
+    } else {
+        None
+    };
+    let log = match &opts.log {
+        Some(path) => Some(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("opening log {path}"))?,
+        ),
+        None => None,
+    };
+    if opts.startup_delay_ms > 0 {
+        std::thread::sleep(Duration::from_millis(opts.startup_delay_ms));
+    }
+    let server = Arc::new(Server {
+        opts,
+        out: Mutex::new(std::io::stdout()),
+        log: Mutex::new(log),
+        cancelled: Mutex::new(HashSet::new()),
+        waiting: Mutex::new(HashMap::new()),
+        initialized: AtomicBool::new(false),
+        client_caps: Mutex::new(Value::Null),
+        next_id: AtomicU64::new(1),
+        grandchild,
+    });
+    eprintln!(
+        "mock-server {} ready (pid {})",
+        server.opts.name,
+        std::process::id()
+    );
+    if server.opts.junk {
+        server.junk();
+    }
+    let stdin = std::io::stdin();
+    let mut reader = BufReader::new(stdin.lock());
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            break;
+        }
+        server.record(&line);
+        let text = trim_line(&line);
+        if text.is_empty() {
+            continue;
+        }
+        match Message::from_slice(text) {
+            Ok(Message::Request(req)) => {
+                let s = server.clone();
+                std::thread::spawn(move || s.handle(req));
+            }
+            Ok(Message::Notification(n)) => server.notification(n),
+            Ok(Message::Response(r)) => server.client_response(r),
+            Err(e) => {
+                eprintln!("mock-server: unreadable line: {e}");
+                server.send(&Message::Response(Response::error(
+                    e.id().cloned(),
+                    switchboard_wire::ErrorObject::new(e.code(), e.to_string()),
+                )));
+            }
+        }
+    }
+    eprintln!("mock-server {}: stdin closed", server.opts.name);
+    if server.opts.ignore_eof {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    Ok(())
+}
+
+fn trim_line(line: &[u8]) -> &[u8] {
+    let mut end = line.len();
+    while end > 0 && matches!(line[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    &line[..end]
+}
+
+// Ignoring SIGTERM needs one libc call; the test tool opts out of the
+// workspace's unsafe ban for it.
+#[allow(unsafe_code)]
+fn ignore_sigterm() {
+    // SAFETY: SIG_IGN is a valid disposition; no handler code runs.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
+}
+
+fn start_grandchild(opts: &Opts) -> anyhow::Result<u32> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--sleep-forever")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if opts.ignore_sigterm {
+        cmd.arg("--ignore-sigterm");
+    }
+    // The grandchild stays in our process group on purpose: the client must
+    // kill the whole group. Its handle is dropped without waiting.
+    #[allow(clippy::disallowed_methods)]
+    let child = cmd.spawn()?;
+    let pid = child.id();
+    eprintln!("mock-server: grandchild pid {pid}");
+    Ok(pid)
+}
+
+struct Server {
+    opts: Opts,
+    out: Mutex<std::io::Stdout>,
+    log: Mutex<Option<File>>,
+    /// Ids (as JSON text) the client cancelled.
+    cancelled: Mutex<HashSet<String>>,
+    /// Legacy: our requests to the client awaiting answers, by id text.
+    waiting: Mutex<HashMap<String, mpsc::Sender<Response>>>,
+    initialized: AtomicBool,
+    /// Legacy: the capabilities the client declared in `initialize`.
+    client_caps: Mutex<Value>,
+    next_id: AtomicU64,
+    grandchild: Option<u32>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+fn rpc_error(code: i64, message: impl Into<String>) -> switchboard_wire::ErrorObject {
+    switchboard_wire::ErrorObject {
+        code,
+        message: message.into(),
+        data: None,
+    }
+}
+
+impl Server {
+    fn record(&self, line: &[u8]) {
+        if let Some(f) = lock(&self.log).as_mut() {
+            let _ = f.write_all(line);
+            if !line.ends_with(b"\n") {
+                let _ = f.write_all(b"\n");
+            }
+            let _ = f.flush();
+        }
+    }
+
+    fn write_raw(&self, out: &mut std::io::Stdout, bytes: &[u8]) {
+        if self.opts.byte_writes {
+            for b in bytes {
+                let _ = out.write_all(std::slice::from_ref(b));
+                let _ = out.flush();
+            }
+        } else {
+            let _ = out.write_all(bytes);
+            let _ = out.flush();
+        }
+    }
+
+    fn send(&self, message: &Message) {
+        let line = message.to_line();
+        let mut out = lock(&self.out);
+        self.write_raw(&mut out, &line);
+    }
+
+    fn junk(&self) {
+        let mut out = lock(&self.out);
+        for junk in [
+            &b"this is not JSON, just noise on stdout\n"[..],
+            b"[1,2,3]\n",
+            b"42\n",
+            b"\n",
+            b"{\"jsonrpc\":\"2.0\"}\n",
+        ] {
+            self.write_raw(&mut out, junk);
+        }
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        self.send(&Message::Notification(Notification::new(
+            method,
+            Some(params),
+        )));
+    }
+
+    fn is_cancelled(&self, id: &RequestId) -> bool {
+        !self.opts.ignore_cancel && lock(&self.cancelled).contains(&id.to_value().to_string())
+    }
+
+    /// Sends the response, with the configured noise around it.
+    fn respond(
+        &self,
+        id: RequestId,
+        outcome: Result<Value, switchboard_wire::ErrorObject>,
+        token: Option<&Value>,
+    ) {
+        if self.is_cancelled(&id) {
+            eprintln!("mock-server: not answering cancelled request {id}");
+            return;
+        }
+        if self.opts.junk {
+            self.junk();
+        }
+        if self.opts.chatty {
+            self.notify(
+                "notifications/message",
+                json!({"level": "info", "logger": "mock", "data": "about to answer"}),
+            );
+            self.notify("notifications/tools/list_changed", json!({}));
+            self.notify(
+                "notifications/progress",
+                json!({"progressToken": "nobody-has-this-token", "progress": 1}),
+            );
+        }
+        let response = match outcome {
+            Ok(result) => Response::result(id, result),
+            Err(error) => Response::error(Some(id), error),
+        };
+        self.send(&Message::Response(response));
+        if self.opts.chatty {
+            if let Some(token) = token {
+                self.notify(
+                    "notifications/progress",
+                    json!({"progressToken": token, "progress": 99, "message": "late"}),
+                );
+            }
+        }
+    }
+
+    fn notification(&self, n: Notification) {
+        match n.method.as_str() {
+            "notifications/cancelled" => {
+                if let Some(id) = n.params.as_ref().and_then(|p| p.get("requestId")) {
+                    eprintln!("mock-server: client cancelled {id}");
+                    lock(&self.cancelled).insert(id.to_string());
+                }
+            }
+            "notifications/initialized" => self.initialized.store(true, Ordering::SeqCst),
+            _ => {}
+        }
+    }
+
+    fn client_response(&self, r: Response) {
+        let Some(id) = &r.id else { return };
+        let waiter = lock(&self.waiting).remove(&id.to_value().to_string());
+        if let Some(tx) = waiter {
+            let _ = tx.send(r);
+        }
+    }
+
+    fn handle(&self, req: Request) {
+        if self.opts.delay_ms > 0 {
+            std::thread::sleep(Duration::from_millis(self.opts.delay_ms));
+        }
+        let params = req.params.clone().unwrap_or_else(|| json!({}));
+        let token = params
+            .get("_meta")
+            .and_then(|m| m.get(PROGRESS_TOKEN))
+            .cloned();
+        let outcome = if self.opts.legacy {
+            self.legacy(&req, &params)
+        } else {
+            self.modern(&req, &params)
+        };
+        if let Some(outcome) = outcome {
+            self.respond(req.id, outcome, token.as_ref());
+        }
+    }
+
+    fn server_info(&self) -> Value {
+        json!({"name": self.opts.name, "version": "0.0.1"})
+    }
+
+    fn complete(&self, mut result: Value) -> Value {
+        if let Value::Object(o) = &mut result {
+            o.entry("resultType").or_insert_with(|| json!("complete"));
+            let meta = o.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(m) = meta {
+                m.insert(SERVER_INFO.into(), self.server_info());
+            }
+        }
+        result
+    }
+
+    /// A modern request; `None` means "do not answer".
+    fn modern(
+        &self,
+        req: &Request,
+        params: &Value,
+    ) -> Option<Result<Value, switchboard_wire::ErrorObject>> {
+        let meta = params.get("_meta");
+        let version = meta
+            .and_then(|m| m.get(PROTOCOL_VERSION))
+            .and_then(Value::as_str);
+        let caps = meta.and_then(|m| m.get(CLIENT_CAPABILITIES));
+        let (Some(version), Some(caps)) = (version, caps.filter(|c| c.is_object())) else {
+            return Some(Err(rpc_error(
+                -32602,
+                "params._meta must carry protocolVersion and clientCapabilities",
+            )));
+        };
+        if !self.opts.versions.iter().any(|v| v == version) {
+            return Some(Err(rpc_error(-32022, "unsupported protocol version")
+                .with_data(
+                    json!({"supported": self.opts.versions, "requested": version}),
+                )));
+        }
+        let caps = caps.clone();
+        Some(match req.method.as_str() {
+            "server/discover" => Ok(self.complete(json!({
+                "supportedVersions": self.opts.versions,
+                "capabilities": {
+                    "tools": {"listChanged": true},
+                    "resources": {"subscribe": true, "listChanged": true},
+                    "prompts": {},
+                    "completions": {},
+                },
+                "instructions": "A mock server for tests.",
+                "ttlMs": 60000,
+                "cacheScope": "public",
+            }))),
+            "tools/list" => self.tools_list(params).map(|r| self.complete(r)),
+            "tools/call" => return self.tools_call(req, params, &caps),
+            "resources/list" => Ok(self.complete(json!({
+                "resources": [
+                    {"uri": "mock://a", "name": "a", "mimeType": "text/plain"},
+                    {"uri": "mock://b", "name": "b"},
+                    {"uri": "mock://ask", "name": "ask"},
+                ],
+                "ttlMs": 1000, "cacheScope": "private",
+            }))),
+            "resources/templates/list" => Ok(self.complete(json!({
+                "resourceTemplates": [{"uriTemplate": "mock://item/{id}", "name": "item"}],
+                "ttlMs": 0, "cacheScope": "public",
+            }))),
+            "resources/read" => {
+                let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+                match uri {
+                    "mock://ask" => self.ask(req, params, &caps, |done| {
+                        json!({"contents": [{"uri": "mock://ask", "text": done.to_string()}], "ttlMs": 0, "cacheScope": "private"})
+                    }),
+                    u if u.starts_with("mock://") => Ok(self.complete(json!({
+                        "contents": [{"uri": u, "mimeType": "text/plain", "text": format!("contents of {u}")}],
+                        "ttlMs": 5000, "cacheScope": "public",
+                    }))),
+                    u => Err(rpc_error(-32602, format!("unknown resource {u}")).with_data(json!({"uri": u}))),
+                }
+            }
+            "prompts/list" => Ok(self.complete(json!({
+                "prompts": [{"name": "greet", "arguments": [{"name": "who", "required": true}]}],
+                "ttlMs": 1000, "cacheScope": "public",
+            }))),
+            "prompts/get" => {
+                let who = params
+                    .pointer("/arguments/who")
+                    .and_then(Value::as_str)
+                    .unwrap_or("world");
+                Ok(self.complete(json!({
+                    "description": "a greeting",
+                    "messages": [{"role": "user", "content": {"type": "text", "text": format!("hello {who}")}}],
+                })))
+            }
+            "completion/complete" => {
+                let prefix = params
+                    .pointer("/argument/value")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                let values: Vec<String> = ["alice", "albert", "bob"]
+                    .iter()
+                    .filter(|v| v.starts_with(prefix))
+                    .map(|v| (*v).to_owned())
+                    .collect();
+                Ok(self.complete(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}})))
+            }
+            "subscriptions/listen" => return self.listen(req, params),
+            other => Err(rpc_error(-32601, format!("method not found: {other}"))),
+        })
+    }
+
+    fn tool_names(&self) -> Vec<Value> {
+        let mut tools = vec![
+            json!({"name": "echo", "description": "echoes", "inputSchema": {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "$defs": {"t": {"type": "string"}}, "properties": {"text": {"$ref": "#/$defs/t"}}, "x-unknown-keyword": [1, 2]}}),
+        ];
+        for name in [
+            "sleep", "never", "crash", "big", "progress", "ask", "fail", "error", "weird", "pids",
+        ] {
+            tools.push(json!({"name": name, "description": format!("the {name} tool"), "inputSchema": {"type": "object"}}));
+        }
+        for i in 0..self.opts.extra_tools {
+            tools.push(json!({"name": format!("filler_{i}"), "inputSchema": {"type": "object"}}));
+        }
+        tools
+    }
+
+    fn tools_list(&self, params: &Value) -> Result<Value, switchboard_wire::ErrorObject> {
+        let tools = self.tool_names();
+        let cursor = params.get("cursor").and_then(Value::as_str);
+        if self.opts.repeat_cursor {
+            let page: Vec<Value> = tools.into_iter().take(1).collect();
+            return Ok(
+                json!({"tools": page, "nextCursor": "again", "ttlMs": 0, "cacheScope": "public"}),
+            );
+        }
+        let size = if self.opts.page_size == 0 {
+            tools.len().max(1)
+        } else {
+            self.opts.page_size
+        };
+        let pages = tools.len().div_ceil(size).max(1);
+        let page = match cursor {
+            None => 0,
+            Some("") => 1,
+            Some(c) => match c.parse::<usize>() {
+                Ok(p) if p >= 2 && p < pages => p,
+                _ => return Err(rpc_error(-32602, format!("invalid cursor {c:?}"))),
+            },
+        };
+        if page >= pages {
+            return Err(rpc_error(-32602, "invalid cursor"));
+        }
+        let items: Vec<Value> = tools.into_iter().skip(page * size).take(size).collect();
+        let mut result =
+            json!({"tools": items, "ttlMs": 30000 - page as i64, "cacheScope": "public"});
+        if page + 1 < pages {
+            let next = if page + 1 == 1 {
+                String::new()
+            } else {
+                (page + 1).to_string()
+            };
+            result["nextCursor"] = json!(next);
+        }
+        Ok(result)
+    }
+
+    fn tools_call(
+        &self,
+        req: &Request,
+        params: &Value,
+        caps: &Value,
+    ) -> Option<Result<Value, switchboard_wire::ErrorObject>> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let args = params
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let num = |k: &str, d: u64| args.get(k).and_then(Value::as_u64).unwrap_or(d);
+        Some(Ok(self.complete(match name {
+            "echo" => json!({
+                "content": [{"type": "text", "text": args.get("text").and_then(Value::as_str).unwrap_or("echo")}],
+                "structuredContent": {"id": req.id.to_value(), "params": params},
+            }),
+            "sleep" => {
+                let ms = num("ms", 1000);
+                let deadline = std::time::Instant::now() + Duration::from_millis(ms);
+                while std::time::Instant::now() < deadline {
+                    if self.is_cancelled(&req.id) {
+                        return None;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                json!({"content": [{"type": "text", "text": format!("slept {ms} ms")}]})
+            }
+            "never" => return None,
+            "crash" => {
+                for i in 0..num("lines", 2) {
+                    eprintln!("mock-server: crash line {i}");
+                }
+                eprintln!("mock-server: exiting mid-request");
+                std::process::exit(i32::try_from(num("code", 3)).unwrap_or(3));
+            }
+            "big" => {
+                let bytes = usize::try_from(num("bytes", 10 * 1024 * 1024)).unwrap_or(0);
+                json!({"content": [{"type": "text", "text": "x".repeat(bytes)}]})
+            }
+            "progress" => {
+                let steps = num("steps", 3);
+                if let Some(token) = params.pointer("/_meta/progressToken") {
+                    for i in 1..=steps {
+                        self.notify(
+                            "notifications/progress",
+                            json!({"progressToken": token, "progress": i, "total": steps, "message": format!("step {i}")}),
+                        );
+                    }
+                }
+                json!({"content": [{"type": "text", "text": format!("{steps} steps done")}]})
+            }
+            "ask" => {
+                return Some(self.ask(req, params, caps, |done| {
+                    json!({"content": [{"type": "text", "text": "done"}], "structuredContent": done})
+                }));
+            }
+            "fail" => json!({"content": [{"type": "text", "text": "the tool failed"}], "isError": true}),
+            "error" => {
+                return Some(Err(rpc_error(-32602, "bad arguments for the error tool").with_data(json!({"field": "x"}))));
+            }
+            "weird" => json!({"content": [], "resultType": "mystery"}),
+            "pids" => json!({"content": [], "structuredContent": {"pid": std::process::id(), "grandchild": self.grandchild}}),
+            n if n.starts_with("filler_") => json!({"content": [{"type": "text", "text": n}]}),
+            other => return Some(Err(rpc_error(-32602, format!("unknown tool {other}")))),
+        })))
+    }
+
+    /// The `requestState` for a round; awkward characters on purpose, so a
+    /// client that re-encodes it is caught.
+    fn state(round: u64) -> String {
+        format!("round={round};opaque=\u{e9}\u{2028}\"\\/{{}}\u{1F600}")
+    }
+
+    /// MRTR: `input_required` until the requested number of rounds passed.
+    fn ask(
+        &self,
+        req: &Request,
+        params: &Value,
+        caps: &Value,
+        finish: impl FnOnce(Value) -> Value,
+    ) -> Result<Value, switchboard_wire::ErrorObject> {
+        let rounds = params
+            .pointer("/arguments/rounds")
+            .and_then(Value::as_u64)
+            .unwrap_or(2);
+        let keys = input_keys(caps);
+        let round = match params.get("requestState") {
+            None => 0,
+            Some(Value::String(s)) => match (1..=rounds).find(|r| *s == Self::state(*r)) {
+                Some(r) => r,
+                None => return Err(rpc_error(-32602, "requestState was altered")),
+            },
+            Some(_) => return Err(rpc_error(-32602, "requestState must be a string")),
+        };
+        let responses = params.get("inputResponses");
+        if round > 0 {
+            for key in &keys {
+                if responses.and_then(|r| r.get(*key)).is_none() {
+                    return Err(rpc_error(-32602, format!("missing input response {key}")));
+                }
+            }
+        } else if responses.is_some() {
+            return Err(rpc_error(-32602, "inputResponses without requestState"));
+        }
+        if round >= rounds {
+            return Ok(self.complete(finish(json!({
+                "id": req.id.to_value(),
+                "rounds": round,
+                "inputResponses": responses,
+            }))));
+        }
+        let mut requests = Map::new();
+        for key in keys {
+            requests.insert(key.into(), input_request(key));
+        }
+        let mut result =
+            json!({"resultType": "input_required", "requestState": Self::state(round + 1)});
+        if !requests.is_empty() {
+            result["inputRequests"] = Value::Object(requests);
+        }
+        Ok(self.complete(result))
+    }
+
+    fn listen(
+        &self,
+        req: &Request,
+        params: &Value,
+    ) -> Option<Result<Value, switchboard_wire::ErrorObject>> {
+        let id = req.id.to_value();
+        let filter = params
+            .get("notifications")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        // Honour everything but resourcesListChanged, so clients see a subset.
+        let mut acked = filter.clone();
+        if let Value::Object(o) = &mut acked {
+            o.remove("resourcesListChanged");
+        }
+        self.notify(
+            "notifications/subscriptions/acknowledged",
+            json!({"_meta": {SUBSCRIPTION_ID: id}, "notifications": acked}),
+        );
+        // A notification for a subscription nobody opened: to be ignored.
+        self.notify(
+            "notifications/tools/list_changed",
+            json!({"_meta": {SUBSCRIPTION_ID: 987_654_321}}),
+        );
+        if filter.get("toolsListChanged") == Some(&json!(true)) {
+            self.notify(
+                "notifications/tools/list_changed",
+                json!({"_meta": {SUBSCRIPTION_ID: id}}),
+            );
+        }
+        if let Some(uris) = filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+        {
+            for uri in uris {
+                self.notify(
+                    "notifications/resources/updated",
+                    json!({"_meta": {SUBSCRIPTION_ID: id}, "uri": uri}),
+                );
+            }
+        }
+        match self.opts.listen_end.as_str() {
+            "cancel" => {
+                self.notify(
+                    "notifications/cancelled",
+                    json!({"requestId": id, "reason": "server shutting down"}),
+                );
+                None
+            }
+            "result" => Some(Ok(
+                json!({"resultType": "complete", "_meta": {SUBSCRIPTION_ID: id}}),
+            )),
+            _ => None,
+        }
+    }
+
+    /// A legacy (2025-11-25) request.
+    fn legacy(
+        &self,
+        req: &Request,
+        params: &Value,
+    ) -> Option<Result<Value, switchboard_wire::ErrorObject>> {
+        let initialized = self.initialized.load(Ordering::SeqCst);
+        Some(match req.method.as_str() {
+            "server/discover" => match self.opts.discover_reply.as_str() {
+                "silent" => return None,
+                "invalid-params" => Err(rpc_error(-32602, "invalid params")),
+                "parse-error" => {
+                    self.send(&Message::Response(Response::error(
+                        None,
+                        rpc_error(-32700, "parse error"),
+                    )));
+                    return None;
+                }
+                _ => Err(rpc_error(-32601, "method not found: server/discover")),
+            },
+            "initialize" => {
+                let requested = params
+                    .get("protocolVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                *lock(&self.client_caps) =
+                    params.get("capabilities").cloned().unwrap_or(Value::Null);
+                eprintln!("mock-server: initialize asked for {requested}");
+                Ok(json!({
+                    "protocolVersion": SUPPORTED_LEGACY,
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": self.server_info(),
+                    "instructions": "legacy mock",
+                }))
+            }
+            "ping" => Ok(json!({})),
+            _ if !initialized => Err(rpc_error(-32002, "server not initialized")),
+            "tools/list" => Ok(json!({"tools": [
+                {"name": "echo", "inputSchema": {"type": "object"}},
+                {"name": "sample", "inputSchema": {"type": "object"}},
+            ]})),
+            "tools/call" => match params.get("name").and_then(Value::as_str) {
+                Some("echo") => Ok(json!({
+                    "content": [{"type": "text", "text": "legacy echo"}],
+                    "structuredContent": {"id": req.id.to_value(), "params": params},
+                })),
+                Some("sample") => Ok(self.sample()),
+                _ => Err(rpc_error(-32602, "unknown tool")),
+            },
+            other => Err(rpc_error(-32601, format!("method not found: {other}"))),
+        })
+    }
+
+    /// Legacy: asks the client through server→client requests during a call.
+    fn sample(&self) -> Value {
+        let caps = lock(&self.client_caps).clone();
+        let mut asks = vec![("ping", json!({}))];
+        if caps.get("roots").is_some() {
+            asks.push(("roots/list", json!({})));
+        }
+        if caps.get("sampling").is_some() {
+            asks.push((
+                "sampling/createMessage",
+                input_request("summary")["params"].clone(),
+            ));
+        }
+        if caps.get("elicitation").is_some() {
+            asks.push((
+                "elicitation/create",
+                input_request("confirm")["params"].clone(),
+            ));
+        }
+        let mut answers = Map::new();
+        for (method, params) in asks {
+            let id = format!("srv-{}", self.next_id.fetch_add(1, Ordering::SeqCst));
+            let (tx, rx) = mpsc::channel();
+            lock(&self.waiting).insert(json!(id).to_string(), tx);
+            self.send(&Message::Request(Request::new(
+                id.as_str(),
+                method,
+                Some(params),
+            )));
+            let answer = match rx.recv_timeout(Duration::from_secs(10)) {
+                Ok(Response { outcome: Ok(v), .. }) => v,
+                Ok(Response {
+                    outcome: Err(e), ..
+                }) => json!({"error": e}),
+                Err(_) => json!("no answer"),
+            };
+            answers.insert(method.into(), answer);
+        }
+        json!({"content": [{"type": "text", "text": Value::Object(answers.clone()).to_string()}], "structuredContent": answers})
+    }
+}
+
+/// The input-request keys for the capabilities a request declared.
+fn input_keys(caps: &Value) -> Vec<&'static str> {
+    let mut keys = Vec::new();
+    if caps.get("elicitation").is_some() {
+        keys.push("confirm");
+    }
+    if caps.get("sampling").is_some() {
+        keys.push("summary");
+    }
+    if caps.get("roots").is_some() {
+        keys.push("roots");
+    }
+    keys
+}
+
+fn input_request(key: &str) -> Value {
+    match key {
+        "confirm" => json!({"method": "elicitation/create", "params": {
+            "mode": "form",
+            "message": "Proceed?",
+            "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+        }}),
+        "summary" => json!({"method": "sampling/createMessage", "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise."}}],
+            "maxTokens": 10,
+        }}),
+        _ => json!({"method": "roots/list", "params": {}}),
+    }
+}
