@@ -31,6 +31,9 @@
 //! | `--ignore-eof` | keep running after stdin closes (tests SIGTERM escalation) |
 //! | `--ignore-sigterm` | ignore SIGTERM (tests SIGKILL escalation) |
 //! | `--sleep-forever` | do nothing but sleep (the grandchild mode) |
+//! | `--tools-file PATH` | list the tools of PATH (a JSON array of tool definitions, re-read on every `tools/list`) instead of the built-in ones; calling a listed tool that is not built in answers `"<name> ran"` with `structuredContent` `{"tool", "arguments"}` |
+//! | `--watch-tools` | with `--tools-file`: when the file changes, send `notifications/tools/list_changed` on every open listen stream that asked for it (and, in legacy mode, unsolicited) |
+//! | `--startup-log PATH` | append `start <unix µs>` when the process starts and `ready <unix µs>` after `--startup-delay-ms` (tests count overlapping start-ups) |
 //!
 //! # Tools
 //! `tools/call` arguments choose the behaviour:
@@ -100,6 +103,9 @@ struct Opts {
     ignore_eof: bool,
     ignore_sigterm: bool,
     sleep_forever: bool,
+    tools_file: Option<String>,
+    watch_tools: bool,
+    startup_log: Option<String>,
 }
 
 fn parse_opts() -> anyhow::Result<Opts> {
@@ -139,6 +145,9 @@ fn parse_opts() -> anyhow::Result<Opts> {
             "--ignore-eof" => o.ignore_eof = true,
             "--ignore-sigterm" => o.ignore_sigterm = true,
             "--sleep-forever" => o.sleep_forever = true,
+            "--tools-file" => o.tools_file = Some(value()?),
+            "--watch-tools" => o.watch_tools = true,
+            "--startup-log" => o.startup_log = Some(value()?),
             other => bail!("unknown flag {other} (see the mock-server docs)"),
         }
     }
@@ -170,9 +179,11 @@ fn main() -> anyhow::Result<()> {
         ),
         None => None,
     };
+    startup_log(&opts, "start");
     if opts.startup_delay_ms > 0 {
         std::thread::sleep(Duration::from_millis(opts.startup_delay_ms));
     }
+    startup_log(&opts, "ready");
     let server = Arc::new(Server {
         opts,
         out: Mutex::new(std::io::stdout()),
@@ -183,7 +194,12 @@ fn main() -> anyhow::Result<()> {
         client_caps: Mutex::new(Value::Null),
         next_id: AtomicU64::new(1),
         grandchild,
+        listeners: Mutex::new(Vec::new()),
     });
+    if server.opts.watch_tools {
+        let s = server.clone();
+        std::thread::spawn(move || s.watch_tools());
+    }
     eprintln!(
         "mock-server {} ready (pid {})",
         server.opts.name,
@@ -229,6 +245,19 @@ fn main() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Appends `<event> <unix µs>` to the start-up log, if one was asked for.
+fn startup_log(opts: &Opts, event: &str) {
+    let Some(path) = &opts.startup_log else {
+        return;
+    };
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(path) {
+        let _ = writeln!(f, "{event} {micros}");
+    }
 }
 
 fn trim_line(line: &[u8]) -> &[u8] {
@@ -281,6 +310,8 @@ struct Server {
     client_caps: Mutex<Value>,
     next_id: AtomicU64,
     grandchild: Option<u32>,
+    /// Ids of open listen streams that asked for `toolsListChanged`.
+    listeners: Mutex<Vec<Value>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -541,7 +572,49 @@ impl Server {
         })
     }
 
+    /// The tools of `--tools-file`, if given.
+    fn file_tools(&self) -> Option<Vec<Value>> {
+        let path = self.opts.tools_file.as_ref()?;
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Array(tools)) => Some(tools),
+            _ => {
+                eprintln!("mock-server: {path} is not a JSON array of tools");
+                Some(Vec::new())
+            }
+        }
+    }
+
+    /// `--watch-tools`: tells listeners when the tools file changes.
+    fn watch_tools(&self) {
+        let Some(path) = self.opts.tools_file.clone() else {
+            return;
+        };
+        let mut last = std::fs::read(&path).unwrap_or_default();
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = std::fs::read(&path).unwrap_or_default();
+            if now == last {
+                continue;
+            }
+            last = now;
+            let ids = lock(&self.listeners).clone();
+            for id in ids {
+                self.notify(
+                    "notifications/tools/list_changed",
+                    json!({"_meta": {SUBSCRIPTION_ID: id}}),
+                );
+            }
+            if self.opts.legacy {
+                self.notify("notifications/tools/list_changed", json!({}));
+            }
+        }
+    }
+
     fn tool_names(&self) -> Vec<Value> {
+        if let Some(tools) = self.file_tools() {
+            return tools;
+        }
         let mut tools = vec![
             json!({"name": "echo", "description": "echoes", "inputSchema": {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "$defs": {"t": {"type": "string"}}, "properties": {"text": {"$ref": "#/$defs/t"}}, "x-unknown-keyword": [1, 2]}}),
         ];
@@ -660,6 +733,15 @@ impl Server {
             "weird" => json!({"content": [], "resultType": "mystery"}),
             "pids" => json!({"content": [], "structuredContent": {"pid": std::process::id(), "grandchild": self.grandchild}}),
             n if n.starts_with("filler_") => json!({"content": [{"type": "text", "text": n}]}),
+            n if self
+                .file_tools()
+                .is_some_and(|tools| tools.iter().any(|t| t.get("name") == Some(&json!(n)))) =>
+            {
+                json!({
+                    "content": [{"type": "text", "text": format!("{n} ran")}],
+                    "structuredContent": {"tool": n, "arguments": args},
+                })
+            }
             other => return Some(Err(rpc_error(-32602, format!("unknown tool {other}")))),
         })))
     }
@@ -749,6 +831,9 @@ impl Server {
                 "notifications/tools/list_changed",
                 json!({"_meta": {SUBSCRIPTION_ID: id}}),
             );
+            if self.opts.listen_end == "open" {
+                lock(&self.listeners).push(id.clone());
+            }
         }
         if let Some(uris) = filter
             .get("resourceSubscriptions")
