@@ -51,6 +51,8 @@ struct Legacy {
     /// tools/call "resumable": the stream drops after a priming event; the
     /// answer waits for the GET.
     resumable_pending: Mutex<Option<Value>>,
+    /// The standalone GET stream, once the client opened it.
+    standalone: Mutex<Option<mpsc::UnboundedSender<Result<Bytes, std::io::Error>>>>,
 }
 
 async fn legacy_server() -> (TestServer, Arc<Legacy>) {
@@ -60,6 +62,7 @@ async fn legacy_server() -> (TestServer, Arc<Legacy>) {
         answers: Mutex::new(Vec::new()),
         answered: Notify::new(),
         resumable_pending: Mutex::new(None),
+        standalone: Mutex::new(None),
     });
     let s = state.clone();
     let server = serve(move |seen| {
@@ -95,6 +98,11 @@ impl Legacy {
                         Step::Raw("id: e2\nretry: 100\ndata: \n\n".into()),
                         Step::Event(answer),
                     ]),
+                    (None, _) => {
+                        let (tx, reply) = channel_sse();
+                        *self.standalone.lock().unwrap() = Some(tx);
+                        reply
+                    }
                     _ => text(405, "text/plain", "Method Not Allowed"),
                 };
             }
@@ -136,9 +144,15 @@ impl Legacy {
             return accepted();
         }
         match (body["method"].as_str(), body["params"]["name"].as_str()) {
-            (Some("tools/call"), Some("ask")) => {
+            (Some("tools/call"), Some(tool @ ("ask" | "ask_standalone"))) => {
                 let (tx, reply) = channel_sse();
-                tx.send(Ok(message_event(&json!({
+                // Like the TypeScript SDK, a request not tied to the call
+                // goes on the standalone stream.
+                let to = match tool {
+                    "ask" => tx.clone(),
+                    _ => self.standalone.lock().unwrap().clone().unwrap(),
+                };
+                to.send(Ok(message_event(&json!({
                     "jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create",
                     "params": {"message": "name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}}}
                 }))))
@@ -288,6 +302,51 @@ async fn legacy_server_requests_are_answered_through_the_client() {
         .unwrap();
     assert_eq!(answer.json()["id"], "srv-1");
     assert_eq!(answer.header("mcp-session-id").as_deref(), Some("sess-1"));
+}
+
+// After `notifications/initialized` the standalone GET stream is open, so
+// a request the server sends there (as SDK servers do for a tool's
+// elicitation) reaches the client and is answered.
+#[tokio::test]
+async fn legacy_server_requests_on_the_standalone_stream_are_answered() {
+    let (server, _state) = legacy_server().await;
+    let t = Arc::new(transport(&server.url()));
+    let (sink, mut incoming) = events();
+    t.set_events(sink);
+    within(t.request(Outgoing::new(initialize_request(1))))
+        .await
+        .unwrap();
+    within(t.notify(Notification::new(method::INITIALIZED, None)))
+        .await
+        .unwrap();
+    let get = server
+        .seen()
+        .into_iter()
+        .find(|s| s.method == http::Method::GET)
+        .expect("the standalone stream is open once initialized is sent");
+    assert_eq!(get.header("mcp-session-id").as_deref(), Some("sess-1"));
+    assert_eq!(get.header("accept").as_deref(), Some("text/event-stream"));
+
+    let t2 = t.clone();
+    tokio::spawn(async move {
+        while let Some(i) = incoming.recv().await {
+            if let Incoming::Request(r) = i {
+                t2.respond(Response::result(
+                    r.id,
+                    json!({"action": "accept", "content": {"name": "Grace"}}),
+                ))
+                .await
+                .unwrap();
+            }
+        }
+    });
+    let call = Outgoing::new(legacy_request(
+        2,
+        method::TOOLS_CALL,
+        json!({"name": "ask_standalone"}),
+    ));
+    let r = within(t.request(call)).await.unwrap();
+    assert_eq!(r.outcome.unwrap()["content"][0]["text"], "hello Grace");
 }
 
 // 2025-11-25 resumability (the conformance suite's sse-retry): a response

@@ -5,6 +5,7 @@
 //! resumption of a dropped response stream with GET and `Last-Event-ID`
 //! after the `retry:` delay the server set.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::{ACCEPT, HeaderMap, HeaderValue};
@@ -15,7 +16,7 @@ use switchboard_wire::{Message, Notification, Request, RequestId, Response, meth
 
 use super::conn::{HttpResponse, Outbound};
 use super::failure::Failure;
-use super::response::{self, BodyKind, EventStream, Routing};
+use super::response::{self, BodyKind, EventStream, Routing, StreamItem};
 use super::{Inner, accept_one_way, emit, header_value, request_headers};
 use crate::transport::{Incoming, NotificationSink, Outgoing};
 
@@ -25,13 +26,17 @@ const MAX_RESUMES: usize = 5;
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// How long the DELETE that ends a session may take.
 const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long opening the standalone stream may hold up the handshake.
+const STANDALONE_OPEN_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest pause between attempts to reopen the standalone stream.
+const STANDALONE_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// One legacy session.
 #[derive(Debug)]
 pub(crate) struct LegacySession {
     /// `Mcp-Session-Id`, when the server assigned one (stateless legacy
-    /// servers do not).
-    session_id: std::sync::Mutex<Option<HeaderValue>>,
+    /// servers do not); shared with the standalone stream's task.
+    session_id: Arc<std::sync::Mutex<Option<HeaderValue>>>,
     /// The negotiated protocol version, sent as `MCP-Protocol-Version`.
     version: HeaderValue,
     /// The `initialize` request, replayed when the server forgets the
@@ -39,6 +44,21 @@ pub(crate) struct LegacySession {
     init: Request,
     /// Serialises re-handshakes after a 404.
     renewing: tokio::sync::Mutex<()>,
+    /// The task reading the standalone GET stream, once opened.
+    standalone: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for LegacySession {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .standalone
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
 }
 
 impl LegacySession {
@@ -63,10 +83,11 @@ impl LegacySession {
         };
         let version = header_value(version)?;
         let session = LegacySession {
-            session_id: std::sync::Mutex::new(session_id),
+            session_id: Arc::new(std::sync::Mutex::new(session_id)),
             version,
             init: request,
             renewing: tokio::sync::Mutex::new(()),
+            standalone: std::sync::Mutex::new(None),
         };
         Ok((Some(session), response))
     }
@@ -260,12 +281,63 @@ impl LegacySession {
         };
         let base = request_headers(method.as_deref().unwrap_or(""), params)?;
         let headers = self.headers(self.current_session().as_ref(), base);
+        let initialized = method.as_deref() == Some(method::INITIALIZED);
         let out = inner.post(headers, message, method);
-        accept_one_way(inner.http.send(&out).await?).await
+        accept_one_way(inner.http.send(&out).await?).await?;
+        if initialized {
+            self.open_standalone(inner).await;
+        }
+        Ok(())
+    }
+
+    /// Opens the standalone GET stream on which a 2025-11-25 server sends
+    /// requests and notifications that belong to no request (an SDK server
+    /// sends a tool's elicitation there). It is open before this returns,
+    /// so nothing the server sends during the next call is lost; a server
+    /// without one answers 405 and none is used.
+    async fn open_standalone(&self, inner: &Inner) {
+        let listener = Standalone {
+            http: inner.http.clone(),
+            endpoint: inner.endpoint.clone(),
+            session_id: self.session_id.clone(),
+            version: self.version.clone(),
+            events: inner.events.clone(),
+            server: inner.server.clone(),
+        };
+        match tokio::time::timeout(STANDALONE_OPEN_TIMEOUT, listener.open(None)).await {
+            Ok(Ok(Some(stream))) => {
+                let task = tokio::spawn(listener.run(stream));
+                let old = self
+                    .standalone
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .replace(task);
+                if let Some(old) = old {
+                    old.abort();
+                }
+            }
+            Ok(Ok(None)) => {
+                tracing::debug!(server = %inner.server, "the legacy server offers no standalone stream");
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(server = %inner.server, error = ?e, "could not open the standalone stream");
+            }
+            Err(_) => {
+                tracing::debug!(server = %inner.server, "the standalone stream did not open in time");
+            }
+        }
     }
 
     /// Ends the session with a DELETE (best effort: a server may answer 405).
     pub(crate) async fn terminate(&self, inner: &Inner) {
+        if let Some(task) = self
+            .standalone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            task.abort();
+        }
         let Some(session) = self.current_session() else {
             return;
         };
@@ -349,4 +421,95 @@ fn next_serial() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static SERIAL: AtomicU64 = AtomicU64::new(1);
     SERIAL.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The standalone GET stream of a legacy session.
+struct Standalone {
+    http: super::conn::Http,
+    endpoint: http::Uri,
+    session_id: Arc<std::sync::Mutex<Option<HeaderValue>>>,
+    version: HeaderValue,
+    events: super::Events,
+    server: String,
+}
+
+impl Standalone {
+    /// GETs the stream; `Ok(None)` when the server has none (405, 404…).
+    async fn open(&self, last_event_id: Option<&str>) -> Result<Option<EventStream>, Failure> {
+        let mut headers = HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        headers.insert(h::PROTOCOL_VERSION, self.version.clone());
+        let session = self
+            .session_id
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(id) = session {
+            headers.insert(h::SESSION_ID, id);
+        }
+        if let Some(last) = last_event_id {
+            headers.insert("last-event-id", header_value(last)?);
+        }
+        let out = Outbound {
+            method: Method::GET,
+            uri: self.endpoint.clone(),
+            headers,
+            body: bytes::Bytes::new(),
+            rpc_method: None,
+        };
+        let answer = self.http.send(&out).await?;
+        if !answer.status().is_success()
+            || response::body_kind(&answer).ok() != Some(BodyKind::EventStream)
+        {
+            return Ok(None);
+        }
+        Ok(Some(EventStream::new(
+            answer.into_body(),
+            self.http.limits.max_body,
+        )))
+    }
+
+    /// Routes the stream's messages to the event sink, reopening it (after
+    /// the server's `retry:` delay, backing off on failures) when it ends.
+    async fn run(self, mut stream: EventStream) {
+        let mut backoff = DEFAULT_RETRY;
+        loop {
+            loop {
+                match stream.next(&self.server).await {
+                    Ok(Some(StreamItem::Message(Message::Request(r)))) => {
+                        emit(&self.events, &self.server, Incoming::Request(r));
+                    }
+                    Ok(Some(StreamItem::Message(Message::Notification(n)))) => {
+                        emit(&self.events, &self.server, Incoming::Notification(n));
+                    }
+                    Ok(Some(StreamItem::Message(Message::Response(r)))) => {
+                        tracing::debug!(server = %self.server, id = ?r.id, "response on the standalone stream dropped");
+                    }
+                    Ok(Some(StreamItem::Other { .. })) => {}
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            let last = stream.last_event_id.clone();
+            let mut delay = stream.retry_ms.map_or(backoff, Duration::from_millis);
+            loop {
+                tokio::time::sleep(delay).await;
+                match self.open(last.as_deref()).await {
+                    Ok(Some(next)) => {
+                        stream = next;
+                        backoff = DEFAULT_RETRY;
+                        break;
+                    }
+                    Ok(None) => {
+                        tracing::debug!(server = %self.server, "the standalone stream is gone for good");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::debug!(server = %self.server, error = ?e, "reopening the standalone stream failed");
+                        backoff = (backoff * 2).min(STANDALONE_MAX_BACKOFF);
+                        delay = backoff;
+                    }
+                }
+            }
+        }
+    }
 }

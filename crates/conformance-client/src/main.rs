@@ -1,0 +1,125 @@
+//! `conformance-client`: the client program the official MCP conformance
+//! suite drives in its client role.
+//!
+//! The suite starts a mock server per scenario and runs this binary with the
+//! server's URL as the last argument; the scenario's name comes in
+//! `MCP_CONFORMANCE_SCENARIO`, the wire revision to speak in
+//! `MCP_CONFORMANCE_PROTOCOL_VERSION`, and scenario data (e.g. the tool calls
+//! of `http-custom-headers`) in `MCP_CONFORMANCE_CONTEXT` as JSON. The
+//! program exits 0 once the scenario's flow is done, 1 when it failed.
+//!
+//! Every scenario goes through the library's [`Client`] over the
+//! [`HttpTransport`] — the same code path any Switchboard user takes — so
+//! the suite's verdict is a verdict on the client, not on a side path.
+//!
+//! ```text
+//! MCP_CONFORMANCE_SCENARIO=tools_call conformance-client http://localhost:3000/mcp
+//! ```
+//!
+//! Logs go to stderr (`RUST_LOG`, default `warn`); each step is printed to
+//! stdout so the suite's saved `stdout.txt` shows what was done.
+
+mod input;
+mod scenario;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+use switchboard_client::{Client, EraPolicy, HttpTransport};
+use switchboard_wire::{Implementation, version};
+
+/// The per-request deadline: well inside the suite's 30 s per scenario.
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            report(&anyhow::Error::new(e).context("cannot start the async runtime"));
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            report(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
+    let url = std::env::args()
+        .skip(1)
+        .last()
+        .context("usage: conformance-client URL (the MCP server URL is the last argument)")?;
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let wire = std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION")
+        .unwrap_or_else(|_| version::LATEST.to_owned());
+    let context: Value = match std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        Ok(text) if !text.trim().is_empty() => {
+            serde_json::from_str(&text).context("MCP_CONFORMANCE_CONTEXT is not JSON")?
+        }
+        _ => Value::Null,
+    };
+    // The suite says which wire to speak: a legacy revision means the
+    // 2025-11-25 handshake straight away; otherwise the client finds the
+    // era itself, as it would for any server.
+    let policy = if version::LEGACY_ACCEPTED.contains(&wire.as_str()) {
+        EraPolicy::LegacyOnly
+    } else if version::is_modern_supported(&wire) {
+        EraPolicy::Probe
+    } else {
+        bail!("MCP_CONFORMANCE_PROTOCOL_VERSION {wire:?} is not a revision this client speaks");
+    };
+    say(&format!(
+        "scenario {scenario:?} against {url} (wire {wire})"
+    ));
+
+    let transport = HttpTransport::builder("conformance", &url)
+        .build()
+        .context("cannot set up the HTTP transport")?;
+    let client = Client::builder("conformance", transport)
+        .client_info(Implementation::new(
+            "switchboard-conformance-client",
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .timeout(TIMEOUT)
+        .era_policy(policy)
+        .input_handler(input::Defaults)
+        .connect()
+        .await
+        .context("connecting")?;
+    say(&format!(
+        "connected: {} era, protocol {}",
+        client.era(),
+        client.protocol_version()
+    ));
+    let outcome = scenario::run(&scenario, &client, &context).await;
+    client.close().await;
+    outcome
+}
+
+/// One line of progress on stdout (the suite keeps it as `stdout.txt`).
+#[allow(clippy::print_stdout)] // This program's output is its transcript.
+pub(crate) fn say(line: &str) {
+    println!("{line}");
+}
+
+/// The error and its causes, on stderr.
+#[allow(clippy::print_stderr)] // The one place a failure is reported.
+fn report(error: &anyhow::Error) {
+    eprintln!("conformance-client: {error:#}");
+}
