@@ -135,7 +135,10 @@ impl LineFramer {
         loop {
             let Some(offset) = memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
-                if self.buffered() > self.max_line {
+                // A line of exactly `max_line` bytes may still be followed by
+                // the `\r` of its `\r\n`: allow for it before giving up.
+                let slack = usize::from(self.buf.last() == Some(&b'\r'));
+                if self.buffered() > self.max_line + slack {
                     // Too long already: drop what we hold and skip the rest
                     // of the line as it arrives.
                     self.discarding = Some(self.buffered());
@@ -287,6 +290,23 @@ mod tests {
                 Ok(b"next".to_vec())
             ]
         );
+    }
+
+    // Regression (found by the chunking property test): a line of exactly
+    // the bound whose `\r` arrives before its `\n` is not too long.
+    #[test]
+    fn a_full_length_line_split_before_its_crlf_is_accepted() {
+        let mut f = LineFramer::with_max_line(4);
+        f.push(b"abcd\r");
+        assert!(all_lines(&mut f).is_empty());
+        f.push(b"\nnext\n");
+        assert_eq!(
+            all_lines(&mut f),
+            vec![Ok(b"abcd".to_vec()), Ok(b"next".to_vec())]
+        );
+        f.push(b"wxyz\r");
+        assert!(all_lines(&mut f).is_empty());
+        assert_eq!(f.finish().unwrap(), Some(&b"wxyz"[..]));
     }
 
     #[test]
