@@ -13,4 +13,5 @@
 // fails.
 #![allow(clippy::unwrap_used)]
 
+mod http;
 mod stdio;

@@ -1,5 +1,6 @@
 //! The Streamable HTTP transport and the HTTP side of the `Client`.
 
+mod client;
 mod legacy;
 mod transport;
 mod util;

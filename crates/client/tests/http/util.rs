@@ -24,21 +24,21 @@ use tokio::sync::{Notify, mpsc};
 
 /// One request the server received.
 #[derive(Clone, Debug)]
-pub struct Seen {
-    pub method: Method,
-    pub path: String,
-    pub headers: HeaderMap,
-    pub body: Bytes,
+pub(crate) struct Seen {
+    pub(crate) method: Method,
+    pub(crate) path: String,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
 }
 
 impl Seen {
     /// The body as JSON (`Null` when empty or not JSON).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
 
     /// The JSON-RPC method of the body.
-    pub fn rpc_method(&self) -> Option<String> {
+    pub(crate) fn rpc_method(&self) -> Option<String> {
         self.json()
             .get("method")
             .and_then(Value::as_str)
@@ -46,12 +46,12 @@ impl Seen {
     }
 
     /// The JSON-RPC id of the body.
-    pub fn id(&self) -> Value {
+    pub(crate) fn id(&self) -> Value {
         self.json().get("id").cloned().unwrap_or(Value::Null)
     }
 
     /// A header as text.
-    pub fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers
             .get(name)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
@@ -59,7 +59,7 @@ impl Seen {
 }
 
 /// A response body fed from a channel, so tests can pace, cut or hold it.
-pub struct ChanBody(mpsc::UnboundedReceiver<Result<Bytes, std::io::Error>>);
+pub(crate) struct ChanBody(mpsc::UnboundedReceiver<Result<Bytes, std::io::Error>>);
 
 impl Body for ChanBody {
     type Data = Bytes;
@@ -73,11 +73,11 @@ impl Body for ChanBody {
     }
 }
 
-pub type Reply = http::Response<ChanBody>;
+pub(crate) type Reply = http::Response<ChanBody>;
 
 /// One step of a scripted SSE stream.
 #[derive(Clone)]
-pub enum Step {
+pub(crate) enum Step {
     /// `event: message` + `data: <json>`.
     Event(Value),
     /// Bytes as they are.
@@ -91,9 +91,9 @@ pub enum Step {
 }
 
 /// A running scripted server; stops when dropped.
-pub struct TestServer {
-    pub addr: std::net::SocketAddr,
-    pub seen: Arc<Mutex<Vec<Seen>>>,
+pub(crate) struct TestServer {
+    pub(crate) addr: std::net::SocketAddr,
+    pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -105,17 +105,17 @@ impl Drop for TestServer {
 
 impl TestServer {
     /// The MCP endpoint URL (`/mcp`).
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.addr.port())
     }
 
     /// Everything received so far.
-    pub fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 
     /// The POSTs received so far whose body has this JSON-RPC method.
-    pub fn posts(&self, method: &str) -> Vec<Seen> {
+    pub(crate) fn posts(&self, method: &str) -> Vec<Seen> {
         self.seen()
             .into_iter()
             .filter(|s| s.method == Method::POST && s.rpc_method().as_deref() == Some(method))
@@ -124,7 +124,7 @@ impl TestServer {
 }
 
 /// Starts a server answering every request with `handler`.
-pub async fn serve<F, Fut>(handler: F) -> TestServer
+pub(crate) async fn serve<F, Fut>(handler: F) -> TestServer
 where
     F: Fn(Seen) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Reply> + Send + 'static,
@@ -176,7 +176,7 @@ where
 }
 
 /// A full body with a status and content type.
-pub fn text(status: u16, content_type: &str, body: impl Into<String>) -> Reply {
+pub(crate) fn text(status: u16, content_type: &str, body: impl Into<String>) -> Reply {
     let (tx, rx) = mpsc::unbounded_channel();
     let body: String = body.into();
     if !body.is_empty() {
@@ -190,28 +190,28 @@ pub fn text(status: u16, content_type: &str, body: impl Into<String>) -> Reply {
 }
 
 /// A JSON body.
-pub fn json_reply(status: u16, value: Value) -> Reply {
+pub(crate) fn json_reply(status: u16, value: Value) -> Reply {
     text(status, "application/json", value.to_string())
 }
 
 /// `202 Accepted`, no body.
-pub fn accepted() -> Reply {
+pub(crate) fn accepted() -> Reply {
     text(202, "", "")
 }
 
 /// The JSON-RPC result for the request `seen`.
-pub fn result_for(seen: &Seen, result: Value) -> Value {
+pub(crate) fn result_for(seen: &Seen, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": seen.id(), "result": result})
 }
 
 /// An SSE stream following `script`; the body ends cleanly after the
 /// last step unless the script cut it.
-pub fn sse(script: Vec<Step>) -> Reply {
+pub(crate) fn sse(script: Vec<Step>) -> Reply {
     sse_with_headers(script, &[])
 }
 
 /// [`sse`] with extra response headers.
-pub fn sse_with_headers(script: Vec<Step>, headers: &[(&str, &str)]) -> Reply {
+pub(crate) fn sse_with_headers(script: Vec<Step>, headers: &[(&str, &str)]) -> Reply {
     let (tx, rx) = mpsc::unbounded_channel::<Result<Bytes, std::io::Error>>();
     tokio::spawn(async move {
         for step in script {
@@ -254,7 +254,7 @@ pub fn sse_with_headers(script: Vec<Step>, headers: &[(&str, &str)]) -> Reply {
 /// An SSE response whose events the test pushes through the returned
 /// sender (`event: message` framing is the caller's job; see
 /// [`message_event`]). Dropping the sender ends the stream cleanly.
-pub fn channel_sse() -> (mpsc::UnboundedSender<Result<Bytes, std::io::Error>>, Reply) {
+pub(crate) fn channel_sse() -> (mpsc::UnboundedSender<Result<Bytes, std::io::Error>>, Reply) {
     let (tx, rx) = mpsc::unbounded_channel();
     let reply = http::Response::builder()
         .status(200)
@@ -265,12 +265,12 @@ pub fn channel_sse() -> (mpsc::UnboundedSender<Result<Bytes, std::io::Error>>, R
 }
 
 /// One `event: message` SSE event carrying `v`.
-pub fn message_event(v: &Value) -> Bytes {
+pub(crate) fn message_event(v: &Value) -> Bytes {
     Bytes::from(format!("event: message\ndata: {v}\n\n"))
 }
 
 /// A modern request with `_meta` in place.
-pub fn modern_request(id: i64, method: &str, params: Value) -> Request {
+pub(crate) fn modern_request(id: i64, method: &str, params: Value) -> Request {
     let mut params = Some(params);
     RequestMeta::new(version::LATEST).apply(&mut params);
     Request::new(id, method, params)
@@ -278,7 +278,7 @@ pub fn modern_request(id: i64, method: &str, params: Value) -> Request {
 
 /// An [`Outgoing`] for `request` whose notifications land in the returned
 /// channel.
-pub fn with_sink(request: Request) -> (Outgoing, mpsc::UnboundedReceiver<Notification>) {
+pub(crate) fn with_sink(request: Request) -> (Outgoing, mpsc::UnboundedReceiver<Notification>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let sink: NotificationSink = Arc::new(move |n| {
         let _ = tx.send(n);
@@ -289,14 +289,14 @@ pub fn with_sink(request: Request) -> (Outgoing, mpsc::UnboundedReceiver<Notific
 }
 
 /// A JSON-RPC notification value.
-pub fn notification(method: &str, params: Value) -> Value {
+pub(crate) fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": method, "params": params})
 }
 
 /// A failsafe for awaits that must finish by themselves: far longer than
 /// anything in these tests should take, so it only fires when the
 /// behaviour under test is broken (a hang), never on a slow machine.
-pub async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+pub(crate) async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(60), f)
         .await
         .expect("did not finish: the transport hung")
