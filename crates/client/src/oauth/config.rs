@@ -1,0 +1,156 @@
+//! What an [`OAuthProvider`](super::OAuthProvider) is told: the server,
+//! how the client identifies itself, which grant, where tokens live, and
+//! who (if anyone) can approve an authorization.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::registration::PreRegisteredClient;
+use super::store::TokenStore;
+use super::user_agent::UserAgent;
+
+/// How tokens are obtained.
+#[derive(Clone, Debug, Default)]
+pub enum Grant {
+    /// Authorization code with PKCE, on behalf of a person (the default).
+    #[default]
+    AuthorizationCode,
+    /// Client credentials, for an agent acting on its own behalf
+    /// (machine to machine); the client authenticates with these
+    /// credentials (secret or `private_key_jwt`).
+    ClientCredentials(PreRegisteredClient),
+}
+
+/// Configuration of one server's OAuth client.
+#[derive(Clone)]
+pub struct OAuthConfig {
+    pub(crate) server: String,
+    pub(crate) url: String,
+    pub(crate) client_name: String,
+    pub(crate) pre_registered: Vec<PreRegisteredClient>,
+    pub(crate) client_metadata_url: Option<String>,
+    pub(crate) grant: Grant,
+    pub(crate) user_agent: Option<Arc<dyn UserAgent>>,
+    pub(crate) store: Option<TokenStore>,
+    pub(crate) refresh_tokens: bool,
+    pub(crate) max_step_ups: usize,
+    pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
+    pub(crate) timeout: Duration,
+    pub(crate) allow_insecure_http: bool,
+}
+
+impl fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("server", &self.server)
+            .field("url", &self.url)
+            .field("client_name", &self.client_name)
+            .field("pre_registered", &self.pre_registered)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("grant", &self.grant)
+            .field("user_agent", &self.user_agent)
+            .field("store", &self.store)
+            .field("refresh_tokens", &self.refresh_tokens)
+            .field("max_step_ups", &self.max_step_ups)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthConfig {
+    /// OAuth for the MCP server `server` (its alias, for messages) at `url`:
+    /// authorization code grant, no user agent (a login is reported as
+    /// needed until one is set), no persistent store, refresh tokens wanted,
+    /// at most two step-ups per operation, 30 s per HTTP exchange.
+    pub fn new(server: impl Into<String>, url: impl Into<String>) -> OAuthConfig {
+        OAuthConfig {
+            server: server.into(),
+            url: url.into(),
+            client_name: "Switchboard".into(),
+            pre_registered: Vec::new(),
+            client_metadata_url: None,
+            grant: Grant::AuthorizationCode,
+            user_agent: None,
+            store: None,
+            refresh_tokens: true,
+            max_step_ups: 2,
+            tls: None,
+            timeout: Duration::from_secs(30),
+            allow_insecure_http: false,
+        }
+    }
+
+    /// The `client_name` sent when registering.
+    pub fn client_name(mut self, name: impl Into<String>) -> OAuthConfig {
+        self.client_name = name.into();
+        self
+    }
+
+    /// Adds pre-registered credentials (preferred over everything else
+    /// at the issuer they belong to).
+    pub fn pre_registered(mut self, client: PreRegisteredClient) -> OAuthConfig {
+        self.pre_registered.push(client);
+        self
+    }
+
+    /// The HTTPS URL of this client's Client ID Metadata Document, used as
+    /// `client_id` where the authorization server supports it.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> OAuthConfig {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// How tokens are obtained (default: authorization code).
+    pub fn grant(mut self, grant: Grant) -> OAuthConfig {
+        self.grant = grant;
+        self
+    }
+
+    /// Who approves authorizations. Without one, a needed login fails with
+    /// [`OAuthError::NeedsLogin`](super::OAuthError::NeedsLogin).
+    pub fn user_agent(mut self, agent: Arc<dyn UserAgent>) -> OAuthConfig {
+        self.user_agent = Some(agent);
+        self
+    }
+
+    /// Keeps tokens and registrations in `store` (default: memory only).
+    pub fn store(mut self, store: TokenStore) -> OAuthConfig {
+        self.store = Some(store);
+        self
+    }
+
+    /// Whether to ask for refresh tokens (`refresh_token` grant type when
+    /// registering, `offline_access` where advertised). Default true.
+    pub fn refresh_tokens(mut self, wanted: bool) -> OAuthConfig {
+        self.refresh_tokens = wanted;
+        self
+    }
+
+    /// How many step-up authorizations one operation may trigger after its
+    /// first authorization (default 2, so at most three in all).
+    pub fn max_step_ups(mut self, limit: usize) -> OAuthConfig {
+        self.max_step_ups = limit;
+        self
+    }
+
+    /// TLS configuration for authorization traffic (default: Mozilla and
+    /// platform roots).
+    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> OAuthConfig {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Bound on each HTTP exchange with the servers (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> OAuthConfig {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Allows plain `http` authorization endpoints on non-loopback hosts.
+    /// Only for closed test networks: tokens and codes travel in clear.
+    pub fn allow_insecure_http(mut self, allow: bool) -> OAuthConfig {
+        self.allow_insecure_http = allow;
+        self
+    }
+}
