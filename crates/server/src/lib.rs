@@ -1,1 +1,114 @@
-//! Switchboard server layer (see docs/ARCHITECTURE.md).
+//! The server layer of Switchboard: a framework for writing MCP 2026-07-28
+//! servers in Rust, with a stdio runner and a Streamable HTTP runner.
+//!
+//! Registering a tool is writing an async function: its argument type
+//! (`Deserialize + JsonSchema`) gives the input schema, arguments are
+//! validated against it (JSON Schema 2020-12, local `$ref` only), and what
+//! it returns becomes the result. The framework does the protocol: per
+//! request `_meta` and version checks, pagination with signed cursors,
+//! multi round-trip requests with signed `requestState`, progress, logs,
+//! cancellation, `subscriptions/listen`, caching hints, `serverInfo`, and
+//! legacy 2025-11-25 clients (`initialize`, sessions) on the same endpoint.
+//!
+//! # Layout
+//! - [`Server`], [`ServerBuilder`]: what the server offers and its options.
+//! - [`ToolSpec`], [`PromptSpec`], [`ResourceSpec`], [`TemplateSpec`]:
+//!   descriptions; handlers are plain async functions ([`ToolHandler`], …).
+//! - [`Context`]: the request's `_meta`, principal, progress, logs,
+//!   cancellation, MRTR answers and state.
+//! - [`Outcome`], [`InputRequired`], [`Elicitation`], [`Sampling`]: asking
+//!   the client for input (MRTR).
+//! - [`Notifier`]: list-changed and resource-updated notifications.
+//! - [`StateHandles`]: cross-call state bound to a principal.
+//! - [`Principal`], [`TokenValidator`], [`ProtectedResource`]: bearer-token
+//!   authentication on HTTP.
+//! - [`stdio`], [`http`]: the runners.
+//!
+//! Its place among the layers: it uses `switchboard-wire` for messages,
+//! framing, SSE and header codecs, and knows nothing of the host.
+//!
+//! # Example
+//! ```no_run
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! use switchboard_server::{Context, HandlerError, Server};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Add {
+//!     /// First term.
+//!     a: i64,
+//!     /// Second term.
+//!     b: i64,
+//! }
+//!
+//! async fn add(args: Add, ctx: Context) -> Result<String, HandlerError> {
+//!     ctx.progress(1.0, Some(1.0), None).await;
+//!     let sum = args.a.checked_add(args.b).ok_or_else(|| HandlerError::msg("the sum overflows; use smaller numbers"))?;
+//!     Ok(sum.to_string())
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder("calculator", "1.0.0")
+//!     .tool("add", "Adds two integers", add)
+//!     .build()?;
+//! switchboard_server::stdio::serve(server).await?;
+//! # Ok(()) }
+//! ```
+
+mod auth;
+mod completion;
+mod context;
+mod dispatch;
+mod error;
+mod input;
+mod legacy;
+mod notify;
+mod outcome;
+mod prompt;
+mod resource;
+mod runner;
+mod schema;
+mod seal;
+mod server;
+mod sink;
+mod state;
+mod tool;
+mod uri_template;
+
+pub use auth::{AuthError, AuthRequest, BoxFuture, Principal, ProtectedResource, TokenValidator};
+pub use completion::{CompleteRequest, CompletionHandler, CompletionRef, IntoCompletion};
+pub use context::Context;
+pub use error::{BuildError, HandlerError, ServeError};
+pub use input::{ElicitAction, ElicitResult, InputResponses, SampledMessage};
+pub use notify::Notifier;
+pub use outcome::{Elicitation, InputRequired, Outcome, Sampling};
+pub use prompt::{
+    IntoPromptResult, PromptHandler, PromptOutcome, PromptResult, PromptSpec, assistant, user,
+};
+pub use resource::{
+    IntoReadResult, ReadOutcome, ReadResult, ResourceHandler, ResourceSpec, TemplateHandler,
+    TemplateSpec, blob_contents, text_contents,
+};
+pub use server::{Server, ServerBuilder};
+pub use state::StateHandles;
+pub use tool::{
+    IntoToolResult, Json, NoArgs, ToolHandler, ToolOutcome, ToolResult, ToolSpec,
+    any_object_schema, markers,
+};
+pub use uri_template::{TemplateMatch, UriTemplate};
+
+/// The stdio runner: newline-delimited JSON-RPC on stdin/stdout.
+pub mod stdio {
+    pub use crate::runner::stdio::{StdioOptions, serve, serve_io, serve_with};
+}
+
+/// The Streamable HTTP runner.
+pub mod http {
+    pub use crate::runner::http::{HttpOptions, bind_and_serve, serve};
+}
+
+/// Re-exports of the wire types handlers use most.
+pub use switchboard_wire::{
+    CacheScope, CallToolResult, ContentBlock, GetPromptResult, Implementation, LoggingLevel,
+    PromptMessage, ReadResourceResult, ResourceContents, ToolAnnotations,
+};

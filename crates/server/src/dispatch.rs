@@ -1,0 +1,798 @@
+//! The router: one decoded request in, one reply out. Runners own bytes and
+//! sockets; this owns the protocol: `_meta` and version checks, method
+//! routing, pagination, argument validation, MRTR sealing, result shapes.
+//!
+//! Every request is judged on its own `_meta` (WIRE-19); nothing is read
+//! from an earlier request on the same connection. Legacy sessions are the
+//! one exception, by design of the legacy protocol.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use switchboard_wire::meta::SERVER_INFO;
+use switchboard_wire::types::method;
+use switchboard_wire::{
+    CacheHints, CallToolResult, ErrorObject, LoggingLevel, Message, ReadResourceResult, Request,
+    RequestId, RequestMeta, Response, ResultHeader, ResultType, SubscriptionFilter, version,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Principal;
+use crate::completion::{self, CompleteRequest, CompletionRef};
+use crate::context::{Context, ContextParts};
+use crate::error::{Fault, FaultKind, HandlerError};
+use crate::input::InputResponses;
+use crate::legacy::Session;
+use crate::notify::Subscription;
+use crate::outcome::{InputRequired, Outcome};
+use crate::seal::{Binding, ListKind, OpenedState, params_digest};
+use crate::server::Server;
+use crate::sink::Sink;
+use crate::tool::{empty_args, failure_result};
+
+/// How many input rounds a legacy session runs for one request before
+/// giving up (a handler that never stops asking).
+const MAX_LEGACY_ROUNDS: usize = 16;
+
+/// What the runner knows about a request besides its body.
+#[derive(Clone, Debug)]
+pub(crate) struct Incoming {
+    /// From the bearer-token hook (HTTP); `None` on stdio.
+    pub(crate) principal: Option<Arc<Principal>>,
+    /// Where progress, logs and (legacy) server requests go.
+    pub(crate) sink: Sink,
+    /// Fires when the client cancels or the stream closes.
+    pub(crate) cancel: CancellationToken,
+    /// The legacy session the request belongs to, if any.
+    pub(crate) session: Option<Arc<Session>>,
+}
+
+/// What the router answers.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// A result object (the `result` member), serialized.
+    Result(Vec<u8>),
+    /// A JSON-RPC error.
+    Error(Fault),
+    /// An open `subscriptions/listen` stream for the runner to pump.
+    Listen(Subscription),
+}
+
+/// The three methods that may answer `input_required` (MRTR-02).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Tool,
+    Prompt,
+    Resource,
+}
+
+impl Target {
+    fn method(self) -> &'static str {
+        match self {
+            Target::Tool => method::TOOLS_CALL,
+            Target::Prompt => method::PROMPTS_GET,
+            Target::Resource => method::RESOURCES_READ,
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Target::Resource => "uri",
+            _ => "name",
+        }
+    }
+}
+
+/// One step of an MRTR-capable request.
+enum Step {
+    Done(Vec<u8>),
+    Ask {
+        ask: InputRequired,
+        target: String,
+        digest: [u8; 16],
+    },
+}
+
+/// Frames a result as a JSON-RPC response.
+pub(crate) fn frame_result(id: &RequestId, result: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(result.len() + 40);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Ids are strings or integers; both serialize infallibly.
+    let _ = serde_json::to_writer(&mut out, id);
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(result);
+    out.push(b'}');
+    out
+}
+
+/// Frames an error as a JSON-RPC response.
+pub(crate) fn frame_error(id: Option<&RequestId>, error: &ErrorObject) -> Vec<u8> {
+    Message::Response(Response::error(id.cloned(), error.clone())).to_vec()
+}
+
+fn params_object(params: Option<Value>, method: &str) -> Result<Map<String, Value>, Fault> {
+    match params {
+        Some(Value::Object(map)) => Ok(map),
+        None => Err(Fault::invalid_params(format!("{method} needs params"))),
+        Some(_) => Err(Fault::invalid_params(format!(
+            "{method} params must be an object"
+        ))),
+    }
+}
+
+fn to_json(value: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
+}
+
+impl Server {
+    /// Routes one request.
+    pub(crate) async fn dispatch(&self, request: Request, incoming: Incoming) -> Reply {
+        let Request { id, method, params } = request;
+        let meta = Arc::new(match &incoming.session {
+            Some(s) => s.meta(params.as_ref()),
+            None => match RequestMeta::from_params(params.as_ref()) {
+                Ok(m) => m,
+                Err(e) => return Reply::Error(Fault::meta(&e)),
+            },
+        });
+        if incoming.session.is_none() && !version::is_modern_supported(&meta.protocol_version) {
+            return Reply::Error(unsupported_version(&meta.protocol_version));
+        }
+        let result = match method.as_str() {
+            method::DISCOVER => Ok(self.inner.discover.clone()),
+            method::TOOLS_LIST => self.list(ListKind::Tools, params),
+            method::PROMPTS_LIST => self.list(ListKind::Prompts, params),
+            method::RESOURCES_LIST => self.list(ListKind::Resources, params),
+            method::RESOURCES_TEMPLATES_LIST => self.list(ListKind::Templates, params),
+            method::TOOLS_CALL => self.mrtr(Target::Tool, &id, params, meta, &incoming).await,
+            method::PROMPTS_GET => {
+                self.mrtr(Target::Prompt, &id, params, meta, &incoming)
+                    .await
+            }
+            method::RESOURCES_READ => {
+                self.mrtr(Target::Resource, &id, params, meta, &incoming)
+                    .await
+            }
+            method::COMPLETE => self.complete(&id, params, meta, &incoming).await,
+            method::SUBSCRIPTIONS_LISTEN if incoming.session.is_none() => {
+                return match self.listen(id, params) {
+                    Ok(s) => Reply::Listen(s),
+                    Err(f) => Reply::Error(f),
+                };
+            }
+            other => match &incoming.session {
+                Some(session) => legacy_only(other, params, session),
+                None if other == method::INITIALIZE => Err(self.initialize_not_supported()),
+                None => Err(Fault::method_not_found(other)),
+            },
+        };
+        match result {
+            Ok(bytes) => Reply::Result(bytes),
+            Err(fault) => Reply::Error(fault),
+        }
+    }
+
+    // -- lists -------------------------------------------------------------
+
+    fn list(&self, kind: ListKind, params: Option<Value>) -> Result<Vec<u8>, Fault> {
+        let caps = &self.inner.capabilities;
+        let (declared, member, name) = match kind {
+            ListKind::Tools => (caps.tools.is_some(), "tools", method::TOOLS_LIST),
+            ListKind::Prompts => (caps.prompts.is_some(), "prompts", method::PROMPTS_LIST),
+            ListKind::Resources => (
+                caps.resources.is_some(),
+                "resources",
+                method::RESOURCES_LIST,
+            ),
+            ListKind::Templates => (
+                caps.resources.is_some(),
+                "resourceTemplates",
+                method::RESOURCES_TEMPLATES_LIST,
+            ),
+        };
+        if !declared {
+            // HTTP-S-17: a feature not advertised is a method not found.
+            return Err(Fault::method_not_found(name));
+        }
+        let offset = match params.as_ref().and_then(|p| p.get("cursor")) {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => self.inner.keys.open_cursor(kind, c).ok_or_else(|| {
+                Fault::invalid_params(
+                    "invalid cursor: it was not issued by this server for this list; list again without a cursor",
+                )
+            })?,
+            Some(_) => return Err(Fault::invalid_params("cursor must be a string")),
+        };
+        let registry = self.registry();
+        let page = self.inner.options.page_size;
+        let mut out = Vec::with_capacity(1024);
+        out.push(b'{');
+        out.push(b'"');
+        out.extend_from_slice(member.as_bytes());
+        out.extend_from_slice(b"\":");
+        let len = match kind {
+            ListKind::Tools => write_page(&mut out, &registry.tools, offset, page, |t| &t.def),
+            ListKind::Prompts => write_page(&mut out, &registry.prompts, offset, page, |p| &p.def),
+            ListKind::Resources => {
+                write_page(&mut out, &registry.resources, offset, page, |r| &r.def)
+            }
+            ListKind::Templates => {
+                write_page(&mut out, &registry.templates, offset, page, |t| &t.def)
+            }
+        };
+        if offset.saturating_add(page) < len {
+            out.extend_from_slice(b",\"nextCursor\":");
+            out.extend_from_slice(&to_json(&self.inner.keys.cursor(kind, offset + page)));
+        }
+        write_cache(&mut out, &self.inner.options.list_cache);
+        out.extend_from_slice(b",\"resultType\":\"complete\"}");
+        Ok(self.finish_result(out))
+    }
+
+    // -- tools, prompts, resources (MRTR-capable) --------------------------
+
+    async fn mrtr(
+        &self,
+        target: Target,
+        id: &RequestId,
+        params: Option<Value>,
+        meta: Arc<RequestMeta>,
+        incoming: &Incoming,
+    ) -> Result<Vec<u8>, Fault> {
+        let params = params_object(params, target.method())?;
+        let Some(session) = &incoming.session else {
+            return match self.step(target, id, params, meta, incoming).await? {
+                Step::Done(bytes) => Ok(bytes),
+                Step::Ask {
+                    ask,
+                    target: name,
+                    digest,
+                } => self.render_input_required(target, &name, &digest, &ask, incoming),
+            };
+        };
+        // Legacy client: ask it ourselves, then retry as a modern client would.
+        let mut round_params = params.clone();
+        for _ in 0..MAX_LEGACY_ROUNDS {
+            match self
+                .step(target, id, round_params, Arc::clone(&meta), incoming)
+                .await?
+            {
+                Step::Done(bytes) => return Ok(bytes),
+                Step::Ask {
+                    ask,
+                    target: name,
+                    digest,
+                } => {
+                    if ask.is_empty() {
+                        return Err(empty_ask());
+                    }
+                    let mut answers = Map::new();
+                    for (key, m, p) in &ask.requests {
+                        let answer = session
+                            .ask(
+                                &incoming.sink,
+                                m,
+                                p.clone(),
+                                self.inner.options.legacy_answer_timeout,
+                            )
+                            .await?;
+                        match answer {
+                            Ok(v) => {
+                                answers.insert(key.clone(), v);
+                            }
+                            Err(e) => {
+                                return Err(Fault::internal(format!(
+                                    "the client refused {m}: {}",
+                                    e.message
+                                )));
+                            }
+                        }
+                    }
+                    round_params = params.clone();
+                    round_params.insert("inputResponses".into(), Value::Object(answers));
+                    if let Some(state) = self.seal(target, &name, &digest, &ask, incoming)? {
+                        round_params.insert("requestState".into(), Value::String(state));
+                    }
+                }
+            }
+        }
+        Err(Fault::internal(
+            "the handler kept asking for input; giving up after 16 rounds",
+        ))
+    }
+
+    /// One pass of an MRTR-capable request: verify `requestState`, validate,
+    /// call the handler.
+    async fn step(
+        &self,
+        target: Target,
+        id: &RequestId,
+        mut params: Map<String, Value>,
+        meta: Arc<RequestMeta>,
+        incoming: &Incoming,
+    ) -> Result<Step, Fault> {
+        let name = match params.get(target.key()) {
+            Some(Value::String(s)) => s.clone(),
+            _ => {
+                return Err(Fault::invalid_params(format!(
+                    "{} params need a \"{}\" string",
+                    target.method(),
+                    target.key()
+                )));
+            }
+        };
+        let input = match params.remove("inputResponses") {
+            None => InputResponses::default(),
+            Some(Value::Object(m)) => InputResponses::new(Some(m)),
+            Some(_) => {
+                return Err(Fault::invalid_params(
+                    "inputResponses must be an object keyed like the inputRequests it answers",
+                ));
+            }
+        };
+        let digest = params_digest(&params);
+        let state = match params.remove("requestState") {
+            None => None,
+            Some(Value::String(token)) => {
+                Some(self.open_state(target, &name, &digest, &token, incoming)?)
+            }
+            Some(_) => return Err(Fault::invalid_params("requestState must be a string")),
+        };
+        let registry = self.registry();
+        let caps_meta = Arc::clone(&meta);
+        let ask = |ask: InputRequired, name: String| -> Result<Step, Fault> {
+            // MRTR-05: only what this request's capabilities allow.
+            if let Some(missing) = ask.missing_capabilities(&caps_meta.client_capabilities) {
+                return Err(Fault::from_rpc(ErrorObject::missing_capability(missing)));
+            }
+            Ok(Step::Ask {
+                ask,
+                target: name,
+                digest,
+            })
+        };
+        let ctx = |method: &'static str| {
+            Context::new(ContextParts {
+                id: id.clone(),
+                method,
+                meta,
+                principal: incoming.principal.clone(),
+                sink: incoming.sink.clone(),
+                cancel: incoming.cancel.clone(),
+                input,
+                state,
+                server: self.clone(),
+            })
+        };
+        match target {
+            Target::Tool => {
+                let Some(entry) = registry.tool(&name).cloned() else {
+                    return Err(Fault::invalid_params(format!(
+                        "unknown tool {name:?}; call tools/list for the tools this server offers"
+                    )));
+                };
+                drop(registry);
+                let args = match params.remove("arguments") {
+                    None | Some(Value::Null) => empty_args(),
+                    Some(v @ Value::Object(_)) => v,
+                    Some(_) => return Err(Fault::invalid_params("arguments must be an object")),
+                };
+                if let Err(message) = entry.validator.validate(&args) {
+                    // Input validation failures are tool errors the model
+                    // can fix (tools page, error handling).
+                    return Ok(Step::Done(self.tool_result(failure_result(message))));
+                }
+                match entry.handler.call(args, ctx(method::TOOLS_CALL)).await {
+                    Ok(Outcome::Complete(result)) => {
+                        if let Some(v) = &entry.output_validator {
+                            if !result.is_error() {
+                                let Some(sc) = &result.structured_content else {
+                                    return Err(Fault::internal(format!(
+                                        "tool {name:?} declares an outputSchema but returned no structuredContent"
+                                    )));
+                                };
+                                if let Err(m) = v.validate(sc) {
+                                    tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
+                                    return Err(Fault::internal(format!(
+                                        "tool {name:?} returned structuredContent that does not match its outputSchema"
+                                    )));
+                                }
+                            }
+                        }
+                        Ok(Step::Done(self.tool_result(result)))
+                    }
+                    Ok(Outcome::InputRequired(a)) => ask(a, name),
+                    Err(e) => match e.into_parts() {
+                        Ok(message) => Ok(Step::Done(self.tool_result(failure_result(message)))),
+                        Err(obj) => Err(Fault::from_rpc(obj)),
+                    },
+                }
+            }
+            Target::Prompt => {
+                let Some(entry) = registry.prompt(&name).cloned() else {
+                    return Err(Fault::invalid_params(format!(
+                        "unknown prompt {name:?}; call prompts/list for the prompts this server offers"
+                    )));
+                };
+                drop(registry);
+                let args = match params.remove("arguments") {
+                    None | Some(Value::Null) => Map::new(),
+                    Some(Value::Object(m)) => m,
+                    Some(_) => return Err(Fault::invalid_params("arguments must be an object")),
+                };
+                if let Some((k, _)) = args.iter().find(|(_, v)| !v.is_string()) {
+                    return Err(Fault::invalid_params(format!(
+                        "prompt argument {k:?} must be a string"
+                    )));
+                }
+                if let Some(missing) = entry.missing_argument(&args) {
+                    return Err(Fault::invalid_params(format!(
+                        "prompt {name:?} needs the argument {missing:?}"
+                    )));
+                }
+                match entry
+                    .handler
+                    .call(Value::Object(args), ctx(method::PROMPTS_GET))
+                    .await
+                {
+                    Ok(Outcome::Complete(mut result)) => Ok(Step::Done(
+                        self.result_bytes(&mut result, |r| &mut r.header),
+                    )),
+                    Ok(Outcome::InputRequired(a)) => ask(a, name),
+                    Err(e) => Err(handler_fault(e)),
+                }
+            }
+            Target::Resource => {
+                let handled = if let Some(entry) = registry.resource(&name).cloned() {
+                    drop(registry);
+                    let cache = entry.cache.clone();
+                    entry
+                        .handler
+                        .call(ctx(method::RESOURCES_READ))
+                        .await
+                        .map(|o| (o, cache))
+                } else if let Some((entry, matched)) = registry
+                    .templates
+                    .iter()
+                    .find_map(|t| t.parsed.matches(&name).map(|m| (Arc::clone(t), m)))
+                {
+                    drop(registry);
+                    let cache = entry.cache.clone();
+                    entry
+                        .handler
+                        .call(matched, ctx(method::RESOURCES_READ))
+                        .await
+                        .map(|o| (o, cache))
+                } else {
+                    return Err(Fault::from_rpc(resource_not_found(&name)));
+                };
+                match handled {
+                    Ok((Outcome::Complete(result), cache)) => {
+                        Ok(Step::Done(self.read_result(&name, result, cache)?))
+                    }
+                    Ok((Outcome::InputRequired(a), _)) => ask(a, name),
+                    Err(e) => Err(handler_fault(e)),
+                }
+            }
+        }
+    }
+
+    fn tool_result(&self, mut result: CallToolResult) -> Vec<u8> {
+        self.result_bytes(&mut result, |r| &mut r.header)
+    }
+
+    fn read_result(
+        &self,
+        uri: &str,
+        mut result: ReadResourceResult,
+        cache: Option<CacheHints>,
+    ) -> Result<Vec<u8>, Fault> {
+        if result.contents.is_empty() {
+            // RES-03: never an empty contents list.
+            return Err(Fault::from_rpc(resource_not_found(uri)));
+        }
+        if result.cache.ttl_ms.is_none() || result.cache.cache_scope.is_none() {
+            let hints = cache.unwrap_or_else(|| self.inner.options.read_cache.clone());
+            result.cache.ttl_ms = result.cache.ttl_ms.or(hints.ttl_ms).map(|t| t.max(0));
+            result.cache.cache_scope = result.cache.cache_scope.or(hints.cache_scope);
+        }
+        Ok(self.result_bytes(&mut result, |r| &mut r.header))
+    }
+
+    /// Serializes a result with `resultType` and the `serverInfo` `_meta`.
+    pub(crate) fn result_bytes<T: Serialize>(
+        &self,
+        value: &mut T,
+        header: impl FnOnce(&mut T) -> &mut ResultHeader,
+    ) -> Vec<u8> {
+        let has_meta = {
+            let h = header(value);
+            if h.result_type.is_none() {
+                h.result_type = Some(ResultType::Complete);
+            }
+            match &mut h.meta {
+                Some(m) => {
+                    m.entry(SERVER_INFO)
+                        .or_insert_with(|| self.inner.server_info.clone());
+                    true
+                }
+                None => false,
+            }
+        };
+        let bytes = to_json(value);
+        if has_meta {
+            bytes
+        } else {
+            self.finish_result(bytes)
+        }
+    }
+
+    fn binding<'a>(
+        &self,
+        target: Target,
+        name: &'a str,
+        digest: &'a [u8; 16],
+        incoming: &'a Incoming,
+    ) -> Binding<'a> {
+        Binding {
+            method: target.method(),
+            name,
+            principal: incoming.principal.as_deref().map(|p| p.subject.as_str()),
+            params: digest,
+        }
+    }
+
+    fn open_state(
+        &self,
+        target: Target,
+        name: &str,
+        digest: &[u8; 16],
+        token: &str,
+        incoming: &Incoming,
+    ) -> Result<OpenedState, Fault> {
+        let binding = self.binding(target, name, digest, incoming);
+        self.inner
+            .keys
+            .open_state(token, &binding)
+            .map_err(|e| Fault::invalid_params(e.message()))
+    }
+
+    fn seal(
+        &self,
+        target: Target,
+        name: &str,
+        digest: &[u8; 16],
+        ask: &InputRequired,
+        incoming: &Incoming,
+    ) -> Result<Option<String>, Fault> {
+        match &ask.state {
+            None => Ok(None),
+            Some(Err(e)) => Err(Fault::internal(format!(
+                "the handler's request state cannot be serialized: {e}"
+            ))),
+            Some(Ok(value)) => {
+                let binding = self.binding(target, name, digest, incoming);
+                Ok(Some(self.inner.keys.seal_state(
+                    &binding,
+                    value,
+                    self.inner.options.state_ttl,
+                )))
+            }
+        }
+    }
+
+    /// The `input_required` result (MRTR): the input requests and the
+    /// sealed state.
+    fn render_input_required(
+        &self,
+        target: Target,
+        name: &str,
+        digest: &[u8; 16],
+        ask: &InputRequired,
+        incoming: &Incoming,
+    ) -> Result<Vec<u8>, Fault> {
+        if ask.is_empty() {
+            return Err(empty_ask());
+        }
+        let state = self.seal(target, name, digest, ask, incoming)?;
+        let mut out = b"{\"resultType\":\"input_required\"".to_vec();
+        if !ask.requests.is_empty() {
+            out.extend_from_slice(b",\"inputRequests\":");
+            out.extend_from_slice(&to_json(&ask.requests_object()));
+        }
+        if let Some(state) = state {
+            out.extend_from_slice(b",\"requestState\":");
+            out.extend_from_slice(&to_json(&state));
+        }
+        out.push(b'}');
+        Ok(self.finish_result(out))
+    }
+
+    // -- completion --------------------------------------------------------
+
+    async fn complete(
+        &self,
+        id: &RequestId,
+        params: Option<Value>,
+        meta: Arc<RequestMeta>,
+        incoming: &Incoming,
+    ) -> Result<Vec<u8>, Fault> {
+        let Some(handler) = &self.inner.completion else {
+            return Err(Fault::method_not_found(method::COMPLETE));
+        };
+        let request = CompleteRequest::parse(params.as_ref()).map_err(Fault::invalid_params)?;
+        let registry = self.registry();
+        match &request.reference {
+            CompletionRef::Prompt { name } => {
+                let Some(prompt) = registry.prompt(name) else {
+                    return Err(Fault::invalid_params(format!("unknown prompt {name:?}")));
+                };
+                let known = prompt
+                    .def
+                    .arguments
+                    .iter()
+                    .flatten()
+                    .any(|a| a.name == request.argument);
+                if !known {
+                    return Err(Fault::invalid_params(format!(
+                        "prompt {name:?} has no argument {:?}",
+                        request.argument
+                    )));
+                }
+            }
+            CompletionRef::ResourceTemplate { uri } => {
+                if !registry
+                    .templates
+                    .iter()
+                    .any(|t| t.def.uri_template == *uri)
+                {
+                    return Err(Fault::invalid_params(format!(
+                        "unknown resource template {uri:?}"
+                    )));
+                }
+            }
+        }
+        drop(registry);
+        let ctx = Context::new(ContextParts {
+            id: id.clone(),
+            method: method::COMPLETE,
+            meta,
+            principal: incoming.principal.clone(),
+            sink: incoming.sink.clone(),
+            cancel: incoming.cancel.clone(),
+            input: InputResponses::default(),
+            state: None,
+            server: self.clone(),
+        });
+        let completion = handler.call(request, ctx).await.map_err(handler_fault)?;
+        let mut out = b"{\"completion\":".to_vec();
+        out.extend_from_slice(&to_json(&completion::bound(completion)));
+        out.extend_from_slice(b",\"resultType\":\"complete\"}");
+        Ok(self.finish_result(out))
+    }
+
+    // -- subscriptions -----------------------------------------------------
+
+    fn listen(&self, id: RequestId, params: Option<Value>) -> Result<Subscription, Fault> {
+        let filter = match params.as_ref().and_then(|p| p.get("notifications")) {
+            Some(v @ Value::Object(_)) => SubscriptionFilter::deserialize_from(v)
+                .map_err(|e| Fault::invalid_params(format!("invalid notifications filter: {e}")))?,
+            Some(_) => {
+                return Err(Fault::invalid_params("notifications must be an object"));
+            }
+            None => {
+                return Err(Fault::invalid_params(
+                    "subscriptions/listen needs a notifications filter",
+                ));
+            }
+        };
+        Ok(Subscription::open(
+            id,
+            &filter,
+            self.deliverable(),
+            self.notifier(),
+            self.inner.shutdown.clone(),
+        ))
+    }
+}
+
+trait DeserializeFrom: Sized {
+    fn deserialize_from(v: &Value) -> Result<Self, serde_json::Error>;
+}
+
+impl DeserializeFrom for SubscriptionFilter {
+    fn deserialize_from(v: &Value) -> Result<Self, serde_json::Error> {
+        serde::Deserialize::deserialize(v)
+    }
+}
+
+fn write_page<T, D: Serialize>(
+    out: &mut Vec<u8>,
+    items: &[Arc<T>],
+    offset: usize,
+    page: usize,
+    def: impl Fn(&T) -> &D,
+) -> usize {
+    out.push(b'[');
+    for (i, item) in items.iter().skip(offset).take(page).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, def(item));
+    }
+    out.push(b']');
+    items.len()
+}
+
+fn write_cache(out: &mut Vec<u8>, hints: &CacheHints) {
+    out.extend_from_slice(b",\"ttlMs\":");
+    out.extend_from_slice(hints.ttl_ms.unwrap_or(0).max(0).to_string().as_bytes());
+    out.extend_from_slice(b",\"cacheScope\":");
+    out.extend_from_slice(&to_json(&hints.cache_scope));
+}
+
+fn unsupported_version(requested: &str) -> Fault {
+    Fault::new(
+        FaultKind::Version,
+        ErrorObject::unsupported_version(version::MODERN_SUPPORTED, requested),
+    )
+}
+
+fn resource_not_found(uri: &str) -> ErrorObject {
+    match HandlerError::resource_not_found(uri).into_parts() {
+        Err(obj) => obj,
+        Ok(m) => ErrorObject::new(switchboard_wire::ErrorCode::InvalidParams, m),
+    }
+}
+
+/// A handler error outside `tools/call`: business failures become -32603.
+fn handler_fault(e: HandlerError) -> Fault {
+    match e.into_parts() {
+        Ok(message) => Fault::internal(message),
+        Err(obj) => Fault::from_rpc(obj),
+    }
+}
+
+/// Methods only legacy sessions have.
+fn legacy_only(method: &str, params: Option<Value>, session: &Session) -> Result<Vec<u8>, Fault> {
+    let uri = || {
+        params
+            .as_ref()
+            .and_then(|p| p.get("uri"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| Fault::invalid_params(format!("{method} needs a uri")))
+    };
+    match method {
+        method::PING => Ok(b"{}".to_vec()),
+        method::LOGGING_SET_LEVEL => {
+            let level = params
+                .as_ref()
+                .and_then(|p| p.get("level"))
+                .cloned()
+                .and_then(|v| serde_json::from_value::<LoggingLevel>(v).ok())
+                .ok_or_else(|| Fault::invalid_params("level must be a log level"))?;
+            session.set_log_level(level);
+            Ok(b"{}".to_vec())
+        }
+        method::RESOURCES_SUBSCRIBE => {
+            session.subscribe(&uri()?);
+            Ok(b"{}".to_vec())
+        }
+        method::RESOURCES_UNSUBSCRIBE => {
+            session.unsubscribe(&uri()?);
+            Ok(b"{}".to_vec())
+        }
+        method::INITIALIZE => Err(Fault::invalid_request(
+            "this session is already initialized",
+        )),
+        other => Err(Fault::method_not_found(other)),
+    }
+}
+
+/// MRTR-03: an `input_required` answer must ask for something or carry
+/// state.
+fn empty_ask() -> Fault {
+    Fault::internal("the handler answered input_required with neither input requests nor state")
+}

@@ -1,0 +1,398 @@
+//! Resources and resource templates: a spec (URI, name, MIME type, cache
+//! hints) plus an async handler that reads the contents.
+//!
+//! Reading a URI that matches no resource and no template is -32602 with
+//! `data.uri`, never an empty `contents` (RES-03).
+
+use std::future::Future;
+use std::marker::PhantomData;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use switchboard_wire::{
+    CacheHints, CacheScope, JsonObject, ReadResourceResult, Resource, ResourceContents,
+    ResourceTemplate, ResultHeader, ResultType,
+};
+
+use crate::auth::BoxFuture;
+use crate::context::Context;
+use crate::error::{BuildError, HandlerError};
+use crate::outcome::{InputRequired, Outcome};
+use crate::tool::markers;
+use crate::uri_template::{TemplateMatch, UriTemplate};
+
+/// The answer of a resource handler.
+pub type ReadOutcome = Outcome<ReadResourceResult>;
+
+/// The return type to give resource handlers that may ask for input.
+pub type ReadResult = Result<ReadOutcome, HandlerError>;
+
+/// Text contents of a resource.
+pub fn text_contents(
+    uri: impl Into<String>,
+    mime_type: impl Into<String>,
+    text: impl Into<String>,
+) -> ResourceContents {
+    ResourceContents {
+        uri: uri.into(),
+        mime_type: Some(mime_type.into()),
+        text: Some(text.into()),
+        blob: None,
+        meta: None,
+        extra: JsonObject::new(),
+    }
+}
+
+/// Binary contents of a resource, base64-encoded into `blob` (RES-09).
+pub fn blob_contents(
+    uri: impl Into<String>,
+    mime_type: impl Into<String>,
+    bytes: &[u8],
+) -> ResourceContents {
+    ResourceContents {
+        uri: uri.into(),
+        mime_type: Some(mime_type.into()),
+        text: None,
+        blob: Some(STANDARD.encode(bytes)),
+        meta: None,
+        extra: JsonObject::new(),
+    }
+}
+
+/// The description of a fixed resource.
+#[derive(Clone, Debug)]
+pub struct ResourceSpec {
+    pub(crate) resource: Resource,
+    pub(crate) cache: Option<CacheHints>,
+}
+
+impl ResourceSpec {
+    /// A resource at `uri` named `name`.
+    pub fn new(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        ResourceSpec {
+            resource: Resource {
+                uri: uri.into(),
+                name: name.into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                extra: JsonObject::new(),
+            },
+            cache: None,
+        }
+    }
+
+    /// Its MIME type.
+    pub fn mime_type(mut self, mime: impl Into<String>) -> Self {
+        self.resource.mime_type = Some(mime.into());
+        self
+    }
+
+    /// A description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.resource.description = Some(description.into());
+        self
+    }
+
+    /// A display title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.resource.title = Some(title.into());
+        self
+    }
+
+    /// Cache hints for reads of this resource, instead of the server's.
+    pub fn cache(mut self, ttl_ms: u32, scope: CacheScope) -> Self {
+        self.cache = Some(CacheHints::new(ttl_ms, scope));
+        self
+    }
+
+    /// The URI.
+    pub fn uri(&self) -> &str {
+        &self.resource.uri
+    }
+}
+
+/// The description of a resource template.
+#[derive(Clone, Debug)]
+pub struct TemplateSpec {
+    pub(crate) template: ResourceTemplate,
+    pub(crate) cache: Option<CacheHints>,
+}
+
+impl TemplateSpec {
+    /// A template such as `file:///{+path}` named `name`.
+    pub fn new(uri_template: impl Into<String>, name: impl Into<String>) -> Self {
+        TemplateSpec {
+            template: ResourceTemplate {
+                uri_template: uri_template.into(),
+                name: name.into(),
+                title: None,
+                description: None,
+                mime_type: None,
+                extra: JsonObject::new(),
+            },
+            cache: None,
+        }
+    }
+
+    /// The MIME type of the resources it names.
+    pub fn mime_type(mut self, mime: impl Into<String>) -> Self {
+        self.template.mime_type = Some(mime.into());
+        self
+    }
+
+    /// A description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.template.description = Some(description.into());
+        self
+    }
+
+    /// Cache hints for reads through this template.
+    pub fn cache(mut self, ttl_ms: u32, scope: CacheScope) -> Self {
+        self.cache = Some(CacheHints::new(ttl_ms, scope));
+        self
+    }
+}
+
+/// A function that reads a fixed resource: `(Context)` or `()`.
+pub trait ResourceHandler<M>: Send + Sync + 'static {
+    /// Reads the resource.
+    fn call(&self, ctx: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>>;
+}
+
+impl<F, Fut, R> ResourceHandler<markers::Ctx> for F
+where
+    F: Fn(Context) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoReadResult,
+{
+    fn call(&self, ctx: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
+        let fut = self(ctx);
+        Box::pin(async move { fut.await.into_read_result() })
+    }
+}
+
+impl<F, Fut, R> ResourceHandler<markers::Nothing> for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoReadResult,
+{
+    fn call(&self, _: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
+        let fut = self();
+        Box::pin(async move { fut.await.into_read_result() })
+    }
+}
+
+/// A function that reads resources through a template:
+/// `(TemplateMatch, Context)` or `(TemplateMatch)`.
+pub trait TemplateHandler<M>: Send + Sync + 'static {
+    /// Reads the resource the match names.
+    fn call(
+        &self,
+        matched: TemplateMatch,
+        ctx: Context,
+    ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>>;
+}
+
+impl<F, Fut, R> TemplateHandler<markers::ArgsCtx<TemplateMatch>> for F
+where
+    F: Fn(TemplateMatch, Context) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoReadResult,
+{
+    fn call(
+        &self,
+        matched: TemplateMatch,
+        ctx: Context,
+    ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
+        let fut = self(matched, ctx);
+        Box::pin(async move { fut.await.into_read_result() })
+    }
+}
+
+impl<F, Fut, R> TemplateHandler<markers::Args<TemplateMatch>> for F
+where
+    F: Fn(TemplateMatch) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoReadResult,
+{
+    fn call(
+        &self,
+        matched: TemplateMatch,
+        _: Context,
+    ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
+        let fut = self(matched);
+        Box::pin(async move { fut.await.into_read_result() })
+    }
+}
+
+/// Anything a resource handler may return.
+pub trait IntoReadResult {
+    /// Converts into the read's answer.
+    ///
+    /// # Errors
+    /// The handler's error.
+    fn into_read_result(self) -> Result<ReadOutcome, HandlerError>;
+}
+
+impl IntoReadResult for ReadResourceResult {
+    fn into_read_result(mut self) -> Result<ReadOutcome, HandlerError> {
+        if self.header.result_type.is_none() {
+            self.header.result_type = Some(ResultType::Complete);
+        }
+        Ok(Outcome::Complete(self))
+    }
+}
+
+impl IntoReadResult for Vec<ResourceContents> {
+    fn into_read_result(self) -> Result<ReadOutcome, HandlerError> {
+        Ok(Outcome::Complete(ReadResourceResult {
+            contents: self,
+            cache: CacheHints::default(),
+            header: ResultHeader::complete(),
+        }))
+    }
+}
+
+impl IntoReadResult for ResourceContents {
+    fn into_read_result(self) -> Result<ReadOutcome, HandlerError> {
+        vec![self].into_read_result()
+    }
+}
+
+impl IntoReadResult for ReadOutcome {
+    fn into_read_result(self) -> Result<ReadOutcome, HandlerError> {
+        match self {
+            Outcome::Complete(r) => r.into_read_result(),
+            other => Ok(other),
+        }
+    }
+}
+
+impl IntoReadResult for InputRequired {
+    fn into_read_result(self) -> Result<ReadOutcome, HandlerError> {
+        Ok(Outcome::InputRequired(self))
+    }
+}
+
+impl<T: IntoReadResult, E: Into<HandlerError>> IntoReadResult for Result<T, E> {
+    fn into_read_result(self) -> Result<ReadOutcome, HandlerError> {
+        self.map_err(Into::into)?.into_read_result()
+    }
+}
+
+pub(crate) trait ErasedResource: Send + Sync {
+    fn call(&self, ctx: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>>;
+}
+
+pub(crate) trait ErasedTemplate: Send + Sync {
+    fn call(
+        &self,
+        matched: TemplateMatch,
+        ctx: Context,
+    ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>>;
+}
+
+struct Typed<F, M> {
+    f: F,
+    _marker: PhantomData<fn() -> M>,
+}
+
+impl<F: ResourceHandler<M>, M: 'static> ErasedResource for Typed<F, M> {
+    fn call(&self, ctx: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
+        self.f.call(ctx)
+    }
+}
+
+struct TypedTemplate<F, M> {
+    f: F,
+    _marker: PhantomData<fn() -> M>,
+}
+
+impl<F: TemplateHandler<M>, M: 'static> ErasedTemplate for TypedTemplate<F, M> {
+    fn call(
+        &self,
+        matched: TemplateMatch,
+        ctx: Context,
+    ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
+        self.f.call(matched, ctx)
+    }
+}
+
+/// A registered resource.
+pub(crate) struct ResourceEntry {
+    pub(crate) def: Resource,
+    pub(crate) cache: Option<CacheHints>,
+    pub(crate) handler: Box<dyn ErasedResource>,
+}
+
+impl std::fmt::Debug for ResourceEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceEntry")
+            .field("uri", &self.def.uri)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ResourceEntry {
+    pub(crate) fn new<M: 'static, H: ResourceHandler<M>>(
+        spec: ResourceSpec,
+        handler: H,
+    ) -> Result<ResourceEntry, BuildError> {
+        if spec.resource.uri.is_empty() || !spec.resource.uri.contains(':') {
+            return Err(BuildError::InvalidName {
+                kind: "resource",
+                name: spec.resource.uri,
+                reason: "a resource URI needs a scheme (RFC 3986)",
+            });
+        }
+        Ok(ResourceEntry {
+            def: spec.resource,
+            cache: spec.cache,
+            handler: Box::new(Typed {
+                f: handler,
+                _marker: PhantomData,
+            }),
+        })
+    }
+}
+
+/// A registered resource template.
+pub(crate) struct TemplateEntry {
+    pub(crate) def: ResourceTemplate,
+    pub(crate) parsed: UriTemplate,
+    pub(crate) cache: Option<CacheHints>,
+    pub(crate) handler: Box<dyn ErasedTemplate>,
+}
+
+impl std::fmt::Debug for TemplateEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TemplateEntry")
+            .field("uri_template", &self.def.uri_template)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TemplateEntry {
+    pub(crate) fn new<M: 'static, H: TemplateHandler<M>>(
+        spec: TemplateSpec,
+        handler: H,
+    ) -> Result<TemplateEntry, BuildError> {
+        let parsed = UriTemplate::parse(&spec.template.uri_template).map_err(|reason| {
+            BuildError::InvalidTemplate {
+                template: spec.template.uri_template.clone(),
+                reason,
+            }
+        })?;
+        Ok(TemplateEntry {
+            def: spec.template,
+            parsed,
+            cache: spec.cache,
+            handler: Box::new(TypedTemplate {
+                f: handler,
+                _marker: PhantomData,
+            }),
+        })
+    }
+}

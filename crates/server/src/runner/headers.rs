@@ -1,0 +1,280 @@
+//! Server-side validation of the headers that mirror the body on
+//! Streamable HTTP (transports/streamable-http, "Server Validation"), and
+//! of `Host` / `Origin` against DNS rebinding.
+//!
+//! Any missing, malformed or mismatching mirrored header is a -32020
+//! `HeaderMismatch` with HTTP 400 (HTTP-S-15, -19…-24). Values are trimmed
+//! of surrounding whitespace (RFC 9110 field parsing), decoded from the
+//! `=?base64?…?=` sentinel where the spec allows it, and compared
+//! case-sensitively; integers compare numerically.
+
+use http::HeaderMap;
+use http::header::{HOST, HeaderValue, ORIGIN};
+use serde_json::Value;
+use switchboard_wire::Request;
+use switchboard_wire::header::{self as mcp, name_member};
+use switchboard_wire::meta::PROTOCOL_VERSION;
+use switchboard_wire::types::method;
+
+use crate::error::Fault;
+use crate::server::Registry;
+
+/// One header's value, required to appear at most once.
+fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a HeaderValue>, Fault> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(Fault::header(format!(
+            "header {name} appears more than once"
+        )));
+    }
+    Ok(first)
+}
+
+fn trimmed(value: &HeaderValue) -> &[u8] {
+    value.as_bytes().trim_ascii()
+}
+
+/// Checks `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
+/// `Mcp-Param-*` headers of a modern request against its body.
+pub(crate) fn validate(
+    headers: &HeaderMap,
+    request: &Request,
+    registry: &Registry,
+) -> Result<(), Fault> {
+    let params = request.params.as_ref();
+    // MCP-Protocol-Version: present (HTTP-S-18/19) and equal to _meta (HTTP-S-15).
+    let version = single(headers, mcp::PROTOCOL_VERSION)?
+        .ok_or_else(|| Fault::header("missing MCP-Protocol-Version header"))?;
+    let version = trimmed(version);
+    if let Some(meta_version) = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(PROTOCOL_VERSION))
+        .and_then(Value::as_str)
+    {
+        if version != meta_version.as_bytes() {
+            return Err(Fault::header(format!(
+                "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {meta_version:?}",
+                String::from_utf8_lossy(version)
+            )));
+        }
+    }
+    // Mcp-Method: present and equal to the body's method (HTTP-S-20).
+    let m =
+        single(headers, mcp::METHOD)?.ok_or_else(|| Fault::header("missing Mcp-Method header"))?;
+    let m = trimmed(m);
+    if m != request.method.as_bytes() {
+        return Err(Fault::header(format!(
+            "Mcp-Method header {:?} does not match the body's method {:?}",
+            String::from_utf8_lossy(m),
+            request.method
+        )));
+    }
+    // Mcp-Name: present for tools/call, prompts/get, resources/read.
+    let Some(member) = name_member(&request.method) else {
+        return Ok(());
+    };
+    let raw = single(headers, mcp::NAME)?.ok_or_else(|| {
+        Fault::header(format!(
+            "missing Mcp-Name header (required for {})",
+            request.method
+        ))
+    })?;
+    let name = mcp::decode_value(trimmed(raw))
+        .map_err(|e| Fault::header(format!("Mcp-Name header: {e}")))?;
+    let Some(body_name) = params.and_then(|p| p.get(member)).and_then(Value::as_str) else {
+        // A body without the member is malformed; the router says so.
+        return Ok(());
+    };
+    if name != body_name {
+        return Err(Fault::header(format!(
+            "Mcp-Name header {name:?} does not match the body's params.{member} {body_name:?}"
+        )));
+    }
+    if request.method == method::TOOLS_CALL {
+        validate_params(headers, params, body_name, registry)?;
+    }
+    Ok(())
+}
+
+/// Checks the `Mcp-Param-*` headers a tool's `x-mcp-header` annotations
+/// call for (HTTP-S-20…24).
+fn validate_params(
+    headers: &HeaderMap,
+    params: Option<&Value>,
+    tool: &str,
+    registry: &Registry,
+) -> Result<(), Fault> {
+    let Some(entry) = registry.tool(tool) else {
+        // Unknown tool: the router answers -32602.
+        return Ok(());
+    };
+    if entry.header_params.is_empty() {
+        return Ok(());
+    }
+    let arguments = params
+        .and_then(|p| p.get("arguments"))
+        .and_then(Value::as_object);
+    for param in &entry.header_params {
+        let header_name = param.header_name();
+        let body = param.lookup(arguments);
+        let header = single(headers, &header_name)?;
+        match (body, header) {
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(Fault::header(format!(
+                    "missing Mcp-Param-{} header for argument {}",
+                    param.name,
+                    param.path.join(".")
+                )));
+            }
+            (None, Some(_)) => {
+                return Err(Fault::header(format!(
+                    "Mcp-Param-{} header sent but argument {} is absent or null",
+                    param.name,
+                    param.path.join(".")
+                )));
+            }
+            (Some(body), Some(raw)) => {
+                let value = mcp::decode_value(trimmed(raw))
+                    .map_err(|e| Fault::header(format!("Mcp-Param-{} header: {e}", param.name)))?;
+                if !param.matches(&value, body) {
+                    return Err(Fault::header(format!(
+                        "Mcp-Param-{} header {value:?} does not match argument {} = {body}",
+                        param.name,
+                        param.path.join(".")
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Who may talk to the server through a browser or by name.
+#[derive(Clone, Debug)]
+pub(crate) struct Guard {
+    /// Allowed `Host` names (lowercase, without port); `None` allows any.
+    pub(crate) hosts: Option<Vec<String>>,
+    /// Allowed origins (`scheme://host[:port]`, lowercase); `None` means
+    /// loopback origins and the request's own host.
+    pub(crate) origins: Option<Vec<String>>,
+}
+
+/// Host names that always mean this machine.
+const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+fn host_without_port(authority: &str) -> &str {
+    if let Some(rest) = authority.strip_prefix('[') {
+        return rest.find(']').map_or(authority, |i| &authority[..i + 2]);
+    }
+    authority.split(':').next().unwrap_or(authority)
+}
+
+impl Guard {
+    /// Checks `Host` and `Origin`; the reason when refused (HTTP 403,
+    /// HTTP-S-02/03).
+    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), &'static str> {
+        let host = headers
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(|h| h.trim().to_ascii_lowercase());
+        if let Some(allowed) = &self.hosts {
+            let Some(host) = &host else {
+                return Err("the Host header is missing");
+            };
+            let name = host_without_port(host);
+            if !allowed.iter().any(|a| a == "*" || a == name) {
+                return Err("the Host header names a host this server does not serve");
+            }
+        }
+        let Some(origin) = headers.get(ORIGIN) else {
+            return Ok(());
+        };
+        let origin = origin
+            .to_str()
+            .map_err(|_| "the Origin header is not valid")?
+            .trim()
+            .trim_end_matches('/')
+            .to_ascii_lowercase();
+        let ok = match &self.origins {
+            Some(allowed) => allowed.iter().any(|a| a == "*" || *a == origin),
+            None => {
+                let authority = origin.split_once("://").map_or("", |(_, a)| a);
+                LOOPBACK.contains(&host_without_port(authority))
+                    || host.as_deref().is_some_and(|h| h == authority)
+            }
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err("the Origin header names an origin this server does not accept")
+        }
+    }
+
+    /// The default for a server bound to `addr`: loopback names only when
+    /// bound to loopback, any host otherwise.
+    pub(crate) fn for_bind(addr: &std::net::SocketAddr) -> Guard {
+        Guard {
+            hosts: addr
+                .ip()
+                .is_loopback()
+                .then(|| LOOPBACK.iter().map(|s| (*s).to_owned()).collect()),
+            origins: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(
+                http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        h
+    }
+
+    #[test]
+    fn guard_defaults_to_loopback() {
+        let g = Guard::for_bind(&"127.0.0.1:8080".parse().unwrap());
+        assert!(g.check(&headers(&[("host", "127.0.0.1:8080")])).is_ok());
+        assert!(
+            g.check(&headers(&[
+                ("host", "localhost:1"),
+                ("origin", "http://localhost:3000")
+            ]))
+            .is_ok()
+        );
+        assert!(g.check(&headers(&[("host", "[::1]:9")])).is_ok());
+        assert!(g.check(&headers(&[("host", "evil.example.com")])).is_err());
+        assert!(
+            g.check(&headers(&[
+                ("host", "localhost:8080"),
+                ("origin", "http://evil.example.com")
+            ]))
+            .is_err()
+        );
+        let open = Guard::for_bind(&"0.0.0.0:8080".parse().unwrap());
+        assert!(open.check(&headers(&[("host", "mcp.example.com")])).is_ok());
+        assert!(
+            open.check(&headers(&[
+                ("host", "mcp.example.com"),
+                ("origin", "https://mcp.example.com")
+            ]))
+            .is_ok()
+        );
+        assert!(
+            open.check(&headers(&[
+                ("host", "mcp.example.com"),
+                ("origin", "https://evil.example.com")
+            ]))
+            .is_err()
+        );
+    }
+}

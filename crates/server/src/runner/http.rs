@@ -1,0 +1,813 @@
+//! The Streamable HTTP runner, on hyper 1.
+//!
+//! One endpoint accepting POST (HTTP-S-01); GET and DELETE get 405 (legacy
+//! sessions may DELETE themselves). Each request is checked in this order:
+//! `Host`/`Origin` (403), method (405), bearer token (401/403), body size
+//! (413), JSON-RPC envelope (400), mirrored headers (400 + -32020), then
+//! routed. A request whose `_meta` asks for neither progress nor logs is
+//! answered inline with `application/json`; otherwise the answer switches
+//! to an SSE stream (`X-Accel-Buffering: no`) as soon as the handler sends
+//! a notification. Closing that stream cancels the handler (HTTP-S-12).
+//! `subscriptions/listen` is always a stream, with keep-alive comments.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{
+    ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE,
+};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use switchboard_wire::header::{self as mcp, name_member};
+use switchboard_wire::meta::{LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION};
+use switchboard_wire::sse::{encode_comment, encode_event};
+use switchboard_wire::types::method;
+use switchboard_wire::{ErrorCode, ErrorObject, Message, Request, RequestId, version};
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{AuthError, AuthRequest, Principal, ProtectedResource, TokenValidator};
+use crate::dispatch::{Incoming, Reply, frame_error, frame_result};
+use crate::error::{Fault, ServeError};
+use crate::legacy::Session;
+use crate::notify::Subscription;
+use crate::runner::body::Body;
+use crate::runner::headers::{self, Guard};
+use crate::server::Server;
+use crate::sink::Sink;
+
+/// How many notifications a handler may queue ahead of a slow client.
+const NOTIFICATION_QUEUE: usize = 64;
+/// How many SSE frames may wait for the socket.
+const FRAME_QUEUE: usize = 16;
+
+/// Settings of the HTTP runner.
+#[derive(Clone)]
+pub struct HttpOptions {
+    path: String,
+    hosts: Option<Option<Vec<String>>>,
+    origins: Option<Vec<String>>,
+    max_body: usize,
+    keep_alive: Duration,
+    max_connections: usize,
+    cancel_grace: Duration,
+    shutdown_grace: Duration,
+    auth: Option<Arc<Auth>>,
+}
+
+struct Auth {
+    validator: Box<dyn TokenValidator>,
+    metadata: ProtectedResource,
+}
+
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("path", &self.path)
+            .field("max_body", &self.max_body)
+            .field("auth", &self.auth.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            path: "/mcp".into(),
+            hosts: None,
+            origins: None,
+            max_body: 4 * 1024 * 1024,
+            keep_alive: Duration::from_secs(15),
+            max_connections: 1024,
+            cancel_grace: Duration::from_secs(5),
+            shutdown_grace: Duration::from_secs(10),
+            auth: None,
+        }
+    }
+}
+
+impl HttpOptions {
+    /// Defaults: endpoint `/mcp`, 4 MiB bodies, keep-alive comment every
+    /// 15 s, 1 024 connections, loopback-only `Host`/`Origin` when bound to
+    /// loopback.
+    pub fn new() -> Self {
+        HttpOptions::default()
+    }
+
+    /// The MCP endpoint path.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Host names (without port) the server answers to; `"*"` allows any.
+    /// By default: `localhost`, `127.0.0.1` and `[::1]` when bound to
+    /// loopback, anything otherwise.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.hosts = Some(Some(
+            hosts
+                .into_iter()
+                .map(|h| h.into().to_ascii_lowercase())
+                .collect(),
+        ));
+        self
+    }
+
+    /// Browser origins (`scheme://host[:port]`) allowed to call; `"*"`
+    /// allows any. By default: loopback origins and the server's own host.
+    /// A request with another `Origin` gets 403 (HTTP-S-03).
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.origins = Some(
+            origins
+                .into_iter()
+                .map(|o| o.into().trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+        );
+        self
+    }
+
+    /// The largest request body accepted; larger ones get 413.
+    pub fn max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// How often an idle SSE stream gets a keep-alive comment.
+    pub fn keep_alive(mut self, every: Duration) -> Self {
+        self.keep_alive = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How many connections are served at once.
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// How long a cancelled handler may run on to clean up before it is
+    /// dropped.
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
+        self
+    }
+
+    /// How long connections may take to finish after shutdown.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// Requires a bearer token on every request, checked by `validator`,
+    /// and serves the Protected Resource Metadata document.
+    pub fn auth(mut self, validator: impl TokenValidator, metadata: ProtectedResource) -> Self {
+        self.auth = Some(Arc::new(Auth {
+            validator: Box::new(validator),
+            metadata,
+        }));
+        self
+    }
+}
+
+/// Serves `server` on `listener` until `shutdown` completes, then stops
+/// accepting, ends listen streams gracefully and lets connections finish
+/// (bounded by the shutdown grace).
+///
+/// Bind to `127.0.0.1` for local servers (HTTP-S-04).
+///
+/// # Errors
+/// [`ServeError::Io`] when the listener fails for good.
+pub async fn serve(
+    server: Server,
+    listener: TcpListener,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let local = listener.local_addr().map_err(|source| ServeError::Io {
+        context: "cannot read the listener's address",
+        source,
+    })?;
+    let guard = Guard {
+        hosts: options
+            .hosts
+            .clone()
+            .unwrap_or_else(|| Guard::for_bind(&local).hosts),
+        origins: options.origins.clone(),
+    };
+    let state = Arc::new(State {
+        server: server.clone(),
+        guard,
+        options,
+    });
+    let permits = Arc::new(Semaphore::new(state.options.max_connections));
+    // Every connection task holds a clone; when all are gone, `done` ends.
+    let (alive_tx, mut done) = mpsc::channel::<()>(1);
+    let stop = CancellationToken::new();
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            () = &mut shutdown => break,
+            p = Arc::clone(&permits).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let (stream, peer) = tokio::select! {
+            () = &mut shutdown => break,
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of descriptors and the like: wait and go on.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let state = Arc::clone(&state);
+        let alive = alive_tx.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let state = Arc::clone(&state);
+                async move { Ok::<_, Infallible>(state.handle(req, peer).await) }
+            });
+            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!(%peer, "connection ended: {e}");
+                    }
+                }
+                () = stop.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+            drop(permit);
+            drop(alive);
+        });
+    }
+    server.shutdown();
+    stop.cancel();
+    drop(alive_tx);
+    let _ = tokio::time::timeout(state.options.shutdown_grace, done.recv()).await;
+    Ok(())
+}
+
+/// Binds `addr` and serves until `shutdown`; a convenience over [`serve`].
+///
+/// # Errors
+/// [`ServeError::Bind`] when the address cannot be bound.
+pub async fn bind_and_serve(
+    server: Server,
+    addr: SocketAddr,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServeError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    serve(server, listener, options, shutdown).await
+}
+
+struct State {
+    server: Server,
+    guard: Guard,
+    options: HttpOptions,
+}
+
+type HttpResponse = Response<Body>;
+
+fn json_response(status: u16, body: Vec<u8>) -> HttpResponse {
+    let mut r = Response::new(Body::full(body));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// An HTTP-level refusal with an id-less JSON-RPC error body.
+fn refuse(status: StatusCode, message: &str) -> HttpResponse {
+    let error = ErrorObject::new(ErrorCode::InvalidRequest, message);
+    json_response(status.as_u16(), frame_error(None, &error))
+}
+
+fn fault_response(id: Option<&RequestId>, fault: &Fault) -> HttpResponse {
+    json_response(fault.http_status(), frame_error(id, &fault.error))
+}
+
+fn sse_response(rx: mpsc::Receiver<Bytes>) -> HttpResponse {
+    let mut r = Response::new(Body::Stream(rx));
+    let h = r.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // HTTP-S-11: no proxy buffering.
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+fn sse_frame(message: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(message.len() + 8);
+    encode_event(&mut out, None, None, &String::from_utf8_lossy(message));
+    Bytes::from(out)
+}
+
+fn keep_alive_frame() -> Bytes {
+    let mut out = Vec::with_capacity(4);
+    encode_comment(&mut out, "");
+    Bytes::from(out)
+}
+
+/// Cancels a token when dropped: a request whose connection closed before
+/// it finished is cancelled.
+struct CancelOnDrop(Option<CancellationToken>);
+
+impl CancelOnDrop {
+    fn new(token: &CancellationToken) -> Self {
+        CancelOnDrop(Some(token.clone()))
+    }
+
+    /// Hands responsibility to someone else.
+    fn defuse(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(t) = &self.0 {
+            t.cancel();
+        }
+    }
+}
+
+impl State {
+    async fn handle(
+        self: Arc<Self>,
+        req: http::Request<hyper::body::Incoming>,
+        peer: SocketAddr,
+    ) -> HttpResponse {
+        let path = req.uri().path();
+        if path != self.options.path {
+            return self.other_path(&req);
+        }
+        if let Err(reason) = self.guard.check(req.headers()) {
+            tracing::warn!(%peer, "refused: {reason}");
+            return refuse(StatusCode::FORBIDDEN, reason);
+        }
+        match *req.method() {
+            Method::POST => {}
+            Method::DELETE => return self.delete(req.headers()),
+            _ => {
+                let mut r = refuse(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "this MCP endpoint accepts POST only",
+                );
+                r.headers_mut()
+                    .insert(ALLOW, HeaderValue::from_static("POST"));
+                return r;
+            }
+        }
+        if let Some(ct) = req.headers().get(CONTENT_TYPE) {
+            let json = ct
+                .to_str()
+                .map(|v| {
+                    v.trim_start()
+                        .to_ascii_lowercase()
+                        .starts_with("application/json")
+                })
+                .unwrap_or(false);
+            if !json {
+                return refuse(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "the request body must be application/json",
+                );
+            }
+        }
+        let principal = match &self.options.auth {
+            None => None,
+            Some(auth) => match authenticate(auth, req.headers()).await {
+                Ok(p) => Some(Arc::new(p)),
+                Err(r) => return r,
+            },
+        };
+        let (parts, body) = req.into_parts();
+        let limit = self.options.max_body;
+        let declared = parts
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return too_large(limit);
+        }
+        let body = match Limited::new(body, limit).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    return too_large(limit);
+                }
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read",
+                );
+            }
+        };
+        let message = match Message::from_slice(&body) {
+            Ok(m) => m,
+            Err(e) => {
+                let error = ErrorObject::new(e.code(), e.to_string());
+                return json_response(400, frame_error(e.id(), &error));
+            }
+        };
+        match message {
+            Message::Request(request) => self.request(request, &parts.headers, principal).await,
+            Message::Notification(_) => {
+                // HTTP-S-06: accepted, nothing to say.
+                status_only(StatusCode::ACCEPTED)
+            }
+            Message::Response(response) => {
+                let session = self.session(&parts.headers);
+                if session.is_some_and(|s| s.resolve(response)) {
+                    status_only(StatusCode::ACCEPTED)
+                } else {
+                    refuse(
+                        StatusCode::BAD_REQUEST,
+                        "a JSON-RPC response here must answer a request this server sent",
+                    )
+                }
+            }
+        }
+    }
+
+    fn other_path(&self, req: &http::Request<hyper::body::Incoming>) -> HttpResponse {
+        if let Some(auth) = &self.options.auth {
+            let path = req.uri().path();
+            let well_known = auth.metadata.well_known_path();
+            if path == well_known || path == "/.well-known/oauth-protected-resource" {
+                if req.method() != Method::GET {
+                    return status_only(StatusCode::METHOD_NOT_ALLOWED);
+                }
+                let doc = serde_json::to_vec(&auth.metadata.document()).unwrap_or_default();
+                return json_response(200, doc);
+            }
+        }
+        let mut r = Response::new(Body::full("not found"));
+        *r.status_mut() = StatusCode::NOT_FOUND;
+        r
+    }
+
+    fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
+        let sessions = self.server.inner.sessions.as_ref()?;
+        let id = headers.get(mcp::SESSION_ID)?.to_str().ok()?;
+        sessions.get(id.trim())
+    }
+
+    fn delete(&self, headers: &HeaderMap) -> HttpResponse {
+        if let (Some(sessions), Some(id)) = (
+            self.server.inner.sessions.as_ref(),
+            headers.get(mcp::SESSION_ID).and_then(|v| v.to_str().ok()),
+        ) {
+            if sessions.remove(id.trim()) {
+                return status_only(StatusCode::OK);
+            }
+        }
+        let mut r = refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "this MCP endpoint accepts POST only",
+        );
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("POST"));
+        r
+    }
+
+    async fn request(
+        self: Arc<Self>,
+        request: Request,
+        headers: &HeaderMap,
+        principal: Option<Arc<Principal>>,
+    ) -> HttpResponse {
+        let legacy_on = self.server.inner.sessions.is_some();
+        let header_version = headers
+            .get(mcp::PROTOCOL_VERSION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim);
+        let modern_header = header_version.is_some_and(|v| !version::LEGACY_ACCEPTED.contains(&v));
+        let modern_meta = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(PROTOCOL_VERSION))
+            .is_some();
+        if legacy_on && !modern_header && !modern_meta {
+            if request.method == method::INITIALIZE {
+                return self.initialize(&request);
+            }
+            if headers.contains_key(mcp::SESSION_ID) {
+                return match self.session(headers) {
+                    Some(session) => self.run(request, principal, Some(session)).await,
+                    // Legacy rule: an unknown session is 404.
+                    None => fault_response(
+                        Some(&request.id),
+                        &Fault::new(
+                            crate::error::FaultKind::MethodNotFound,
+                            ErrorObject::new(
+                                ErrorCode::InvalidRequest,
+                                "unknown or expired session; send initialize again",
+                            ),
+                        ),
+                    ),
+                };
+            }
+        }
+        let registry = self.server.registry();
+        if let Err(fault) = headers::validate(headers, &request, &registry) {
+            return fault_response(Some(&request.id), &fault);
+        }
+        drop(registry);
+        if let (Some(auth), Some(p)) = (&self.options.auth, &principal) {
+            let name = name_member(&request.method)
+                .and_then(|m| request.params.as_ref()?.get(m)?.as_str());
+            let ask = AuthRequest {
+                method: &request.method,
+                name,
+            };
+            if let Err(e) = auth.validator.authorize(p, &ask) {
+                return auth_failure(auth, &e, true);
+            }
+        }
+        self.run(request, principal, None).await
+    }
+
+    fn initialize(&self, request: &Request) -> HttpResponse {
+        match self.server.initialize(request.params.as_ref()) {
+            Ok((session, result)) => {
+                let id = session.id.clone();
+                if let Some(sessions) = &self.server.inner.sessions {
+                    sessions.insert(session);
+                }
+                let mut r = json_response(200, frame_result(&request.id, &result));
+                if let Ok(v) = HeaderValue::from_str(&id) {
+                    r.headers_mut().insert(mcp::SESSION_ID, v);
+                }
+                r
+            }
+            Err(f) => fault_response(Some(&request.id), &f),
+        }
+    }
+
+    /// Routes a validated request and shapes the answer: JSON, or SSE once
+    /// something is streamed.
+    async fn run(
+        self: Arc<Self>,
+        request: Request,
+        principal: Option<Arc<Principal>>,
+        session: Option<Arc<Session>>,
+    ) -> HttpResponse {
+        let id = request.id.clone();
+        let cancel = CancellationToken::new();
+        let streams = session.is_some()
+            || request.method == method::SUBSCRIPTIONS_LISTEN
+            || wants_notifications(request.params.as_ref());
+        if !streams {
+            // The common case: nothing can be streamed, answer inline.
+            let _guard = CancelOnDrop::new(&cancel);
+            let incoming = Incoming {
+                principal,
+                sink: Sink::Discard,
+                cancel,
+                session,
+            };
+            let reply = self.server.dispatch(request, incoming).await;
+            return self.reply_response(&id, reply);
+        }
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(NOTIFICATION_QUEUE);
+        let incoming = Incoming {
+            principal,
+            sink: Sink::Channel(tx),
+            cancel: cancel.clone(),
+            session,
+        };
+        let server = self.server.clone();
+        let mut fut = Box::pin(async move { server.dispatch(request, incoming).await });
+        let guard = CancelOnDrop::new(&cancel);
+        let (first, done) = tokio::select! {
+            biased;
+            reply = &mut fut => {
+                match rx.try_recv() {
+                    // Notifications queued before the answer: stream them.
+                    Ok(first) => (first, Some(reply)),
+                    Err(_) => return self.reply_response(&id, reply),
+                }
+            }
+            Some(first) = rx.recv() => (first, None),
+        };
+        let (frames_tx, frames_rx) = mpsc::channel::<Bytes>(FRAME_QUEUE);
+        let state = Arc::clone(&self);
+        guard.defuse();
+        tokio::spawn(async move {
+            state
+                .stream(id, first, done, fut, rx, frames_tx, cancel)
+                .await;
+        });
+        sse_response(frames_rx)
+    }
+
+    fn reply_response(&self, id: &RequestId, reply: Reply) -> HttpResponse {
+        match reply {
+            Reply::Result(bytes) => json_response(200, frame_result(id, &bytes)),
+            Reply::Error(fault) => fault_response(Some(id), &fault),
+            Reply::Listen(subscription) => {
+                let (frames_tx, frames_rx) = mpsc::channel::<Bytes>(FRAME_QUEUE);
+                let keep_alive = self.options.keep_alive;
+                tokio::spawn(pump(subscription, frames_tx, keep_alive));
+                sse_response(frames_rx)
+            }
+        }
+    }
+
+    /// Drives a streamed request: forwards its notifications as SSE events,
+    /// then its answer; stops and cancels the handler if the client closes
+    /// the stream.
+    #[allow(clippy::too_many_arguments)]
+    async fn stream(
+        self: Arc<Self>,
+        id: RequestId,
+        first: Vec<u8>,
+        done: Option<Reply>,
+        mut fut: std::pin::Pin<Box<impl Future<Output = Reply> + Send>>,
+        mut rx: mpsc::Receiver<Vec<u8>>,
+        frames: mpsc::Sender<Bytes>,
+        cancel: CancellationToken,
+    ) {
+        let _cancel_on_exit = CancelOnDrop::new(&cancel);
+        if frames.send(sse_frame(&first)).await.is_err() {
+            return self.abandon(fut, cancel).await;
+        }
+        let reply = match done {
+            Some(reply) => reply,
+            None => {
+                let mut tick = tokio::time::interval(self.options.keep_alive);
+                tick.reset();
+                loop {
+                    tokio::select! {
+                        biased;
+                        () = frames.closed() => return self.abandon(fut, cancel).await,
+                        Some(m) = rx.recv() => {
+                            if frames.send(sse_frame(&m)).await.is_err() {
+                                return self.abandon(fut, cancel).await;
+                            }
+                        }
+                        reply = &mut fut => break reply,
+                        _ = tick.tick() => {
+                            if frames.send(keep_alive_frame()).await.is_err() {
+                                return self.abandon(fut, cancel).await;
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        // Notifications sent before the answer go first.
+        while let Ok(m) = rx.try_recv() {
+            if frames.send(sse_frame(&m)).await.is_err() {
+                return;
+            }
+        }
+        match reply {
+            Reply::Result(bytes) => {
+                let _ = frames.send(sse_frame(&frame_result(&id, &bytes))).await;
+            }
+            Reply::Error(fault) => {
+                let _ = frames
+                    .send(sse_frame(&frame_error(Some(&id), &fault.error)))
+                    .await;
+            }
+            Reply::Listen(subscription) => {
+                pump(subscription, frames, self.options.keep_alive).await;
+            }
+        }
+    }
+
+    /// The client closed the stream: cancel the handler and let it wind
+    /// down without sending anything (HTTP-S-12/14).
+    async fn abandon(
+        &self,
+        fut: std::pin::Pin<Box<impl Future<Output = Reply> + Send>>,
+        cancel: CancellationToken,
+    ) {
+        cancel.cancel();
+        let _ = tokio::time::timeout(self.options.cancel_grace, fut).await;
+    }
+}
+
+/// Runs a listen stream on SSE: acknowledgment, notifications, keep-alive
+/// comments; a graceful closing result when the server shuts down.
+async fn pump(mut subscription: Subscription, frames: mpsc::Sender<Bytes>, keep_alive: Duration) {
+    if frames.send(sse_frame(&subscription.ack())).await.is_err() {
+        return;
+    }
+    let mut tick = tokio::time::interval(keep_alive);
+    tick.reset();
+    loop {
+        tokio::select! {
+            () = frames.closed() => return,
+            next = subscription.next() => match next {
+                Some(m) => {
+                    if frames.send(sse_frame(&m)).await.is_err() {
+                        return;
+                    }
+                }
+                None => {
+                    let _ = frames.send(sse_frame(&subscription.closing())).await;
+                    return;
+                }
+            },
+            _ = tick.tick() => {
+                if frames.send(keep_alive_frame()).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn status_only(status: StatusCode) -> HttpResponse {
+    let mut r = Response::new(Body::empty());
+    *r.status_mut() = status;
+    r
+}
+
+fn too_large(limit: usize) -> HttpResponse {
+    refuse(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &format!("the request body exceeds this server's limit of {limit} bytes"),
+    )
+}
+
+/// Whether the request's `_meta` asks for progress or logs, i.e. whether
+/// the answer may have to stream.
+fn wants_notifications(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.contains_key(PROGRESS_TOKEN) || m.contains_key(LOG_LEVEL))
+}
+
+async fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<Principal, HttpResponse> {
+    let token = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        })
+        .filter(|t| !t.is_empty());
+    let Some(token) = token else {
+        return Err(auth_failure(
+            auth,
+            &AuthError::Unauthorized("a bearer token is required".into()),
+            false,
+        ));
+    };
+    auth.validator
+        .validate(token)
+        .await
+        .map_err(|e| auth_failure(auth, &e, true))
+}
+
+fn auth_failure(auth: &Auth, error: &AuthError, had_token: bool) -> HttpResponse {
+    let status = match error {
+        AuthError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
+    };
+    let mut r = refuse(status, &error.to_string());
+    if let Ok(v) = HeaderValue::from_str(&auth.metadata.challenge(error, had_token)) {
+        r.headers_mut().insert(WWW_AUTHENTICATE, v);
+    }
+    r
+}

@@ -1,0 +1,6 @@
+//! Runners: the byte-level ends of the server, one per transport.
+
+pub(crate) mod body;
+pub(crate) mod headers;
+pub(crate) mod http;
+pub(crate) mod stdio;

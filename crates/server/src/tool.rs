@@ -1,0 +1,475 @@
+//! Tools: a [`ToolSpec`] (name, description, schemas, annotations) plus a
+//! typed async handler.
+//!
+//! A handler is an `async fn` (or closure) taking its arguments as a
+//! `Deserialize + JsonSchema` type, optionally followed by the
+//! [`Context`]; the input schema is derived from the argument type unless
+//! given explicitly. It returns anything [`IntoToolResult`]: a
+//! [`CallToolResult`], a `String`, [`Json`], an [`InputRequired`], or a
+//! `Result` of those with an error that becomes an `isError` result.
+
+use std::future::Future;
+use std::marker::PhantomData;
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use switchboard_wire::header::{HeaderParam, header_params};
+use switchboard_wire::{
+    CallToolResult, ContentBlock, JsonObject, ResultHeader, ResultType, Tool, ToolAnnotations,
+};
+
+use crate::auth::BoxFuture;
+use crate::context::Context;
+use crate::error::{BuildError, HandlerError};
+use crate::outcome::{InputRequired, Outcome};
+use crate::schema::{ArgValidator, schema_for};
+
+/// The answer of a tool handler.
+pub type ToolOutcome = Outcome<CallToolResult>;
+
+/// The return type to give tool handlers that answer either a result or
+/// an [`InputRequired`]: `async fn f(ctx: Context) -> ToolResult`, then
+/// `Ok(result.into())` or `Ok(ask.into())`.
+pub type ToolResult = Result<ToolOutcome, HandlerError>;
+
+/// The description of a tool, without its handler.
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    tool: Tool,
+    schema_given: bool,
+}
+
+impl ToolSpec {
+    /// A tool named `name`. Names should be 1–128 characters of
+    /// `[A-Za-z0-9_.-]` (TOOL-05); others work but clients may mangle them.
+    pub fn new(name: impl Into<String>) -> Self {
+        ToolSpec {
+            tool: Tool {
+                name: name.into(),
+                title: None,
+                description: None,
+                input_schema: JsonObject::new(),
+                output_schema: None,
+                annotations: None,
+                icons: None,
+                meta: None,
+                extra: JsonObject::new(),
+            },
+            schema_given: false,
+        }
+    }
+
+    /// What the tool does, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.tool.description = Some(description.into());
+        self
+    }
+
+    /// A display title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.tool.title = Some(title.into());
+        self
+    }
+
+    /// Behaviour hints (`readOnlyHint`, …).
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.tool.annotations = Some(annotations);
+        self
+    }
+
+    /// The input schema, instead of the one derived from the argument type.
+    /// Keep it an object schema (TOOL-04).
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.tool.input_schema = match schema {
+            Value::Object(map) => map,
+            _ => JsonObject::new(),
+        };
+        self.schema_given = true;
+        self
+    }
+
+    /// The schema of `structuredContent` (TOOL-12).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.tool.output_schema = schema.as_object().cloned();
+        self
+    }
+
+    /// The output schema derived from `T`, for handlers returning [`Json<T>`].
+    pub fn output_schema_for<T: JsonSchema>(mut self) -> Self {
+        self.tool.output_schema = Some(schema_for::<T>());
+        self
+    }
+
+    /// Tool `_meta`.
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.tool.meta = Some(meta);
+        self
+    }
+
+    /// Icons, verbatim.
+    pub fn icons(mut self, icons: Vec<Value>) -> Self {
+        self.tool.icons = Some(icons);
+        self
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.tool.name
+    }
+}
+
+/// Marker types telling the handler arities apart.
+#[doc(hidden)]
+pub mod markers {
+    use std::marker::PhantomData;
+
+    /// `Fn(Args)`.
+    #[derive(Debug)]
+    pub struct Args<A>(PhantomData<A>);
+    /// `Fn(Args, Context)`.
+    #[derive(Debug)]
+    pub struct ArgsCtx<A>(PhantomData<A>);
+    /// `Fn(Context)`.
+    #[derive(Debug)]
+    pub struct Ctx;
+    /// `Fn()`.
+    #[derive(Debug)]
+    pub struct Nothing;
+}
+
+/// Arguments of a tool that takes none: accepts any object.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+pub struct NoArgs {}
+
+impl JsonSchema for NoArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NoArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "object", "properties": {}})
+    }
+}
+
+/// A function that can handle `tools/call`; implemented for async
+/// functions and closures of the shapes `(Args)`, `(Args, Context)`,
+/// `(Context)` and `()`.
+pub trait ToolHandler<M>: Send + Sync + 'static {
+    /// The argument type; its JSON Schema becomes the input schema.
+    type Args: DeserializeOwned + JsonSchema + Send + 'static;
+
+    /// Runs the handler.
+    fn call(
+        &self,
+        args: Self::Args,
+        ctx: Context,
+    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
+}
+
+impl<F, A, Fut, R> ToolHandler<markers::Args<A>> for F
+where
+    F: Fn(A) -> Fut + Send + Sync + 'static,
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = A;
+
+    fn call(
+        &self,
+        args: A,
+        _ctx: Context,
+    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
+        let fut = self(args);
+        Box::pin(async move { fut.await.into_tool_result() })
+    }
+}
+
+impl<F, A, Fut, R> ToolHandler<markers::ArgsCtx<A>> for F
+where
+    F: Fn(A, Context) -> Fut + Send + Sync + 'static,
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = A;
+
+    fn call(&self, args: A, ctx: Context) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
+        let fut = self(args, ctx);
+        Box::pin(async move { fut.await.into_tool_result() })
+    }
+}
+
+impl<F, Fut, R> ToolHandler<markers::Ctx> for F
+where
+    F: Fn(Context) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = NoArgs;
+
+    fn call(
+        &self,
+        _: NoArgs,
+        ctx: Context,
+    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
+        let fut = self(ctx);
+        Box::pin(async move { fut.await.into_tool_result() })
+    }
+}
+
+impl<F, Fut, R> ToolHandler<markers::Nothing> for F
+where
+    F: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    type Args = NoArgs;
+
+    fn call(
+        &self,
+        _: NoArgs,
+        _ctx: Context,
+    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
+        let fut = self();
+        Box::pin(async move { fut.await.into_tool_result() })
+    }
+}
+
+/// Anything a tool handler may return.
+pub trait IntoToolResult {
+    /// Converts into the tool's answer.
+    ///
+    /// # Errors
+    /// The handler's error.
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError>;
+}
+
+impl IntoToolResult for CallToolResult {
+    fn into_tool_result(mut self) -> Result<ToolOutcome, HandlerError> {
+        if self.header.result_type.is_none() {
+            self.header.result_type = Some(ResultType::Complete);
+        }
+        Ok(Outcome::Complete(self))
+    }
+}
+
+impl IntoToolResult for ToolOutcome {
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError> {
+        match self {
+            Outcome::Complete(r) => r.into_tool_result(),
+            other => Ok(other),
+        }
+    }
+}
+
+impl IntoToolResult for InputRequired {
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError> {
+        Ok(Outcome::InputRequired(self))
+    }
+}
+
+impl IntoToolResult for String {
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError> {
+        Ok(Outcome::Complete(CallToolResult::text(self)))
+    }
+}
+
+impl IntoToolResult for &'static str {
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError> {
+        Ok(Outcome::Complete(CallToolResult::text(self)))
+    }
+}
+
+impl IntoToolResult for ContentBlock {
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError> {
+        vec![self].into_tool_result()
+    }
+}
+
+impl IntoToolResult for Vec<ContentBlock> {
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError> {
+        Ok(Outcome::Complete(CallToolResult {
+            content: self,
+            structured_content: None,
+            is_error: None,
+            header: ResultHeader::complete(),
+        }))
+    }
+}
+
+impl<T, E> IntoToolResult for Result<T, E>
+where
+    T: IntoToolResult,
+    E: Into<HandlerError>,
+{
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError> {
+        match self {
+            Ok(t) => t.into_tool_result(),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// Structured output: `T` goes into `structuredContent`, and its JSON into
+/// a text block for clients that only read text (TOOL-14).
+#[derive(Clone, Debug)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> Result<ToolOutcome, HandlerError> {
+        let value = serde_json::to_value(&self.0)
+            .map_err(|e| HandlerError::internal(format!("structured content: {e}")))?;
+        let text = serde_json::to_string(&value).unwrap_or_default();
+        Ok(Outcome::Complete(CallToolResult {
+            content: vec![ContentBlock::text(text)],
+            structured_content: Some(value),
+            is_error: None,
+            header: ResultHeader::complete(),
+        }))
+    }
+}
+
+/// A handler with its argument type erased.
+pub(crate) trait ErasedTool: Send + Sync {
+    fn call(
+        &self,
+        args: Value,
+        ctx: Context,
+    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
+}
+
+struct Typed<F, M> {
+    f: F,
+    _marker: PhantomData<fn() -> M>,
+}
+
+impl<F, M> ErasedTool for Typed<F, M>
+where
+    F: ToolHandler<M>,
+    M: 'static,
+{
+    fn call(
+        &self,
+        args: Value,
+        ctx: Context,
+    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
+        match serde_json::from_value::<F::Args>(args) {
+            Ok(a) => self.f.call(a, ctx),
+            Err(e) => {
+                let e = HandlerError::msg(format!(
+                    "The arguments could not be read: {e}. Fix the arguments and call the tool again."
+                ));
+                Box::pin(async move { Err(e) })
+            }
+        }
+    }
+}
+
+/// A registered tool.
+pub(crate) struct ToolEntry {
+    pub(crate) def: Tool,
+    pub(crate) validator: ArgValidator,
+    pub(crate) output_validator: Option<ArgValidator>,
+    pub(crate) header_params: Vec<HeaderParam>,
+    pub(crate) handler: Box<dyn ErasedTool>,
+}
+
+impl std::fmt::Debug for ToolEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolEntry")
+            .field("name", &self.def.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolEntry {
+    pub(crate) fn new<M: 'static, H: ToolHandler<M>>(
+        spec: ToolSpec,
+        handler: H,
+    ) -> Result<ToolEntry, BuildError> {
+        let mut def = spec.tool;
+        if def.name.is_empty() {
+            return Err(BuildError::InvalidName {
+                kind: "tool",
+                name: def.name,
+                reason: "it is empty",
+            });
+        }
+        if !is_recommended_name(&def.name) {
+            tracing::warn!(
+                tool = %def.name,
+                "tool name is outside the recommended 1-128 characters of [A-Za-z0-9_.-]"
+            );
+        }
+        if !spec.schema_given {
+            def.input_schema = schema_for::<H::Args>();
+        }
+        match def.input_schema.get("type") {
+            Some(Value::String(t)) if t == "object" => {}
+            _ => {
+                return Err(BuildError::InvalidSchema {
+                    tool: def.name,
+                    reason: "the input schema's root must be {\"type\": \"object\"}".into(),
+                });
+            }
+        }
+        let validator = ArgValidator::compile(&def.input_schema).map_err(|reason| {
+            BuildError::InvalidSchema {
+                tool: def.name.clone(),
+                reason,
+            }
+        })?;
+        let output_validator = match &def.output_schema {
+            None => None,
+            Some(s) => {
+                Some(
+                    ArgValidator::compile(s).map_err(|reason| BuildError::InvalidSchema {
+                        tool: def.name.clone(),
+                        reason: format!("output schema: {reason}"),
+                    })?,
+                )
+            }
+        };
+        let header_params = header_params(&def.input_schema).map_err(|source| {
+            BuildError::InvalidHeaderAnnotation {
+                tool: def.name.clone(),
+                source,
+            }
+        })?;
+        Ok(ToolEntry {
+            def,
+            validator,
+            output_validator,
+            header_params,
+            handler: Box::new(Typed {
+                f: handler,
+                _marker: PhantomData,
+            }),
+        })
+    }
+}
+
+fn is_recommended_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+}
+
+/// The `isError` result a validation failure or business failure becomes.
+pub(crate) fn failure_result(message: String) -> CallToolResult {
+    CallToolResult::error(message)
+}
+
+/// An empty object, the arguments of a call that sent none.
+pub(crate) fn empty_args() -> Value {
+    Value::Object(Map::new())
+}
+
+/// `{"type": "object"}` for tools taking free-form arguments.
+pub fn any_object_schema() -> Value {
+    json!({"type": "object"})
+}
