@@ -1001,7 +1001,10 @@ impl Host {
                 check_headers: *http,
             })
             .collect();
-        let (table, dropped) = ToolTable::build(&inputs);
+        let (table, mut dropped) = ToolTable::build(&inputs);
+        for server in &self.inner.servers {
+            dropped.extend(server.state().header_drops.iter().cloned());
+        }
         let old = self.table();
         let change = diff_tables(&old, &table);
         if let Ok(mut t) = self.inner.table.write() {

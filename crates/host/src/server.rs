@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use switchboard_client::transport::http::HttpTransport;
 use switchboard_client::{
-    Client, ClientError, InputContext, InputError, InputHandler, InputSupport, Listing,
-    ServerDescription, StdioConfig, StdioTransport,
+    Client, ClientError, InputContext, InputError, InputHandler, InputSupport, Listing, Outgoing,
+    ServerDescription, StdioConfig, StdioTransport, Transport, TransportError,
 };
 use switchboard_wire::types::method;
 use switchboard_wire::{Implementation, Tool};
@@ -62,6 +62,9 @@ pub(crate) struct State {
     /// is gone.
     pub(crate) last_stderr: Vec<String>,
     pub(crate) last_junk: u64,
+    /// Tools of the last listing the client left out for invalid
+    /// `x-mcp-header` annotations, with the reason (HTTP only).
+    pub(crate) header_drops: Vec<DroppedTool>,
 }
 
 /// One configured server.
@@ -98,6 +101,7 @@ impl Server {
                 description: None,
                 last_stderr: Vec::new(),
                 last_junk: 0,
+                header_drops: Vec::new(),
             }),
             breaker: Mutex::new(Breaker::new(breaker)),
             connecting: tokio::sync::Mutex::new(()),
@@ -271,7 +275,13 @@ impl Server {
                     builder = builder.header(k, v);
                 }
                 let transport = builder.build().map_err(|e| e.to_string())?;
-                Client::builder(&alias, transport)
+                Client::builder(
+                    &alias,
+                    HeaderAudit {
+                        inner: transport,
+                        server: Arc::downgrade(self),
+                    },
+                )
             }
         };
         let weak = Arc::downgrade(self);
@@ -362,4 +372,94 @@ pub(crate) fn dropped_of<'a>(
     alias: &'a str,
 ) -> impl Iterator<Item = &'a DroppedTool> {
     dropped.iter().filter(move |d| d.alias == alias)
+}
+
+/// Wraps an HTTP transport to see each `tools/list` page before the client
+/// drops tools whose `x-mcp-header` annotations are invalid (HTTP-C-12), so
+/// the host can show which tools went and why.
+#[derive(Debug)]
+struct HeaderAudit {
+    inner: HttpTransport,
+    server: std::sync::Weak<Server>,
+}
+
+impl HeaderAudit {
+    fn observe(&self, request: &switchboard_wire::Request, response: &switchboard_wire::Response) {
+        if request.method != method::TOOLS_LIST {
+            return;
+        }
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let first_page = request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("cursor"))
+            .is_none();
+        let mut state = server.state();
+        if first_page {
+            state.header_drops.clear();
+        }
+        let tools = response
+            .outcome
+            .as_ref()
+            .ok()
+            .and_then(|r| r.get("tools"))
+            .and_then(serde_json::Value::as_array);
+        for tool in tools.into_iter().flatten() {
+            let name = tool.get("name").and_then(serde_json::Value::as_str);
+            let schema = tool
+                .get("inputSchema")
+                .and_then(serde_json::Value::as_object);
+            if let (Some(name), Some(schema)) = (name, schema) {
+                if let Err(e) = switchboard_wire::header::header_params(schema) {
+                    state.header_drops.push(DroppedTool {
+                        alias: server.alias().to_owned(),
+                        name: name.to_owned(),
+                        reason: format!("invalid x-mcp-header annotation: {e}"),
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl Transport for HeaderAudit {
+    fn request(
+        &self,
+        outgoing: Outgoing,
+    ) -> switchboard_client::BoxFuture<'_, Result<switchboard_wire::Response, TransportError>> {
+        Box::pin(async move {
+            let request = outgoing.request.clone();
+            let response = self.inner.request(outgoing).await?;
+            self.observe(&request, &response);
+            Ok(response)
+        })
+    }
+
+    fn notify(
+        &self,
+        notification: switchboard_wire::Notification,
+    ) -> switchboard_client::BoxFuture<'_, Result<(), TransportError>> {
+        self.inner.notify(notification)
+    }
+
+    fn respond(
+        &self,
+        response: switchboard_wire::Response,
+    ) -> switchboard_client::BoxFuture<'_, Result<(), TransportError>> {
+        self.inner.respond(response)
+    }
+
+    fn set_events(&self, sink: switchboard_client::EventSink) {
+        self.inner.set_events(sink);
+    }
+
+    fn mirrors_param_headers(&self) -> bool {
+        self.inner.mirrors_param_headers()
+    }
+
+    fn close(&self) -> switchboard_client::BoxFuture<'_, ()> {
+        self.inner.close()
+    }
 }

@@ -354,7 +354,9 @@ impl Config {
     }
 }
 
-fn syntax_problem(e: jsonc::SyntaxError) -> ConfigProblem {
+fn syntax_problem(mut e: jsonc::SyntaxError) -> ConfigProblem {
+    // serde_json reports column 0 at the very end of the input.
+    e.column = e.column.max(1);
     match e.duplicate {
         Some(path) if is_server_entry(&path) => ConfigProblem {
             kind: ProblemKind::DuplicateAlias,

@@ -1,0 +1,17 @@
+//! Integration tests of the host: real stdio servers (the testkit's
+//! mock-server) and real HTTP servers on 127.0.0.1.
+
+// Helpers outside #[test] functions panic on purpose: a panic is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+mod audit;
+mod breaker;
+mod call;
+mod config;
+mod gate;
+mod mount;
+mod naming;
+mod pins;
+mod supervision;

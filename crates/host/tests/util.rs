@@ -1,0 +1,345 @@
+//! Helpers: the testkit's mock server, config files in temporary folders, a
+//! small HTTP MCP server, recording approvers, process checks.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use switchboard_host::approver::BoxFuture;
+use switchboard_host::{
+    Approval, ApprovalRequest, Approver, Config, ConfigLoader, Host, MountOptions,
+};
+use tokio::net::TcpListener;
+
+/// The path of a testkit binary, building the binaries first (once per
+/// test process; under nextest once per run).
+pub(crate) fn bin(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("SWITCHBOARD_TESTKIT_BIN_DIR") {
+            return PathBuf::from(dir);
+        }
+        let exe = std::env::current_exe().expect("test executable path");
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("<target>/<profile>/deps layout")
+            .to_path_buf();
+        let stamp = std::env::var("NEXTEST_RUN_ID")
+            .ok()
+            .map(|run| profile_dir.join(format!(".testkit-built-host-{run}")));
+        if stamp.as_ref().is_some_and(|s| s.exists()) {
+            return profile_dir;
+        }
+        let profile = profile_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("debug")
+            .to_owned();
+        let target_dir = profile_dir.parent().expect("target dir");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut cmd = std::process::Command::new(cargo);
+        cmd.args(["build", "--quiet", "-p", "switchboard-testkit", "--bins"])
+            .arg("--target-dir")
+            .arg(target_dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        match profile.as_str() {
+            "debug" => {}
+            "release" => {
+                cmd.arg("--release");
+            }
+            other => {
+                cmd.args(["--profile", other]);
+            }
+        }
+        let status = cmd.status().expect("running cargo to build the testkit");
+        assert!(status.success(), "building switchboard-testkit failed");
+        if let Some(stamp) = stamp {
+            let _ = std::fs::write(stamp, b"");
+        }
+        profile_dir
+    })
+    .join(name)
+}
+
+/// The mock server's path as a string, for config files.
+pub(crate) fn mock() -> String {
+    bin("mock-server").display().to_string()
+}
+
+/// A temporary folder holding a config file (and, beside it, the lockfile,
+/// the audit log, tools files and logs).
+pub(crate) struct Dir {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Dir {
+    pub(crate) fn new() -> Dir {
+        Dir {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub(crate) fn path_str(&self, name: &str) -> String {
+        self.path(name).display().to_string()
+    }
+
+    /// Writes `name` and returns its path.
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, text).expect("write file");
+        path
+    }
+
+    /// Writes a tools file for `--tools-file`.
+    pub(crate) fn tools(&self, name: &str, tools: Value) -> String {
+        self.write(name, &tools.to_string()).display().to_string()
+    }
+
+    /// Writes `.mcp.json` and loads it (with no environment but `vars`).
+    pub(crate) fn config(&self, value: Value) -> Config {
+        self.config_with_vars(value, &[])
+    }
+
+    pub(crate) fn config_with_vars(&self, value: Value, vars: &[(&str, &str)]) -> Config {
+        let path = self.write(".mcp.json", &serde_json::to_string_pretty(&value).unwrap());
+        ConfigLoader::new()
+            .explicit(path)
+            .vars(vars_of(vars))
+            .load()
+            .unwrap_or_else(|e| panic!("config should load: {e}"))
+    }
+
+    /// Writes the config and mounts it.
+    pub(crate) async fn mount(&self, value: Value) -> Host {
+        Host::mount(self.config(value), MountOptions::default())
+            .await
+            .expect("mount")
+    }
+}
+
+pub(crate) fn vars_of(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// A stdio server entry running the mock server with `flags`.
+pub(crate) fn stdio(flags: &[&str]) -> Value {
+    json!({"command": mock(), "args": flags})
+}
+
+/// A tool definition for a tools file.
+pub(crate) fn tool(name: &str, description: &str) -> Value {
+    json!({"name": name, "description": description, "inputSchema": {"type": "object"}})
+}
+
+/// An approver that records every question and answers with `answer`.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorder {
+    pub(crate) asked: Arc<Mutex<Vec<ApprovalRequest>>>,
+    pub(crate) answer: Approval,
+}
+
+impl Recorder {
+    pub(crate) fn new(answer: Approval) -> Recorder {
+        Recorder {
+            asked: Arc::new(Mutex::new(Vec::new())),
+            answer,
+        }
+    }
+
+    pub(crate) fn questions(&self) -> Vec<ApprovalRequest> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl Approver for Recorder {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        self.asked.lock().unwrap().push(request.clone());
+        let answer = self.answer.clone();
+        Box::pin(async move { answer })
+    }
+}
+
+/// The text of a result, all blocks joined.
+pub(crate) fn text(result: &switchboard_wire::CallToolResult) -> String {
+    result.joined_text()
+}
+
+/// The lines of a mock server's `--log` that are `tools/call` requests.
+pub(crate) fn logged_calls(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["method"] == "tools/call")
+        .collect()
+}
+
+/// Whether a process is gone (no such pid, or a zombie waiting for its
+/// parent to reap it).
+pub(crate) fn process_gone(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits (up to 10 s) for a process to be gone.
+pub(crate) async fn wait_gone(pid: u64) -> bool {
+    for _ in 0..200 {
+        if process_gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// A small Streamable HTTP MCP server (2026-07-28, JSON responses).
+pub(crate) struct HttpServer {
+    pub(crate) url: String,
+    pub(crate) state: Arc<HttpState>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What the HTTP server serves and what it saw.
+#[derive(Debug, Default)]
+pub(crate) struct HttpState {
+    pub(crate) tools: Mutex<Vec<Value>>,
+    /// `ttlMs` of `tools/list` results.
+    pub(crate) ttl_ms: Mutex<Option<u64>>,
+    /// Every JSON-RPC body received, with its `Authorization` header.
+    pub(crate) seen: Mutex<Vec<(Option<String>, Value)>>,
+    pub(crate) lists: AtomicUsize,
+}
+
+impl HttpServer {
+    pub(crate) async fn start(tools: Vec<Value>) -> HttpServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let state = Arc::new(HttpState {
+            tools: Mutex::new(tools),
+            ..HttpState::default()
+        });
+        let st = state.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| handle(st.clone(), req));
+                    let _ = http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        HttpServer { url, state, task }
+    }
+}
+
+async fn handle(
+    state: Arc<HttpState>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let auth = req
+        .headers()
+        .get("authorization")
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    state.seen.lock().unwrap().push((auth, msg.clone()));
+    let reply = |status: u16, body: Value| {
+        Ok(hyper::Response::builder()
+            .status(status)
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap())
+    };
+    let Some(id) = msg.get("id").cloned() else {
+        return Ok(hyper::Response::builder()
+            .status(202)
+            .body(Full::new(Bytes::new()))
+            .unwrap());
+    };
+    let meta = json!({"io.modelcontextprotocol/serverInfo": {"name": "http-test", "version": "1"}});
+    let method = msg["method"].as_str().unwrap_or("");
+    let result = match method {
+        "server/discover" => json!({
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {}},
+            "ttlMs": 0, "cacheScope": "public",
+        }),
+        "tools/list" => {
+            state.lists.fetch_add(1, Ordering::SeqCst);
+            let mut r =
+                json!({"tools": state.tools.lock().unwrap().clone(), "cacheScope": "public"});
+            if let Some(ttl) = *state.ttl_ms.lock().unwrap() {
+                r["ttlMs"] = json!(ttl);
+            }
+            r
+        }
+        "tools/call" => {
+            let name = msg["params"]["name"].as_str().unwrap_or("");
+            let args = &msg["params"]["arguments"];
+            match name {
+                "big" => {
+                    let n = args["chars"].as_u64().unwrap_or(20_000) as usize;
+                    json!({"content": [{"type": "text", "text": "y".repeat(n)}]})
+                }
+                other => {
+                    json!({"content": [{"type": "text", "text": format!("{other} ran over http")}]})
+                }
+            }
+        }
+        other => {
+            return reply(
+                404,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("method not found: {other}")}}),
+            );
+        }
+    };
+    let mut result = result;
+    result["resultType"] = json!("complete");
+    result["_meta"] = meta;
+    reply(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+}
+
+/// A port on 127.0.0.1 with nothing listening.
+pub(crate) async fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    port
+}
