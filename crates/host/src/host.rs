@@ -197,6 +197,17 @@ pub struct TableChange {
     pub changed: Vec<String>,
 }
 
+/// A call's result with what happened to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallReport {
+    /// What the model gets.
+    pub result: CallToolResult,
+    /// Ok, tool error, denied, timeout, …: as in the audit line.
+    pub outcome: Outcome,
+    /// Who allowed or denied it.
+    pub decided_by: Decider,
+}
+
 /// A tool's pin, as `switchboard pins list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinReport {
@@ -553,6 +564,19 @@ impl Host {
         arguments: Option<JsonObject>,
         options: CallOptions,
     ) -> CallToolResult {
+        self.call_detailed(local_name, arguments, options)
+            .await
+            .result
+    }
+
+    /// [`Host::call`], also saying what happened (the audit line's
+    /// outcome and decider), e.g. for a CLI's exit code.
+    pub async fn call_detailed(
+        &self,
+        local_name: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+    ) -> CallReport {
         let started = Instant::now();
         let args_value = arguments.clone().map(Value::Object);
         let mut record = AuditRecord::new(local_name, args_value.as_ref());
@@ -566,7 +590,11 @@ impl Host {
                 error!(error = %e, tool = %local_name, "the audit line could not be written");
             }
         }
-        result
+        CallReport {
+            result,
+            outcome: record.outcome,
+            decided_by: record.decided_by,
+        }
     }
 
     async fn call_inner(

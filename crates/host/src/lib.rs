@@ -68,8 +68,8 @@ pub use budget::Budget;
 pub use config::{Config, ConfigError, ConfigLoader, ConfigOrigin, ServerConfig, TransportConfig};
 pub use gate::Verdict;
 pub use host::{
-    CallOptions, DroppedReport, Host, HostError, ModelTool, MountOptions, PinReport, ServerReport,
-    ServerStatus, TableChange, ToolStatus,
+    CallOptions, CallReport, DroppedReport, Host, HostError, ModelTool, MountOptions, PinReport,
+    ServerReport, ServerStatus, TableChange, ToolStatus,
 };
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::PinState;

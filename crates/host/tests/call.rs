@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
-use switchboard_host::{AssumeYes, Budget, CallOptions, ServerStatus};
+use switchboard_host::{AssumeYes, Budget, CallOptions, Outcome, ServerStatus};
 use switchboard_wire::{CallToolResult, ContentBlock};
 
 use crate::util::*;
@@ -114,6 +114,16 @@ async fn failures_become_results_the_model_can_read() {
     let r = host.call("mcp__m__ask", None, CallOptions::default()).await;
     assert!(!r.is_error(), "{}", text(&r));
     assert_eq!(inner(r.content[0].as_text().unwrap()), "done");
+    // What happened is told apart for callers (a CLI's exit code).
+    for (name, want) in [
+        ("mcp__m__echo", Outcome::Ok),
+        ("mcp__m__fail", Outcome::ToolError),
+        ("mcp__m__error", Outcome::ProtocolError),
+        ("mcp__m__nope", Outcome::UnknownTool),
+    ] {
+        let report = host.call_detailed(name, None, CallOptions::default()).await;
+        assert_eq!(report.outcome, want, "{name}");
+    }
     // An unknown resultType is a protocol problem, not a result.
     let r = host
         .call("mcp__m__weird", None, CallOptions::default())

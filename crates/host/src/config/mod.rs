@@ -1,8 +1,7 @@
 //! The configuration: the `mcpServers` file users already have, plus
 //! Switchboard's keys beside it.
 //!
-//! The format is documented in `config.md` (included in the crate docs as
-//! [`crate::docs::config`]). In short: Claude Desktop / Claude Code
+//! The format is documented in [`format`](mod@format). In short: Claude Desktop / Claude Code
 //! `{"mcpServers": {ALIAS: {...}}}` or VS Code `{"servers": {ALIAS: {...}}}`,
 //! with `${VAR}` / `${VAR:-default}` expansion; every problem is reported
 //! with the file, the key and what to do, all at once, before any server
@@ -10,6 +9,8 @@
 
 mod edit;
 mod expand;
+#[doc = include_str!("format.md")]
+pub mod format {}
 mod jsonc;
 mod lookup;
 
