@@ -17,7 +17,7 @@ async fn trips_after_consecutive_timeouts_and_recovers() {
             "mcpServers": {"m": {"command": mock(), "args": ["--log", log.display().to_string()],
                                   "toolTimeouts": {"sleep": 100}}},
             "permissions": {"allow": ["mcp__m"]},
-            "breaker": {"failures": 3, "cooldownMs": 700},
+            "breaker": {"failures": 3, "cooldownMs": 3000},
         }))
         .await;
     let slow = json!({"ms": 30000}).as_object().cloned();
@@ -47,7 +47,7 @@ async fn trips_after_consecutive_timeouts_and_recovers() {
     assert_eq!(logged_calls(&log).len(), sent);
 
     // After the cool-down a probe goes through and closes the breaker.
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    tokio::time::sleep(Duration::from_millis(3300)).await;
     let r = host
         .call(
             "mcp__m__echo",
