@@ -1,3 +1,204 @@
-//! The `switchboard` command.
+//! The `switchboard` command: many MCP servers behind one governed tool
+//! table, from a terminal (`tools`, `servers`, `call`, …), as a gateway
+//! (`serve`), and with its own demo and self-test.
+//!
+//! # Layout
+//! - `flags`: the command line as clap reads it (raw flags).
+//! - `settings`: the raw flags checked and resolved; the config loaded.
+//! - `demo_env`: the built-in demo config and its in-process tickets server.
+//! - `session`: a mounted host, approvers and the progress bar.
+//! - `cmd`: one module per subcommand.
+//! - `exit`: exit codes and the JSON error line.
+//! - `out`: writing to stdout and stderr.
+//!
+//! The binary stays thin: the protocol lives in `switchboard-client` and
+//! `switchboard-server`, the policy in `switchboard-host`.
 
-fn main() {}
+mod cmd;
+mod connect;
+mod demo_env;
+mod exit;
+mod flags;
+mod out;
+mod session;
+mod settings;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+use tracing_subscriber::EnvFilter;
+
+use crate::exit::{Code, Failure, json_error_line};
+use crate::flags::RawArgs;
+use crate::session::Session;
+use crate::settings::{Command, Settings};
+
+fn main() -> ExitCode {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let wants_json = args.iter().any(|a| a == "--json");
+    let raw = match RawArgs::try_parse_from(&args) {
+        Ok(raw) => raw,
+        Err(e) => return usage_error(&e, wants_json),
+    };
+    init_logging(raw.verbose);
+    let json = raw.json;
+    let settings = match Settings::resolve(raw) {
+        Ok(s) => s,
+        Err(f) => return fail(f.code, &f.message, json),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(Code::Usage, &format!("cannot start the runtime: {e}"), json),
+    };
+    let result = runtime.block_on(run(settings));
+    // Background tasks (listeners, refreshers) must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                // `switchboard tools | head -1`: the reader left; not an error.
+                return ExitCode::SUCCESS;
+            }
+            match e.downcast_ref::<Failure>() {
+                Some(f) => fail(f.code, &f.message, json),
+                None => fail(Code::Usage, &format!("{e:#}"), json),
+            }
+        }
+    }
+}
+
+/// Runs the command.
+async fn run(settings: Settings) -> anyhow::Result<()> {
+    let json = settings.json;
+    match &settings.command {
+        Command::DemoServer { which, port } => cmd::demo_server::run(*which, *port).await,
+        Command::Selftest => cmd::selftest::run(json).await,
+        Command::Inspect(target) => cmd::inspect::run(target, json).await,
+        Command::AuditVerify { file } => {
+            let config = match file {
+                Some(_) => None,
+                None => Some(settings.load_config()?.config),
+            };
+            cmd::audit::verify(config.as_ref(), file.clone(), json)
+        }
+        Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
+        Command::Doctor => cmd::doctor::run(&settings).await,
+        Command::Serve { http, yes } => cmd::serve::run(&settings, *http, *yes).await,
+        Command::Tools
+        | Command::Servers
+        | Command::Call { .. }
+        | Command::PinsList
+        | Command::PinsAccept { .. } => {
+            let session = Session::open(&settings).await?;
+            let result = on_host(&settings, &session).await;
+            session.close().await;
+            result
+        }
+    }
+}
+
+/// The commands that only need a mounted host.
+async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
+    let host = &session.host;
+    let json = settings.json;
+    match &settings.command {
+        Command::Tools => Ok(cmd::tools::run(host, json)?),
+        Command::Servers => Ok(cmd::servers::run(host, json)?),
+        Command::Call {
+            tool,
+            arguments,
+            approval,
+        } => {
+            cmd::call::run(
+                host,
+                tool,
+                arguments.clone(),
+                *approval,
+                json,
+                settings.stderr_tty,
+            )
+            .await
+        }
+        Command::PinsList => cmd::pins::list(host, json),
+        Command::PinsAccept { target } => cmd::pins::accept(host, target, json),
+        _ => Ok(()),
+    }
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+pub(crate) async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Logs go to stderr (stdout is data, or the stdio wire); quiet by default.
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "error",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// A command line clap refused: help and version exit 0, anything else 1
+/// (clap's own 2 is not one of ours).
+fn usage_error(e: &clap::Error, json: bool) -> ExitCode {
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ if json => fail(Code::Usage, e.to_string().trim(), true),
+        _ => {
+            let _ = e.print();
+            ExitCode::from(Code::Usage.status())
+        }
+    }
+}
+
+/// Reports a failure on stderr (one JSON line under `--json`) and returns
+/// its exit code.
+fn fail(code: Code, message: &str, json: bool) -> ExitCode {
+    if json {
+        out::note(json_error_line(code, message));
+    } else {
+        out::note(format!("switchboard: {message}"));
+    }
+    ExitCode::from(code.status())
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -1,0 +1,118 @@
+//! `switchboard call TOOL [ARGS_JSON]`: one call through the gate.
+
+use switchboard_host::{CallReport, Host, Outcome, ServerStatus};
+use switchboard_wire::{CallToolResult, ContentBlock, JsonObject};
+
+use crate::exit::{Code, Failure, needs_auth};
+use crate::out;
+use crate::session;
+use crate::settings::Approval;
+
+/// Calls `tool` and prints its result (or the `CallToolResult` as JSON).
+///
+/// # Errors
+/// A [`Failure`] whose code says what went wrong (denied, unreachable,
+/// tool error, unknown tool), after the result has been printed.
+pub(crate) async fn run(
+    host: &Host,
+    tool: &str,
+    arguments: Option<JsonObject>,
+    approval: Approval,
+    json: bool,
+    stderr_tty: bool,
+) -> anyhow::Result<()> {
+    let (options, bar) = session::call_options(session::approver(approval), stderr_tty);
+    let report = host.call_detailed(tool, arguments, options).await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if json {
+        out::json(&report.result)?;
+    } else {
+        out::line(human(&report.result))?;
+    }
+    match code_of(host, tool, &report) {
+        Code::Ok => Ok(()),
+        code => Err(Failure::new(code, failure_message(tool, code, &report, json)).into()),
+    }
+}
+
+/// The exit code of a finished call.
+pub(crate) fn code_of(host: &Host, tool: &str, report: &CallReport) -> Code {
+    let server = server_of(host, tool);
+    let reason = server.as_ref().and_then(|(_, reason)| reason.clone());
+    let auth = reason.as_deref().is_some_and(needs_auth);
+    match report.outcome {
+        // A tool of a server that never came up is not in the table: say
+        // that the server is the problem, not the name.
+        Outcome::UnknownTool => match server {
+            Some((ServerStatus::Down | ServerStatus::Tripped, _)) if auth => Code::Auth,
+            Some((ServerStatus::Down | ServerStatus::Tripped, _)) => Code::Unreachable,
+            _ => Code::Usage,
+        },
+        outcome => Code::of_outcome(outcome, auth),
+    }
+}
+
+/// The server a name belongs to, by the table, else by the longest alias
+/// whose `mcp__ALIAS__` prefix it carries (only to explain a failure,
+/// never to route a call), with its status and down reason.
+fn server_of(host: &Host, tool: &str) -> Option<(ServerStatus, Option<String>)> {
+    let alias = host
+        .tools()
+        .into_iter()
+        .find(|t| t.name == tool)
+        .map(|t| t.server);
+    let servers = host.servers();
+    let server = match alias {
+        Some(alias) => servers.iter().find(|s| s.alias == alias),
+        None => servers
+            .iter()
+            .filter(|s| tool.starts_with(&format!("mcp__{}__", s.alias)))
+            .max_by_key(|s| s.alias.len()),
+    }?;
+    Some((server.status, server.reason.clone()))
+}
+
+fn failure_message(tool: &str, code: Code, report: &CallReport, json: bool) -> String {
+    let first = report
+        .result
+        .joined_text()
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('<'))
+        .unwrap_or_default()
+        .to_owned();
+    let what = match code {
+        Code::Denied => "the call was denied",
+        Code::Auth => "the server needs authorization",
+        Code::Unreachable => "the server could not be reached",
+        Code::ToolError => "the tool returned an error",
+        _ => "the call failed",
+    };
+    if json {
+        // The JSON error line stands alone: say everything.
+        format!("{tool}: {what}: {first}")
+    } else {
+        // The result's text is already on stdout.
+        format!("{tool}: {what}")
+    }
+}
+
+/// The result as people read it: text without the model's boundary
+/// markers, other blocks as one JSON line each.
+pub(crate) fn human(result: &CallToolResult) -> String {
+    let mut parts = Vec::new();
+    for block in &result.content {
+        match block {
+            ContentBlock::Text { text, .. } => parts.push(out::without_markers(text)),
+            other => parts.push(serde_json::to_string(other).unwrap_or_default()),
+        }
+    }
+    if let Some(structured) = &result.structured_content {
+        if parts.is_empty() {
+            parts.push(structured.to_string());
+        }
+    }
+    parts.join("\n")
+}

@@ -1,0 +1,458 @@
+//! `switchboard doctor`: every configured server, checked directly (start
+//! or reach it, era, discover, every page of its tool list, schema sizes,
+//! auth), then the table they make together (collisions, dropped tools).
+//! One line per finding; exit non-zero on any error.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use switchboard_client::{CallOptions, Client};
+use switchboard_host::table::{ServerTools, ToolTable};
+use switchboard_host::{ServerConfig, TransportConfig};
+use switchboard_wire::{Tool, namespaced_tool_name};
+use tokio::task::JoinSet;
+
+use crate::connect::{self, Target};
+use crate::exit::{Code, Failure, needs_auth};
+use crate::out;
+use crate::settings::Settings;
+
+/// An input schema larger than this is worth a warning: the model reads it
+/// on every turn.
+const LARGE_SCHEMA_BYTES: usize = 16 * 1024;
+
+/// More pages than this is taken as a server that never ends its list.
+const MAX_PAGES: usize = 1_000;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Level {
+    Ok,
+    Info,
+    Warn,
+    Error,
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, Serialize)]
+struct Finding {
+    level: Level,
+    /// The server's alias, `config` or `table`.
+    subject: String,
+    message: String,
+    /// The exit code an error maps to.
+    #[serde(skip)]
+    code: Code,
+}
+
+fn finding(level: Level, subject: &str, message: impl Into<String>) -> Finding {
+    Finding {
+        level,
+        subject: subject.to_owned(),
+        message: message.into(),
+        code: Code::Usage,
+    }
+}
+
+/// Runs every check and prints the findings.
+///
+/// # Errors
+/// A [`Failure`] when any finding is an error: the code of the first one
+/// (1 config, 3 authorization, 4 unreachable).
+pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
+    let mut loaded = settings.load_config()?;
+    let demo = loaded.is_demo();
+    if demo {
+        loaded.tickets.start()?;
+    }
+    let config = loaded.config.clone();
+    let mut findings = vec![finding(
+        Level::Info,
+        "config",
+        format!("using {}", config.origin),
+    )];
+    findings.extend(
+        config
+            .notes
+            .iter()
+            .map(|n| finding(Level::Warn, "config", n.clone())),
+    );
+    if config.servers.is_empty() {
+        findings.push(finding(Level::Warn, "config", "no servers are configured"));
+    }
+
+    let mut checks = JoinSet::new();
+    for (i, server) in config.servers.iter().enumerate() {
+        let server = server.clone();
+        let timeout = config.startup_timeout(&server.alias);
+        checks.spawn(async move { (i, check_server(server, timeout).await) });
+    }
+    let mut per_server: BTreeMap<usize, (Vec<Finding>, Option<(String, Vec<Tool>, bool)>)> =
+        BTreeMap::new();
+    while let Some(joined) = checks.join_next().await {
+        if let Ok((i, result)) = joined {
+            per_server.insert(i, result);
+        }
+    }
+    let mut listed = Vec::new();
+    for (_, (f, tools)) in per_server {
+        findings.extend(f);
+        listed.extend(tools);
+    }
+    findings.extend(table_findings(&listed));
+    loaded.tickets.stop().await;
+
+    let errors = findings.iter().filter(|f| f.level == Level::Error).count();
+    let warnings = findings.iter().filter(|f| f.level == Level::Warn).count();
+    if settings.json {
+        out::json(&json!({
+            "findings": findings,
+            "errors": errors,
+            "warnings": warnings,
+        }))?;
+    } else {
+        for f in &findings {
+            let level = match f.level {
+                Level::Ok => "ok",
+                Level::Info => "info",
+                Level::Warn => "warn",
+                Level::Error => "ERROR",
+            };
+            out::line(format!("{level:<5} {}: {}", f.subject, f.message))?;
+        }
+        out::line(format!("{errors} error(s), {warnings} warning(s)"))?;
+    }
+    match findings.iter().find(|f| f.level == Level::Error) {
+        None => Ok(()),
+        Some(first) => Err(Failure::new(
+            first.code,
+            format!(
+                "doctor found {errors} error(s); the first: {}: {}",
+                first.subject, first.message
+            ),
+        )
+        .into()),
+    }
+}
+
+/// The checks of one server; its tools when they could be listed.
+async fn check_server(
+    server: ServerConfig,
+    timeout: Duration,
+) -> (Vec<Finding>, Option<(String, Vec<Tool>, bool)>) {
+    let alias = server.alias.clone();
+    let mut f = Vec::new();
+    if !server.enabled {
+        f.push(finding(
+            Level::Info,
+            &alias,
+            "disabled in the config; not checked",
+        ));
+        return (f, None);
+    }
+    let target = Target::of_config(&server.transport);
+    let is_http = !matches!(server.transport, TransportConfig::Stdio { .. });
+    let what = match &target {
+        Target::Stdio { command, args, .. } => {
+            format!("stdio: {}", shell_line(command, args))
+        }
+        Target::Http { url, .. } => format!("{}: {url}", server.transport.kind()),
+    };
+    let connected = match connect::connect(&alias, &target, timeout).await {
+        Ok(c) => c,
+        Err(e) => {
+            let text = e.to_string();
+            let mut err = finding(
+                Level::Error,
+                &alias,
+                format!("cannot connect ({what}): {text}"),
+            );
+            err.code = if needs_auth(&text) {
+                Code::Auth
+            } else {
+                Code::Unreachable
+            };
+            f.push(err);
+            if needs_auth(&text) {
+                let mut auth = finding(
+                    Level::Error,
+                    &alias,
+                    "auth: the server requires authorization; give a token in the entry's \"headers\" (e.g. \"Authorization\": \"Bearer ${TOKEN}\")",
+                );
+                auth.code = Code::Auth;
+                f.push(auth);
+            }
+            return (f, None);
+        }
+    };
+    let client = connected.client;
+    match &connected.stdio {
+        Some(s) => f.push(finding(
+            Level::Ok,
+            &alias,
+            format!(
+                "started ({what}), pid {}",
+                s.pid().map_or_else(|| "?".into(), |p| p.to_string())
+            ),
+        )),
+        None => f.push(finding(Level::Ok, &alias, format!("reached ({what})"))),
+    }
+    let description = client.server();
+    let name = description
+        .as_ref()
+        .and_then(|d| d.server_info.as_ref())
+        .map(|i| format!(", calls itself {:?} {}", i.name, i.version))
+        .unwrap_or_default();
+    f.push(finding(
+        if client.era() == switchboard_wire::Era::Legacy {
+            Level::Info
+        } else {
+            Level::Ok
+        },
+        &alias,
+        format!(
+            "era {}, protocol {}{name}",
+            client.era(),
+            client.protocol_version()
+        ),
+    ));
+    match client.discover().await {
+        Ok(d) => {
+            let caps = serde_json::to_value(&d.capabilities)
+                .ok()
+                .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()))
+                .unwrap_or_default();
+            f.push(finding(
+                Level::Ok,
+                &alias,
+                format!(
+                    "discover: capabilities {}; ttl {}",
+                    if caps.is_empty() {
+                        "none".into()
+                    } else {
+                        caps.join(", ")
+                    },
+                    d.cache
+                        .ttl_ms
+                        .filter(|t| *t > 0)
+                        .map_or_else(|| "none".into(), |t| format!("{t} ms"))
+                ),
+            ));
+            if d.capabilities.tools.is_none() {
+                f.push(finding(Level::Warn, &alias, "offers no tools capability"));
+            }
+        }
+        Err(e) => f.push(finding(
+            Level::Error,
+            &alias,
+            format!("discover failed: {e}"),
+        )),
+    }
+    let tools = match list_pages(&client).await {
+        Ok((tools, pages)) => {
+            f.push(finding(
+                Level::Ok,
+                &alias,
+                format!("{} tool(s) in {pages} page(s)", tools.len()),
+            ));
+            f.extend(schema_findings(&alias, &tools));
+            Some(tools)
+        }
+        Err(e) => {
+            let mut err = finding(Level::Error, &alias, format!("tools/list failed: {e}"));
+            err.code = Code::Unreachable;
+            f.push(err);
+            None
+        }
+    };
+    if is_http {
+        let has_auth = match &server.transport {
+            TransportConfig::Http { headers, .. } | TransportConfig::Sse { headers, .. } => headers
+                .keys()
+                .any(|k| k.eq_ignore_ascii_case("authorization")),
+            TransportConfig::Stdio { .. } => false,
+        };
+        f.push(finding(
+            Level::Ok,
+            &alias,
+            if has_auth {
+                "auth: a static Authorization header from the config is accepted"
+            } else {
+                "auth: none needed (it answered without credentials)"
+            },
+        ));
+    }
+    if let Some(stdio) = &connected.stdio {
+        let junk = stdio.junk_lines();
+        if junk > 0 {
+            f.push(finding(
+                Level::Warn,
+                &alias,
+                format!(
+                    "{junk} line(s) on stdout were not JSON-RPC (stdout pollution: the server must log to stderr); they were skipped"
+                ),
+            ));
+        }
+    }
+    client.close().await;
+    (f, tools.map(|t| (alias, t, is_http)))
+}
+
+/// Every page of `tools/list`, raw (nothing dropped), with the page count.
+async fn list_pages(client: &Client) -> Result<(Vec<Tool>, usize), String> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = std::collections::HashSet::new();
+    for page in 1..=MAX_PAGES {
+        let mut params = switchboard_wire::JsonObject::new();
+        if let Some(c) = &cursor {
+            params.insert("cursor".into(), Value::String(c.clone()));
+        }
+        let result = client
+            .request("tools/list", Some(params), &CallOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let items = result
+            .get("tools")
+            .and_then(Value::as_array)
+            .ok_or("a page has no \"tools\" array")?;
+        for item in items {
+            match serde_json::from_value::<Tool>(item.clone()) {
+                Ok(t) => tools.push(t),
+                Err(e) => return Err(format!("page {page} has an invalid tool: {e}")),
+            }
+        }
+        match result.get("nextCursor") {
+            None | Some(Value::Null) => return Ok((tools, page)),
+            Some(Value::String(next)) => {
+                if !seen.insert(next.clone()) {
+                    return Err(format!(
+                        "the server repeated the cursor {next:?}: its list never ends"
+                    ));
+                }
+                cursor = Some(next.clone());
+            }
+            Some(other) => return Err(format!("nextCursor is not a string: {other}")),
+        }
+    }
+    Err(format!("more than {MAX_PAGES} pages; giving up"))
+}
+
+fn schema_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {
+    let mut f = Vec::new();
+    let sizes: Vec<(&str, usize)> = tools
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                serde_json::to_string(&t.input_schema).map_or(0, |s| s.len()),
+            )
+        })
+        .collect();
+    if let Some((name, largest)) = sizes.iter().max_by_key(|(_, n)| *n) {
+        let total: usize = sizes.iter().map(|(_, n)| n).sum();
+        f.push(finding(
+            Level::Info,
+            alias,
+            format!("input schemas: {total} bytes in all, largest {name} ({largest} bytes)"),
+        ));
+    }
+    for (name, n) in sizes.iter().filter(|(_, n)| *n > LARGE_SCHEMA_BYTES) {
+        f.push(finding(
+            Level::Warn,
+            alias,
+            format!("tool {name} has a {n}-byte input schema; the model reads it on every turn"),
+        ));
+    }
+    f
+}
+
+/// Collisions, renames and dropped tools of the table the servers make
+/// together.
+fn table_findings(listed: &[(String, Vec<Tool>, bool)]) -> Vec<Finding> {
+    let inputs: Vec<ServerTools<'_>> = listed
+        .iter()
+        .map(|(alias, tools, http)| ServerTools {
+            alias,
+            tools,
+            check_headers: *http,
+        })
+        .collect();
+    let (table, dropped) = ToolTable::build(&inputs);
+    let mut f = vec![finding(
+        Level::Ok,
+        "table",
+        format!("{} tool(s) from {} server(s)", table.len(), listed.len()),
+    )];
+    for d in &dropped {
+        f.push(finding(
+            Level::Warn,
+            &d.alias,
+            format!("tool {:?} is left out: {}", d.name, d.reason),
+        ));
+    }
+    for e in table.entries() {
+        let plain = namespaced_tool_name(&e.alias, &e.tool.name);
+        if e.local_name != plain {
+            f.push(finding(
+                Level::Warn,
+                &e.alias,
+                format!(
+                    "tool {:?} collides with another as {plain}; the model sees it as {}",
+                    e.tool.name, e.local_name
+                ),
+            ));
+        } else if e.local_name != format!("mcp__{}__{}", e.alias, e.tool.name) {
+            f.push(finding(
+                Level::Info,
+                &e.alias,
+                format!(
+                    "tool {:?} is shown to the model as {}",
+                    e.tool.name, e.local_name
+                ),
+            ));
+        }
+    }
+    let mut by_name: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for e in table.entries() {
+        by_name
+            .entry(e.tool.name.as_str())
+            .or_default()
+            .push(&e.alias);
+    }
+    for (name, aliases) in by_name.iter().filter(|(_, a)| a.len() > 1) {
+        f.push(finding(
+            Level::Info,
+            "table",
+            format!(
+                "{} servers offer {name:?} ({}); namespacing keeps them apart",
+                aliases.len(),
+                aliases
+                    .iter()
+                    .map(|a| namespaced_tool_name(a, name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    f
+}
+
+fn shell_line(command: &str, args: &[String]) -> String {
+    std::iter::once(command)
+        .chain(args.iter().map(String::as_str))
+        .map(|w| {
+            if w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./:=@".contains(c))
+            {
+                w.to_owned()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,13 @@
+//! The subcommands, one module each.
+
+pub(crate) mod audit;
+pub(crate) mod call;
+pub(crate) mod demo;
+pub(crate) mod demo_server;
+pub(crate) mod doctor;
+pub(crate) mod inspect;
+pub(crate) mod pins;
+pub(crate) mod selftest;
+pub(crate) mod serve;
+pub(crate) mod servers;
+pub(crate) mod tools;

@@ -1,0 +1,82 @@
+//! `switchboard pins list|accept`: the lockfile of approved tool
+//! definitions.
+
+use serde_json::json;
+use switchboard_host::{Host, PinState};
+
+use crate::exit::Failure;
+use crate::out;
+
+/// Lists every tool's pin; a changed one with its diff.
+///
+/// # Errors
+/// When stdout is closed.
+pub(crate) fn list(host: &Host, json: bool) -> anyhow::Result<()> {
+    let pins = host.pins();
+    let lockfile = host.config().lockfile.map(|p| p.display().to_string());
+    if json {
+        let items: Vec<_> = pins
+            .iter()
+            .map(|p| {
+                json!({
+                    "name": p.name,
+                    "server": p.server,
+                    "originalName": p.original_name,
+                    "state": p.state.as_str(),
+                    "diff": match &p.state {
+                        PinState::Changed { diff } => Some(diff.as_str()),
+                        _ => None,
+                    },
+                })
+            })
+            .collect();
+        out::json(&items)?;
+        return Ok(());
+    }
+    match &lockfile {
+        Some(path) => out::line(format!("lockfile: {path}"))?,
+        None => out::line("lockfile: none (the built-in demo keeps pins in memory)")?,
+    }
+    let mut rows = vec![vec!["TOOL".to_owned(), "SERVER".into(), "PIN".into()]];
+    for p in &pins {
+        rows.push(vec![
+            p.name.clone(),
+            p.server.clone(),
+            p.state.as_str().to_owned(),
+        ]);
+    }
+    for line in out::table(&rows) {
+        out::line(line)?;
+    }
+    for p in &pins {
+        if let PinState::Changed { diff } = &p.state {
+            out::line(format!(
+                "\n{} changed since it was approved (accept with `switchboard pins accept {}`):",
+                p.name, p.name
+            ))?;
+            for l in diff.lines() {
+                out::line(format!("  {l}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Accepts the current definition of a tool or of a server's tools.
+///
+/// # Errors
+/// A usage [`Failure`] when nothing matches or the lockfile cannot be
+/// written.
+pub(crate) fn accept(host: &Host, target: &str, json: bool) -> anyhow::Result<()> {
+    let accepted = host
+        .accept_pins(target)
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    if json {
+        out::json(&json!({ "accepted": accepted }))?;
+    } else {
+        for name in &accepted {
+            out::line(format!("accepted {name}"))?;
+        }
+    }
+    Ok(())
+}

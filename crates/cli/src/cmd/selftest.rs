@@ -1,0 +1,4 @@
+//! stub
+pub(crate) async fn run(_json: bool) -> anyhow::Result<()> {
+    Ok(())
+}

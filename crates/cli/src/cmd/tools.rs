@@ -1,0 +1,99 @@
+//! `switchboard tools`: the tools the model sees.
+
+use serde::Serialize;
+use serde_json::Value;
+use switchboard_host::{Host, ModelTool, ToolStatus};
+use switchboard_wire::{JsonObject, ToolAnnotations};
+
+use crate::out;
+
+/// One tool in `tools --json`: a stable shape, every key always present.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ToolView<'a> {
+    name: &'a str,
+    server: &'a str,
+    original_name: &'a str,
+    description: &'a str,
+    input_schema: &'a JsonObject,
+    annotations: Option<&'a ToolAnnotations>,
+    status: &'a ToolStatus,
+}
+
+impl<'a> From<&'a ModelTool> for ToolView<'a> {
+    fn from(t: &'a ModelTool) -> Self {
+        ToolView {
+            name: &t.name,
+            server: &t.server,
+            original_name: &t.original_name,
+            description: &t.description,
+            input_schema: &t.input_schema,
+            annotations: t.annotations.as_ref(),
+            status: &t.status,
+        }
+    }
+}
+
+/// Prints the tool table (or its JSON) and, for people, the outages.
+///
+/// # Errors
+/// When stdout is closed.
+pub(crate) fn run(host: &Host, json: bool) -> std::io::Result<()> {
+    let tools = host.tools();
+    if json {
+        let views: Vec<ToolView<'_>> = tools.iter().map(ToolView::from).collect();
+        return out::json(&views);
+    }
+    for line in human(&tools) {
+        out::line(line)?;
+    }
+    if let Some(outages) = host.outage_text() {
+        out::note(outages);
+    }
+    Ok(())
+}
+
+/// The table people read.
+pub(crate) fn human(tools: &[ModelTool]) -> Vec<String> {
+    if tools.is_empty() {
+        return vec!["No tools: no server is up (see `switchboard servers`).".into()];
+    }
+    let mut rows = vec![vec![
+        "TOOL".to_owned(),
+        "SERVER".into(),
+        "NAME ON SERVER".into(),
+        "GATE".into(),
+        "DESCRIPTION".into(),
+    ]];
+    for t in tools {
+        let mut gate = t.status.gate.as_str().to_owned();
+        if t.status.pin == "changed" {
+            gate.push_str(" (changed)");
+        }
+        let mut description = out::clip(&out::plain_description(&t.description), 64);
+        if let Some(hints) = hints(t.annotations.as_ref()) {
+            description.push_str(&format!(" [{hints}]"));
+        }
+        rows.push(vec![
+            t.name.clone(),
+            t.server.clone(),
+            t.original_name.clone(),
+            gate,
+            description,
+        ]);
+    }
+    out::table(&rows)
+}
+
+/// The annotations a server set to true, as `readOnlyHint, …`.
+fn hints(annotations: Option<&ToolAnnotations>) -> Option<String> {
+    let a = annotations?;
+    let v = serde_json::to_value(a).ok()?;
+    let set: Vec<&str> = v
+        .as_object()?
+        .iter()
+        .filter(|(k, v)| k.ends_with("Hint") && **v == Value::Bool(true))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    (!set.is_empty()).then(|| set.join(", "))
+}

@@ -1,0 +1,195 @@
+//! The command line as clap reads it: plain "raw flags", not yet checked
+//! against anything. [`crate::settings`] resolves them.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Many MCP servers behind one governed tool table.
+///
+/// With no config file (no --config, no $SWITCHBOARD_CONFIG, no ./.mcp.json,
+/// no ~/.config/switchboard/config.json) every command runs on the built-in
+/// demo: notes over stdio and tickets over HTTP on 127.0.0.1:3115.
+#[derive(Debug, Parser)]
+#[command(name = "switchboard", version, about, long_about)]
+#[command(after_help = EXIT_CODES)]
+pub(crate) struct RawArgs {
+    /// The config file (`mcpServers` JSON of Claude Desktop / Claude Code,
+    /// or VS Code's `servers` JSON).
+    #[arg(long, short = 'c', global = true, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Machine-readable output on stdout; on failure, one JSON error line
+    /// on stderr.
+    #[arg(long, global = true)]
+    pub(crate) json: bool,
+
+    /// More log lines on stderr (-v: warnings and info, -vv: debug);
+    /// RUST_LOG overrides.
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub(crate) verbose: u8,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) command: RawCommand,
+}
+
+/// The exit codes, shown under `--help`.
+pub(crate) const EXIT_CODES: &str = "\
+Exit codes:
+  0  ok
+  1  usage or config error
+  3  authorization required
+  4  server unreachable (down, timed out, paused)
+  5  the tool returned isError
+  6  denied by the gate";
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub(crate) enum RawCommand {
+    /// Walk through the demo: two servers, colliding names, an approval,
+    /// progress, a truncated result and an outage.
+    Demo(DemoArgs),
+    /// List the tools the model sees, with where they come from.
+    Tools,
+    /// List the servers: up, down (and why) or tripped.
+    Servers,
+    /// Call one tool by its namespaced name (mcp__ALIAS__TOOL).
+    Call(CallArgs),
+    /// Show or accept pinned tool definitions (switchboard.lock).
+    Pins(PinsArgs),
+    /// Check the audit log.
+    Audit(AuditArgs),
+    /// Check every configured server and report each finding on one line.
+    Doctor,
+    /// Connect to one server and show everything it offers.
+    Inspect(InspectArgs),
+    /// Serve the governed tool table as one MCP server (a gateway).
+    Serve(ServeArgs),
+    /// Run one of the demo servers.
+    DemoServer(DemoServerArgs),
+    /// Check the whole system end to end with real processes and sockets.
+    Selftest,
+}
+
+/// `demo`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoArgs {
+    /// Approve the demo's approval question without asking.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+}
+
+/// `call`.
+#[derive(Debug, Args)]
+pub(crate) struct CallArgs {
+    /// The tool's namespaced name, as `switchboard tools` lists it.
+    pub(crate) tool: String,
+    /// The arguments, a JSON object (`-` reads it from stdin).
+    #[arg(value_name = "ARGS_JSON")]
+    pub(crate) args: Option<String>,
+    /// Approve the call if the gate asks, without asking anyone.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+}
+
+/// `pins`.
+#[derive(Debug, Args)]
+pub(crate) struct PinsArgs {
+    /// What to do with the pins.
+    #[command(subcommand)]
+    pub(crate) action: PinsAction,
+}
+
+/// `pins list|accept`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum PinsAction {
+    /// Show every tool's pin: unpinned, pinned or changed (with the diff).
+    List,
+    /// Accept the current definition of a tool (mcp__ALIAS__TOOL) or of
+    /// every tool of a server (ALIAS).
+    Accept {
+        /// The tool or server.
+        target: String,
+    },
+}
+
+/// `audit`.
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    /// What to do with the log.
+    #[command(subcommand)]
+    pub(crate) action: AuditAction,
+}
+
+/// `audit verify`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuditAction {
+    /// Check the hash chain of the audit log; exit 1 if it is broken.
+    Verify {
+        /// The log; by default the config's `audit` path.
+        file: Option<PathBuf>,
+    },
+}
+
+/// `inspect`.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false, id = "target")]
+pub(crate) struct InspectArgs {
+    /// Start this command and speak stdio to it, e.g. 'switchboard
+    /// demo-server notes' (split like a shell would).
+    #[arg(long, value_name = "CMD ARGS…", group = "target")]
+    pub(crate) stdio: Option<String>,
+    /// Speak Streamable HTTP to this endpoint.
+    #[arg(long, value_name = "URL", group = "target")]
+    pub(crate) http: Option<String>,
+    /// A header sent with every HTTP request (repeatable).
+    #[arg(
+        long = "header",
+        short = 'H',
+        value_name = "NAME: VALUE",
+        requires = "http"
+    )]
+    pub(crate) headers: Vec<String>,
+}
+
+/// `serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// Speak stdio on stdin/stdout (the default).
+    #[arg(long, conflicts_with = "http")]
+    pub(crate) stdio: bool,
+    /// Serve Streamable HTTP on this address (loopback, e.g.
+    /// 127.0.0.1:8080); the endpoint is /mcp.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) http: Option<SocketAddr>,
+    /// Approve every call the gate asks about. Without it, a question is
+    /// put to the upstream client's user through elicitation when the
+    /// client supports it, and denied otherwise.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+}
+
+/// `demo-server`.
+#[derive(Debug, Args)]
+pub(crate) struct DemoServerArgs {
+    /// Which demo server.
+    #[arg(value_enum)]
+    pub(crate) which: DemoServerKind,
+    /// tickets: the port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = switchboard_demo::tickets::DEFAULT_PORT)]
+    pub(crate) port: u16,
+}
+
+/// The demo servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DemoServerKind {
+    /// Notes, over stdio.
+    Notes,
+    /// Tickets, over Streamable HTTP.
+    Tickets,
+    /// A server that hangs or dies on request (for the self-test).
+    #[value(hide = true)]
+    Faulty,
+}

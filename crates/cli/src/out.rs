@@ -1,0 +1,123 @@
+//! Writing to stdout and stderr.
+//!
+//! Output goes through locked handles and `writeln!`, never `println!`, so a
+//! closed pipe (`switchboard tools | head -1`) is an error the binary can
+//! end on quietly instead of a panic.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+use switchboard_host::sanitize::{CLOSE_TAG, OPEN_TAG};
+
+/// Writes `text` and a newline to stdout.
+///
+/// # Errors
+/// When stdout is closed.
+pub(crate) fn line(text: impl AsRef<str>) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_ref().as_bytes())?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+/// Writes `value` as indented JSON and a newline to stdout.
+///
+/// # Errors
+/// When stdout is closed.
+pub(crate) fn json(value: &impl Serialize) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+    line(text)
+}
+
+/// Writes `text` and a newline to stderr (notes for the person, never
+/// data).
+pub(crate) fn note(text: impl AsRef<str>) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_all(text.as_ref().as_bytes());
+    let _ = err.write_all(b"\n");
+    let _ = err.flush();
+}
+
+/// Server text without the boundary markers the host puts around it for
+/// the model: the person reading a terminal does not need them.
+pub(crate) fn without_markers(text: &str) -> String {
+    text.lines()
+        .filter(|l| !(l.starts_with(OPEN_TAG) && l.ends_with('>')) && *l != CLOSE_TAG)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The server's own words of a model-facing description
+/// (`[from ALIAS] <markers>TEXT</markers>`), on one line.
+pub(crate) fn plain_description(description: &str) -> String {
+    let text = description
+        .strip_prefix("[from ")
+        .and_then(|rest| rest.split_once("] "))
+        .map_or(description, |(_, rest)| rest);
+    without_markers(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Cuts `text` to `max` characters, with `…` when cut.
+pub(crate) fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Lays out rows as left-aligned columns two spaces apart (the last
+/// column is not padded).
+pub(crate) fn table(rows: &[Vec<String>]) -> Vec<String> {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let mut widths = vec![0usize; columns];
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (i, cell) in row.iter().enumerate() {
+                if i + 1 == row.len() {
+                    line.push_str(cell);
+                } else {
+                    line.push_str(cell);
+                    let pad = widths[i] - cell.chars().count() + 2;
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            line.trim_end().to_owned()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_removed_for_people() {
+        let d =
+            switchboard_host::sanitize::model_description("notes", Some("Searches  the\nnotes."));
+        assert_eq!(plain_description(&d), "Searches the notes.");
+        let wrapped = switchboard_host::sanitize::wrap("notes", Some("mcp__notes__x"), "a\nb");
+        assert_eq!(without_markers(&wrapped), "a\nb");
+    }
+
+    #[test]
+    fn tables_and_clips() {
+        let rows = vec![
+            vec!["A".to_owned(), "BB".to_owned(), "c".to_owned()],
+            vec!["aaa".to_owned(), "b".to_owned(), "".to_owned()],
+        ];
+        assert_eq!(table(&rows), vec!["A    BB  c", "aaa  b"]);
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abc", 4), "abc");
+    }
+}

@@ -1,0 +1,305 @@
+//! Resolving the raw flags into what the commands run on: the command with
+//! its checked arguments, the output mode, who answers approval questions,
+//! and the config (a file, or the built-in demo with its tickets server).
+
+use std::io::{IsTerminal, Read};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use switchboard_host::{Config, ConfigOrigin};
+use switchboard_wire::JsonObject;
+
+use crate::demo_env::{self, DemoTickets, SharedTickets};
+use crate::exit::Failure;
+use crate::flags::{
+    AuditAction, DemoServerKind, InspectArgs, PinsAction, RawArgs, RawCommand, ServeArgs,
+};
+
+/// Everything a command needs, resolved.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    /// `--config FILE`.
+    pub(crate) config_path: Option<PathBuf>,
+    /// `--json`.
+    pub(crate) json: bool,
+    /// The command.
+    pub(crate) command: Command,
+    /// Whether stdin is a terminal (a person can answer a prompt).
+    pub(crate) stdin_tty: bool,
+    /// Whether stderr is a terminal (progress bars may be drawn).
+    pub(crate) stderr_tty: bool,
+}
+
+/// A command with its arguments checked.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Demo {
+        yes: bool,
+    },
+    Tools,
+    Servers,
+    Call {
+        tool: String,
+        arguments: Option<JsonObject>,
+        approval: Approval,
+    },
+    PinsList,
+    PinsAccept {
+        target: String,
+    },
+    AuditVerify {
+        file: Option<PathBuf>,
+    },
+    Doctor,
+    Inspect(InspectTarget),
+    Serve {
+        http: Option<SocketAddr>,
+        yes: bool,
+    },
+    DemoServer {
+        which: DemoServerKind,
+        port: u16,
+    },
+    Selftest,
+}
+
+/// Who answers when the gate asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Approval {
+    /// `--yes`.
+    Yes,
+    /// A person at the terminal.
+    Prompt,
+    /// No one: questions are denied with a message saying how to approve.
+    NoOne,
+}
+
+/// What `inspect` connects to.
+#[derive(Debug, Clone)]
+pub(crate) enum InspectTarget {
+    /// A command line, already split.
+    Stdio(Vec<String>),
+    /// An endpoint with headers.
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl Settings {
+    /// Checks and resolves the raw flags.
+    ///
+    /// # Errors
+    /// A usage [`Failure`] for arguments clap cannot check (JSON, command
+    /// lines, headers).
+    pub(crate) fn resolve(raw: RawArgs) -> Result<Settings, Failure> {
+        let stdin_tty = std::io::stdin().is_terminal();
+        let stderr_tty = std::io::stderr().is_terminal();
+        let approval = |yes: bool| {
+            if yes {
+                Approval::Yes
+            } else if stdin_tty {
+                Approval::Prompt
+            } else {
+                Approval::NoOne
+            }
+        };
+        let command = match raw.command {
+            RawCommand::Demo(a) => Command::Demo { yes: a.yes },
+            RawCommand::Tools => Command::Tools,
+            RawCommand::Servers => Command::Servers,
+            RawCommand::Call(a) => {
+                let reads_stdin = a.args.as_deref() == Some("-");
+                let arguments = parse_arguments(a.args.as_deref())?;
+                // Arguments read from stdin leave no one to answer there.
+                let approval = match approval(a.yes) {
+                    Approval::Prompt if reads_stdin => Approval::NoOne,
+                    other => other,
+                };
+                Command::Call {
+                    tool: a.tool,
+                    arguments,
+                    approval,
+                }
+            }
+            RawCommand::Pins(p) => match p.action {
+                PinsAction::List => Command::PinsList,
+                PinsAction::Accept { target } => Command::PinsAccept { target },
+            },
+            RawCommand::Audit(a) => match a.action {
+                AuditAction::Verify { file } => Command::AuditVerify { file },
+            },
+            RawCommand::Doctor => Command::Doctor,
+            RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
+            RawCommand::Serve(ServeArgs { http, yes, .. }) => {
+                if let Some(addr) = http {
+                    if !addr.ip().is_loopback() {
+                        tracing::warn!(%addr, "serving on a non-loopback address: anyone who can reach it can call your tools");
+                    }
+                }
+                Command::Serve { http, yes }
+            }
+            RawCommand::DemoServer(a) => Command::DemoServer {
+                which: a.which,
+                port: a.port,
+            },
+            RawCommand::Selftest => Command::Selftest,
+        };
+        Ok(Settings {
+            config_path: raw.config,
+            json: raw.json,
+            command,
+            stdin_tty,
+            stderr_tty,
+        })
+    }
+
+    /// Loads the config the usual way (`--config`, `$SWITCHBOARD_CONFIG`,
+    /// `./.mcp.json`, the user config dir) or, with none of them, the
+    /// built-in demo, whose tickets port is reserved (the server starts
+    /// when the config is mounted).
+    ///
+    /// # Errors
+    /// A usage [`Failure`] listing every problem of the config.
+    pub(crate) fn load_config(&self) -> Result<Loaded, Failure> {
+        let tickets: SharedTickets = Arc::new(Mutex::new(DemoTickets::default()));
+        let config = Config::load(
+            self.config_path.as_deref(),
+            demo_env::provider(tickets.clone()),
+        )
+        .map_err(|e| Failure::usage(e.to_string()))?;
+        let tickets = std::mem::take(&mut *tickets.lock().unwrap_or_else(PoisonError::into_inner));
+        Ok(Loaded { config, tickets })
+    }
+}
+
+/// A loaded config, and the demo's tickets server when the demo is used.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    /// The config.
+    pub(crate) config: Config,
+    /// The demo's tickets server, not started yet (empty unless the demo
+    /// is used).
+    pub(crate) tickets: DemoTickets,
+}
+
+impl Loaded {
+    /// Whether this is the built-in demo.
+    pub(crate) fn is_demo(&self) -> bool {
+        self.config.origin == ConfigOrigin::Demo
+    }
+}
+
+/// `ARGS_JSON`: a JSON object, `-` for stdin, or nothing.
+fn parse_arguments(text: Option<&str>) -> Result<Option<JsonObject>, Failure> {
+    let text = match text {
+        None => return Ok(None),
+        Some("-") => {
+            let mut buf = String::new();
+            std::io::stdin().read_to_string(&mut buf).map_err(|e| {
+                Failure::usage(format!("cannot read the arguments from stdin: {e}"))
+            })?;
+            buf
+        }
+        Some(t) => t.to_owned(),
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(map)) => Ok(Some(map)),
+        Ok(other) => Err(Failure::usage(format!(
+            "ARGS_JSON must be a JSON object like '{{\"query\": \"printer\"}}', not {}",
+            kind_of(&other)
+        ))),
+        Err(e) => Err(Failure::usage(format!(
+            "ARGS_JSON is not valid JSON ({e}); write an object like '{{\"query\": \"printer\"}}'"
+        ))),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn inspect_target(a: InspectArgs) -> Result<InspectTarget, Failure> {
+    if let Some(cmd) = a.stdio {
+        let words = shell_words::split(&cmd)
+            .map_err(|e| Failure::usage(format!("--stdio {cmd:?}: {e}")))?;
+        if words.is_empty() {
+            return Err(Failure::usage(
+                "--stdio needs a command, e.g. --stdio 'switchboard demo-server notes'",
+            ));
+        }
+        return Ok(InspectTarget::Stdio(words));
+    }
+    let url = a
+        .http
+        .ok_or_else(|| Failure::usage("give --stdio 'CMD ARGS…' or --http URL"))?;
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(Failure::usage(format!(
+            "--http {url:?}: the URL must start with http:// or https://"
+        )));
+    }
+    let mut headers = Vec::new();
+    for h in a.headers {
+        let Some((name, value)) = h.split_once(':') else {
+            return Err(Failure::usage(format!(
+                "--header {h:?}: write it as 'Name: value'"
+            )));
+        };
+        headers.push((name.trim().to_owned(), value.trim().to_owned()));
+    }
+    Ok(InspectTarget::Http { url, headers })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_must_be_an_object() {
+        assert_eq!(parse_arguments(None).unwrap(), None);
+        let args = parse_arguments(Some(r#"{"q": 1}"#)).unwrap().unwrap();
+        assert_eq!(args["q"], 1);
+        let e = parse_arguments(Some("[1]")).unwrap_err();
+        assert!(e.message.contains("not an array"), "{}", e.message);
+        let e = parse_arguments(Some("{nope")).unwrap_err();
+        assert!(e.message.contains("not valid JSON"), "{}", e.message);
+    }
+
+    #[test]
+    fn inspect_targets() {
+        let t = inspect_target(InspectArgs {
+            stdio: Some("switchboard demo-server 'notes'".into()),
+            http: None,
+            headers: vec![],
+        })
+        .unwrap();
+        assert!(
+            matches!(t, InspectTarget::Stdio(w) if w == ["switchboard", "demo-server", "notes"])
+        );
+        let e = inspect_target(InspectArgs {
+            stdio: None,
+            http: Some("127.0.0.1:1/mcp".into()),
+            headers: vec![],
+        })
+        .unwrap_err();
+        assert!(e.message.contains("http://"));
+        let t = inspect_target(InspectArgs {
+            stdio: None,
+            http: Some("http://127.0.0.1:1/mcp".into()),
+            headers: vec!["Authorization: Bearer x".into()],
+        })
+        .unwrap();
+        assert!(
+            matches!(t, InspectTarget::Http { headers, .. } if headers == [("Authorization".to_owned(), "Bearer x".to_owned())])
+        );
+    }
+}
