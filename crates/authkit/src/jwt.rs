@@ -1,0 +1,210 @@
+//! JWTs for the test servers, written independently of the client so the
+//! tests check one implementation against another: ES256 access tokens
+//! the authorization server signs and resource servers verify (audience
+//! included), and verification of client assertions (ES256, RS256, EdDSA).
+
+use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair as _, UnparsedPublicKey};
+use serde_json::{Value, json};
+
+/// Seconds since the Unix epoch.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// An ES256 key pair that signs access tokens.
+pub struct Signer {
+    pair: EcdsaKeyPair,
+    kid: String,
+}
+
+impl fmt::Debug for Signer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Signer")
+            .field("kid", &self.kid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Signer {
+    /// A fresh random key.
+    ///
+    /// # Panics
+    /// If the system random number generator fails (tests only).
+    pub fn generate(kid: &str) -> Signer {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let der = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("random key");
+        let pair = EcdsaKeyPair::from_pkcs8(alg, der.as_ref(), &rng).expect("own key parses");
+        Signer {
+            pair,
+            kid: kid.to_owned(),
+        }
+    }
+
+    /// The public key (uncompressed P-256 point).
+    pub fn public_key(&self) -> Vec<u8> {
+        self.pair.public_key().as_ref().to_vec()
+    }
+
+    /// The public key as a JWK set.
+    pub fn jwks(&self) -> Value {
+        let point = self.public_key();
+        json!({"keys": [{
+            "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": self.kid,
+            "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+            "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+        }]})
+    }
+
+    /// Signs `claims` as an `at+jwt`.
+    ///
+    /// # Panics
+    /// If signing fails (tests only).
+    pub fn sign(&self, claims: &Value) -> String {
+        let header = json!({"alg": "ES256", "typ": "at+jwt", "kid": self.kid});
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(header.to_string()),
+            URL_SAFE_NO_PAD.encode(claims.to_string())
+        );
+        let sig = self
+            .pair
+            .sign(&SystemRandom::new(), input.as_bytes())
+            .expect("signing works");
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+    }
+}
+
+/// A public key that verifies JWTs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PublicKey {
+    /// P-256, uncompressed point (ES256).
+    Es256(Vec<u8>),
+    /// RSA public key, PKCS#1 DER (RS256).
+    Rs256(Vec<u8>),
+    /// Ed25519 (EdDSA).
+    Ed25519(Vec<u8>),
+}
+
+/// Why a JWT was refused.
+pub type JwtError = String;
+
+/// Verifies `token`'s signature with `key` and returns its header and
+/// claims. Checks `exp` (and `nbf`) against the clock.
+///
+/// # Errors
+/// A description of the first problem found.
+pub fn verify(token: &str, key: &PublicKey) -> Result<(Value, Value), JwtError> {
+    let mut parts = token.split('.');
+    let (Some(h), Some(c), Some(s), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err("not a compact JWS".into());
+    };
+    let decode = |part: &str| -> Result<Value, JwtError> {
+        let bytes = URL_SAFE_NO_PAD
+            .decode(part)
+            .map_err(|_| "bad base64url".to_owned())?;
+        serde_json::from_slice(&bytes).map_err(|_| "not JSON".to_owned())
+    };
+    let header = decode(h)?;
+    let claims = decode(c)?;
+    let sig = URL_SAFE_NO_PAD
+        .decode(s)
+        .map_err(|_| "bad signature encoding".to_owned())?;
+    let (alg, verifier, bytes): (&str, &'static dyn signature::VerificationAlgorithm, &[u8]) =
+        match key {
+            PublicKey::Es256(k) => ("ES256", &signature::ECDSA_P256_SHA256_FIXED, k),
+            PublicKey::Rs256(k) => ("RS256", &signature::RSA_PKCS1_2048_8192_SHA256, k),
+            PublicKey::Ed25519(k) => ("EdDSA", &signature::ED25519, k),
+        };
+    if header["alg"] != alg {
+        return Err(format!("alg is {}, expected {alg}", header["alg"]));
+    }
+    UnparsedPublicKey::new(verifier, bytes)
+        .verify(format!("{h}.{c}").as_bytes(), &sig)
+        .map_err(|_| "bad signature".to_owned())?;
+    let now = now();
+    match claims["exp"].as_u64() {
+        Some(exp) if exp > now => {}
+        Some(_) => return Err("expired".into()),
+        None => return Err("no exp".into()),
+    }
+    if claims["nbf"].as_u64().is_some_and(|nbf| nbf > now + 30) {
+        return Err("not yet valid".into());
+    }
+    Ok((header, claims))
+}
+
+/// Whether the JWT's `aud` (a string or an array) contains `audience`.
+pub fn has_audience(claims: &Value, audience: &str) -> bool {
+    match &claims["aud"] {
+        Value::String(s) => s == audience,
+        Value::Array(a) => a.iter().any(|v| v == audience),
+        _ => false,
+    }
+}
+
+/// A fresh ES256 client key: (PKCS#8 PEM for the client, public key for the
+/// authorization server).
+///
+/// # Panics
+/// If the system random number generator fails (tests only).
+pub fn es256_client_key() -> (String, PublicKey) {
+    let rng = SystemRandom::new();
+    let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+    let der = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("random key");
+    let pair = EcdsaKeyPair::from_pkcs8(alg, der.as_ref(), &rng).expect("own key parses");
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        STANDARD.encode(der.as_ref())
+    );
+    (pem, PublicKey::Es256(pair.public_key().as_ref().to_vec()))
+}
+
+/// A fresh Ed25519 client key: (PKCS#8 PEM, public key).
+///
+/// # Panics
+/// If the system random number generator fails (tests only).
+pub fn ed25519_client_key() -> (String, PublicKey) {
+    let rng = SystemRandom::new();
+    let der = signature::Ed25519KeyPair::generate_pkcs8(&rng).expect("random key");
+    let pair = signature::Ed25519KeyPair::from_pkcs8(der.as_ref()).expect("own key parses");
+    let pem = format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        STANDARD.encode(der.as_ref())
+    );
+    (pem, PublicKey::Ed25519(pair.public_key().as_ref().to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sign_and_verify() {
+        let s = Signer::generate("k");
+        let t = s.sign(&json!({"aud": "http://rs/mcp", "exp": now() + 60}));
+        let (_, claims) = verify(&t, &PublicKey::Es256(s.public_key())).unwrap();
+        assert!(has_audience(&claims, "http://rs/mcp"));
+        assert!(!has_audience(&claims, "http://rs"));
+        let other = Signer::generate("o");
+        assert!(verify(&t, &PublicKey::Es256(other.public_key())).is_err());
+        let expired = s.sign(&json!({"exp": now() - 1}));
+        assert_eq!(
+            verify(&expired, &PublicKey::Es256(s.public_key())).unwrap_err(),
+            "expired"
+        );
+        assert!(verify("a.b", &PublicKey::Es256(s.public_key())).is_err());
+        assert_eq!(s.jwks()["keys"][0]["kid"], "k");
+    }
+}
