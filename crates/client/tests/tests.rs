@@ -14,4 +14,5 @@
 #![allow(clippy::unwrap_used)]
 
 mod http;
+mod oauth;
 mod stdio;

@@ -1,0 +1,301 @@
+//! Refresh tokens, the client credentials grant, a change of authorization
+//! server, and logout.
+
+use base64::Engine as _;
+use switchboard_authkit::{AuthServer, AuthServerConfig, ResourceConfig, TestClient, jwt};
+use switchboard_client::oauth::{Grant, OAuthConfig, PreRegisteredClient, SigningKey, TokenStore};
+
+use super::util::{config, connect, default_servers, provider, round_trip, servers};
+
+fn grant_types(auth: &AuthServer) -> Vec<String> {
+    auth.token_requests()
+        .iter()
+        .map(|r| r.form_param("grant_type").unwrap_or("").to_owned())
+        .collect()
+}
+
+// A token the server stops accepting (401) is refreshed once (AUTH-C-23);
+// the same resource is requested and the call goes through without a new
+// authorization.
+#[tokio::test]
+async fn refresh_on_401() {
+    let s = default_servers().await;
+    let p = provider(config(&s.mcp));
+    let client = connect(&s.mcp, &p).await.unwrap();
+    s.mcp.revoke_seen_tokens();
+    client.list_all_tools().await.unwrap();
+    assert_eq!(
+        grant_types(&s.auth),
+        ["authorization_code", "refresh_token"]
+    );
+    assert_eq!(s.auth.authorization_requests().len(), 1);
+    let refresh = &s.auth.token_requests()[1];
+    assert_eq!(
+        refresh.form_param("resource"),
+        Some(s.mcp.resource().as_str())
+    );
+    assert!(refresh.form_param("refresh_token").is_some());
+}
+
+// When the refresh token is refused too, a full authorization follows.
+#[tokio::test]
+async fn failed_refresh_falls_back_to_authorization() {
+    let s = default_servers().await;
+    let p = provider(config(&s.mcp));
+    let client = connect(&s.mcp, &p).await.unwrap();
+    s.mcp.revoke_seen_tokens();
+    s.auth.revoke_refresh_tokens();
+    client.list_all_tools().await.unwrap();
+    assert_eq!(
+        grant_types(&s.auth),
+        ["authorization_code", "refresh_token", "authorization_code"]
+    );
+    assert_eq!(s.auth.authorization_requests().len(), 2);
+}
+
+// A refreshed token that is refused again is not refreshed in a loop: the
+// next 401 gets a full authorization.
+#[tokio::test]
+async fn refresh_is_tried_once_per_challenge() {
+    let s = default_servers().await;
+    let p = provider(config(&s.mcp));
+    let client = connect(&s.mcp, &p).await.unwrap();
+    s.mcp.revoke_seen_tokens();
+    client.list_all_tools().await.unwrap();
+    s.mcp.revoke_seen_tokens();
+    client.list_all_tools().await.unwrap();
+    assert_eq!(
+        grant_types(&s.auth),
+        ["authorization_code", "refresh_token", "authorization_code"]
+    );
+}
+
+// Tokens stored by one run and expired since are refreshed before they are
+// sent, not after a 401.
+#[tokio::test]
+async fn expired_stored_token_is_refreshed_first() {
+    let s = default_servers().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = TokenStore::at(dir.path().join("oauth.json"));
+    provider(config(&s.mcp).store(store.clone()))
+        .login()
+        .await
+        .unwrap();
+    // Age the stored token.
+    let path = store.path().to_owned();
+    let mut file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for entry in file["servers"].as_object_mut().unwrap().values_mut() {
+        for tokens in entry["tokens"].as_object_mut().unwrap().values_mut() {
+            tokens["expires_at"] = serde_json::json!(1);
+        }
+    }
+    std::fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let refusals = s.mcp.refusals().len();
+    round_trip(&s.mcp, &provider(config(&s.mcp).store(store)))
+        .await
+        .unwrap();
+    assert_eq!(s.mcp.refusals().len(), refusals, "no request was refused");
+    assert_eq!(
+        grant_types(&s.auth),
+        ["authorization_code", "refresh_token"]
+    );
+}
+
+// Machine to machine: client credentials with client_secret_basic, the
+// resource and no authorization endpoint.
+#[tokio::test]
+async fn client_credentials_with_a_secret() {
+    let s = servers(
+        AuthServerConfig {
+            token_auth_methods: vec!["client_secret_basic".into()],
+            ..Default::default()
+        },
+        ResourceConfig {
+            scopes_supported: Some(vec!["mcp:agent".into()]),
+            ..Default::default()
+        },
+    )
+    .await;
+    s.auth
+        .add_client(TestClient::basic("svc", "svc-secret", &[]));
+    let client = PreRegisteredClient::new("svc").secret("svc-secret");
+    let p = provider(config(&s.mcp).grant(Grant::ClientCredentials(client)));
+    let text = round_trip(&s.mcp, &p).await.unwrap();
+    assert_eq!(text, "sub=user-1 scope=mcp:agent");
+    assert!(s.auth.authorization_requests().is_empty());
+    let token = &s.auth.token_requests()[0];
+    assert_eq!(token.form_param("grant_type"), Some("client_credentials"));
+    assert_eq!(
+        token.form_param("resource"),
+        Some(s.mcp.resource().as_str())
+    );
+    assert_eq!(token.form_param("scope"), Some("mcp:agent"));
+    let basic = token
+        .header("authorization")
+        .unwrap()
+        .strip_prefix("Basic ")
+        .unwrap();
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(basic)
+        .unwrap();
+    assert_eq!(decoded, b"svc:svc-secret");
+}
+
+// private_key_jwt (RFC 7523): the assertion is signed with the configured
+// key and verified by the server's own implementation.
+#[tokio::test]
+async fn client_credentials_with_a_signed_assertion() {
+    for (pem, public, alg) in [
+        {
+            let (pem, public) = jwt::es256_client_key();
+            (pem, public, "ES256")
+        },
+        {
+            let (pem, public) = jwt::ed25519_client_key();
+            (pem, public, "EdDSA")
+        },
+    ] {
+        let s = servers(
+            AuthServerConfig {
+                token_auth_methods: vec!["private_key_jwt".into()],
+                ..Default::default()
+            },
+            ResourceConfig::default(),
+        )
+        .await;
+        s.auth.add_client(TestClient::jwt("agent", public));
+        let key = SigningKey::from_pem(&pem, Some(alg)).unwrap();
+        let client = PreRegisteredClient::new("agent").signing_key(key);
+        let p = provider(config(&s.mcp).grant(Grant::ClientCredentials(client)));
+        round_trip(&s.mcp, &p)
+            .await
+            .unwrap_or_else(|e| panic!("{alg}: {e}"));
+        let token = &s.auth.token_requests()[0];
+        assert_eq!(
+            token.form_param("client_assertion_type"),
+            Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+        );
+        assert!(token.header("authorization").is_none());
+    }
+}
+
+// AUTH-C-05/10 (authorization-server-migration): after the resource moves
+// to another authorization server, the old token's 401 leads to discovery
+// and a fresh registration there; nothing from the first server is shown
+// to the second.
+#[tokio::test]
+async fn migration_to_another_authorization_server() {
+    let s = default_servers().await;
+    let as2 = AuthServer::start(AuthServerConfig::default()).await;
+    let p = provider(config(&s.mcp));
+    let client = connect(&s.mcp, &p).await.unwrap();
+    client.call_tool("whoami", None).await.unwrap();
+    let first_id = s.auth.authorization_requests()[0]
+        .query_param("client_id")
+        .unwrap()
+        .to_owned();
+    s.mcp.migrate_to(&as2);
+    client.call_tool("whoami", None).await.unwrap();
+    assert_eq!(as2.registration_requests().len(), 1, "registered afresh");
+    assert_eq!(as2.authorization_requests().len(), 1);
+    for r in as2.requests() {
+        assert_ne!(r.query_param("client_id"), Some(first_id.as_str()));
+        assert_ne!(r.form_param("client_id"), Some(first_id.as_str()));
+        assert!(
+            r.header("authorization")
+                .is_none_or(|h| !h.contains(&first_id))
+        );
+        assert!(
+            r.form_param("refresh_token").is_none(),
+            "no token from the first server"
+        );
+    }
+    assert!(
+        s.auth
+            .token_requests()
+            .iter()
+            .all(|r| r.form_param("grant_type") != Some("refresh_token"))
+    );
+}
+
+// Pre-registered credentials bound to the first server (by first use) are
+// refused at the second: an error, not silent reuse (AUTH-C-10).
+#[tokio::test]
+async fn pre_registered_credentials_do_not_follow_a_migration() {
+    let s = servers(
+        AuthServerConfig {
+            registration: false,
+            ..Default::default()
+        },
+        ResourceConfig::default(),
+    )
+    .await;
+    s.auth.add_client(TestClient::basic(
+        "pre",
+        "secret",
+        &["http://127.0.0.1/callback"],
+    ));
+    let as2 = AuthServer::start(AuthServerConfig {
+        registration: false,
+        ..Default::default()
+    })
+    .await;
+    let p =
+        provider(config(&s.mcp).pre_registered(PreRegisteredClient::new("pre").secret("secret")));
+    let client = connect(&s.mcp, &p).await.unwrap();
+    s.mcp.migrate_to(&as2);
+    let err = client.call_tool("whoami", None).await.unwrap_err();
+    assert!(err.to_string().contains("registered with"), "{err}");
+    assert!(as2.authorization_requests().is_empty());
+    assert!(as2.token_requests().is_empty());
+}
+
+// Logout revokes the refresh token, forgets the tokens, and the next use
+// needs a new authorization.
+#[tokio::test]
+async fn logout_revokes_and_forgets() {
+    let s = default_servers().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = TokenStore::at(dir.path().join("oauth.json"));
+    let p = provider(config(&s.mcp).store(store.clone()));
+    p.login().await.unwrap();
+    assert!(p.status().await.unwrap().is_some());
+    assert!(p.logout().await.unwrap());
+    let revoke = s.auth.revocation_requests();
+    assert_eq!(revoke.len(), 1);
+    assert_eq!(
+        revoke[0].form_param("token_type_hint"),
+        Some("refresh_token")
+    );
+    assert!(store.logins().unwrap().is_empty());
+    assert!(p.status().await.unwrap().is_none());
+    assert!(!p.logout().await.unwrap());
+    round_trip(&s.mcp, &p).await.unwrap();
+    assert_eq!(s.auth.authorization_requests().len(), 2);
+}
+
+// Without a refresh token and without a user agent, a login the server
+// stops accepting is reported as "needs login".
+#[tokio::test]
+async fn refused_without_refresh_needs_login() {
+    let s = servers(
+        AuthServerConfig {
+            refresh_tokens: false,
+            ..Default::default()
+        },
+        ResourceConfig::default(),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = TokenStore::at(dir.path().join("oauth.json"));
+    round_trip(&s.mcp, &provider(config(&s.mcp).store(store.clone())))
+        .await
+        .unwrap();
+    s.mcp.revoke_seen_tokens();
+    let unattended = provider(OAuthConfig::new("test", s.mcp.url()).store(store));
+    let err = round_trip(&s.mcp, &unattended).await.unwrap_err();
+    assert!(err.to_string().contains("needs login"), "{err}");
+    assert!(unattended.needs_login());
+    assert_eq!(s.auth.authorization_requests().len(), 1);
+}
