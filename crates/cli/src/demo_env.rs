@@ -28,7 +28,7 @@ const DEMO_ALLOW: [&str; 4] = [
 #[derive(Debug, Default)]
 pub(crate) struct DemoTickets {
     listener: Option<TcpListener>,
-    running: Option<tickets::Running>,
+    running: Mutex<Option<tickets::Running>>,
 }
 
 impl DemoTickets {
@@ -46,14 +46,23 @@ impl DemoTickets {
             .context("cannot prepare the tickets demo listener")?;
         let listener = tokio::net::TcpListener::from_std(listener)
             .context("cannot prepare the tickets demo listener")?;
-        self.running =
-            Some(tickets::start_on(listener).context("cannot start the tickets demo server")?);
+        let running =
+            tickets::start_on(listener).context("cannot start the tickets demo server")?;
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(running);
         Ok(())
+    }
+
+    /// Takes the running server out, to stop it.
+    pub(crate) fn take_running(&self) -> Option<tickets::Running> {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
     }
 
     /// Stops the tickets server, waiting for it.
     pub(crate) async fn stop(&mut self) {
-        if let Some(running) = self.running.take() {
+        if let Some(running) = self.take_running() {
             running.stop().await;
         }
     }

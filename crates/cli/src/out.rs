@@ -39,12 +39,37 @@ pub(crate) fn note(text: impl AsRef<str>) {
 }
 
 /// Server text without the boundary markers the host puts around it for
-/// the model: the person reading a terminal does not need them.
+/// the model: the person reading a terminal does not need them. A line
+/// that held only a marker goes away.
 pub(crate) fn without_markers(text: &str) -> String {
-    text.lines()
-        .filter(|l| !(l.starts_with(OPEN_TAG) && l.ends_with('>')) && *l != CLOSE_TAG)
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut kept = Vec::new();
+    for line in text.lines() {
+        let mut rest = line;
+        let mut clean = String::with_capacity(line.len());
+        let mut had_marker = false;
+        loop {
+            let open = rest.find(OPEN_TAG).unwrap_or(usize::MAX);
+            let close = rest.find(CLOSE_TAG).unwrap_or(usize::MAX);
+            if open == usize::MAX && close == usize::MAX {
+                clean.push_str(rest);
+                break;
+            }
+            had_marker = true;
+            if open < close {
+                clean.push_str(&rest[..open]);
+                rest = rest[open..]
+                    .find('>')
+                    .map_or("", |end| &rest[open + end + 1..]);
+            } else {
+                clean.push_str(&rest[..close]);
+                rest = &rest[close + CLOSE_TAG.len()..];
+            }
+        }
+        if !(had_marker && clean.trim().is_empty()) {
+            kept.push(clean);
+        }
+    }
+    kept.join("\n")
 }
 
 /// The server's own words of a model-facing description
@@ -108,6 +133,11 @@ mod tests {
         assert_eq!(plain_description(&d), "Searches the notes.");
         let wrapped = switchboard_host::sanitize::wrap("notes", Some("mcp__notes__x"), "a\nb");
         assert_eq!(without_markers(&wrapped), "a\nb");
+        let inline = format!(
+            "failed: {}. Retry",
+            switchboard_host::sanitize::wrap("t", None, "refused")
+        );
+        assert_eq!(without_markers(&inline), "failed: \nrefused\n. Retry");
     }
 
     #[test]

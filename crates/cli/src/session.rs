@@ -27,8 +27,6 @@ pub(crate) struct Session {
     pub(crate) host: Host,
     /// The demo's tickets server, when the demo config is in use.
     tickets: DemoTickets,
-    /// Whether the built-in demo config is in use.
-    pub(crate) demo: bool,
 }
 
 impl Session {
@@ -52,7 +50,6 @@ impl Session {
         loaded: Loaded,
         mut options: MountOptions,
     ) -> Result<Session, Failure> {
-        let demo = loaded.is_demo();
         let Loaded {
             config,
             mut tickets,
@@ -64,14 +61,21 @@ impl Session {
             options.client_info = Some(client_info());
         }
         match Host::mount(config, options).await {
-            Ok(host) => Ok(Session {
-                host,
-                tickets,
-                demo,
-            }),
+            Ok(host) => Ok(Session { host, tickets }),
             Err(e) => {
                 tickets.stop().await;
                 Err(Failure::usage(e.to_string()))
+            }
+        }
+    }
+
+    /// Stops the demo's tickets server now (the demo shows an outage);
+    /// the returned future completes once it has stopped.
+    pub(crate) fn stop_demo_tickets(&self) -> impl std::future::Future<Output = ()> + use<> {
+        let running = self.tickets.take_running();
+        async move {
+            if let Some(r) = running {
+                r.stop().await;
             }
         }
     }
@@ -137,7 +141,7 @@ fn show_progress(bar: &ProgressBar, p: &ProgressParams) {
 }
 
 /// A progress value as a whole count (they are floats on the wire).
-fn to_count(value: f64) -> u64 {
+pub(crate) fn to_count(value: f64) -> u64 {
     if value.is_finite() && value > 0.0 {
         // Saturating float-to-int conversion is what is wanted here.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
