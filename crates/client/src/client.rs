@@ -17,7 +17,7 @@ use switchboard_wire::header::{HeaderParam, encode_value, header_params};
 use switchboard_wire::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN};
 use switchboard_wire::meta::{PROTOCOL_VERSION, SERVER_INFO, TRACEPARENT};
 use switchboard_wire::types::{
-    CacheHints, CompleteResult, GetPromptResult, InputRequiredResult, JsonObject,
+    CacheHints, CompleteResult, ContentBlock, GetPromptResult, InputRequiredResult, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
     ReadResourceResult, Resource, ResourceTemplate, ResultHeader, ResultType, SubscriptionFilter,
     Tool, method,
@@ -104,7 +104,7 @@ struct Inner {
     on_notification: Option<NotificationSink>,
     next_id: AtomicI64,
     /// The era and version in force, and the `_meta` every request carries.
-    session: RwLock<Session>,
+    session: RwLock<Arc<Session>>,
     /// What the server said when the client connected.
     description: RwLock<Option<ServerDescription>>,
     /// `x-mcp-header` parameters of the tools last listed, by tool name;
@@ -141,7 +141,7 @@ impl Client {
 
     /// The protocol version spoken to the server.
     pub fn protocol_version(&self) -> String {
-        self.session().version
+        self.session().version.clone()
     }
 
     /// What the server said about itself when the client connected.
@@ -302,7 +302,7 @@ impl Client {
             // --- end HTTP ---
             other => other?,
         };
-        self.parse(method::TOOLS_CALL, value)
+        call_tool_result(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
     }
 
     /// One page of `resources/list`.
@@ -518,7 +518,7 @@ impl Client {
 
     // ---- internals -------------------------------------------------------
 
-    fn session(&self) -> Session {
+    fn session(&self) -> Arc<Session> {
         match self.inner.session.read() {
             Ok(s) => s.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -526,6 +526,7 @@ impl Client {
     }
 
     fn set_session(&self, session: Session) {
+        let session = Arc::new(session);
         match self.inner.session.write() {
             Ok(mut s) => *s = session,
             Err(poisoned) => *poisoned.into_inner() = session,
@@ -643,15 +644,7 @@ impl Client {
         param_headers: Vec<(String, String)>,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
-        let session = self.session();
-        let id = self.next_id();
-        let progress = options.on_progress.as_ref().map(|_| id.clone());
-        let params = self.build_params(&session, params, options, progress.as_ref());
-        let outgoing = Outgoing {
-            request: Request::new(id, method, Some(params)),
-            param_headers,
-            sink: self.request_sink(options),
-        };
+        let outgoing = self.prepare(method, params, param_headers, options);
         let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
         // Dropping the transport's future on expiry is what cancels the
         // request (notifications/cancelled on stdio, stream close on HTTP).
@@ -663,6 +656,26 @@ impl Client {
                 after: timeout,
             })??;
         self.outcome(method, response)
+    }
+
+    /// Builds one request: a fresh id, `_meta`, the notification sink.
+    /// Kept out of `send_with` so its future stays small.
+    fn prepare(
+        &self,
+        method: &str,
+        params: JsonObject,
+        param_headers: Vec<(String, String)>,
+        options: &CallOptions,
+    ) -> Outgoing {
+        let session = self.session();
+        let id = self.next_id();
+        let progress = options.on_progress.as_ref().map(|_| id.clone());
+        let params = self.build_params(&session, params, options, progress.as_ref());
+        Outgoing {
+            request: Request::new(id, method, Some(params)),
+            param_headers,
+            sink: self.request_sink(options),
+        }
     }
 
     pub(crate) fn outcome(&self, method: &str, response: Response) -> Result<Value, ClientError> {
@@ -744,7 +757,8 @@ impl Client {
                     "input_required without inputRequests or requestState (MRTR-03)",
                 ));
             }
-            let responses = self.answer_inputs(method, &required).await?;
+            // Boxed: the rare path should not grow every call's future.
+            let responses = Box::pin(self.answer_inputs(method, &required)).await?;
             // The retry is the same request with this round's answers and the
             // state echoed verbatim, under a new id (MRTR-12, MRTR-13, MRTR-14).
             params.remove("inputResponses");
@@ -881,7 +895,7 @@ impl Client {
             .and_then(|v| serde_json::from_value(v.clone()).ok());
         let description = ServerDescription {
             era: Era::Modern,
-            protocol_version: self.session().version,
+            protocol_version: self.session().version.clone(),
             capabilities: result.capabilities.clone(),
             server_info,
             instructions: result.instructions.clone(),
@@ -895,8 +909,13 @@ impl Client {
     /// version from a -32022 error, or the legacy fallback.
     async fn connect(&self) -> Result<(), ClientError> {
         let policy = self.inner.config.era_policy;
-        if policy == EraPolicy::LegacyOnly {
-            return self.initialize().await;
+        match policy {
+            EraPolicy::LegacyOnly => return self.initialize().await,
+            EraPolicy::AssumeModern => {
+                self.set_session(self.modern_session(version::LATEST));
+                return Ok(());
+            }
+            _ => {}
         }
         // --- HTTP: a server found legacy earlier in this process skips the
         // probe (VER-07); if the handshake fails now, probe afresh. ---
@@ -968,13 +987,24 @@ impl Client {
                     return Err(e);
                 }
                 Err(
-                    ClientError::Protocol { .. }
+                    e @ (ClientError::Protocol { .. }
                     | ClientError::Timeout { .. }
-                    | ClientError::InvalidResult { .. },
+                    | ClientError::InvalidResult { .. }),
                 ) if policy == EraPolicy::Probe => {
                     // Any other error, silence or a non-discover answer: a
                     // legacy server (STDIO-16: not keyed to one code).
-                    return self.initialize().await;
+                    match self.initialize().await {
+                        Ok(()) => return Ok(()),
+                        // Silence may also be a modern server still starting
+                        // up: if it then refuses initialize, probe once more
+                        // now that it answers (VER-07: re-probe on failure).
+                        Err(ClientError::Protocol { error, .. })
+                            if e.is_timeout() && attempt == 0 =>
+                        {
+                            debug!(server = %self.inner.name, %error, "initialize refused after a silent probe; probing again");
+                        }
+                        Err(init) => return Err(init),
+                    }
                 }
                 // --- HTTP: 400/404/405 without a modern error body is how a
                 // 2025-11-25 or HTTP+SSE server refuses a modern POST
@@ -1162,11 +1192,11 @@ impl ClientBuilder {
             capabilities,
             on_notification: self.on_notification,
             next_id: AtomicI64::new(1),
-            session: RwLock::new(Session {
+            session: RwLock::new(Arc::new(Session {
                 era: Era::Modern,
                 version: version::LATEST.to_owned(),
                 base_meta: JsonObject::new(),
-            }),
+            })),
             description: RwLock::new(None),
             header_params: Mutex::new(HashMap::new()),
         });
@@ -1186,6 +1216,53 @@ impl fmt::Debug for ClientBuilder {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// Reads a `CallToolResult` straight from its JSON object.
+///
+/// The same result `serde_json::from_value` gives (a test checks it), without
+/// the buffering serde's `flatten` does: a tool call is the hot path.
+fn call_tool_result(value: Value) -> Result<CallToolResult, String> {
+    let Value::Object(mut obj) = value else {
+        return Err("a tool result must be a JSON object".into());
+    };
+    let content = match obj.remove("content") {
+        None => Vec::new(),
+        Some(Value::Array(blocks)) => blocks
+            .into_iter()
+            .map(|b| match b {
+                Value::Object(o) => Ok(ContentBlock::from_object(o)),
+                _ => Err("a content block must be an object".to_owned()),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("content must be an array".into()),
+    };
+    let structured_content = obj.remove("structuredContent");
+    let is_error = match obj.remove("isError") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(b),
+        Some(_) => return Err("isError must be a boolean".into()),
+    };
+    let result_type = match obj.remove("resultType") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(ResultType::from(s.as_str())),
+        Some(_) => return Err("resultType must be a string".into()),
+    };
+    let meta = match obj.remove("_meta") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err("_meta must be an object".into()),
+    };
+    Ok(CallToolResult {
+        content,
+        structured_content,
+        is_error,
+        header: ResultHeader {
+            result_type,
+            meta,
+            extra: obj,
+        },
+    })
 }
 
 fn cursor_params(cursor: Option<&str>) -> JsonObject {
@@ -1290,4 +1367,39 @@ pub(crate) fn closed(client: &Client, cause: impl Into<String>) -> ClientError {
         server: client.inner.name.clone(),
         cause: cause.into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The hand-written reader agrees with serde on every shape.
+    #[test]
+    fn call_tool_result_reads_like_serde() {
+        let cases = [
+            json!({}),
+            json!({"content": [{"type": "text", "text": "hi", "annotations": {"priority": 1}}], "isError": true}),
+            json!({"content": [{"type": "hologram", "x": 1}, {"type": "image", "data": "AA==", "mimeType": "image/png"}],
+                   "structuredContent": [1, {"a": null}], "resultType": "complete",
+                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}, "extra": {"k": 1}}),
+            json!({"content": [], "isError": null, "_meta": null, "resultType": "task"}),
+        ];
+        for case in cases {
+            let ours = call_tool_result(case.clone()).unwrap();
+            let serde: CallToolResult = serde_json::from_value(case.clone()).unwrap();
+            assert_eq!(ours, serde, "{case}");
+        }
+        for bad in [
+            json!([]),
+            json!({"content": 1}),
+            json!({"content": [1]}),
+            json!({"isError": "yes"}),
+        ] {
+            assert!(call_tool_result(bad.clone()).is_err(), "{bad}");
+            assert!(
+                serde_json::from_value::<CallToolResult>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+    }
 }

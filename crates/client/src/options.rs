@@ -77,6 +77,10 @@ pub enum EraPolicy {
     ModernOnly,
     /// Legacy only: `initialize` straight away.
     LegacyOnly,
+    /// Assume a modern server speaking the latest version: no probe, no
+    /// round trip before the first call. For servers known to be modern
+    /// (and benchmarks); version errors then surface on the first call.
+    AssumeModern,
 }
 
 /// What a [`crate::Client`] is configured with.

@@ -426,13 +426,25 @@ impl Shared {
     /// the caller: the reader sees the end of stdout and fails every pending
     /// request with the real cause (exit status, stderr).
     fn send(&self, message: &Message) -> bool {
+        // Alone in flight, write at once: no task hop on the way out. With
+        // other requests in flight, their callers are likely queueing
+        // messages in this same scheduler tick: the writer task then sends
+        // them in one write, so the server wakes once per batch instead of
+        // once per message.
+        let batch = lock(&self.pending).len() > 1;
         let mut w = lock(&self.writer);
         let Some(pipe) = w.pipe.clone() else {
             return false;
         };
         message.write_to(&mut w.buf);
         w.buf.push(b'\n');
-        if !w.busy {
+        if w.busy {
+            return true;
+        }
+        if batch {
+            w.busy = true;
+            self.wake_writer.notify_one();
+        } else {
             self.flush(&mut w, &pipe);
         }
         true
@@ -689,24 +701,26 @@ async fn write_loop(shared: Arc<Shared>) {
             _ = shared.wake_writer.notified() => {}
             _ = closed.wait_for(|c| *c) => return,
         }
+        // Let the tasks that are ready now queue their messages too.
+        tokio::task::yield_now().await;
         loop {
             let pipe = {
-                let w = lock(&shared.writer);
-                match (&w.pipe, w.busy) {
-                    (Some(pipe), true) => pipe.clone(),
-                    (None, _) => return,
-                    (Some(_), false) => break,
+                let mut w = lock(&shared.writer);
+                let Some(pipe) = w.pipe.clone() else { return };
+                if !w.busy {
+                    break;
                 }
+                w.busy = false;
+                shared.flush(&mut w, &pipe);
+                if !w.busy {
+                    break;
+                }
+                pipe
             };
+            // The pipe is full: wait for the server to read.
             tokio::select! {
                 ready = pipe.writable() => if ready.is_err() { return },
                 _ = closed.wait_for(|c| *c) => return,
-            }
-            let mut w = lock(&shared.writer);
-            w.busy = false;
-            shared.flush(&mut w, &pipe);
-            if !w.busy {
-                break;
             }
         }
     }

@@ -101,3 +101,23 @@ async fn listen_is_unsupported_on_a_legacy_server() {
     let err = client.listen(Default::default()).await.unwrap_err();
     assert!(err.to_string().contains("legacy"), "{err}");
 }
+
+// A modern server that is slow to start looks silent to the probe; when it
+// then refuses initialize, the client probes again instead of failing
+// (VER-07), and a slow legacy server still ends up legacy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_starting_server_is_classified_once_it_answers() {
+    for (flags, era) in [
+        (&["--startup-delay-ms", "1200"][..], Era::Modern),
+        (&["--startup-delay-ms", "1200", "--legacy"][..], Era::Legacy),
+    ] {
+        let (builder, _t) = util::builder(flags).await;
+        let client = builder
+            .probe_timeout(Duration::from_millis(300))
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("{flags:?}: {e}"));
+        assert_eq!(client.era(), era, "{flags:?}");
+        client.call_tool("echo", None).await.unwrap();
+    }
+}

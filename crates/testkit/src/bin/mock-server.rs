@@ -194,6 +194,7 @@ fn main() -> anyhow::Result<()> {
         client_caps: Mutex::new(Value::Null),
         next_id: AtomicU64::new(1),
         grandchild,
+        active: AtomicU64::new(0),
         listeners: Mutex::new(Vec::new()),
     });
     if server.opts.watch_tools {
@@ -225,7 +226,11 @@ fn main() -> anyhow::Result<()> {
         match Message::from_slice(text) {
             Ok(Message::Request(req)) => {
                 let s = server.clone();
-                std::thread::spawn(move || s.handle(req));
+                s.active.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    s.handle(req);
+                    s.active.fetch_sub(1, Ordering::SeqCst);
+                });
             }
             Ok(Message::Notification(n)) => server.notification(n),
             Ok(Message::Response(r)) => server.client_response(r),
@@ -239,6 +244,11 @@ fn main() -> anyhow::Result<()> {
         }
     }
     eprintln!("mock-server {}: stdin closed", server.opts.name);
+    // Let requests already read finish (briefly), then exit (STDIO-12).
+    let deadline = std::time::Instant::now() + Duration::from_secs(1);
+    while server.active.load(Ordering::SeqCst) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     if server.opts.ignore_eof {
         loop {
             std::thread::sleep(Duration::from_secs(3600));
@@ -310,6 +320,8 @@ struct Server {
     client_caps: Mutex<Value>,
     next_id: AtomicU64,
     grandchild: Option<u32>,
+    /// Requests being handled.
+    active: AtomicU64,
     /// Ids of open listen streams that asked for `toolsListChanged`.
     listeners: Mutex<Vec<Value>>,
 }
