@@ -297,6 +297,40 @@ mod tests {
         assert!(!format!("{key:?}").contains("PRIVATE"));
     }
 
+    // A 2048-bit RSA key made for these tests only (openssl genpkey), in
+    // PKCS#8 and in PKCS#1 form.
+    const RSA_PKCS8: &str = include_str!("testdata/rsa-test-key.pem");
+    const RSA_PKCS1: &str = include_str!("testdata/rsa-test-key-pkcs1.pem");
+
+    #[test]
+    fn rsa_assertions_verify() {
+        for (pem, alg, verifier) in [
+            (
+                RSA_PKCS8,
+                Some("RS256"),
+                &signature::RSA_PKCS1_2048_8192_SHA256
+                    as &'static dyn signature::VerificationAlgorithm,
+            ),
+            (RSA_PKCS8, None, &signature::RSA_PKCS1_2048_8192_SHA256),
+            (
+                RSA_PKCS1,
+                Some("RS512"),
+                &signature::RSA_PKCS1_2048_8192_SHA512,
+            ),
+            (
+                RSA_PKCS1,
+                Some("PS256"),
+                &signature::RSA_PSS_2048_8192_SHA256,
+            ),
+        ] {
+            let key = SigningKey::from_pem(pem, alg).unwrap();
+            assert_eq!(key.algorithm(), alg.unwrap_or("RS256"));
+            let jwt = key.client_assertion("svc", "https://as").unwrap();
+            let claims = verify(&jwt, verifier, &key.public_key());
+            assert_eq!(claims["sub"], "svc");
+        }
+    }
+
     #[test]
     fn ed25519_and_inference() {
         let rng = SystemRandom::new();

@@ -6,7 +6,7 @@
 //! `Authorization: Bearer …` on every request (never a token in a URL,
 //! AUTH-C-21) and reacts to 401 and 403 challenges by running the flow:
 //!
-//! 1. **Discovery** ([`discovery`](self#layout)): the challenge's
+//! 1. **Discovery**: the challenge's
 //!    `resource_metadata`, else the path-inserted then root well-known
 //!    Protected Resource Metadata URL; the document must name this server
 //!    (AUTH-C-02, AUTH-C-16). Its first authorization server's metadata is

@@ -43,7 +43,17 @@ const EXPIRY_SKEW_SECS: u64 = 30;
 /// Step-up attempts for one operation are counted over this window.
 const STEP_UP_WINDOW: Duration = Duration::from_secs(600);
 
-/// The OAuth 2.1 client of one MCP server; see the [module docs](self).
+/// The OAuth 2.1 client of one MCP server, for the HTTP transport's
+/// [`AuthProvider`] hook.
+///
+/// It supplies `Authorization: Bearer …` for every request. On a 401 it
+/// re-reads the Protected Resource Metadata (a change of authorization
+/// server is noticed there), refreshes the token once if it can, and
+/// otherwise authorizes anew; on a 403 `insufficient_scope` it
+/// re-authorizes for the union of the scopes held and challenged, at most
+/// [`OAuthConfig::max_step_ups`](super::OAuthConfig::max_step_ups) times per
+/// operation. One flow runs at a time; requests refused meanwhile retry with
+/// its result.
 ///
 /// Cheap to clone; clones share tokens and the flow lock.
 #[derive(Clone)]
@@ -65,6 +75,8 @@ struct Inner {
     generation: AtomicU64,
     /// Set when a login is needed and no user agent can do it.
     needs_login: AtomicBool,
+    /// The token store has been read.
+    loaded: AtomicBool,
     /// Dynamic registrations made in this process (when there is no store).
     registrations: Mutex<HashMap<String, Registration>>,
     flow: AsyncMutex<FlowState>,
@@ -72,8 +84,6 @@ struct Inner {
 
 #[derive(Default)]
 struct FlowState {
-    /// The token store was consulted.
-    loaded: bool,
     /// The last Protected Resource Metadata read.
     prm: Option<ProtectedResourceMetadata>,
     /// Validated authorization server metadata, by issuer.
@@ -151,6 +161,7 @@ impl OAuthProvider {
                 token: RwLock::new(None),
                 generation: AtomicU64::new(0),
                 needs_login: AtomicBool::new(false),
+                loaded: AtomicBool::new(false),
                 registrations: Mutex::new(HashMap::new()),
                 flow: AsyncMutex::new(FlowState::default()),
             }),
@@ -258,11 +269,11 @@ impl OAuthProvider {
     /// server's 401 starts a flow); only when the flow lock is poisoned.
     pub async fn authorization_header(&self) -> Result<Option<String>, OAuthError> {
         let mut token = self.current();
-        if token.is_none() {
+        // The store is read once; after that a missing token never waits
+        // for the flow lock (a login may be in progress for minutes).
+        if token.is_none() && !self.inner.loaded.load(Ordering::Acquire) {
             let mut st = self.inner.flow.lock().await;
-            if !st.loaded {
-                self.ensure_loaded(&mut st).await;
-            }
+            self.ensure_loaded(&mut st).await;
             token = self.current();
         }
         let Some(mut t) = token else {
@@ -279,7 +290,11 @@ impl OAuthProvider {
                     }
                     Err(e) => {
                         tracing::info!(server = %self.inner.config.server, error = %e, "the access token expired and could not be refreshed");
-                        self.drop_token(&t).await;
+                        // A refused refresh token is dead; an unreachable
+                        // authorization server is not a reason to forget it.
+                        if matches!(e, OAuthError::Refused { .. }) {
+                            self.drop_token(&t).await;
+                        }
                         return Ok(None);
                     }
                 }
@@ -292,7 +307,7 @@ impl OAuthProvider {
         Ok(Some(format!("Bearer {}", t.access_token.expose())))
     }
 
-    /// Reacts to a 401 or 403 from the server; see the [module docs](self).
+    /// Reacts to a 401 or 403 from the server (see [`OAuthProvider`]).
     ///
     /// # Errors
     /// The [`OAuthError`] that stopped the flow.
@@ -364,9 +379,12 @@ impl OAuthProvider {
                             st.refreshed_for_challenge = true;
                             return Ok(());
                         }
-                        Err(e) => {
-                            tracing::info!(server = %self.inner.config.server, error = %e, "refreshing the token failed; authorizing anew");
+                        Err(e @ OAuthError::Refused { .. }) => {
+                            tracing::info!(server = %self.inner.config.server, error = %e, "the refresh token was refused; authorizing anew");
                         }
+                        // The authorization server cannot be reached or
+                        // answers nonsense: keep the login for later.
+                        Err(e) => return Err(e),
                     }
                 }
                 self.drop_token(&t).await;
@@ -983,11 +1001,11 @@ impl OAuthProvider {
         }
     }
 
-    async fn ensure_loaded(&self, st: &mut FlowState) {
-        if st.loaded {
+    async fn ensure_loaded(&self, _locked: &mut FlowState) {
+        // Only called with the flow lock held, so one reader at a time.
+        if self.inner.loaded.swap(true, Ordering::AcqRel) {
             return;
         }
-        st.loaded = true;
         let Some(store) = self.inner.config.store.clone() else {
             return;
         };

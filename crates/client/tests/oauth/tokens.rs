@@ -299,3 +299,27 @@ async fn refused_without_refresh_needs_login() {
     assert!(unattended.needs_login());
     assert_eq!(s.auth.authorization_requests().len(), 1);
 }
+
+// An authorization server that cannot be reached is no reason to forget a
+// login: the refresh fails, the request fails with the cause, and the
+// stored tokens (refresh token included) are still there for later.
+#[tokio::test]
+async fn unreachable_authorization_server_keeps_the_login() {
+    let auth = AuthServer::start(AuthServerConfig::default()).await;
+    let mcp = switchboard_authkit::ResourceServer::start(ResourceConfig::default(), &auth).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = TokenStore::at(dir.path().join("oauth.json"));
+    round_trip(&mcp, &provider(config(&mcp).store(store.clone())))
+        .await
+        .unwrap();
+    mcp.revoke_seen_tokens();
+    drop(auth);
+    let p = provider(config(&mcp).store(store.clone()));
+    let err = round_trip(&mcp, &p).await.unwrap_err();
+    assert!(err.to_string().contains("failed"), "{err}");
+    let kept = store
+        .tokens(&mcp.url())
+        .unwrap()
+        .expect("the login is kept");
+    assert!(kept.refresh_token.is_some());
+}
