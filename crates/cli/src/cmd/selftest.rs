@@ -1,4 +1,0 @@
-//! stub
-pub(crate) async fn run(_json: bool) -> anyhow::Result<()> {
-    Ok(())
-}
