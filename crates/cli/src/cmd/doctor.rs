@@ -90,8 +90,7 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
         let timeout = config.startup_timeout(&server.alias);
         checks.spawn(async move { (i, check_server(server, timeout).await) });
     }
-    let mut per_server: BTreeMap<usize, (Vec<Finding>, Option<(String, Vec<Tool>, bool)>)> =
-        BTreeMap::new();
+    let mut per_server: BTreeMap<usize, (Vec<Finding>, Option<Listed>)> = BTreeMap::new();
     while let Some(joined) = checks.join_next().await {
         if let Ok((i, result)) = joined {
             per_server.insert(i, result);
@@ -138,11 +137,12 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
     }
 }
 
+/// A server's alias, its tools as listed, and whether it is reached over
+/// HTTP (its `x-mcp-header` annotations are checked then).
+type Listed = (String, Vec<Tool>, bool);
+
 /// The checks of one server; its tools when they could be listed.
-async fn check_server(
-    server: ServerConfig,
-    timeout: Duration,
-) -> (Vec<Finding>, Option<(String, Vec<Tool>, bool)>) {
+async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>, Option<Listed>) {
     let alias = server.alias.clone();
     let mut f = Vec::new();
     if !server.enabled {
@@ -372,7 +372,7 @@ fn schema_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {
 
 /// Collisions, renames and dropped tools of the table the servers make
 /// together.
-fn table_findings(listed: &[(String, Vec<Tool>, bool)]) -> Vec<Finding> {
+fn table_findings(listed: &[Listed]) -> Vec<Finding> {
     let inputs: Vec<ServerTools<'_>> = listed
         .iter()
         .map(|(alias, tools, http)| ServerTools {

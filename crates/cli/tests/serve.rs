@@ -1,0 +1,200 @@
+//! `serve`: the gateway, driven by `switchboard-client` as an upstream
+//! agent would.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_client::{
+    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+    StdioConfig, StdioTransport,
+};
+
+use crate::util::{Sandbox, bin, collect, spawn, wait_for};
+
+/// notes, with `list_notes` allowed and everything else asked about.
+fn config(sb: &Sandbox) -> String {
+    sb.config(
+        json!({}),
+        json!({"permissions": {"allow": ["mcp__notes__list_notes"]}}),
+    )
+    .to_str()
+    .unwrap()
+    .to_owned()
+}
+
+async fn gateway(sb: &Sandbox, extra: &[&str], input: Option<Answer>) -> Client {
+    let mut args = vec![
+        "--config".to_owned(),
+        config(sb),
+        "serve".into(),
+        "--stdio".into(),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let cfg = StdioConfig::new("gateway", bin())
+        .args(args)
+        .cwd(sb.path())
+        .env("XDG_CONFIG_HOME", sb.path().join("xdg"));
+    let transport = StdioTransport::spawn(cfg).await.unwrap();
+    let mut builder = Client::builder("gateway", transport).timeout(Duration::from_secs(60));
+    if let Some(answer) = input {
+        builder = builder.input_handler(answer);
+    }
+    builder.connect().await.unwrap()
+}
+
+fn object(v: Value) -> Option<serde_json::Map<String, Value>> {
+    v.as_object().cloned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_stdio_exposes_the_governed_table() {
+    let sb = Sandbox::new();
+    let client = gateway(&sb, &["--yes"], None).await;
+    let tools = client.list_all_tools().await.unwrap().items;
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "mcp__notes__list_notes",
+            "mcp__notes__read_note",
+            "mcp__notes__search"
+        ]
+    );
+    let search = &tools[2];
+    assert!(
+        search
+            .description
+            .as_deref()
+            .unwrap()
+            .starts_with("[from notes]")
+    );
+    assert_eq!(search.input_schema["required"], json!(["query"]));
+    // Untrusted annotations are not passed on.
+    assert!(search.annotations.is_none());
+    let result = client
+        .call_tool("mcp__notes__read_note", object(json!({"id": "handbook"})))
+        .await
+        .unwrap();
+    assert!(!result.is_error());
+    // The host's budget applies through the gateway.
+    assert!(
+        result
+            .joined_text()
+            .contains("1448 of 9448 characters were cut")
+    );
+    // A schema violation is refused by the gateway before the host.
+    let bad = client
+        .call_tool("mcp__notes__read_note", object(json!({"id": 5})))
+        .await
+        .unwrap();
+    assert!(bad.is_error(), "{bad:?}");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_denies_a_question_when_no_one_upstream_can_answer() {
+    let sb = Sandbox::new();
+    let client = gateway(&sb, &[], None).await;
+    let denied = client
+        .call_tool("mcp__notes__search", object(json!({"query": "printer"})))
+        .await
+        .unwrap();
+    assert!(denied.is_error());
+    assert!(
+        denied.joined_text().contains("cannot ask"),
+        "{}",
+        denied.joined_text()
+    );
+    // An allowed tool needs no one.
+    let ok = client
+        .call_tool("mcp__notes__list_notes", None)
+        .await
+        .unwrap();
+    assert!(!ok.is_error(), "{ok:?}");
+    client.close().await;
+}
+
+/// Answers the gateway's approval question.
+#[derive(Debug, Clone)]
+struct Answer {
+    approve: bool,
+    asked: Arc<Mutex<Vec<Value>>>,
+}
+
+impl InputHandler for Answer {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.asked.lock().unwrap().push(params);
+        let approve = self.approve;
+        Box::pin(async move { Ok(json!({"action": "accept", "content": {"approve": approve}})) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_asks_the_upstream_user_through_elicitation() {
+    let sb = Sandbox::new();
+    for approve in [true, false] {
+        let answer = Answer {
+            approve,
+            asked: Arc::default(),
+        };
+        let client = gateway(&sb, &[], Some(answer.clone())).await;
+        let result = client
+            .call_tool("mcp__notes__search", object(json!({"query": "printer"})))
+            .await
+            .unwrap();
+        client.close().await;
+        let asked = answer.asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        let message = asked[0]["message"].as_str().unwrap();
+        assert!(message.contains("mcp__notes__search"), "{message}");
+        assert!(message.contains("\"query\": \"printer\""), "{message}");
+        if approve {
+            assert!(!result.is_error(), "{result:?}");
+            assert!(result.joined_text().contains("standup"));
+        } else {
+            assert!(result.is_error());
+            assert!(result.joined_text().contains("declined"), "{result:?}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_http_serves_the_table_on_loopback() {
+    let sb = Sandbox::new();
+    let cfg = config(&sb);
+    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0", "--yes"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let err = collect(child.stderr.take().unwrap());
+    let text = tokio::task::spawn_blocking(move || wait_for(&err, "/mcp", Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let url = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    let transport = HttpTransport::builder("gateway", &url).build().unwrap();
+    let client = Client::builder("gateway", transport)
+        .connect()
+        .await
+        .unwrap();
+    let tools = client.list_all_tools().await.unwrap().items;
+    let result = client
+        .call_tool("mcp__notes__search", object(json!({"query": "vpn"})))
+        .await
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(tools.len(), 3);
+    assert!(!result.is_error(), "{result:?}");
+}

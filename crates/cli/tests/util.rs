@@ -1,0 +1,198 @@
+//! Running the binary in a sandbox: its own working directory and config
+//! directory, so the built-in demo is what it finds unless a test writes a
+//! config.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub(crate) fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_switchboard")
+}
+
+/// Longest a command may run before the test kills it and fails.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// A working directory with no config in sight.
+pub(crate) struct Sandbox {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub(crate) fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A command for the binary, run in the sandbox, with stdin closed.
+    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.args(args)
+            .current_dir(self.path())
+            .env("XDG_CONFIG_HOME", self.path().join("xdg"))
+            .env("HOME", self.path())
+            .env_remove("SWITCHBOARD_CONFIG")
+            .env_remove("RUST_LOG")
+            .env_remove("MCP_TOOL_TIMEOUT")
+            .env_remove("MCP_TIMEOUT")
+            .env_remove("MAX_MCP_OUTPUT_TOKENS")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs the binary to completion.
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
+        run(self.cmd(args))
+    }
+
+    /// Writes `name` in the sandbox and returns its path.
+    pub(crate) fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// Writes a config naming the notes demo (stdio) and `extra` entries.
+    pub(crate) fn config(&self, extra: Value, top: Value) -> PathBuf {
+        let mut servers = serde_json::json!({
+            "notes": {"command": bin(), "args": ["demo-server", "notes"]}
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            servers[k] = v.clone();
+        }
+        let mut config = serde_json::json!({ "mcpServers": servers });
+        for (k, v) in top.as_object().unwrap() {
+            config[k] = v.clone();
+        }
+        self.write("config.json", &config.to_string())
+    }
+}
+
+/// A finished run.
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+impl Run {
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// The one JSON error line on stderr.
+    pub(crate) fn error_line(&self) -> Value {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "want exactly one stderr line, got:\n{}",
+            self.stderr
+        );
+        serde_json::from_str(lines[0]).unwrap()
+    }
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `cmd`, killing it if it outlives [`LIMIT`].
+pub(crate) fn run(mut cmd: Command) -> Run {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = spawn(&mut cmd);
+    let output = wait_limited(child);
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Starts the binary under test.
+pub(crate) fn spawn(cmd: &mut Command) -> Child {
+    // The process under test is our own binary; the servers it starts go
+    // through the client's spawn helper.
+    #[allow(clippy::disallowed_methods)]
+    let child = cmd.spawn().expect("the binary starts");
+    child
+}
+
+fn wait_limited(child: Child) -> Output {
+    let id = child.id();
+    let done = Arc::new(Mutex::new(false));
+    let flag = done.clone();
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while start.elapsed() < LIMIT {
+            std::thread::sleep(Duration::from_millis(100));
+            if *flag.lock().unwrap() {
+                return;
+            }
+        }
+        // Still running: kill it so the test fails instead of hanging.
+        let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
+    });
+    let output = child.wait_with_output().unwrap();
+    *done.lock().unwrap() = true;
+    output
+}
+
+/// A loopback port with nothing listening on it.
+pub(crate) fn empty_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Reads a child's pipe in the background into a shared buffer.
+pub(crate) fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let out = buf.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match pipe.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => out.lock().unwrap().extend_from_slice(&chunk[..n]),
+            }
+        }
+    });
+    buf
+}
+
+/// Waits until `buf` holds `needle` (as text), or panics after `limit`.
+pub(crate) fn wait_for(buf: &Arc<Mutex<Vec<u8>>>, needle: &str, limit: Duration) -> String {
+    let start = Instant::now();
+    loop {
+        let text = String::from_utf8_lossy(&buf.lock().unwrap()).into_owned();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "{needle:?} did not appear; saw:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
