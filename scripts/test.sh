@@ -13,3 +13,10 @@ else
 fi
 echo "== doc tests"
 cargo test --workspace --locked --doc
+echo "== selftest (the built binary, real processes and sockets)"
+selftest_out=$(cargo run --locked --quiet -p switchboard -- selftest) || {
+  echo "$selftest_out"
+  exit 1
+}
+echo "$selftest_out"
+grep -qx "14 passed, 0 failed" <<<"$selftest_out"
