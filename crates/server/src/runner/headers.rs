@@ -172,9 +172,17 @@ fn host_without_port(authority: &str) -> &str {
 }
 
 impl Guard {
-    /// Checks `Host` and `Origin`; the reason when refused (HTTP 403,
-    /// HTTP-S-02/03).
-    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), &'static str> {
+    /// Checks `Host` and `Origin`; the HTTP status and reason when refused
+    /// (403 for a foreign host or origin, HTTP-S-02/03; 400 for a repeated
+    /// `Host`, RFC 9112 §3.2).
+    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), (u16, &'static str)> {
+        if headers.get_all(HOST).iter().nth(1).is_some() {
+            return Err((400, "the request has more than one Host header"));
+        }
+        self.check_names(headers).map_err(|reason| (403, reason))
+    }
+
+    fn check_names(&self, headers: &HeaderMap) -> Result<(), &'static str> {
         let host = headers
             .get(HOST)
             .and_then(|h| h.to_str().ok())

@@ -373,9 +373,12 @@ impl State {
         if path != self.options.path {
             return self.other_path(&req);
         }
-        if let Err(reason) = self.guard.check(req.headers()) {
+        if let Err((status, reason)) = self.guard.check(req.headers()) {
             tracing::warn!(%peer, "refused: {reason}");
-            return refuse(StatusCode::FORBIDDEN, reason);
+            return refuse(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
+                reason,
+            );
         }
         match *req.method() {
             Method::POST => {}

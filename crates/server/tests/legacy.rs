@@ -1,0 +1,172 @@
+//! Legacy 2025-11-25 clients on the same HTTP endpoint: `initialize`,
+//! sessions, `ping`, `logging/setLevel`, and input requests sent to the
+//! client as server-to-client requests on the response stream.
+
+use serde_json::{Value, json};
+use switchboard_server::http::HttpOptions;
+
+use crate::util::*;
+
+fn legacy_headers(session: Option<&str>) -> Vec<(String, String)> {
+    let mut h = vec![
+        header("content-type", "application/json"),
+        header("accept", "application/json, text/event-stream"),
+    ];
+    if let Some(s) = session {
+        h.push(header("mcp-session-id", s));
+        h.push(header("mcp-protocol-version", "2025-11-25"));
+    }
+    h
+}
+
+async fn initialize(http: &Http, capabilities: Value) -> String {
+    let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "old", "version": "1"}});
+    let r = http
+        .post(&legacy_headers(None), body(json!(0), "initialize", params))
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let result = r.result();
+    assert_eq!(result["protocolVersion"], "2025-11-25");
+    assert_eq!(result["serverInfo"]["name"], "test-server");
+    assert!(result["capabilities"]["logging"].is_object());
+    let session = r.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    assert!(session.bytes().all(|b| (0x21..=0x7e).contains(&b)));
+    session
+}
+
+async fn legacy_call(http: &Http, session: &str, id: Value, method: &str, params: Value) -> Resp {
+    http.post(&legacy_headers(Some(session)), body(id, method, params))
+        .await
+}
+
+#[tokio::test]
+async fn session_lifecycle() {
+    let (http, _) = start_default().await;
+    let session = initialize(&http, json!({})).await;
+    let note =
+        serde_json::to_vec(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).unwrap();
+    assert_eq!(
+        http.post(&legacy_headers(Some(&session)), note)
+            .await
+            .status,
+        202
+    );
+    let r = legacy_call(&http, &session, json!(1), "ping", json!({})).await;
+    assert_eq!(r.result(), json!({}));
+    let r = legacy_call(&http, &session, json!(2), "tools/list", json!({})).await;
+    assert!(r.result()["tools"].as_array().unwrap().len() > 5);
+    let r = legacy_call(
+        &http,
+        &session,
+        json!(3),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "old"}}),
+    )
+    .await;
+    assert_eq!(r.result()["content"][0]["text"], "old");
+    // Unknown sessions are 404; DELETE ends a session.
+    let r = legacy_call(&http, "nope", json!(4), "ping", json!({})).await;
+    assert_eq!(r.status, 404);
+    let r = http
+        .raw(
+            http::Method::DELETE,
+            "/mcp",
+            &legacy_headers(Some(&session)),
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let r = legacy_call(&http, &session, json!(5), "ping", json!({})).await;
+    assert_eq!(r.status, 404);
+    http.stop().await;
+}
+
+#[tokio::test]
+async fn set_level_then_logs() {
+    let (http, _) = start_default().await;
+    let session = initialize(&http, json!({})).await;
+    let r = legacy_call(
+        &http,
+        &session,
+        json!(1),
+        "logging/setLevel",
+        json!({"level": "debug"}),
+    )
+    .await;
+    assert_eq!(r.result(), json!({}));
+    let r = legacy_call(
+        &http,
+        &session,
+        json!(2),
+        "tools/call",
+        json!({"name": "logs"}),
+    )
+    .await;
+    let levels: Vec<Value> = r
+        .messages()
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .map(|m| m["params"]["level"].clone())
+        .collect();
+    assert_eq!(levels, vec![json!("debug"), json!("error")]);
+    http.stop().await;
+}
+
+// The same MRTR handler serves a legacy client: the input request goes to
+// the client as a request on the stream, its answer comes back as a POST.
+#[tokio::test]
+async fn input_requests_become_server_requests() {
+    let (http, _) = start_default().await;
+    let session = initialize(&http, json!({"sampling": {}})).await;
+    let mut stream = open_legacy(
+        &http,
+        &session,
+        json!(9),
+        "tools/call",
+        json!({"name": "need_sampling"}),
+    )
+    .await;
+    let ask = stream.next().await.unwrap();
+    assert_eq!(ask["method"], "sampling/createMessage");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}});
+    let r = http
+        .post(
+            &legacy_headers(Some(&session)),
+            serde_json::to_vec(&answer).unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, 202);
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["id"], 9);
+    assert_eq!(done["result"]["content"][0]["text"], "model said 4");
+    http.stop().await;
+}
+
+async fn open_legacy(http: &Http, session: &str, id: Value, method: &str, params: Value) -> Stream {
+    http.open_with(legacy_headers(Some(session)), body(id, method, params))
+        .await
+}
+
+#[tokio::test]
+async fn legacy_can_be_switched_off() {
+    let (server, _) = server_without_legacy();
+    let http = start(server, HttpOptions::new()).await;
+    let params = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}});
+    let r = http
+        .post(&legacy_headers(None), body(json!(0), "initialize", params))
+        .await;
+    assert_ne!(r.status, 200);
+    assert!(r.headers.get("mcp-session-id").is_none());
+    http.stop().await;
+}
+
+fn server_without_legacy() -> (switchboard_server::Server, std::sync::Arc<Probe>) {
+    let probe = std::sync::Arc::new(Probe::default());
+    (
+        builder(std::sync::Arc::clone(&probe))
+            .legacy(false)
+            .build()
+            .unwrap(),
+        probe,
+    )
+}

@@ -1,0 +1,284 @@
+//! Streamable HTTP mechanics: methods, Origin/Host, body limits,
+//! notifications, JSON versus SSE, cancellation by closing the stream, and
+//! many calls at once.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::json;
+use switchboard_server::http::HttpOptions;
+use tokio::sync::Semaphore;
+
+use crate::util::*;
+
+fn discover_headers() -> Vec<(String, String)> {
+    standard_headers("server/discover", &with_meta(json!({})))
+}
+
+fn discover_body() -> Vec<u8> {
+    body(json!(1), "server/discover", with_meta(json!({})))
+}
+
+// HTTP-S-02/03: a foreign Origin or Host is refused with 403.
+#[tokio::test]
+async fn foreign_origin_and_host_are_refused() {
+    let (http, _) = start_default().await;
+    let mut h = discover_headers();
+    h.push(header("origin", "http://evil.example.com"));
+    let r = http.post(&h, discover_body()).await;
+    assert_eq!(r.status, 403);
+    assert_eq!(r.error_code(), -32600);
+    // DNS rebinding: the Host names another site.
+    let h = set_header(discover_headers(), "host", Some("evil.example.com"));
+    let r = http.post(&h, discover_body()).await;
+    assert_eq!(r.status, 403);
+    // Loopback origins are fine.
+    let mut h = discover_headers();
+    h.push(header(
+        "origin",
+        &format!("http://localhost:{}", http.addr.port()),
+    ));
+    assert_eq!(http.post(&h, discover_body()).await.status, 200);
+    http.stop().await;
+}
+
+#[tokio::test]
+async fn origin_allow_list_is_configurable() {
+    let (server, _) = server();
+    let http = start(
+        server,
+        HttpOptions::new().allowed_origins(["https://app.example.com"]),
+    )
+    .await;
+    let mut h = discover_headers();
+    h.push(header("origin", "https://app.example.com"));
+    assert_eq!(http.post(&h, discover_body()).await.status, 200);
+    let mut h = discover_headers();
+    h.push(header("origin", "http://localhost:3000"));
+    assert_eq!(http.post(&h, discover_body()).await.status, 403);
+    http.stop().await;
+}
+
+// HTTP-S-01, HTTP-S-25: POST only; GET and DELETE get 405.
+#[tokio::test]
+async fn only_post_is_accepted() {
+    let (http, _) = start_default().await;
+    for method in [http::Method::GET, http::Method::DELETE, http::Method::PUT] {
+        let r = http.raw(method.clone(), "/mcp", &[], Vec::new()).await;
+        assert_eq!(r.status, 405, "{method}");
+        assert_eq!(r.headers["allow"], "POST");
+    }
+    let r = http
+        .raw(
+            http::Method::POST,
+            "/elsewhere",
+            &discover_headers(),
+            discover_body(),
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    http.stop().await;
+}
+
+// A body over the limit gets a clear 413, whether declared or streamed.
+#[tokio::test]
+async fn body_size_limit() {
+    let (server, _) = server();
+    let http = start(server, HttpOptions::new().max_body(1024)).await;
+    let params = with_meta(json!({"name": "echo", "arguments": {"text": "x".repeat(4000)}}));
+    let r = http
+        .post(
+            &standard_headers("tools/call", &params),
+            body(json!(1), "tools/call", params),
+        )
+        .await;
+    assert_eq!(r.status, 413);
+    let msg = r.response()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(msg.contains("1024 bytes"), "{msg}");
+    // The server still serves normal requests.
+    let r = http
+        .call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "small"}}),
+        )
+        .await;
+    assert_eq!(r.result()["content"][0]["text"], "small");
+    http.stop().await;
+}
+
+// HTTP-S-06: an accepted notification is 202 with no body.
+#[tokio::test]
+async fn notifications_get_202() {
+    let (http, _) = start_default().await;
+    let note =
+        serde_json::to_vec(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).unwrap();
+    let r = http.post(&discover_headers(), note).await;
+    assert_eq!(r.status, 202);
+    assert!(r.body.is_empty());
+    http.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_400_and_the_server_goes_on() {
+    let (http, _) = start_default().await;
+    let r = http.post(&discover_headers(), b"{not json".to_vec()).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.error_code(), -32700);
+    assert!(r.response()["id"].is_null());
+    let r = http.post(&discover_headers(), b"[1,2]".to_vec()).await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.error_code(), -32600);
+    let r = http
+        .post(
+            &set_header(discover_headers(), "content-type", Some("text/plain")),
+            discover_body(),
+        )
+        .await;
+    assert_eq!(r.status, 415);
+    let r = http.call("server/discover", json!({})).await;
+    assert_eq!(r.status, 200);
+    http.stop().await;
+}
+
+// HTTP-S-07: JSON unless something streams; SSE with X-Accel-Buffering
+// when the handler sends progress (HTTP-S-11), the response last
+// (HTTP-S-08).
+#[tokio::test]
+async fn json_by_default_sse_when_streaming() {
+    let (http, _) = start_default().await;
+    let r = http
+        .call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "a"}}),
+        )
+        .await;
+    assert_eq!(r.content_type(), "application/json");
+    // A progress token alone does not force SSE when nothing is sent.
+    let mut meta = meta();
+    meta["progressToken"] = json!("t");
+    let r = http
+        .call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "a"}, "_meta": meta.clone()}),
+        )
+        .await;
+    assert_eq!(r.content_type(), "application/json");
+    let r = http
+        .call("tools/call", json!({"name": "progress", "_meta": meta}))
+        .await;
+    assert_eq!(r.content_type(), "text/event-stream");
+    assert_eq!(r.headers["x-accel-buffering"], "no");
+    let messages = r.messages();
+    let progress: Vec<f64> = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .map(|m| {
+            assert_eq!(m["params"]["progressToken"], "t");
+            m["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    // PROG-02: strictly rising; the non-increasing values were dropped.
+    assert_eq!(progress, vec![1.0, 2.0, 3.0]);
+    assert_eq!(messages.last().unwrap()["id"], 1);
+    assert_eq!(
+        messages.last().unwrap()["result"]["content"][0]["text"],
+        "done"
+    );
+    http.stop().await;
+}
+
+// HTTP-S-12/14, CANC-03: closing the SSE stream cancels the handler, which
+// sees it through its context.
+#[tokio::test]
+async fn closing_the_stream_cancels_the_handler() {
+    let (http, probe) = start_default().await;
+    let mut meta = meta();
+    meta["progressToken"] = json!(5);
+    let mut stream = http
+        .open(
+            json!(3),
+            "tools/call",
+            json!({"name": "wait_cancel", "_meta": meta}),
+        )
+        .await;
+    assert_eq!(stream.status, 200);
+    let first = stream.next().await.unwrap();
+    assert_eq!(first["method"], "notifications/progress");
+    stream.close();
+    tokio::time::timeout(WAIT, probe.cancelled.notified())
+        .await
+        .expect("the handler never saw the cancellation");
+    assert_eq!(probe.cancel_count.load(Ordering::SeqCst), 1);
+    // The server is unaffected.
+    let r = http
+        .call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "still here"}}),
+        )
+        .await;
+    assert_eq!(r.result()["content"][0]["text"], "still here");
+    http.stop().await;
+}
+
+// 1,000 calls in flight from many connections: none lost, none mismatched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_calls() {
+    let (http, _) = start_default().await;
+    let http = Arc::new(http);
+    let gate = Arc::new(Semaphore::new(250));
+    let mut tasks = Vec::new();
+    for i in 0..1000u32 {
+        let http = Arc::clone(&http);
+        let gate = Arc::clone(&gate);
+        tasks.push(tokio::spawn(async move {
+            let _permit = gate.acquire().await.unwrap();
+            let text = format!("call-{i}");
+            let r = http
+                .call_id(
+                    json!(format!("id-{i}")),
+                    "tools/call",
+                    json!({"name": "sleep_echo", "arguments": {"ms": i % 7, "text": text}}),
+                )
+                .await;
+            let response = r.response();
+            assert_eq!(response["id"], format!("id-{i}"));
+            assert_eq!(response["result"]["content"][0]["text"], text);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    Arc::try_unwrap(http).ok().unwrap().stop().await;
+}
+
+// Graceful shutdown ends listen streams with their closing result.
+#[tokio::test]
+async fn shutdown_closes_listen_streams_gracefully() {
+    let (http, _) = start_default().await;
+    let mut stream = http
+        .open(
+            json!("L"),
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        )
+        .await;
+    let ack = stream.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    let stopping = tokio::spawn(http.stop());
+    let closing = stream.next().await.unwrap();
+    assert_eq!(closing["id"], "L");
+    assert_eq!(closing["result"]["resultType"], "complete");
+    assert_eq!(
+        closing["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    assert!(stream.next().await.is_none());
+    tokio::time::timeout(Duration::from_secs(20), stopping)
+        .await
+        .unwrap()
+        .unwrap();
+}
