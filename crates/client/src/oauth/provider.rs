@@ -97,6 +97,13 @@ struct FlowState {
     bindings: HashMap<String, String>,
 }
 
+/// What is known about the credentials a refused request carried.
+#[derive(Clone, Copy)]
+enum Sent<'a> {
+    Unknown,
+    Known(Option<&'a str>),
+}
+
 /// The outcome of a login.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoginReport {
@@ -307,7 +314,9 @@ impl OAuthProvider {
         Ok(Some(format!("Bearer {}", t.access_token.expose())))
     }
 
-    /// Reacts to a 401 or 403 from the server (see [`OAuthProvider`]).
+    /// Reacts to a 401 or 403 from the server (see [`OAuthProvider`]) when
+    /// it is not known which credentials the refused request carried.
+    /// Requests refused while another one ran a flow just retry.
     ///
     /// # Errors
     /// The [`OAuthError`] that stopped the flow.
@@ -315,37 +324,64 @@ impl OAuthProvider {
         &self,
         challenge: &AuthChallenge,
     ) -> Result<AuthRetry, OAuthError> {
+        self.challenged(challenge, Sent::Unknown).await
+    }
+
+    /// [`OAuthProvider::handle_challenge`] for a request that carried
+    /// `sent` as its `Authorization` header (`None`: no header). A refusal
+    /// of anything but the current token is answered by a plain retry with
+    /// the current one: a response that overtook a refresh never throws
+    /// away the fresh token or starts a second login.
+    ///
+    /// # Errors
+    /// The [`OAuthError`] that stopped the flow.
+    pub async fn handle_challenge_for(
+        &self,
+        challenge: &AuthChallenge,
+        sent: Option<&str>,
+    ) -> Result<AuthRetry, OAuthError> {
+        self.challenged(challenge, Sent::Known(sent)).await
+    }
+
+    async fn challenged(
+        &self,
+        challenge: &AuthChallenge,
+        sent: Sent<'_>,
+    ) -> Result<AuthRetry, OAuthError> {
         let generation = self.inner.generation.load(Ordering::Acquire);
         let bearer = BearerChallenge::from_headers(&challenge.www_authenticate);
-        match challenge.status {
-            401 => {
-                let mut st = self.inner.flow.lock().await;
-                if self.inner.generation.load(Ordering::Acquire) != generation {
-                    // Another request got a new token while this one waited.
-                    return Ok(AuthRetry::Retry);
-                }
-                self.ensure_loaded(&mut st).await;
-                self.recover_unauthorized(&mut st, bearer.as_ref()).await?;
-                Ok(AuthRetry::Retry)
+        let insufficient = bearer
+            .as_ref()
+            .is_some_and(BearerChallenge::is_insufficient_scope);
+        if challenge.status != 401 && !(challenge.status == 403 && insufficient) {
+            return Ok(AuthRetry::GiveUp);
+        }
+        let mut st = self.inner.flow.lock().await;
+        self.ensure_loaded(&mut st).await;
+        let stale = match sent {
+            // Another request got a new token while this one waited.
+            Sent::Unknown => self.inner.generation.load(Ordering::Acquire) != generation,
+            Sent::Known(sent) => {
+                let current = self
+                    .current()
+                    .map(|t| format!("Bearer {}", t.access_token.expose()));
+                current.is_some() && current.as_deref() != sent
             }
-            403 => {
-                let Some(bearer) = bearer.filter(BearerChallenge::is_insufficient_scope) else {
-                    return Ok(AuthRetry::GiveUp);
-                };
-                let mut st = self.inner.flow.lock().await;
-                if self.inner.generation.load(Ordering::Acquire) != generation {
-                    return Ok(AuthRetry::Retry);
-                }
-                self.ensure_loaded(&mut st).await;
+        };
+        if stale {
+            return Ok(AuthRetry::Retry);
+        }
+        match (challenge.status, bearer) {
+            (403, Some(bearer)) => {
                 let operation = challenge
                     .method
                     .clone()
                     .unwrap_or_else(|| challenge.url.clone());
                 self.step_up(&mut st, &bearer, operation).await?;
-                Ok(AuthRetry::Retry)
             }
-            _ => Ok(AuthRetry::GiveUp),
+            (_, bearer) => self.recover_unauthorized(&mut st, bearer.as_ref()).await?,
         }
+        Ok(AuthRetry::Retry)
     }
 
     // -- Flows.

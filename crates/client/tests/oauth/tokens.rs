@@ -323,3 +323,56 @@ async fn unreachable_authorization_server_keeps_the_login() {
         .expect("the login is kept");
     assert!(kept.refresh_token.is_some());
 }
+
+// A 401 for a token that is no longer the current one (the response
+// overtook a refresh) is answered with a plain retry: no refresh, no new
+// login. A 401 for the current token runs the flow.
+#[tokio::test]
+async fn refusal_of_an_old_token_just_retries() {
+    use switchboard_client::{AuthChallenge, AuthRetry};
+    let s = default_servers().await;
+    let p = provider(config(&s.mcp));
+    p.login().await.unwrap();
+    let current = p.authorization_header().await.unwrap().unwrap();
+    let challenge = AuthChallenge {
+        status: 401,
+        www_authenticate: vec![format!(
+            "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
+            s.mcp.base_url()
+        )],
+        url: s.mcp.url(),
+        method: Some("tools/list".into()),
+    };
+    let before = s.auth.requests().len();
+    for stale in [Some("Bearer an-older-token"), None] {
+        assert_eq!(
+            p.handle_challenge_for(&challenge, stale).await.unwrap(),
+            AuthRetry::Retry
+        );
+    }
+    assert_eq!(s.auth.requests().len(), before, "no authorization traffic");
+    assert_eq!(p.authorization_header().await.unwrap().unwrap(), current);
+
+    assert_eq!(
+        p.handle_challenge_for(&challenge, Some(&current))
+            .await
+            .unwrap(),
+        AuthRetry::Retry
+    );
+    assert_eq!(
+        grant_types(&s.auth),
+        ["authorization_code", "refresh_token"]
+    );
+    assert_ne!(p.authorization_header().await.unwrap().unwrap(), current);
+
+    // A 403 that is not insufficient_scope is not ours to fix.
+    let forbidden = AuthChallenge {
+        status: 403,
+        www_authenticate: vec!["Bearer error=\"access_denied\"".into()],
+        ..challenge
+    };
+    assert_eq!(
+        p.handle_challenge(&forbidden).await.unwrap(),
+        AuthRetry::GiveUp
+    );
+}
