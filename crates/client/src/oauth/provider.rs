@@ -356,6 +356,10 @@ impl OAuthProvider {
         if challenge.status != 401 && !(challenge.status == 403 && insufficient) {
             return Ok(AuthRetry::GiveUp);
         }
+        if bearer.is_none() && other_scheme_only(&challenge.www_authenticate) {
+            // `Basic`, `Negotiate`, …: not OAuth; the 401 stands.
+            return Ok(AuthRetry::GiveUp);
+        }
         let mut st = self.inner.flow.lock().await;
         self.ensure_loaded(&mut st).await;
         let stale = match sent {
@@ -1123,6 +1127,16 @@ impl AuthProvider for OAuthProvider {
 /// leaves the choice to the client).
 fn select_issuer(prm: &ProtectedResourceMetadata) -> String {
     prm.authorization_servers[0].clone()
+}
+
+/// Whether the challenges parse and none of them is `Bearer`.
+fn other_scheme_only(values: &[String]) -> bool {
+    let mut schemes = values
+        .iter()
+        .filter_map(|v| super::challenge::parse(v).ok())
+        .flatten()
+        .peekable();
+    schemes.peek().is_some() && schemes.all(|c| !c.is_scheme("Bearer"))
 }
 
 fn dynamic_identity(reg: Registration) -> ClientIdentity {

@@ -365,6 +365,15 @@ async fn refusal_of_an_old_token_just_retries() {
     );
     assert_ne!(p.authorization_header().await.unwrap().unwrap(), current);
 
+    // A 401 challenging another scheme is not OAuth: it stands.
+    let basic = AuthChallenge {
+        www_authenticate: vec!["Basic realm=\"intranet\"".into()],
+        ..challenge.clone()
+    };
+    let before = s.auth.requests().len();
+    assert_eq!(p.handle_challenge(&basic).await.unwrap(), AuthRetry::GiveUp);
+    assert_eq!(s.auth.requests().len(), before);
+
     // A 403 that is not insufficient_scope is not ours to fix.
     let forbidden = AuthChallenge {
         status: 403,
