@@ -215,3 +215,28 @@ async fn registration_is_reused() {
     assert_eq!(ids.len(), 2);
     assert_eq!(ids[0], ids[1]);
 }
+
+// AUTH-C-09: a registration refused for its redirect URI is reported with
+// what was sent (the URI and the application_type), not as a bare code.
+#[tokio::test]
+async fn refused_registration_says_why() {
+    let s = servers(AuthServerConfig::default(), ResourceConfig::default()).await;
+    let agent = switchboard_client::oauth::HeadlessUserAgent::new()
+        .redirect_uri("http://192.0.2.10/callback");
+    let p = provider(config(&s.mcp).user_agent(std::sync::Arc::new(agent)));
+    let err = p.login().await.unwrap_err();
+    assert!(
+        matches!(&err, OAuthError::Refused { endpoint: "registration", error, .. } if error == "invalid_redirect_uri"),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("http://192.0.2.10/callback") && text.contains("\"web\""),
+        "{text}"
+    );
+    assert_eq!(
+        s.auth.registration_requests()[0].json.as_ref().unwrap()["application_type"],
+        "web"
+    );
+    assert!(s.auth.authorization_requests().is_empty());
+}
