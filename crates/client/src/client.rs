@@ -275,7 +275,8 @@ impl Client {
         options: &CallOptions,
     ) -> Result<CallToolResult, ClientError> {
         let headers = self.param_headers(name, arguments.as_ref())?;
-        let mut params = JsonObject::new();
+        // Room for `_meta` and the MRTR members without growing.
+        let mut params = JsonObject::with_capacity(5);
         params.insert("name".into(), Value::from(name));
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), Value::Object(arguments));
@@ -594,17 +595,19 @@ impl Client {
         options: &CallOptions,
         progress: Option<&RequestId>,
     ) -> Value {
-        let mut meta = match params.remove("_meta") {
-            Some(Value::Object(m)) => m,
-            _ => JsonObject::new(),
-        };
+        // The session's keys first, cloned in one go (the hot path); then
+        // the call's keys and the caller's own `_meta`, where they do not
+        // clash with ours.
+        let mut meta = session.base_meta.clone();
         if let Some(extra) = &options.meta {
             for (k, v) in extra {
-                meta.insert(k.clone(), v.clone());
+                meta.entry(k.as_str()).or_insert_with(|| v.clone());
             }
         }
-        for (k, v) in &session.base_meta {
-            meta.insert(k.clone(), v.clone());
+        if let Some(Value::Object(caller)) = params.remove("_meta") {
+            for (k, v) in caller {
+                meta.entry(k).or_insert(v);
+            }
         }
         if session.era == Era::Modern {
             if let Some(level) = options.log_level.or(self.inner.config.log_level) {

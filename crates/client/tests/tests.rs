@@ -13,6 +13,8 @@
 // fails.
 #![allow(clippy::unwrap_used)]
 
+#[cfg(feature = "http")]
 mod http;
+#[cfg(feature = "oauth")]
 mod oauth;
 mod stdio;
