@@ -29,15 +29,21 @@ impl OnPty {
             ws_ypixel: 0,
         };
         let pty = openpty(Some(&size), None).unwrap();
+        // openpty's descriptors are inherited across exec; the clones
+        // (F_DUPFD_CLOEXEC) are not. A child holding the master would
+        // never see the terminal close.
+        let master = pty.master.try_clone().unwrap();
+        let slave = pty.slave.try_clone().unwrap();
+        drop(pty);
         let mut cmd = sb.cmd(args);
-        cmd.stdin(Stdio::from(pty.slave.try_clone().unwrap()))
-            .stdout(Stdio::from(pty.slave.try_clone().unwrap()))
-            .stderr(Stdio::from(pty.slave));
+        cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
         let child = spawn(&mut cmd);
         // Our copies of the terminal's other end close here, so reading
         // ends when the child does.
         drop(cmd);
-        let master = File::from(pty.master);
+        let master = File::from(master);
         let output = collect(master.try_clone().unwrap());
         OnPty {
             child,
@@ -59,6 +65,17 @@ impl OnPty {
         let status = self.child.wait().unwrap();
         let text = self.wait_for(last);
         (status.code().unwrap_or(-1), text)
+    }
+}
+
+impl Drop for OnPty {
+    /// A test that fails half-way must not leave the binary waiting at a
+    /// prompt no one will answer.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }
 

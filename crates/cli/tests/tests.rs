@@ -1,6 +1,10 @@
 //! Integration tests of the `switchboard` binary: each runs the built
 //! binary as a user would (real processes, real sockets on loopback).
 
+// Helpers outside `#[test]` functions panic on anything unexpected too:
+// a panic there is the test's failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod util;
 
 mod approval;
