@@ -1,8 +1,9 @@
 //! Host benchmarks: start-up time with ten slow stdio servers, and the
 //! host's added latency per call over a direct client call.
 //!
-//! Run: `cargo bench -p switchboard-host --bench host`
-//! (builds the testkit's mock-server in the same profile first).
+//! Run: `taskset -c 1 cargo bench -p switchboard-host --bench host`
+//! (builds the testkit's mock-server in the same profile first; pinning to
+//! one CPU avoids cross-CPU wake-ups, which cost more than the host does).
 
 // A benchmark reports its figures on stdout.
 #![allow(clippy::print_stdout)]
@@ -17,7 +18,8 @@ use switchboard_host::{CallOptions, Config, ConfigOrigin, Host, MountOptions, Se
 const SERVERS: usize = 10;
 const START_DELAY_MS: u64 = 200;
 const MOUNT_ROUNDS: usize = 5;
-const CALLS: usize = 3000;
+const CALLS: usize = 4000;
+const ROUNDS: usize = 20;
 
 fn mock_server() -> PathBuf {
     let exe = std::env::current_exe().expect("bench executable");
@@ -93,8 +95,9 @@ async fn startup(mock: &Path) {
     );
 }
 
+/// Per-call cost, direct client vs host, measured in alternating rounds so
+/// drift from other load on the machine hits both alike.
 async fn per_call(mock: &Path, audit: bool) -> (f64, f64) {
-    // Direct client.
     let transport = StdioTransport::spawn(StdioConfig::new("direct", mock))
         .await
         .expect("spawn");
@@ -102,21 +105,6 @@ async fn per_call(mock: &Path, audit: bool) -> (f64, f64) {
         .connect()
         .await
         .expect("connect");
-    let args = json!({"text": "hello"}).as_object().cloned();
-    for _ in 0..200 {
-        client
-            .call_tool("echo", args.clone())
-            .await
-            .expect("warm-up");
-    }
-    let started = Instant::now();
-    for _ in 0..CALLS {
-        client.call_tool("echo", args.clone()).await.expect("call");
-    }
-    let direct = started.elapsed().as_secs_f64() * 1e6 / CALLS as f64;
-    client.close().await;
-
-    // Through the host (allow rule, budget, boundary markers, breaker).
     let dir = tempfile::tempdir().expect("temp dir");
     let mut cfg = config(mock, 1, 0);
     if audit {
@@ -125,20 +113,37 @@ async fn per_call(mock: &Path, audit: bool) -> (f64, f64) {
     let host = Host::mount(cfg, MountOptions::default())
         .await
         .expect("mount");
-    for _ in 0..200 {
+    let args = json!({"text": "hello"}).as_object().cloned();
+    for _ in 0..300 {
+        client
+            .call_tool("echo", args.clone())
+            .await
+            .expect("warm-up");
         host.call("mcp__s0__echo", args.clone(), CallOptions::default())
             .await;
     }
-    let started = Instant::now();
-    for _ in 0..CALLS {
-        let r = host
-            .call("mcp__s0__echo", args.clone(), CallOptions::default())
-            .await;
-        assert!(!r.is_error());
+    let (mut direct, mut hosted) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        for _ in 0..CALLS / ROUNDS {
+            client.call_tool("echo", args.clone()).await.expect("call");
+        }
+        direct.push(started.elapsed() / (CALLS / ROUNDS) as u32);
+        let started = Instant::now();
+        for _ in 0..CALLS / ROUNDS {
+            let r = host
+                .call("mcp__s0__echo", args.clone(), CallOptions::default())
+                .await;
+            assert!(!r.is_error());
+        }
+        hosted.push(started.elapsed() / (CALLS / ROUNDS) as u32);
     }
-    let hosted = started.elapsed().as_secs_f64() * 1e6 / CALLS as f64;
+    client.close().await;
     host.shutdown().await;
-    (direct, hosted)
+    (
+        median(direct).as_secs_f64() * 1e6,
+        median(hosted).as_secs_f64() * 1e6,
+    )
 }
 
 fn main() {
@@ -155,7 +160,7 @@ fn main() {
         for audit in [false, true] {
             let (direct, hosted) = per_call(&mock, audit).await;
             println!(
-                "tools/call echo, sequential, {CALLS} calls{}: direct client {direct:.1} us/call, through the host {hosted:.1} us/call, added {:.1} us/call",
+                "tools/call echo, sequential, {CALLS} calls in {ROUNDS} alternating rounds{} (median round): direct client {direct:.1} us/call, through the host {hosted:.1} us/call, added {:.1} us/call",
                 if audit { ", audit log on" } else { "" },
                 hosted - direct
             );
