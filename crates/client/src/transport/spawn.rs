@@ -23,7 +23,7 @@ use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
 use tokio::process::{Child, Command};
-use tracing::debug;
+use tracing::{debug, warn};
 
 /// A job for the spawner thread.
 type Job = Box<dyn FnOnce() + Send>;
@@ -56,16 +56,16 @@ pub(crate) async fn spawn_server(mut command: Command) -> io::Result<Child> {
         let result = command.spawn();
         let _ = tx.send(result);
     });
-    match spawner() {
-        Some(spawner) if spawner.send(job).is_ok() => {}
-        // No spawner thread could be started: fork from this thread. The
-        // parent-death signal then follows this thread's life, and the
-        // process group and watchdog still apply.
-        _ => {
-            return Err(io::Error::other(
-                "the process spawner thread is not running",
-            ));
-        }
+    let unsent = match spawner() {
+        Some(spawner) => spawner.send(job).err().map(|mpsc::SendError(job)| job),
+        None => Some(job),
+    };
+    if let Some(job) = unsent {
+        // No spawner thread: fork from this thread. The parent-death signal
+        // then follows this thread's life; the process group, kill on drop
+        // and the watchdog still apply.
+        warn!("no spawner thread; starting the server from the calling thread");
+        job();
     }
     let child = rx
         .await
