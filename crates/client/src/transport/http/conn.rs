@@ -1,25 +1,23 @@
-//! The pooled HTTP/1.1 client under the transport: hyper-util's connection
-//! pool, rustls (ring) for `https`, the header and body limits, and the
-//! authorization retry loop.
+//! The HTTP/1.1 client under the transport: the connection pool, rustls
+//! (ring) for `https`, the header and body limits, and the authorization
+//! retry loop.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use http::header::{AUTHORIZATION, HOST, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
 use http::{Method, Request, Uri};
 use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client as HyperClient;
+use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 
 use super::auth::{AuthChallenge, AuthProvider, AuthRetry, MAX_AUTH_RETRIES};
 use super::failure::Failure;
+use super::pool::{Pool, PooledBody};
 
 /// The response type of one exchange.
-pub(crate) type HttpResponse = http::Response<Incoming>;
+pub(crate) type HttpResponse = http::Response<PooledBody>;
 
 /// One outgoing HTTP request, kept so it can be sent again after an
 /// authorization challenge.
@@ -40,16 +38,16 @@ pub(crate) struct Limits {
     pub(crate) max_body: usize,
     /// Largest response head (status line and headers).
     pub(crate) max_header_bytes: usize,
-    /// Most headers in a response.
-    pub(crate) max_headers: usize,
     /// TCP (and TLS) connect timeout.
     pub(crate) connect_timeout: Duration,
 }
 
-/// The pooled client plus the per-transport request decoration.
+/// The connection pool plus the per-transport request decoration.
 #[derive(Clone)]
 pub(crate) struct Http {
-    client: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    pool: Arc<Pool>,
+    /// `Host` of every request: the transport talks to one origin.
+    host: HeaderValue,
     /// Headers from configuration, added to every request.
     pub(crate) custom: HeaderMap,
     pub(crate) auth: Option<Arc<dyn AuthProvider>>,
@@ -68,6 +66,7 @@ impl std::fmt::Debug for Http {
 
 impl Http {
     pub(crate) fn new(
+        origin: &Uri,
         tls: Option<Arc<rustls::ClientConfig>>,
         custom: HeaderMap,
         auth: Option<Arc<dyn AuthProvider>>,
@@ -86,14 +85,13 @@ impl Http {
             .https_or_http()
             .enable_http1()
             .wrap_connector(tcp);
-        let client = HyperClient::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .http1_max_buf_size(limits.max_header_bytes.max(8192))
-            .http1_max_headers(limits.max_headers)
-            .build(connector);
+        let host = origin
+            .authority()
+            .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
+            .ok_or_else(|| Failure::Invalid(format!("URL {origin} has no host")))?;
         Ok(Http {
-            client,
+            pool: Pool::new(connector, limits),
+            host,
             custom,
             auth,
             limits,
@@ -105,61 +103,37 @@ impl Http {
     ///
     /// # Errors
     /// [`Failure::Connect`] when no answer arrived, [`Failure::Auth`] when
-    /// the provider failed. A 401/403 it gives up on is returned as the
+    /// the provider failed, [`Failure::Protocol`] for a response head over
+    /// the limit. A 401/403 the provider gives up on is returned as the
     /// response, for the caller to report.
-    pub(crate) async fn send(&self, out: &Outbound) -> Result<HttpResponse, Failure> {
+    pub(crate) async fn send(&self, out: Outbound) -> Result<HttpResponse, Failure> {
+        match self.auth.clone() {
+            // No authorization: nothing is ever sent twice, so nothing is
+            // kept for a retry.
+            None => self.send_once(out, None).await,
+            // Boxed, so the plain path does not carry the retry loop's state.
+            Some(auth) => Box::pin(self.send_authorized(out, auth)).await,
+        }
+    }
+
+    async fn send_authorized(
+        &self,
+        out: Outbound,
+        auth: Arc<dyn AuthProvider>,
+    ) -> Result<HttpResponse, Failure> {
         let mut attempt = 0;
         loop {
-            let mut request = Request::builder()
-                .method(out.method.clone())
-                .uri(out.uri.clone())
-                .body(Full::new(out.body.clone()))
-                .map_err(|e| Failure::Invalid(format!("cannot build the HTTP request: {e}")))?;
-            let headers = request.headers_mut();
-            headers.reserve(out.headers.len() + self.custom.len() + 1);
-            for (name, value) in &self.custom {
-                headers.append(name, value.clone());
-            }
-            for (name, value) in &out.headers {
-                headers.insert(name, value.clone());
-            }
-            if let Some(auth) = &self.auth {
-                match auth.authorization().await {
-                    Ok(Some(value)) => {
-                        let value = HeaderValue::from_str(&value).map_err(|_| {
-                            Failure::Auth(
-                                "the authorization provider gave a value that is not a valid header"
-                                    .into(),
-                            )
-                        })?;
-                        headers.insert(AUTHORIZATION, value);
-                    }
-                    Ok(None) => {}
-                    Err(e) => return Err(Failure::Auth(e.0)),
-                }
-            }
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(|e| Failure::Connect(error_chain(&e)))?;
-            // hyper bounds its read buffer, which bounds memory; the head
-            // itself is checked here, since a head can fit in one read.
-            let head: usize = response
-                .headers()
-                .iter()
-                .map(|(n, v)| n.as_str().len() + v.len() + 4)
-                .sum();
-            if head > self.limits.max_header_bytes {
-                return Err(Failure::Protocol(format!(
-                    "response headers of {head} bytes are larger than the {}-byte limit",
-                    self.limits.max_header_bytes
-                )));
-            }
-            let status = response.status().as_u16();
-            let Some(auth) = &self.auth else {
-                return Ok(response);
+            let value = match auth.authorization().await {
+                Ok(Some(value)) => Some(HeaderValue::from_str(&value).map_err(|_| {
+                    Failure::Auth(
+                        "the authorization provider gave a value that is not a valid header".into(),
+                    )
+                })?),
+                Ok(None) => None,
+                Err(e) => return Err(Failure::Auth(e.0)),
             };
+            let response = self.send_once(out.clone(), value).await?;
+            let status = response.status().as_u16();
             if !(status == 401 || status == 403) || attempt >= MAX_AUTH_RETRIES {
                 return Ok(response);
             }
@@ -177,13 +151,60 @@ impl Http {
             match auth.on_challenge(&challenge).await {
                 Ok(AuthRetry::Retry) => {
                     attempt += 1;
-                    // Let the refused answer's connection go back to the pool.
-                    drop(response);
+                    // Read the refusal's body so its connection is reused.
+                    let _ = super::response::read_limited(response.into_body(), 64 * 1024).await;
                 }
                 Ok(AuthRetry::GiveUp) => return Ok(response),
                 Err(e) => return Err(Failure::Auth(e.0)),
             }
         }
+    }
+
+    async fn send_once(
+        &self,
+        out: Outbound,
+        authorization: Option<HeaderValue>,
+    ) -> Result<HttpResponse, Failure> {
+        let Outbound {
+            method,
+            uri,
+            mut headers,
+            body,
+            ..
+        } = out;
+        // Configured headers never name a protocol header (the builder
+        // refuses those), so they only add.
+        for (name, value) in &self.custom {
+            headers.append(name, value.clone());
+        }
+        if let Some(value) = authorization {
+            headers.insert(AUTHORIZATION, value);
+        }
+        headers.insert(HOST, self.host.clone());
+        // HTTP/1.1 origin form: the path and query on the request line.
+        let path = uri
+            .path_and_query()
+            .cloned()
+            .map_or_else(|| Uri::from_static("/"), Uri::from);
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = method;
+        *request.uri_mut() = path;
+        *request.headers_mut() = headers;
+        let response = self.pool.send(&uri, request).await?;
+        // hyper bounds the head it reads; checked again here so the limit
+        // holds whatever hyper does.
+        let head: usize = response
+            .headers()
+            .iter()
+            .map(|(n, v)| n.as_str().len() + v.len() + 4)
+            .sum();
+        if head > self.limits.max_header_bytes {
+            return Err(Failure::Protocol(format!(
+                "response headers of {head} bytes are larger than the {}-byte limit",
+                self.limits.max_header_bytes
+            )));
+        }
+        Ok(response)
     }
 }
 

@@ -125,7 +125,7 @@ impl LegacySession {
             let base = request_headers(&request.method, request.params.as_ref())?;
             let headers = self.headers(session.as_ref(), base);
             let out = inner.post(headers, &request, Some(request.method.clone()));
-            let answer = inner.http.send(&out).await?;
+            let answer = inner.http.send(out).await?;
             if answer.status() == StatusCode::NOT_FOUND && session.is_some() && attempt == 0 {
                 // The server forgot the session: the 2025-11-25 rule is a
                 // new `initialize` without the id, then the request again.
@@ -223,7 +223,7 @@ impl LegacySession {
             body: bytes::Bytes::new(),
             rpc_method: None,
         };
-        let answer = inner.http.send(&out).await?;
+        let answer = inner.http.send(out).await?;
         if !answer.status().is_success() {
             return Err(Failure::Protocol(format!(
                 "GET with Last-Event-ID answered HTTP {}",
@@ -263,7 +263,7 @@ impl LegacySession {
         let base = request_headers(method::INITIALIZED, None)?;
         let headers = self.headers(session_id.as_ref(), base);
         let out = inner.post(headers, &initialized, Some(method::INITIALIZED.to_owned()));
-        accept_one_way(inner.http.send(&out).await?).await?;
+        accept_one_way(inner.http.send(out).await?).await?;
         *self.session_id.lock().unwrap_or_else(|e| e.into_inner()) = session_id.clone();
         Ok(session_id)
     }
@@ -283,7 +283,7 @@ impl LegacySession {
         let headers = self.headers(self.current_session().as_ref(), base);
         let initialized = method.as_deref() == Some(method::INITIALIZED);
         let out = inner.post(headers, message, method);
-        accept_one_way(inner.http.send(&out).await?).await?;
+        accept_one_way(inner.http.send(out).await?).await?;
         if initialized {
             self.open_standalone(inner).await;
         }
@@ -349,7 +349,7 @@ impl LegacySession {
             body: bytes::Bytes::new(),
             rpc_method: None,
         };
-        match tokio::time::timeout(DELETE_TIMEOUT, inner.http.send(&out)).await {
+        match tokio::time::timeout(DELETE_TIMEOUT, inner.http.send(out)).await {
             Ok(Ok(answer)) => {
                 tracing::debug!(server = %inner.server, status = answer.status().as_u16(), "legacy session ended");
             }
@@ -376,7 +376,7 @@ async fn handshake(
         headers.insert(h::SESSION_ID, id.clone());
     }
     let out = inner.post(headers, request, Some(request.method.clone()));
-    let answer = inner.http.send(&out).await?;
+    let answer = inner.http.send(out).await?;
     let status = answer.status();
     if !status.is_success() {
         // Here a refusal may mean "not this era": only a modern error body
@@ -457,7 +457,7 @@ impl Standalone {
             body: bytes::Bytes::new(),
             rpc_method: None,
         };
-        let answer = self.http.send(&out).await?;
+        let answer = self.http.send(out).await?;
         if !answer.status().is_success()
             || response::body_kind(&answer).ok() != Some(BodyKind::EventStream)
         {

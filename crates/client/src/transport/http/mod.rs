@@ -26,9 +26,11 @@ mod conn;
 mod era;
 mod failure;
 mod legacy;
+mod pool;
 mod response;
 mod sse_transport;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -61,6 +63,24 @@ pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
 
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
+/// Runs the future expression `$work` unless or until `$inner`'s transport
+/// is closed. A macro rather than a function so the (large) request future
+/// is built once, in place, instead of being copied into a second future.
+macro_rules! guarded {
+    ($inner:expr, $work:expr) => {{
+        let mut closed = $inner.closed.subscribe();
+        if *closed.borrow_and_update() {
+            Err(Failure::Closed)
+        } else {
+            tokio::select! {
+                biased;
+                _ = closed.changed() => Err(Failure::Closed),
+                result = $work => result,
+            }
+        }
+    }};
+}
 
 /// Builds an [`HttpTransport`].
 #[derive(Debug)]
@@ -178,10 +198,9 @@ impl HttpTransportBuilder {
         let limits = Limits {
             max_body: self.max_body,
             max_header_bytes: self.max_header_bytes,
-            max_headers: 128,
             connect_timeout: self.connect_timeout,
         };
-        let http = Http::new(self.tls, custom, self.auth, limits)
+        let http = Http::new(&endpoint, self.tls, custom, self.auth, limits)
             .map_err(|f| f.into_transport(&server))?;
         let key = era::endpoint_key(&endpoint);
         let (closed, _) = watch::channel(false);
@@ -196,6 +215,7 @@ impl HttpTransportBuilder {
                 wire: RwLock::new(Wire::Modern),
                 events: Arc::new(RwLock::new(None)),
                 closed,
+                remembered_modern: AtomicBool::new(false),
             }),
         })
     }
@@ -225,6 +245,8 @@ struct Inner {
     events: Events,
     /// Flipped by `close`; every in-flight request watches it.
     closed: watch::Sender<bool>,
+    /// Whether the era memory already knows this endpoint is modern.
+    remembered_modern: AtomicBool,
 }
 
 impl std::fmt::Debug for Inner {
@@ -301,7 +323,7 @@ impl Transport for HttpTransport {
     fn request(&self, outgoing: Outgoing) -> BoxFuture<'_, Result<Response, TransportError>> {
         Box::pin(async move {
             let inner = &self.inner;
-            let result = inner.guard(inner.request(outgoing)).await;
+            let result = guarded!(inner, inner.request(outgoing));
             result.map_err(|f| f.into_transport(&inner.server))
         })
     }
@@ -310,7 +332,7 @@ impl Transport for HttpTransport {
         Box::pin(async move {
             let inner = &self.inner;
             let message = Message::Notification(notification);
-            let result = inner.guard(inner.post_one_way(message)).await;
+            let result = guarded!(inner, inner.post_one_way(message));
             result.map_err(|f| f.into_transport(&inner.server))
         })
     }
@@ -319,7 +341,7 @@ impl Transport for HttpTransport {
         Box::pin(async move {
             let inner = &self.inner;
             let message = Message::Response(response);
-            let result = inner.guard(inner.post_one_way(message)).await;
+            let result = guarded!(inner, inner.post_one_way(message));
             result.map_err(|f| f.into_transport(&inner.server))
         })
     }
@@ -359,22 +381,6 @@ impl Transport for HttpTransport {
 }
 
 impl Inner {
-    /// Runs `work` unless or until the transport is closed.
-    async fn guard<T>(
-        &self,
-        work: impl std::future::Future<Output = Result<T, Failure>>,
-    ) -> Result<T, Failure> {
-        let mut closed = self.closed.subscribe();
-        if *closed.borrow_and_update() {
-            return Err(Failure::Closed);
-        }
-        tokio::select! {
-            biased;
-            _ = closed.changed() => Err(Failure::Closed),
-            result = work => result,
-        }
-    }
-
     fn wire(&self) -> Wire {
         read(&self.wire).clone()
     }
@@ -384,21 +390,28 @@ impl Inner {
     }
 
     fn remember(&self, kind: WireKind) {
-        if self.remember {
-            era::remember(&self.key, kind);
+        if !self.remember {
+            return;
         }
+        // Every modern answer says "modern": note it once, not per request.
+        if kind == WireKind::Modern && self.remembered_modern.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        era::remember(&self.key, kind);
     }
 
     async fn request(&self, outgoing: Outgoing) -> Result<Response, Failure> {
         let is_initialize = outgoing.request.method == switchboard_wire::method::INITIALIZE;
+        // Only the modern path lives in this future; the others are boxed,
+        // so the hot path does not carry (and move) their state.
         match (is_initialize, self.wire()) {
             (false, Wire::Modern) => self.modern(outgoing).await,
-            (false, Wire::Legacy(session)) => session.request(self, outgoing).await,
+            (false, Wire::Legacy(session)) => Box::pin(session.request(self, outgoing)).await,
             (_, Wire::HttpSse(session)) if session.is_alive() => {
-                session.request(self, outgoing).await
+                Box::pin(session.request(self, outgoing)).await
             }
             (false, Wire::HttpSse(session)) => Err(session.dead_failure()),
-            (true, _) => self.initialize(outgoing).await,
+            (true, _) => Box::pin(self.initialize(outgoing)).await,
         }
     }
 
@@ -411,15 +424,15 @@ impl Inner {
         } = outgoing;
         let mut headers = request_headers(&request.method, request.params.as_ref())?;
         if let Some(version) = body_version(request.params.as_ref()) {
-            headers.insert(h::PROTOCOL_VERSION, header_value(version)?);
+            headers.insert(h::PROTOCOL_VERSION, version_value(version)?);
         }
         for (name, value) in &param_headers {
             let name = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| Failure::Invalid(format!("{name:?} is not a valid header name")))?;
             headers.insert(name, header_value(value)?);
         }
-        let out = self.post(headers, &request, Some(request.method.clone()));
-        let response = self.http.send(&out).await?;
+        let out = self.post(headers, &request, self.rpc_method(&request.method));
+        let response = self.http.send(out).await?;
         let routing = Routing {
             server: &self.server,
             sink: sink.as_ref(),
@@ -442,11 +455,17 @@ impl Inner {
                 response::read_json(response, &request.id, self.http.limits.max_body, &routing)
                     .await?
             }
+            // Boxed: the stream reader's state is large, and a JSON answer
+            // should not carry it.
             BodyKind::EventStream => {
-                let mut stream = EventStream::new(response.into_body(), self.http.limits.max_body);
-                let answer = stream.response_for(&request.id, &routing).await?;
-                stream.drain(self.server.clone(), sink.clone(), self.drain_grace);
-                answer
+                Box::pin(async {
+                    let max = self.http.limits.max_body;
+                    let mut stream = EventStream::new(response.into_body(), max);
+                    let answer = stream.response_for(&request.id, &routing).await?;
+                    stream.drain(self.server.clone(), sink.clone(), self.drain_grace);
+                    Ok::<_, Failure>(answer)
+                })
+                .await?
             }
         };
         self.remember(WireKind::Modern);
@@ -520,13 +539,19 @@ impl Inner {
                 };
                 let mut headers = request_headers(method.as_deref().unwrap_or(""), params)?;
                 if let Some(version) = body_version(params) {
-                    headers.insert(h::PROTOCOL_VERSION, header_value(version)?);
+                    headers.insert(h::PROTOCOL_VERSION, version_value(version)?);
                 }
                 let out = self.post(headers, &message, method);
-                let response = self.http.send(&out).await?;
+                let response = self.http.send(out).await?;
                 accept_one_way(response).await
             }
         }
+    }
+
+    /// The JSON-RPC method as the authorization hook sees it; only kept
+    /// when there is a hook.
+    fn rpc_method(&self, method: &str) -> Option<String> {
+        self.http.auth.as_ref().map(|_| method.to_owned())
     }
 
     /// A POST of `body` to the endpoint.
@@ -546,7 +571,7 @@ impl Inner {
         body: &impl serde::Serialize,
         rpc_method: Option<String>,
     ) -> Outbound {
-        let mut bytes = Vec::with_capacity(256);
+        let mut bytes = Vec::with_capacity(512);
         // Serialising our own messages cannot fail: string keys, no I/O.
         let _ = serde_json::to_writer(&mut bytes, body);
         Outbound {
@@ -575,6 +600,8 @@ pub(crate) fn emit(events: &Events, server: &str, incoming: Incoming) {
 /// Checks the answer to a notification or response POST: any 2xx.
 async fn accept_one_way(response: conn::HttpResponse) -> Result<(), Failure> {
     if response.status().is_success() {
+        // A 202 has no body; reading it to the end frees the connection.
+        let _ = response::read_limited(response.into_body(), 64 * 1024).await;
         return Ok(());
     }
     match response::error_status(response, None).await {
@@ -636,6 +663,15 @@ fn method_value(method: &str) -> Result<HeaderValue, Failure> {
     match KNOWN.iter().find(|k| **k == method) {
         Some(k) => Ok(HeaderValue::from_static(k)),
         None => header_value(method),
+    }
+}
+
+/// `MCP-Protocol-Version`: static for the version we speak.
+fn version_value(version: &str) -> Result<HeaderValue, Failure> {
+    if version == switchboard_wire::version::LATEST {
+        Ok(HeaderValue::from_static(switchboard_wire::version::LATEST))
+    } else {
+        header_value(version)
     }
 }
 

@@ -9,10 +9,10 @@
 
 use std::time::Duration;
 
+use super::pool::PooledBody as Body;
 use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http_body_util::BodyExt;
-use hyper::body::Incoming as Body;
 use switchboard_wire::{
     ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response, SseDecoder,
 };

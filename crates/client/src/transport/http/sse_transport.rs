@@ -84,7 +84,7 @@ impl SseSession {
             body: bytes::Bytes::new(),
             rpc_method: None,
         };
-        let answer = inner.http.send(&out).await?;
+        let answer = inner.http.send(out).await?;
         if !answer.status().is_success() {
             return Err(Failure::Protocol(format!(
                 "GET for an HTTP+SSE stream answered HTTP {}",
@@ -199,7 +199,7 @@ impl SseSession {
             &request,
             Some(request.method.clone()),
         );
-        let answer = inner.http.send(&out).await?;
+        let answer = inner.http.send(out).await?;
         if !answer.status().is_success() {
             return match response::error_status(answer, Some(&request.id)).await {
                 Err(Failure::Status(s)) => match s.error {
@@ -233,7 +233,7 @@ impl SseSession {
         };
         let headers = request_headers(method.as_deref().unwrap_or(""), params)?;
         let out = inner.post_to(self.post_url.clone(), headers, message, method);
-        accept_one_way(inner.http.send(&out).await?).await
+        accept_one_way(inner.http.send(out).await?).await
     }
 
     /// Closes the stream; waiting requests fail at once.
