@@ -13,8 +13,9 @@ use serde_json::{Map, Value};
 use switchboard_wire::meta::SERVER_INFO;
 use switchboard_wire::types::method;
 use switchboard_wire::{
-    CacheHints, CallToolResult, ErrorObject, LoggingLevel, Message, ReadResourceResult, Request,
-    RequestId, RequestMeta, Response, ResultHeader, ResultType, SubscriptionFilter, version,
+    CacheHints, CallToolResult, ContentBlock, ErrorObject, LoggingLevel, Message,
+    ReadResourceResult, Request, RequestId, RequestMeta, Response, ResultHeader, ResultType,
+    SubscriptionFilter, version,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -331,17 +332,22 @@ impl Server {
                 ));
             }
         };
-        let digest = params_digest(&params);
         let state = match params.remove("requestState") {
             None => None,
             Some(Value::String(token)) => {
+                let digest = params_digest(&params);
                 Some(self.open_state(target, &name, &digest, &token, incoming)?)
             }
             Some(_) => return Err(Fault::invalid_params("requestState must be a string")),
         };
         let registry = self.registry();
         let caps_meta = Arc::clone(&meta);
-        let ask = |ask: InputRequired, name: String| -> Result<Step, Fault> {
+        // The digest binds a state to these params; only needed when the
+        // handler asks for input.
+        let ask = |ask: InputRequired,
+                   name: String,
+                   params: &Map<String, Value>|
+         -> Result<Step, Fault> {
             // MRTR-05: only what this request's capabilities allow.
             if let Some(missing) = ask.missing_capabilities(&caps_meta.client_capabilities) {
                 return Err(Fault::from_rpc(ErrorObject::missing_capability(missing)));
@@ -349,7 +355,7 @@ impl Server {
             Ok(Step::Ask {
                 ask,
                 target: name,
-                digest,
+                digest: params_digest(params),
             })
         };
         let ctx = |method: &'static str| {
@@ -373,17 +379,19 @@ impl Server {
                     )));
                 };
                 drop(registry);
-                let args = match params.remove("arguments") {
-                    None | Some(Value::Null) => empty_args(),
+                let empty = empty_args();
+                let args = match params.get("arguments") {
+                    None | Some(Value::Null) => &empty,
                     Some(v @ Value::Object(_)) => v,
                     Some(_) => return Err(Fault::invalid_params("arguments must be an object")),
                 };
-                if let Err(message) = entry.validator.validate(&args) {
+                if let Err(message) = entry.validator.validate(args) {
                     // Input validation failures are tool errors the model
                     // can fix (tools page, error handling).
                     return Ok(Step::Done(self.tool_result(failure_result(message))));
                 }
-                match entry.handler.call(args, ctx(method::TOOLS_CALL)).await {
+                let call = entry.handler.call(args, ctx(method::TOOLS_CALL));
+                match call.await {
                     Ok(Outcome::Complete(result)) => {
                         if let Some(v) = &entry.output_validator {
                             if !result.is_error() {
@@ -402,7 +410,7 @@ impl Server {
                         }
                         Ok(Step::Done(self.tool_result(result)))
                     }
-                    Ok(Outcome::InputRequired(a)) => ask(a, name),
+                    Ok(Outcome::InputRequired(a)) => ask(a, name, &params),
                     Err(e) => match e.into_parts() {
                         Ok(message) => Ok(Step::Done(self.tool_result(failure_result(message)))),
                         Err(obj) => Err(Fault::from_rpc(obj)),
@@ -416,9 +424,9 @@ impl Server {
                     )));
                 };
                 drop(registry);
-                let args = match params.remove("arguments") {
+                let args = match params.get("arguments") {
                     None | Some(Value::Null) => Map::new(),
-                    Some(Value::Object(m)) => m,
+                    Some(Value::Object(m)) => m.clone(),
                     Some(_) => return Err(Fault::invalid_params("arguments must be an object")),
                 };
                 if let Some((k, _)) = args.iter().find(|(_, v)| !v.is_string()) {
@@ -439,7 +447,7 @@ impl Server {
                     Ok(Outcome::Complete(mut result)) => Ok(Step::Done(
                         self.result_bytes(&mut result, |r| &mut r.header),
                     )),
-                    Ok(Outcome::InputRequired(a)) => ask(a, name),
+                    Ok(Outcome::InputRequired(a)) => ask(a, name, &params),
                     Err(e) => Err(handler_fault(e)),
                 }
             }
@@ -471,15 +479,71 @@ impl Server {
                     Ok((Outcome::Complete(result), cache)) => {
                         Ok(Step::Done(self.read_result(&name, result, cache)?))
                     }
-                    Ok((Outcome::InputRequired(a), _)) => ask(a, name),
+                    Ok((Outcome::InputRequired(a), _)) => ask(a, name, &params),
                     Err(e) => Err(handler_fault(e)),
                 }
             }
         }
     }
 
+    /// Serializes a tool result by hand: text blocks are written directly
+    /// instead of going through a map per block (the hot path of every
+    /// server).
     fn tool_result(&self, mut result: CallToolResult) -> Vec<u8> {
-        self.result_bytes(&mut result, |r| &mut r.header)
+        let mut out = Vec::with_capacity(192);
+        out.extend_from_slice(b"{\"content\":[");
+        for (i, block) in result.content.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match block {
+                ContentBlock::Text { text, extra } if extra.is_empty() => {
+                    out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                    let _ = serde_json::to_writer(&mut out, text);
+                    out.push(b'}');
+                }
+                other => {
+                    let _ = serde_json::to_writer(&mut out, other);
+                }
+            }
+        }
+        out.push(b']');
+        if let Some(sc) = &result.structured_content {
+            out.extend_from_slice(b",\"structuredContent\":");
+            let _ = serde_json::to_writer(&mut out, sc);
+        }
+        match result.is_error {
+            Some(true) => out.extend_from_slice(b",\"isError\":true"),
+            Some(false) => out.extend_from_slice(b",\"isError\":false"),
+            None => {}
+        }
+        out.extend_from_slice(b",\"resultType\":");
+        let kind = result
+            .header
+            .result_type
+            .take()
+            .unwrap_or(ResultType::Complete);
+        let _ = serde_json::to_writer(&mut out, &kind);
+        for (k, v) in &result.header.extra {
+            out.push(b',');
+            let _ = serde_json::to_writer(&mut out, k);
+            out.push(b':');
+            let _ = serde_json::to_writer(&mut out, v);
+        }
+        match &mut result.header.meta {
+            None => {
+                out.push(b',');
+                out.extend_from_slice(&self.inner.meta_member);
+            }
+            Some(meta) => {
+                meta.entry(SERVER_INFO)
+                    .or_insert_with(|| self.inner.server_info.clone());
+                out.extend_from_slice(b",\"_meta\":");
+                let _ = serde_json::to_writer(&mut out, meta);
+            }
+        }
+        out.push(b'}');
+        out
     }
 
     fn read_result(

@@ -334,9 +334,11 @@ impl<T: Serialize> IntoToolResult for Json<T> {
 
 /// A handler with its argument type erased.
 pub(crate) trait ErasedTool: Send + Sync {
+    /// Reads the arguments (by reference: the caller keeps them, e.g. to
+    /// bind a request state to them) and starts the handler.
     fn call(
         &self,
-        args: Value,
+        args: &Value,
         ctx: Context,
     ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
 }
@@ -353,10 +355,10 @@ where
 {
     fn call(
         &self,
-        args: Value,
+        args: &Value,
         ctx: Context,
     ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
-        match serde_json::from_value::<F::Args>(args) {
+        match F::Args::deserialize(args) {
             Ok(a) => self.f.call(a, ctx),
             Err(e) => {
                 let e = HandlerError::msg(format!(
