@@ -2,5 +2,6 @@
 
 mod client;
 mod legacy;
+mod server;
 mod transport;
 mod util;

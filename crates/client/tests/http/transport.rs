@@ -692,3 +692,53 @@ async fn concurrent_requests_each_get_their_own_response() {
         within(task).await.unwrap();
     }
 }
+
+// Keep-alive: sequential requests share one connection; a stream read to
+// its end gives its connection back too.
+#[tokio::test]
+async fn connections_are_kept_alive_and_reused() {
+    let server = serve(|seen| async move {
+        if seen.rpc_method().as_deref() == Some(method::TOOLS_CALL) {
+            sse(vec![Step::Event(result_for(&seen, json!({})))])
+        } else {
+            json_reply(200, result_for(&seen, json!({})))
+        }
+    })
+    .await;
+    let t = transport(&server.url());
+    for i in 0..10 {
+        let out = Outgoing::new(modern_request(i, method::TOOLS_LIST, json!({})));
+        within(t.request(out)).await.unwrap();
+    }
+    within(t.notify(Notification::new("notifications/example", None)))
+        .await
+        .unwrap();
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    // A stream's end may trail its response by a moment; the connection is
+    // back in the pool once it is read, so the calls share a few at most.
+    for i in 10..20 {
+        let out = Outgoing::new(modern_request(i, method::TOOLS_CALL, json!({"name": "x"})));
+        within(t.request(out)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(server.connections.load(Ordering::SeqCst) <= 3);
+}
+
+// A server that closes every connection after its answer is served on
+// fresh connections, never on a dead one.
+#[tokio::test]
+async fn servers_closing_connections_get_fresh_ones() {
+    let server = serve(|seen| async move {
+        let mut r = json_reply(200, result_for(&seen, json!({})));
+        r.headers_mut()
+            .insert("connection", http::HeaderValue::from_static("close"));
+        r
+    })
+    .await;
+    let t = transport(&server.url());
+    for i in 0..5 {
+        let out = Outgoing::new(modern_request(i, method::TOOLS_LIST, json!({})));
+        within(t.request(out)).await.unwrap();
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), 5);
+}

@@ -94,6 +94,8 @@ pub(crate) enum Step {
 pub(crate) struct TestServer {
     pub(crate) addr: std::net::SocketAddr,
     pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
+    /// TCP connections accepted so far.
+    pub(crate) connections: Arc<std::sync::atomic::AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -134,11 +136,14 @@ where
     let seen = Arc::new(Mutex::new(Vec::new()));
     let handler = Arc::new(handler);
     let record = seen.clone();
+    let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let accepted = connections.clone();
     let task = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
+            accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let handler = handler.clone();
             let record = record.clone();
             tokio::spawn(async move {
@@ -172,7 +177,12 @@ where
             });
         }
     });
-    TestServer { addr, seen, task }
+    TestServer {
+        addr,
+        seen,
+        connections,
+        task,
+    }
 }
 
 /// A full body with a status and content type.

@@ -178,7 +178,9 @@ impl LegacySession {
                 loop {
                     match stream.response_for(id, &routing).await {
                         Ok(r) => {
-                            stream.drain(inner.server.clone(), sink.cloned(), inner.drain_grace);
+                            stream
+                                .drain(inner.server.clone(), sink.cloned(), inner.drain_grace)
+                                .await;
                             return Ok(r);
                         }
                         Err(Failure::Stream(cause)) if resumes < MAX_RESUMES => {
@@ -398,7 +400,9 @@ async fn handshake(
         BodyKind::EventStream => {
             let mut stream = EventStream::new(answer.into_body(), max);
             let r = stream.response_for(&request.id, &routing).await?;
-            stream.drain(inner.server.clone(), sink.cloned(), inner.drain_grace);
+            stream
+                .drain(inner.server.clone(), sink.cloned(), inner.drain_grace)
+                .await;
             r
         }
     };

@@ -462,7 +462,9 @@ impl Inner {
                     let max = self.http.limits.max_body;
                     let mut stream = EventStream::new(response.into_body(), max);
                     let answer = stream.response_for(&request.id, &routing).await?;
-                    stream.drain(self.server.clone(), sink.clone(), self.drain_grace);
+                    stream
+                        .drain(self.server.clone(), sink.clone(), self.drain_grace)
+                        .await;
                     Ok::<_, Failure>(answer)
                 })
                 .await?

@@ -422,12 +422,31 @@ impl EventStream {
         self.ended || hyper::body::Body::is_end_stream(&self.body)
     }
 
-    /// Keeps reading in the background for `grace`, handing notifications
-    /// to `sink`, so those a server sends after the response still arrive
-    /// and the connection can go back to the pool.
-    pub(crate) fn drain(mut self, server: String, sink: Option<NotificationSink>, grace: Duration) {
-        if self.is_done() {
-            return;
+    /// Reads what is left of the stream after its response, handing
+    /// notifications to `sink`, so those a server sends after the response
+    /// still arrive and the connection can go back to the pool. What has
+    /// already arrived (usually just the end of the stream) is read at once;
+    /// the rest in the background, for at most `grace`.
+    pub(crate) async fn drain(
+        mut self,
+        server: String,
+        sink: Option<NotificationSink>,
+        grace: Duration,
+    ) {
+        loop {
+            if self.is_done() {
+                return;
+            }
+            match poll_once(self.next(&server)).await {
+                Some(Ok(Some(StreamItem::Message(Message::Notification(n))))) => {
+                    if let Some(sink) = &sink {
+                        sink(n);
+                    }
+                }
+                Some(Ok(Some(_))) => {}
+                Some(Ok(None) | Err(_)) => return,
+                None => break,
+            }
         }
         tokio::spawn(async move {
             let routing = Routing {
@@ -445,6 +464,16 @@ impl EventStream {
             let _ = tokio::time::timeout(grace, read).await;
         });
     }
+}
+
+/// Polls `future` once: its output if it is ready now, `None` otherwise.
+async fn poll_once<F: std::future::Future>(future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| match future.as_mut().poll(cx) {
+        std::task::Poll::Ready(out) => std::task::Poll::Ready(Some(out)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
 }
 
 #[cfg(test)]

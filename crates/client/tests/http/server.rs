@@ -1,0 +1,195 @@
+//! End to end: our `Client` over HTTP against our own server framework's
+//! Streamable HTTP runner, on 127.0.0.1 — the modern wire (headers,
+//! progress on SSE, MRTR, listen) and the legacy 2025-11-25 wire the same
+//! server also serves.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_client::{
+    BoxFuture, CallOptions, Client, EraPolicy, HttpTransport, InputContext, InputError,
+    InputHandler, InputSupport,
+};
+use switchboard_server::http::HttpOptions;
+use switchboard_server::{
+    CallToolResult, Context, Elicitation, HandlerError, InputRequired, Server, ToolResult, ToolSpec,
+};
+use switchboard_wire::types::SubscriptionFilter;
+use switchboard_wire::{Era, method};
+use tokio::sync::oneshot;
+
+use super::util::within;
+
+async fn forecast(args: Value, ctx: Context) -> Result<String, HandlerError> {
+    ctx.progress(1.0, Some(2.0), Some("looking")).await;
+    ctx.progress(2.0, Some(2.0), Some("found")).await;
+    let region = args["region"].as_str().unwrap_or("?");
+    let days = args["days"].as_i64().unwrap_or(0);
+    Ok(format!("{region}: sunny for {days} days"))
+}
+
+async fn greet(ctx: Context) -> ToolResult {
+    match ctx.input().elicitation("who")? {
+        Some(answer) => {
+            let name = answer
+                .accepted()
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("stranger")
+                .to_owned();
+            Ok(CallToolResult::text(format!("Hello, {name}!")).into())
+        }
+        None => Ok(InputRequired::new()
+            .elicit(
+                "who",
+                Elicitation::form(
+                    "What is your name?",
+                    json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+                ),
+            )
+            .into()),
+    }
+}
+
+/// Starts the server on 127.0.0.1:0; stops when the sender is dropped.
+async fn start() -> (String, oneshot::Sender<()>) {
+    let spec = ToolSpec::new("forecast")
+        .description("Weather for the next days")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "days": {"type": "integer", "minimum": 1, "maximum": 7}
+            },
+            "required": ["region", "days"]
+        }));
+    let server = Server::builder("e2e", "1.0.0")
+        .tool_spec(spec, forecast)
+        .tool("greet", "Asks for a name, then greets", greet)
+        .tool(
+            "touch",
+            "Announces that the tool list changed",
+            |ctx: Context| async move {
+                ctx.notifier().tools_list_changed();
+                "sent"
+            },
+        )
+        .build()
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        let _ =
+            switchboard_server::http::serve(server, listener, HttpOptions::new(), shutdown).await;
+    });
+    (url, stop)
+}
+
+#[derive(Debug)]
+struct Ada;
+
+impl InputHandler for Ada {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        _params: Value,
+    ) -> BoxFuture<'_, Result<Value, InputError>> {
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"name": "Ada"}})) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modern_wire_against_our_server() {
+    let (url, _stop) = start().await;
+    let transport = HttpTransport::builder("e2e", &url)
+        .remember_era(false)
+        .build()
+        .unwrap();
+    let client = within(
+        Client::builder("e2e", transport)
+            .input_handler(Ada)
+            .connect(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(client.era(), Era::Modern);
+    assert_eq!(client.protocol_version(), "2026-07-28");
+
+    let tools = within(client.list_all_tools()).await.unwrap();
+    let mut names: Vec<_> = tools.items.iter().map(|t| t.name.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["forecast", "greet", "touch"]);
+
+    // The server validates Mcp-Param-Region against the body: the call only
+    // succeeds if the client mirrored it.
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let seen = progress.clone();
+    let options =
+        CallOptions::default().with_progress(move |p| seen.lock().unwrap().push(p.progress));
+    let result = within(client.call_tool_with(
+        "forecast",
+        json!({"region": "eu-west", "days": 3}).as_object().cloned(),
+        &options,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(result.joined_text(), "eu-west: sunny for 3 days");
+    assert_eq!(*progress.lock().unwrap(), [1.0, 2.0]);
+
+    // MRTR through the input handler.
+    let greeting = within(client.call_tool("greet", None)).await.unwrap();
+    assert_eq!(greeting.joined_text(), "Hello, Ada!");
+
+    // A listen stream receives the list change another call causes.
+    let filter = SubscriptionFilter {
+        tools_list_changed: Some(true),
+        ..SubscriptionFilter::default()
+    };
+    let mut sub = within(client.listen(filter)).await.unwrap();
+    assert_eq!(sub.acknowledged().tools_list_changed, Some(true));
+    within(client.call_tool("touch", None)).await.unwrap();
+    let changed = within(sub.next()).await.unwrap();
+    assert_eq!(changed.method, method::TOOLS_LIST_CHANGED);
+    drop(sub);
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_wire_against_our_server() {
+    let (url, _stop) = start().await;
+    let transport = HttpTransport::builder("e2e", &url)
+        .remember_era(false)
+        .build()
+        .unwrap();
+    let client = within(
+        Client::builder("e2e", transport)
+            .era_policy(EraPolicy::LegacyOnly)
+            .timeout(Duration::from_secs(20))
+            .connect(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(client.era(), Era::Legacy);
+    let tools = within(client.list_all_tools()).await.unwrap();
+    assert_eq!(tools.items.len(), 3);
+    let result = within(client.call_tool(
+        "forecast",
+        json!({"region": "us-east", "days": 1}).as_object().cloned(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(result.joined_text(), "us-east: sunny for 1 days");
+    client.close().await;
+}
