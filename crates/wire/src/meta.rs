@@ -267,6 +267,74 @@ impl RequestMeta {
     }
 }
 
+impl RequestMeta {
+    /// Reads and checks a request's `_meta` object, taking ownership: the
+    /// same rules as [`RequestMeta::from_params`], in one pass over the
+    /// keys and without copying values (for servers on a hot path).
+    ///
+    /// # Errors
+    /// [`MetaError`] when a required key is missing or a value is malformed.
+    pub fn from_meta_object(meta: Map<String, Value>) -> Result<RequestMeta, MetaError> {
+        let mut protocol_version = None;
+        let mut client_capabilities = None;
+        let mut client_info = None;
+        let mut log_level = None;
+        let mut progress_token = None;
+        let mut traceparent = None;
+        let mut tracestate = None;
+        let mut extra = Map::new();
+        let text = |key: &'static str, v: Value| match v {
+            Value::String(s) => Ok(s),
+            _ => Err(malformed(key, "must be a string")),
+        };
+        for (key, value) in meta {
+            match key.as_str() {
+                PROTOCOL_VERSION => protocol_version = Some(text(PROTOCOL_VERSION, value)?),
+                CLIENT_CAPABILITIES => {
+                    client_capabilities = Some(match value {
+                        Value::Object(m) if m.is_empty() => ClientCapabilities::default(),
+                        v @ Value::Object(_) => ClientCapabilities::deserialize(v)
+                            .map_err(|e| malformed(CLIENT_CAPABILITIES, &e.to_string()))?,
+                        _ => return Err(malformed(CLIENT_CAPABILITIES, "must be an object")),
+                    });
+                }
+                CLIENT_INFO => {
+                    client_info = Some(
+                        Implementation::deserialize(value)
+                            .map_err(|e| malformed(CLIENT_INFO, &e.to_string()))?,
+                    );
+                }
+                LOG_LEVEL => {
+                    log_level = Some(LoggingLevel::deserialize(value).map_err(|_| {
+                        malformed(LOG_LEVEL, "must be one of debug, info, notice, warning, error, critical, alert, emergency")
+                    })?);
+                }
+                PROGRESS_TOKEN => {
+                    progress_token = Some(ProgressToken::from_value(&value).ok_or_else(|| {
+                        malformed(PROGRESS_TOKEN, "must be a string or an integer")
+                    })?);
+                }
+                TRACEPARENT => traceparent = Some(text(TRACEPARENT, value)?),
+                TRACESTATE => tracestate = Some(text(TRACESTATE, value)?),
+                _ => {
+                    extra.insert(key, value);
+                }
+            }
+        }
+        Ok(RequestMeta {
+            protocol_version: protocol_version.ok_or(MetaError::MissingKey(PROTOCOL_VERSION))?,
+            client_capabilities: client_capabilities
+                .ok_or(MetaError::MissingKey(CLIENT_CAPABILITIES))?,
+            client_info,
+            log_level,
+            progress_token,
+            traceparent,
+            tracestate,
+            extra,
+        })
+    }
+}
+
 /// Whether `key` is a well-formed `_meta` key: an optional prefix of
 /// dot-separated labels ending in `/`, then a name (WIRE-27).
 pub fn is_valid_meta_key(key: &str) -> bool {
@@ -356,6 +424,29 @@ mod tests {
             )),
             Err(MetaError::Malformed { key: LOG_LEVEL, .. })
         ));
+    }
+
+    // The owned one-pass reader agrees with from_params, errors included.
+    #[test]
+    fn from_meta_object_agrees_with_from_params() {
+        let cases = [
+            json!({"_meta": {PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {"sampling": {}, "x": 1}, CLIENT_INFO: {"name": "c", "version": "1"}, LOG_LEVEL: "info", PROGRESS_TOKEN: 3, TRACEPARENT: "t", "com.example/k": [1]}}),
+            json!({"_meta": {PROTOCOL_VERSION: "2026-07-28", CLIENT_CAPABILITIES: {}}}),
+            json!({"_meta": {PROTOCOL_VERSION: "2026-07-28"}}),
+            json!({"_meta": {CLIENT_CAPABILITIES: {}}}),
+            json!({"_meta": {PROTOCOL_VERSION: 5, CLIENT_CAPABILITIES: {}}}),
+            json!({"_meta": {PROTOCOL_VERSION: "v", CLIENT_CAPABILITIES: []}}),
+            json!({"_meta": {PROTOCOL_VERSION: "v", CLIENT_CAPABILITIES: {}, LOG_LEVEL: "loud"}}),
+            json!({"_meta": {PROTOCOL_VERSION: "v", CLIENT_CAPABILITIES: {}, PROGRESS_TOKEN: 1.5}}),
+        ];
+        for c in cases {
+            let owned = c["_meta"].as_object().unwrap().clone();
+            assert_eq!(
+                RequestMeta::from_meta_object(owned),
+                RequestMeta::from_params(Some(&c)),
+                "{c}"
+            );
+        }
     }
 
     #[test]
