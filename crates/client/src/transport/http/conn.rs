@@ -160,6 +160,16 @@ impl Http {
         }
     }
 
+    /// Ends every connection now: exchanges in flight fail at once.
+    pub(crate) fn abort_connections(&self) {
+        self.pool.abort_all();
+    }
+
+    /// Aborts every connection and refuses new ones.
+    pub(crate) fn close(&self) {
+        self.pool.close();
+    }
+
     async fn send_once(
         &self,
         out: Outbound,

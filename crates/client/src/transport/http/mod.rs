@@ -40,7 +40,6 @@ use http::{Method, Uri};
 use serde_json::Value;
 use switchboard_wire::header as h;
 use switchboard_wire::{Era, Message, Notification, Response, meta};
-use tokio::sync::watch;
 
 pub use auth::{
     AuthChallenge, AuthError, AuthProvider, AuthRetry, MAX_AUTH_RETRIES, StaticAuthorization,
@@ -64,21 +63,25 @@ pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// Runs the future expression `$work` unless or until `$inner`'s transport
-/// is closed. A macro rather than a function so the (large) request future
-/// is built once, in place, instead of being copied into a second future.
-macro_rules! guarded {
+/// Runs `$work` unless the transport is closed; a failure after `close`
+/// (which aborts every connection, so in-flight exchanges end at once) is
+/// reported as the close.
+macro_rules! unless_closed {
     ($inner:expr, $work:expr) => {{
-        let mut closed = $inner.closed.subscribe();
-        if *closed.borrow_and_update() {
+        let inner = $inner;
+        let result = if inner.closed.load(Ordering::Acquire) {
             Err(Failure::Closed)
         } else {
-            tokio::select! {
-                biased;
-                _ = closed.changed() => Err(Failure::Closed),
-                result = $work => result,
+            $work.await
+        };
+        result.map_err(|f| {
+            if inner.closed.load(Ordering::Acquire) {
+                Failure::Closed
+            } else {
+                f
             }
-        }
+            .into_transport(&inner.server)
+        })
     }};
 }
 
@@ -203,7 +206,6 @@ impl HttpTransportBuilder {
         let http = Http::new(&endpoint, self.tls, custom, self.auth, limits)
             .map_err(|f| f.into_transport(&server))?;
         let key = era::endpoint_key(&endpoint);
-        let (closed, _) = watch::channel(false);
         Ok(HttpTransport {
             inner: Arc::new(Inner {
                 server,
@@ -214,7 +216,7 @@ impl HttpTransportBuilder {
                 remember: self.remember_era,
                 wire: RwLock::new(Wire::Modern),
                 events: Arc::new(RwLock::new(None)),
-                closed,
+                closed: AtomicBool::new(false),
                 remembered_modern: AtomicBool::new(false),
             }),
         })
@@ -243,8 +245,8 @@ struct Inner {
     wire: RwLock<Wire>,
     /// Where messages that belong to no request go.
     events: Events,
-    /// Flipped by `close`; every in-flight request watches it.
-    closed: watch::Sender<bool>,
+    /// Set by `close`: new exchanges are refused, failed ones report it.
+    closed: AtomicBool,
     /// Whether the era memory already knows this endpoint is modern.
     remembered_modern: AtomicBool,
 }
@@ -322,27 +324,24 @@ impl HttpTransport {
 impl Transport for HttpTransport {
     fn request(&self, outgoing: Outgoing) -> BoxFuture<'_, Result<Response, TransportError>> {
         Box::pin(async move {
-            let inner = &self.inner;
-            let result = guarded!(inner, inner.request(outgoing));
-            result.map_err(|f| f.into_transport(&inner.server))
+            let inner = &*self.inner;
+            unless_closed!(inner, inner.request(outgoing))
         })
     }
 
     fn notify(&self, notification: Notification) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
-            let inner = &self.inner;
+            let inner = &*self.inner;
             let message = Message::Notification(notification);
-            let result = guarded!(inner, inner.post_one_way(message));
-            result.map_err(|f| f.into_transport(&inner.server))
+            unless_closed!(inner, inner.post_one_way(message))
         })
     }
 
     fn respond(&self, response: Response) -> BoxFuture<'_, Result<(), TransportError>> {
         Box::pin(async move {
-            let inner = &self.inner;
+            let inner = &*self.inner;
             let message = Message::Response(response);
-            let result = guarded!(inner, inner.post_one_way(message));
-            result.map_err(|f| f.into_transport(&inner.server))
+            unless_closed!(inner, inner.post_one_way(message))
         })
     }
 
@@ -364,9 +363,11 @@ impl Transport for HttpTransport {
     fn close(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let inner = &self.inner;
-            if inner.closed.send_replace(true) {
+            if inner.closed.swap(true, Ordering::AcqRel) {
                 return;
             }
+            // Every exchange in flight ends now, with the close as its cause.
+            inner.http.abort_connections();
             let wire = std::mem::replace(
                 &mut *inner.wire.write().unwrap_or_else(|e| e.into_inner()),
                 Wire::Modern,
@@ -376,6 +377,7 @@ impl Transport for HttpTransport {
                 Wire::HttpSse(session) => session.shut_down(),
                 Wire::Modern => {}
             }
+            inner.http.close();
         })
     }
 }

@@ -8,6 +8,7 @@
 //! it, which is exactly the cancellation signal Streamable HTTP wants.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -19,6 +20,7 @@ use hyper::body::{Body, Frame, Incoming, SizeHint};
 use hyper::client::conn::http1::{Builder, SendRequest};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
+use tokio::task::AbortHandle;
 use tower_service::Service;
 
 use super::conn::{Limits, error_chain};
@@ -34,6 +36,9 @@ pub(crate) struct Pool {
     connector: HttpsConnector<HttpConnector>,
     limits: Limits,
     idle: Mutex<Vec<Idle>>,
+    /// The tasks driving the open connections, so `close` can end them.
+    tasks: Mutex<Vec<AbortHandle>>,
+    closed: AtomicBool,
 }
 
 struct Idle {
@@ -54,6 +59,8 @@ impl Pool {
             connector,
             limits,
             idle: Mutex::new(Vec::new()),
+            tasks: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -109,6 +116,20 @@ impl Pool {
         }
     }
 
+    /// Ends every open connection: requests on them fail at once.
+    pub(crate) fn abort_all(&self) {
+        lock(&self.idle).clear();
+        for task in std::mem::take(&mut *lock(&self.tasks)) {
+            task.abort();
+        }
+    }
+
+    /// [`Pool::abort_all`], and no new connections.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.abort_all();
+    }
+
     async fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
         loop {
             let idle = lock(&self.idle).pop()?;
@@ -136,6 +157,9 @@ impl Pool {
     }
 
     async fn connect(&self, target: &Uri) -> Result<SendRequest<Full<Bytes>>, Failure> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Failure::Closed);
+        }
         let authority = target.authority().map_or("", |a| a.as_str()).to_owned();
         let mut connector = self.connector.clone();
         let connecting = async {
@@ -166,11 +190,18 @@ impl Pool {
                     self.limits.connect_timeout
                 ))
             })??;
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::trace!(error = %e, "HTTP connection ended with an error");
             }
         });
+        let mut tasks = lock(&self.tasks);
+        if self.closed.load(Ordering::Acquire) {
+            task.abort();
+            return Err(Failure::Closed);
+        }
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task.abort_handle());
         Ok(sender)
     }
 }
