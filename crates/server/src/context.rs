@@ -16,9 +16,9 @@ use switchboard_wire::types::method;
 use switchboard_wire::{
     ClientCapabilities, Implementation, LoggingLevel, Message, Notification, RequestId, RequestMeta,
 };
-use tokio_util::sync::CancellationToken;
 
 use crate::auth::Principal;
+use crate::cancel::Cancellation;
 use crate::error::HandlerError;
 use crate::input::InputResponses;
 use crate::notify::Notifier;
@@ -36,7 +36,7 @@ pub struct Context {
     pub(crate) meta: Arc<RequestMeta>,
     pub(crate) principal: Option<Arc<Principal>>,
     pub(crate) sink: Sink,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: Cancellation,
     pub(crate) input: InputResponses,
     pub(crate) state: Option<OpenedState>,
     pub(crate) server: Server,
@@ -62,7 +62,7 @@ pub(crate) struct ContextParts {
     pub(crate) meta: Arc<RequestMeta>,
     pub(crate) principal: Option<Arc<Principal>>,
     pub(crate) sink: Sink,
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: Cancellation,
     pub(crate) input: InputResponses,
     pub(crate) state: Option<OpenedState>,
     pub(crate) server: Server,
@@ -176,8 +176,8 @@ impl Context {
         self.cancel.cancelled().await;
     }
 
-    /// The token behind [`Context::cancelled`], for spawned sub-tasks.
-    pub fn cancellation_token(&self) -> CancellationToken {
+    /// The flag behind [`Context::cancelled`], for spawned sub-tasks.
+    pub fn cancellation(&self) -> Cancellation {
         self.cancel.clone()
     }
 

@@ -10,16 +10,16 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use switchboard_wire::meta::SERVER_INFO;
+use switchboard_wire::meta::{META, SERVER_INFO};
 use switchboard_wire::types::method;
 use switchboard_wire::{
-    CacheHints, CallToolResult, ContentBlock, ErrorObject, LoggingLevel, Message,
+    CacheHints, CallToolResult, ContentBlock, ErrorObject, LoggingLevel, Message, MetaError,
     ReadResourceResult, Request, RequestId, RequestMeta, Response, ResultHeader, ResultType,
     SubscriptionFilter, version,
 };
-use tokio_util::sync::CancellationToken;
 
 use crate::auth::Principal;
+use crate::cancel::Cancellation;
 use crate::completion::{self, CompleteRequest, CompletionRef};
 use crate::context::{Context, ContextParts};
 use crate::error::{Fault, FaultKind, HandlerError};
@@ -44,7 +44,7 @@ pub(crate) struct Incoming {
     /// Where progress, logs and (legacy) server requests go.
     pub(crate) sink: Sink,
     /// Fires when the client cancels or the stream closes.
-    pub(crate) cancel: CancellationToken,
+    pub(crate) cancel: Cancellation,
     /// The legacy session the request belongs to, if any.
     pub(crate) session: Option<Arc<Session>>,
 }
@@ -122,6 +122,18 @@ fn params_object(params: Option<Value>, method: &str) -> Result<Map<String, Valu
     }
 }
 
+/// Takes `_meta` out of the params and reads it (WIRE-14/15).
+fn take_meta(params: &mut Option<Value>) -> Result<RequestMeta, MetaError> {
+    match params
+        .as_mut()
+        .and_then(Value::as_object_mut)
+        .and_then(|p| p.remove(META))
+    {
+        Some(Value::Object(meta)) => RequestMeta::from_meta_object(meta),
+        _ => Err(MetaError::Missing),
+    }
+}
+
 fn to_json(value: &impl Serialize) -> Vec<u8> {
     serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
 }
@@ -129,10 +141,14 @@ fn to_json(value: &impl Serialize) -> Vec<u8> {
 impl Server {
     /// Routes one request.
     pub(crate) async fn dispatch(&self, request: Request, incoming: Incoming) -> Reply {
-        let Request { id, method, params } = request;
+        let Request {
+            id,
+            method,
+            mut params,
+        } = request;
         let meta = Arc::new(match &incoming.session {
             Some(s) => s.meta(params.as_ref()),
-            None => match RequestMeta::from_params(params.as_ref()) {
+            None => match take_meta(&mut params) {
                 Ok(m) => m,
                 Err(e) => return Reply::Error(Fault::meta(&e)),
             },
@@ -252,7 +268,21 @@ impl Server {
                 } => self.render_input_required(target, &name, &digest, &ask, incoming),
             };
         };
-        // Legacy client: ask it ourselves, then retry as a modern client would.
+        // Boxed: the legacy loop's state stays out of every modern request.
+        Box::pin(self.legacy_rounds(target, id, params, meta, incoming, session)).await
+    }
+
+    /// A legacy client cannot retry with input responses: ask it ourselves
+    /// with server-to-client requests, then retry as a modern client would.
+    async fn legacy_rounds(
+        &self,
+        target: Target,
+        id: &RequestId,
+        params: Map<String, Value>,
+        meta: Arc<RequestMeta>,
+        incoming: &Incoming,
+        session: &Session,
+    ) -> Result<Vec<u8>, Fault> {
         let mut round_params = params.clone();
         for _ in 0..MAX_LEGACY_ROUNDS {
             match self

@@ -56,6 +56,7 @@
 //! ```
 
 mod auth;
+mod cancel;
 mod completion;
 mod context;
 mod dispatch;
@@ -76,6 +77,7 @@ mod tool;
 mod uri_template;
 
 pub use auth::{AuthError, AuthRequest, BoxFuture, Principal, ProtectedResource, TokenValidator};
+pub use cancel::Cancellation;
 pub use completion::{CompleteRequest, CompletionHandler, CompletionRef, IntoCompletion};
 pub use context::Context;
 pub use error::{BuildError, HandlerError, ServeError};

@@ -15,7 +15,8 @@ use switchboard_wire::meta::SUBSCRIPTION_ID;
 use switchboard_wire::types::method;
 use switchboard_wire::{Message, Notification, RequestId, Response, SubscriptionFilter};
 use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
+
+use crate::cancel::Cancellation;
 
 /// One change, as broadcast to listen streams.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +92,7 @@ pub(crate) struct Subscription {
     id: RequestId,
     honoured: SubscriptionFilter,
     rx: broadcast::Receiver<Change>,
-    shutdown: CancellationToken,
+    shutdown: Cancellation,
     /// Notifications owed after the stream fell behind.
     pending: VecDeque<Vec<u8>>,
 }
@@ -103,7 +104,7 @@ impl Subscription {
         filter: &SubscriptionFilter,
         can: Deliverable,
         notifier: &Notifier,
-        shutdown: CancellationToken,
+        shutdown: Cancellation,
     ) -> Self {
         let yes = |asked: Option<bool>, ok: bool| (asked == Some(true) && ok).then_some(true);
         let honoured = SubscriptionFilter {

@@ -13,8 +13,8 @@ use switchboard_wire::{
     CacheHints, CacheScope, DiscoverResult, Implementation, JsonObject, ListChangedCapability,
     ResourcesCapability, ResultHeader, ServerCapabilities, version,
 };
-use tokio_util::sync::CancellationToken;
 
+use crate::cancel::Cancellation;
 use crate::completion::{CompletionHandler, ErasedCompletion};
 use crate::error::BuildError;
 use crate::legacy::Sessions;
@@ -74,7 +74,7 @@ pub(crate) struct Inner {
     pub(crate) keys: Keys,
     pub(crate) replay: ReplayGuard,
     pub(crate) notifier: Notifier,
-    pub(crate) shutdown: CancellationToken,
+    pub(crate) shutdown: Cancellation,
     /// `"_meta":{"io.modelcontextprotocol/serverInfo":{…}}`, ready to splice.
     pub(crate) meta_member: Vec<u8>,
     /// The `serverInfo` value.
@@ -708,7 +708,7 @@ impl ServerBuilder {
                 keys,
                 replay: ReplayGuard::default(),
                 notifier: Notifier::new(),
-                shutdown: CancellationToken::new(),
+                shutdown: Cancellation::new(),
                 meta_member,
                 server_info,
                 discover,

@@ -9,18 +9,27 @@
 //! case-sensitively; integers compare numerically.
 
 use http::HeaderMap;
-use http::header::{HOST, HeaderValue, ORIGIN};
+use http::header::{HOST, HeaderName, HeaderValue, ORIGIN};
 use serde_json::Value;
 use switchboard_wire::Request;
 use switchboard_wire::header::{self as mcp, name_member};
-use switchboard_wire::meta::PROTOCOL_VERSION;
+use switchboard_wire::meta;
 use switchboard_wire::types::method;
 
 use crate::error::Fault;
 use crate::server::Registry;
 
+/// `MCP-Protocol-Version`, parsed once.
+pub(crate) const VERSION: HeaderName = HeaderName::from_static(mcp::PROTOCOL_VERSION);
+/// `Mcp-Method`.
+const METHOD: HeaderName = HeaderName::from_static(mcp::METHOD);
+/// `Mcp-Name`.
+const NAME: HeaderName = HeaderName::from_static(mcp::NAME);
+/// `Mcp-Session-Id` (legacy).
+pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static(mcp::SESSION_ID);
+
 /// One header's value, required to appear at most once.
-fn single<'a>(headers: &'a HeaderMap, name: &str) -> Result<Option<&'a HeaderValue>, Fault> {
+fn single<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a HeaderValue>, Fault> {
     let mut values = headers.get_all(name).iter();
     let first = values.next();
     if values.next().is_some() {
@@ -44,12 +53,12 @@ pub(crate) fn validate(
 ) -> Result<(), Fault> {
     let params = request.params.as_ref();
     // MCP-Protocol-Version: present (HTTP-S-18/19) and equal to _meta (HTTP-S-15).
-    let version = single(headers, mcp::PROTOCOL_VERSION)?
+    let version = single(headers, &VERSION)?
         .ok_or_else(|| Fault::header("missing MCP-Protocol-Version header"))?;
     let version = trimmed(version);
     if let Some(meta_version) = params
         .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(PROTOCOL_VERSION))
+        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
         .and_then(Value::as_str)
     {
         if version != meta_version.as_bytes() {
@@ -60,8 +69,7 @@ pub(crate) fn validate(
         }
     }
     // Mcp-Method: present and equal to the body's method (HTTP-S-20).
-    let m =
-        single(headers, mcp::METHOD)?.ok_or_else(|| Fault::header("missing Mcp-Method header"))?;
+    let m = single(headers, &METHOD)?.ok_or_else(|| Fault::header("missing Mcp-Method header"))?;
     let m = trimmed(m);
     if m != request.method.as_bytes() {
         return Err(Fault::header(format!(
@@ -74,7 +82,7 @@ pub(crate) fn validate(
     let Some(member) = name_member(&request.method) else {
         return Ok(());
     };
-    let raw = single(headers, mcp::NAME)?.ok_or_else(|| {
+    let raw = single(headers, &NAME)?.ok_or_else(|| {
         Fault::header(format!(
             "missing Mcp-Name header (required for {})",
             request.method
@@ -116,9 +124,12 @@ fn validate_params(
         .and_then(|p| p.get("arguments"))
         .and_then(Value::as_object);
     for param in &entry.header_params {
-        let header_name = param.header_name();
         let body = param.lookup(arguments);
-        let header = single(headers, &header_name)?;
+        let header = match HeaderName::from_bytes(param.header_name().as_bytes()) {
+            Ok(name) => single(headers, &name)?,
+            // Cannot happen: annotations are checked to be tokens.
+            Err(_) => None,
+        };
         match (body, header) {
             (None, None) => {}
             (Some(_), None) => {
@@ -186,13 +197,16 @@ impl Guard {
         let host = headers
             .get(HOST)
             .and_then(|h| h.to_str().ok())
-            .map(|h| h.trim().to_ascii_lowercase());
+            .map(str::trim);
         if let Some(allowed) = &self.hosts {
-            let Some(host) = &host else {
+            let Some(host) = host else {
                 return Err("the Host header is missing");
             };
             let name = host_without_port(host);
-            if !allowed.iter().any(|a| a == "*" || a == name) {
+            if !allowed
+                .iter()
+                .any(|a| a == "*" || a.eq_ignore_ascii_case(name))
+            {
                 return Err("the Host header names a host this server does not serve");
             }
         }
@@ -203,14 +217,17 @@ impl Guard {
             .to_str()
             .map_err(|_| "the Origin header is not valid")?
             .trim()
-            .trim_end_matches('/')
-            .to_ascii_lowercase();
+            .trim_end_matches('/');
         let ok = match &self.origins {
-            Some(allowed) => allowed.iter().any(|a| a == "*" || *a == origin),
+            Some(allowed) => allowed
+                .iter()
+                .any(|a| a == "*" || a.eq_ignore_ascii_case(origin)),
             None => {
                 let authority = origin.split_once("://").map_or("", |(_, a)| a);
-                LOOPBACK.contains(&host_without_port(authority))
-                    || host.as_deref().is_some_and(|h| h == authority)
+                LOOPBACK
+                    .iter()
+                    .any(|l| l.eq_ignore_ascii_case(host_without_port(authority)))
+                    || host.is_some_and(|h| h.eq_ignore_ascii_case(authority))
             }
         };
         if ok {

@@ -26,16 +26,16 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use switchboard_wire::header::{self as mcp, name_member};
+use switchboard_wire::header::name_member;
 use switchboard_wire::meta::{LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION};
 use switchboard_wire::sse::{encode_comment, encode_event};
 use switchboard_wire::types::method;
 use switchboard_wire::{ErrorCode, ErrorObject, Message, Request, RequestId, version};
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
 
 use crate::auth::{AuthError, AuthRequest, Principal, ProtectedResource, TokenValidator};
+use crate::cancel::Cancellation;
 use crate::dispatch::{Incoming, Reply, frame_error, frame_result};
 use crate::error::{Fault, ServeError};
 use crate::legacy::Session;
@@ -218,7 +218,7 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(state.options.max_connections));
     // Every connection task holds a clone; when all are gone, `done` ends.
     let (alive_tx, mut done) = mpsc::channel::<()>(1);
-    let stop = CancellationToken::new();
+    let stop = Cancellation::new();
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -342,10 +342,10 @@ fn keep_alive_frame() -> Bytes {
 
 /// Cancels a token when dropped: a request whose connection closed before
 /// it finished is cancelled.
-struct CancelOnDrop(Option<CancellationToken>);
+struct CancelOnDrop(Option<Cancellation>);
 
 impl CancelOnDrop {
-    fn new(token: &CancellationToken) -> Self {
+    fn new(token: &Cancellation) -> Self {
         CancelOnDrop(Some(token.clone()))
     }
 
@@ -486,14 +486,16 @@ impl State {
 
     fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
         let sessions = self.server.inner.sessions.as_ref()?;
-        let id = headers.get(mcp::SESSION_ID)?.to_str().ok()?;
+        let id = headers.get(&headers::SESSION_ID)?.to_str().ok()?;
         sessions.get(id.trim())
     }
 
     fn delete(&self, headers: &HeaderMap) -> HttpResponse {
         if let (Some(sessions), Some(id)) = (
             self.server.inner.sessions.as_ref(),
-            headers.get(mcp::SESSION_ID).and_then(|v| v.to_str().ok()),
+            headers
+                .get(&headers::SESSION_ID)
+                .and_then(|v| v.to_str().ok()),
         ) {
             if sessions.remove(id.trim()) {
                 return status_only(StatusCode::OK);
@@ -516,7 +518,7 @@ impl State {
     ) -> HttpResponse {
         let legacy_on = self.server.inner.sessions.is_some();
         let header_version = headers
-            .get(mcp::PROTOCOL_VERSION)
+            .get(&headers::VERSION)
             .and_then(|v| v.to_str().ok())
             .map(str::trim);
         let modern_header = header_version.is_some_and(|v| !version::LEGACY_ACCEPTED.contains(&v));
@@ -530,7 +532,7 @@ impl State {
             if request.method == method::INITIALIZE {
                 return self.initialize(&request);
             }
-            if headers.contains_key(mcp::SESSION_ID) {
+            if headers.contains_key(&headers::SESSION_ID) {
                 return match self.session(headers) {
                     Some(session) => self.run(request, principal, Some(session)).await,
                     // Legacy rule: an unknown session is 404.
@@ -575,7 +577,7 @@ impl State {
                 }
                 let mut r = json_response(200, frame_result(&request.id, &result));
                 if let Ok(v) = HeaderValue::from_str(&id) {
-                    r.headers_mut().insert(mcp::SESSION_ID, v);
+                    r.headers_mut().insert(headers::SESSION_ID, v);
                 }
                 r
             }
@@ -592,7 +594,7 @@ impl State {
         session: Option<Arc<Session>>,
     ) -> HttpResponse {
         let id = request.id.clone();
-        let cancel = CancellationToken::new();
+        let cancel = Cancellation::new();
         let streams = session.is_some()
             || request.method == method::SUBSCRIPTIONS_LISTEN
             || wants_notifications(request.params.as_ref());
@@ -665,7 +667,7 @@ impl State {
         mut fut: std::pin::Pin<Box<impl Future<Output = Reply> + Send>>,
         mut rx: mpsc::Receiver<Vec<u8>>,
         frames: mpsc::Sender<Bytes>,
-        cancel: CancellationToken,
+        cancel: Cancellation,
     ) {
         let _cancel_on_exit = CancelOnDrop::new(&cancel);
         if frames.send(sse_frame(&first)).await.is_err() {
@@ -721,7 +723,7 @@ impl State {
     async fn abandon(
         &self,
         fut: std::pin::Pin<Box<impl Future<Output = Reply> + Send>>,
-        cancel: CancellationToken,
+        cancel: Cancellation,
     ) {
         cancel.cancel();
         let _ = tokio::time::timeout(self.options.cancel_grace, fut).await;

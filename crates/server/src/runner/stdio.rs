@@ -27,8 +27,8 @@ use switchboard_wire::{
 };
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
 
+use crate::cancel::Cancellation;
 use crate::dispatch::{Incoming, Reply, frame_error, frame_result};
 use crate::error::ServeError;
 use crate::legacy::Session;
@@ -121,7 +121,7 @@ where
         running: Mutex::new(0),
         idle: Condvar::new(),
         session: Mutex::new(None),
-        eof: CancellationToken::new(),
+        eof: Cancellation::new(),
         options,
         handle: Handle::current(),
     });
@@ -164,14 +164,14 @@ struct Shared {
     /// The output stream failed: the client is gone.
     broken: AtomicBool,
     /// Requests that are waiting, by id, for `notifications/cancelled`.
-    in_flight: Mutex<HashMap<RequestId, CancellationToken>>,
+    in_flight: Mutex<HashMap<RequestId, Cancellation>>,
     /// How many requests were moved onto the runtime and are unfinished.
     running: Mutex<usize>,
     idle: Condvar,
     /// The legacy session, once a legacy client sent `initialize`.
     session: Mutex<Option<Arc<Session>>>,
     /// Fires at end of input: listen streams end with it.
-    eof: CancellationToken,
+    eof: Cancellation,
     options: StdioOptions,
     handle: Handle,
 }
@@ -296,7 +296,7 @@ impl Shared {
         } else {
             lock(&self.session).clone()
         };
-        let cancel = CancellationToken::new();
+        let cancel = Cancellation::new();
         let shared: Arc<dyn LineSink> = Arc::<Shared>::clone(self);
         let incoming = Incoming {
             principal: None,
@@ -318,7 +318,7 @@ impl Shared {
         self: &Arc<Self>,
         id: RequestId,
         mut fut: Pin<Box<impl Future<Output = Reply> + Send + 'static>>,
-        cancel: CancellationToken,
+        cancel: Cancellation,
     ) {
         self.admit();
         lock(&self.in_flight).insert(id.clone(), cancel.clone());
@@ -345,7 +345,7 @@ impl Shared {
         });
     }
 
-    fn respond(self: &Arc<Self>, id: RequestId, reply: Reply, cancel: CancellationToken) {
+    fn respond(self: &Arc<Self>, id: RequestId, reply: Reply, cancel: Cancellation) {
         match reply {
             Reply::Result(bytes) => {
                 self.write_line(frame_result(&id, &bytes));
@@ -359,7 +359,7 @@ impl Shared {
 
     /// Runs a listen stream: acknowledgment first, then its notifications,
     /// until the client cancels it or the server shuts down.
-    fn pump(self: &Arc<Self>, mut subscription: Subscription, cancel: CancellationToken) {
+    fn pump(self: &Arc<Self>, mut subscription: Subscription, cancel: Cancellation) {
         let id = subscription.id().clone();
         self.admit();
         lock(&self.in_flight).insert(id.clone(), cancel.clone());
@@ -391,10 +391,10 @@ impl Shared {
         });
     }
 
-    fn forget(&self, id: &RequestId, token: &CancellationToken) {
+    fn forget(&self, id: &RequestId, token: &Cancellation) {
         let mut map = lock(&self.in_flight);
         // A reused id may belong to a newer request now.
-        if map.get(id).is_some_and(|t| t == token) {
+        if map.get(id).is_some_and(|t| t.same(token)) {
             map.remove(id);
         }
     }
