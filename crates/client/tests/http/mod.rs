@@ -3,5 +3,6 @@
 mod client;
 mod legacy;
 mod server;
+mod tls;
 mod transport;
 mod util;
