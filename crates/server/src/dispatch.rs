@@ -23,6 +23,7 @@ use crate::cancel::Cancellation;
 use crate::completion::{self, CompleteRequest, CompletionRef};
 use crate::context::{Context, ContextParts};
 use crate::error::{Fault, FaultKind, HandlerError};
+use crate::fast::ToolCall;
 use crate::input::InputResponses;
 use crate::legacy::Session;
 use crate::notify::Subscription;
@@ -30,7 +31,7 @@ use crate::outcome::{InputRequired, Outcome};
 use crate::seal::{Binding, ListKind, OpenedState, params_digest};
 use crate::server::Server;
 use crate::sink::Sink;
-use crate::tool::{empty_args, failure_result};
+use crate::tool::{ToolEntry, empty_args, failure_result};
 
 /// How many input rounds a legacy session runs for one request before
 /// giving up (a handler that never stops asking).
@@ -93,6 +94,36 @@ enum Step {
         target: String,
         digest: [u8; 16],
     },
+}
+
+/// The outcome of running a tool.
+enum ToolStep {
+    Done(Vec<u8>),
+    Ask(InputRequired),
+}
+
+/// An `input_required` answer of a handler, checked against the request's
+/// capabilities (MRTR-05) and bound to its params.
+fn ask_step(
+    ask: InputRequired,
+    target: String,
+    params: &Map<String, Value>,
+    caps: &switchboard_wire::ClientCapabilities,
+) -> Result<Step, Fault> {
+    if let Some(missing) = ask.missing_capabilities(caps) {
+        return Err(Fault::from_rpc(ErrorObject::missing_capability(missing)));
+    }
+    Ok(Step::Ask {
+        ask,
+        target,
+        digest: params_digest(params),
+    })
+}
+
+fn unknown_tool(name: &str) -> Fault {
+    Fault::invalid_params(format!(
+        "unknown tool {name:?}; call tools/list for the tools this server offers"
+    ))
 }
 
 /// Frames a result as a JSON-RPC response.
@@ -371,22 +402,9 @@ impl Server {
             Some(_) => return Err(Fault::invalid_params("requestState must be a string")),
         };
         let registry = self.registry();
-        let caps_meta = Arc::clone(&meta);
-        // The digest binds a state to these params; only needed when the
-        // handler asks for input.
-        let ask = |ask: InputRequired,
-                   name: String,
-                   params: &Map<String, Value>|
-         -> Result<Step, Fault> {
-            // MRTR-05: only what this request's capabilities allow.
-            if let Some(missing) = ask.missing_capabilities(&caps_meta.client_capabilities) {
-                return Err(Fault::from_rpc(ErrorObject::missing_capability(missing)));
-            }
-            Ok(Step::Ask {
-                ask,
-                target: name,
-                digest: params_digest(params),
-            })
+        let caps = Arc::clone(&meta);
+        let ask = |ask: InputRequired, name: String, params: &Map<String, Value>| {
+            ask_step(ask, name, params, &caps.client_capabilities)
         };
         let ctx = |method: &'static str| {
             Context::new(ContextParts {
@@ -404,9 +422,7 @@ impl Server {
         match target {
             Target::Tool => {
                 let Some(entry) = registry.tool(&name).cloned() else {
-                    return Err(Fault::invalid_params(format!(
-                        "unknown tool {name:?}; call tools/list for the tools this server offers"
-                    )));
+                    return Err(unknown_tool(&name));
                 };
                 drop(registry);
                 let empty = empty_args();
@@ -415,36 +431,12 @@ impl Server {
                     Some(v @ Value::Object(_)) => v,
                     Some(_) => return Err(Fault::invalid_params("arguments must be an object")),
                 };
-                if let Err(message) = entry.validator.validate(args) {
-                    // Input validation failures are tool errors the model
-                    // can fix (tools page, error handling).
-                    return Ok(Step::Done(self.tool_result(failure_result(message))));
-                }
-                let call = entry.handler.call(args, ctx(method::TOOLS_CALL));
-                match call.await {
-                    Ok(Outcome::Complete(result)) => {
-                        if let Some(v) = &entry.output_validator {
-                            if !result.is_error() {
-                                let Some(sc) = &result.structured_content else {
-                                    return Err(Fault::internal(format!(
-                                        "tool {name:?} declares an outputSchema but returned no structuredContent"
-                                    )));
-                                };
-                                if let Err(m) = v.validate(sc) {
-                                    tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
-                                    return Err(Fault::internal(format!(
-                                        "tool {name:?} returned structuredContent that does not match its outputSchema"
-                                    )));
-                                }
-                            }
-                        }
-                        Ok(Step::Done(self.tool_result(result)))
-                    }
-                    Ok(Outcome::InputRequired(a)) => ask(a, name, &params),
-                    Err(e) => match e.into_parts() {
-                        Ok(message) => Ok(Step::Done(self.tool_result(failure_result(message)))),
-                        Err(obj) => Err(Fault::from_rpc(obj)),
-                    },
+                match self
+                    .run_tool(&entry, &name, args, ctx(method::TOOLS_CALL))
+                    .await?
+                {
+                    ToolStep::Done(bytes) => Ok(Step::Done(bytes)),
+                    ToolStep::Ask(a) => ask(a, name, &params),
                 }
             }
             Target::Prompt => {
@@ -513,6 +505,97 @@ impl Server {
                     Err(e) => Err(handler_fault(e)),
                 }
             }
+        }
+    }
+
+    /// Validates the arguments and runs a tool.
+    async fn run_tool(
+        &self,
+        entry: &ToolEntry,
+        name: &str,
+        args: &Value,
+        ctx: Context,
+    ) -> Result<ToolStep, Fault> {
+        if let Err(message) = entry.validator.validate(args) {
+            // Input validation failures are tool errors the model can fix
+            // (tools page, error handling).
+            return Ok(ToolStep::Done(self.tool_result(failure_result(message))));
+        }
+        match entry.handler.call(args, ctx).await {
+            Ok(Outcome::Complete(result)) => {
+                if let Some(v) = &entry.output_validator {
+                    if !result.is_error() {
+                        let Some(sc) = &result.structured_content else {
+                            return Err(Fault::internal(format!(
+                                "tool {name:?} declares an outputSchema but returned no structuredContent"
+                            )));
+                        };
+                        if let Err(m) = v.validate(sc) {
+                            tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
+                            return Err(Fault::internal(format!(
+                                "tool {name:?} returned structuredContent that does not match its outputSchema"
+                            )));
+                        }
+                    }
+                }
+                Ok(ToolStep::Done(self.tool_result(result)))
+            }
+            Ok(Outcome::InputRequired(a)) => Ok(ToolStep::Ask(a)),
+            Err(e) => match e.into_parts() {
+                Ok(message) => Ok(ToolStep::Done(self.tool_result(failure_result(message)))),
+                Err(obj) => Err(Fault::from_rpc(obj)),
+            },
+        }
+    }
+
+    /// Routes a `tools/call` read by the fast path ([`crate::fast`]): the
+    /// same checks and answers as the general path, without a JSON tree.
+    pub(crate) async fn dispatch_tool_call(&self, call: ToolCall, incoming: Incoming) -> Reply {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+            meta,
+        } = call;
+        if !version::is_modern_supported(&meta.protocol_version) {
+            return Reply::Error(unsupported_version(&meta.protocol_version));
+        }
+        let Some(entry) = self.registry().tool(&name).cloned() else {
+            return Reply::Error(unknown_tool(&name));
+        };
+        let ctx = Context::new(ContextParts {
+            id,
+            method: method::TOOLS_CALL,
+            meta: Arc::clone(&meta),
+            principal: incoming.principal.clone(),
+            sink: incoming.sink.clone(),
+            cancel: incoming.cancel.clone(),
+            input: InputResponses::default(),
+            state: None,
+            server: self.clone(),
+        });
+        let step = match self.run_tool(&entry, &name, &arguments, ctx).await {
+            Ok(ToolStep::Done(bytes)) => return Reply::Result(bytes),
+            Ok(ToolStep::Ask(a)) => {
+                let mut params = Map::new();
+                params.insert("name".into(), Value::String(name.clone()));
+                params.insert("arguments".into(), arguments);
+                ask_step(a, name, &params, &meta.client_capabilities)
+            }
+            Err(f) => return Reply::Error(f),
+        };
+        match step {
+            Ok(Step::Ask {
+                ask,
+                target,
+                digest,
+            }) => match self.render_input_required(Target::Tool, &target, &digest, &ask, &incoming)
+            {
+                Ok(bytes) => Reply::Result(bytes),
+                Err(f) => Reply::Error(f),
+            },
+            Ok(Step::Done(bytes)) => Reply::Result(bytes),
+            Err(f) => Reply::Error(f),
         }
     }
 

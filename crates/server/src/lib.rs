@@ -61,6 +61,7 @@ mod completion;
 mod context;
 mod dispatch;
 mod error;
+mod fast;
 mod input;
 mod legacy;
 mod notify;

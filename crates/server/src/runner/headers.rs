@@ -10,7 +10,7 @@
 
 use http::HeaderMap;
 use http::header::{HOST, HeaderName, HeaderValue, ORIGIN};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use switchboard_wire::Request;
 use switchboard_wire::header::{self as mcp, name_member};
 use switchboard_wire::meta;
@@ -44,23 +44,49 @@ fn trimmed(value: &HeaderValue) -> &[u8] {
     value.as_bytes().trim_ascii()
 }
 
+/// What the mirrored headers must agree with: the body's values.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mirror<'a> {
+    pub(crate) method: &'a str,
+    /// `_meta` protocolVersion, when the body has one.
+    pub(crate) meta_version: Option<&'a str>,
+    /// `params.name` or `params.uri`, for the methods that have one.
+    pub(crate) name: Option<&'a str>,
+    /// `params.arguments` of a `tools/call`.
+    pub(crate) arguments: Option<&'a Map<String, Value>>,
+}
+
+impl<'a> Mirror<'a> {
+    /// The mirrored values of a request body.
+    pub(crate) fn of(request: &'a Request) -> Mirror<'a> {
+        let params = request.params.as_ref();
+        Mirror {
+            method: &request.method,
+            meta_version: params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(meta::PROTOCOL_VERSION))
+                .and_then(Value::as_str),
+            name: name_member(&request.method)
+                .and_then(|m| params.and_then(|p| p.get(m)).and_then(Value::as_str)),
+            arguments: params
+                .and_then(|p| p.get("arguments"))
+                .and_then(Value::as_object),
+        }
+    }
+}
+
 /// Checks `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name` and the
 /// `Mcp-Param-*` headers of a modern request against its body.
 pub(crate) fn validate(
     headers: &HeaderMap,
-    request: &Request,
+    body: &Mirror<'_>,
     registry: &Registry,
 ) -> Result<(), Fault> {
-    let params = request.params.as_ref();
     // MCP-Protocol-Version: present (HTTP-S-18/19) and equal to _meta (HTTP-S-15).
     let version = single(headers, &VERSION)?
         .ok_or_else(|| Fault::header("missing MCP-Protocol-Version header"))?;
     let version = trimmed(version);
-    if let Some(meta_version) = params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get(meta::PROTOCOL_VERSION))
-        .and_then(Value::as_str)
-    {
+    if let Some(meta_version) = body.meta_version {
         if version != meta_version.as_bytes() {
             return Err(Fault::header(format!(
                 "MCP-Protocol-Version header {:?} does not match _meta protocolVersion {meta_version:?}",
@@ -71,26 +97,26 @@ pub(crate) fn validate(
     // Mcp-Method: present and equal to the body's method (HTTP-S-20).
     let m = single(headers, &METHOD)?.ok_or_else(|| Fault::header("missing Mcp-Method header"))?;
     let m = trimmed(m);
-    if m != request.method.as_bytes() {
+    if m != body.method.as_bytes() {
         return Err(Fault::header(format!(
             "Mcp-Method header {:?} does not match the body's method {:?}",
             String::from_utf8_lossy(m),
-            request.method
+            body.method
         )));
     }
     // Mcp-Name: present for tools/call, prompts/get, resources/read.
-    let Some(member) = name_member(&request.method) else {
+    let Some(member) = name_member(body.method) else {
         return Ok(());
     };
     let raw = single(headers, &NAME)?.ok_or_else(|| {
         Fault::header(format!(
             "missing Mcp-Name header (required for {})",
-            request.method
+            body.method
         ))
     })?;
     let name = mcp::decode_value(trimmed(raw))
         .map_err(|e| Fault::header(format!("Mcp-Name header: {e}")))?;
-    let Some(body_name) = params.and_then(|p| p.get(member)).and_then(Value::as_str) else {
+    let Some(body_name) = body.name else {
         // A body without the member is malformed; the router says so.
         return Ok(());
     };
@@ -99,8 +125,8 @@ pub(crate) fn validate(
             "Mcp-Name header {name:?} does not match the body's params.{member} {body_name:?}"
         )));
     }
-    if request.method == method::TOOLS_CALL {
-        validate_params(headers, params, body_name, registry)?;
+    if body.method == method::TOOLS_CALL {
+        validate_params(headers, body.arguments, body_name, registry)?;
     }
     Ok(())
 }
@@ -109,7 +135,7 @@ pub(crate) fn validate(
 /// call for (HTTP-S-20…24).
 fn validate_params(
     headers: &HeaderMap,
-    params: Option<&Value>,
+    arguments: Option<&Map<String, Value>>,
     tool: &str,
     registry: &Registry,
 ) -> Result<(), Fault> {
@@ -120,9 +146,6 @@ fn validate_params(
     if entry.header_params.is_empty() {
         return Ok(());
     }
-    let arguments = params
-        .and_then(|p| p.get("arguments"))
-        .and_then(Value::as_object);
     for param in &entry.header_params {
         let body = param.lookup(arguments);
         let header = match HeaderName::from_bytes(param.header_name().as_bytes()) {

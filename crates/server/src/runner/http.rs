@@ -38,10 +38,11 @@ use crate::auth::{AuthError, AuthRequest, Principal, ProtectedResource, TokenVal
 use crate::cancel::Cancellation;
 use crate::dispatch::{Incoming, Reply, frame_error, frame_result};
 use crate::error::{Fault, ServeError};
+use crate::fast::{self, ToolCall};
 use crate::legacy::Session;
 use crate::notify::Subscription;
 use crate::runner::body::Body;
-use crate::runner::headers::{self, Guard};
+use crate::runner::headers::{self, Guard, Mirror};
 use crate::server::Server;
 use crate::sink::Sink;
 
@@ -440,6 +441,9 @@ impl State {
                 );
             }
         };
+        if let Some(call) = fast::tool_call(&body) {
+            return self.tool_call(call, &parts.headers, principal).await;
+        }
         let message = match Message::from_slice(&body) {
             Ok(m) => m,
             Err(e) => {
@@ -534,7 +538,7 @@ impl State {
             }
             if headers.contains_key(&headers::SESSION_ID) {
                 return match self.session(headers) {
-                    Some(session) => self.run(request, principal, Some(session)).await,
+                    Some(session) => self.route(request, principal, Some(session)).await,
                     // Legacy rule: an unknown session is 404.
                     None => fault_response(
                         Some(&request.id),
@@ -550,7 +554,7 @@ impl State {
             }
         }
         let registry = self.server.registry();
-        if let Err(fault) = headers::validate(headers, &request, &registry) {
+        if let Err(fault) = headers::validate(headers, &Mirror::of(&request), &registry) {
             return fault_response(Some(&request.id), &fault);
         }
         drop(registry);
@@ -565,7 +569,28 @@ impl State {
                 return auth_failure(auth, &e, true);
             }
         }
-        self.run(request, principal, None).await
+        self.route(request, principal, None).await
+    }
+
+    /// Routes a request through the general path.
+    async fn route(
+        self: Arc<Self>,
+        request: Request,
+        principal: Option<Arc<Principal>>,
+        session: Option<Arc<Session>>,
+    ) -> HttpResponse {
+        let id = request.id.clone();
+        let streams = session.is_some()
+            || request.method == method::SUBSCRIPTIONS_LISTEN
+            || wants_notifications(request.params.as_ref());
+        self.run(
+            id,
+            streams,
+            principal,
+            session,
+            move |server, incoming| async move { server.dispatch(request, incoming).await },
+        )
+        .await
     }
 
     fn initialize(&self, request: &Request) -> HttpResponse {
@@ -587,27 +612,33 @@ impl State {
 
     /// Routes a validated request and shapes the answer: JSON, or SSE once
     /// something is streamed.
-    async fn run(
+    /// Routes a validated request and shapes the answer: JSON, or SSE once
+    /// something is streamed. `streams` says whether anything may be sent
+    /// before the answer; `route` starts the router.
+    async fn run<F, Fut>(
         self: Arc<Self>,
-        request: Request,
+        id: RequestId,
+        streams: bool,
         principal: Option<Arc<Principal>>,
         session: Option<Arc<Session>>,
-    ) -> HttpResponse {
-        let id = request.id.clone();
+        route: F,
+    ) -> HttpResponse
+    where
+        F: FnOnce(Server, Incoming) -> Fut,
+        Fut: Future<Output = Reply> + Send + 'static,
+    {
         let cancel = Cancellation::new();
-        let streams = session.is_some()
-            || request.method == method::SUBSCRIPTIONS_LISTEN
-            || wants_notifications(request.params.as_ref());
         if !streams {
             // The common case: nothing can be streamed, answer inline.
-            let _guard = CancelOnDrop::new(&cancel);
+            let guard = CancelOnDrop::new(&cancel);
             let incoming = Incoming {
                 principal,
                 sink: Sink::Discard,
                 cancel,
                 session,
             };
-            let reply = self.server.dispatch(request, incoming).await;
+            let reply = route(self.server.clone(), incoming).await;
+            guard.defuse();
             return self.reply_response(&id, reply);
         }
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(NOTIFICATION_QUEUE);
@@ -617,8 +648,7 @@ impl State {
             cancel: cancel.clone(),
             session,
         };
-        let server = self.server.clone();
-        let mut fut = Box::pin(async move { server.dispatch(request, incoming).await });
+        let mut fut = Box::pin(route(self.server.clone(), incoming));
         let guard = CancelOnDrop::new(&cancel);
         let (first, done) = tokio::select! {
             biased;
@@ -626,7 +656,10 @@ impl State {
                 match rx.try_recv() {
                     // Notifications queued before the answer: stream them.
                     Ok(first) => (first, Some(reply)),
-                    Err(_) => return self.reply_response(&id, reply),
+                    Err(_) => {
+                        guard.defuse();
+                        return self.reply_response(&id, reply);
+                    }
                 }
             }
             Some(first) = rx.recv() => (first, None),
@@ -640,6 +673,46 @@ impl State {
                 .await;
         });
         sse_response(frames_rx)
+    }
+
+    /// A `tools/call` read by the fast path: the same header checks and
+    /// authorization as any request, then the router's fast entry.
+    async fn tool_call(
+        self: Arc<Self>,
+        call: ToolCall,
+        headers: &HeaderMap,
+        principal: Option<Arc<Principal>>,
+    ) -> HttpResponse {
+        let mirror = Mirror {
+            method: method::TOOLS_CALL,
+            meta_version: Some(&call.meta.protocol_version),
+            name: Some(&call.name),
+            arguments: call.arguments.as_object(),
+        };
+        let registry = self.server.registry();
+        if let Err(fault) = headers::validate(headers, &mirror, &registry) {
+            return fault_response(Some(&call.id), &fault);
+        }
+        drop(registry);
+        if let (Some(auth), Some(p)) = (&self.options.auth, &principal) {
+            let ask = AuthRequest {
+                method: method::TOOLS_CALL,
+                name: Some(&call.name),
+            };
+            if let Err(e) = auth.validator.authorize(p, &ask) {
+                return auth_failure(auth, &e, true);
+            }
+        }
+        let id = call.id.clone();
+        let streams = call.meta.progress_token.is_some() || call.meta.log_level.is_some();
+        self.run(
+            id,
+            streams,
+            principal,
+            None,
+            move |server, incoming| async move { server.dispatch_tool_call(call, incoming).await },
+        )
+        .await
     }
 
     fn reply_response(&self, id: &RequestId, reply: Reply) -> HttpResponse {

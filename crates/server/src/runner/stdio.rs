@@ -31,6 +31,7 @@ use tokio::sync::oneshot;
 use crate::cancel::Cancellation;
 use crate::dispatch::{Incoming, Reply, frame_error, frame_result};
 use crate::error::ServeError;
+use crate::fast;
 use crate::legacy::Session;
 use crate::notify::Subscription;
 use crate::server::Server;
@@ -237,6 +238,12 @@ impl Shared {
     }
 
     fn on_line(self: &Arc<Self>, line: &[u8]) {
+        if let Some(call) = fast::tool_call(line) {
+            let id = call.id.clone();
+            return self.start(id, None, move |server, incoming| async move {
+                server.dispatch_tool_call(call, incoming).await
+            });
+        }
         match Message::from_slice(line) {
             Ok(Message::Request(request)) => self.on_request(request),
             Ok(Message::Notification(n)) => self.on_notification(&n),
@@ -296,6 +303,19 @@ impl Shared {
         } else {
             lock(&self.session).clone()
         };
+        let id = request.id.clone();
+        self.start(id, session, move |server, incoming| async move {
+            server.dispatch(request, incoming).await
+        });
+    }
+
+    /// Starts a request: polls it once here, and moves it onto the runtime
+    /// only if it has to wait.
+    fn start<F, Fut>(self: &Arc<Self>, id: RequestId, session: Option<Arc<Session>>, route: F)
+    where
+        F: FnOnce(Server, Incoming) -> Fut,
+        Fut: Future<Output = Reply> + Send + 'static,
+    {
         let cancel = Cancellation::new();
         let shared: Arc<dyn LineSink> = Arc::<Shared>::clone(self);
         let incoming = Incoming {
@@ -304,9 +324,7 @@ impl Shared {
             cancel: cancel.clone(),
             session,
         };
-        let id = request.id.clone();
-        let server = self.server.clone();
-        let mut fut = Box::pin(async move { server.dispatch(request, incoming).await });
+        let mut fut = Box::pin(route(self.server.clone(), incoming));
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match fut.as_mut().poll(&mut cx) {
             Poll::Ready(reply) => self.respond(id, reply, cancel),
