@@ -742,3 +742,41 @@ async fn servers_closing_connections_get_fresh_ones() {
     }
     assert_eq!(server.connections.load(Ordering::SeqCst), 5);
 }
+
+// Bad answers are clear errors that name what was wrong, and the transport
+// keeps serving the next request.
+#[tokio::test]
+async fn malformed_answers_are_clear_errors() {
+    let server = serve(|seen| async move {
+        match seen.json()["params"]["name"].as_str() {
+            Some("garbage") => text(200, "application/json", "{not json"),
+            Some("plain") => text(200, "text/plain", "hello"),
+            Some("other_id") => {
+                json_reply(200, json!({"jsonrpc": "2.0", "id": 12345, "result": {}}))
+            }
+            _ => json_reply(200, result_for(&seen, json!({"fine": true}))),
+        }
+    })
+    .await;
+    let t = transport(&server.url());
+    let call = |id, name: &str| {
+        Outgoing::new(modern_request(
+            id,
+            method::TOOLS_CALL,
+            json!({"name": name}),
+        ))
+    };
+    let err = within(t.request(call(1, "garbage"))).await.unwrap_err();
+    assert!(err.to_string().contains("not a JSON-RPC message"), "{err}");
+    assert!(err.to_string().contains("{not json"), "{err}");
+    let err = within(t.request(call(2, "plain"))).await.unwrap_err();
+    assert!(err.to_string().contains("\"text/plain\""), "{err}");
+    let err = within(t.request(call(3, "other_id"))).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("answers request 12345, not request 3"),
+        "{err}"
+    );
+    let ok = within(t.request(call(4, "fine"))).await.unwrap();
+    assert_eq!(ok.outcome.unwrap()["fine"], true);
+}
