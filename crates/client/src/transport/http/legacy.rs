@@ -478,6 +478,7 @@ impl Standalone {
     async fn run(self, mut stream: EventStream) {
         let mut backoff = DEFAULT_RETRY;
         loop {
+            let opened = std::time::Instant::now();
             loop {
                 match stream.next(&self.server).await {
                     Ok(Some(StreamItem::Message(Message::Request(r)))) => {
@@ -493,14 +494,23 @@ impl Standalone {
                     Ok(None) | Err(_) => break,
                 }
             }
+            // A stream the server keeps ending at once is retried ever more
+            // slowly, whatever `retry:` it asks for.
+            if opened.elapsed() < DEFAULT_RETRY {
+                backoff = (backoff * 2).min(STANDALONE_MAX_BACKOFF);
+            } else {
+                backoff = DEFAULT_RETRY;
+            }
             let last = stream.last_event_id.clone();
-            let mut delay = stream.retry_ms.map_or(backoff, Duration::from_millis);
+            let mut delay = stream
+                .retry_ms
+                .map_or(backoff, Duration::from_millis)
+                .max(backoff / 2);
             loop {
                 tokio::time::sleep(delay).await;
                 match self.open(last.as_deref()).await {
                     Ok(Some(next)) => {
                         stream = next;
-                        backoff = DEFAULT_RETRY;
                         break;
                     }
                     Ok(None) => {
