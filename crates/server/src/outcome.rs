@@ -165,10 +165,8 @@ impl InputRequired {
                         merge(&mut missing, "sampling", "tools");
                     }
                 }
-                method::ROOTS_LIST => {
-                    if !caps.supports_roots() {
-                        missing.entry("roots").or_insert_with(|| json!({}));
-                    }
+                method::ROOTS_LIST if !caps.supports_roots() => {
+                    missing.entry("roots").or_insert_with(|| json!({}));
                 }
                 _ => {}
             }

@@ -224,7 +224,8 @@ async fn param_headers() {
     )
     .await;
     ok(&r, "null argument");
-    let bad: Vec<(&str, Value, Vec<(String, String)>)> = vec![
+    type Case = (&'static str, Value, Vec<(String, String)>);
+    let bad: Vec<Case> = vec![
         ("missing header", json!({"region": "eu"}), vec![]),
         (
             "wrong value",
