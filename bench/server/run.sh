@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# run.sh BENCH_DIR — reproduces the server performance table: switchboard's
+# echo server (`bench-echo`) against the bench floor (and rmcp, when built),
+# with the shared bench's run-all.sh.
+#
+#   bench/server/run.sh /path/to/bench            # full: REPS=3 SECS=10 STDIO_N=10000
+#   PEERS="floor switchboard" REPS=1 SECS=5 bench/server/run.sh /path/to/bench
+#
+# BENCH_DIR is the shared bench folder (README.md, run-all.sh, peers/, stdio-rtt/).
+# It is copied to a work directory (WORK_DIR, default a new temp dir), so the
+# original stays untouched; its Rust peers are built there unless already built
+# (set BENCH_BIN to reuse binaries). Results land in WORK_DIR/results/<stamp>/.
+# Env passed through to run-all.sh: REPS SECS STDIO_N PEERS SERVER_CPUS LOADGEN_CPUS
+# MONITOR_CPU QUIET_WAIT PORT. Needs cargo, wrk, taskset, python3 (and npm for the
+# TypeScript peers, which this peers file leaves out).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+bench="${1:?usage: run.sh BENCH_DIR}"
+bench="$(cd "$bench" && pwd)"
+work="${WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/switchboard-bench.XXXXXX")}"
+mkdir -p "$work"
+cp -r "$bench/." "$work/"
+chmod -R u+w "$work"
+export CARGO_TARGET_DIR="${BENCH_TARGET_DIR:-$work/target}"
+if [[ -z "${BENCH_BIN:-}" ]]; then
+  for d in stdio-rtt peers/floor; do
+    (cd "$work/$d" && cargo build --release --locked --quiet)
+  done
+  if [[ " ${PEERS:-floor rmcp switchboard switchboard-mt} " == *" rmcp "* ]]; then
+    (cd "$work/peers/rmcp-echo" && cargo build --release --locked --quiet)
+  fi
+  BENCH_BIN="$CARGO_TARGET_DIR/release"
+fi
+unset CARGO_TARGET_DIR
+(cd "$repo" && cargo build --release --locked --quiet -p switchboard-conformance-server --bin bench-echo)
+sb_bin="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release"
+export SB_BIN="$sb_bin" BIN="$BENCH_BIN"
+PEERS="${PEERS:-floor rmcp switchboard switchboard-mt}" PEERS_FILE="$here/peers.conf" "$work/run-all.sh"
