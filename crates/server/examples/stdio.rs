@@ -18,7 +18,9 @@
 //! `"inputResponses":{"who":{"action":"accept","content":{"name":"Ada"}}}`
 //! in `params`. Cancel a running `count` with
 //! `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`.
-//! Close stdin (Ctrl-D) to stop.
+//! Listen for new notes with
+//! `{"jsonrpc":"2.0","id":"l","method":"subscriptions/listen","params":{"notifications":{"resourcesListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+//! and call `remember` with `{"text":"milk"}`. Close stdin (Ctrl-D) to stop.
 
 use std::time::Duration;
 
@@ -88,6 +90,34 @@ async fn greet(ctx: Context) -> ToolResult {
 }
 
 #[derive(Deserialize, JsonSchema)]
+struct NoteArgs {
+    /// What to remember.
+    text: String,
+}
+
+/// Adds a resource at run time; `subscriptions/listen` streams that asked
+/// for `resourcesListChanged` hear about it.
+async fn remember(args: NoteArgs, ctx: Context) -> Result<String, HandlerError> {
+    let uri = format!(
+        "example://notes/{}",
+        ctx.request_id().to_string().trim_matches('"')
+    );
+    let text = args.text;
+    let body = text.clone();
+    let resource_uri = uri.clone();
+    ctx.server()
+        .add_resource(
+            ResourceSpec::new(uri.clone(), "note").mime_type("text/plain"),
+            move || {
+                let (uri, body) = (resource_uri.clone(), body.clone());
+                async move { text_contents(uri, "text/plain", body) }
+            },
+        )
+        .map_err(|e| HandlerError::msg(format!("cannot store the note: {e}")))?;
+    Ok(format!("remembered {text:?} as {uri}"))
+}
+
+#[derive(Deserialize, JsonSchema)]
 struct TopicArgs {
     /// What to write about.
     topic: String,
@@ -98,7 +128,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // stdout carries MCP messages only; a real binary installs a `tracing`
     // subscriber that writes to stderr.
     let server = Server::builder("example-stdio", "1.0.0")
-        .instructions("Echoes, counts and greets.")
+        .instructions("Echoes, counts, greets and remembers notes.")
         .tool("echo", "Returns its text argument", echo)
         .tool("count", "Counts up, reporting progress", count)
         .tool(
@@ -106,6 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             "Greets the user by name, asking for it first",
             greet,
         )
+        .tool("remember", "Remembers a note as a new resource", remember)
         .prompt("haiku", "Asks for a haiku", |a: TopicArgs| async move {
             vec![user(ContentBlock::text(format!(
                 "Write a haiku about {}.",

@@ -24,7 +24,7 @@ async fn answers_one_message_per_line() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["echo", "count", "greet"]);
+    assert_eq!(names, ["echo", "count", "greet", "remember"]);
     c.request(
         json!("two"),
         "tools/call",
@@ -253,4 +253,72 @@ async fn legacy_client_on_stdio() {
     let r = c.response().await;
     assert_eq!(r["id"], 2);
     assert_eq!(r["result"]["content"][0]["text"], "Hello, Grace!");
+}
+
+// SUB-02/03/05 on stdio: acknowledgment first, notifications tagged with the
+// listen id; notifications/cancelled ends the stream.
+#[tokio::test]
+async fn listen_on_stdio() {
+    let mut c = Child::spawn("stdio");
+    c.request(
+        json!("sub-1"),
+        "subscriptions/listen",
+        json!({"notifications": {"resourcesListChanged": true, "toolsListChanged": true}}),
+    )
+    .await;
+    let ack = c.recv().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
+    c.request(
+        json!(2),
+        "tools/call",
+        json!({"name": "remember", "arguments": {"text": "milk"}}),
+    )
+    .await;
+    let mut seen_change = false;
+    let mut seen_answer = false;
+    while !(seen_change && seen_answer) {
+        let m = c.recv().await.unwrap();
+        if m["method"] == "notifications/resources/list_changed" {
+            assert_eq!(
+                m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+                "sub-1"
+            );
+            seen_change = true;
+        } else if m["id"] == 2 {
+            seen_answer = true;
+        } else {
+            panic!("unexpected {m}");
+        }
+    }
+    c.request(json!(3), "resources/list", json!({})).await;
+    let list = c.response().await;
+    assert!(
+        list["result"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["uri"] == "example://notes/2")
+    );
+    c.send(
+        &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub-1"}}),
+    )
+    .await;
+    c.request(
+        json!(4),
+        "tools/call",
+        json!({"name": "remember", "arguments": {"text": "eggs"}}),
+    )
+    .await;
+    assert_eq!(
+        c.recv().await.unwrap()["id"],
+        4,
+        "no notification after the listen was cancelled"
+    );
+    c.close_stdin();
+    assert!(c.recv().await.is_none());
+    assert!(c.wait().await.success());
 }

@@ -385,14 +385,17 @@ impl Shared {
         self.handle.spawn(async move {
             shared.write_line(subscription.ack());
             loop {
+                // Cancellation first: once the client cancelled, nothing
+                // more is sent for this stream (STDIO-10).
                 let next = tokio::select! {
+                    biased;
                     () = cancel.cancelled() => break,
                     () = shared.eof.cancelled() => break,
                     n = subscription.next() => n,
                 };
                 match next {
                     Some(message) => {
-                        if !shared.write_line(message) {
+                        if cancel.is_cancelled() || !shared.write_line(message) {
                             break;
                         }
                     }
