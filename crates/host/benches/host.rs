@@ -1,6 +1,11 @@
 //! Host benchmarks: start-up time with ten slow stdio servers, and the
 //! host's added latency per call over a direct client call.
 //!
+//! The host keeps a `subscriptions/listen` stream open on every server that
+//! offers `listChanged` (the mock server does), so calls are also timed on
+//! a direct client with such a stream open: the difference to that one is
+//! what the host itself adds.
+//!
 //! Run: `taskset -c 1 cargo bench -p switchboard-host --bench host`
 //! (builds the testkit's mock-server in the same profile first; pinning to
 //! one CPU avoids cross-CPU wake-ups, which cost more than the host does).
@@ -95,16 +100,29 @@ async fn startup(mock: &Path) {
     );
 }
 
+/// Per-call times in microseconds (median round) of one configuration.
+struct PerCall {
+    /// A plain client.
+    direct: f64,
+    /// A client that keeps a `subscriptions/listen` stream open, as the
+    /// host does on every server that offers `listChanged`.
+    listening: f64,
+    /// Through the host.
+    hosted: f64,
+}
+
 /// Per-call cost, direct client vs host, measured in alternating rounds so
-/// drift from other load on the machine hits both alike.
-async fn per_call(mock: &Path, audit: bool) -> (f64, f64) {
-    let transport = StdioTransport::spawn(StdioConfig::new("direct", mock))
+/// drift from other load on the machine hits all alike.
+async fn per_call(mock: &Path, audit: bool) -> PerCall {
+    let direct = direct_client(mock).await;
+    let listening = direct_client(mock).await;
+    let _listen = listening
+        .listen(switchboard_wire::SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..Default::default()
+        })
         .await
-        .expect("spawn");
-    let client = Client::builder("direct", transport)
-        .connect()
-        .await
-        .expect("connect");
+        .expect("listen");
     let dir = tempfile::tempdir().expect("temp dir");
     let mut cfg = config(mock, 1, 0);
     if audit {
@@ -115,35 +133,53 @@ async fn per_call(mock: &Path, audit: bool) -> (f64, f64) {
         .expect("mount");
     let args = json!({"text": "hello"}).as_object().cloned();
     for _ in 0..300 {
-        client
-            .call_tool("echo", args.clone())
-            .await
-            .expect("warm-up");
+        for client in [&direct, &listening] {
+            client
+                .call_tool("echo", args.clone())
+                .await
+                .expect("warm-up");
+        }
         host.call("mcp__s0__echo", args.clone(), CallOptions::default())
             .await;
     }
-    let (mut direct, mut hosted) = (Vec::new(), Vec::new());
+    let per_round = CALLS / ROUNDS;
+    let (mut plain, mut listened, mut hosted) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        let started = Instant::now();
-        for _ in 0..CALLS / ROUNDS {
-            client.call_tool("echo", args.clone()).await.expect("call");
+        for (client, times) in [(&direct, &mut plain), (&listening, &mut listened)] {
+            let started = Instant::now();
+            for _ in 0..per_round {
+                client.call_tool("echo", args.clone()).await.expect("call");
+            }
+            times.push(started.elapsed() / per_round as u32);
         }
-        direct.push(started.elapsed() / (CALLS / ROUNDS) as u32);
         let started = Instant::now();
-        for _ in 0..CALLS / ROUNDS {
+        for _ in 0..per_round {
             let r = host
                 .call("mcp__s0__echo", args.clone(), CallOptions::default())
                 .await;
             assert!(!r.is_error());
         }
-        hosted.push(started.elapsed() / (CALLS / ROUNDS) as u32);
+        hosted.push(started.elapsed() / per_round as u32);
     }
-    client.close().await;
+    direct.close().await;
+    listening.close().await;
     host.shutdown().await;
-    (
-        median(direct).as_secs_f64() * 1e6,
-        median(hosted).as_secs_f64() * 1e6,
-    )
+    let us = |v: Vec<Duration>| median(v).as_secs_f64() * 1e6;
+    PerCall {
+        direct: us(plain),
+        listening: us(listened),
+        hosted: us(hosted),
+    }
+}
+
+async fn direct_client(mock: &Path) -> Client {
+    let transport = StdioTransport::spawn(StdioConfig::new("direct", mock))
+        .await
+        .expect("spawn");
+    Client::builder("direct", transport)
+        .connect()
+        .await
+        .expect("connect")
 }
 
 fn main() {
@@ -158,11 +194,15 @@ fn main() {
         let mock = mock_server();
         startup(&mock).await;
         for audit in [false, true] {
-            let (direct, hosted) = per_call(&mock, audit).await;
+            let t = per_call(&mock, audit).await;
             println!(
-                "tools/call echo, sequential, {CALLS} calls in {ROUNDS} alternating rounds{} (median round): direct client {direct:.1} us/call, through the host {hosted:.1} us/call, added {:.1} us/call",
+                "tools/call echo, sequential, {CALLS} calls in {ROUNDS} alternating rounds{} (median round): direct client {:.1} us/call, direct client with a listen stream open {:.1} us/call, through the host {:.1} us/call; added {:.1} us/call over the plain client, {:.1} over the listening one",
                 if audit { ", audit log on" } else { "" },
-                hosted - direct
+                t.direct,
+                t.listening,
+                t.hosted,
+                t.hosted - t.direct,
+                t.hosted - t.listening,
             );
         }
     });

@@ -23,8 +23,9 @@ use std::time::SystemTime;
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use switchboard_wire::JsonObject;
 
-use crate::pins::{canonical, sha256_hex};
+use crate::digest::{canonical_object_sha256, canonical_sha256, sha256_hex};
 
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const HASH_KEY: &str = ",\"hash\":\"";
@@ -110,18 +111,50 @@ impl AuditRecord {
     /// A record for a call with `arguments`, starting now; the caller fills
     /// in the decision and outcome.
     pub fn new(tool: &str, arguments: Option<&Value>) -> AuditRecord {
-        let argument_names = match arguments {
-            Some(Value::Object(m)) => m.keys().cloned().collect(),
-            _ => Vec::new(),
+        let (argument_names, arguments_sha256) = match arguments {
+            Some(Value::Object(m)) => (m.keys().cloned().collect(), canonical_object_sha256(m)),
+            Some(other) => (Vec::new(), canonical_sha256(other)),
+            None => (Vec::new(), canonical_sha256(&Value::Null)),
         };
-        let canonical_args = canonical(arguments.unwrap_or(&Value::Null)).to_string();
+        AuditRecord::with_hash(tool, argument_names, arguments_sha256)
+    }
+
+    /// [`AuditRecord::new`] for a call's arguments object, read in place.
+    pub fn for_arguments(tool: &str, arguments: Option<&JsonObject>) -> AuditRecord {
+        match arguments {
+            Some(m) => AuditRecord::with_hash(
+                tool,
+                m.keys().cloned().collect(),
+                canonical_object_sha256(m),
+            ),
+            None => AuditRecord::new(tool, None),
+        }
+    }
+
+    /// A record that only tracks the decision and outcome (no time, no
+    /// argument hash): for a host that keeps no log.
+    pub(crate) fn untimed(tool: &str) -> AuditRecord {
+        AuditRecord::with(String::new(), tool, Vec::new(), String::new())
+    }
+
+    fn with_hash(tool: &str, argument_names: Vec<String>, arguments_sha256: String) -> AuditRecord {
+        let time = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        AuditRecord::with(time, tool, argument_names, arguments_sha256)
+    }
+
+    fn with(
+        time: String,
+        tool: &str,
+        argument_names: Vec<String>,
+        arguments_sha256: String,
+    ) -> AuditRecord {
         AuditRecord {
-            time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            time,
             alias: None,
             tool: tool.to_owned(),
             original_tool: None,
             argument_names,
-            arguments_sha256: sha256_hex(canonical_args.as_bytes()),
+            arguments_sha256,
             decision: None,
             decided_by: Decider::None,
             rule: None,
@@ -268,15 +301,23 @@ impl WriterState {
     fn write_line(&mut self, record: &AuditRecord) -> std::io::Result<()> {
         self.resync()?;
         let seq = self.seq + 1;
-        let mut value = serde_json::to_value(record).map_err(std::io::Error::other)?;
-        let mut body = serde_json::Map::new();
-        body.insert("seq".into(), seq.into());
-        if let Value::Object(fields) = &mut value {
-            body.append(fields);
+        // `{"seq":N,<the record's fields>,"prev":"…"`, then the hash of
+        // exactly that, then the closing brace: serialised once.
+        let fields = serde_json::to_string(record).map_err(std::io::Error::other)?;
+        let inner = fields
+            .strip_prefix('{')
+            .and_then(|f| f.strip_suffix('}'))
+            .unwrap_or_default();
+        let mut line = String::with_capacity(fields.len() + 2 * 64 + 48);
+        line.push_str("{\"seq\":");
+        line.push_str(&seq.to_string());
+        if !inner.is_empty() {
+            line.push(',');
+            line.push_str(inner);
         }
-        body.insert("prev".into(), Value::from(self.prev.as_str()));
-        let mut line = Value::Object(body).to_string();
-        line.pop(); // the closing brace
+        line.push_str(",\"prev\":\"");
+        line.push_str(&self.prev);
+        line.push('"');
         let hash = sha256_hex(line.as_bytes());
         line.push_str(HASH_KEY);
         line.push_str(&hash);
@@ -284,9 +325,9 @@ impl WriterState {
         self.prev = sha256_hex(line.as_bytes());
         line.push('\n');
         self.file.write_all(line.as_bytes())?;
-        self.file.flush()?;
         self.seq = seq;
-        self.known_len = self.file.metadata()?.len();
+        // Appended under the exclusive lock: the file grew by exactly this.
+        self.known_len += line.len() as u64;
         Ok(())
     }
 }

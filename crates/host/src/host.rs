@@ -371,7 +371,7 @@ impl Host {
             .entries()
             .iter()
             .map(|e| {
-                let pin = self.inner.pins.state(&e.alias, &e.tool);
+                let pin = self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint);
                 let gate = gate::assess(&config.rules, &e.alias, &e.tool, &pin).verdict;
                 ModelTool {
                     name: e.local_name.clone(),
@@ -502,7 +502,7 @@ impl Host {
                 name: e.local_name.clone(),
                 server: e.alias.clone(),
                 original_name: e.tool.name.clone(),
-                state: self.inner.pins.state(&e.alias, &e.tool),
+                state: self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint),
             })
             .collect()
     }
@@ -578,8 +578,11 @@ impl Host {
         options: CallOptions,
     ) -> CallReport {
         let started = Instant::now();
-        let args_value = arguments.clone().map(Value::Object);
-        let mut record = AuditRecord::new(local_name, args_value.as_ref());
+        // Without a log, nothing about the arguments is worked out.
+        let mut record = match &self.inner.audit {
+            Some(_) => AuditRecord::for_arguments(local_name, arguments.as_ref()),
+            None => AuditRecord::untimed(local_name),
+        };
         let result = self
             .call_inner(local_name, arguments, &options, &mut record)
             .await;
@@ -623,7 +626,10 @@ impl Host {
         };
 
         // The gate.
-        let pin = self.inner.pins.state(&alias, &entry.tool);
+        let pin = self
+            .inner
+            .pins
+            .state_of(&alias, &entry.tool, &entry.fingerprint);
         let assessment = {
             let config = self.config_read();
             gate::assess(&config.rules, &alias, &entry.tool, &pin)

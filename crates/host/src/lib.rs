@@ -53,6 +53,7 @@ pub mod audit;
 mod breaker;
 pub mod budget;
 pub mod config;
+mod digest;
 mod fsutil;
 pub mod gate;
 mod host;

@@ -83,14 +83,14 @@ pub fn clean_description(text: &str) -> String {
 /// Escapes every boundary marker in `text` (any case, with or without
 /// spaces after `<` or `</`) by replacing its `<` with `&lt;`.
 pub fn escape_markers(text: &str) -> Cow<'_, str> {
-    let lower = text.to_ascii_lowercase();
     let mut cuts = Vec::new();
-    for (i, _) in lower.match_indices('<') {
-        let mut rest = lower[i + 1..].trim_start();
+    for (i, _) in text.match_indices('<') {
+        let mut rest = text[i + 1..].trim_start();
         if let Some(r) = rest.strip_prefix('/') {
             rest = r.trim_start();
         }
-        if rest.starts_with(TAG_NAME) {
+        let name = rest.as_bytes().get(..TAG_NAME.len());
+        if name.is_some_and(|n| n.eq_ignore_ascii_case(TAG_NAME.as_bytes())) {
             cuts.push(i);
         }
     }
@@ -112,8 +112,22 @@ pub fn escape_markers(text: &str) -> Cow<'_, str> {
 /// results), escaping markers inside.
 pub fn wrap(alias: &str, tool: Option<&str>, text: &str) -> String {
     let escaped = escape_markers(text);
-    let tool = tool.map(|t| format!(" tool=\"{t}\"")).unwrap_or_default();
-    format!("{OPEN_TAG} source=\"{alias}\"{tool}>\n{escaped}\n{CLOSE_TAG}")
+    let mut out =
+        String::with_capacity(OPEN_TAG.len() + CLOSE_TAG.len() + alias.len() + escaped.len() + 40);
+    out.push_str(OPEN_TAG);
+    out.push_str(" source=\"");
+    out.push_str(alias);
+    out.push('"');
+    if let Some(tool) = tool {
+        out.push_str(" tool=\"");
+        out.push_str(tool);
+        out.push('"');
+    }
+    out.push_str(">\n");
+    out.push_str(&escaped);
+    out.push('\n');
+    out.push_str(CLOSE_TAG);
+    out
 }
 
 /// The description the model sees: `[from ALIAS]`, then the cleaned server

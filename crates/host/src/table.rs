@@ -31,6 +31,9 @@ pub struct TableEntry {
     /// The input schema the model reads: the server's, with descriptions
     /// and titles cleaned.
     pub input_schema: JsonObject,
+    /// The definition's pin hash ([`crate::pins::fingerprint`]), computed
+    /// once when the table is built, never per call.
+    pub fingerprint: String,
 }
 
 /// A tool left out of the table, and why.
@@ -127,6 +130,7 @@ impl ToolTable {
                 description: sanitize::model_description(alias, tool.description.as_deref()),
                 local_name,
                 alias: alias.to_owned(),
+                fingerprint: crate::pins::fingerprint(tool),
                 tool: tool.clone(),
                 input_schema,
             });
