@@ -10,10 +10,12 @@
 //! a notification. Closing that stream cancels the handler (HTTP-S-12).
 //! `subscriptions/listen` is always a stream, with keep-alive comments.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -32,7 +34,7 @@ use switchboard_wire::sse::{encode_comment, encode_event};
 use switchboard_wire::types::method;
 use switchboard_wire::{ErrorCode, ErrorObject, Message, Request, RequestId, version};
 use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::auth::{AuthError, AuthRequest, Principal, ProtectedResource, TokenValidator};
 use crate::cancel::Cancellation;
@@ -219,7 +221,7 @@ pub async fn serve(
     let permits = Arc::new(Semaphore::new(state.options.max_connections));
     // Every connection task holds a clone; when all are gone, `done` ends.
     let (alive_tx, mut done) = mpsc::channel::<()>(1);
-    let stop = Cancellation::new();
+    let stops = Arc::new(Stops::default());
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -244,7 +246,8 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let state = Arc::clone(&state);
         let alive = alive_tx.clone();
-        let stop = stop.clone();
+        let (key, stop) = stops.register();
+        let stops = Arc::clone(&stops);
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let state = Arc::clone(&state);
@@ -253,22 +256,24 @@ pub async fn serve(
             let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);
             tokio::select! {
+                biased;
                 r = conn.as_mut() => {
                     if let Err(e) = r {
                         tracing::debug!(%peer, "connection ended: {e}");
                     }
                 }
-                () = stop.cancelled() => {
+                _ = stop => {
                     conn.as_mut().graceful_shutdown();
                     let _ = conn.await;
                 }
             }
+            stops.forget(key);
             drop(permit);
             drop(alive);
         });
     }
     server.shutdown();
-    stop.cancel();
+    stops.stop_all();
     drop(alive_tx);
     let _ = tokio::time::timeout(state.options.shutdown_grace, done.recv()).await;
     Ok(())
@@ -291,6 +296,38 @@ pub async fn bind_and_serve(
             source,
         })?;
     serve(server, listener, options, shutdown).await
+}
+
+/// The shutdown signal of each open connection: a oneshot per connection,
+/// whose receiver costs nothing to poll while it waits (a shared flag with
+/// a wait list would take a lock on every wake of every connection).
+#[derive(Default)]
+struct Stops {
+    next: AtomicU64,
+    senders: Mutex<HashMap<u64, oneshot::Sender<()>>>,
+}
+
+impl Stops {
+    fn register(&self) -> (u64, oneshot::Receiver<()>) {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(key, tx);
+        (key, rx)
+    }
+
+    fn forget(&self, key: u64) {
+        self.lock().remove(&key);
+    }
+
+    fn stop_all(&self) {
+        for (_, tx) in self.lock().drain() {
+            let _ = tx.send(());
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<()>>> {
+        self.senders.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 struct State {
@@ -396,13 +433,10 @@ impl State {
         }
         if let Some(ct) = req.headers().get(CONTENT_TYPE) {
             let json = ct
-                .to_str()
-                .map(|v| {
-                    v.trim_start()
-                        .to_ascii_lowercase()
-                        .starts_with("application/json")
-                })
-                .unwrap_or(false);
+                .as_bytes()
+                .trim_ascii_start()
+                .get(..16)
+                .is_some_and(|p| p.eq_ignore_ascii_case(b"application/json"));
             if !json {
                 return refuse(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
