@@ -44,7 +44,7 @@ fn chunks<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
 fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Out> {
     let mut framer = LineFramer::with_max_line(max_line);
     let mut out = Vec::new();
-    let mut drain = |framer: &mut LineFramer, out: &mut Vec<Out>| loop {
+    let drain = |framer: &mut LineFramer, out: &mut Vec<Out>| loop {
         match framer.next_line() {
             Ok(Some(line)) => out.push(Out::Line(line.to_vec())),
             Ok(None) => break,

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run -p switchboard-server --example http -- 127.0.0.1:8080 &
-//! cargo run -p switchboard-client --example http -- http://127.0.0.1:8080/mcp \
+//! cargo run -p switchboard-client --example http_client -- http://127.0.0.1:8080/mcp \
 //!     forecast '{"region": "eu-west", "days": 2}'
 //! ```
 //!
