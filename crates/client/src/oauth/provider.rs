@@ -315,8 +315,10 @@ impl OAuthProvider {
     }
 
     /// Reacts to a 401 or 403 from the server (see [`OAuthProvider`]) when
-    /// it is not known which credentials the refused request carried.
-    /// Requests refused while another one ran a flow just retry.
+    /// it is not known which credentials the refused request carried
+    /// (`challenge.sent_authorization` is not looked at). Requests refused
+    /// while another one ran a flow just retry. The transport hook uses
+    /// [`OAuthProvider::handle_challenge_for`] with the header it sent.
     ///
     /// # Errors
     /// The [`OAuthError`] that stopped the flow.
@@ -1115,7 +1117,10 @@ impl AuthProvider for OAuthProvider {
         challenge: &'a AuthChallenge,
     ) -> BoxFuture<'a, Result<AuthRetry, AuthError>> {
         Box::pin(async move {
-            self.handle_challenge(challenge).await.map_err(|e| {
+            // The transport says which header the refused request carried:
+            // a refusal of a token replaced since is only retried.
+            let sent = challenge.sent_authorization.as_deref();
+            self.handle_challenge_for(challenge, sent).await.map_err(|e| {
                 tracing::warn!(server = %self.inner.config.server, error = %e, "authorization failed");
                 AuthError(e.to_string())
             })

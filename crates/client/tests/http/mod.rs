@@ -5,4 +5,4 @@ mod legacy;
 mod server;
 mod tls;
 mod transport;
-mod util;
+pub(crate) mod util;

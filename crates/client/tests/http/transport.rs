@@ -583,6 +583,13 @@ async fn auth_provider_sees_challenges_and_retries() {
     assert_eq!(challenges[0].status, 401);
     assert!(challenges[0].www_authenticate[0].contains("resource_metadata="));
     assert_eq!(challenges[0].method.as_deref(), Some("tools/list"));
+    // The challenge names the header the refused request carried, not the
+    // one the provider would give now.
+    assert_eq!(
+        challenges[0].sent_authorization.as_deref(),
+        Some("Bearer token-0")
+    );
+    assert!(!format!("{:?}", challenges[0]).contains("token-0"));
     let auths: Vec<_> = server
         .seen()
         .iter()

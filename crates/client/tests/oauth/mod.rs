@@ -8,6 +8,7 @@ mod flow;
 mod identity;
 mod iss;
 mod logs;
+mod overtaken;
 mod scope;
 mod store;
 mod tokens;

@@ -5,14 +5,7 @@ use base64::Engine as _;
 use switchboard_authkit::{AuthServer, AuthServerConfig, ResourceConfig, TestClient, jwt};
 use switchboard_client::oauth::{Grant, OAuthConfig, PreRegisteredClient, SigningKey, TokenStore};
 
-use super::util::{config, connect, default_servers, provider, round_trip, servers};
-
-fn grant_types(auth: &AuthServer) -> Vec<String> {
-    auth.token_requests()
-        .iter()
-        .map(|r| r.form_param("grant_type").unwrap_or("").to_owned())
-        .collect()
-}
+use super::util::{config, connect, default_servers, grant_types, provider, round_trip, servers};
 
 // A token the server stops accepting (401) is refreshed once (AUTH-C-23);
 // the same resource is requested and the call goes through without a new
@@ -342,6 +335,8 @@ async fn refusal_of_an_old_token_just_retries() {
         )],
         url: s.mcp.url(),
         method: Some("tools/list".into()),
+        // Not looked at by handle_challenge_for, which is told below.
+        sent_authorization: None,
     };
     let before = s.auth.requests().len();
     for stale in [Some("Bearer an-older-token"), None] {

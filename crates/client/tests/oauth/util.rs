@@ -68,6 +68,14 @@ pub(crate) async fn round_trip(
     Ok(result.joined_text())
 }
 
+/// The `grant_type` of every token request the server received, in order.
+pub(crate) fn grant_types(auth: &AuthServer) -> Vec<String> {
+    auth.token_requests()
+        .iter()
+        .map(|r| r.form_param("grant_type").unwrap_or("").to_owned())
+        .collect()
+}
+
 /// The space-separated `scope` of a request, split.
 pub(crate) fn scopes(seen: &Seen, name: &str) -> Option<Vec<String>> {
     seen.query_param(name)

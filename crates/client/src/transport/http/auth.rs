@@ -16,7 +16,9 @@ use crate::transport::BoxFuture;
 pub const MAX_AUTH_RETRIES: usize = 3;
 
 /// A 401 or 403 answer from the server.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Its `Debug` form leaves out the credentials the refused request carried.
+#[derive(Clone, PartialEq, Eq)]
 pub struct AuthChallenge {
     /// The HTTP status: 401 (missing or invalid token) or 403 (e.g.
     /// `insufficient_scope`).
@@ -27,6 +29,26 @@ pub struct AuthChallenge {
     pub url: String,
     /// The JSON-RPC method of the refused request (`None` for GET/DELETE).
     pub method: Option<String>,
+    /// The `Authorization` header value the refused request carried (`None`:
+    /// it carried none). Requests run concurrently, so the refusal may be
+    /// of a token the provider has replaced since; comparing this with the
+    /// current one tells a stale refusal (just retry) from a real one (run
+    /// a flow).
+    pub sent_authorization: Option<String>,
+}
+
+impl fmt::Debug for AuthChallenge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Credentials never reach logs: only whether there were any.
+        let sent = self.sent_authorization.as_ref().map(|_| "<redacted>");
+        f.debug_struct("AuthChallenge")
+            .field("status", &self.status)
+            .field("www_authenticate", &self.www_authenticate)
+            .field("url", &self.url)
+            .field("method", &self.method)
+            .field("sent_authorization", &sent)
+            .finish()
+    }
 }
 
 /// What to do after a challenge.
@@ -57,9 +79,10 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     /// with it.
     fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthError>>;
 
-    /// Told about a 401/403 answer, with its `WWW-Authenticate` challenges,
-    /// so it can run a flow (discovery, token refresh, step-up) before the
-    /// transport retries.
+    /// Told about a 401/403 answer, with its `WWW-Authenticate` challenges
+    /// and the `Authorization` value the refused request carried, so it can
+    /// run a flow (discovery, token refresh, step-up) before the transport
+    /// retries, or just retry when that value is no longer the current one.
     ///
     /// # Errors
     /// [`AuthError`] when the flow failed; the request fails with it.

@@ -123,15 +123,21 @@ impl Http {
     ) -> Result<HttpResponse, Failure> {
         let mut attempt = 0;
         loop {
-            let value = match auth.authorization().await {
-                Ok(Some(value)) => Some(HeaderValue::from_str(&value).map_err(|_| {
-                    Failure::Auth(
-                        "the authorization provider gave a value that is not a valid header".into(),
-                    )
-                })?),
-                Ok(None) => None,
-                Err(e) => return Err(Failure::Auth(e.0)),
-            };
+            let sent = auth.authorization().await.map_err(|e| Failure::Auth(e.0))?;
+            let value = sent
+                .as_deref()
+                .map(|v| {
+                    let mut value = HeaderValue::from_str(v).map_err(|_| {
+                        Failure::Auth(
+                            "the authorization provider gave a value that is not a valid header"
+                                .into(),
+                        )
+                    })?;
+                    // Kept out of hyper's and http's debug output.
+                    value.set_sensitive(true);
+                    Ok(value)
+                })
+                .transpose()?;
             let response = self.send_once(out.clone(), value).await?;
             let status = response.status().as_u16();
             if !(status == 401 || status == 403) || attempt >= MAX_AUTH_RETRIES {
@@ -147,6 +153,9 @@ impl Http {
                     .collect(),
                 url: out.uri.to_string(),
                 method: out.rpc_method.clone(),
+                // What this request carried, not what the provider would
+                // give now: another request may have replaced the token.
+                sent_authorization: sent,
             };
             match auth.on_challenge(&challenge).await {
                 Ok(AuthRetry::Retry) => {
