@@ -75,6 +75,20 @@ pub enum TransportError {
         /// The `WWW-Authenticate` values of a 401/403.
         www_authenticate: Vec<String>,
     },
+    /// The server demands authorization and the authorization layer could
+    /// not supply it: discovery, registration or the token endpoint failed,
+    /// or a person has to log in first. Only that request failed; the
+    /// transport stays usable (a later login makes the next request work).
+    /// A 401/403 the layer gave up on without failing is
+    /// [`TransportError::Http`]; [`TransportError::is_auth_failure`] covers
+    /// both.
+    #[error("authorization for {server} failed: {cause}")]
+    Unauthorized {
+        /// The server's name (alias).
+        server: String,
+        /// What the authorization layer said (never a credential).
+        cause: String,
+    },
     /// Two requests with one id were in flight at once (WIRE-04): a caller
     /// bug, refused before anything was sent.
     #[error("request id {id} is already in flight to {server}")]
@@ -116,6 +130,20 @@ impl TransportError {
                 status: 400 | 404 | 405,
                 ..
             }
+        )
+    }
+
+    /// Whether the server refused the request for want of authorization:
+    /// it answered 401 or 403, or the authorization layer failed to get
+    /// past its challenge ([`TransportError::Unauthorized`]).
+    pub fn is_auth_failure(&self) -> bool {
+        matches!(
+            self,
+            TransportError::Unauthorized { .. }
+                | TransportError::Http {
+                    status: 401 | 403,
+                    ..
+                }
         )
     }
 
@@ -236,6 +264,14 @@ impl ClientError {
     /// client was closed).
     pub fn is_closed(&self) -> bool {
         matches!(self, ClientError::Transport(t) if t.is_closed())
+    }
+
+    /// Whether the server refused for want of authorization (see
+    /// [`TransportError::is_auth_failure`]): the user has to log in, or the
+    /// credentials need attention.
+    pub fn is_auth_failure(&self) -> bool {
+        self.transport_error()
+            .is_some_and(TransportError::is_auth_failure)
     }
 
     /// Whether the two sides share no protocol version.

@@ -54,11 +54,31 @@ impl Failure {
                 server,
                 cause: "transport closed".to_owned(),
             },
+            Failure::Auth(cause) => TransportError::Unauthorized { server, cause },
             Failure::Stream(cause)
             | Failure::Connect(cause)
             | Failure::Protocol(cause)
-            | Failure::Auth(cause)
             | Failure::Invalid(cause) => TransportError::Exchange { server, cause },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_authorization_failure_stays_one() {
+        let err = Failure::Auth("needs login: s requires an interactive OAuth login".into())
+            .into_transport("s");
+        assert!(
+            matches!(err, TransportError::Unauthorized { .. }),
+            "{err:?}"
+        );
+        assert!(err.is_auth_failure());
+        assert!(!err.is_closed());
+        assert!(err.to_string().contains("needs login"), "{err}");
+        let refused = Failure::Connect("connection refused".into()).into_transport("s");
+        assert!(!refused.is_auth_failure());
     }
 }
