@@ -30,6 +30,7 @@ pub struct OAuthConfig {
     pub(crate) client_name: String,
     pub(crate) pre_registered: Vec<PreRegisteredClient>,
     pub(crate) client_metadata_url: Option<String>,
+    pub(crate) scopes: Vec<String>,
     pub(crate) grant: Grant,
     pub(crate) user_agent: Option<Arc<dyn UserAgent>>,
     pub(crate) store: Option<TokenStore>,
@@ -48,6 +49,7 @@ impl fmt::Debug for OAuthConfig {
             .field("client_name", &self.client_name)
             .field("pre_registered", &self.pre_registered)
             .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
             .field("grant", &self.grant)
             .field("user_agent", &self.user_agent)
             .field("store", &self.store)
@@ -70,6 +72,7 @@ impl OAuthConfig {
             client_name: "Switchboard".into(),
             pre_registered: Vec::new(),
             client_metadata_url: None,
+            scopes: Vec::new(),
             grant: Grant::AuthorizationCode,
             user_agent: None,
             store: None,
@@ -98,6 +101,14 @@ impl OAuthConfig {
     /// `client_id` where the authorization server supports it.
     pub fn client_metadata_url(mut self, url: impl Into<String>) -> OAuthConfig {
         self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// Scopes the user configured: asked for at every authorization along
+    /// with the challenge's `scope`, in place of the `scopes_supported`
+    /// fallback (AUTH-C-19 still decides when none are configured).
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> OAuthConfig {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
         self
     }
 

@@ -202,7 +202,7 @@ impl OAuthProvider {
         let prm = self.discover(&mut st, bearer.as_ref()).await?;
         let issuer = select_issuer(&prm);
         let previous = self.current().filter(|t| t.issuer == issuer);
-        let mut scopes = flow::initial_scopes(
+        let mut scopes = self.starting_scopes(
             bearer.as_ref().and_then(|b| b.scope.as_deref()),
             prm.scopes_supported.as_deref(),
         );
@@ -434,7 +434,7 @@ impl OAuthProvider {
         }
         let scopes = flow::union(
             &previous_scopes,
-            &flow::initial_scopes(
+            &self.starting_scopes(
                 bearer.and_then(|b| b.scope.as_deref()),
                 prm.scopes_supported.as_deref(),
             ),
@@ -746,6 +746,21 @@ impl OAuthProvider {
         match token::request(&self.inner.http, &request, form, None).await {
             Ok(_) | Err(OAuthError::InvalidDocument { .. }) => Ok(()),
             Err(e) => Err(e),
+        }
+    }
+
+    /// The scopes a new authorization starts from: the configured ones
+    /// with the challenge's, else the spec's choice.
+    fn starting_scopes(
+        &self,
+        challenge: Option<&[String]>,
+        supported: Option<&[String]>,
+    ) -> Vec<String> {
+        let configured = &self.inner.config.scopes;
+        if configured.is_empty() {
+            flow::initial_scopes(challenge, supported)
+        } else {
+            flow::union(challenge.unwrap_or_default(), configured)
         }
     }
 
