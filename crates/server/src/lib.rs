@@ -20,8 +20,9 @@
 //!   the client for input (MRTR).
 //! - [`Notifier`]: list-changed and resource-updated notifications.
 //! - [`StateHandles`]: cross-call state bound to a principal.
-//! - [`Principal`], [`TokenValidator`], [`ProtectedResource`]: bearer-token
-//!   authentication on HTTP.
+//! - [`Principal`], [`TokenValidator`], [`ClaimsValidator`],
+//!   [`ProtectedResource`]: bearer-token authentication on HTTP (OAuth 2.1
+//!   resource server).
 //! - [`stdio`], [`http`]: the runners.
 //!
 //! Its place among the layers: it uses `switchboard-wire` for messages,
@@ -77,7 +78,10 @@ mod state;
 mod tool;
 mod uri_template;
 
-pub use auth::{AuthError, AuthRequest, BoxFuture, Principal, ProtectedResource, TokenValidator};
+pub use auth::{
+    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource,
+    TokenValidator,
+};
 pub use cancel::Cancellation;
 pub use completion::{CompleteRequest, CompletionHandler, CompletionRef, IntoCompletion};
 pub use context::Context;

@@ -9,6 +9,7 @@
 mod util;
 
 mod auth;
+mod auth_logs;
 mod headers;
 mod legacy;
 mod listen;

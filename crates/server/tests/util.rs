@@ -249,6 +249,15 @@ pub(crate) struct Http {
 
 pub(crate) async fn start(server: Server, options: HttpOptions) -> Http {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    start_on(listener, server, options)
+}
+
+/// Serves on a listener bound beforehand (when the options need its port).
+pub(crate) fn start_on(
+    listener: tokio::net::TcpListener,
+    server: Server,
+    options: HttpOptions,
+) -> Http {
     let addr = listener.local_addr().unwrap();
     let (stop, rx) = oneshot::channel::<()>();
     let s = server.clone();

@@ -1,10 +1,11 @@
 //! The Streamable HTTP runner, on hyper 1.
 //!
 //! One endpoint accepting POST (HTTP-S-01); GET and DELETE get 405 (legacy
-//! sessions may DELETE themselves). Each request is checked in this order:
-//! `Host`/`Origin` (403), method (405), bearer token (401/403), body size
-//! (413), JSON-RPC envelope (400), mirrored headers (400 + -32020), then
-//! routed. A request whose `_meta` asks for neither progress nor logs is
+//! sessions may DELETE themselves, with a token when one is required). Each
+//! request is checked in this order: `Host`/`Origin` (403), a token in the
+//! URL (400), method (405), bearer token (401/503), body size (413),
+//! JSON-RPC envelope (400), mirrored headers (400 + -32020), scopes (403),
+//! then routed. A request whose `_meta` asks for neither progress nor logs is
 //! answered inline with `application/json`; otherwise the answer switches
 //! to an SSE stream (`X-Accel-Buffering: no`) as soon as the handler sends
 //! a notification. Closing that stream cancels the handler (HTTP-S-12).
@@ -418,9 +419,27 @@ impl State {
                 reason,
             );
         }
+        if let Some(auth) = &self.options.auth {
+            // AUTH-C-21 / RFC 6750 §2.3: never a token in the URL, not even
+            // next to a good header (AUTH-S-06).
+            if has_query_token(req.uri().query()) {
+                let error = AuthError::InvalidRequest(
+                    "access tokens are not accepted in the URL; send them in the Authorization header".into(),
+                );
+                return auth_failure(auth, &error, true, Some(peer));
+            }
+        }
         match *req.method() {
             Method::POST => {}
-            Method::DELETE => return self.delete(req.headers()),
+            Method::DELETE => {
+                // Ending a session is a request like any other.
+                if let Some(auth) = &self.options.auth {
+                    if let Err(r) = authenticate(auth, req.headers(), peer).await {
+                        return r;
+                    }
+                }
+                return self.delete(req.headers());
+            }
             _ => {
                 let mut r = refuse(
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -446,7 +465,7 @@ impl State {
         }
         let principal = match &self.options.auth {
             None => None,
-            Some(auth) => match authenticate(auth, req.headers()).await {
+            Some(auth) => match authenticate(auth, req.headers(), peer).await {
                 Ok(p) => Some(Arc::new(p)),
                 Err(r) => return r,
             },
@@ -567,6 +586,10 @@ impl State {
             .and_then(|m| m.get(PROTOCOL_VERSION))
             .is_some();
         if legacy_on && !modern_header && !modern_meta {
+            // Legacy requests skip the mirrored headers, not the scopes.
+            if let Some(r) = self.authorize(&request, principal.as_deref()) {
+                return r;
+            }
             if request.method == method::INITIALIZE {
                 return self.initialize(&request);
             }
@@ -592,18 +615,26 @@ impl State {
             return fault_response(Some(&request.id), &fault);
         }
         drop(registry);
-        if let (Some(auth), Some(p)) = (&self.options.auth, &principal) {
-            let name = name_member(&request.method)
-                .and_then(|m| request.params.as_ref()?.get(m)?.as_str());
-            let ask = AuthRequest {
-                method: &request.method,
-                name,
-            };
-            if let Err(e) = auth.validator.authorize(p, &ask) {
-                return auth_failure(auth, &e, true);
-            }
+        if let Some(r) = self.authorize(&request, principal.as_deref()) {
+            return r;
         }
         self.route(request, principal, None).await
+    }
+
+    /// Asks the validator whether `principal` may make `request`: the 403
+    /// `insufficient_scope` refusal when not.
+    fn authorize(&self, request: &Request, principal: Option<&Principal>) -> Option<HttpResponse> {
+        let (Some(auth), Some(p)) = (&self.options.auth, principal) else {
+            return None;
+        };
+        let name =
+            name_member(&request.method).and_then(|m| request.params.as_ref()?.get(m)?.as_str());
+        let ask = AuthRequest {
+            method: &request.method,
+            name,
+        };
+        let error = auth.validator.authorize(p, &ask).err()?;
+        Some(auth_failure(auth, &error, true, None))
     }
 
     /// Routes a request through the general path.
@@ -734,7 +765,7 @@ impl State {
                 name: Some(&call.name),
             };
             if let Err(e) = auth.validator.authorize(p, &ask) {
-                return auth_failure(auth, &e, true);
+                return auth_failure(auth, &e, true, None);
             }
         }
         let id = call.id.clone();
@@ -890,7 +921,11 @@ fn wants_notifications(params: Option<&Value>) -> bool {
         .is_some_and(|m| m.contains_key(PROGRESS_TOKEN) || m.contains_key(LOG_LEVEL))
 }
 
-async fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<Principal, HttpResponse> {
+async fn authenticate(
+    auth: &Auth,
+    headers: &HeaderMap,
+    peer: SocketAddr,
+) -> Result<Principal, HttpResponse> {
     let token = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -904,22 +939,45 @@ async fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<Principal, Htt
             auth,
             &AuthError::Unauthorized("a bearer token is required".into()),
             false,
+            Some(peer),
         ));
     };
-    auth.validator
-        .validate(token)
-        .await
-        .map_err(|e| auth_failure(auth, &e, true))
+    // The token itself is never logged, at any level.
+    match auth.validator.validate(token).await {
+        Ok(principal) => {
+            tracing::trace!(%peer, subject = %principal.subject, "authenticated");
+            Ok(principal)
+        }
+        Err(e) => Err(auth_failure(auth, &e, true, Some(peer))),
+    }
 }
 
-fn auth_failure(auth: &Auth, error: &AuthError, had_token: bool) -> HttpResponse {
-    let status = match error {
-        AuthError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-        AuthError::InsufficientScope(_) => StatusCode::FORBIDDEN,
-    };
+/// The refusal for `error`: its status, its challenge, a JSON-RPC error
+/// body; logged with the peer when known.
+fn auth_failure(
+    auth: &Auth,
+    error: &AuthError,
+    had_token: bool,
+    peer: Option<SocketAddr>,
+) -> HttpResponse {
+    match peer {
+        Some(peer) => tracing::debug!(%peer, "refused: {error}"),
+        None => tracing::debug!("refused: {error}"),
+    }
+    let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::UNAUTHORIZED);
     let mut r = refuse(status, &error.to_string());
-    if let Ok(v) = HeaderValue::from_str(&auth.metadata.challenge(error, had_token)) {
-        r.headers_mut().insert(WWW_AUTHENTICATE, v);
+    if let Some(challenge) = auth.metadata.challenge(error, had_token) {
+        if let Ok(v) = HeaderValue::from_str(&challenge) {
+            r.headers_mut().insert(WWW_AUTHENTICATE, v);
+        }
     }
     r
+}
+
+/// Whether a query string carries an `access_token` parameter.
+fn has_query_token(query: Option<&str>) -> bool {
+    query.is_some_and(|q| {
+        q.split('&')
+            .any(|pair| pair.split('=').next() == Some("access_token"))
+    })
 }
