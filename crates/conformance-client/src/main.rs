@@ -10,35 +10,50 @@
 //!
 //! Every scenario goes through the library's [`Client`] over the
 //! [`HttpTransport`] — the same code path any Switchboard user takes — so
-//! the suite's verdict is a verdict on the client, not on a side path.
+//! the suite's verdict is a verdict on the client, not on a side path. The
+//! `auth/*` scenarios add the library's OAuth client as the transport's
+//! authorization hook (see `auth`): the first 401 starts discovery,
+//! registration and the authorization flow, and the request goes on.
 //!
 //! ```text
 //! MCP_CONFORMANCE_SCENARIO=tools_call conformance-client http://localhost:3000/mcp
 //! ```
 //!
-//! Logs go to stderr (`RUST_LOG`, default `warn`); each step is printed to
+//! Logs go to stderr (`RUST_LOG`, default `warn` plus the OAuth steps at
+//! `info`, which never include a secret); each step is printed to
 //! stdout so the suite's saved `stdout.txt` shows what was done.
 
+mod auth;
 mod input;
 mod scenario;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
+use switchboard_client::oauth::OAuthProvider;
 use switchboard_client::{Client, EraPolicy, HttpTransport};
 use switchboard_wire::{Implementation, version};
 
 /// The per-request deadline: well inside the suite's 30 s per scenario.
+/// The first request of an `auth/*` scenario carries a whole authorization
+/// (a dozen exchanges with the suite's local mocks).
 const TIMEOUT: Duration = Duration::from_secs(20);
+/// Bound on each exchange with an authorization server.
+const OAUTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
+    // The OAuth steps are logged at info (never a secret), so the suite's
+    // saved stderr.txt shows how an authorization went.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                tracing_subscriber::EnvFilter::new("warn,switchboard_client::oauth=info")
+            }),
         )
         .init();
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -88,7 +103,16 @@ async fn run() -> anyhow::Result<()> {
         "scenario {scenario:?} against {url} (wire {wire})"
     ));
 
-    let transport = HttpTransport::builder("conformance", &url)
+    let mut transport = HttpTransport::builder("conformance", &url);
+    let oauth = if auth::is_auth_scenario(&scenario) {
+        let (provider, setup) = auth::provider(&scenario, &url, &context, OAUTH_TIMEOUT)?;
+        say(&format!("oauth: {setup}"));
+        transport = transport.auth(Arc::new(provider.clone()));
+        Some(provider)
+    } else {
+        None
+    };
+    let transport = transport
         .build()
         .context("cannot set up the HTTP transport")?;
     let client = Client::builder("conformance", transport)
@@ -97,6 +121,9 @@ async fn run() -> anyhow::Result<()> {
             env!("CARGO_PKG_VERSION"),
         ))
         .timeout(TIMEOUT)
+        // The probe is the first request, so behind OAuth it waits for the
+        // authorization too: as long as any request.
+        .probe_timeout(TIMEOUT)
         .era_policy(policy)
         .input_handler(input::Defaults)
         .connect()
@@ -109,7 +136,30 @@ async fn run() -> anyhow::Result<()> {
     ));
     let outcome = scenario::run(&scenario, &client, &context).await;
     client.close().await;
+    if let Some(oauth) = oauth {
+        report_login(&oauth).await;
+    }
     outcome
+}
+
+/// Which authorization server issued the tokens used, to whom, for what
+/// scope (no token, no secret).
+async fn report_login(oauth: &OAuthProvider) {
+    match oauth.status().await {
+        Ok(Some(login)) => say(&format!(
+            "oauth: authorized by {} as client {}, scope {}, refresh token: {}",
+            login.issuer,
+            login.client_id,
+            if login.scopes.is_empty() {
+                "(none)".to_owned()
+            } else {
+                format!("{:?}", login.scopes.join(" "))
+            },
+            if login.has_refresh_token { "yes" } else { "no" }
+        )),
+        Ok(None) => say("oauth: no token held"),
+        Err(e) => say(&format!("oauth: cannot tell the login: {e}")),
+    }
 }
 
 /// One line of progress on stdout (the suite keeps it as `stdout.txt`).

@@ -58,6 +58,11 @@ pub(crate) async fn run(scenario: &str, client: &Client, context: &Value) -> any
             list_tools(client).await?;
             call(client, "test_reconnection", None).await?;
         }
+        // Behind OAuth (the authorization ran on the first request): list
+        // and call the tools, so at least two authorized requests follow it
+        // (auth/authorization-server-migration switches servers in between;
+        // the scope scenarios refuse the call until the scope is right).
+        s if s.starts_with("auth/") => call_every_tool(client).await?,
         // http-standard-headers, http-invalid-tool-headers, request-metadata
         // and anything else: use every tool, resource and prompt the server
         // offers (the invalid tools never reach the list).
@@ -102,9 +107,7 @@ async fn exercise_everything(client: &Client) -> anyhow::Result<()> {
         capabilities.as_ref().is_none_or(pick)
     };
     if has(|c| c.tools.is_some()) {
-        for tool in list_tools(client).await? {
-            call(client, &tool.name, Some(arguments_for(&tool))).await?;
-        }
+        call_every_tool(client).await?;
     }
     if has(|c| c.resources.is_some()) {
         let resources = client
@@ -141,6 +144,14 @@ async fn exercise_everything(client: &Client) -> anyhow::Result<()> {
                 got.messages.len()
             ));
         }
+    }
+    Ok(())
+}
+
+/// Lists the tools and calls each with arguments its schema accepts.
+async fn call_every_tool(client: &Client) -> anyhow::Result<()> {
+    for tool in list_tools(client).await? {
+        call(client, &tool.name, Some(arguments_for(&tool))).await?;
     }
     Ok(())
 }
