@@ -281,18 +281,23 @@ impl Client {
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), Value::Object(arguments));
         }
-        let value = match self
-            .request_inner(method::TOOLS_CALL, params.clone(), headers, options)
-            .await
-        {
+        // Only a transport that mirrors headers can be refused for them, so
+        // only it keeps a copy of the params for the retry.
+        let kept = self
+            .inner
+            .transport
+            .mirrors_param_headers()
+            .then(|| params.clone());
+        let value = match (
+            self.request_inner(method::TOOLS_CALL, params, headers, options)
+                .await,
+            kept,
+        ) {
             // --- HTTP: HeaderMismatch recovery (HTTP-C-14) ---
             // The server refused our Mcp-Param-* headers: the tool's schema
             // may have changed. Re-list the tools once and retry with fresh
             // headers; a second refusal is the caller's error (no loop).
-            Err(e)
-                if e.code() == Some(ErrorCode::HeaderMismatch.code())
-                    && self.inner.transport.mirrors_param_headers() =>
-            {
+            (Err(e), Some(params)) if e.code() == Some(ErrorCode::HeaderMismatch.code()) => {
                 warn!(server = %self.inner.name, tool = %name, error = %e, "header mismatch; re-listing tools and retrying once");
                 self.list_all_tools().await?;
                 let arguments = params.get("arguments").and_then(Value::as_object);
@@ -301,7 +306,7 @@ impl Client {
                     .await?
             }
             // --- end HTTP ---
-            other => other?,
+            (other, _) => other?,
         };
         call_tool_result(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
     }
@@ -636,18 +641,17 @@ impl Client {
         params: Option<JsonObject>,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
-        self.send_with(method, params.unwrap_or_default(), Vec::new(), options)
-            .await
+        let outgoing = self.prepare(method, params.unwrap_or_default(), Vec::new(), options);
+        self.send_prepared(method, outgoing, options).await
     }
 
-    async fn send_with(
+    /// Sends a prepared request under the call's timeout.
+    async fn send_prepared(
         &self,
         method: &str,
-        params: JsonObject,
-        param_headers: Vec<(String, String)>,
+        outgoing: Outgoing,
         options: &CallOptions,
     ) -> Result<Value, ClientError> {
-        let outgoing = self.prepare(method, params, param_headers, options);
         let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
         // Dropping the transport's future on expiry is what cancels the
         // request (notifications/cancelled on stdio, stream close on HTTP).
@@ -675,7 +679,7 @@ impl Client {
         let progress = options.on_progress.as_ref().map(|_| id.clone());
         let params = self.build_params(&session, params, options, progress.as_ref());
         Outgoing {
-            request: Request::new(id, method, Some(params)),
+            request: Arc::new(Request::new(id, method, Some(params))),
             param_headers,
             sink: self.request_sink(options),
         }
@@ -726,9 +730,11 @@ impl Client {
     ) -> Result<Value, ClientError> {
         let mut round = 0;
         loop {
-            let value = self
-                .send_with(method, params.clone(), headers.clone(), options)
-                .await?;
+            let outgoing = self.prepare(method, params, headers.clone(), options);
+            // The params come back from the sent request only when a retry
+            // needs them: the common, complete answer copies nothing.
+            let sent = Arc::clone(&outgoing.request);
+            let value = self.send_prepared(method, outgoing, options).await?;
             match ResultType::of(&value) {
                 ResultType::Complete => return Ok(value),
                 ResultType::Other(kind) => {
@@ -762,6 +768,12 @@ impl Client {
             }
             // Boxed: the rare path should not grow every call's future.
             let responses = Box::pin(self.answer_inputs(method, &required)).await?;
+            // The `_meta` we sent goes back in as the caller's: the next
+            // round keeps the caller's keys and gets fresh ones of ours.
+            params = match Arc::unwrap_or_clone(sent).params {
+                Some(Value::Object(sent)) => sent,
+                _ => JsonObject::new(),
+            };
             // The retry is the same request with this round's answers and the
             // state echoed verbatim, under a new id (MRTR-12, MRTR-13, MRTR-14).
             params.remove("inputResponses");
@@ -1106,7 +1118,7 @@ impl Client {
         let session = self.session();
         let params = self.build_params(&session, params, &CallOptions::default(), None);
         Outgoing {
-            request: Request::new(id, method, Some(params)),
+            request: Arc::new(Request::new(id, method, Some(params))),
             param_headers: Vec::new(),
             sink: Some(sink),
         }

@@ -56,8 +56,10 @@ pub type EventSink = Arc<dyn Fn(Incoming) + Send + Sync>;
 /// JSON-RPC body.
 #[derive(Clone)]
 pub struct Outgoing {
-    /// The JSON-RPC request, `_meta` already in place.
-    pub request: Request,
+    /// The JSON-RPC request, `_meta` already in place. Shared, so the
+    /// `Client` gets its params back for an MRTR retry without copying them
+    /// up front, and transports that retry (HTTP) clone it for free.
+    pub request: Arc<Request>,
     /// `Mcp-Param-{Name}` headers to send (HTTP only; stdio ignores them):
     /// lowercase header name and already-encoded value.
     pub param_headers: Vec<(String, String)>,
@@ -69,7 +71,7 @@ impl Outgoing {
     /// A request with no headers and no sink.
     pub fn new(request: Request) -> Self {
         Outgoing {
-            request,
+            request: Arc::new(request),
             param_headers: Vec::new(),
             sink: None,
         }

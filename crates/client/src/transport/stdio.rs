@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use switchboard_wire::framing::DEFAULT_MAX_LINE;
 use switchboard_wire::meta::{META, PROGRESS_TOKEN, SUBSCRIPTION_ID};
@@ -297,7 +298,7 @@ impl Transport for StdioTransport {
                 shared,
                 id: Some(id),
             };
-            shared.send(&Message::Request(outgoing.request));
+            shared.send(&*outgoing.request);
             let outcome = rx.await;
             // Whoever completed the entry took it out of the table: nothing
             // is left to cancel.
@@ -425,7 +426,7 @@ impl Shared {
     /// A write error (the server closed stdin or died) is not reported to
     /// the caller: the reader sees the end of stdout and fails every pending
     /// request with the real cause (exit status, stderr).
-    fn send(&self, message: &Message) -> bool {
+    fn send<M: Serialize + ?Sized>(&self, message: &M) -> bool {
         // Alone in flight, write at once: no task hop on the way out. With
         // other requests in flight, their callers are likely queueing
         // messages in this same scheduler tick: the writer task then sends
@@ -436,7 +437,9 @@ impl Shared {
         let Some(pipe) = w.pipe.clone() else {
             return false;
         };
-        message.write_to(&mut w.buf);
+        // Serialising JSON values into a Vec cannot fail: every map key is
+        // a string and the writer is infallible.
+        let _ = serde_json::to_writer(&mut w.buf, message);
         w.buf.push(b'\n');
         if w.busy {
             return true;

@@ -85,7 +85,7 @@ impl LegacySession {
         let session = LegacySession {
             session_id: Arc::new(std::sync::Mutex::new(session_id)),
             version,
-            init: request,
+            init: Arc::unwrap_or_clone(request),
             renewing: tokio::sync::Mutex::new(()),
             standalone: std::sync::Mutex::new(None),
         };
@@ -124,7 +124,7 @@ impl LegacySession {
         for attempt in 0..2 {
             let base = request_headers(&request.method, request.params.as_ref())?;
             let headers = self.headers(session.as_ref(), base);
-            let out = inner.post(headers, &request, Some(request.method.clone()));
+            let out = inner.post(headers, &*request, Some(request.method.clone()));
             let answer = inner.http.send(out).await?;
             if answer.status() == StatusCode::NOT_FOUND && session.is_some() && attempt == 0 {
                 // The server forgot the session: the 2025-11-25 rule is a

@@ -433,7 +433,7 @@ impl Inner {
                 .map_err(|_| Failure::Invalid(format!("{name:?} is not a valid header name")))?;
             headers.insert(name, header_value(value)?);
         }
-        let out = self.post(headers, &request, self.rpc_method(&request.method));
+        let out = self.post(headers, &*request, self.rpc_method(&request.method));
         let response = self.http.send(out).await?;
         let routing = Routing {
             server: &self.server,

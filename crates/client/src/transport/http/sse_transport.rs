@@ -196,7 +196,7 @@ impl SseSession {
         let out = inner.post_to(
             self.post_url.clone(),
             headers,
-            &request,
+            &*request,
             Some(request.method.clone()),
         );
         let answer = inner.http.send(out).await?;
