@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: unit and integration tests, doc tests, and the
-# official MCP conformance suite against our server and client.
+# official MCP conformance suite against our server and client (needs npm;
+# the suite is installed into the user cache on first use).
 # Usage: ./scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,3 +21,7 @@ selftest_out=$(cargo run --locked --quiet -p switchboard -- selftest) || {
 }
 echo "$selftest_out"
 grep -qx "14 passed, 0 failed" <<<"$selftest_out"
+echo "== official MCP conformance suite: our server"
+./scripts/conformance-server.sh
+echo "== official MCP conformance suite: our client"
+./scripts/conformance-client.sh
