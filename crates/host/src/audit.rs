@@ -50,6 +50,9 @@ pub enum Outcome {
     Breaker,
     /// The model named a tool that is not in the table.
     UnknownTool,
+    /// The server needs authorization first (an OAuth login, or valid
+    /// credentials); the call did not run.
+    AuthRequired,
 }
 
 impl Outcome {

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use switchboard_client::{ClientError, InputHandler, ProgressSink};
+use switchboard_client::oauth::OAuthProvider;
+use switchboard_client::{ClientError, InputHandler, ProgressSink, TransportError};
 use switchboard_wire::{
     CallToolResult, Implementation, JsonObject, Tool, ToolAnnotations, namespaced_tool_name,
 };
@@ -17,6 +18,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::approver::{Approval, ApprovalRequest, Approver, NoApprover};
 use crate::audit::{AuditError, AuditLog, AuditRecord, Decider, Outcome};
+use crate::auth::{self, TokenStore, UserAgent};
 use crate::breaker::{Admission, BreakerStatus};
 use crate::budget::Budget;
 use crate::config::{Config, ConfigEditError, add_allow_rule};
@@ -24,7 +26,7 @@ use crate::gate::{self, Verdict};
 use crate::permission::{Pattern, Rule, RuleKind};
 use crate::pins::{PinState, Pins, PinsError};
 use crate::sanitize;
-use crate::server::{ConnectOptions, Link, Server, dropped_of};
+use crate::server::{ConnectOptions, Down, DownCause, Link, Server, dropped_of};
 use crate::table::{DroppedTool, ServerTools, TableEntry, ToolTable};
 
 /// How many table changes a slow subscriber may fall behind before it
@@ -44,6 +46,17 @@ pub struct MountOptions {
     /// Time a stdio server gets after stdin closes (and again after
     /// `SIGTERM`) before it is killed at shutdown.
     pub shutdown_grace: Duration,
+    /// Where OAuth logins of remote servers are read (and refreshed tokens
+    /// saved): by default the per-user store `switchboard auth login`
+    /// writes ([`auth::default_token_store`]); `None` keeps tokens in
+    /// memory only.
+    pub token_store: Option<TokenStore>,
+    /// Who logs in when a remote server wants an OAuth login. `None` (the
+    /// default): no one; the server is reported as
+    /// [`ServerStatus::NeedsLogin`] until `switchboard auth login ALIAS`
+    /// has been run. With one (e.g. a `LoopbackUserAgent`), the host starts
+    /// the login itself.
+    pub oauth_user_agent: Option<Arc<dyn UserAgent>>,
 }
 
 impl Default for MountOptions {
@@ -52,6 +65,8 @@ impl Default for MountOptions {
             client_info: None,
             input_handler: None,
             shutdown_grace: Duration::from_secs(2),
+            token_store: auth::default_token_store().ok(),
+            oauth_user_agent: None,
         }
     }
 }
@@ -130,13 +145,14 @@ pub struct ToolStatus {
     pub gate: Verdict,
     /// `unpinned`, `pinned` or `changed`.
     pub pin: &'static str,
-    /// The server's state: `up`, `down` or `tripped`.
+    /// The server's state: `up`, `down`, `tripped`, `needs_login` or
+    /// `disabled`.
     pub server: ServerStatus,
 }
 
 /// A server's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum ServerStatus {
     /// Connected (or reachable), breaker closed.
     Up,
@@ -146,6 +162,22 @@ pub enum ServerStatus {
     Tripped,
     /// `enabled: false` in the config.
     Disabled,
+    /// The server wants an OAuth login and no one could log in from here:
+    /// run `switchboard auth login ALIAS`.
+    NeedsLogin,
+}
+
+impl ServerStatus {
+    /// `up`, `down`, `tripped`, `disabled` or `needs login`, for people.
+    pub fn as_words(self) -> &'static str {
+        match self {
+            ServerStatus::Up => "up",
+            ServerStatus::Down => "down",
+            ServerStatus::Tripped => "tripped",
+            ServerStatus::Disabled => "disabled",
+            ServerStatus::NeedsLogin => "needs login",
+        }
+    }
 }
 
 /// A server, as `switchboard servers` shows it.
@@ -161,6 +193,9 @@ pub struct ServerReport {
     /// Why it is down or tripped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Whether it is down for want of authorization: it needs an OAuth
+    /// login, refused the credentials (401/403), or authorizing failed.
+    pub auth_required: bool,
     /// Tools it contributes to the table.
     pub tools: usize,
     /// Tools left out, and why.
@@ -295,6 +330,14 @@ impl Host {
             None => Pins::in_memory(),
         };
         let audit = config.audit.as_deref().map(AuditLog::open).transpose()?;
+        if config
+            .servers
+            .iter()
+            .any(|s| s.enabled && auth::oauth_config(s).is_ok())
+            && options.token_store.is_none()
+        {
+            debug!("no token store: OAuth logins last for this process only");
+        }
         let servers: Vec<Arc<Server>> = config
             .servers
             .iter()
@@ -319,6 +362,8 @@ impl Host {
                 client_info: options.client_info,
                 input: options.input_handler,
                 shutdown_grace: options.shutdown_grace,
+                token_store: options.token_store,
+                user_agent: options.oauth_user_agent,
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
             rebuild: Mutex::new(()),
@@ -344,9 +389,9 @@ impl Host {
                     info!(server = %server.alias(), tools = listing.items.len(), "mounted");
                     server.set_up(link, listing);
                 }
-                Err(reason) => {
-                    warn!(server = %server.alias(), %reason, "server is down");
-                    server.set_down(reason);
+                Err(down) => {
+                    warn!(server = %server.alias(), reason = %down.reason, "server is down");
+                    server.set_down(down);
                 }
             }
         }
@@ -415,16 +460,19 @@ impl Host {
             .servers
             .iter()
             .map(|s| {
-                let status = self.server_status(s.alias());
+                let status = self.status_of(s);
                 let reason = self.reason(s, status);
                 let state = s.state();
                 let description = state.description.clone();
+                let auth_required = matches!(status, ServerStatus::Down | ServerStatus::NeedsLogin)
+                    && state.down.as_ref().is_some_and(Down::auth_required);
                 drop(state);
                 ServerReport {
                     alias: s.alias().to_owned(),
                     transport: s.config.transport.kind(),
                     status,
                     reason,
+                    auth_required,
                     tools: table.of(s.alias()).count(),
                     dropped: dropped_of(&dropped, s.alias())
                         .map(|d| DroppedReport {
@@ -447,23 +495,30 @@ impl Host {
     /// user); `None` when every enabled server is up.
     pub fn outage_text(&self) -> Option<String> {
         let mut lines = Vec::new();
+        let table = self.table();
         for s in &self.inner.servers {
-            let status = self.server_status(s.alias());
+            let status = self.status_of(s);
             let reason = self.reason(s, status).unwrap_or_default();
-            let has_tools = self.table().of(s.alias()).next().is_some();
+            let has_tools = table.of(s.alias()).next().is_some();
+            let alias = s.alias();
             match status {
                 ServerStatus::Up | ServerStatus::Disabled => {}
+                ServerStatus::Down if s.state().down.as_ref().is_some_and(Down::auth_required) => {
+                    lines.push(format!(
+                        "- {alias} refused authorization ({reason}); its tools cannot be called until the user fixes its credentials."
+                    ));
+                }
                 ServerStatus::Down if has_tools => lines.push(format!(
-                    "- {} is down ({reason}); calls to its tools will fail until it is back.",
-                    s.alias()
+                    "- {alias} is down ({reason}); calls to its tools will fail until it is back."
                 )),
                 ServerStatus::Down => lines.push(format!(
-                    "- {} is down ({reason}); its tools are not available.",
-                    s.alias()
+                    "- {alias} is down ({reason}); its tools are not available."
+                )),
+                ServerStatus::NeedsLogin => lines.push(format!(
+                    "- {alias} {reason}. Its tools are not available until the user has logged in; tell the user so."
                 )),
                 ServerStatus::Tripped => lines.push(format!(
-                    "- {} is paused after repeated failures ({reason}); calls to its tools are refused until then.",
-                    s.alias()
+                    "- {alias} is paused after repeated failures ({reason}); calls to its tools are refused until then."
                 )),
             }
         }
@@ -611,10 +666,22 @@ impl Host {
             record.outcome = Outcome::Transport;
             return host_error("The tool host has shut down; no tool can be called any more.");
         }
-        let table = self.table();
+        let mut table = self.table();
+        if table.get(local_name).is_none() {
+            // A server that was waiting for a login may have got one since
+            // (`switchboard auth login` in another terminal, while a
+            // gateway runs): it is tried once more before the call fails.
+            let waiting = self
+                .server_named_in(local_name)
+                .filter(|s| s.state().down.as_ref().is_some_and(Down::auth_required));
+            if let Some(server) = waiting {
+                if self.relink(&server, false).await.is_ok() {
+                    table = self.table();
+                }
+            }
+        }
         let Some(entry) = table.get(local_name) else {
-            record.outcome = Outcome::UnknownTool;
-            return self.unknown_tool(local_name, &table);
+            return self.not_in_table(local_name, &table, record);
         };
         let alias = entry.alias.clone();
         let original = entry.tool.name.clone();
@@ -716,12 +783,25 @@ impl Host {
             Some(link) => link,
             None => match self.relink(&server, false).await {
                 Ok(link) => link,
-                Err(reason) => {
-                    server.breaker().record(Some(&reason), Instant::now());
+                Err(down) if down.cause == DownCause::NeedsLogin => {
+                    record.outcome = Outcome::AuthRequired;
+                    return host_error(&needs_login_text(&alias, local_name));
+                }
+                Err(down) if down.auth_required() => {
+                    record.outcome = Outcome::AuthRequired;
+                    return host_error(&format!(
+                        "Server {alias} refused authorization: {}. Its tool {original} could not be called; \
+                         tell the user that the server's credentials need attention.",
+                        untrusted(&alias, &down.reason)
+                    ));
+                }
+                Err(down) => {
+                    server.breaker().record(Some(&down.reason), Instant::now());
                     record.outcome = Outcome::Transport;
                     return host_error(&format!(
-                        "Server {alias} is not available: {reason}. Its tool {original} could not be called; \
-                         use other tools or tell the user."
+                        "Server {alias} is not available: {}. Its tool {original} could not be called; \
+                         use other tools or tell the user.",
+                        untrusted(&alias, &down.reason)
                     ));
                 }
             },
@@ -755,12 +835,18 @@ impl Host {
             }
             Err(e) => e,
         };
-        self.failure(&server, local_name, &original, timeout, result, record)
+        self.failure(
+            &server, &link, local_name, &original, timeout, result, record,
+        )
     }
 
+    // One argument per thing the message names; grouping them would only
+    // move the list elsewhere.
+    #[allow(clippy::too_many_arguments)]
     fn failure(
         &self,
         server: &Arc<Server>,
+        link: &Link,
         local_name: &str,
         original: &str,
         timeout: Duration,
@@ -769,6 +855,31 @@ impl Host {
     ) -> CallToolResult {
         let alias = server.alias();
         let now = Instant::now();
+        // Authorization first: a login that is needed, or a refusal.
+        if error.is_auth_failure() {
+            record.outcome = Outcome::AuthRequired;
+            // The server answered: it is alive.
+            server.breaker().record(None, now);
+            if link.auth.as_ref().is_some_and(OAuthProvider::needs_login) {
+                server.set_down(Down::needs_login(alias));
+                return host_error(&needs_login_text(alias, local_name));
+            }
+            // A 403 may be about this one tool; anything else about them all.
+            let status = error
+                .transport_error()
+                .and_then(TransportError::http_status);
+            if status != Some(403) {
+                server.set_down(Down {
+                    reason: error.to_string(),
+                    cause: DownCause::Unauthorized,
+                });
+            }
+            return host_error(&format!(
+                "Server {alias} refused to authorize the call of {original}: {}. \
+                 Tell the user that the server's credentials need attention; do not retry.",
+                untrusted(alias, &error.to_string())
+            ));
+        }
         if error.is_timeout() {
             record.outcome = Outcome::Timeout;
             server.breaker().record(
@@ -786,7 +897,7 @@ impl Host {
             let reason = transport.to_string();
             server.breaker().record(Some(&reason), now);
             if transport.is_closed() {
-                server.set_down(reason.clone());
+                server.set_down(Down::failed(reason.clone()));
             }
             return host_error(&format!(
                 "Server {alias} could not complete the call of {original}: {}. \
@@ -868,9 +979,13 @@ impl Host {
     }
 
     fn server_status(&self, alias: &str) -> ServerStatus {
-        let Some(server) = self.server(alias) else {
-            return ServerStatus::Down;
-        };
+        match self.server(alias) {
+            Some(server) => self.status_of(&server),
+            None => ServerStatus::Down,
+        }
+    }
+
+    fn status_of(&self, server: &Server) -> ServerStatus {
         if !server.config.enabled {
             return ServerStatus::Disabled;
         }
@@ -878,9 +993,11 @@ impl Host {
             return ServerStatus::Tripped;
         }
         if server.live_link().is_some() {
-            ServerStatus::Up
-        } else {
-            ServerStatus::Down
+            return ServerStatus::Up;
+        }
+        match server.state().down.as_ref().map(|d| d.cause) {
+            Some(DownCause::NeedsLogin) => ServerStatus::NeedsLogin,
+            _ => ServerStatus::Down,
         }
     }
 
@@ -888,12 +1005,12 @@ impl Host {
         match status {
             ServerStatus::Up => None,
             ServerStatus::Disabled => Some("disabled in the config".into()),
-            ServerStatus::Down => Some(
+            ServerStatus::Down | ServerStatus::NeedsLogin => Some(
                 server
                     .state()
                     .down
-                    .clone()
-                    .unwrap_or_else(|| "not connected".into()),
+                    .as_ref()
+                    .map_or_else(|| "not connected".into(), |d| d.reason.clone()),
             ),
             ServerStatus::Tripped => match server.breaker().status(Instant::now()) {
                 BreakerStatus::Tripped { retry_in, reason } if retry_in.is_zero() => {
@@ -906,6 +1023,90 @@ impl Host {
                 BreakerStatus::Closed => None,
             },
         }
+    }
+
+    /// A name that is not in the table. When it carries the `mcp__ALIAS__`
+    /// prefix of a configured server that is not up, the answer names that
+    /// server and its outage (the longest matching alias wins). This only
+    /// explains the failure: a call is routed through the table alone.
+    fn not_in_table(
+        &self,
+        local_name: &str,
+        table: &ToolTable,
+        record: &mut AuditRecord,
+    ) -> CallToolResult {
+        let Some(server) = self.server_named_in(local_name) else {
+            record.outcome = Outcome::UnknownTool;
+            return self.unknown_tool(local_name, table);
+        };
+        let alias = server.alias();
+        let status = self.status_of(&server);
+        let reason = self.reason(&server, status).unwrap_or_default();
+        let auth_required = server
+            .state()
+            .down
+            .as_ref()
+            .is_some_and(Down::auth_required);
+        let (outcome, text) = match status {
+            ServerStatus::Up => {
+                record.outcome = Outcome::UnknownTool;
+                return self.unknown_tool(local_name, table);
+            }
+            ServerStatus::Disabled => (
+                Outcome::UnknownTool,
+                format!(
+                    "{local_name} would be a tool of server {alias}, which is disabled in the user's configuration. \
+                     Use other tools, or tell the user if you need it."
+                ),
+            ),
+            ServerStatus::NeedsLogin => {
+                (Outcome::AuthRequired, needs_login_text(alias, local_name))
+            }
+            ServerStatus::Down if auth_required => (
+                Outcome::AuthRequired,
+                format!(
+                    "Server {alias} refused authorization ({}), so {local_name} cannot be called. \
+                     Tell the user that the server's credentials need attention; do not retry.",
+                    untrusted(alias, &reason)
+                ),
+            ),
+            ServerStatus::Down => (
+                Outcome::Transport,
+                format!(
+                    "Server {alias} is down ({}), so {local_name} cannot be called. \
+                     Use other tools meanwhile or tell the user; do not retry in a loop.",
+                    untrusted(alias, &reason)
+                ),
+            ),
+            ServerStatus::Tripped => (
+                Outcome::Breaker,
+                format!(
+                    "Server {alias} is paused after repeated failures ({}), so {local_name} cannot be called now. \
+                     Use other tools meanwhile or tell the user.",
+                    untrusted(alias, &reason)
+                ),
+            ),
+        };
+        record.alias = Some(alias.to_owned());
+        record.outcome = outcome;
+        host_error(&text)
+    }
+
+    /// The configured server whose `mcp__ALIAS__` prefix `local_name`
+    /// carries (the longest matching alias wins). Only to explain a
+    /// failure or retry a waiting server: calls are routed through the
+    /// table alone.
+    fn server_named_in(&self, local_name: &str) -> Option<Arc<Server>> {
+        let rest = local_name.strip_prefix(switchboard_wire::naming::PREFIX)?;
+        self.inner
+            .servers
+            .iter()
+            .filter(|s| {
+                rest.strip_prefix(s.alias())
+                    .is_some_and(|tail| tail.starts_with(switchboard_wire::naming::SEPARATOR))
+            })
+            .max_by_key(|s| s.alias().len())
+            .cloned()
     }
 
     fn unknown_tool(&self, local_name: &str, table: &ToolTable) -> CallToolResult {
@@ -962,7 +1163,7 @@ impl Host {
 
     /// Reconnects a server whose connection is gone. `force` reconnects
     /// even a server that is up.
-    async fn relink(&self, server: &Arc<Server>, force: bool) -> Result<Link, String> {
+    async fn relink(&self, server: &Arc<Server>, force: bool) -> Result<Link, Down> {
         let _guard = server.connecting.lock().await;
         if !force {
             if let Some(link) = server.live_link() {
@@ -970,7 +1171,7 @@ impl Host {
             }
         }
         if self.is_shut_down() {
-            return Err("the host has shut down".into());
+            return Err(Down::failed("the host has shut down"));
         }
         match server.connect(&self.inner.connect).await {
             Ok((link, listing)) => {
@@ -984,9 +1185,9 @@ impl Host {
                 self.start_listener(server);
                 Ok(link)
             }
-            Err(reason) => {
-                server.set_down(reason.clone());
-                Err(reason)
+            Err(down) => {
+                server.set_down(down.clone());
+                Err(down)
             }
         }
     }
@@ -1195,6 +1396,21 @@ fn diff_tables(old: &ToolTable, new: &ToolTable) -> TableChange {
 
 fn host_error(text: &str) -> CallToolResult {
     CallToolResult::error(text)
+}
+
+/// What the model reads when a server needs the user to log in.
+fn needs_login_text(alias: &str, local_name: &str) -> String {
+    format!(
+        "Server {alias} needs the user to log in (OAuth) before its tools, {local_name} among them, can be called. \
+         Tell the user to run `{}`; do not retry before they have.",
+        auth::login_command(alias)
+    )
+}
+
+/// Server-supplied text (an outage reason quoting stderr or an HTTP body)
+/// inside boundary markers.
+fn untrusted(alias: &str, text: &str) -> String {
+    sanitize::wrap(alias, None, &sanitize::strip_invisible(text))
 }
 
 fn args_value_or_empty(arguments: Option<&JsonObject>) -> Value {

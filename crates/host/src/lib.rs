@@ -50,6 +50,7 @@
 
 pub mod approver;
 pub mod audit;
+pub mod auth;
 mod breaker;
 pub mod budget;
 pub mod config;
@@ -66,7 +67,10 @@ pub mod table;
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
 pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};
 pub use budget::Budget;
-pub use config::{Config, ConfigError, ConfigLoader, ConfigOrigin, ServerConfig, TransportConfig};
+pub use config::{
+    Config, ConfigError, ConfigLoader, ConfigOrigin, OAuthClientConfig, OAuthSetting, ServerConfig,
+    TransportConfig,
+};
 pub use gate::Verdict;
 pub use host::{
     CallOptions, CallReport, DroppedReport, Host, HostError, ModelTool, MountOptions, PinReport,

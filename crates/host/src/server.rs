@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use switchboard_client::oauth::{OAuthProvider, TokenStore, UserAgent};
 use switchboard_client::transport::http::HttpTransport;
 use switchboard_client::{
     Client, ClientError, InputContext, InputError, InputHandler, InputSupport, Listing, Outgoing,
@@ -19,6 +20,7 @@ use switchboard_wire::{Implementation, Tool};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::auth;
 use crate::breaker::Breaker;
 use crate::config::{BreakerConfig, ServerConfig, TransportConfig};
 use crate::table::DroppedTool;
@@ -32,6 +34,51 @@ pub(crate) struct Link {
     pub(crate) client: Client,
     /// The stdio transport, for supervision (stderr, junk lines, exit).
     pub(crate) stdio: Option<StdioTransport>,
+    /// The OAuth client of an HTTP connection that uses one.
+    pub(crate) auth: Option<OAuthProvider>,
+}
+
+/// Why a server is down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Down {
+    /// In words, for people and the model.
+    pub(crate) reason: String,
+    /// What kind of outage it is.
+    pub(crate) cause: DownCause,
+}
+
+/// The kinds of outage the host tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DownCause {
+    /// It failed to start, could not be reached, or broke.
+    Failed,
+    /// It wants an OAuth login, and no one can log in from here.
+    NeedsLogin,
+    /// It refused the credentials (401/403), or authorizing failed.
+    Unauthorized,
+}
+
+impl Down {
+    /// An outage of the plain kind.
+    pub(crate) fn failed(reason: impl Into<String>) -> Down {
+        Down {
+            reason: reason.into(),
+            cause: DownCause::Failed,
+        }
+    }
+
+    /// A server that wants an OAuth login no one could make from here.
+    pub(crate) fn needs_login(alias: &str) -> Down {
+        Down {
+            reason: auth::needs_login_reason(alias),
+            cause: DownCause::NeedsLogin,
+        }
+    }
+
+    /// Whether the outage is about authorization.
+    pub(crate) fn auth_required(&self) -> bool {
+        self.cause != DownCause::Failed
+    }
 }
 
 impl Link {
@@ -48,7 +95,7 @@ pub(crate) struct State {
     /// The connection, while there is one.
     pub(crate) link: Option<Link>,
     /// Why it is down (`None` while up or never tried).
-    pub(crate) down: Option<String>,
+    pub(crate) down: Option<Down>,
     /// Its tools as last listed (kept while it is down, so the model's
     /// table stays stable and calls say what happened).
     pub(crate) tools: Vec<Tool>,
@@ -139,7 +186,7 @@ impl Server {
                     .map_or_else(|| "the connection closed".to_owned(), |e| e.to_string());
                 remember_stdio(&mut state, link.stdio.as_ref());
                 state.link = None;
-                state.down = Some(reason);
+                state.down = Some(Down::failed(reason));
                 None
             }
             None => None,
@@ -165,7 +212,7 @@ impl Server {
     }
 
     /// Records that the server is down, and why.
-    pub(crate) fn set_down(&self, reason: String) {
+    pub(crate) fn set_down(&self, reason: Down) {
         let mut state = self.state();
         if let Some(link) = state.link.take() {
             remember_stdio(&mut state, link.stdio.as_ref());
@@ -200,53 +247,58 @@ impl Server {
     /// Connects, discovers and lists, within the start-up timeout.
     ///
     /// # Errors
-    /// The reason the server is down, in words.
+    /// Why the server is down: the reason in words, and whether it is
+    /// about authorization.
     pub(crate) async fn connect(
         self: &Arc<Self>,
         options: &ConnectOptions,
-    ) -> Result<(Link, Listing<Tool>), String> {
+    ) -> Result<(Link, Listing<Tool>), Down> {
         let mut stdio_handle: Option<StdioTransport> = None;
-        let attempt = self.connect_inner(options, &mut stdio_handle);
+        let mut auth: Option<OAuthProvider> = None;
+        let attempt = self.connect_inner(options, &mut stdio_handle, &mut auth);
         let result = match tokio::time::timeout(self.startup_timeout, attempt).await {
             Ok(result) => result,
-            Err(_) => Err(format!(
+            Err(_) => Err(Down::failed(format!(
                 "did not start and list its tools within {} ms",
                 self.startup_timeout.as_millis()
-            )),
+            ))),
         };
-        match result {
-            Ok(ok) => Ok(ok),
-            Err(mut reason) => {
-                if let Some(stdio) = &stdio_handle {
-                    let tail = stdio.stderr_tail();
-                    let mut state = self.state();
-                    state.last_stderr = tail.clone();
-                    state.last_junk = stdio.junk_lines();
-                    drop(state);
-                    let tail: Vec<&String> =
-                        tail.iter().rev().take(REASON_STDERR_LINES).rev().collect();
-                    if !tail.is_empty() && !tail.iter().all(|l| reason.contains(l.as_str())) {
-                        reason.push_str("; its last stderr lines: ");
-                        reason.push_str(
-                            &tail
-                                .iter()
-                                .map(|l| l.as_str())
-                                .collect::<Vec<_>>()
-                                .join(" | "),
-                        );
-                    }
-                }
-                // Dropping the handle (and the client) stops the process.
-                Err(reason)
+        let mut down = match result {
+            Ok(ok) => return Ok(ok),
+            Err(down) => down,
+        };
+        // A refusal because no one could log in from here is said so.
+        if down.cause == DownCause::Unauthorized && auth.as_ref().is_some_and(|a| a.needs_login()) {
+            down = Down::needs_login(self.alias());
+        }
+        if let Some(stdio) = &stdio_handle {
+            let tail = stdio.stderr_tail();
+            let mut state = self.state();
+            state.last_stderr = tail.clone();
+            state.last_junk = stdio.junk_lines();
+            drop(state);
+            let tail: Vec<&String> = tail.iter().rev().take(REASON_STDERR_LINES).rev().collect();
+            if !tail.is_empty() && !tail.iter().all(|l| down.reason.contains(l.as_str())) {
+                down.reason.push_str("; its last stderr lines: ");
+                down.reason.push_str(
+                    &tail
+                        .iter()
+                        .map(|l| l.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" | "),
+                );
             }
         }
+        // Dropping the handle (and the client) stops the process.
+        Err(down)
     }
 
     async fn connect_inner(
         self: &Arc<Self>,
         options: &ConnectOptions,
         stdio_handle: &mut Option<StdioTransport>,
-    ) -> Result<(Link, Listing<Tool>), String> {
+        auth_handle: &mut Option<OAuthProvider>,
+    ) -> Result<(Link, Listing<Tool>), Down> {
         let alias = self.alias().to_owned();
         let builder = match &self.config.transport {
             TransportConfig::Stdio {
@@ -265,7 +317,7 @@ impl Server {
                 cfg.shutdown_grace = options.shutdown_grace;
                 let transport = StdioTransport::spawn(cfg)
                     .await
-                    .map_err(|e| e.to_string())?;
+                    .map_err(|e| Down::failed(e.to_string()))?;
                 *stdio_handle = Some(transport.clone());
                 Client::builder(&alias, transport)
             }
@@ -274,7 +326,11 @@ impl Server {
                 for (k, v) in headers {
                     builder = builder.header(k, v);
                 }
-                let transport = builder.build().map_err(|e| e.to_string())?;
+                if let Some(auth) = self.oauth(options)? {
+                    builder = builder.auth(Arc::new(auth.clone()));
+                    *auth_handle = Some(auth);
+                }
+                let transport = builder.build().map_err(|e| Down::failed(e.to_string()))?;
                 Client::builder(
                     &alias,
                     HeaderAudit {
@@ -301,15 +357,34 @@ impl Server {
         if let Some(handler) = &options.input {
             builder = builder.input_handler(SharedInput(handler.clone()));
         }
-        let client = builder.connect().await.map_err(|e| describe(&e))?;
-        let listing = client.list_all_tools().await.map_err(|e| describe(&e))?;
+        let client = builder.connect().await.map_err(|e| down_of(&e))?;
+        let listing = client.list_all_tools().await.map_err(|e| down_of(&e))?;
         Ok((
             Link {
                 client,
                 stdio: stdio_handle.clone(),
+                auth: auth_handle.clone(),
             },
             listing,
         ))
+    }
+
+    /// A fresh OAuth client for one connection attempt (so a login made
+    /// meanwhile, e.g. by `switchboard auth login`, is read from the store),
+    /// or `None` when the server does not use OAuth.
+    fn oauth(&self, options: &ConnectOptions) -> Result<Option<OAuthProvider>, Down> {
+        let Ok(mut config) = auth::oauth_config(&self.config) else {
+            return Ok(None);
+        };
+        if let Some(store) = &options.token_store {
+            config = config.store(store.clone());
+        }
+        if let Some(agent) = &options.user_agent {
+            config = config.user_agent(agent.clone());
+        }
+        OAuthProvider::new(config)
+            .map(Some)
+            .map_err(|e| Down::failed(format!("its OAuth client cannot be set up: {e}")))
     }
 }
 
@@ -319,6 +394,10 @@ pub(crate) struct ConnectOptions {
     pub(crate) client_info: Option<Implementation>,
     pub(crate) input: Option<Arc<dyn InputHandler>>,
     pub(crate) shutdown_grace: Duration,
+    /// Where OAuth logins are read from (and refreshed tokens saved).
+    pub(crate) token_store: Option<TokenStore>,
+    /// Who can log in interactively; `None`: no one (needs login).
+    pub(crate) user_agent: Option<Arc<dyn UserAgent>>,
 }
 
 fn remember_stdio(state: &mut State, stdio: Option<&StdioTransport>) {
@@ -331,6 +410,19 @@ fn remember_stdio(state: &mut State, stdio: Option<&StdioTransport>) {
 /// A client error in words, without repeating the alias the caller adds.
 pub(crate) fn describe(e: &ClientError) -> String {
     e.to_string()
+}
+
+/// The outage a failed connect or listing means: a refusal the
+/// authorization layer could not get past is about authorization.
+fn down_of(e: &ClientError) -> Down {
+    Down {
+        reason: describe(e),
+        cause: if e.is_auth_failure() {
+            DownCause::Unauthorized
+        } else {
+            DownCause::Failed
+        },
+    }
 }
 
 /// Lets one shared input handler serve every client.

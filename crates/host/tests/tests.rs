@@ -7,6 +7,7 @@
 mod util;
 
 mod audit;
+mod auth;
 mod breaker;
 mod call;
 mod config;

@@ -15,6 +15,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use switchboard_host::approver::BoxFuture;
+use switchboard_host::auth::TokenStore;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, Config, ConfigLoader, Host, MountOptions,
 };
@@ -125,9 +126,22 @@ impl Dir {
 
     /// Writes the config and mounts it.
     pub(crate) async fn mount(&self, value: Value) -> Host {
-        Host::mount(self.config(value), MountOptions::default())
+        Host::mount(self.config(value), self.options())
             .await
             .expect("mount")
+    }
+
+    /// Mount options whose OAuth token store is in this folder (never the
+    /// user's own).
+    pub(crate) fn options(&self) -> MountOptions {
+        let mut options = MountOptions::default();
+        options.token_store = Some(self.store());
+        options
+    }
+
+    /// The token store [`Dir::options`] uses.
+    pub(crate) fn store(&self) -> TokenStore {
+        TokenStore::at(self.path("state").join("oauth.json"))
     }
 }
 

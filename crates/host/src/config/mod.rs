@@ -102,6 +102,62 @@ pub struct ServerConfig {
     pub startup_timeout: Option<Duration>,
     /// Call timeouts of single tools, by original tool name.
     pub tool_timeouts: BTreeMap<String, Duration>,
+    /// Whether and how it authorizes with OAuth (HTTP servers only).
+    pub oauth: OAuthSetting,
+}
+
+/// Whether and how an HTTP server authorizes with OAuth 2.1.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OAuthSetting {
+    /// OAuth when the server asks for it (a 401 challenge), with a client
+    /// identity found at the authorization server (Client ID Metadata
+    /// Document or dynamic registration). The default; an `Authorization`
+    /// entry in `headers` turns it off (the explicit header wins).
+    #[default]
+    Auto,
+    /// `"oauth": false`: never; a 401 is reported as it is.
+    Off,
+    /// `"oauth": {…}`: OAuth with these client settings.
+    Client(OAuthClientConfig),
+}
+
+/// The `oauth` block of a server entry.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct OAuthClientConfig {
+    /// A client id registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client.
+    pub client_secret: Option<String>,
+    /// The issuer the credentials belong to; unset, they are bound to the
+    /// first authorization server the resource names.
+    pub issuer: Option<String>,
+    /// Scopes asked for at every authorization, besides the ones the
+    /// server's challenge names (they replace the `scopes_supported`
+    /// fallback).
+    pub scopes: Vec<String>,
+    /// The HTTPS URL of a Client ID Metadata Document describing
+    /// Switchboard, used as the client id where supported.
+    pub client_metadata_url: Option<String>,
+    /// The loopback port the login listens on for the redirect (a
+    /// pre-registered redirect URI); a free one when unset.
+    pub callback_port: Option<u16>,
+}
+
+impl fmt::Debug for OAuthClientConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The secret never reaches logs.
+        f.debug_struct("OAuthClientConfig")
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("issuer", &self.issuer)
+            .field("scopes", &self.scopes)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("callback_port", &self.callback_port)
+            .finish()
+    }
 }
 
 /// How a server is reached.
@@ -145,6 +201,25 @@ impl TransportConfig {
             TransportConfig::Sse { .. } => "sse",
         }
     }
+
+    /// The endpoint of an HTTP transport.
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            TransportConfig::Stdio { .. } => None,
+            TransportConfig::Http { url, .. } | TransportConfig::Sse { url, .. } => Some(url),
+        }
+    }
+
+    /// Whether `headers` holds an `Authorization` header (any case): a
+    /// static credential, which OAuth never replaces.
+    pub fn has_authorization_header(&self) -> bool {
+        match self {
+            TransportConfig::Stdio { .. } => false,
+            TransportConfig::Http { headers, .. } | TransportConfig::Sse { headers, .. } => headers
+                .keys()
+                .any(|k| k.eq_ignore_ascii_case("authorization")),
+        }
+    }
 }
 
 impl ServerConfig {
@@ -185,6 +260,7 @@ impl ServerConfig {
             timeout: None,
             startup_timeout: None,
             tool_timeouts: BTreeMap::new(),
+            oauth: OAuthSetting::Auto,
         }
     }
 }
@@ -431,7 +507,6 @@ const IGNORED_SERVER: &[(&str, &str)] = &[
     ("dev", "a VS Code development setting"),
     ("gallery", "a VS Code setting"),
     ("version", ""),
-    ("oauth", "OAuth settings are not read from this file yet"),
 ];
 const TOP_LEVEL_KEYS: &[&str] = &[
     "mcpServers",
@@ -461,6 +536,15 @@ const SERVER_KEYS: &[&str] = &[
     "permissions",
     "disabledTools",
     "transportType",
+    "oauth",
+];
+const OAUTH_KEYS: &[&str] = &[
+    "clientId",
+    "clientSecret",
+    "issuer",
+    "scopes",
+    "clientMetadataUrl",
+    "callbackPort",
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
 const BREAKER_KEYS: &[&str] = &["failures", "cooldownMs"];
@@ -738,7 +822,7 @@ impl Parser<'_> {
 
         let transport = match kind {
             Some("stdio") => {
-                for k in ["url", "headers"] {
+                for k in ["url", "headers", "oauth"] {
                     if obj.contains_key(k) {
                         self.problem(
                             ProblemKind::BadValue,
@@ -806,9 +890,7 @@ impl Parser<'_> {
                     }
                     return None;
                 };
-                if !(url.starts_with("http://") || url.starts_with("https://"))
-                    || url.contains(char::is_whitespace)
-                {
+                if !is_http_url(&url) {
                     self.problem(
                         ProblemKind::BadValue,
                         &sub("url"),
@@ -835,6 +917,20 @@ impl Parser<'_> {
         };
 
         let mut server = ServerConfig::new(alias, transport);
+        if let Some(v) = obj.get("oauth") {
+            if !matches!(server.transport, TransportConfig::Stdio { .. }) {
+                server.oauth = self.oauth(v, &sub("oauth"));
+                if server.oauth != OAuthSetting::Off && server.transport.has_authorization_header()
+                {
+                    self.problem(
+                        ProblemKind::BadValue,
+                        &sub("oauth"),
+                        "the entry also sends a static Authorization header, which always wins over OAuth".into(),
+                        "remove the Authorization header to log in with OAuth, or remove oauth to keep the static token",
+                    );
+                }
+            }
+        }
         if let Some(v) = obj.get("enabled") {
             match v.as_bool() {
                 Some(b) => server.enabled = b,
@@ -889,6 +985,84 @@ impl Parser<'_> {
             }
         }
         Some((server, rules))
+    }
+
+    fn oauth(&mut self, value: &Value, key: &str) -> OAuthSetting {
+        let obj = match value {
+            Value::Bool(false) => return OAuthSetting::Off,
+            Value::Bool(true) => return OAuthSetting::Auto,
+            Value::Object(obj) => obj,
+            _ => {
+                self.bad_type(
+                    key,
+                    "false, or an object like {\"clientId\": \"...\", \"scopes\": [...]}",
+                );
+                return OAuthSetting::Auto;
+            }
+        };
+        let mut ignore = Vec::new();
+        self.check_keys(obj, key, OAUTH_KEYS, &[], &mut ignore);
+        let sub = |k: &str| key_path(key, k);
+        let mut client = OAuthClientConfig {
+            client_id: self.expanded_string(obj.get("clientId"), &sub("clientId")),
+            client_secret: self.expanded_string(obj.get("clientSecret"), &sub("clientSecret")),
+            issuer: self.expanded_string(obj.get("issuer"), &sub("issuer")),
+            scopes: self.string_list(obj.get("scopes"), &sub("scopes"), true),
+            client_metadata_url: self
+                .expanded_string(obj.get("clientMetadataUrl"), &sub("clientMetadataUrl")),
+            callback_port: None,
+        };
+        if client.client_id.as_deref().is_some_and(str::is_empty) {
+            self.bad_type(&sub("clientId"), "a non-empty client id");
+        }
+        if client.client_secret.is_some() && client.client_id.is_none() {
+            self.problem(
+                ProblemKind::MissingKey,
+                &sub("clientId"),
+                "a client secret needs the client id it belongs to".into(),
+                "add \"clientId\" next to \"clientSecret\"",
+            );
+        }
+        if let Some(issuer) = &client.issuer {
+            if !is_http_url(issuer) {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &sub("issuer"),
+                    format!("{issuer:?} is not an http:// or https:// URL"),
+                    "write the authorization server's issuer URL, e.g. https://auth.example.com",
+                );
+            }
+        }
+        if let Some(url) = &client.client_metadata_url {
+            let path = url
+                .strip_prefix("https://")
+                .and_then(|rest| rest.split_once('/'));
+            if !path.is_some_and(|(host, path)| !host.is_empty() && !path.is_empty()) {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &sub("clientMetadataUrl"),
+                    format!("{url:?} is not an https:// URL with a path"),
+                    "write the https URL your client metadata document is served at, e.g. https://example.com/switchboard.json",
+                );
+            }
+        }
+        for (i, scope) in client.scopes.iter().enumerate() {
+            if scope.is_empty() || scope.contains(char::is_whitespace) {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &format!("{}[{i}]", sub("scopes")),
+                    format!("{scope:?} is not one scope"),
+                    "write each scope as its own string, e.g. [\"read\", \"write\"]",
+                );
+            }
+        }
+        if let Some(v) = obj.get("callbackPort") {
+            match v.as_u64().and_then(|n| u16::try_from(n).ok()) {
+                Some(port) if port > 0 => client.callback_port = Some(port),
+                _ => self.bad_type(&sub("callbackPort"), "a port number between 1 and 65535"),
+            }
+        }
+        OAuthSetting::Client(client)
     }
 
     fn permission_lists(&mut self, value: &Value, key: &str) -> Vec<(RuleKind, String, String)> {
@@ -1183,6 +1357,12 @@ impl Parser<'_> {
             env.insert(name.trim().to_owned(), value.to_owned());
         }
     }
+}
+
+/// Whether `url` is an `http://` or `https://` URL without whitespace.
+fn is_http_url(url: &str) -> bool {
+    (url.starts_with("http://") || url.starts_with("https://"))
+        && !url.contains(char::is_whitespace)
 }
 
 /// The closest known word, when it is close enough to be a likely typo.

@@ -249,3 +249,70 @@ fn syntax_errors_have_positions() {
     assert_eq!(err.problems[0].kind, ProblemKind::Syntax);
     assert!(err.to_string().starts_with("/cfg/.mcp.json:3:"), "{err}");
 }
+
+#[test]
+fn oauth_block() {
+    let text = r#"{"mcpServers": {
+      "auto": {"url": "https://a.example/mcp"},
+      "off": {"url": "https://b.example/mcp", "oauth": false},
+      "static": {"url": "https://c.example/mcp", "headers": {"authorization": "Bearer x"}},
+      "client": {"url": "https://d.example/mcp", "oauth": {
+        "clientId": "sb", "clientSecret": "${SECRET}", "issuer": "https://as.example",
+        "scopes": ["read", "write"], "callbackPort": 8765,
+        "clientMetadataUrl": "https://example.com/switchboard.json"
+      }}
+    }}"#;
+    let c = parse(text, &[("SECRET", "s3cret")]).unwrap();
+    assert_eq!(c.servers[0].oauth, OAuthSetting::Auto);
+    assert_eq!(c.servers[1].oauth, OAuthSetting::Off);
+    assert_eq!(c.servers[2].oauth, OAuthSetting::Auto);
+    assert!(c.servers[2].transport.has_authorization_header());
+    let OAuthSetting::Client(client) = &c.servers[3].oauth else {
+        panic!("{:?}", c.servers[3].oauth);
+    };
+    assert_eq!(client.client_id.as_deref(), Some("sb"));
+    assert_eq!(client.client_secret.as_deref(), Some("s3cret"));
+    assert_eq!(client.issuer.as_deref(), Some("https://as.example"));
+    assert_eq!(client.scopes, ["read", "write"]);
+    assert_eq!(client.callback_port, Some(8765));
+    // The secret never reaches a log line through Debug.
+    let shown = format!("{client:?}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+    assert!(shown.contains("<redacted>"), "{shown}");
+}
+
+#[test]
+fn oauth_block_problems() {
+    let text = r#"{"mcpServers": {
+      "local": {"command": "x", "oauth": {"clientId": "a"}},
+      "both": {"url": "https://a.example/mcp", "headers": {"Authorization": "Bearer x"},
+               "oauth": {"scopes": ["read"]}},
+      "bad": {"url": "https://b.example/mcp", "oauth": {
+        "clientSecret": "s", "issuer": "as.example", "scopes": ["a b"],
+        "callbackPort": 70000, "clientMetadataUrl": "http://example.com/c.json",
+        "clientID": "typo"
+      }},
+      "odd": {"url": "https://c.example/mcp", "oauth": "yes"}
+    }}"#;
+    let err = parse(text, &[]).unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        [
+            (ProblemKind::BadValue, "mcpServers.local.oauth"),
+            (ProblemKind::BadValue, "mcpServers.both.oauth"),
+            (ProblemKind::UnknownKey, "mcpServers.bad.oauth.clientID"),
+            (ProblemKind::MissingKey, "mcpServers.bad.oauth.clientId"),
+            (ProblemKind::BadValue, "mcpServers.bad.oauth.issuer"),
+            (
+                ProblemKind::BadValue,
+                "mcpServers.bad.oauth.clientMetadataUrl"
+            ),
+            (ProblemKind::BadValue, "mcpServers.bad.oauth.scopes[0]"),
+            (ProblemKind::BadValue, "mcpServers.bad.oauth.callbackPort"),
+            (ProblemKind::BadValue, "mcpServers.odd.oauth"),
+        ]
+    );
+    let text = err.to_string();
+    assert!(text.contains("did you mean \"clientId\""), "{text}");
+    assert!(text.contains("static Authorization header"), "{text}");
+}

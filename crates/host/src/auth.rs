@@ -1,0 +1,115 @@
+//! OAuth for remote servers, as the host uses it: which servers authorize
+//! with OAuth, the client settings from their `oauth` block, and where
+//! logins are kept.
+//!
+//! The host builds every OAuth client **without** a user agent unless its
+//! [`MountOptions`](crate::MountOptions) give one: a server that needs a
+//! person to log in is reported as [`ServerStatus::NeedsLogin`] with the
+//! outage reason [`needs_login_reason`], and `switchboard auth login ALIAS`
+//! (which uses [`oauth_config`] too) does the login. Tokens live in the
+//! per-user [`TokenStore`] ([`default_token_store`]).
+//!
+//! A server whose `headers` carry an `Authorization` header never runs
+//! OAuth: the explicit header wins (and a config giving both is refused).
+//!
+//! [`ServerStatus::NeedsLogin`]: crate::ServerStatus::NeedsLogin
+
+use std::fmt;
+use std::path::PathBuf;
+
+use switchboard_client::oauth::{OAuthConfig, OAuthError, PreRegisteredClient};
+
+use crate::config::{OAuthSetting, ServerConfig};
+
+pub use switchboard_client::oauth::{LoginReport, StoredLogin, TokenStore, UserAgent};
+
+/// Environment variable naming the folder of Switchboard's per-user state
+/// (the token store is `oauth.json` in it); it wins over `XDG_STATE_HOME`.
+pub const STATE_DIR_ENV: &str = "SWITCHBOARD_STATE_DIR";
+
+/// The name Switchboard registers under at authorization servers.
+const CLIENT_NAME: &str = "Switchboard";
+
+/// The per-user token store: `$SWITCHBOARD_STATE_DIR/oauth.json`, else
+/// `$XDG_STATE_HOME/switchboard/oauth.json`, else
+/// `~/.local/state/switchboard/oauth.json`.
+///
+/// # Errors
+/// [`OAuthError::Config`] when none of these variables is set.
+pub fn default_token_store() -> Result<TokenStore, OAuthError> {
+    match std::env::var_os(STATE_DIR_ENV).filter(|v| !v.is_empty()) {
+        Some(dir) => Ok(TokenStore::at(PathBuf::from(dir).join("oauth.json"))),
+        None => TokenStore::default_location(),
+    }
+}
+
+/// The command that logs in to `alias`.
+pub fn login_command(alias: &str) -> String {
+    format!("switchboard auth login {alias}")
+}
+
+/// The outage reason of a server that needs a person to log in.
+pub fn needs_login_reason(alias: &str) -> String {
+    format!("needs login: run `{}`", login_command(alias))
+}
+
+/// Why a server does not use OAuth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NoOAuth {
+    /// It is a stdio server.
+    Stdio,
+    /// Its entry says `"oauth": false`.
+    Disabled,
+    /// Its `headers` carry an `Authorization` header, which wins.
+    StaticHeader,
+}
+
+impl fmt::Display for NoOAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NoOAuth::Stdio => "it is a stdio server; OAuth is for remote (http, sse) servers",
+            NoOAuth::Disabled => "its entry turns OAuth off (\"oauth\": false)",
+            NoOAuth::StaticHeader => {
+                "its entry sends a static Authorization header, which wins over OAuth"
+            }
+        })
+    }
+}
+
+/// The OAuth client settings of `server` (its `oauth` block), without a
+/// token store or user agent: callers add those.
+///
+/// # Errors
+/// [`NoOAuth`] when the server does not authorize with OAuth.
+pub fn oauth_config(server: &ServerConfig) -> Result<OAuthConfig, NoOAuth> {
+    let Some(url) = server.transport.url() else {
+        return Err(NoOAuth::Stdio);
+    };
+    if server.oauth == OAuthSetting::Off {
+        return Err(NoOAuth::Disabled);
+    }
+    if server.transport.has_authorization_header() {
+        return Err(NoOAuth::StaticHeader);
+    }
+    let mut config = OAuthConfig::new(&server.alias, url).client_name(CLIENT_NAME);
+    if let OAuthSetting::Client(client) = &server.oauth {
+        if let Some(id) = &client.client_id {
+            let mut pre = PreRegisteredClient::new(id);
+            if let Some(secret) = &client.client_secret {
+                pre = pre.secret(secret.as_str());
+            }
+            if let Some(issuer) = &client.issuer {
+                pre = pre.issuer(issuer);
+            }
+            config = config.pre_registered(pre);
+        }
+        if let Some(url) = &client.client_metadata_url {
+            config = config.client_metadata_url(url);
+        }
+        if !client.scopes.is_empty() {
+            config = config.scopes(client.scopes.iter().cloned());
+        }
+    }
+    Ok(config)
+}
