@@ -1,10 +1,13 @@
 //! One client to one server, outside the host: what `inspect` and
 //! `doctor` use to look at a server directly (era, pages, schemas).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use switchboard_client::oauth::{OAuthConfig, OAuthProvider};
 use switchboard_client::{Client, ClientError, HttpTransport, StdioConfig, StdioTransport};
-use switchboard_host::TransportConfig;
+use switchboard_host::auth::default_token_store;
+use switchboard_host::{ServerConfig, TransportConfig};
 
 use crate::session::client_info;
 
@@ -22,13 +25,17 @@ pub(crate) enum Target {
     Http {
         url: String,
         headers: Vec<(String, String)>,
+        /// The OAuth client, reading logins from the token store; it never
+        /// starts a login (that is `switchboard auth login`).
+        auth: Option<OAuthProvider>,
     },
 }
 
 impl Target {
-    /// The target of a config entry.
-    pub(crate) fn of_config(transport: &TransportConfig) -> Target {
-        match transport {
+    /// The target of a config entry (with its OAuth client, when it uses
+    /// OAuth).
+    pub(crate) fn of_config(server: &ServerConfig) -> Target {
+        match &server.transport {
             TransportConfig::Stdio {
                 command,
                 args,
@@ -47,10 +54,45 @@ impl Target {
                         .iter()
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect(),
+                    auth: switchboard_host::auth::oauth_config(server)
+                        .ok()
+                        .and_then(provider),
                 }
             }
         }
     }
+
+    /// An HTTP target outside the config: OAuth with a login made for the
+    /// same URL, unless a header already authorizes.
+    pub(crate) fn http(url: &str, headers: Vec<(String, String)>) -> Target {
+        let static_auth = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        Target::Http {
+            url: url.to_owned(),
+            auth: (!static_auth)
+                .then(|| OAuthConfig::new("inspected", url))
+                .and_then(provider),
+            headers,
+        }
+    }
+
+    /// The OAuth client, if any.
+    pub(crate) fn auth(&self) -> Option<&OAuthProvider> {
+        match self {
+            Target::Http { auth, .. } => auth.as_ref(),
+            Target::Stdio { .. } => None,
+        }
+    }
+}
+
+/// A non-interactive OAuth client on the per-user token store.
+fn provider(config: OAuthConfig) -> Option<OAuthProvider> {
+    let config = match default_token_store() {
+        Ok(store) => config.store(store),
+        Err(_) => config,
+    };
+    OAuthProvider::new(config).ok()
 }
 
 /// A connected client, and its stdio transport for stderr and exit
@@ -90,10 +132,13 @@ pub(crate) async fn connect(
             let transport = StdioTransport::spawn(cfg).await?;
             (Client::builder(alias, transport.clone()), Some(transport))
         }
-        Target::Http { url, headers } => {
+        Target::Http { url, headers, auth } => {
             let mut b = HttpTransport::builder(alias, url);
             for (k, v) in headers {
                 b = b.header(k, v);
+            }
+            if let Some(auth) = auth {
+                b = b.auth(Arc::new(auth.clone()));
             }
             (Client::builder(alias, b.build()?), None)
         }

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use switchboard_client::oauth::OAuthError;
 use switchboard_host::Outcome;
 
 /// How the process ends. The numbers follow MCP Inspector's CLI.
@@ -39,15 +40,14 @@ impl Code {
         }
     }
 
-    /// The code for a call that ended with `outcome`; `needs_auth` when the
-    /// tool's server is down because it demands authorization.
-    pub(crate) fn of_outcome(outcome: Outcome, needs_auth: bool) -> Code {
+    /// The code for a call that ended with `outcome`.
+    pub(crate) fn of_outcome(outcome: Outcome) -> Code {
         match outcome {
             Outcome::Ok => Code::Ok,
             Outcome::ToolError => Code::ToolError,
             Outcome::Denied => Code::Denied,
             Outcome::UnknownTool => Code::Usage,
-            Outcome::Transport if needs_auth => Code::Auth,
+            Outcome::AuthRequired => Code::Auth,
             Outcome::Timeout | Outcome::Transport | Outcome::Breaker => Code::Unreachable,
             // The server refused the call itself (bad arguments, internal
             // fault): it did not do what was asked.
@@ -89,11 +89,15 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-/// Whether a server's down reason says it wants authorization: the HTTP
-/// transport reports a 401 (or 403) its authorization hook gave up on as
-/// `answered HTTP 401`.
-pub(crate) fn needs_auth(reason: &str) -> bool {
-    reason.contains("answered HTTP 401") || reason.contains("answered HTTP 403")
+/// The code for a failed OAuth operation: the authorization server (or the
+/// MCP server) could not be reached → 4; a broken token store or
+/// configuration → 1; anything else is authorization failing → 3.
+pub(crate) fn of_oauth_error(e: &OAuthError) -> Code {
+    match e {
+        OAuthError::Http { .. } => Code::Unreachable,
+        OAuthError::Config(_) | OAuthError::Store { .. } | OAuthError::Key(_) => Code::Usage,
+        _ => Code::Auth,
+    }
 }
 
 /// The JSON error line written to stderr under `--json`.
@@ -115,22 +119,18 @@ mod tests {
     #[test]
     fn outcomes_map_to_codes() {
         let cases = [
-            (Outcome::Ok, false, 0),
-            (Outcome::ToolError, false, 5),
-            (Outcome::ProtocolError, false, 5),
-            (Outcome::Denied, false, 6),
-            (Outcome::UnknownTool, false, 1),
-            (Outcome::Timeout, false, 4),
-            (Outcome::Transport, false, 4),
-            (Outcome::Transport, true, 3),
-            (Outcome::Breaker, false, 4),
+            (Outcome::Ok, 0),
+            (Outcome::ToolError, 5),
+            (Outcome::ProtocolError, 5),
+            (Outcome::Denied, 6),
+            (Outcome::UnknownTool, 1),
+            (Outcome::Timeout, 4),
+            (Outcome::Transport, 4),
+            (Outcome::AuthRequired, 3),
+            (Outcome::Breaker, 4),
         ];
-        for (outcome, auth, want) in cases {
-            assert_eq!(
-                Code::of_outcome(outcome, auth).status(),
-                want,
-                "{outcome:?}"
-            );
+        for (outcome, want) in cases {
+            assert_eq!(Code::of_outcome(outcome).status(), want, "{outcome:?}");
         }
     }
 
@@ -141,7 +141,5 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["error"]["code"], 6);
         assert_eq!(v["error"]["kind"], "denied");
-        assert!(needs_auth("tickets answered HTTP 401: unauthorized"));
-        assert!(!needs_auth("connection refused"));
     }
 }

@@ -61,6 +61,8 @@ pub(crate) enum RawCommand {
     Pins(PinsArgs),
     /// Check the audit log.
     Audit(AuditArgs),
+    /// Log in to remote servers with OAuth, show or forget logins.
+    Auth(AuthArgs),
     /// Check every configured server and report each finding on one line.
     Doctor,
     /// Connect to one server and show everything it offers.
@@ -130,6 +132,48 @@ pub(crate) enum AuditAction {
     Verify {
         /// The log; by default the config's `audit` path.
         file: Option<PathBuf>,
+    },
+}
+
+/// `auth`.
+#[derive(Debug, Args)]
+pub(crate) struct AuthArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) action: AuthAction,
+}
+
+/// `auth login|status|logout`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum AuthAction {
+    /// Log in to a server with OAuth: shows the authorization URL, opens a
+    /// browser, and waits on 127.0.0.1 for the redirect. Tokens go to the
+    /// per-user token store ($SWITCHBOARD_STATE_DIR/oauth.json, else
+    /// $XDG_STATE_HOME/switchboard/oauth.json, else
+    /// ~/.local/state/switchboard/oauth.json) and are never printed.
+    Login {
+        /// The server's alias in the config.
+        alias: String,
+        /// Only print the URL; do not try to open a browser (none is
+        /// opened either when SWITCHBOARD_NO_BROWSER is set, or without
+        /// DISPLAY / WAYLAND_DISPLAY on Linux).
+        #[arg(long)]
+        no_browser: bool,
+        /// How long to wait for the redirect, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Show the logins: per server, the authorization server, scopes and
+    /// expiry (never a token). With ALIAS, exit 3 when it has no login.
+    Status {
+        /// Only this server.
+        alias: Option<String>,
+    },
+    /// Forget a server's tokens, revoking them where the authorization
+    /// server offers revocation.
+    Logout {
+        /// The server's alias in the config.
+        alias: String,
     },
 }
 

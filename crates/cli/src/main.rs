@@ -87,6 +87,13 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
             };
             cmd::audit::verify(config.as_ref(), file.clone(), json)
         }
+        Command::AuthLogin {
+            alias,
+            open_browser,
+            wait,
+        } => cmd::auth::login(&settings, alias, *open_browser, *wait).await,
+        Command::AuthStatus { alias } => cmd::auth::status(&settings, alias.as_deref()).await,
+        Command::AuthLogout { alias } => cmd::auth::logout(&settings, alias).await,
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
         Command::Doctor => cmd::doctor::run(&settings).await,
         Command::Serve { http, yes } => cmd::serve::run(&settings, *http, *yes).await,
@@ -165,6 +172,8 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal, not in a captured log.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

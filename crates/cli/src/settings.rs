@@ -14,7 +14,8 @@ use switchboard_wire::JsonObject;
 use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
 use crate::flags::{
-    AuditAction, DemoServerKind, InspectArgs, PinsAction, RawArgs, RawCommand, ServeArgs,
+    AuditAction, AuthAction, DemoServerKind, InspectArgs, PinsAction, RawArgs, RawCommand,
+    ServeArgs,
 };
 
 /// Everything a command needs, resolved.
@@ -51,6 +52,17 @@ pub(crate) enum Command {
     },
     AuditVerify {
         file: Option<PathBuf>,
+    },
+    AuthLogin {
+        alias: String,
+        open_browser: bool,
+        wait: std::time::Duration,
+    },
+    AuthStatus {
+        alias: Option<String>,
+    },
+    AuthLogout {
+        alias: String,
     },
     Doctor,
     Inspect(InspectTarget),
@@ -130,6 +142,24 @@ impl Settings {
             },
             RawCommand::Audit(a) => match a.action {
                 AuditAction::Verify { file } => Command::AuditVerify { file },
+            },
+            RawCommand::Auth(a) => match a.action {
+                AuthAction::Login {
+                    alias,
+                    no_browser,
+                    timeout,
+                } => {
+                    if timeout == 0 {
+                        return Err(Failure::usage("--timeout must be at least 1 second"));
+                    }
+                    Command::AuthLogin {
+                        alias,
+                        open_browser: !no_browser,
+                        wait: std::time::Duration::from_secs(timeout),
+                    }
+                }
+                AuthAction::Status { alias } => Command::AuthStatus { alias },
+                AuthAction::Logout { alias } => Command::AuthLogout { alias },
             },
             RawCommand::Doctor => Command::Doctor,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),

@@ -8,6 +8,7 @@
 mod util;
 
 mod approval;
+mod auth;
 mod call;
 mod config;
 mod demo;

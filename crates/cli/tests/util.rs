@@ -41,6 +41,11 @@ impl Sandbox {
             .current_dir(self.path())
             .env("XDG_CONFIG_HOME", self.path().join("xdg"))
             .env("HOME", self.path())
+            // OAuth logins live in the sandbox, and no browser is opened.
+            .env("SWITCHBOARD_STATE_DIR", self.state_dir())
+            .env("SWITCHBOARD_NO_BROWSER", "1")
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
             .env_remove("SWITCHBOARD_CONFIG")
             .env_remove("RUST_LOG")
             .env_remove("MCP_TOOL_TIMEOUT")
@@ -48,6 +53,11 @@ impl Sandbox {
             .env_remove("MAX_MCP_OUTPUT_TOKENS")
             .stdin(Stdio::null());
         c
+    }
+
+    /// Where the binary keeps its per-user state (the OAuth token store).
+    pub(crate) fn state_dir(&self) -> PathBuf {
+        self.path().join("state")
     }
 
     /// Runs the binary to completion.
@@ -195,4 +205,40 @@ pub(crate) fn wait_for(buf: &Arc<Mutex<Vec<u8>>>, needle: &str, limit: Duration)
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// What a browser does with `url` (plain `http://HOST:PORT/…`): one GET,
+/// redirects not followed. Returns the status and the `Location` header.
+pub(crate) fn browser_get(url: &str) -> (u16, Option<String>) {
+    use std::io::Write;
+    let rest = url.strip_prefix("http://").expect("an http:// URL");
+    let (host, path) = match rest.split_once('/') {
+        Some((host, path)) => (host, format!("/{path}")),
+        None => (rest, "/".to_owned()),
+    };
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).unwrap();
+    let response = String::from_utf8_lossy(&response);
+    let (head, _) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+    let location = lines.find_map(|l| {
+        let (name, value) = l.split_once(':')?;
+        name.eq_ignore_ascii_case("location")
+            .then(|| value.trim().to_owned())
+    });
+    (status, location)
 }

@@ -1,9 +1,9 @@
 //! `switchboard call TOOL [ARGS_JSON]`: one call through the gate.
 
-use switchboard_host::{CallReport, Host, Outcome, ServerStatus};
+use switchboard_host::{CallReport, Host};
 use switchboard_wire::{CallToolResult, ContentBlock, JsonObject};
 
-use crate::exit::{Code, Failure, needs_auth};
+use crate::exit::{Code, Failure};
 use crate::out;
 use crate::session;
 use crate::settings::Approval;
@@ -31,47 +31,17 @@ pub(crate) async fn run(
     } else {
         out::line(human(&report.result))?;
     }
-    match code_of(host, tool, &report) {
+    match code_of(&report) {
         Code::Ok => Ok(()),
         code => Err(Failure::new(code, failure_message(tool, code, &report, json)).into()),
     }
 }
 
-/// The exit code of a finished call.
-pub(crate) fn code_of(host: &Host, tool: &str, report: &CallReport) -> Code {
-    let server = server_of(host, tool);
-    let reason = server.as_ref().and_then(|(_, reason)| reason.clone());
-    let auth = reason.as_deref().is_some_and(needs_auth);
-    match report.outcome {
-        // A tool of a server that never came up is not in the table: say
-        // that the server is the problem, not the name.
-        Outcome::UnknownTool => match server {
-            Some((ServerStatus::Down | ServerStatus::Tripped, _)) if auth => Code::Auth,
-            Some((ServerStatus::Down | ServerStatus::Tripped, _)) => Code::Unreachable,
-            _ => Code::Usage,
-        },
-        outcome => Code::of_outcome(outcome, auth),
-    }
-}
-
-/// The server a name belongs to, by the table, else by the longest alias
-/// whose `mcp__ALIAS__` prefix it carries (only to explain a failure,
-/// never to route a call), with its status and down reason.
-fn server_of(host: &Host, tool: &str) -> Option<(ServerStatus, Option<String>)> {
-    let alias = host
-        .tools()
-        .into_iter()
-        .find(|t| t.name == tool)
-        .map(|t| t.server);
-    let servers = host.servers();
-    let server = match alias {
-        Some(alias) => servers.iter().find(|s| s.alias == alias),
-        None => servers
-            .iter()
-            .filter(|s| tool.starts_with(&format!("mcp__{}__", s.alias)))
-            .max_by_key(|s| s.alias.len()),
-    }?;
-    Some((server.status, server.reason.clone()))
+/// The exit code of a finished call: the host's outcome says it all (a
+/// tool of a server that is down, paused or waiting for a login comes back
+/// as such, not as an unknown tool).
+pub(crate) fn code_of(report: &CallReport) -> Code {
+    Code::of_outcome(report.outcome)
 }
 
 fn failure_message(tool: &str, code: Code, report: &CallReport, json: bool) -> String {

@@ -8,14 +8,16 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Value, json};
+use switchboard_client::oauth::OAuthProvider;
 use switchboard_client::{CallOptions, Client};
+use switchboard_host::auth::{NoOAuth, login_command, needs_login_reason, oauth_config};
 use switchboard_host::table::{ServerTools, ToolTable};
 use switchboard_host::{ServerConfig, TransportConfig};
 use switchboard_wire::{Tool, namespaced_tool_name};
 use tokio::task::JoinSet;
 
 use crate::connect::{self, Target};
-use crate::exit::{Code, Failure, needs_auth};
+use crate::exit::{Code, Failure};
 use crate::out;
 use crate::settings::Settings;
 
@@ -153,7 +155,7 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
         ));
         return (f, None);
     }
-    let target = Target::of_config(&server.transport);
+    let target = Target::of_config(&server);
     let is_http = !matches!(server.transport, TransportConfig::Stdio { .. });
     let what = match &target {
         Target::Stdio { command, args, .. } => {
@@ -165,22 +167,23 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
         Ok(c) => c,
         Err(e) => {
             let text = e.to_string();
+            let auth_failure = e.is_auth_failure();
             let mut err = finding(
                 Level::Error,
                 &alias,
                 format!("cannot connect ({what}): {text}"),
             );
-            err.code = if needs_auth(&text) {
+            err.code = if auth_failure {
                 Code::Auth
             } else {
                 Code::Unreachable
             };
             f.push(err);
-            if needs_auth(&text) {
+            if auth_failure {
                 let mut auth = finding(
                     Level::Error,
                     &alias,
-                    "auth: the server requires authorization; give a token in the entry's \"headers\" (e.g. \"Authorization\": \"Bearer ${TOKEN}\")",
+                    format!("auth: {}", auth_hint(&server, &target)),
                 );
                 auth.code = Code::Auth;
                 f.push(auth);
@@ -269,20 +272,10 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
         }
     };
     if is_http {
-        let has_auth = match &server.transport {
-            TransportConfig::Http { headers, .. } | TransportConfig::Sse { headers, .. } => headers
-                .keys()
-                .any(|k| k.eq_ignore_ascii_case("authorization")),
-            TransportConfig::Stdio { .. } => false,
-        };
         f.push(finding(
             Level::Ok,
             &alias,
-            if has_auth {
-                "auth: a static Authorization header from the config is accepted"
-            } else {
-                "auth: none needed (it answered without credentials)"
-            },
+            auth_state(&server, &target).await,
         ));
     }
     if let Some(stdio) = &connected.stdio {
@@ -299,6 +292,52 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
     }
     client.close().await;
     (f, tools.map(|t| (alias, t, is_http)))
+}
+
+/// What to do about a server that refused authorization.
+fn auth_hint(server: &ServerConfig, target: &Target) -> String {
+    let alias = &server.alias;
+    if target.auth().is_some_and(OAuthProvider::needs_login) {
+        return needs_login_reason(alias);
+    }
+    match oauth_config(server) {
+        Err(NoOAuth::StaticHeader) => {
+            "the server requires authorization and refused the Authorization header from the config; check the token".into()
+        }
+        Err(_) => {
+            "the server requires authorization and OAuth is off for it; give a token in \"headers\" or remove \"oauth\": false".into()
+        }
+        Ok(_) => format!(
+            "the server requires authorization and it could not be obtained (see above); once that is fixed, run `{}`",
+            login_command(alias)
+        ),
+    }
+}
+
+/// How a reachable HTTP server was authorized, in words (no secrets).
+async fn auth_state(server: &ServerConfig, target: &Target) -> String {
+    match oauth_config(server) {
+        Err(NoOAuth::StaticHeader) => {
+            "auth: a static Authorization header from the config is accepted".into()
+        }
+        Err(_) => "auth: none needed (it answered without credentials)".into(),
+        Ok(_) => match target.auth().map(|a| a.status()) {
+            Some(status) => match status.await {
+                Ok(Some(login)) => format!(
+                    "auth: OAuth login at {} (scopes: {}), {}",
+                    login.issuer,
+                    if login.scopes.is_empty() {
+                        "none".into()
+                    } else {
+                        login.scopes.join(" ")
+                    },
+                    crate::cmd::auth::expiry_words(login.expires_at, login.has_refresh_token)
+                ),
+                _ => "auth: none needed (it answered without credentials)".into(),
+            },
+            None => "auth: none needed (it answered without credentials)".into(),
+        },
+    }
 }
 
 /// Every page of `tools/list`, raw (nothing dropped), with the page count.

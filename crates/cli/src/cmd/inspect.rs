@@ -10,7 +10,7 @@ use switchboard_client::{Client, ClientError, Listing};
 use switchboard_wire::{CacheHints, CacheScope, DiscoverResult, ServerCapabilities, Tool};
 
 use crate::connect::{self, Target};
-use crate::exit::{Code, Failure, needs_auth};
+use crate::exit::{Code, Failure};
 use crate::out;
 use crate::settings::InspectTarget;
 
@@ -33,21 +33,15 @@ pub(crate) async fn run(target: &InspectTarget, json: bool) -> anyhow::Result<()
                 cwd: None,
             },
         ),
-        InspectTarget::Http { url, headers } => (
-            "inspected",
-            Target::Http {
-                url: url.clone(),
-                headers: headers.clone(),
-            },
-        ),
+        InspectTarget::Http { url, headers } => ("inspected", Target::http(url, headers.clone())),
     };
     let connected = connect::connect(alias, &target, TIMEOUT)
         .await
-        .map_err(|e| unreachable(&e))?;
+        .map_err(|e| unreachable(&e, &target))?;
     let client = connected.client;
     let result = inspect(&client).await;
     client.close().await;
-    let report = result.map_err(|e| unreachable(&e))?;
+    let report = result.map_err(|e| unreachable(&e, &target))?;
     if json {
         out::json(&report)?;
     } else {
@@ -143,14 +137,19 @@ async fn inspect(client: &Client) -> Result<Report, ClientError> {
     })
 }
 
-fn unreachable(e: &ClientError) -> Failure {
-    let text = e.to_string();
-    let code = if needs_auth(&text) {
+fn unreachable(e: &ClientError, target: &Target) -> Failure {
+    if target.auth().is_some_and(|a| a.needs_login()) {
+        return Failure::new(
+            Code::Auth,
+            "the server needs an OAuth login: add it to the config and run `switchboard auth login ALIAS`",
+        );
+    }
+    let code = if e.is_auth_failure() {
         Code::Auth
     } else {
         Code::Unreachable
     };
-    Failure::new(code, text)
+    Failure::new(code, e.to_string())
 }
 
 /// The report as people read it.

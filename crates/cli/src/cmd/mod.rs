@@ -1,6 +1,7 @@
 //! The subcommands, one module each.
 
 pub(crate) mod audit;
+pub(crate) mod auth;
 pub(crate) mod call;
 pub(crate) mod demo;
 pub(crate) mod demo_server;

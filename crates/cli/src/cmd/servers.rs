@@ -3,7 +3,6 @@
 use serde::Serialize;
 use switchboard_host::{DroppedReport, Host, ServerReport, ServerStatus};
 
-use crate::exit::needs_auth;
 use crate::out;
 
 /// One server in `servers --json`: a stable shape, every key always
@@ -30,7 +29,7 @@ impl<'a> From<&'a ServerReport> for ServerView<'a> {
             status: s.status,
             reason: s.reason.as_deref(),
             tools: s.tools,
-            auth_required: s.reason.as_deref().is_some_and(needs_auth),
+            auth_required: s.auth_required,
             protocol_version: s.protocol_version.as_deref(),
             dropped: &s.dropped,
             stderr_tail: &s.stderr_tail,
@@ -65,7 +64,7 @@ pub(crate) fn human(servers: &[ServerReport]) -> Vec<String> {
     ]];
     for s in servers {
         let detail = match (&s.reason, &s.protocol_version) {
-            (Some(reason), _) if needs_auth(reason) => {
+            (Some(reason), _) if s.auth_required && s.status != ServerStatus::NeedsLogin => {
                 format!("needs authorization: {reason}")
             }
             (Some(reason), _) => reason.clone(),
@@ -86,12 +85,7 @@ pub(crate) fn human(servers: &[ServerReport]) -> Vec<String> {
     out::table(&rows)
 }
 
-/// `up`, `down`, `tripped` or `disabled`.
+/// `up`, `down`, `tripped`, `disabled` or `needs login`.
 pub(crate) fn status_word(status: ServerStatus) -> &'static str {
-    match status {
-        ServerStatus::Up => "up",
-        ServerStatus::Down => "down",
-        ServerStatus::Tripped => "tripped",
-        ServerStatus::Disabled => "disabled",
-    }
+    status.as_words()
 }

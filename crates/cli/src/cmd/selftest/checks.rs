@@ -797,6 +797,8 @@ async fn mount(servers: Vec<ServerConfig>) -> Result<Host, String> {
     config.servers = servers;
     let mut options = MountOptions::default();
     options.client_info = Some(client_info());
+    // The self-test needs no logins and reads none of the user's.
+    options.token_store = None;
     Host::mount(config, options)
         .await
         .map_err(|e| format!("cannot mount: {e}"))
@@ -839,6 +841,7 @@ async fn connect_tickets(env: &Env) -> Result<Connected, String> {
     let target = Target::Http {
         url: env.tickets.url(),
         headers: Vec::new(),
+        auth: None,
     };
     connect::connect("tickets", &target, REQUEST_TIMEOUT)
         .await
