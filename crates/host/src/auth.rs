@@ -10,7 +10,8 @@
 //! per-user [`TokenStore`] ([`default_token_store`]).
 //!
 //! A server whose `headers` carry an `Authorization` header never runs
-//! OAuth: the explicit header wins (and a config giving both is refused).
+//! OAuth: the explicit header wins (and an `oauth` block beside one is
+//! refused).
 //!
 //! [`ServerStatus::NeedsLogin`]: crate::ServerStatus::NeedsLogin
 

@@ -55,7 +55,9 @@ pub struct MountOptions {
     /// default): no one; the server is reported as
     /// [`ServerStatus::NeedsLogin`] until `switchboard auth login ALIAS`
     /// has been run. With one (e.g. a `LoopbackUserAgent`), the host starts
-    /// the login itself.
+    /// the login itself; a login at mount must then finish within the
+    /// server's start-up timeout, and one started by a call within the
+    /// call's timeout.
     pub oauth_user_agent: Option<Arc<dyn UserAgent>>,
 }
 

@@ -18,6 +18,8 @@
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
 //! - [`audit`]: the hash-chained audit log and its verifier.
+//! - [`auth`]: OAuth for remote servers (which servers use it, their
+//!   `oauth` settings, the per-user token store, "needs login").
 //! - `breaker`, `server`, `host`: per-server health, connections and the
 //!   [`Host`] itself.
 //!

@@ -267,3 +267,25 @@ async fn a_failed_authorization_is_not_a_login_to_make() {
     assert!(!said.contains("auth login"), "{said}");
     host.shutdown().await;
 }
+
+/// With a user agent in the mount options the host logs in by itself (here
+/// one that needs no person), saves the login in the store, and the
+/// server is up from the start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_user_agent_the_host_logs_in_itself() {
+    let s = servers(ResourceConfig::default()).await;
+    let dir = Dir::new();
+    let mut options = dir.options();
+    options.oauth_user_agent = Some(Arc::new(HeadlessUserAgent::new()));
+    let host = Host::mount(dir.config(config(&dir, &s.mcp, None)), options)
+        .await
+        .unwrap();
+    assert_eq!(report(&host, "secure").status, ServerStatus::Up);
+    assert_eq!(s.auth.authorization_requests().len(), 1);
+    let call = host.call("mcp__secure__whoami", None, yes()).await;
+    assert!(!call.is_error(), "{}", text(&call));
+    let token = stored_access_token(&dir.store());
+    let audit = std::fs::read_to_string(dir.path("audit.jsonl")).unwrap();
+    assert!(!audit.contains(&token));
+    host.shutdown().await;
+}
