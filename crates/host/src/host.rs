@@ -1,6 +1,7 @@
 //! The host: many servers, one governed tool table.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
@@ -33,6 +34,10 @@ use crate::table::{DroppedTool, ServerTools, TableEntry, ToolTable};
 /// misses some (it then sees `Lagged` and should re-read the table).
 const CHANGE_BUFFER: usize = 64;
 
+/// How often the token store is looked at for a login made by another
+/// process (a stat of one file).
+const LOGIN_POLL: Duration = Duration::from_secs(2);
+
 /// Options for [`Host::mount`].
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -49,7 +54,8 @@ pub struct MountOptions {
     /// Where OAuth logins of remote servers are read (and refreshed tokens
     /// saved): by default the per-user store `switchboard auth login`
     /// writes ([`auth::default_token_store`]); `None` keeps tokens in
-    /// memory only.
+    /// memory only. The host watches the file: when another process saves
+    /// a login, servers waiting for one are connected again.
     pub token_store: Option<TokenStore>,
     /// Who logs in when a remote server wants an OAuth login. `None` (the
     /// default): no one; the server is reported as
@@ -332,14 +338,20 @@ impl Host {
             None => Pins::in_memory(),
         };
         let audit = config.audit.as_deref().map(AuditLog::open).transpose()?;
-        if config
+        let uses_oauth = config
             .servers
             .iter()
-            .any(|s| s.enabled && auth::oauth_config(s).is_ok())
-            && options.token_store.is_none()
-        {
-            debug!("no token store: OAuth logins last for this process only");
-        }
+            .any(|s| s.enabled && auth::oauth_config(s).is_ok());
+        // Taken before any server connects, so a login saved meanwhile is
+        // noticed.
+        let store_seen = match (&options.token_store, uses_oauth) {
+            (Some(store), true) => Some((store.path().to_owned(), store_stamp(store.path()).await)),
+            (None, true) => {
+                debug!("no token store: OAuth logins last for this process only");
+                None
+            }
+            _ => None,
+        };
         let servers: Vec<Arc<Server>> = config
             .servers
             .iter()
@@ -402,6 +414,10 @@ impl Host {
         for server in &host.inner.servers {
             host.start_refresher(server);
             host.start_listener(server);
+        }
+        if let Some((path, seen)) = store_seen {
+            let task = tokio::spawn(login_watcher(Arc::downgrade(&host.inner), path, seen));
+            host.tasks().push(task.abort_handle());
         }
         Ok(host)
     }
@@ -1298,6 +1314,52 @@ impl Host {
             self.tasks().push(task.abort_handle());
         }
     }
+}
+
+/// When the token store changes (`switchboard auth login` in another
+/// process, while a gateway runs), retries every server that is down for
+/// want of authorization; one that comes up joins the table and
+/// subscribers hear of its tools.
+async fn login_watcher(host: Weak<Inner>, path: PathBuf, mut seen: Option<StoreStamp>) {
+    loop {
+        tokio::time::sleep(LOGIN_POLL).await;
+        let now = store_stamp(&path).await;
+        if now == seen {
+            continue;
+        }
+        seen = now;
+        let Some(inner) = host.upgrade() else {
+            return;
+        };
+        let host = Host { inner };
+        let waiting: Vec<Arc<Server>> = host
+            .inner
+            .servers
+            .iter()
+            .filter(|s| s.config.enabled && s.live_link().is_none())
+            .filter(|s| s.state().down.as_ref().is_some_and(Down::auth_required))
+            .cloned()
+            .collect();
+        for server in waiting {
+            match host.relink(&server, false).await {
+                Ok(_) => {
+                    info!(server = %server.alias(), "authorized with a login from the token store")
+                }
+                Err(down) => {
+                    debug!(server = %server.alias(), reason = %down.reason, "still not authorized")
+                }
+            }
+        }
+    }
+}
+
+/// When and how big the token store file is; `None` while it does not
+/// exist.
+type StoreStamp = (std::time::SystemTime, u64);
+
+async fn store_stamp(path: &Path) -> Option<StoreStamp> {
+    let meta = tokio::fs::metadata(path).await.ok()?;
+    Some((meta.modified().ok()?, meta.len()))
 }
 
 /// Refreshes a server's tools whenever woken (list_changed, stale TTL).

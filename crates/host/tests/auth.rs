@@ -289,3 +289,26 @@ async fn with_a_user_agent_the_host_logs_in_itself() {
     assert!(!audit.contains(&token));
     host.shutdown().await;
 }
+
+/// A login saved while the host runs brings the server up by itself (as a
+/// gateway needs: the model cannot call tools it was never shown): its
+/// tools join the table and subscribers hear of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_made_meanwhile_brings_the_tools_without_a_call() {
+    let s = servers(ResourceConfig::default()).await;
+    let dir = Dir::new();
+    let host = dir.mount(config(&dir, &s.mcp, None)).await;
+    assert_eq!(report(&host, "secure").status, ServerStatus::NeedsLogin);
+    assert!(host.tools().iter().all(|t| t.server != "secure"));
+    let mut changes = host.subscribe();
+
+    log_in(&host, &dir.store()).await;
+    let change = tokio::time::timeout(std::time::Duration::from_secs(60), changes.recv())
+        .await
+        .expect("the table changes once the login is saved")
+        .unwrap();
+    assert_eq!(change.added, ["mcp__secure__whoami"]);
+    assert_eq!(report(&host, "secure").status, ServerStatus::Up);
+    assert!(host.outage_text().is_none());
+    host.shutdown().await;
+}
