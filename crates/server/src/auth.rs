@@ -6,9 +6,11 @@
 //!
 //! The HTTP runner calls a [`TokenValidator`] on every request when one is
 //! configured: no or bad token → 401 with `WWW-Authenticate: Bearer
-//! resource_metadata=…, scope=…`; a token lacking scope → 403
-//! `error="insufficient_scope"`; a token in the URL → 400
-//! `error="invalid_request"` (AUTH-S-04…07). Tokens are read from the
+//! resource_metadata=…, scope=…` naming the scopes the request needs
+//! ([`TokenValidator::scopes_needed`], else `scopes_supported`); a token
+//! lacking scope → 403 `error="insufficient_scope"`; a token in the URL or
+//! an `Authorization` header that is not `Bearer <token68>` → 400
+//! `error="invalid_request"` (AUTH-S-03…07). Tokens are read from the
 //! `Authorization` header only, are never logged, and never reach handlers:
 //! handlers see the [`Principal`] (AUTH-S-05, no pass-through). On stdio
 //! there is no token and the principal is `None` (credentials come from the
@@ -88,8 +90,9 @@ pub enum AuthError {
     /// `error="insufficient_scope"` naming every scope needed (AUTH-S-07).
     #[error("insufficient scope: needs {}", .0.join(" "))]
     InsufficientScope(Vec<String>),
-    /// A malformed authorization request, such as a token in the URL:
-    /// HTTP 400 with `error="invalid_request"` (AUTH-S-06).
+    /// A malformed authorization request, such as a token in the URL or an
+    /// `Authorization` header that is not `Bearer <token68>`: HTTP 400
+    /// with `error="invalid_request"` (AUTH-S-06).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
     /// The token could not be checked right now (the introspection endpoint
@@ -146,6 +149,27 @@ pub trait TokenValidator: Send + Sync + 'static {
     fn authorize(&self, principal: &Principal, request: &AuthRequest<'_>) -> Result<(), AuthError> {
         let _ = (principal, request);
         Ok(())
+    }
+
+    /// The scopes a token needs for `request`, or for every request when
+    /// `None`; a 401 challenge names them in its `scope`, so the client
+    /// asks the authorization server for what this request needs
+    /// (AUTH-S-03).
+    ///
+    /// The HTTP runner decides a 401 before it reads the body, so
+    /// `request` comes from the `Mcp-Method` and `Mcp-Name` headers a
+    /// 2026-07-28 client sends; it is `None` for a legacy client, which
+    /// sends neither, and for a `DELETE`. The answer should be the set
+    /// [`authorize`](TokenValidator::authorize) would name for the same
+    /// request, so a client that follows the 401 is not refused with 403
+    /// next.
+    ///
+    /// The default, `None`, means the validator cannot tell: the challenge
+    /// names the metadata's `scopes_supported` instead, as it does for an
+    /// empty list. `offline_access` is never named (AUTH-S-09).
+    fn scopes_needed(&self, request: Option<&AuthRequest<'_>>) -> Option<Vec<String>> {
+        let _ = request;
+        None
     }
 }
 
@@ -466,6 +490,15 @@ where
             Err(AuthError::InsufficientScope(needed))
         }
     }
+
+    /// The scopes [`authorize`](TokenValidator::authorize) would ask of
+    /// this request; the required ones when the request is not known.
+    fn scopes_needed(&self, request: Option<&AuthRequest<'_>>) -> Option<Vec<String>> {
+        Some(match request {
+            Some(request) => self.needed(request),
+            None => self.required.clone(),
+        })
+    }
 }
 
 /// The Protected Resource Metadata of this server (RFC 9728; AUTH-S-01).
@@ -476,6 +509,7 @@ pub struct ProtectedResource {
     /// Issuer URLs of the authorization servers (at least one).
     pub authorization_servers: Vec<String>,
     /// Scopes this server understands; also the `scope` of 401 challenges
+    /// when the validator cannot name the scopes a request needs
     /// (AUTH-S-03). `offline_access` is never published (AUTH-S-09).
     pub scopes_supported: Vec<String>,
     /// Other metadata members.
@@ -538,8 +572,15 @@ impl ProtectedResource {
     }
 
     /// The `WWW-Authenticate` value for a failure; `None` for one that is
-    /// not the client's to fix ([`AuthError::Unavailable`]).
-    pub(crate) fn challenge(&self, error: &AuthError, had_token: bool) -> Option<String> {
+    /// not the client's to fix ([`AuthError::Unavailable`]). A 401 names
+    /// `needed`, the scopes the validator says the request needs, or
+    /// `scopes_supported` when it cannot tell (`None` or empty).
+    pub(crate) fn challenge(
+        &self,
+        error: &AuthError,
+        had_token: bool,
+        needed: Option<&[String]>,
+    ) -> Option<String> {
         let mut parts = vec![format!(
             "resource_metadata=\"{}\"",
             quote(&self.metadata_url())
@@ -551,7 +592,12 @@ impl ProtectedResource {
         };
         match error {
             AuthError::Unauthorized(description) => {
-                scope(&self.published_scopes(), &mut parts);
+                let needed = needed.map(without_offline_access).unwrap_or_default();
+                if needed.is_empty() {
+                    scope(&self.published_scopes(), &mut parts);
+                } else {
+                    scope(&needed, &mut parts);
+                }
                 // RFC 6750 §3.1: no error code when no token was sent.
                 if had_token {
                     parts.push("error=\"invalid_token\"".to_owned());
@@ -560,12 +606,7 @@ impl ProtectedResource {
             }
             AuthError::InsufficientScope(needed) => {
                 parts.push("error=\"insufficient_scope\"".to_owned());
-                let needed: Vec<&str> = needed
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|s| *s != OFFLINE_ACCESS)
-                    .collect();
-                scope(&needed, &mut parts);
+                scope(&without_offline_access(needed), &mut parts);
             }
             AuthError::InvalidRequest(description) => {
                 parts.push("error=\"invalid_request\"".to_owned());
@@ -577,12 +618,17 @@ impl ProtectedResource {
     }
 
     fn published_scopes(&self) -> Vec<&str> {
-        self.scopes_supported
-            .iter()
-            .map(String::as_str)
-            .filter(|s| *s != OFFLINE_ACCESS)
-            .collect()
+        without_offline_access(&self.scopes_supported)
     }
+}
+
+/// The scopes a resource may ask for: all but `offline_access` (AUTH-S-09).
+fn without_offline_access(scopes: &[String]) -> Vec<&str> {
+    scopes
+        .iter()
+        .map(String::as_str)
+        .filter(|s| *s != OFFLINE_ACCESS)
+        .collect()
 }
 
 fn now_secs() -> u64 {
@@ -723,25 +769,35 @@ mod tests {
         let prm = ProtectedResource::new("http://127.0.0.1:9/mcp", "http://127.0.0.1:8")
             .with_scopes(["a", "b"]);
         let c = prm
-            .challenge(&AuthError::Unauthorized("no token".into()), false)
+            .challenge(&AuthError::Unauthorized("no token".into()), false, None)
             .unwrap();
         assert_eq!(
             c,
             "Bearer resource_metadata=\"http://127.0.0.1:9/.well-known/oauth-protected-resource/mcp\", scope=\"a b\""
         );
         let c = prm
-            .challenge(&AuthError::InsufficientScope(vec!["b".into()]), true)
+            .challenge(&AuthError::InsufficientScope(vec!["b".into()]), true, None)
             .unwrap();
         assert!(c.contains("error=\"insufficient_scope\""));
         assert!(c.contains("scope=\"b\""));
         let c = prm
-            .challenge(&AuthError::InvalidRequest("no".into()), true)
+            .challenge(&AuthError::InvalidRequest("no".into()), true, None)
             .unwrap();
         assert!(c.contains("error=\"invalid_request\""), "{c}");
         assert_eq!(
-            prm.challenge(&AuthError::Unavailable("down".into()), true),
+            prm.challenge(&AuthError::Unavailable("down".into()), true, None),
             None
         );
+        // What the validator says the request needs beats scopes_supported,
+        // without offline_access (AUTH-S-09); nothing known falls back.
+        let unauthorized = AuthError::Unauthorized("expired".into());
+        let needed = ["c".to_owned(), "offline_access".to_owned()];
+        let c = prm.challenge(&unauthorized, true, Some(&needed)).unwrap();
+        assert!(c.contains("scope=\"c\", error=\"invalid_token\""), "{c}");
+        for unknown in [None, Some(&[][..]), Some(&needed[1..])] {
+            let c = prm.challenge(&unauthorized, true, unknown).unwrap();
+            assert!(c.contains("scope=\"a b\""), "{c}");
+        }
     }
 
     // A description with quotes, control or non-ASCII characters still
@@ -750,7 +806,11 @@ mod tests {
     fn challenge_text_is_always_a_valid_header_value() {
         let prm = ProtectedResource::new("http://h/mcp", "http://a");
         let c = prm
-            .challenge(&AuthError::Unauthorized("caf\u{e9} \"x\"\n\\".into()), true)
+            .challenge(
+                &AuthError::Unauthorized("caf\u{e9} \"x\"\n\\".into()),
+                true,
+                None,
+            )
             .unwrap();
         assert!(http::HeaderValue::from_str(&c).is_ok(), "{c}");
         assert!(c.contains(r#"error_description="caf? \"x\"?\\""#), "{c}");
@@ -888,6 +948,13 @@ mod tests {
             v.authorize(&admin, &ask("tools/call", Some("delete")))
                 .is_ok()
         );
+        // AUTH-S-03: a 401 names what the 403 would (required ones alone
+        // when the request is not known).
+        assert_eq!(
+            v.scopes_needed(Some(&ask("tools/call", Some("delete")))),
+            Some(vec!["read".into(), "call".into(), "write".into()])
+        );
+        assert_eq!(v.scopes_needed(None), Some(vec!["read".into()]));
         let scp = v.check(with("scp", json!(["read", "call"]))).unwrap();
         assert!(scp.has_scope("call"));
         assert!(v.authorize(&scp, &ask("tools/call", Some("echo"))).is_ok());

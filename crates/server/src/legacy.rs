@@ -9,6 +9,10 @@
 //! sends each input request to the client as a JSON-RPC request on the
 //! response stream, waits for the answers, and calls the handler again with
 //! them, the way a modern client would retry.
+//!
+//! Over HTTP with a token validator, a session belongs to the principal
+//! whose token opened it: its id is not a credential, and another
+//! principal presenting it is answered as if it did not exist.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -23,6 +27,7 @@ use switchboard_wire::{
 };
 use tokio::sync::oneshot;
 
+use crate::auth::Principal;
 use crate::error::Fault;
 use crate::seal;
 use crate::server::Server;
@@ -38,6 +43,9 @@ type Answer = Result<Value, ErrorObject>;
 /// One legacy client's session.
 pub(crate) struct Session {
     pub(crate) id: String,
+    /// The subject of the principal that opened the session; `None` when
+    /// the server does not authenticate (and on stdio).
+    owner: Option<String>,
     pub(crate) version: String,
     pub(crate) capabilities: ClientCapabilities,
     pub(crate) client_info: Option<Implementation>,
@@ -53,6 +61,7 @@ impl std::fmt::Debug for Session {
         f.debug_struct("Session")
             .field("id", &self.id)
             .field("version", &self.version)
+            .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
 }
@@ -62,6 +71,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Session {
+    /// Whether `principal` may use this session: the one that opened it
+    /// (the same subject), or nobody's when the session has no owner.
+    pub(crate) fn belongs_to(&self, principal: Option<&Principal>) -> bool {
+        self.owner.as_deref() == principal.map(|p| p.subject.as_str())
+    }
+
     /// The `_meta` a modern request would have carried: the session's
     /// version, capabilities, identity and log level, plus the request's own
     /// progress token.
@@ -179,10 +194,12 @@ impl Sessions {
 
 impl Server {
     /// Handles a legacy `initialize`: negotiates the version and opens a
-    /// session. Returns the session and the result object.
+    /// session for `owner` (the principal's subject, when authenticated).
+    /// Returns the session and the result object.
     pub(crate) fn initialize(
         &self,
         params: Option<&Value>,
+        owner: Option<String>,
     ) -> Result<(Arc<Session>, Vec<u8>), Fault> {
         let p = params
             .and_then(Value::as_object)
@@ -209,6 +226,7 @@ impl Server {
         let id = seal::encode(&self.inner.keys.random()[..24]);
         let session = Arc::new(Session {
             id,
+            owner,
             version: negotiated.to_owned(),
             capabilities,
             client_info,

@@ -671,3 +671,255 @@ async fn legacy_sessions_are_protected_too() {
     assert_eq!(r.status, 200);
     p.http.stop().await;
 }
+
+/// Opens a legacy session as `token`; its id.
+pub(crate) async fn legacy_initialize(http: &Http, token: &str, capabilities: Value) -> String {
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities, "clientInfo": {"name": "old", "version": "1"}});
+    let r = http
+        .post(
+            &legacy_headers(Some(token), None),
+            body(json!(0), "initialize", init),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    r.headers["mcp-session-id"].to_str().unwrap().to_owned()
+}
+
+/// A legacy request in `session`, as `token`.
+pub(crate) async fn legacy_post(
+    http: &Http,
+    token: &str,
+    session: &str,
+    method: &str,
+    params: Value,
+) -> Resp {
+    http.post(
+        &legacy_headers(Some(token), Some(session)),
+        body(json!(1), method, params),
+    )
+    .await
+}
+
+pub(crate) async fn legacy_delete(http: &Http, token: &str, session: &str) -> Resp {
+    http.raw(
+        http::Method::DELETE,
+        "/mcp",
+        &legacy_headers(Some(token), Some(session)),
+        Vec::new(),
+    )
+    .await
+}
+
+// A legacy (2025-11-25) session belongs to the principal whose token opened
+// it (the legacy spec's session-hijacking guidance: session ids are bound
+// to the user, as state is by ELIC-11 / MRTR-09). Another principal's
+// valid token with that Mcp-Session-Id gets exactly the answer an unknown
+// session gets (404 on POST and DELETE, 400 for an answer to a
+// server-to-client request), so ids can be neither used nor probed. The
+// same subject under another issuer is another principal; the same
+// subject with a second token is the same one.
+#[tokio::test]
+async fn legacy_sessions_are_bound_to_their_principal() {
+    let p = protected_with(builder(Arc::default()), |v, _| {
+        v.issuer("https://as2.example.com")
+    })
+    .await;
+    let alice = p.token_for("alice", "tickets:read");
+    let alice_again = p.token_for("alice", "tickets:read");
+    let bob = p.token_for("bob", "tickets:read");
+    let mut elsewhere = p.claims("alice", "tickets:read");
+    elsewhere["iss"] = json!("https://as2.example.com");
+    let alice_elsewhere = p.token(elsewhere);
+    let session = legacy_initialize(&p.http, &alice, json!({"sampling": {}})).await;
+    let r = legacy_post(&p.http, &alice, &session, "ping", json!({})).await;
+    assert_eq!(r.result(), json!({}));
+
+    for other in [&bob, &alice_elsewhere] {
+        let unknown = legacy_post(&p.http, other, "no-such-session", "tools/list", json!({})).await;
+        assert_eq!(unknown.status, 404);
+        let r = legacy_post(&p.http, other, &session, "tools/list", json!({})).await;
+        assert_eq!(r.status, 404, "another principal's session is unknown");
+        assert_eq!(r.body, unknown.body, "indistinguishable from an unknown id");
+        let unknown = legacy_delete(&p.http, other, "no-such-session").await;
+        assert_eq!(unknown.status, 404);
+        let r = legacy_delete(&p.http, other, &session).await;
+        assert_eq!(r.status, 404, "another principal cannot end the session");
+        assert_eq!(r.body, unknown.body);
+    }
+    // Still alive for its owner.
+    let r = legacy_post(&p.http, &alice, &session, "ping", json!({})).await;
+    assert_eq!(r.result(), json!({}));
+
+    // Only the owner answers the session's server-to-client requests.
+    let mut stream = p
+        .http
+        .open_with(
+            legacy_headers(Some(&alice), Some(&session)),
+            body(json!(9), "tools/call", json!({"name": "need_sampling"})),
+        )
+        .await;
+    let ask = stream.next().await.unwrap();
+    assert_eq!(ask["method"], "sampling/createMessage");
+    let answer = |text: &str| {
+        serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"role": "assistant", "content": {"type": "text", "text": text}, "model": "m"}})).unwrap()
+    };
+    let unknown = p
+        .http
+        .post(
+            &legacy_headers(Some(&bob), Some("no-such-session")),
+            answer("5"),
+        )
+        .await;
+    let r = p
+        .http
+        .post(&legacy_headers(Some(&bob), Some(&session)), answer("5"))
+        .await;
+    assert_eq!(r.status, 400, "bob's answer is not taken");
+    assert_eq!(r.body, unknown.body);
+    let r = p
+        .http
+        .post(
+            &legacy_headers(Some(&alice_again), Some(&session)),
+            answer("4"),
+        )
+        .await;
+    assert_eq!(r.status, 202);
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "model said 4");
+
+    // The same principal with another token: same session, and it may end it.
+    let r = legacy_post(
+        &p.http,
+        &alice_again,
+        &session,
+        "tools/call",
+        json!({"name": "whoami"}),
+    )
+    .await;
+    assert_eq!(
+        r.result()["content"][0]["text"],
+        "https://as.example.com#alice"
+    );
+    assert_eq!(
+        legacy_delete(&p.http, &alice_again, &session).await.status,
+        200
+    );
+    let r = legacy_post(&p.http, &alice, &session, "ping", json!({})).await;
+    assert_eq!(r.status, 404, "ended");
+    p.http.stop().await;
+}
+
+// AUTH-S-03: a 401 names the scopes this request needs, as the validator
+// knows them (ClaimsValidator: required + per-method + per-tool), read
+// from the Mcp-Method / Mcp-Name headers (base64-encoded names included);
+// they are the ones a 403 would name, so a client that follows the 401 is
+// not refused next. A legacy client announces nothing before its body:
+// the scopes every request needs. (A validator that knows no scopes falls
+// back to scopes_supported: `unauthenticated_requests_get_401`.)
+#[tokio::test]
+async fn unauthorized_challenge_names_the_scopes_the_request_needs() {
+    let p = protected_with(builder(Arc::default()), |v, _| {
+        v.tool_scopes("café", ["tickets:coffee", "offline_access"])
+    })
+    .await;
+    let scope_of = |r: &Resp| {
+        let c = challenge(r);
+        let start = c
+            .find("scope=\"")
+            .unwrap_or_else(|| panic!("no scope in {c}"))
+            + 7;
+        c[start..start + c[start..].find('"').unwrap()].to_owned()
+    };
+    let echo = json!({"name": "echo", "arguments": {"text": "hi"}});
+    let r = p.http.call("tools/call", echo.clone()).await;
+    assert_eq!(r.status, 401);
+    assert!(!challenge(&r).contains("error="), "{}", challenge(&r));
+    assert_eq!(scope_of(&r), "tickets:read tickets:write");
+    let r = p.http.call("tools/list", json!({})).await;
+    assert_eq!((r.status, scope_of(&r)), (401, "tickets:read".into()));
+    // AUTH-S-09: offline_access is never asked for.
+    let r = p.http.call("tools/call", json!({"name": "café"})).await;
+    assert_eq!(
+        (r.status, scope_of(&r)),
+        (401, "tickets:read tickets:coffee".into())
+    );
+    // An expired token gets the same guidance, with invalid_token.
+    let mut expired = p.claims("alice", "tickets:read");
+    expired["exp"] = json!(now() - 3600);
+    let expired = p.token(expired);
+    let r = call_as(&p.http, &expired, "tools/call", echo.clone()).await;
+    assert_eq!(r.status, 401);
+    assert!(challenge(&r).contains("error=\"invalid_token\""));
+    assert_eq!(scope_of(&r), "tickets:read tickets:write");
+    // Consistent with the 403 for the same request.
+    let reader = p.token_for("alice", "tickets:read");
+    let r = call_as(&p.http, &reader, "tools/call", echo.clone()).await;
+    assert_eq!(
+        (r.status, scope_of(&r)),
+        (403, "tickets:read tickets:write".into())
+    );
+    // Asking for exactly what the 401 named is enough.
+    let named = p.token_for("alice", "tickets:read tickets:write");
+    let r = call_as(&p.http, &named, "tools/call", echo).await;
+    assert_eq!(r.result()["content"][0]["text"], "hi");
+    // Legacy initialize: no Mcp-Method, the required scopes.
+    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}});
+    let r = p
+        .http
+        .post(
+            &legacy_headers(None, None),
+            body(json!(0), "initialize", init),
+        )
+        .await;
+    assert_eq!((r.status, scope_of(&r)), (401, "tickets:read".into()));
+    p.http.stop().await;
+}
+
+// AUTH-S-06 (RFC 6750 §2.1, §3.1): an Authorization header that is not
+// `Bearer <token68>`, or two of them, is a malformed request: 400
+// invalid_request before any handler runs, the token never echoed. Another
+// scheme is no bearer token at all: 401 without an error code. The scheme
+// is case-insensitive.
+#[tokio::test]
+async fn malformed_authorization_header_is_400_invalid_request() {
+    let p = protected().await;
+    let good = p.token_for("alice", "tickets:read");
+    let params = with_meta(json!({"name": "whoami"}));
+    let send = |values: Vec<String>, method: http::Method| {
+        let mut h = standard_headers("tools/call", &params);
+        for v in values {
+            h.push(header("authorization", &v));
+        }
+        let http = &p.http;
+        let body = body(json!(1), "tools/call", params.clone());
+        async move { http.raw(method, "/mcp", &h, body).await }
+    };
+    for values in [
+        vec!["Bearer".to_owned()],
+        vec!["Bearer   ".to_owned()],
+        vec![format!("Bearer {good} extra")],
+        vec![format!("Bearer {good},x")],
+        vec![format!("Bearer {good}@")],
+        vec!["Bearer ====".to_owned()],
+        vec![format!("Bearer {good}\u{e9}")],
+        vec![format!("Bearer {good}"), format!("Bearer {good}")],
+    ] {
+        for method in [http::Method::POST, http::Method::DELETE] {
+            let r = send(values.clone(), method.clone()).await;
+            assert_eq!(r.status, 400, "{method} {values:?}");
+            let c = challenge(&r);
+            assert!(c.contains("error=\"invalid_request\""), "{c}");
+            assert!(!c.contains(&good), "{c}");
+            let text = String::from_utf8_lossy(&r.body);
+            assert!(!text.contains(&good) && !text.contains("alice"), "{text}");
+        }
+    }
+    let r = send(vec![format!("Basic {good}")], http::Method::POST).await;
+    assert_eq!(r.status, 401);
+    assert!(!challenge(&r).contains("error="), "{}", challenge(&r));
+    for value in [format!("bearer {good}"), format!("BEARER   {good}")] {
+        let r = send(vec![value], http::Method::POST).await;
+        assert_eq!(r.result()["content"][0]["text"], "alice");
+    }
+    p.http.stop().await;
+}

@@ -10,7 +10,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use tracing_subscriber::fmt::MakeWriter;
 
-use crate::auth::{call_as, challenge, fresh_token, legacy_headers, now, protected_with};
+use crate::auth::{
+    call_as, challenge, fresh_token, legacy_delete, legacy_initialize, legacy_post, now,
+    protected_with,
+};
 use crate::util::*;
 
 #[derive(Clone, Default)]
@@ -127,36 +130,32 @@ async fn tokens_never_reach_the_logs() {
     answers.push(r);
     let odd = fresh_token();
     tokens.push(odd.clone());
-    for value in [format!("Bearer {odd} trailing"), format!("Basic {odd}")] {
+    for (value, status) in [
+        (format!("Bearer {odd} trailing"), 400),
+        (format!("Basic {odd}"), 401),
+    ] {
         let mut h = standard_headers("tools/call", &params);
         h.push(header("authorization", &value));
         let r = p
             .http
             .post(&h, body(json!(1), "tools/call", params.clone()))
             .await;
-        assert_eq!(r.status, 401, "{value}");
+        assert_eq!(r.status, status, "{value}");
         answers.push(r);
     }
 
-    // A legacy session, ended with a token.
-    let init = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}});
-    let r = p
-        .http
-        .post(
-            &legacy_headers(Some(&good), None),
-            body(json!(0), "initialize", init),
-        )
-        .await;
-    let session = r.headers["mcp-session-id"].to_str().unwrap().to_owned();
-    let r = p
-        .http
-        .raw(
-            http::Method::DELETE,
-            "/mcp",
-            &legacy_headers(Some(&good), Some(&session)),
-            Vec::new(),
-        )
-        .await;
+    // A legacy session another principal tries to use and end, then ended
+    // by its owner with a token.
+    let session = legacy_initialize(&p.http, &good, json!({})).await;
+    let intruder = p.token_for("mallory", "tickets:read");
+    tokens.push(intruder.clone());
+    let r = legacy_post(&p.http, &intruder, &session, "ping", json!({})).await;
+    assert_eq!(r.status, 404);
+    answers.push(r);
+    let r = legacy_delete(&p.http, &intruder, &session).await;
+    assert_eq!(r.status, 404);
+    answers.push(r);
+    let r = legacy_delete(&p.http, &good, &session).await;
     assert_eq!(r.status, 200);
     p.http.stop().await;
 
@@ -171,9 +170,14 @@ async fn tokens_never_reach_the_logs() {
         "refused: insufficient scope: needs tickets:read tickets:write",
         "refused: invalid request: access tokens are not accepted in the URL",
         "refused: cannot check the token now",
+        "refused: invalid request: the Authorization header is not of the form",
+        "subject=mallory",
+        "refused: the legacy session belongs to another principal",
     ] {
         assert!(logs.contains(line), "missing {line:?} in:\n{logs}");
     }
+    // A legacy session id is as good as a token to whoever holds it.
+    assert!(!logs.contains(&session), "a session id reached the logs");
     for token in &tokens {
         assert!(!logs.contains(token.as_str()), "a token reached the logs");
         assert!(

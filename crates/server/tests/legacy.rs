@@ -78,6 +78,29 @@ async fn session_lifecycle() {
     assert_eq!(r.status, 200);
     let r = legacy_call(&http, &session, json!(5), "ping", json!({})).await;
     assert_eq!(r.status, 404);
+    // An ended (or never known) session is 404 on DELETE too (the legacy
+    // unknown-session rule); DELETE without a session is 405.
+    for session in [Some(session.as_str()), Some("nope")] {
+        let r = http
+            .raw(
+                http::Method::DELETE,
+                "/mcp",
+                &legacy_headers(session),
+                Vec::new(),
+            )
+            .await;
+        assert_eq!(r.status, 404, "{session:?}");
+    }
+    let r = http
+        .raw(
+            http::Method::DELETE,
+            "/mcp",
+            &legacy_headers(None),
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status, 405);
+    assert_eq!(r.headers["allow"], "POST");
     http.stop().await;
 }
 
@@ -157,6 +180,16 @@ async fn legacy_can_be_switched_off() {
         .await;
     assert_ne!(r.status, 200);
     assert!(r.headers.get("mcp-session-id").is_none());
+    // HTTP-S-25: no sessions, so DELETE is 405 whatever Mcp-Session-Id says.
+    let r = http
+        .raw(
+            http::Method::DELETE,
+            "/mcp",
+            &legacy_headers(Some("nope")),
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status, 405);
     http.stop().await;
 }
 

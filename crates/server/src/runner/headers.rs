@@ -8,6 +8,8 @@
 //! `=?base64?…?=` sentinel where the spec allows it, and compared
 //! case-sensitively; integers compare numerically.
 
+use std::borrow::Cow;
+
 use http::HeaderMap;
 use http::header::{HOST, HeaderName, HeaderValue, ORIGIN};
 use serde_json::{Map, Value};
@@ -42,6 +44,19 @@ fn single<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a He
 
 fn trimmed(value: &HeaderValue) -> &[u8] {
     value.as_bytes().trim_ascii()
+}
+
+/// The method and name a request's `Mcp-Method` and `Mcp-Name` headers
+/// announce, read without the body (legacy clients send neither): `None`
+/// without exactly one readable `Mcp-Method`. Nothing here is checked
+/// against the body; [`validate`] does that later.
+pub(crate) fn announced(headers: &HeaderMap) -> Option<(&str, Option<Cow<'_, str>>)> {
+    let method = single(headers, &METHOD).ok()??;
+    let method = std::str::from_utf8(trimmed(method)).ok()?;
+    let name = name_member(method)
+        .and_then(|_| single(headers, &NAME).ok()?)
+        .and_then(|raw| mcp::decode_value(trimmed(raw)).ok());
+    Some((method, name))
 }
 
 /// What the mirrored headers must agree with: the body's values.

@@ -1,9 +1,10 @@
 //! The Streamable HTTP runner, on hyper 1.
 //!
 //! One endpoint accepting POST (HTTP-S-01); GET and DELETE get 405 (legacy
-//! sessions may DELETE themselves, with a token when one is required). Each
-//! request is checked in this order: `Host`/`Origin` (403), a token in the
-//! URL (400), method (405), bearer token (401/503), body size (413),
+//! sessions may DELETE themselves, with a token when one is required; an
+//! unknown session is 404 then). Each request is checked in this order:
+//! `Host`/`Origin` (403), a token in the URL (400), method (405), bearer
+//! token (400 malformed, 401, 503), body size (413),
 //! JSON-RPC envelope (400), mirrored headers (400 + -32020), scopes (403),
 //! then routed. A request whose `_meta` asks for neither progress nor logs is
 //! answered inline with `application/json`; otherwise the answer switches
@@ -53,6 +54,9 @@ use crate::sink::Sink;
 const NOTIFICATION_QUEUE: usize = 64;
 /// How many SSE frames may wait for the socket.
 const FRAME_QUEUE: usize = 16;
+/// The answer to a legacy session id that names no session this principal
+/// may use.
+const UNKNOWN_SESSION: &str = "unknown or expired session; send initialize again";
 
 /// Settings of the HTTP runner.
 #[derive(Clone)]
@@ -426,19 +430,21 @@ impl State {
                 let error = AuthError::InvalidRequest(
                     "access tokens are not accepted in the URL; send them in the Authorization header".into(),
                 );
-                return auth_failure(auth, &error, true, Some(peer));
+                return auth_failure(auth, &error, true, None, Some(peer));
             }
         }
         match *req.method() {
             Method::POST => {}
             Method::DELETE => {
                 // Ending a session is a request like any other.
-                if let Some(auth) = &self.options.auth {
-                    if let Err(r) = authenticate(auth, req.headers(), peer).await {
-                        return r;
-                    }
-                }
-                return self.delete(req.headers());
+                let principal = match &self.options.auth {
+                    None => None,
+                    Some(auth) => match authenticate(auth, req.headers(), peer).await {
+                        Ok(p) => Some(p),
+                        Err(r) => return r,
+                    },
+                };
+                return self.delete(req.headers(), principal.as_ref(), peer);
             }
             _ => {
                 let mut r = refuse(
@@ -505,13 +511,15 @@ impl State {
             }
         };
         match message {
-            Message::Request(request) => self.request(request, &parts.headers, principal).await,
+            Message::Request(request) => {
+                self.request(request, &parts.headers, principal, peer).await
+            }
             Message::Notification(_) => {
                 // HTTP-S-06: accepted, nothing to say.
                 status_only(StatusCode::ACCEPTED)
             }
             Message::Response(response) => {
-                let session = self.session(&parts.headers);
+                let session = self.session(&parts.headers, principal.as_deref(), peer);
                 if session.is_some_and(|s| s.resolve(response)) {
                     status_only(StatusCode::ACCEPTED)
                 } else {
@@ -541,21 +549,45 @@ impl State {
         r
     }
 
-    fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
+    /// The legacy session the request names, if it is live and belongs to
+    /// `principal`. A session opened by another principal is `None`, as an
+    /// unknown one: its id is not a credential, and the 404 that follows
+    /// does not tell whether it exists.
+    fn session(
+        &self,
+        headers: &HeaderMap,
+        principal: Option<&Principal>,
+        peer: SocketAddr,
+    ) -> Option<Arc<Session>> {
         let sessions = self.server.inner.sessions.as_ref()?;
         let id = headers.get(&headers::SESSION_ID)?.to_str().ok()?;
-        sessions.get(id.trim())
+        let session = sessions.get(id.trim())?;
+        if !session.belongs_to(principal) {
+            // Neither the session id nor the token is logged.
+            tracing::debug!(
+                %peer,
+                subject = principal.map_or("", |p| p.subject.as_str()),
+                "refused: the legacy session belongs to another principal; answered as unknown"
+            );
+            return None;
+        }
+        Some(session)
     }
 
-    fn delete(&self, headers: &HeaderMap) -> HttpResponse {
-        if let (Some(sessions), Some(id)) = (
-            self.server.inner.sessions.as_ref(),
-            headers
-                .get(&headers::SESSION_ID)
-                .and_then(|v| v.to_str().ok()),
-        ) {
-            if sessions.remove(id.trim()) {
-                return status_only(StatusCode::OK);
+    /// A legacy client ending its session: 200, or 404 when the session is
+    /// unknown, expired or another principal's; 405 without a session.
+    fn delete(
+        &self,
+        headers: &HeaderMap,
+        principal: Option<&Principal>,
+        peer: SocketAddr,
+    ) -> HttpResponse {
+        if let Some(sessions) = &self.server.inner.sessions {
+            if headers.contains_key(&headers::SESSION_ID) {
+                return match self.session(headers, principal, peer) {
+                    Some(session) if sessions.remove(&session.id) => status_only(StatusCode::OK),
+                    _ => refuse(StatusCode::NOT_FOUND, UNKNOWN_SESSION),
+                };
             }
         }
         let mut r = refuse(
@@ -572,6 +604,7 @@ impl State {
         request: Request,
         headers: &HeaderMap,
         principal: Option<Arc<Principal>>,
+        peer: SocketAddr,
     ) -> HttpResponse {
         let legacy_on = self.server.inner.sessions.is_some();
         let header_version = headers
@@ -591,20 +624,17 @@ impl State {
                 return r;
             }
             if request.method == method::INITIALIZE {
-                return self.initialize(&request);
+                return self.initialize(&request, principal.as_deref());
             }
             if headers.contains_key(&headers::SESSION_ID) {
-                return match self.session(headers) {
+                return match self.session(headers, principal.as_deref(), peer) {
                     Some(session) => self.route(request, principal, Some(session)).await,
                     // Legacy rule: an unknown session is 404.
                     None => fault_response(
                         Some(&request.id),
                         &Fault::new(
                             crate::error::FaultKind::MethodNotFound,
-                            ErrorObject::new(
-                                ErrorCode::InvalidRequest,
-                                "unknown or expired session; send initialize again",
-                            ),
+                            ErrorObject::new(ErrorCode::InvalidRequest, UNKNOWN_SESSION),
                         ),
                     ),
                 };
@@ -634,7 +664,7 @@ impl State {
             name,
         };
         let error = auth.validator.authorize(p, &ask).err()?;
-        Some(auth_failure(auth, &error, true, None))
+        Some(auth_failure(auth, &error, true, None, None))
     }
 
     /// Routes a request through the general path.
@@ -658,8 +688,10 @@ impl State {
         .await
     }
 
-    fn initialize(&self, request: &Request) -> HttpResponse {
-        match self.server.initialize(request.params.as_ref()) {
+    /// A legacy `initialize`: opens a session bound to `principal`.
+    fn initialize(&self, request: &Request, principal: Option<&Principal>) -> HttpResponse {
+        let owner = principal.map(|p| p.subject.clone());
+        match self.server.initialize(request.params.as_ref(), owner) {
             Ok((session, result)) => {
                 let id = session.id.clone();
                 if let Some(sessions) = &self.server.inner.sessions {
@@ -765,7 +797,7 @@ impl State {
                 name: Some(&call.name),
             };
             if let Err(e) = auth.validator.authorize(p, &ask) {
-                return auth_failure(auth, &e, true, None);
+                return auth_failure(auth, &e, true, None, None);
             }
         }
         let id = call.id.clone();
@@ -921,26 +953,19 @@ fn wants_notifications(params: Option<&Value>) -> bool {
         .is_some_and(|m| m.contains_key(PROGRESS_TOKEN) || m.contains_key(LOG_LEVEL))
 }
 
+/// Checks the request's bearer token: the principal, or the refusal.
 async fn authenticate(
     auth: &Auth,
     headers: &HeaderMap,
     peer: SocketAddr,
 ) -> Result<Principal, HttpResponse> {
-    let token = headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, token) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        })
-        .filter(|t| !t.is_empty());
-    let Some(token) = token else {
-        return Err(auth_failure(
-            auth,
-            &AuthError::Unauthorized("a bearer token is required".into()),
-            false,
-            Some(peer),
-        ));
+    let token = match bearer_token(headers) {
+        Ok(Some(token)) => token,
+        Ok(None) => {
+            let error = AuthError::Unauthorized("a bearer token is required".into());
+            return Err(unauthorized(auth, headers, &error, false, peer));
+        }
+        Err(error) => return Err(auth_failure(auth, &error, true, None, Some(peer))),
     };
     // The token itself is never logged, at any level.
     match auth.validator.validate(token).await {
@@ -948,16 +973,83 @@ async fn authenticate(
             tracing::trace!(%peer, subject = %principal.subject, "authenticated");
             Ok(principal)
         }
-        Err(e) => Err(auth_failure(auth, &e, true, Some(peer))),
+        Err(e) => Err(unauthorized(auth, headers, &e, true, peer)),
     }
 }
 
-/// The refusal for `error`: its status, its challenge, a JSON-RPC error
-/// body; logged with the peer when known.
+/// The bearer token of a request. `Ok(None)` when there is none: no
+/// `Authorization` header, or another scheme (RFC 6750 §3.1: a 401 without
+/// an error code). A header that is not `Bearer <token68>` (RFC 6750
+/// §2.1), or more than one, is [`AuthError::InvalidRequest`] (AUTH-S-06).
+/// Error descriptions never quote the header.
+fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, AuthError> {
+    let invalid = |why: &str| Err(AuthError::InvalidRequest(why.to_owned()));
+    let mut values = headers.get_all(AUTHORIZATION).iter();
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return invalid("more than one Authorization header");
+    }
+    let Ok(value) = value.to_str() else {
+        return invalid("the Authorization header is not printable ASCII");
+    };
+    let value = value.trim_matches([' ', '\t']);
+    let (scheme, credentials) = value.split_once([' ', '\t']).unwrap_or((value, ""));
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return Ok(None);
+    }
+    let token = credentials.trim_start_matches([' ', '\t']);
+    if token.is_empty() {
+        return invalid("the Authorization header names the Bearer scheme but carries no token");
+    }
+    if !is_token68(token) {
+        return invalid("the Authorization header is not of the form `Bearer <token68>`");
+    }
+    Ok(Some(token))
+}
+
+/// RFC 7235 token68: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
+fn is_token68(s: &str) -> bool {
+    let body = s.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
+}
+
+/// The refusal of a request without a usable token: the 401's `scope`
+/// names what the validator says this request needs, as far as the
+/// `Mcp-Method` / `Mcp-Name` headers tell (the body is not read for a
+/// caller not yet known), else `scopes_supported` (AUTH-S-03).
+fn unauthorized(
+    auth: &Auth,
+    headers: &HeaderMap,
+    error: &AuthError,
+    had_token: bool,
+    peer: SocketAddr,
+) -> HttpResponse {
+    let needed = match error {
+        AuthError::Unauthorized(_) => {
+            let announced = headers::announced(headers);
+            let request = announced.as_ref().map(|(method, name)| AuthRequest {
+                method,
+                name: name.as_deref(),
+            });
+            auth.validator.scopes_needed(request.as_ref())
+        }
+        _ => None,
+    };
+    auth_failure(auth, error, had_token, needed.as_deref(), Some(peer))
+}
+
+/// The refusal for `error`: its status, its challenge (naming `needed` on
+/// a 401), a JSON-RPC error body; logged with the peer when known.
 fn auth_failure(
     auth: &Auth,
     error: &AuthError,
     had_token: bool,
+    needed: Option<&[String]>,
     peer: Option<SocketAddr>,
 ) -> HttpResponse {
     match peer {
@@ -966,7 +1058,7 @@ fn auth_failure(
     }
     let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::UNAUTHORIZED);
     let mut r = refuse(status, &error.to_string());
-    if let Some(challenge) = auth.metadata.challenge(error, had_token) {
+    if let Some(challenge) = auth.metadata.challenge(error, had_token, needed) {
         if let Ok(v) = HeaderValue::from_str(&challenge) {
             r.headers_mut().insert(WWW_AUTHENTICATE, v);
         }

@@ -287,7 +287,7 @@ impl Shared {
     fn on_request(self: &Arc<Self>, request: Request) {
         let modern = has_modern_meta(request.params.as_ref());
         if request.method == method::INITIALIZE && !modern && self.server.inner.options.legacy {
-            match self.server.initialize(request.params.as_ref()) {
+            match self.server.initialize(request.params.as_ref(), None) {
                 Ok((session, result)) => {
                     *lock(&self.session) = Some(session);
                     self.write_line(frame_result(&request.id, &result));
