@@ -155,6 +155,10 @@ fn login_status_call_logout() {
     let run = sb.run(&["--config", config, "auth", "status", "secure"]);
     assert_eq!(run.code, 3, "{run:?}");
     assert!(run.stderr.contains("not logged in"), "{run:?}");
+    let url = s.mcp.url();
+    let run = sb.run(&["inspect", "--http", &url]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(run.stderr.contains("switchboard auth login"), "{run:?}");
 
     // The login.
     let (login, landed) = log_in(&sb, config, &[]);
@@ -228,6 +232,10 @@ fn login_status_call_logout() {
     let doctor = sb.run(&["--config", config, "doctor"]);
     assert_eq!(doctor.code, 0, "{doctor:?}");
     assert!(doctor.stdout.contains("auth: OAuth login at"), "{doctor:?}");
+    // `inspect` of the same URL uses the login too.
+    let inspect = sb.run(&["inspect", "--http", &url]);
+    assert_eq!(inspect.code, 0, "{inspect:?}");
+    assert!(inspect.stdout.contains("whoami"), "{inspect:?}");
 
     // The token is nowhere but in the store and the header.
     let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
@@ -237,6 +245,7 @@ fn login_status_call_logout() {
         ("call stdout", &call.stdout),
         ("call stderr", &call.stderr),
         ("doctor stdout", &doctor.stdout),
+        ("inspect stdout", &inspect.stdout),
         ("audit log", &audit),
     ] {
         assert!(!text.contains(&token), "the access token is in the {what}");
