@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::config::BreakerConfig;
+use crate::reason::Reason;
 
 /// What the breaker says about a call about to be made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +26,7 @@ pub(crate) enum Admission {
         /// Time until the next probe.
         retry_in: Duration,
         /// Why it tripped.
-        reason: String,
+        reason: Reason,
     },
 }
 
@@ -39,15 +40,15 @@ pub(crate) enum BreakerStatus {
         /// Time until the next probe (zero when a probe is due or running).
         retry_in: Duration,
         /// Why it tripped.
-        reason: String,
+        reason: Reason,
     },
 }
 
 #[derive(Debug, Clone)]
 enum State {
     Closed { failures: u32 },
-    Open { until: Instant, reason: String },
-    Probing { since: Instant, reason: String },
+    Open { until: Instant, reason: Reason },
+    Probing { since: Instant, reason: Reason },
 }
 
 /// One server's breaker.
@@ -98,7 +99,7 @@ impl Breaker {
 
     /// Records how an admitted call went: `Some(reason)` for a transport
     /// failure or timeout, `None` for any answer from the server.
-    pub(crate) fn record(&mut self, failure: Option<&str>, now: Instant) {
+    pub(crate) fn record(&mut self, failure: Option<&Reason>, now: Instant) {
         let Some(reason) = failure else {
             self.state = State::Closed { failures: 0 };
             return;
@@ -111,7 +112,8 @@ impl Breaker {
         self.state = if failures >= self.config.failures {
             State::Open {
                 until: now + self.config.cooldown,
-                reason: format!("{failures} consecutive failures, the last: {reason}"),
+                reason: Reason::ours(format!("{failures} consecutive failures, the last: "))
+                    .then(reason),
             }
         } else {
             State::Closed { failures }
@@ -148,17 +150,20 @@ mod tests {
     fn trips_after_n_consecutive_failures_only() {
         let now = Instant::now();
         let mut b = breaker();
-        b.record(Some("timeout"), now);
-        b.record(Some("timeout"), now);
+        b.record(Some(&Reason::ours("timeout")), now);
+        b.record(Some(&Reason::ours("timeout")), now);
         b.record(None, now); // an answer resets the count
-        b.record(Some("timeout"), now);
-        b.record(Some("timeout"), now);
+        b.record(Some(&Reason::ours("timeout")), now);
+        b.record(Some(&Reason::ours("timeout")), now);
         assert_eq!(b.admit(now), Admission::Go);
-        b.record(Some("timeout"), now);
+        b.record(Some(&Reason::ours("timeout")), now);
         match b.admit(now + Duration::from_secs(4)) {
             Admission::Refuse { retry_in, reason } => {
                 assert_eq!(retry_in, Duration::from_secs(6));
-                assert!(reason.contains("3 consecutive failures"), "{reason}");
+                assert!(
+                    reason.plain().contains("3 consecutive failures"),
+                    "{reason}"
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -169,13 +174,13 @@ mod tests {
         let t0 = Instant::now();
         let mut b = breaker();
         for _ in 0..3 {
-            b.record(Some("closed"), t0);
+            b.record(Some(&Reason::ours("closed")), t0);
         }
         let t1 = t0 + Duration::from_secs(10);
         assert_eq!(b.admit(t1), Admission::Probe);
         // Only one probe at a time.
         assert!(matches!(b.admit(t1), Admission::Refuse { .. }));
-        b.record(Some("closed"), t1);
+        b.record(Some(&Reason::ours("closed")), t1);
         assert!(matches!(
             b.admit(t1 + Duration::from_secs(9)),
             Admission::Refuse { .. }
@@ -192,7 +197,7 @@ mod tests {
         let t0 = Instant::now();
         let mut b = breaker();
         for _ in 0..3 {
-            b.record(Some("x"), t0);
+            b.record(Some(&Reason::ours("x")), t0);
         }
         let t1 = t0 + Duration::from_secs(10);
         assert_eq!(b.admit(t1), Admission::Probe);

@@ -26,6 +26,7 @@ use crate::config::{Config, ConfigEditError, add_allow_rule};
 use crate::gate::{self, Verdict};
 use crate::permission::{Pattern, Rule, RuleKind};
 use crate::pins::{PinState, Pins, PinsError};
+use crate::reason::Reason;
 use crate::sanitize;
 use crate::server::{ConnectOptions, Down, DownCause, Link, Server, dropped_of};
 use crate::table::{DroppedTool, ServerTools, TableEntry, ToolTable};
@@ -198,7 +199,10 @@ pub struct ServerReport {
     pub transport: &'static str,
     /// Up, down, tripped or disabled.
     pub status: ServerStatus,
-    /// Why it is down or tripped.
+    /// Why it is down or tripped, for people. It can quote the server (an
+    /// HTTP body, stderr lines, a JSON-RPC error message): invisible
+    /// characters are removed, but nothing marks the quote, so it is not
+    /// for a model; [`Host::outage_text`] is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Whether it is down for want of authorization: it needs an OAuth
@@ -479,7 +483,7 @@ impl Host {
             .iter()
             .map(|s| {
                 let status = self.status_of(s);
-                let reason = self.reason(s, status);
+                let reason = self.reason(s, status).map(|r| r.plain());
                 let state = s.state();
                 let description = state.description.clone();
                 let auth_required = matches!(status, ServerStatus::Down | ServerStatus::NeedsLogin)
@@ -510,15 +514,21 @@ impl Host {
     }
 
     /// Outages in plain words, for the model's system prompt (and the
-    /// user); `None` when every enabled server is up.
+    /// user); `None` when every enabled server is up. What a reason quotes
+    /// from a server (an HTTP body, stderr lines, an error message) is
+    /// inside boundary markers naming the server, cleaned of invisible
+    /// characters (DESIGN.md item 8); the host's own words are outside.
     pub fn outage_text(&self) -> Option<String> {
         let mut lines = Vec::new();
         let table = self.table();
         for s in &self.inner.servers {
             let status = self.status_of(s);
-            let reason = self.reason(s, status).unwrap_or_default();
-            let has_tools = table.of(s.alias()).next().is_some();
             let alias = s.alias();
+            let reason = self
+                .reason(s, status)
+                .map(|r| r.for_model(alias))
+                .unwrap_or_default();
+            let has_tools = table.of(s.alias()).next().is_some();
             match status {
                 ServerStatus::Up | ServerStatus::Disabled => {}
                 ServerStatus::Down if s.state().down.as_ref().is_some_and(Down::auth_required) => {
@@ -790,8 +800,9 @@ impl Host {
         if let Admission::Refuse { retry_in, reason } = admission {
             record.outcome = Outcome::Breaker;
             return host_error(&format!(
-                "Server {alias} is paused after repeated failures ({reason}). Calls to its tools are refused for about {} more seconds; \
+                "Server {alias} is paused after repeated failures ({}). Calls to its tools are refused for about {} more seconds; \
                  use other tools meanwhile or tell the user.",
+                reason.for_model(&alias),
                 retry_in.as_secs().max(1)
             ));
         }
@@ -810,7 +821,7 @@ impl Host {
                     return host_error(&format!(
                         "Server {alias} refused authorization: {}. Its tool {original} could not be called; \
                          tell the user that the server's credentials need attention.",
-                        untrusted(&alias, &down.reason)
+                        down.reason.for_model(&alias)
                     ));
                 }
                 Err(down) => {
@@ -819,7 +830,7 @@ impl Host {
                     return host_error(&format!(
                         "Server {alias} is not available: {}. Its tool {original} could not be called; \
                          use other tools or tell the user.",
-                        untrusted(&alias, &down.reason)
+                        down.reason.for_model(&alias)
                     ));
                 }
             },
@@ -888,7 +899,7 @@ impl Host {
                 .and_then(TransportError::http_status);
             if status != Some(403) {
                 server.set_down(Down {
-                    reason: error.to_string(),
+                    reason: Reason::quoted(error.to_string()),
                     cause: DownCause::Unauthorized,
                 });
             }
@@ -901,7 +912,10 @@ impl Host {
         if error.is_timeout() {
             record.outcome = Outcome::Timeout;
             server.breaker().record(
-                Some(&format!("timed out after {} ms", timeout.as_millis())),
+                Some(&Reason::ours(format!(
+                    "timed out after {} ms",
+                    timeout.as_millis()
+                ))),
                 now,
             );
             return host_error(&format!(
@@ -912,15 +926,15 @@ impl Host {
         }
         if let Some(transport) = error.transport_error() {
             record.outcome = Outcome::Transport;
-            let reason = transport.to_string();
+            let reason = Reason::quoted(transport.to_string());
             server.breaker().record(Some(&reason), now);
+            let said = reason.for_model(alias);
             if transport.is_closed() {
-                server.set_down(Down::failed(reason.clone()));
+                server.set_down(Down::failed(reason));
             }
             return host_error(&format!(
-                "Server {alias} could not complete the call of {original}: {}. \
-                 Use other tools meanwhile or tell the user.",
-                sanitize::wrap(alias, None, &sanitize::strip_invisible(&reason))
+                "Server {alias} could not complete the call of {original}: {said}. \
+                 Use other tools meanwhile or tell the user."
             ));
         }
         // The server answered: it is alive, whatever it said.
@@ -934,7 +948,7 @@ impl Host {
         };
         host_error(&format!(
             "Server {alias} rejected the call of {original} with a protocol error: {}. {advice}",
-            sanitize::wrap(alias, None, &sanitize::strip_invisible(&error.to_string()))
+            untrusted(alias, &error.to_string())
         ))
     }
 
@@ -1019,25 +1033,25 @@ impl Host {
         }
     }
 
-    fn reason(&self, server: &Server, status: ServerStatus) -> Option<String> {
+    fn reason(&self, server: &Server, status: ServerStatus) -> Option<Reason> {
         match status {
             ServerStatus::Up => None,
-            ServerStatus::Disabled => Some("disabled in the config".into()),
+            ServerStatus::Disabled => Some(Reason::ours("disabled in the config")),
             ServerStatus::Down | ServerStatus::NeedsLogin => Some(
                 server
                     .state()
                     .down
                     .as_ref()
-                    .map_or_else(|| "not connected".into(), |d| d.reason.clone()),
+                    .map_or_else(|| Reason::ours("not connected"), |d| d.reason.clone()),
             ),
             ServerStatus::Tripped => match server.breaker().status(Instant::now()) {
                 BreakerStatus::Tripped { retry_in, reason } if retry_in.is_zero() => {
-                    Some(format!("{reason}; a probe call is due"))
+                    Some(reason.then_ours("; a probe call is due"))
                 }
-                BreakerStatus::Tripped { retry_in, reason } => Some(format!(
-                    "{reason}; calls resume in about {} s",
+                BreakerStatus::Tripped { retry_in, reason } => Some(reason.then_ours(format!(
+                    "; calls resume in about {} s",
                     retry_in.as_secs().max(1)
-                )),
+                ))),
                 BreakerStatus::Closed => None,
             },
         }
@@ -1059,7 +1073,10 @@ impl Host {
         };
         let alias = server.alias();
         let status = self.status_of(&server);
-        let reason = self.reason(&server, status).unwrap_or_default();
+        let reason = self
+            .reason(&server, status)
+            .map(|r| r.for_model(alias))
+            .unwrap_or_default();
         let auth_required = server
             .state()
             .down
@@ -1085,7 +1102,7 @@ impl Host {
                 format!(
                     "Server {alias} refused authorization ({}), so {local_name} cannot be called. \
                      Tell the user that the server's credentials need attention; do not retry.",
-                    untrusted(alias, &reason)
+                    reason
                 ),
             ),
             ServerStatus::Down => (
@@ -1093,7 +1110,7 @@ impl Host {
                 format!(
                     "Server {alias} is down ({}), so {local_name} cannot be called. \
                      Use other tools meanwhile or tell the user; do not retry in a loop.",
-                    untrusted(alias, &reason)
+                    reason
                 ),
             ),
             ServerStatus::Tripped => (
@@ -1101,7 +1118,7 @@ impl Host {
                 format!(
                     "Server {alias} is paused after repeated failures ({}), so {local_name} cannot be called now. \
                      Use other tools meanwhile or tell the user.",
-                    untrusted(alias, &reason)
+                    reason
                 ),
             ),
         };
@@ -1189,7 +1206,7 @@ impl Host {
             }
         }
         if self.is_shut_down() {
-            return Err(Down::failed("the host has shut down"));
+            return Err(Down::failed(Reason::ours("the host has shut down")));
         }
         match server.connect(&self.inner.connect).await {
             Ok((link, listing)) => {

@@ -62,6 +62,7 @@ pub mod gate;
 mod host;
 pub mod permission;
 pub mod pins;
+mod reason;
 pub mod sanitize;
 mod server;
 pub mod table;

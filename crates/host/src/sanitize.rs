@@ -1,7 +1,7 @@
 //! Server-supplied text on its way to the model (DESIGN.md item 8).
 //!
-//! Text a server wrote (tool descriptions, schema descriptions, results) is
-//! untrusted. Before the model sees it:
+//! Text a server wrote (tool descriptions, schema descriptions, results, and
+//! what outage reasons quote from it) is untrusted. Before the model sees it:
 //! - characters a person reading the text cannot see are removed: zero-width
 //!   characters, bidirectional controls, Unicode tag characters (which can
 //!   spell hidden ASCII), variation selectors, other format and control

@@ -23,6 +23,8 @@ use tokio::time::Instant;
 use crate::auth;
 use crate::breaker::Breaker;
 use crate::config::{BreakerConfig, ServerConfig, TransportConfig};
+use crate::reason::Reason;
+use crate::sanitize;
 use crate::table::DroppedTool;
 
 /// How many stderr lines a down server's reason quotes.
@@ -41,8 +43,8 @@ pub(crate) struct Link {
 /// Why a server is down.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Down {
-    /// In words, for people and the model.
-    pub(crate) reason: String,
+    /// In words: the host's, and what it quotes from the server.
+    pub(crate) reason: Reason,
     /// What kind of outage it is.
     pub(crate) cause: DownCause,
 }
@@ -60,9 +62,9 @@ pub(crate) enum DownCause {
 
 impl Down {
     /// An outage of the plain kind.
-    pub(crate) fn failed(reason: impl Into<String>) -> Down {
+    pub(crate) fn failed(reason: Reason) -> Down {
         Down {
-            reason: reason.into(),
+            reason,
             cause: DownCause::Failed,
         }
     }
@@ -70,7 +72,7 @@ impl Down {
     /// A server that wants an OAuth login no one could make from here.
     pub(crate) fn needs_login(alias: &str) -> Down {
         Down {
-            reason: auth::needs_login_reason(alias),
+            reason: Reason::ours(auth::needs_login_reason(alias)),
             cause: DownCause::NeedsLogin,
         }
     }
@@ -183,7 +185,10 @@ impl Server {
                     .stdio
                     .as_ref()
                     .and_then(StdioTransport::closed)
-                    .map_or_else(|| "the connection closed".to_owned(), |e| e.to_string());
+                    .map_or_else(
+                        || Reason::ours("the connection closed"),
+                        |e| Reason::quoted(e.to_string()),
+                    );
                 remember_stdio(&mut state, link.stdio.as_ref());
                 state.link = None;
                 state.down = Some(Down::failed(reason));
@@ -258,10 +263,10 @@ impl Server {
         let attempt = self.connect_inner(options, &mut stdio_handle, &mut auth);
         let result = match tokio::time::timeout(self.startup_timeout, attempt).await {
             Ok(result) => result,
-            Err(_) => Err(Down::failed(format!(
+            Err(_) => Err(Down::failed(Reason::ours(format!(
                 "did not start and list its tools within {} ms",
                 self.startup_timeout.as_millis()
-            ))),
+            )))),
         };
         let mut down = match result {
             Ok(ok) => return Ok(ok),
@@ -278,15 +283,21 @@ impl Server {
             state.last_junk = stdio.junk_lines();
             drop(state);
             let tail: Vec<&String> = tail.iter().rev().take(REASON_STDERR_LINES).rev().collect();
-            if !tail.is_empty() && !tail.iter().all(|l| down.reason.contains(l.as_str())) {
-                down.reason.push_str("; its last stderr lines: ");
-                down.reason.push_str(
-                    &tail
-                        .iter()
-                        .map(|l| l.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" | "),
-                );
+            let said = down.reason.plain();
+            if !tail.is_empty()
+                && !tail
+                    .iter()
+                    .all(|l| said.contains(sanitize::strip_invisible(l).as_ref()))
+            {
+                let lines = tail
+                    .iter()
+                    .map(|l| l.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                down.reason = down
+                    .reason
+                    .then_ours("; its last stderr lines: ")
+                    .then_quoted(lines);
             }
         }
         // Dropping the handle (and the client) stops the process.
@@ -317,7 +328,7 @@ impl Server {
                 cfg.shutdown_grace = options.shutdown_grace;
                 let transport = StdioTransport::spawn(cfg)
                     .await
-                    .map_err(|e| Down::failed(e.to_string()))?;
+                    .map_err(|e| Down::failed(Reason::quoted(e.to_string())))?;
                 *stdio_handle = Some(transport.clone());
                 Client::builder(&alias, transport)
             }
@@ -330,7 +341,9 @@ impl Server {
                     builder = builder.auth(Arc::new(auth.clone()));
                     *auth_handle = Some(auth);
                 }
-                let transport = builder.build().map_err(|e| Down::failed(e.to_string()))?;
+                let transport = builder
+                    .build()
+                    .map_err(|e| Down::failed(Reason::quoted(e.to_string())))?;
                 Client::builder(
                     &alias,
                     HeaderAudit {
@@ -382,9 +395,11 @@ impl Server {
         if let Some(agent) = &options.user_agent {
             config = config.user_agent(agent.clone());
         }
-        OAuthProvider::new(config)
-            .map(Some)
-            .map_err(|e| Down::failed(format!("its OAuth client cannot be set up: {e}")))
+        OAuthProvider::new(config).map(Some).map_err(|e| {
+            Down::failed(
+                Reason::ours("its OAuth client cannot be set up: ").then_quoted(e.to_string()),
+            )
+        })
     }
 }
 
@@ -416,7 +431,7 @@ pub(crate) fn describe(e: &ClientError) -> String {
 /// authorization layer could not get past is about authorization.
 fn down_of(e: &ClientError) -> Down {
     Down {
-        reason: describe(e),
+        reason: Reason::quoted(describe(e)),
         cause: if e.is_auth_failure() {
             DownCause::Unauthorized
         } else {

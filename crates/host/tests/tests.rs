@@ -14,5 +14,6 @@ mod config;
 mod gate;
 mod mount;
 mod naming;
+mod outage;
 mod pins;
 mod supervision;
