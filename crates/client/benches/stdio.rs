@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use switchboard_client::{Client, EraPolicy, StdioConfig, StdioTransport};
 use switchboard_wire::types::JsonObject;
 use tokio::task::JoinSet;
@@ -64,8 +63,12 @@ fn parse() -> Result<Opts, String> {
     Ok(o)
 }
 
+/// The arguments every call sends, built the way a caller would: one map,
+/// not a `json!` value copied into one.
 fn arguments() -> Option<JsonObject> {
-    json!({"text": "hi"}).as_object().cloned()
+    let mut arguments = JsonObject::with_capacity(1);
+    arguments.insert("text".into(), "hi".into());
+    Some(arguments)
 }
 
 async fn call(client: &Client) -> Duration {

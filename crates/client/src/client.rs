@@ -118,8 +118,9 @@ struct Session {
     era: Era,
     version: String,
     /// `_meta` keys every request carries (modern: version, capabilities,
-    /// client info; legacy: none), built once.
-    base_meta: JsonObject,
+    /// client info; legacy: none), built once and shared by every request
+    /// ([`Request::with_shared_meta`]), never copied.
+    base_meta: Arc<JsonObject>,
 }
 
 impl Client {
@@ -592,26 +593,34 @@ impl Client {
         Ok(out)
     }
 
-    /// Places `_meta` on `params`: the session's keys, then the call's.
-    fn build_params(
+    /// The request with its `_meta`: the session's keys (shared), then the
+    /// call's.
+    fn build_request(
         &self,
         session: &Session,
+        id: RequestId,
+        method: &str,
         mut params: JsonObject,
         options: &CallOptions,
         progress: Option<&RequestId>,
-    ) -> Value {
-        // The session's keys first, cloned in one go (the hot path); then
-        // the call's keys and the caller's own `_meta`, where they do not
-        // clash with ours.
-        let mut meta = session.base_meta.clone();
+    ) -> Request {
+        // Only this request's keys go in `params._meta`: the session's are
+        // shared with every request, and the call's keys
+        // and the caller's own `_meta` never override them.
+        let base = &session.base_meta;
+        let mut meta = JsonObject::new();
         if let Some(extra) = &options.meta {
             for (k, v) in extra {
-                meta.entry(k.as_str()).or_insert_with(|| v.clone());
+                if !base.contains_key(k) {
+                    meta.entry(k.as_str()).or_insert_with(|| v.clone());
+                }
             }
         }
         if let Some(Value::Object(caller)) = params.remove("_meta") {
             for (k, v) in caller {
-                meta.entry(k).or_insert(v);
+                if !base.contains_key(&k) {
+                    meta.entry(k).or_insert(v);
+                }
             }
         }
         if session.era == Era::Modern {
@@ -631,7 +640,12 @@ impl Client {
         if !meta.is_empty() {
             params.insert("_meta".into(), Value::Object(meta));
         }
-        Value::Object(params)
+        let request = Request::new(id, method, Some(Value::Object(params)));
+        if session.base_meta.is_empty() {
+            request
+        } else {
+            request.with_shared_meta(Arc::clone(&session.base_meta))
+        }
     }
 
     /// One request, one response: the raw result value, or the error.
@@ -677,9 +691,9 @@ impl Client {
         let session = self.session();
         let id = self.next_id();
         let progress = options.on_progress.as_ref().map(|_| id.clone());
-        let params = self.build_params(&session, params, options, progress.as_ref());
+        let request = self.build_request(&session, id, method, params, options, progress.as_ref());
         Outgoing {
-            request: Arc::new(Request::new(id, method, Some(params))),
+            request: Arc::new(request),
             param_headers,
             sink: self.request_sink(options),
         }
@@ -1052,7 +1066,7 @@ impl Client {
         Session {
             era: Era::Modern,
             version: version.to_owned(),
-            base_meta,
+            base_meta: Arc::new(base_meta),
         }
     }
 
@@ -1062,7 +1076,7 @@ impl Client {
         self.set_session(Session {
             era: Era::Legacy,
             version: version::LEGACY.to_owned(),
-            base_meta: JsonObject::new(),
+            base_meta: Arc::default(),
         });
         let mut params = JsonObject::new();
         params.insert("protocolVersion".into(), Value::from(version::LEGACY));
@@ -1091,7 +1105,7 @@ impl Client {
         self.set_session(Session {
             era: Era::Legacy,
             version: result.protocol_version.clone(),
-            base_meta: JsonObject::new(),
+            base_meta: Arc::default(),
         });
         debug!(server = %self.inner.name, version = %result.protocol_version, "legacy server");
         if let Ok(mut d) = self.inner.description.write() {
@@ -1116,9 +1130,10 @@ impl Client {
         sink: NotificationSink,
     ) -> Outgoing {
         let session = self.session();
-        let params = self.build_params(&session, params, &CallOptions::default(), None);
+        let request =
+            self.build_request(&session, id, method, params, &CallOptions::default(), None);
         Outgoing {
-            request: Arc::new(Request::new(id, method, Some(params))),
+            request: Arc::new(request),
             param_headers: Vec::new(),
             sink: Some(sink),
         }
@@ -1210,7 +1225,7 @@ impl ClientBuilder {
             session: RwLock::new(Arc::new(Session {
                 era: Era::Modern,
                 version: version::LATEST.to_owned(),
-                base_meta: JsonObject::new(),
+                base_meta: Arc::default(),
             })),
             description: RwLock::new(None),
             header_params: Mutex::new(HashMap::new()),

@@ -176,7 +176,8 @@ impl Server {
             id,
             method,
             mut params,
-        } = request;
+            ..
+        } = request.with_meta_inlined();
         let meta = Arc::new(match &incoming.session {
             Some(s) => s.meta(params.as_ref()),
             None => match take_meta(&mut params) {

@@ -6,11 +6,12 @@
 //! or `error` with an `id` is a response.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error_code::ErrorCode;
 
@@ -99,8 +100,14 @@ pub struct Request {
     pub id: RequestId,
     /// The method name, e.g. `tools/call`.
     pub method: String,
-    /// The params object; `None` when absent.
+    /// The params object; `None` when absent. Its `_meta` holds this
+    /// request's own members; see [`Request::with_shared_meta`] for the
+    /// members it shares with other requests.
     pub params: Option<Value>,
+    /// `_meta` members shared with other requests (a client session's
+    /// protocol version, capabilities and info), written into
+    /// `params._meta` when the request is serialised. Never set by parsing.
+    shared_meta: Option<Arc<Map<String, Value>>>,
 }
 
 /// A JSON-RPC notification: a message without an id that is never answered.
@@ -188,7 +195,53 @@ impl Request {
             id: id.into(),
             method: method.into(),
             params,
+            shared_meta: None,
         }
+    }
+
+    /// The same request with `_meta` members shared with other requests:
+    /// they are written into `params._meta` on serialisation, before the
+    /// request's own members, so a client sends its session's members on
+    /// every request without copying them into each one. A member the
+    /// request's own `_meta` also has is written once, from its own.
+    #[must_use]
+    pub fn with_shared_meta(mut self, meta: Arc<Map<String, Value>>) -> Self {
+        self.shared_meta = Some(meta);
+        self
+    }
+
+    /// The shared `_meta` members, if any ([`Request::with_shared_meta`]).
+    pub fn shared_meta(&self) -> Option<&Map<String, Value>> {
+        self.shared_meta.as_deref()
+    }
+
+    /// The `_meta` member `key` as it goes on the wire: the request's own,
+    /// else the shared one.
+    pub fn meta(&self, key: &str) -> Option<&Value> {
+        let own = self
+            .params
+            .as_ref()
+            .and_then(|p| p.get(crate::meta::META))
+            .and_then(|m| m.get(key));
+        own.or_else(|| self.shared_meta.as_ref().and_then(|s| s.get(key)))
+    }
+
+    /// The same request with the shared `_meta` members moved into
+    /// `params._meta`, as a server reading it from the wire would see it.
+    #[must_use]
+    pub fn with_meta_inlined(mut self) -> Self {
+        let Some(shared) = self.shared_meta.take() else {
+            return self;
+        };
+        let params = self.params.get_or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(params) = params {
+            let mut meta = Arc::unwrap_or_clone(shared);
+            if let Some(Value::Object(own)) = params.remove(crate::meta::META) {
+                meta.extend(own);
+            }
+            params.insert(crate::meta::META.to_owned(), Value::Object(meta));
+        }
+        self
     }
 }
 
@@ -347,8 +400,75 @@ impl Serialize for Request {
         map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
         map.serialize_entry("id", &self.id)?;
         map.serialize_entry("method", &self.method)?;
-        if let Some(params) = &self.params {
-            map.serialize_entry("params", params)?;
+        match (&self.params, &self.shared_meta) {
+            (None, None) => {}
+            (Some(params), None) => map.serialize_entry("params", params)?,
+            (None, Some(shared)) => map.serialize_entry(
+                "params",
+                &ParamsWithSharedMeta {
+                    params: &Map::new(),
+                    shared,
+                },
+            )?,
+            (Some(Value::Object(params)), Some(shared)) => {
+                map.serialize_entry("params", &ParamsWithSharedMeta { params, shared })?;
+            }
+            // Array params have no `_meta` to share.
+            (Some(params), Some(_)) => map.serialize_entry("params", params)?,
+        }
+        map.end()
+    }
+}
+
+/// Object params with the shared `_meta` members written into their
+/// `_meta` (appended when they have none).
+struct ParamsWithSharedMeta<'a> {
+    params: &'a Map<String, Value>,
+    shared: &'a Map<String, Value>,
+}
+
+impl Serialize for ParamsWithSharedMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        let mut wrote_meta = false;
+        for (key, value) in self.params {
+            match value {
+                Value::Object(own) if key == crate::meta::META => {
+                    wrote_meta = true;
+                    map.serialize_entry(
+                        key,
+                        &MergedMeta {
+                            shared: self.shared,
+                            own,
+                        },
+                    )?;
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        if !wrote_meta {
+            map.serialize_entry(crate::meta::META, self.shared)?;
+        }
+        map.end()
+    }
+}
+
+/// Shared `_meta` members, then the request's own (which win on a clash).
+struct MergedMeta<'a> {
+    shared: &'a Map<String, Value>,
+    own: &'a Map<String, Value>,
+}
+
+impl Serialize for MergedMeta<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in self.shared {
+            if !self.own.contains_key(key) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        for (key, value) in self.own {
+            map.serialize_entry(key, value)?;
         }
         map.end()
     }
@@ -430,7 +550,7 @@ impl RawMessage {
         if let Some(method) = self.method {
             return match (self.id, id) {
                 (None, _) => Ok(Message::Notification(Notification { method, params })),
-                (Some(_), Some(id)) => Ok(Message::Request(Request { id, method, params })),
+                (Some(_), Some(id)) => Ok(Message::Request(Request::new(id, method, params))),
                 (Some(_), None) => Err(MessageError::Invalid {
                     reason: "a request id must not be null",
                     id: None,
@@ -568,5 +688,64 @@ mod tests {
             r.to_vec(),
             br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
         );
+    }
+
+    fn shared() -> Arc<Map<String, Value>> {
+        match json!({"protocolVersion": "2026-07-28", "clientInfo": {"name": "c", "version": "1"}})
+        {
+            Value::Object(m) => Arc::new(m),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn shared_meta_is_written_into_params_meta() {
+        // Own members follow the shared ones; params keep their order.
+        let r = Request::new(
+            1,
+            "tools/call",
+            Some(json!({"name": "t", "_meta": {"progressToken": 1}, "arguments": {}})),
+        )
+        .with_shared_meta(shared());
+        assert_eq!(
+            String::from_utf8(serde_json::to_vec(&r).unwrap()).unwrap(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"protocolVersion":"2026-07-28","clientInfo":{"name":"c","version":"1"},"progressToken":1},"arguments":{}}}"#
+        );
+        // No `_meta` of its own: appended; no params at all: the only member.
+        let r =
+            Request::new(2, "tools/list", Some(json!({"cursor": "x"}))).with_shared_meta(shared());
+        assert_eq!(
+            serde_json::to_value(&r).unwrap()["params"],
+            json!({"cursor": "x", "_meta": {"protocolVersion": "2026-07-28", "clientInfo": {"name": "c", "version": "1"}}})
+        );
+        let r = Request::new(3, "server/discover", None).with_shared_meta(shared());
+        assert_eq!(
+            serde_json::to_value(&r).unwrap()["params"],
+            json!({"_meta": {"protocolVersion": "2026-07-28", "clientInfo": {"name": "c", "version": "1"}}})
+        );
+    }
+
+    #[test]
+    fn own_meta_wins_over_shared_and_inlining_matches_the_wire() {
+        let r = Request::new(
+            1,
+            "tools/call",
+            Some(json!({"_meta": {"protocolVersion": "2025-01-01", "k": true}})),
+        )
+        .with_shared_meta(shared());
+        let wire = serde_json::to_value(&r).unwrap();
+        assert_eq!(wire["params"]["_meta"]["protocolVersion"], "2025-01-01");
+        assert_eq!(r.meta("protocolVersion"), Some(&json!("2025-01-01")));
+        assert_eq!(
+            r.meta("clientInfo"),
+            Some(&json!({"name": "c", "version": "1"}))
+        );
+        assert_eq!(r.meta("absent"), None);
+        let inlined = r.clone().with_meta_inlined();
+        assert!(inlined.shared_meta().is_none());
+        assert_eq!(serde_json::to_value(&inlined).unwrap(), wire);
+        // What a server parses back is the inlined request.
+        let parsed = Message::from_slice(&serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(parsed, Message::Request(inlined));
     }
 }

@@ -425,7 +425,7 @@ impl Inner {
             sink,
         } = outgoing;
         let mut headers = request_headers(&request.method, request.params.as_ref())?;
-        if let Some(version) = body_version(request.params.as_ref()) {
+        if let Some(version) = request.meta(meta::PROTOCOL_VERSION).and_then(Value::as_str) {
             headers.insert(h::PROTOCOL_VERSION, version_value(version)?);
         }
         for (name, value) in &param_headers {
