@@ -818,6 +818,7 @@ impl Host {
                 }
                 Err(down) if down.auth_required() => {
                     record.outcome = Outcome::AuthRequired;
+                    let original = sanitize::inline_name(&original);
                     return host_error(&format!(
                         "Server {alias} refused authorization: {}. Its tool {original} could not be called; \
                          tell the user that the server's credentials need attention.",
@@ -827,6 +828,7 @@ impl Host {
                 Err(down) => {
                     server.breaker().record(Some(&down.reason), Instant::now());
                     record.outcome = Outcome::Transport;
+                    let original = sanitize::inline_name(&original);
                     return host_error(&format!(
                         "Server {alias} is not available: {}. Its tool {original} could not be called; \
                          use other tools or tell the user.",
@@ -884,6 +886,8 @@ impl Host {
     ) -> CallToolResult {
         let alias = server.alias();
         let now = Instant::now();
+        // The server chose this name: shown inline, it must carry no markers.
+        let original = &sanitize::inline_name(original);
         // Authorization first: a login that is needed, or a refusal.
         if error.is_auth_failure() {
             record.outcome = Outcome::AuthRequired;

@@ -108,6 +108,17 @@ pub fn escape_markers(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A name the server chose (a tool's original name), made safe to show
+/// inline in the host's own text: invisible and control characters
+/// removed, boundary markers escaped. Plain names come back unchanged.
+pub fn inline_name(name: &str) -> String {
+    let visible: String = strip_invisible(name)
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    escape_markers(&visible).into_owned()
+}
+
 /// Wraps server text in boundary markers naming `alias` (and the tool, for
 /// results), escaping markers inside.
 pub fn wrap(alias: &str, tool: Option<&str>, text: &str) -> String {
