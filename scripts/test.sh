@@ -10,7 +10,7 @@ echo "== unit and integration tests"
 if command -v cargo-nextest >/dev/null; then
   cargo nextest run --workspace --locked --no-fail-fast
 else
-  cargo test --workspace --locked --no-fail-fast --all-targets
+  cargo test --workspace --locked --no-fail-fast
 fi
 echo "== doc tests"
 cargo test --workspace --locked --doc
