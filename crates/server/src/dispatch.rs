@@ -126,16 +126,38 @@ fn unknown_tool(name: &str) -> Fault {
     ))
 }
 
-/// Frames a result as a JSON-RPC response.
-pub(crate) fn frame_result(id: &RequestId, result: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(result.len() + 40);
-    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    // Ids are strings or integers; both serialize infallibly.
+/// Frames a result as a JSON-RPC response, in a buffer with room for
+/// exactly `spare` more bytes: a buffer filled to its capacity becomes a
+/// `Bytes` without another allocation.
+pub(crate) fn frame_result(id: &RequestId, result: &[u8], spare: usize) -> Vec<u8> {
+    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+    const MIDDLE: &[u8] = b",\"result\":";
+    // Ids are strings or integers; both serialize infallibly, and alike
+    // twice: once to size the buffer, once to fill it.
+    let mut id_len = ByteCount(0);
+    let _ = serde_json::to_writer(&mut id_len, id);
+    let mut out =
+        Vec::with_capacity(HEAD.len() + id_len.0 + MIDDLE.len() + result.len() + 1 + spare);
+    out.extend_from_slice(HEAD);
     let _ = serde_json::to_writer(&mut out, id);
-    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(MIDDLE);
     out.extend_from_slice(result);
     out.push(b'}');
     out
+}
+
+/// A writer that only counts what it is given.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Frames an error as a JSON-RPC response.

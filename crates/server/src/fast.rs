@@ -59,9 +59,10 @@ struct Params<'a> {
 struct Meta {
     #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
     protocol_version: String,
-    // Boxed: the struct is large and serde moves values up the stack.
+    // Read as a map, as the general path does: the common `{}` then costs
+    // nothing, where the struct's flattened `extra` would buffer it.
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    client_capabilities: Box<ClientCapabilities>,
+    client_capabilities: Map<String, Value>,
     #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
     client_info: Option<Implementation>,
     #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
@@ -82,9 +83,16 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
         return None;
     }
     let m = e.params.meta;
+    // Like `RequestMeta::from_meta_object`; anything it would refuse goes
+    // to the general path, which says why.
+    let client_capabilities = if m.client_capabilities.is_empty() {
+        ClientCapabilities::default()
+    } else {
+        ClientCapabilities::deserialize(Value::Object(m.client_capabilities)).ok()?
+    };
     let meta = Arc::new(RequestMeta {
         protocol_version: m.protocol_version,
-        client_capabilities: *m.client_capabilities,
+        client_capabilities,
         client_info: m.client_info,
         log_level: m.log_level,
         progress_token: m.progress_token,

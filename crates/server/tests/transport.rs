@@ -110,6 +110,95 @@ async fn body_size_limit() {
     http.stop().await;
 }
 
+/// Posts `payload` to `/mcp` in chunked pieces of `piece` bytes on a raw
+/// socket: a body with no declared length, read frame by frame. Answers
+/// the status and the body.
+async fn post_chunked(
+    http: &Http,
+    headers: &[(String, String)],
+    payload: &[u8],
+    piece: usize,
+) -> (u16, serde_json::Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(http.addr).await.unwrap();
+    let _ = stream.set_nodelay(true);
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
+        http.addr
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.unwrap();
+    for chunk in payload.chunks(piece) {
+        let mut frame = format!("{:x}\r\n", chunk.len()).into_bytes();
+        frame.extend_from_slice(chunk);
+        frame.extend_from_slice(b"\r\n");
+        // Written and flushed one by one, so the server sees several
+        // frames (a refusal may close the socket before the end).
+        if stream.write_all(&frame).await.is_err() {
+            break;
+        }
+        let _ = stream.flush().await;
+        tokio::task::yield_now().await;
+    }
+    let _ = stream.write_all(b"0\r\n\r\n").await;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer).await;
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let (_, rest) = text.split_once("\r\n\r\n").unwrap_or(("", ""));
+    // The answer may itself be chunked: take the JSON between the braces.
+    let json = match (rest.find('{'), rest.rfind('}')) {
+        (Some(a), Some(b)) => serde_json::from_str(&rest[a..=b]).unwrap_or_default(),
+        _ => serde_json::Value::Null,
+    };
+    (status, json)
+}
+
+// A body without a declared length, sent in many pieces, is read whole;
+// one that grows past the limit is refused with 413 as it streams in.
+#[tokio::test]
+async fn chunked_bodies_are_joined_and_limited() {
+    let (server, _) = server();
+    let http = start(server, HttpOptions::new().max_body(1024)).await;
+    let text = "y".repeat(300);
+    let params = with_meta(json!({"name": "echo", "arguments": {"text": text}}));
+    let (status, answer) = post_chunked(
+        &http,
+        &standard_headers("tools/call", &params),
+        &body(json!(7), "tools/call", params),
+        40,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["id"], 7);
+    assert_eq!(answer["result"]["content"][0]["text"], text.as_str());
+    let params = with_meta(json!({"name": "echo", "arguments": {"text": "z".repeat(4000)}}));
+    let (status, answer) = post_chunked(
+        &http,
+        &standard_headers("tools/call", &params),
+        &body(json!(8), "tools/call", params),
+        500,
+    )
+    .await;
+    assert_eq!(status, 413, "{answer}");
+    // The server still serves normal requests.
+    let r = http
+        .call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "ok"}}),
+        )
+        .await;
+    assert_eq!(r.result()["content"][0]["text"], "ok");
+    http.stop().await;
+}
+
 // HTTP-S-06: an accepted notification is 202 with no body.
 #[tokio::test]
 async fn notifications_get_202() {

@@ -25,7 +25,7 @@ use http::header::{
     ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
 use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::BodyExt;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -383,6 +383,47 @@ fn keep_alive_frame() -> Bytes {
     Bytes::from(out)
 }
 
+/// Why a request body could not be had.
+enum BodyError {
+    /// More than the configured maximum.
+    TooLarge,
+    /// The connection failed while sending it.
+    Unreadable,
+}
+
+/// Reads a whole request body of at most `limit` bytes. A body that comes
+/// in one piece, as small ones do, is kept as it came: no buffer list, no
+/// copy.
+async fn read_body(mut body: hyper::body::Incoming, limit: usize) -> Result<Bytes, BodyError> {
+    let mut first: Option<Bytes> = None;
+    let mut joined: Vec<u8> = Vec::new();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| BodyError::Unreadable)?;
+        // Trailers carry nothing a JSON-RPC body needs.
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if data.is_empty() {
+            continue;
+        }
+        total = total.saturating_add(data.len());
+        if total > limit {
+            return Err(BodyError::TooLarge);
+        }
+        match first.take() {
+            None if joined.is_empty() => first = Some(data),
+            None => joined.extend_from_slice(&data),
+            Some(f) => {
+                joined.reserve(f.len() + data.len());
+                joined.extend_from_slice(&f);
+                joined.extend_from_slice(&data);
+            }
+        }
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(joined)))
+}
+
 /// Cancels a token when dropped: a request whose connection closed before
 /// it finished is cancelled.
 struct CancelOnDrop(Option<Cancellation>);
@@ -439,7 +480,7 @@ impl State {
                 // Ending a session is a request like any other.
                 let principal = match &self.options.auth {
                     None => None,
-                    Some(auth) => match authenticate(auth, req.headers(), peer).await {
+                    Some(auth) => match Box::pin(authenticate(auth, req.headers(), peer)).await {
                         Ok(p) => Some(p),
                         Err(r) => return r,
                     },
@@ -471,7 +512,7 @@ impl State {
         }
         let principal = match &self.options.auth {
             None => None,
-            Some(auth) => match authenticate(auth, req.headers(), peer).await {
+            Some(auth) => match Box::pin(authenticate(auth, req.headers(), peer)).await {
                 Ok(p) => Some(Arc::new(p)),
                 Err(r) => return r,
             },
@@ -486,14 +527,10 @@ impl State {
         if declared.is_some_and(|n| n > limit as u64) {
             return too_large(limit);
         }
-        let body = match Limited::new(body, limit).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(e) => {
-                if e.downcast_ref::<http_body_util::LengthLimitError>()
-                    .is_some()
-                {
-                    return too_large(limit);
-                }
+        let body = match read_body(body, limit).await {
+            Ok(b) => b,
+            Err(BodyError::TooLarge) => return too_large(limit),
+            Err(BodyError::Unreadable) => {
                 return refuse(
                     StatusCode::BAD_REQUEST,
                     "the request body could not be read",
@@ -511,8 +548,10 @@ impl State {
             }
         };
         match message {
+            // Boxed: the general path's future is several times the fast
+            // path's, and hyper moves the request future by value.
             Message::Request(request) => {
-                self.request(request, &parts.headers, principal, peer).await
+                Box::pin(self.request(request, &parts.headers, principal, peer)).await
             }
             Message::Notification(_) => {
                 // HTTP-S-06: accepted, nothing to say.
@@ -697,7 +736,7 @@ impl State {
                 if let Some(sessions) = &self.server.inner.sessions {
                     sessions.insert(session);
                 }
-                let mut r = json_response(200, frame_result(&request.id, &result));
+                let mut r = json_response(200, frame_result(&request.id, &result, 0));
                 if let Ok(v) = HeaderValue::from_str(&id) {
                     r.headers_mut().insert(headers::SESSION_ID, v);
                 }
@@ -814,7 +853,7 @@ impl State {
 
     fn reply_response(&self, id: &RequestId, reply: Reply) -> HttpResponse {
         match reply {
-            Reply::Result(bytes) => json_response(200, frame_result(id, &bytes)),
+            Reply::Result(bytes) => json_response(200, frame_result(id, &bytes, 0)),
             Reply::Error(fault) => fault_response(Some(id), &fault),
             Reply::Listen(subscription) => {
                 let (frames_tx, frames_rx) = mpsc::channel::<Bytes>(FRAME_QUEUE);
@@ -875,7 +914,7 @@ impl State {
         }
         match reply {
             Reply::Result(bytes) => {
-                let _ = frames.send(sse_frame(&frame_result(&id, &bytes))).await;
+                let _ = frames.send(sse_frame(&frame_result(&id, &bytes, 0))).await;
             }
             Reply::Error(fault) => {
                 let _ = frames

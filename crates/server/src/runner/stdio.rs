@@ -290,7 +290,7 @@ impl Shared {
             match self.server.initialize(request.params.as_ref(), None) {
                 Ok((session, result)) => {
                     *lock(&self.session) = Some(session);
-                    self.write_line(frame_result(&request.id, &result));
+                    self.write_line(frame_result(&request.id, &result, 1));
                 }
                 Err(f) => {
                     self.write_line(frame_error(Some(&request.id), &f.error));
@@ -366,7 +366,7 @@ impl Shared {
     fn respond(self: &Arc<Self>, id: RequestId, reply: Reply, cancel: Cancellation) {
         match reply {
             Reply::Result(bytes) => {
-                self.write_line(frame_result(&id, &bytes));
+                self.write_line(frame_result(&id, &bytes, 1));
             }
             Reply::Error(fault) => {
                 self.write_line(frame_error(Some(&id), &fault.error));
