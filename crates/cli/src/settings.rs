@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 use switchboard_host::{Config, ConfigOrigin};
 use switchboard_wire::JsonObject;
+use switchboard_wire::types::value_kind;
 
 use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
@@ -239,22 +240,11 @@ fn parse_arguments(text: Option<&str>) -> Result<Option<JsonObject>, Failure> {
         Ok(Value::Object(map)) => Ok(Some(map)),
         Ok(other) => Err(Failure::usage(format!(
             "ARGS_JSON must be a JSON object like '{{\"query\": \"printer\"}}', not {}",
-            kind_of(&other)
+            value_kind(&other)
         ))),
         Err(e) => Err(Failure::usage(format!(
             "ARGS_JSON is not valid JSON ({e}); write an object like '{{\"query\": \"printer\"}}'"
         ))),
-    }
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

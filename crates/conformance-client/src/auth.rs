@@ -25,6 +25,7 @@ use serde_json::Value;
 use switchboard_client::oauth::{
     Grant, HeadlessUserAgent, OAuthConfig, OAuthProvider, PreRegisteredClient, SigningKey,
 };
+use switchboard_wire::types::value_kind;
 
 /// The `client_id` the suite expects in `auth/basic-cimd`: its own fixed
 /// Client ID Metadata Document URL. Nothing is served there, so it is
@@ -144,19 +145,8 @@ fn field<'a>(context: &'a Value, name: &str) -> anyhow::Result<Option<&'a str>> 
         Some(Value::String(s)) => Ok(Some(s)),
         Some(other) => bail!(
             "MCP_CONFORMANCE_CONTEXT.{name} is not a string but {}",
-            kind(other)
+            value_kind(other)
         ),
-    }
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -14,6 +14,19 @@ use crate::jsonrpc::RequestId;
 /// A JSON object.
 pub type JsonObject = Map<String, Value>;
 
+/// What kind of JSON value `value` is, in words for an error message
+/// ("a string", "an object", "null", …).
+pub fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Method names of 2026-07-28 (client requests, notifications, input requests).
 pub mod method {
     /// Discovery of versions and capabilities.
