@@ -40,6 +40,30 @@ async fn every_request_carries_meta() {
     assert_eq!(util::requests(&entries, "server/discover").len(), 2);
 }
 
+// WIRE-14: a caller's own `_meta` keys go along with the session's (which
+// every request shares), and can never override them.
+#[tokio::test]
+async fn caller_meta_goes_along_but_never_overrides_the_session() {
+    let log = util::log_path();
+    let (client, _t) = connect(&["--log", log.to_str().unwrap()]).await;
+    let params = json!({"name": "echo", "_meta": {PV: "1999-01-01", "example.com/trace": "abc"}});
+    client
+        .request(
+            "tools/call",
+            params.as_object().cloned(),
+            &switchboard_client::CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    let entries = util::read_log(&log);
+    let calls = util::requests(&entries, "tools/call");
+    let meta = &calls.last().unwrap()["params"]["_meta"];
+    assert_eq!(meta[PV], version::LATEST, "{meta}");
+    assert_eq!(meta[CAPS], json!({}), "{meta}");
+    assert_eq!(meta[INFO]["name"], "switchboard", "{meta}");
+    assert_eq!(meta["example.com/trace"], "abc", "{meta}");
+}
+
 // ELIC-01, SAMP-02, ROOT-02: the client declares exactly what its handler
 // supports.
 #[tokio::test]
