@@ -3,18 +3,25 @@
 //!
 //! The general path builds a JSON tree of the whole request and then reads
 //! it. For a `tools/call` whose members are exactly the usual ones (`name`,
-//! `arguments`, and a `_meta` of the known keys, no MRTR members), the
-//! request is read straight into typed values instead: no tree for `params`
-//! or `_meta`, no hash lookups. Anything else, including every malformed
-//! request, falls back to the general path, which owns all error reporting;
-//! so both paths answer alike.
+//! `arguments`, and a `_meta` of the known keys, no MRTR members), a small
+//! scanner reads the envelope in place instead: no tree for `params` or
+//! `_meta`, no hash lookups, no copies of the member names. Only the values
+//! that need a real parser (the arguments object, a non-empty capabilities
+//! object, client info) go through `serde_json`, each on its own slice.
+//!
+//! The scanner accepts a strict subset of JSON: keys and short strings
+//! without escapes, integer ids, each member at most once. Anything else,
+//! including every malformed request, returns `None` and falls back to the
+//! general path, which owns all error reporting; so both paths answer alike.
 
-use std::borrow::Cow;
 use std::sync::{Arc, LazyLock};
 
 use memchr::memmem;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use switchboard_wire::meta::{
+    CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION,
+};
 use switchboard_wire::{
     ClientCapabilities, Implementation, LoggingLevel, RequestId, RequestMeta, types::method,
 };
@@ -31,46 +38,6 @@ pub(crate) struct ToolCall {
     pub(crate) meta: Arc<RequestMeta>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Envelope<'a> {
-    #[serde(borrow)]
-    jsonrpc: Cow<'a, str>,
-    id: RequestId,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
-    #[serde(borrow)]
-    params: Params<'a>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Params<'a> {
-    #[serde(borrow)]
-    name: Cow<'a, str>,
-    #[serde(default)]
-    arguments: Option<Map<String, Value>>,
-    #[serde(rename = "_meta")]
-    meta: Meta,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Meta {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
-    protocol_version: String,
-    // Read as a map, as the general path does: the common `{}` then costs
-    // nothing, where the struct's flattened `extra` would buffer it.
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
-    client_capabilities: Map<String, Value>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
-    client_info: Option<Implementation>,
-    #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
-    log_level: Option<LoggingLevel>,
-    #[serde(rename = "progressToken", default)]
-    progress_token: Option<RequestId>,
-}
-
 /// Reads `bytes` as a plain `tools/call`; `None` for anything else (the
 /// general path then takes it).
 pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
@@ -78,39 +45,275 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
     static FINDER: LazyLock<memmem::Finder<'static>> =
         LazyLock::new(|| memmem::Finder::new(b"\"tools/call\""));
     FINDER.find(bytes)?;
-    let e: Envelope<'_> = serde_json::from_slice(bytes).ok()?;
-    if e.jsonrpc != "2.0" || e.method != method::TOOLS_CALL {
+    // One validation for the whole body: every slice below is then `str`.
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut s = Scanner { text, at: 0 };
+    let (mut jsonrpc, mut id, mut name, mut params) = (None, None, None, None);
+    s.object(|s, key| {
+        match key {
+            "jsonrpc" if jsonrpc.is_none() => jsonrpc = Some(s.known_string()?),
+            "id" if id.is_none() => id = Some(s.id()?),
+            "method" if name.is_none() => name = Some(s.known_string()?),
+            "params" if params.is_none() => params = Some(Params::scan(s)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    s.end()?;
+    if jsonrpc? != "2.0" || name? != method::TOOLS_CALL {
         return None;
     }
-    let m = e.params.meta;
-    // Like `RequestMeta::from_meta_object`; anything it would refuse goes
-    // to the general path, which says why.
-    let client_capabilities = if m.client_capabilities.is_empty() {
-        ClientCapabilities::default()
-    } else {
-        ClientCapabilities::deserialize(Value::Object(m.client_capabilities)).ok()?
-    };
-    let meta = Arc::new(RequestMeta {
-        protocol_version: m.protocol_version,
-        client_capabilities,
-        client_info: m.client_info,
-        log_level: m.log_level,
-        progress_token: m.progress_token,
+    let params = params?;
+    Some(ToolCall {
+        id: id?,
+        name: params.name.to_owned(),
+        arguments: Value::Object(params.arguments),
+        meta: Arc::new(params.meta),
+    })
+}
+
+/// The `params` of a plain `tools/call`.
+struct Params<'a> {
+    name: &'a str,
+    arguments: Map<String, Value>,
+    meta: RequestMeta,
+}
+
+impl<'a> Params<'a> {
+    fn scan(s: &mut Scanner<'a>) -> Option<Self> {
+        let (mut name, mut arguments, mut meta) = (None, None, None);
+        s.object(|s, key| {
+            match key {
+                "name" if name.is_none() => name = Some(s.plain_string()?),
+                // Not `null`: the general path decides what that means.
+                "arguments" if arguments.is_none() => arguments = Some(s.parsed()?),
+                "_meta" if meta.is_none() => meta = Some(scan_meta(s)?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        Some(Params {
+            name: name?,
+            arguments: arguments.unwrap_or_default(),
+            meta: meta?,
+        })
+    }
+}
+
+/// A `_meta` of the known keys, read as `RequestMeta::from_meta_object`
+/// would; anything it would refuse goes to the general path, which says why.
+fn scan_meta(s: &mut Scanner<'_>) -> Option<RequestMeta> {
+    let mut protocol_version = None;
+    let mut client_capabilities = None;
+    let mut client_info = None;
+    let mut log_level = None;
+    let mut progress_token = None;
+    s.object(|s, key| {
+        match key {
+            PROTOCOL_VERSION if protocol_version.is_none() => {
+                protocol_version = Some(s.plain_string()?.to_owned());
+            }
+            CLIENT_CAPABILITIES if client_capabilities.is_none() => {
+                let raw = s.raw_object()?;
+                client_capabilities = Some(if is_empty_object(raw) {
+                    ClientCapabilities::default()
+                } else {
+                    // Through a map, as the general path does: the
+                    // capability types flatten their unknown members.
+                    let map: Map<String, Value> = serde_json::from_str(raw).ok()?;
+                    ClientCapabilities::deserialize(Value::Object(map)).ok()?
+                });
+            }
+            CLIENT_INFO if client_info.is_none() => {
+                let map: Map<String, Value> = s.parsed()?;
+                client_info = Some(Implementation::deserialize(Value::Object(map)).ok()?);
+            }
+            LOG_LEVEL if log_level.is_none() => {
+                log_level = Some(
+                    LoggingLevel::deserialize(Value::String(s.known_string()?.to_owned())).ok()?,
+                );
+            }
+            PROGRESS_TOKEN if progress_token.is_none() => progress_token = Some(s.id()?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    Some(RequestMeta {
+        protocol_version: protocol_version?,
+        client_capabilities: client_capabilities?,
+        client_info,
+        log_level,
+        progress_token,
         traceparent: None,
         tracestate: None,
         extra: Map::new(),
-    });
-    Some(ToolCall {
-        id: e.id,
-        name: e.params.name.into_owned(),
-        arguments: Value::Object(e.params.arguments.unwrap_or_default()),
-        meta,
     })
+}
+
+/// Whether `raw` is `{}`, whitespace allowed inside.
+fn is_empty_object(raw: &str) -> bool {
+    raw.strip_prefix('{')
+        .and_then(|r| r.strip_suffix('}'))
+        .is_some_and(|inner| inner.bytes().all(is_space))
+}
+
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+/// A cursor over a JSON text that reads the shapes the fast path needs.
+/// Every method returns `None` on anything it does not accept.
+struct Scanner<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn bytes(&self) -> &'a [u8] {
+        self.text.as_bytes()
+    }
+
+    fn skip_space(&mut self) {
+        while self.bytes().get(self.at).copied().is_some_and(is_space) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte after whitespace, not consumed.
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_space();
+        self.bytes().get(self.at).copied()
+    }
+
+    fn expect(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// Nothing but whitespace is left.
+    fn end(&mut self) -> Option<()> {
+        self.peek().is_none().then_some(())
+    }
+
+    /// An object, calling `member` with the scanner placed on each value.
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.expect(b'{')?;
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.known_string()?;
+            self.expect(b':')?;
+            member(self, key)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string without escapes, as it stands. For keys and values that
+    /// are compared with known ones (which hold no control characters).
+    fn known_string(&mut self) -> Option<&'a str> {
+        self.expect(b'"')?;
+        let start = self.at;
+        let len = memchr::memchr2(b'"', b'\\', &self.bytes()[start..])?;
+        if self.bytes()[start + len] != b'"' {
+            return None;
+        }
+        self.at = start + len + 1;
+        Some(&self.text[start..start + len])
+    }
+
+    /// A string without escapes or control characters, as it stands.
+    fn plain_string(&mut self) -> Option<&'a str> {
+        let s = self.known_string()?;
+        // Without an early exit, so that it vectorises.
+        let control = s.bytes().fold(false, |seen, b| seen | (b < 0x20));
+        (!control).then_some(s)
+    }
+
+    /// A request id or progress token: a plain string, or an integer that
+    /// fits in `i64` (`RequestId::from_value`).
+    fn id(&mut self) -> Option<RequestId> {
+        if self.peek()? == b'"' {
+            return Some(RequestId::String(self.plain_string()?.to_owned()));
+        }
+        let start = self.at;
+        let negative = self.bytes().get(self.at) == Some(&b'-');
+        if negative {
+            self.at += 1;
+        }
+        let digits = self.bytes()[self.at..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        // JSON has no leading zeros, and `-0` reads as a float; those,
+        // fractions and exponents are left to the general path.
+        let first = self.bytes().get(self.at).copied();
+        if digits == 0 || (first == Some(b'0') && (digits > 1 || negative)) {
+            return None;
+        }
+        self.at += digits;
+        if matches!(self.bytes().get(self.at), Some(b'.' | b'e' | b'E')) {
+            return None;
+        }
+        self.text[start..self.at]
+            .parse()
+            .ok()
+            .map(RequestId::Number)
+    }
+
+    /// The text of the next value, which must be an object: found by
+    /// matching brackets outside strings; its content is checked by
+    /// whoever parses it.
+    fn raw_object(&mut self) -> Option<&'a str> {
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let bytes = self.bytes();
+        let start = self.at;
+        let mut depth = 0usize;
+        let mut i = start;
+        loop {
+            match *bytes.get(i)? {
+                b'"' => loop {
+                    i += 1;
+                    match *bytes.get(i)? {
+                        b'\\' => i += 1,
+                        b'"' => break,
+                        _ => {}
+                    }
+                },
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        self.at = i + 1;
+        Some(&self.text[start..self.at])
+    }
+
+    /// The next value, which must be an object, parsed with `serde_json`.
+    fn parsed<T: for<'de> Deserialize<'de>>(&mut self) -> Option<T> {
+        serde_json::from_str(self.raw_object()?).ok()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
     use switchboard_wire::Message;
 
@@ -157,5 +360,171 @@ mod tests {
             assert!(tool_call(&bytes(c.clone())).is_none(), "{c}");
         }
         assert!(tool_call(b"{\"method\":\"tools/call\"").is_none());
+    }
+
+    /// What the general path makes of `body`, in the fast path's terms;
+    /// `None` when it is not a plain `tools/call` the fast path may take.
+    fn general(body: &[u8]) -> Option<(RequestId, String, Value, RequestMeta)> {
+        let Ok(Message::Request(request)) = Message::from_slice(body) else {
+            return None;
+        };
+        let params = request.params.as_ref()?.as_object()?;
+        if request.method != method::TOOLS_CALL
+            || params
+                .keys()
+                .any(|k| !["name", "arguments", "_meta"].contains(&k.as_str()))
+        {
+            return None;
+        }
+        let arguments = match params.get("arguments") {
+            None => json!({}),
+            Some(v @ Value::Object(_)) => v.clone(),
+            Some(_) => return None,
+        };
+        let meta = RequestMeta::from_params(request.params.as_ref()).ok()?;
+        let name = params.get("name")?.as_str()?.to_owned();
+        Some((request.id, name, arguments, meta))
+    }
+
+    /// The fast path either declines `body` or reads exactly what the
+    /// general path reads.
+    fn agrees(body: &[u8]) -> Result<bool, String> {
+        let Some(fast) = tool_call(body) else {
+            return Ok(false);
+        };
+        let text = String::from_utf8_lossy(body);
+        let (id, name, arguments, meta) = general(body)
+            .ok_or_else(|| format!("fast path took what the general path refuses: {text}"))?;
+        if (fast.id, fast.name, fast.arguments, (*fast.meta).clone()) != (id, name, arguments, meta)
+        {
+            return Err(format!("the paths read {text} differently"));
+        }
+        Ok(true)
+    }
+
+    #[test]
+    fn the_usual_shapes_take_the_fast_path() {
+        let bodies = [
+            // The benchmark's request, byte for byte.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+            // Pretty-printed, members reordered, no arguments.
+            "{\n  \"params\" : {\n    \"_meta\" : { \"io.modelcontextprotocol/clientCapabilities\" : { } ,\n \"io.modelcontextprotocol/protocolVersion\" : \"2026-07-28\" } ,\n    \"name\" : \"e\"\n  },\n  \"method\" : \"tools/call\",\n  \"id\" : -42,\n  \"jsonrpc\" : \"2.0\"\n}\n",
+            // Arguments with brackets, quotes and escapes inside strings; a non-ASCII name.
+            r#"{"jsonrpc":"2.0","id":"a b","method":"tools/call","params":{"name":"écho","arguments":{"s":"}]\"{[\\","n":[1,{"x":null}],"t":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"x-y":1},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"debug","progressToken":"p"}}}"#,
+        ];
+        for body in bodies {
+            assert_eq!(agrees(body.as_bytes()), Ok(true), "{body}");
+        }
+    }
+
+    #[test]
+    fn declines_what_it_does_not_read_in_full() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+        let call = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{{params}}}}}"#)
+        };
+        let bodies = [
+            // Escapes in a name or version: the general path decodes them.
+            call(&format!(r#""name":"e\u0063ho",{meta}"#)),
+            call(
+                r#""name":"e","_meta":{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28","io.modelcontextprotocol/clientCapabilities":{}}"#,
+            ),
+            // A member twice, at each level.
+            call(&format!(r#""name":"e","name":"f",{meta}"#)),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{{"name":"e",{meta}}}}}"#
+            ),
+            call(
+                r#""name":"e","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#,
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":{{"name":"e",{meta}}}}}"#
+            ),
+            // Ids the general path must judge.
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{{"name":"e",{meta}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":01,"method":"tools/call","params":{{"name":"e",{meta}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1e2,"method":"tools/call","params":{{"name":"e",{meta}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":99999999999999999999,"method":"tools/call","params":{{"name":"e",{meta}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{{"name":"e",{meta}}}}}"#
+            ),
+            // Arguments that are not an object, or broken inside.
+            call(&format!(r#""name":"e","arguments":null,{meta}"#)),
+            call(&format!(r#""name":"e","arguments":{{"a":]}},{meta}"#)),
+            call(&format!(
+                r#""name":"e","arguments":{{"a":"unterminated}},{meta}"#
+            )),
+            // Trailing bytes, a control character, bad UTF-8.
+            format!("{} x", call(&format!(r#""name":"e",{meta}"#))),
+            call(&format!("\"name\":\"e\u{1}\",{meta}")),
+        ];
+        for body in &bodies {
+            assert_eq!(agrees(body.as_bytes()), Ok(false), "{body}");
+        }
+        let mut broken = call(&format!(r#""name":"e",{meta}"#)).into_bytes();
+        broken[40] = 0xff;
+        assert_eq!(agrees(&broken), Ok(false));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+        /// Whatever the spacing, order, ids, names and arguments, the fast
+        /// path never reads a request differently from the general path.
+        #[test]
+        fn never_disagrees_with_the_general_path(
+            order in proptest::sample::subsequence(vec![0usize, 1, 2, 3], 4).prop_shuffle(),
+            space in proptest::collection::vec(proptest::sample::select(vec!["", " ", "\n", "\t ", "\r\n"]), 40),
+            id in prop_oneof![
+                proptest::num::i64::ANY.prop_map(|n| n.to_string()),
+                "[a-z\\\\\"é]{0,6}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+                proptest::sample::select(vec!["1.5".to_owned(), "-0".to_owned(), "007".to_owned(), "null".to_owned(), "true".to_owned()]),
+            ],
+            name in prop_oneof![3 => "[a-zé/_{}\\[\\]]{0,8}", 1 => "[a-zé\\\\\"]{0,4}"],
+            arguments in proptest::option::of(proptest::sample::select(vec![
+                r#"{}"#, r#"{"text":"hi"}"#, r#"{"a":[1,{"b":"}"}],"c":"\\\"{"}"#, r#"{"x":{"y":{"z":[]}}}"#, "[]", "null", r#"{"a":1"#,
+            ])),
+            extras in proptest::sample::subsequence(vec![
+                r#""io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}"#,
+                r#""io.modelcontextprotocol/logLevel":"info""#,
+                r#""io.modelcontextprotocol/logLevel":"loud""#,
+                r#""progressToken":7"#,
+                r#""traceparent":"t""#,
+                r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#,
+            ], 0..3),
+            caps in proptest::sample::select(vec![r#"{}"#, r#"{ }"#, r#"{"sampling":{}}"#, r#"{"sampling":1}"#, "[]"]),
+        ) {
+            let mut sp = space.into_iter().cycle();
+            let mut w = || sp.next().unwrap_or("");
+            let mut meta = vec![
+                format!(r#""io.modelcontextprotocol/protocolVersion"{}:{}"2026-07-28""#, w(), w()),
+                format!(r#""io.modelcontextprotocol/clientCapabilities":{}{caps}"#, w()),
+            ];
+            meta.extend(extras.iter().map(|e| e.to_string()));
+            let mut params = vec![
+                format!(r#""name"{}:{}{}"#, w(), w(), serde_json::to_string(&name).unwrap()),
+                format!(r#""_meta":{{{}{}}}"#, w(), meta.join(&format!(",{}", w()))),
+            ];
+            if let Some(a) = arguments {
+                params.push(format!(r#""arguments":{}{a}"#, w()));
+            }
+            let members = [
+                r#""jsonrpc":"2.0""#.to_owned(),
+                format!(r#""id":{}{id}"#, w()),
+                r#""method":"tools/call""#.to_owned(),
+                format!(r#""params":{{{}}}"#, params.join(",")),
+            ];
+            let body: Vec<String> = order.iter().map(|&i| members[i].clone()).collect();
+            let body = format!("{}{{{}{}}}{}", w(), w(), body.join(&format!("{},", w())), w());
+            let verdict = agrees(body.as_bytes());
+            prop_assert!(verdict.is_ok(), "{:?}", verdict);
+        }
     }
 }
