@@ -14,7 +14,9 @@
 #![allow(clippy::print_stdout)]
 
 use std::path::{Path, PathBuf};
+
 use std::time::{Duration, Instant};
+use switchboard_testutil::{Artifacts, built};
 
 use serde_json::json;
 use switchboard_client::{Client, StdioConfig, StdioTransport};
@@ -27,33 +29,7 @@ const CALLS: usize = 4000;
 const ROUNDS: usize = 20;
 
 fn mock_server() -> PathBuf {
-    let exe = std::env::current_exe().expect("bench executable");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("<target>/<profile>/deps layout")
-        .to_path_buf();
-    let release = profile_dir.file_name().and_then(|n| n.to_str()) == Some("release");
-    let mut cmd =
-        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "switchboard-testkit",
-        "--bin",
-        "mock-server",
-    ])
-    .arg("--target-dir")
-    .arg(profile_dir.parent().expect("target dir"));
-    if release {
-        cmd.arg("--release");
-    }
-    assert!(
-        cmd.status().expect("cargo").success(),
-        "building mock-server"
-    );
-    profile_dir.join("mock-server")
+    built("switchboard-testkit", Artifacts::Bins).join("mock-server")
 }
 
 fn config(mock: &Path, servers: usize, delay_ms: u64) -> Config {

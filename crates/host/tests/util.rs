@@ -4,9 +4,11 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
+
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use switchboard_testutil::{Artifacts, built};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -21,55 +23,13 @@ use switchboard_host::{
 };
 use tokio::net::TcpListener;
 
-/// The path of a testkit binary, building the binaries first (once per
-/// test process; under nextest once per run).
+/// The path of a testkit binary, built for this test's profile
+/// (`SWITCHBOARD_TESTKIT_BIN_DIR` names a directory to use instead).
 pub(crate) fn bin(name: &str) -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        if let Some(dir) = std::env::var_os("SWITCHBOARD_TESTKIT_BIN_DIR") {
-            return PathBuf::from(dir);
-        }
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("<target>/<profile>/deps layout")
-            .to_path_buf();
-        let stamp = std::env::var("NEXTEST_RUN_ID")
-            .ok()
-            .map(|run| profile_dir.join(format!(".testkit-built-host-{run}")));
-        if stamp.as_ref().is_some_and(|s| s.exists()) {
-            return profile_dir;
-        }
-        let profile = profile_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("debug")
-            .to_owned();
-        let target_dir = profile_dir.parent().expect("target dir");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut cmd = std::process::Command::new(cargo);
-        cmd.args(["build", "--quiet", "-p", "switchboard-testkit", "--bins"])
-            .arg("--target-dir")
-            .arg(target_dir)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        match profile.as_str() {
-            "debug" => {}
-            "release" => {
-                cmd.arg("--release");
-            }
-            other => {
-                cmd.args(["--profile", other]);
-            }
-        }
-        let status = cmd.status().expect("running cargo to build the testkit");
-        assert!(status.success(), "building switchboard-testkit failed");
-        if let Some(stamp) = stamp {
-            let _ = std::fs::write(stamp, b"");
-        }
-        profile_dir
-    })
-    .join(name)
+    std::env::var_os("SWITCHBOARD_TESTKIT_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| built("switchboard-testkit", Artifacts::Bins))
+        .join(name)
 }
 
 /// The mock server's path as a string, for config files.

@@ -4,11 +4,10 @@
 //! under a TRACE subscriber writing to a buffer, and no token appears in
 //! what was captured, in a response, or in the principal handlers see.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tracing_subscriber::fmt::MakeWriter;
+use switchboard_testutil::LogCapture;
 
 use crate::auth::{
     call_as, challenge, fresh_token, legacy_delete, legacy_initialize, legacy_post, now,
@@ -16,37 +15,12 @@ use crate::auth::{
 };
 use crate::util::*;
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Capture {
-        self.clone()
-    }
-}
-
 // The test runtime is single-threaded, so the subscriber set for this
 // thread sees the server's tasks too.
 #[tokio::test]
 async fn tokens_never_reach_the_logs() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(capture.clone())
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let capture = LogCapture::default();
+    let _guard = capture.install();
 
     // A handler that logs everything it knows about its caller.
     let builder = builder(Arc::default()).tool(
@@ -159,7 +133,7 @@ async fn tokens_never_reach_the_logs() {
     assert_eq!(r.status, 200);
     p.http.stop().await;
 
-    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let logs = capture.text();
     // The capture saw the auth path at every level it logs at.
     for line in [
         "authenticated",

@@ -603,53 +603,14 @@ impl switchboard_server::TokenValidator for Tokens {
 // ---------------------------------------------------------------------------
 // stdio
 
-/// An example binary of this crate, built on demand: `cargo test` builds
-/// examples, `cargo nextest run` does not, so the first test of a process
-/// (of a nextest run) runs `cargo build --examples` once; it is a no-op when
-/// they are fresh.
+/// An example binary of this crate, built for this test's profile
+/// (`cargo nextest run` builds no examples).
 pub(crate) fn example(name: &str) -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        // The test executable lives in <target>/<profile>/deps/.
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-        let stamp = std::env::var("NEXTEST_RUN_ID")
-            .ok()
-            .map(|run| profile_dir.join(format!(".server-examples-built-{run}")));
-        if !stamp.as_ref().is_some_and(|s| s.exists()) {
-            build_examples(&profile_dir);
-            if let Some(stamp) = stamp {
-                let _ = std::fs::write(stamp, b"");
-            }
-        }
-        profile_dir.join("examples")
-    })
+    switchboard_testutil::built(
+        "switchboard-server",
+        switchboard_testutil::Artifacts::Examples,
+    )
     .join(name)
-}
-
-fn build_examples(profile_dir: &std::path::Path) {
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("debug");
-    let target_dir = profile_dir.parent().unwrap();
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "switchboard-server", "--examples"])
-        .arg("--target-dir")
-        .arg(target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    match profile {
-        "debug" => {}
-        "release" => {
-            cmd.arg("--release");
-        }
-        other => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    let status = cmd.status().unwrap();
-    assert!(status.success(), "building the server examples failed");
 }
 
 pub(crate) struct Child {

@@ -4,45 +4,17 @@
 //! token, secret, code, verifier and state the servers saw is searched for
 //! in what was captured.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use base64::Engine as _;
 use switchboard_authkit::{AuthServerConfig, IssMode, ResourceConfig};
 use switchboard_client::oauth::TokenStore;
-use tracing_subscriber::fmt::MakeWriter;
+use switchboard_testutil::LogCapture;
 
 use super::util::{config, connect, provider, servers};
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Capture {
-    type Writer = Capture;
-    fn make_writer(&'a self) -> Capture {
-        self.clone()
-    }
-}
-
 #[tokio::test]
 async fn no_secret_reaches_the_logs() {
-    let capture = Capture::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(capture.clone())
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let capture = LogCapture::default();
+    let _guard = capture.install();
 
     let s = servers(
         AuthServerConfig {
@@ -110,7 +82,7 @@ async fn no_secret_reaches_the_logs() {
         secrets.len()
     );
 
-    let logs = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let logs = capture.text();
     assert!(
         logs.contains("authorized"),
         "the subscriber captured the flow"

@@ -2,9 +2,11 @@
 //! request log, watch processes.
 
 use std::path::{Path, PathBuf};
+
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use switchboard_testutil::{Artifacts, built};
 
 use serde_json::{Value, json};
 use switchboard_client::{
@@ -12,59 +14,13 @@ use switchboard_client::{
     StdioConfig, StdioTransport,
 };
 
-/// The path of a testkit binary, building the binaries first (once per
-/// test process; under nextest once per run).
+/// The path of a testkit binary, built for this test's profile
+/// (`SWITCHBOARD_TESTKIT_BIN_DIR` names a directory to use instead).
 pub(super) fn bin(name: &str) -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        if let Some(dir) = std::env::var_os("SWITCHBOARD_TESTKIT_BIN_DIR") {
-            return PathBuf::from(dir);
-        }
-        // The test executable lives in <target>/<profile>/deps/.
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("<target>/<profile>/deps layout")
-            .to_path_buf();
-        let stamp = std::env::var("NEXTEST_RUN_ID")
-            .ok()
-            .map(|run| profile_dir.join(format!(".testkit-built-{run}")));
-        if stamp.as_ref().is_some_and(|s| s.exists()) {
-            return profile_dir;
-        }
-        build_testkit(&profile_dir);
-        if let Some(stamp) = stamp {
-            let _ = std::fs::write(stamp, b"");
-        }
-        profile_dir
-    })
-    .join(name)
-}
-
-fn build_testkit(profile_dir: &Path) {
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("debug");
-    let target_dir = profile_dir.parent().expect("target dir");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", "switchboard-testkit", "--bins"])
-        .arg("--target-dir")
-        .arg(target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    match profile {
-        "debug" => {}
-        "release" => {
-            cmd.arg("--release");
-        }
-        other => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    let status = cmd.status().expect("running cargo to build the testkit");
-    assert!(status.success(), "building switchboard-testkit failed");
+    std::env::var_os("SWITCHBOARD_TESTKIT_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| built("switchboard-testkit", Artifacts::Bins))
+        .join(name)
 }
 
 /// A stdio config for the mock server with these flags.
