@@ -49,6 +49,8 @@
 mod client;
 pub mod error;
 mod input;
+#[cfg(feature = "http")]
+mod net;
 #[cfg(feature = "oauth")]
 pub mod oauth;
 mod options;

@@ -4,7 +4,7 @@
 //! rule that authorization traffic goes over HTTPS (plain HTTP only to
 //! loopback hosts, where tests and local servers live).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use super::error::OAuthError;
 use super::uri::HttpUrl;
+use crate::net::{default_tls, error_chain};
 
 /// Largest metadata, registration or token response accepted: 1 MiB.
 const MAX_BODY: usize = 1024 * 1024;
@@ -72,7 +73,7 @@ impl OAuthHttp {
     ) -> Result<OAuthHttp, OAuthError> {
         let tls = match tls {
             Some(config) => config,
-            None => default_tls()?,
+            None => default_tls().map_err(OAuthError::Config)?,
         };
         let mut tcp = HttpConnector::new();
         tcp.enforce_http(false);
@@ -261,43 +262,6 @@ fn http_error(url: &str, cause: String) -> OAuthError {
         url: url.to_owned(),
         cause,
     }
-}
-
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
-}
-
-/// Mozilla roots (`webpki-roots`) plus the platform's, ring provider.
-fn default_tls() -> Result<Arc<rustls::ClientConfig>, OAuthError> {
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            for cert in rustls_native_certs::load_native_certs().certs {
-                // An unparsable platform certificate is skipped; the bundled
-                // roots remain.
-                let _ = roots.add(cert);
-            }
-            rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
-            .map_err(|e| format!("cannot set up TLS: {e}"))
-        })
-        .clone()
-        .map_err(OAuthError::Config)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! (ring) for `https`, the header and body limits, and the authorization
 //! retry loop.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -15,6 +15,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use super::auth::{AuthChallenge, AuthProvider, AuthRetry, MAX_AUTH_RETRIES};
 use super::failure::Failure;
 use super::pool::{Pool, PooledBody};
+use crate::net::default_tls;
 
 /// The response type of one exchange.
 pub(crate) type HttpResponse = http::Response<PooledBody>;
@@ -78,7 +79,7 @@ impl Http {
         tcp.set_connect_timeout(Some(limits.connect_timeout));
         let tls = match tls {
             Some(config) => config,
-            None => default_tls()?,
+            None => default_tls().map_err(Failure::Invalid)?,
         };
         let connector = HttpsConnectorBuilder::new()
             .with_tls_config((*tls).clone())
@@ -225,44 +226,4 @@ impl Http {
         }
         Ok(response)
     }
-}
-
-/// The TLS configuration used unless one is given: the Mozilla roots of
-/// `webpki-roots` plus the platform's own, TLS 1.2 and 1.3, ring.
-fn default_tls() -> Result<Arc<rustls::ClientConfig>, Failure> {
-    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let mut roots = rustls::RootCertStore::empty();
-            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-            let native = rustls_native_certs::load_native_certs();
-            for cert in native.certs {
-                // A platform certificate rustls cannot parse is skipped, as
-                // browsers do; the bundled roots remain.
-                let _ = roots.add(cert);
-            }
-            rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .map(|b| Arc::new(b.with_root_certificates(roots).with_no_client_auth()))
-            .map_err(|e| format!("cannot set up TLS: {e}"))
-        })
-        .clone()
-        .map_err(Failure::Invalid)
-}
-
-/// The message of an error and its sources, joined with `: `.
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
 }

@@ -215,29 +215,9 @@ impl LegacySession {
         session: Option<&HeaderValue>,
     ) -> Result<HttpResponse, Failure> {
         let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         headers.insert("last-event-id", header_value(last_event_id)?);
         let headers = self.headers(session, headers);
-        let out = Outbound {
-            method: Method::GET,
-            uri: inner.endpoint.clone(),
-            headers,
-            body: bytes::Bytes::new(),
-            rpc_method: None,
-        };
-        let answer = inner.http.send(out).await?;
-        if !answer.status().is_success() {
-            return Err(Failure::Protocol(format!(
-                "GET with Last-Event-ID answered HTTP {}",
-                answer.status().as_u16()
-            )));
-        }
-        if response::body_kind(&answer)? != BodyKind::EventStream {
-            return Err(Failure::Protocol(
-                "GET with Last-Event-ID did not answer with an event stream".into(),
-            ));
-        }
-        Ok(answer)
+        inner.get_event_stream(headers, "with Last-Event-ID").await
     }
 
     /// Replays the handshake after the server forgot `stale`; returns the

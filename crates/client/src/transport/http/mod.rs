@@ -251,6 +251,38 @@ struct Inner {
     remembered_modern: AtomicBool,
 }
 
+impl Inner {
+    /// GETs the endpoint for an event stream with `headers` (plus the
+    /// `Accept` this needs). `what` says what the GET was for, in errors.
+    async fn get_event_stream(
+        &self,
+        mut headers: HeaderMap,
+        what: &str,
+    ) -> Result<conn::HttpResponse, Failure> {
+        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let out = Outbound {
+            method: Method::GET,
+            uri: self.endpoint.clone(),
+            headers,
+            body: Bytes::new(),
+            rpc_method: None,
+        };
+        let answer = self.http.send(out).await?;
+        if !answer.status().is_success() {
+            return Err(Failure::Protocol(format!(
+                "GET {what} answered HTTP {}",
+                answer.status().as_u16()
+            )));
+        }
+        if response::body_kind(&answer)? != BodyKind::EventStream {
+            return Err(Failure::Protocol(format!(
+                "GET {what} did not answer with an event stream"
+            )));
+        }
+        Ok(answer)
+    }
+}
+
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpTransport")

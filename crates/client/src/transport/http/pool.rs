@@ -23,8 +23,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use tokio::task::AbortHandle;
 use tower_service::Service;
 
-use super::conn::{Limits, error_chain};
+use super::conn::Limits;
 use super::failure::Failure;
+use crate::net::error_chain;
 
 /// How long an idle connection is kept; servers close theirs around here.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(55);

@@ -100,7 +100,7 @@ pub(crate) async fn read_limited(mut body: Body, limit: usize) -> Result<Bytes, 
         let frame = frame.map_err(|e| {
             Failure::Stream(format!(
                 "response body broke: {}",
-                super::conn::error_chain(&e)
+                crate::net::error_chain(&e)
             ))
         })?;
         let Ok(data) = frame.into_data() else {
@@ -363,7 +363,7 @@ impl EventStream {
                     self.ended = true;
                     return Err(Failure::Stream(format!(
                         "response stream broke: {}",
-                        super::conn::error_chain(&e)
+                        crate::net::error_chain(&e)
                     )));
                 }
             }

@@ -10,15 +10,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::header::{ACCEPT, HeaderMap, HeaderValue};
-use http::{Method, Uri};
+use http::header::HeaderMap;
+use http::Uri;
 use serde_json::Value;
 use switchboard_wire::{Message, Notification, RequestId, Response, meta, method};
 use tokio::sync::oneshot;
 
-use super::conn::Outbound;
 use super::failure::Failure;
-use super::response::{self, BodyKind, EventStream, StreamItem};
+use super::response::{self, EventStream, StreamItem};
 use super::{Events, Inner, accept_one_way, emit, request_headers};
 use crate::transport::{Incoming, NotificationSink, Outgoing};
 
@@ -75,27 +74,9 @@ impl SseSession {
     /// [`Failure`] when the GET is refused, is not an event stream, or
     /// names no usable endpoint in time.
     pub(crate) async fn open(inner: &Inner) -> Result<SseSession, Failure> {
-        let mut headers = HeaderMap::new();
-        headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        let out = Outbound {
-            method: Method::GET,
-            uri: inner.endpoint.clone(),
-            headers,
-            body: bytes::Bytes::new(),
-            rpc_method: None,
-        };
-        let answer = inner.http.send(out).await?;
-        if !answer.status().is_success() {
-            return Err(Failure::Protocol(format!(
-                "GET for an HTTP+SSE stream answered HTTP {}",
-                answer.status().as_u16()
-            )));
-        }
-        if response::body_kind(&answer)? != BodyKind::EventStream {
-            return Err(Failure::Protocol(
-                "GET for an HTTP+SSE stream did not answer with an event stream".into(),
-            ));
-        }
+        let answer = inner
+            .get_event_stream(HeaderMap::new(), "for an HTTP+SSE stream")
+            .await?;
         let mut stream = EventStream::new(answer.into_body(), inner.http.limits.max_body);
         let endpoint = tokio::time::timeout(ENDPOINT_TIMEOUT, async {
             loop {
