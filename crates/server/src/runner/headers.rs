@@ -225,17 +225,21 @@ impl Guard {
     /// (403 for a foreign host or origin, HTTP-S-02/03; 400 for a repeated
     /// `Host`, RFC 9112 §3.2).
     pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), (u16, &'static str)> {
-        if headers.get_all(HOST).iter().nth(1).is_some() {
+        let mut hosts = headers.get_all(HOST).iter();
+        let host = hosts.next();
+        if hosts.next().is_some() {
             return Err((400, "the request has more than one Host header"));
         }
-        self.check_names(headers).map_err(|reason| (403, reason))
+        self.check_names(host, headers.get(ORIGIN))
+            .map_err(|reason| (403, reason))
     }
 
-    fn check_names(&self, headers: &HeaderMap) -> Result<(), &'static str> {
-        let host = headers
-            .get(HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(str::trim);
+    fn check_names(
+        &self,
+        host: Option<&HeaderValue>,
+        origin: Option<&HeaderValue>,
+    ) -> Result<(), &'static str> {
+        let host = host.and_then(|h| h.to_str().ok()).map(str::trim);
         if let Some(allowed) = &self.hosts {
             let Some(host) = host else {
                 return Err("the Host header is missing");
@@ -248,7 +252,7 @@ impl Guard {
                 return Err("the Host header names a host this server does not serve");
             }
         }
-        let Some(origin) = headers.get(ORIGIN) else {
+        let Some(origin) = origin else {
             return Ok(());
         };
         let origin = origin
@@ -339,5 +343,22 @@ mod tests {
             ]))
             .is_err()
         );
+    }
+
+    // RFC 9112 §3.2: one Host; HTTP-S-02: none at all cannot be checked.
+    #[test]
+    fn a_repeated_or_missing_host_is_refused() {
+        let g = Guard::for_bind(&"127.0.0.1:8080".parse().unwrap());
+        let twice = headers(&[("host", "127.0.0.1:8080"), ("host", "evil.example.com")]);
+        assert_eq!(
+            g.check(&twice),
+            Err((400, "the request has more than one Host header"))
+        );
+        assert_eq!(
+            g.check(&headers(&[])),
+            Err((403, "the Host header is missing"))
+        );
+        let origin_only = headers(&[("origin", "http://localhost:1")]);
+        assert_eq!(g.check(&origin_only).map_err(|e| e.0), Err(403));
     }
 }

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use http::header::HeaderMap;
 use http::Uri;
+use http::header::HeaderMap;
 use serde_json::Value;
 use switchboard_wire::{Message, Notification, RequestId, Response, meta, method};
 use tokio::sync::oneshot;
