@@ -45,18 +45,18 @@ impl InputSupport {
     pub fn capabilities(&self) -> ClientCapabilities {
         let mut caps = ClientCapabilities::default();
         if self.elicitation_form || self.elicitation_url {
-            caps.elicitation = Some(ElicitationCapability {
+            caps.elicitation = Some(Box::new(ElicitationCapability {
                 form: self.elicitation_form.then(JsonObject::new),
                 url: self.elicitation_url.then(JsonObject::new),
                 extra: JsonObject::new(),
-            });
+            }));
         }
         if self.sampling {
-            caps.sampling = Some(SamplingCapability {
+            caps.sampling = Some(Box::new(SamplingCapability {
                 context: None,
                 tools: self.sampling_tools.then(JsonObject::new),
                 extra: JsonObject::new(),
-            });
+            }));
         }
         if self.roots {
             caps.roots = Some(JsonObject::new());

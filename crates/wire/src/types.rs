@@ -197,12 +197,14 @@ impl Implementation {
 /// Capabilities a client declares on a request.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClientCapabilities {
-    /// Elicitation support; `{}` means form mode only.
+    /// Elicitation support; `{}` means form mode only. Boxed, as is
+    /// `sampling`: every request's `_meta` holds a `ClientCapabilities`,
+    /// and most declare neither.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub elicitation: Option<ElicitationCapability>,
+    pub elicitation: Option<Box<ElicitationCapability>>,
     /// Sampling support (deprecated feature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sampling: Option<SamplingCapability>,
+    pub sampling: Option<Box<SamplingCapability>>,
     /// Roots support (deprecated feature).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roots: Option<JsonObject>,
