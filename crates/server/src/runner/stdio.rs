@@ -6,10 +6,14 @@
 //! answers are ready at once and are written without any hand-off between
 //! threads. A request that has to wait is moved onto the tokio runtime and
 //! registered for `notifications/cancelled`. Only this runner writes stdout,
-//! one complete message per write (STDIO-01/02); logs go to stderr through
-//! `tracing`. At end of input the runner lets in-flight requests finish
+//! whole lines only (STDIO-01/02); logs go to stderr through `tracing`.
+//! What the reader thread answers is written once it has handled all the
+//! input it has (before it waits for more), so a burst of pipelined
+//! requests costs one write; what tasks on the runtime send is written at
+//! once, after anything the reader still holds. At end of input the runner lets in-flight requests finish
 //! (bounded by a grace period), cancels the rest, and returns (STDIO-12).
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::pin::Pin;
@@ -116,7 +120,10 @@ where
 {
     let shared = Arc::new(Shared {
         server,
-        writer: Mutex::new(Box::new(writer)),
+        writer: Mutex::new(Output {
+            stream: Box::new(writer),
+            held: Vec::new(),
+        }),
         broken: AtomicBool::new(false),
         in_flight: Mutex::new(HashMap::new()),
         running: Mutex::new(0),
@@ -159,9 +166,42 @@ impl Write for StdoutLines {
     }
 }
 
+/// Above this many held bytes the reader thread writes without waiting
+/// for the end of its input.
+const HOLD_LIMIT: usize = 64 * 1024;
+
+thread_local! {
+    /// Whether this thread is the stdin reader, whose answers are held
+    /// until it has handled all the input it has.
+    static ON_READER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// stdout, and the lines the reader thread holds for it.
+struct Output {
+    stream: Box<dyn Write + Send>,
+    held: Vec<u8>,
+}
+
+impl Output {
+    /// Writes the held lines, then `line` (may be empty).
+    fn write_through(&mut self, line: &[u8]) -> io::Result<()> {
+        if !self.held.is_empty() {
+            self.held.extend_from_slice(line);
+            let result = self.stream.write_all(&self.held);
+            self.held.clear();
+            result?;
+        } else if !line.is_empty() {
+            self.stream.write_all(line)?;
+        } else {
+            return Ok(());
+        }
+        self.stream.flush()
+    }
+}
+
 struct Shared {
     server: Server,
-    writer: Mutex<Box<dyn Write + Send>>,
+    writer: Mutex<Output>,
     /// The output stream failed: the client is gone.
     broken: AtomicBool,
     /// Requests that are waiting, by id, for `notifications/cancelled`.
@@ -187,22 +227,39 @@ impl LineSink for Shared {
             return false;
         }
         message.push(b'\n');
-        let mut w = lock(&self.writer);
-        let ok = w.write_all(&message).and_then(|()| w.flush()).is_ok();
-        if !ok {
-            self.broken.store(true, Ordering::Relaxed);
-            tracing::warn!("stdout is closed; answers can no longer be delivered");
+        let mut out = lock(&self.writer);
+        if ON_READER.get() && out.held.len() + message.len() <= HOLD_LIMIT {
+            out.held.extend_from_slice(&message);
+            return true;
         }
-        ok
+        let ok = out.write_through(&message).is_ok();
+        drop(out);
+        self.check_written(ok)
     }
 }
 
 impl Shared {
+    /// Writes what the reader thread holds.
+    fn write_held(&self) -> bool {
+        let ok = lock(&self.writer).write_through(&[]).is_ok();
+        self.check_written(ok)
+    }
+
+    fn check_written(&self, ok: bool) -> bool {
+        if !ok && !self.broken.swap(true, Ordering::Relaxed) {
+            tracing::warn!("stdout is closed; answers can no longer be delivered");
+        }
+        ok
+    }
+
     fn read_loop<R: Read>(self: &Arc<Self>, mut reader: R) -> Result<(), ServeError> {
         let _runtime = self.handle.enter();
+        ON_READER.set(true);
         let mut framer = LineFramer::with_max_line(self.options.max_line);
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            // Nothing is held while waiting for input.
+            self.write_held();
             let n = match reader.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => n,
@@ -228,6 +285,7 @@ impl Shared {
             Ok(None) => {}
             Err(e) => self.on_frame_error(&e),
         }
+        self.write_held();
         Ok(())
     }
 
@@ -423,6 +481,12 @@ impl Shared {
     /// Waits for room under the in-flight limit, then counts one more.
     fn admit(&self) {
         let mut running = lock(&self.running);
+        if *running >= self.options.max_in_flight {
+            // The reader waits here: nothing it holds may wait with it.
+            drop(running);
+            self.write_held();
+            running = lock(&self.running);
+        }
         while *running >= self.options.max_in_flight {
             running = self
                 .idle
@@ -460,4 +524,143 @@ fn has_modern_meta(params: Option<&Value>) -> bool {
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(PROTOCOL_VERSION))
         .is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Cursor;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::Context;
+
+    /// A stdout that records each write it is given.
+    #[derive(Clone, Default)]
+    struct Recorder(Arc<Mutex<Vec<Vec<u8>>>>);
+
+    impl Write for Recorder {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            lock(&self.0).push(buf.to_vec());
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Recorder {
+        fn lines(&self) -> Vec<Value> {
+            lock(&self.0)
+                .concat()
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| serde_json::from_slice(l).unwrap())
+                .collect()
+        }
+    }
+
+    fn call(id: usize, tool: &str, meta: Value) -> String {
+        let params = json!({"name": tool, "arguments": {}, "_meta": meta});
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+        )
+    }
+
+    fn meta() -> Value {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}
+        })
+    }
+
+    fn server() -> Server {
+        Server::builder("t", "1")
+            .tool("now", "Answers at once", |_: Context| async { "now" })
+            .tool(
+                "later",
+                "Reports progress, then answers after a wait",
+                |ctx: Context| async move {
+                    ctx.progress(1.0, None, Some("started")).await;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    "later"
+                },
+            )
+            .build()
+            .unwrap()
+    }
+
+    // A burst of pipelined requests read in one piece is answered in one
+    // write, every answer complete and on its own line (STDIO-01/02).
+    #[tokio::test]
+    async fn a_burst_read_at_once_is_answered_in_one_write() {
+        let input: String = (0..50).map(|i| call(i, "now", meta())).collect();
+        let out = Recorder::default();
+        serve_io(
+            server(),
+            Cursor::new(input),
+            out.clone(),
+            StdioOptions::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(lock(&out.0).len(), 1, "one write for the burst");
+        let ids: Vec<u64> = out
+            .lines()
+            .iter()
+            .map(|m| m["id"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ids, (0..50).collect::<Vec<_>>());
+    }
+
+    // What the reader holds is written before anything a task sends, so a
+    // request's progress still comes before its answer (PROG-04) when the
+    // answer is sent while the reader holds the progress.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn held_lines_go_before_what_tasks_send() {
+        let out = Recorder::default();
+        let seen = out.clone();
+        let server = Server::builder("t", "1")
+            .tool(
+                "later",
+                "Reports progress, then answers after a wait",
+                |ctx: Context| async move {
+                    ctx.progress(1.0, None, Some("started")).await;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    "later"
+                },
+            )
+            .tool(
+                "busy",
+                "Holds the reader until something was written",
+                move |_: Context| {
+                    // Runs on the reader thread, before the first await: the
+                    // reader holds the progress line meanwhile.
+                    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+                    while lock(&seen.0).is_empty() && std::time::Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    async { "busy" }
+                },
+            )
+            .build()
+            .unwrap();
+        let mut progress_meta = meta();
+        progress_meta["progressToken"] = json!("p");
+        let input = call(1, "later", progress_meta) + &call(2, "busy", meta());
+        serve_io(server, Cursor::new(input), out.clone(), StdioOptions::new())
+            .await
+            .unwrap();
+        let kinds: Vec<String> = out
+            .lines()
+            .iter()
+            .map(|m| match m.get("method") {
+                Some(method) => method.as_str().unwrap().to_owned(),
+                None => format!("answer {}", m["id"]),
+            })
+            .collect();
+        assert_eq!(kinds, ["notifications/progress", "answer 1", "answer 2"]);
+    }
 }
