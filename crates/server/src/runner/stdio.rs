@@ -7,11 +7,14 @@
 //! threads. A request that has to wait is moved onto the tokio runtime and
 //! registered for `notifications/cancelled`. Only this runner writes stdout,
 //! whole lines only (STDIO-01/02); logs go to stderr through `tracing`.
+//!
 //! What the reader thread answers is written once it has handled all the
 //! input it has (before it waits for more), so a burst of pipelined
 //! requests costs one write; what tasks on the runtime send is written at
-//! once, after anything the reader still holds. At end of input the runner lets in-flight requests finish
-//! (bounded by a grace period), cancels the rest, and returns (STDIO-12).
+//! once, after anything the reader still holds.
+//!
+//! At end of input the runner lets in-flight requests finish (bounded by
+//! a grace period), cancels the rest, and returns (STDIO-12).
 
 use std::cell::Cell;
 use std::collections::HashMap;
