@@ -6,7 +6,7 @@
 //! `arguments`, and a `_meta` of the known keys, no MRTR members), a small
 //! scanner reads the envelope in place instead: no tree for `params` or
 //! `_meta`, no hash lookups, no copies of the member names. Only the values
-//! that need a real parser (the arguments object, a non-empty capabilities
+//! that need a real parser (the arguments object, the capabilities
 //! object, client info) go through `serde_json`, each on its own slice.
 //!
 //! The scanner accepts a strict subset of JSON: keys and short strings
@@ -114,15 +114,7 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<RequestMeta> {
                 protocol_version = Some(s.plain_string()?.to_owned());
             }
             CLIENT_CAPABILITIES if client_capabilities.is_none() => {
-                let raw = s.raw_object()?;
-                client_capabilities = Some(if is_empty_object(raw) {
-                    ClientCapabilities::default()
-                } else {
-                    // Through a map, as the general path does: the
-                    // capability types flatten their unknown members.
-                    let map: Map<String, Value> = serde_json::from_str(raw).ok()?;
-                    ClientCapabilities::deserialize(Value::Object(map)).ok()?
-                });
+                client_capabilities = Some(ClientCapabilities::from_object(s.parsed()?).ok()?);
             }
             CLIENT_INFO if client_info.is_none() => {
                 let map: Map<String, Value> = s.parsed()?;
@@ -148,13 +140,6 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<RequestMeta> {
         tracestate: None,
         extra: Map::new(),
     })
-}
-
-/// Whether `raw` is `{}`, whitespace allowed inside.
-fn is_empty_object(raw: &str) -> bool {
-    raw.strip_prefix('{')
-        .and_then(|r| r.strip_suffix('}'))
-        .is_some_and(|inner| inner.bytes().all(is_space))
 }
 
 fn is_space(b: u8) -> bool {

@@ -292,8 +292,7 @@ impl RequestMeta {
                 PROTOCOL_VERSION => protocol_version = Some(text(PROTOCOL_VERSION, value)?),
                 CLIENT_CAPABILITIES => {
                     client_capabilities = Some(match value {
-                        Value::Object(m) if m.is_empty() => ClientCapabilities::default(),
-                        v @ Value::Object(_) => ClientCapabilities::deserialize(v)
+                        Value::Object(m) => ClientCapabilities::from_object(m)
                             .map_err(|e| malformed(CLIENT_CAPABILITIES, &e.to_string()))?,
                         _ => return Err(malformed(CLIENT_CAPABILITIES, "must be an object")),
                     });

@@ -248,6 +248,19 @@ pub struct SamplingCapability {
 }
 
 impl ClientCapabilities {
+    /// Reads a `clientCapabilities` object. The common `{}` costs nothing;
+    /// anything else goes through a `Value`, so the flattened unknown
+    /// members are kept as they came.
+    ///
+    /// # Errors
+    /// When a known member has the wrong shape.
+    pub fn from_object(object: Map<String, Value>) -> Result<Self, serde_json::Error> {
+        if object.is_empty() {
+            return Ok(ClientCapabilities::default());
+        }
+        ClientCapabilities::deserialize(Value::Object(object))
+    }
+
     /// Whether form-mode elicitation is declared (`{}` counts as form; ELIC-01).
     pub fn supports_elicitation_form(&self) -> bool {
         match &self.elicitation {
