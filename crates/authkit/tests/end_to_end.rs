@@ -23,8 +23,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_authkit::jwt::{self, PublicKey};
 use switchboard_authkit::{AuthServer, AuthServerConfig, IssMode};
-use switchboard_client::oauth::{HeadlessUserAgent, OAuthConfig, OAuthError, OAuthProvider};
 use switchboard_client::{Client, ClientError, HttpTransport};
+use switchboard_oauth::{HeadlessUserAgent, OAuthConfig, OAuthError, OAuthProvider};
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
     AuthError, AuthRequest, BoxFuture, ClaimsValidator, Context, Principal, ProtectedResource,

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_client::oauth::{OAuthConfig, OAuthProvider};
 use switchboard_client::{Client, ClientError, HttpTransport, StdioConfig, StdioTransport};
 use switchboard_host::auth::default_token_store;
 use switchboard_host::{ServerConfig, TransportConfig};
+use switchboard_oauth::{OAuthConfig, OAuthProvider};
 
 use crate::session::client_info;
 

@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use switchboard_client::oauth::OAuthError;
 use switchboard_host::Outcome;
+use switchboard_oauth::OAuthError;
 
 /// How the process ends. The numbers follow MCP Inspector's CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

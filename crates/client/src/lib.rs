@@ -17,6 +17,11 @@
 //!   requests; the client declares exactly what it supports.
 //! - [`Subscription`] (`subscription`): a `subscriptions/listen` stream.
 //! - [`ClientError`] / [`TransportError`] (`error`): what can go wrong.
+//! - [`net`]: the TLS set-up and error-chain text the HTTP transport shares
+//!   with the OAuth client.
+//!
+//! OAuth 2.1 is not here: the `switchboard-oauth` crate implements the HTTP
+//! transport's [`AuthProvider`] hook on top of this crate's public API.
 //!
 //! # Example
 //! ```no_run
@@ -50,9 +55,7 @@ mod client;
 pub mod error;
 mod input;
 #[cfg(feature = "http")]
-mod net;
-#[cfg(feature = "oauth")]
-pub mod oauth;
+pub mod net;
 mod options;
 mod pending;
 mod subscription;

@@ -1,11 +1,16 @@
-//! Network plumbing shared by the HTTP transport and the OAuth client.
+//! Network plumbing shared by the HTTP transport and the OAuth client
+//! (`switchboard-oauth`), which builds its own small HTTP client on the
+//! same stack.
 
 use std::sync::{Arc, OnceLock};
 
 /// The TLS configuration used unless one is given: the Mozilla roots of
 /// `webpki-roots` plus the platform's own, TLS 1.2 and 1.3, ring. Built
-/// once per process; the error says why TLS cannot be set up.
-pub(crate) fn default_tls() -> Result<Arc<rustls::ClientConfig>, String> {
+/// once per process.
+///
+/// # Errors
+/// Says why TLS cannot be set up.
+pub fn default_tls() -> Result<Arc<rustls::ClientConfig>, String> {
     static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {
@@ -28,7 +33,7 @@ pub(crate) fn default_tls() -> Result<Arc<rustls::ClientConfig>, String> {
 
 /// The message of an error and its sources, joined with `: ` (a source
 /// whose text the message already holds is left out).
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(e) = source {

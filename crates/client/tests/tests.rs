@@ -15,6 +15,4 @@
 
 #[cfg(feature = "http")]
 mod http;
-#[cfg(feature = "oauth")]
-mod oauth;
 mod stdio;

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
-use switchboard_client::oauth::{
+use switchboard_oauth::{
     Grant, HeadlessUserAgent, OAuthConfig, OAuthProvider, PreRegisteredClient, SigningKey,
 };
 use switchboard_wire::types::value_kind;

@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
-use switchboard_client::oauth::OAuthProvider;
 use switchboard_client::{Client, EraPolicy, HttpTransport};
+use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{Implementation, version};
 
 /// The per-request deadline: well inside the suite's 30 s per scenario.
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-                tracing_subscriber::EnvFilter::new("warn,switchboard_client::oauth=info")
+                tracing_subscriber::EnvFilter::new("warn,switchboard_oauth=info")
             }),
         )
         .init();

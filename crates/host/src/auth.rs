@@ -18,11 +18,11 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use switchboard_client::oauth::{OAuthConfig, OAuthError, PreRegisteredClient};
+use switchboard_oauth::{OAuthConfig, OAuthError, PreRegisteredClient};
 
 use crate::config::{OAuthSetting, ServerConfig};
 
-pub use switchboard_client::oauth::{LoginReport, StoredLogin, TokenStore, UserAgent};
+pub use switchboard_oauth::{LoginReport, StoredLogin, TokenStore, UserAgent};
 
 /// Environment variable naming the folder of Switchboard's per-user state
 /// (the token store is `oauth.json` in it); it wins over `XDG_STATE_HOME`.

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
-use switchboard_client::oauth::OAuthProvider;
 use switchboard_client::{ClientError, InputHandler, ProgressSink, TransportError};
+use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{
     CallToolResult, Implementation, JsonObject, Tool, ToolAnnotations, namespaced_tool_name,
 };

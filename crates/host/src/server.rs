@@ -9,12 +9,12 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use switchboard_client::oauth::{OAuthProvider, TokenStore, UserAgent};
 use switchboard_client::transport::http::HttpTransport;
 use switchboard_client::{
     Client, ClientError, InputContext, InputError, InputHandler, InputSupport, Listing, Outgoing,
     ServerDescription, StdioConfig, StdioTransport, Transport, TransportError,
 };
+use switchboard_oauth::{OAuthProvider, TokenStore, UserAgent};
 use switchboard_wire::types::method;
 use switchboard_wire::{Implementation, Tool};
 use tokio::sync::Notify;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use switchboard_authkit::{AuthServer, AuthServerConfig, PrmAt, ResourceConfig, ResourceServer};
-use switchboard_client::oauth::{HeadlessUserAgent, OAuthProvider};
 use switchboard_host::auth::{self, TokenStore};
 use switchboard_host::{AssumeYes, CallOptions, Host, Outcome, ServerReport, ServerStatus};
+use switchboard_oauth::{HeadlessUserAgent, OAuthProvider};
 
 use crate::util::*;
 

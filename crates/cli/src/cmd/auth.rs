@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use switchboard_client::oauth::{
-    IdentitySource, LoopbackUserAgent, OAuthConfig, OAuthProvider, StoredLogin, TokenStore,
-};
 use switchboard_host::auth::{NoOAuth, default_token_store, login_command, oauth_config};
 use switchboard_host::{Config, OAuthSetting, ServerConfig};
+use switchboard_oauth::{
+    IdentitySource, LoopbackUserAgent, OAuthConfig, OAuthProvider, StoredLogin, TokenStore,
+};
 
 use crate::exit::{Code, Failure, of_oauth_error};
 use crate::out;

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Value, json};
-use switchboard_client::oauth::OAuthProvider;
 use switchboard_client::{CallOptions, Client};
 use switchboard_host::auth::{NoOAuth, login_command, needs_login_reason, oauth_config};
 use switchboard_host::table::{ServerTools, ToolTable};
 use switchboard_host::{ServerConfig, TransportConfig};
+use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{Tool, namespaced_tool_name};
 use tokio::task::JoinSet;
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_authkit::{AuthServer, AuthServerConfig, ResourceConfig, ResourceServer, Seen};
-use switchboard_client::oauth::{HeadlessUserAgent, OAuthConfig, OAuthProvider};
 use switchboard_client::{Client, ClientError, HttpTransport};
+use switchboard_oauth::{HeadlessUserAgent, OAuthConfig, OAuthProvider};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

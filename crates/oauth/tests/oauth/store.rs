@@ -2,7 +2,7 @@
 //! private files, and tokens that stay with their server.
 
 use switchboard_authkit::{ResourceConfig, ResourceServer};
-use switchboard_client::oauth::TokenStore;
+use switchboard_oauth::TokenStore;
 
 use super::util::{config, default_servers, provider, round_trip};
 

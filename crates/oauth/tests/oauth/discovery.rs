@@ -2,7 +2,7 @@
 //! refuses to use.
 
 use switchboard_authkit::{AuthServerConfig, MetadataAt, PrmAt, ResourceConfig};
-use switchboard_client::oauth::{OAuthConfig, OAuthError, OAuthProvider};
+use switchboard_oauth::{OAuthConfig, OAuthError, OAuthProvider};
 
 use super::util::{config, provider, round_trip, servers};
 

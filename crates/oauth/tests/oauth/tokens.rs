@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use switchboard_authkit::{AuthServer, AuthServerConfig, ResourceConfig, TestClient, jwt};
-use switchboard_client::oauth::{Grant, OAuthConfig, PreRegisteredClient, SigningKey, TokenStore};
+use switchboard_oauth::{Grant, OAuthConfig, PreRegisteredClient, SigningKey, TokenStore};
 
 use super::util::{config, connect, default_servers, grant_types, provider, round_trip, servers};
 

@@ -35,8 +35,8 @@ use super::token::{
 };
 use super::uri::HttpUrl;
 use super::user_agent::AuthorizationRequest;
-use crate::transport::BoxFuture;
-use crate::transport::http::{AuthChallenge, AuthError, AuthProvider, AuthRetry};
+use switchboard_client::transport::BoxFuture;
+use switchboard_client::transport::http::{AuthChallenge, AuthError, AuthProvider, AuthRetry};
 
 /// A token this close to expiry is refreshed before it is sent.
 const EXPIRY_SKEW_SECS: u64 = 30;

@@ -1,8 +1,10 @@
 //! OAuth 2.1 for remote MCP servers (spec "Authorization", revision
-//! 2026-07-28): the client side, plugged into the Streamable HTTP transport.
+//! 2026-07-28): the client side, plugged into `switchboard-client`'s
+//! Streamable HTTP transport, using only that crate's public API (the
+//! client crate knows nothing of this one).
 //!
 //! [`OAuthProvider`] implements the transport's
-//! [`AuthProvider`](crate::transport::http::AuthProvider) hook: it supplies
+//! [`AuthProvider`](switchboard_client::AuthProvider) hook: it supplies
 //! `Authorization: Bearer …` on every request (never a token in a URL,
 //! AUTH-C-21) and reacts to 401 and 403 challenges by running the flow:
 //!
@@ -49,7 +51,7 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use switchboard_client::Client;
-//! use switchboard_client::oauth::{LoopbackUserAgent, OAuthConfig, OAuthProvider, TokenStore};
+//! use switchboard_oauth::{LoopbackUserAgent, OAuthConfig, OAuthProvider, TokenStore};
 //! use switchboard_client::transport::http::HttpTransport;
 //!
 //! let url = "https://mcp.example.com/mcp";

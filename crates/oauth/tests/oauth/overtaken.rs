@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard_authkit::{AuthServer, AuthServerConfig};
-use switchboard_client::oauth::{HeadlessUserAgent, OAuthConfig, OAuthProvider};
 use switchboard_client::{Client, HttpTransport};
+use switchboard_oauth::{HeadlessUserAgent, OAuthConfig, OAuthProvider};
 use tokio::sync::Notify;
 
 use super::util::grant_types;
-use crate::http::util::{Reply, Seen, accepted, json_reply, result_for, serve, text, within};
+use crate::http_util::{Reply, Seen, accepted, json_reply, result_for, serve, text, within};
 
 /// The scripted MCP endpoint: accepts any bearer token it has not been told
 /// to refuse, and holds the first `tools/call` until released.

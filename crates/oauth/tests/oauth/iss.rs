@@ -2,7 +2,7 @@
 //! responses that are not acted on when `iss` fails.
 
 use switchboard_authkit::{AuthServerConfig, IssMode, ResourceConfig};
-use switchboard_client::oauth::OAuthError;
+use switchboard_oauth::OAuthError;
 
 use super::util::{config, provider, servers};
 

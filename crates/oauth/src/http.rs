@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use super::error::OAuthError;
 use super::uri::HttpUrl;
-use crate::net::{default_tls, error_chain};
+use switchboard_client::net::{default_tls, error_chain};
 
 /// Largest metadata, registration or token response accepted: 1 MiB.
 const MAX_BODY: usize = 1024 * 1024;

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchboard_authkit::jwt;
-use switchboard_client::oauth::{IdentitySource, LoopbackUserAgent, OAuthConfig};
+use switchboard_oauth::{IdentitySource, LoopbackUserAgent, OAuthConfig};
 
 use super::util::{self, browse, config, default_servers, provider, round_trip};
 

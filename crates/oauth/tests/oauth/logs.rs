@@ -6,7 +6,7 @@
 
 use base64::Engine as _;
 use switchboard_authkit::{AuthServerConfig, IssMode, ResourceConfig};
-use switchboard_client::oauth::TokenStore;
+use switchboard_oauth::TokenStore;
 use switchboard_testutil::LogCapture;
 
 use super::util::{config, connect, provider, servers};

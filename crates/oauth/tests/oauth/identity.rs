@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use switchboard_authkit::{AuthServerConfig, ResourceConfig, TestClient};
-use switchboard_client::oauth::{IdentitySource, OAuthError, PreRegisteredClient};
+use switchboard_oauth::{IdentitySource, OAuthError, PreRegisteredClient};
 
 use super::util::{config, provider, round_trip, servers};
 
@@ -221,8 +221,8 @@ async fn registration_is_reused() {
 #[tokio::test]
 async fn refused_registration_says_why() {
     let s = servers(AuthServerConfig::default(), ResourceConfig::default()).await;
-    let agent = switchboard_client::oauth::HeadlessUserAgent::new()
-        .redirect_uri("http://192.0.2.10/callback");
+    let agent =
+        switchboard_oauth::HeadlessUserAgent::new().redirect_uri("http://192.0.2.10/callback");
     let p = provider(config(&s.mcp).user_agent(std::sync::Arc::new(agent)));
     let err = p.login().await.unwrap_err();
     assert!(

@@ -21,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use super::error::OAuthError;
 use super::http::OAuthHttp;
 use super::uri::HttpUrl;
-use crate::transport::BoxFuture;
+use switchboard_client::transport::BoxFuture;
 
 /// An authorization request, ready to be shown to the user.
 #[derive(Clone)]

@@ -350,8 +350,8 @@ fn create_private_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oauth::secret::Secret;
-    use crate::oauth::token::TokenEndpointAuthMethod;
+    use crate::secret::Secret;
+    use crate::token::TokenEndpointAuthMethod;
 
     fn tokens(issuer: &str, access: &str) -> TokenSet {
         TokenSet {
