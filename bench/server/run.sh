@@ -33,7 +33,7 @@ if [[ -z "${BENCH_BIN:-}" ]]; then
   BENCH_BIN="$CARGO_TARGET_DIR/release"
 fi
 unset CARGO_TARGET_DIR
-(cd "$repo" && cargo build --release --locked --quiet -p switchboard-conformance-server --bin bench-echo)
-sb_bin="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release"
+(cd "$repo" && cargo build --profile dist --locked --quiet -p switchboard-conformance-server --bin bench-echo)
+sb_bin="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/dist"
 export SB_BIN="$sb_bin" BIN="$BENCH_BIN"
 PEERS="${PEERS:-floor rmcp switchboard switchboard-mt}" PEERS_FILE="$here/peers.conf" "$work/run-all.sh"
