@@ -5,7 +5,6 @@
 //! 100 are cut to 100 with `hasMore` set (COMP-02).
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::marker::PhantomData;
 
 use serde_json::Value;
@@ -14,6 +13,7 @@ use switchboard_wire::Completion;
 use crate::auth::BoxFuture;
 use crate::context::Context;
 use crate::error::HandlerError;
+use crate::handler::handler_shapes;
 use crate::tool::markers;
 
 /// The most values one completion result may carry.
@@ -140,36 +140,11 @@ impl<T: IntoCompletion, E: Into<HandlerError>> IntoCompletion for Result<T, E> {
     }
 }
 
-impl<F, Fut, R> CompletionHandler<markers::ArgsCtx<CompleteRequest>> for F
-where
-    F: Fn(CompleteRequest, Context) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoCompletion,
-{
-    fn call(
-        &self,
-        request: CompleteRequest,
-        ctx: Context,
-    ) -> BoxFuture<'static, Result<Completion, HandlerError>> {
-        let fut = self(request, ctx);
-        Box::pin(async move { fut.await.into_completion() })
-    }
-}
-
-impl<F, Fut, R> CompletionHandler<markers::Args<CompleteRequest>> for F
-where
-    F: Fn(CompleteRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoCompletion,
-{
-    fn call(
-        &self,
-        request: CompleteRequest,
-        _: Context,
-    ) -> BoxFuture<'static, Result<Completion, HandlerError>> {
-        let fut = self(request);
-        Box::pin(async move { fut.await.into_completion() })
-    }
+handler_shapes! {
+    CompletionHandler -> Completion, IntoCompletion::into_completion;
+    fn call(request: CompleteRequest, ctx: Context);
+    markers::ArgsCtx<CompleteRequest> [] Fn(CompleteRequest, Context) => self(request, ctx) {}
+    markers::Args<CompleteRequest> [] Fn(CompleteRequest) => self(request) {}
 }
 
 pub(crate) trait ErasedCompletion: Send + Sync {

@@ -63,6 +63,7 @@ mod context;
 mod dispatch;
 mod error;
 mod fast;
+mod handler;
 mod input;
 mod legacy;
 mod notify;

@@ -5,7 +5,6 @@
 //! given explicitly. Arguments arrive as strings; a missing required one is
 //! -32602 naming it (PRM-05).
 
-use std::future::Future;
 use std::marker::PhantomData;
 
 use schemars::JsonSchema;
@@ -19,6 +18,7 @@ use switchboard_wire::{
 use crate::auth::BoxFuture;
 use crate::context::Context;
 use crate::error::{BuildError, HandlerError};
+use crate::handler::handler_shapes;
 use crate::outcome::{InputRequired, Outcome};
 use crate::schema::schema_for;
 use crate::tool::{NoArgs, markers};
@@ -119,74 +119,13 @@ pub trait PromptHandler<M>: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<PromptOutcome, HandlerError>>;
 }
 
-impl<F, A, Fut, R> PromptHandler<markers::Args<A>> for F
-where
-    F: Fn(A) -> Fut + Send + Sync + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoPromptResult,
-{
-    type Args = A;
-
-    fn call(&self, args: A, _: Context) -> BoxFuture<'static, Result<PromptOutcome, HandlerError>> {
-        let fut = self(args);
-        Box::pin(async move { fut.await.into_prompt_result() })
-    }
-}
-
-impl<F, A, Fut, R> PromptHandler<markers::ArgsCtx<A>> for F
-where
-    F: Fn(A, Context) -> Fut + Send + Sync + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoPromptResult,
-{
-    type Args = A;
-
-    fn call(
-        &self,
-        args: A,
-        ctx: Context,
-    ) -> BoxFuture<'static, Result<PromptOutcome, HandlerError>> {
-        let fut = self(args, ctx);
-        Box::pin(async move { fut.await.into_prompt_result() })
-    }
-}
-
-impl<F, Fut, R> PromptHandler<markers::Ctx> for F
-where
-    F: Fn(Context) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoPromptResult,
-{
-    type Args = NoArgs;
-
-    fn call(
-        &self,
-        _: NoArgs,
-        ctx: Context,
-    ) -> BoxFuture<'static, Result<PromptOutcome, HandlerError>> {
-        let fut = self(ctx);
-        Box::pin(async move { fut.await.into_prompt_result() })
-    }
-}
-
-impl<F, Fut, R> PromptHandler<markers::Nothing> for F
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoPromptResult,
-{
-    type Args = NoArgs;
-
-    fn call(
-        &self,
-        _: NoArgs,
-        _: Context,
-    ) -> BoxFuture<'static, Result<PromptOutcome, HandlerError>> {
-        let fut = self();
-        Box::pin(async move { fut.await.into_prompt_result() })
-    }
+handler_shapes! {
+    PromptHandler -> PromptOutcome, IntoPromptResult::into_prompt_result;
+    fn call(args: Self::Args, ctx: Context);
+    markers::Args<A> [A] Fn(A) => self(args) { type Args = A; }
+    markers::ArgsCtx<A> [A] Fn(A, Context) => self(args, ctx) { type Args = A; }
+    markers::Ctx [] Fn(Context) => self(ctx) { type Args = NoArgs; }
+    markers::Nothing [] Fn() => self() { type Args = NoArgs; }
 }
 
 /// Anything a prompt handler may return.

@@ -4,19 +4,19 @@
 //! Reading a URI that matches no resource and no template is -32602 with
 //! `data.uri`, never an empty `contents` (RES-03).
 
-use std::future::Future;
 use std::marker::PhantomData;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use switchboard_wire::{
-    CacheHints, CacheScope, JsonObject, ReadResourceResult, Resource, ResourceContents,
-    ResourceTemplate, ResultHeader, ResultType,
+    CacheHints, JsonObject, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+    ResultHeader, ResultType,
 };
 
 use crate::auth::BoxFuture;
 use crate::context::Context;
 use crate::error::{BuildError, HandlerError};
+use crate::handler::{handler_shapes, spec_builders};
 use crate::outcome::{InputRequired, Outcome};
 use crate::tool::markers;
 use crate::uri_template::{TemplateMatch, UriTemplate};
@@ -82,29 +82,7 @@ impl ResourceSpec {
         }
     }
 
-    /// Its MIME type.
-    pub fn mime_type(mut self, mime: impl Into<String>) -> Self {
-        self.resource.mime_type = Some(mime.into());
-        self
-    }
-
-    /// A description.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.resource.description = Some(description.into());
-        self
-    }
-
-    /// A display title.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.resource.title = Some(title.into());
-        self
-    }
-
-    /// Cache hints for reads of this resource, instead of the server's.
-    pub fn cache(mut self, ttl_ms: u32, scope: CacheScope) -> Self {
-        self.cache = Some(CacheHints::new(ttl_ms, scope));
-        self
-    }
+    spec_builders!(resource, "Its MIME type.");
 
     /// The URI.
     pub fn uri(&self) -> &str {
@@ -135,23 +113,7 @@ impl TemplateSpec {
         }
     }
 
-    /// The MIME type of the resources it names.
-    pub fn mime_type(mut self, mime: impl Into<String>) -> Self {
-        self.template.mime_type = Some(mime.into());
-        self
-    }
-
-    /// A description.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.template.description = Some(description.into());
-        self
-    }
-
-    /// Cache hints for reads through this template.
-    pub fn cache(mut self, ttl_ms: u32, scope: CacheScope) -> Self {
-        self.cache = Some(CacheHints::new(ttl_ms, scope));
-        self
-    }
+    spec_builders!(template, "The MIME type of the resources it names.");
 }
 
 /// A function that reads a fixed resource: `(Context)` or `()`.
@@ -160,28 +122,11 @@ pub trait ResourceHandler<M>: Send + Sync + 'static {
     fn call(&self, ctx: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>>;
 }
 
-impl<F, Fut, R> ResourceHandler<markers::Ctx> for F
-where
-    F: Fn(Context) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoReadResult,
-{
-    fn call(&self, ctx: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
-        let fut = self(ctx);
-        Box::pin(async move { fut.await.into_read_result() })
-    }
-}
-
-impl<F, Fut, R> ResourceHandler<markers::Nothing> for F
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoReadResult,
-{
-    fn call(&self, _: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
-        let fut = self();
-        Box::pin(async move { fut.await.into_read_result() })
-    }
+handler_shapes! {
+    ResourceHandler -> ReadOutcome, IntoReadResult::into_read_result;
+    fn call(ctx: Context);
+    markers::Ctx [] Fn(Context) => self(ctx) {}
+    markers::Nothing [] Fn() => self() {}
 }
 
 /// A function that reads resources through a template:
@@ -195,36 +140,11 @@ pub trait TemplateHandler<M>: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>>;
 }
 
-impl<F, Fut, R> TemplateHandler<markers::ArgsCtx<TemplateMatch>> for F
-where
-    F: Fn(TemplateMatch, Context) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoReadResult,
-{
-    fn call(
-        &self,
-        matched: TemplateMatch,
-        ctx: Context,
-    ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
-        let fut = self(matched, ctx);
-        Box::pin(async move { fut.await.into_read_result() })
-    }
-}
-
-impl<F, Fut, R> TemplateHandler<markers::Args<TemplateMatch>> for F
-where
-    F: Fn(TemplateMatch) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoReadResult,
-{
-    fn call(
-        &self,
-        matched: TemplateMatch,
-        _: Context,
-    ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
-        let fut = self(matched);
-        Box::pin(async move { fut.await.into_read_result() })
-    }
+handler_shapes! {
+    TemplateHandler -> ReadOutcome, IntoReadResult::into_read_result;
+    fn call(matched: TemplateMatch, ctx: Context);
+    markers::ArgsCtx<TemplateMatch> [] Fn(TemplateMatch, Context) => self(matched, ctx) {}
+    markers::Args<TemplateMatch> [] Fn(TemplateMatch) => self(matched) {}
 }
 
 /// Anything a resource handler may return.

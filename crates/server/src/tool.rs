@@ -8,7 +8,6 @@
 //! [`CallToolResult`], a `String`, [`Json`], an [`InputRequired`], or a
 //! `Result` of those with an error that becomes an `isError` result.
 
-use std::future::Future;
 use std::marker::PhantomData;
 
 use schemars::JsonSchema;
@@ -23,6 +22,7 @@ use switchboard_wire::{
 use crate::auth::BoxFuture;
 use crate::context::Context;
 use crate::error::{BuildError, HandlerError};
+use crate::handler::handler_shapes;
 use crate::outcome::{InputRequired, Outcome};
 use crate::schema::{ArgValidator, schema_for};
 
@@ -168,74 +168,13 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
 }
 
-impl<F, A, Fut, R> ToolHandler<markers::Args<A>> for F
-where
-    F: Fn(A) -> Fut + Send + Sync + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = A;
-
-    fn call(
-        &self,
-        args: A,
-        _ctx: Context,
-    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
-        let fut = self(args);
-        Box::pin(async move { fut.await.into_tool_result() })
-    }
-}
-
-impl<F, A, Fut, R> ToolHandler<markers::ArgsCtx<A>> for F
-where
-    F: Fn(A, Context) -> Fut + Send + Sync + 'static,
-    A: DeserializeOwned + JsonSchema + Send + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = A;
-
-    fn call(&self, args: A, ctx: Context) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
-        let fut = self(args, ctx);
-        Box::pin(async move { fut.await.into_tool_result() })
-    }
-}
-
-impl<F, Fut, R> ToolHandler<markers::Ctx> for F
-where
-    F: Fn(Context) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = NoArgs;
-
-    fn call(
-        &self,
-        _: NoArgs,
-        ctx: Context,
-    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
-        let fut = self(ctx);
-        Box::pin(async move { fut.await.into_tool_result() })
-    }
-}
-
-impl<F, Fut, R> ToolHandler<markers::Nothing> for F
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = R> + Send + 'static,
-    R: IntoToolResult,
-{
-    type Args = NoArgs;
-
-    fn call(
-        &self,
-        _: NoArgs,
-        _ctx: Context,
-    ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
-        let fut = self();
-        Box::pin(async move { fut.await.into_tool_result() })
-    }
+handler_shapes! {
+    ToolHandler -> ToolOutcome, IntoToolResult::into_tool_result;
+    fn call(args: Self::Args, ctx: Context);
+    markers::Args<A> [A] Fn(A) => self(args) { type Args = A; }
+    markers::ArgsCtx<A> [A] Fn(A, Context) => self(args, ctx) { type Args = A; }
+    markers::Ctx [] Fn(Context) => self(ctx) { type Args = NoArgs; }
+    markers::Nothing [] Fn() => self() { type Args = NoArgs; }
 }
 
 /// Anything a tool handler may return.
