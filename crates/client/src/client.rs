@@ -680,7 +680,7 @@ impl Client {
     }
 
     /// Builds one request: a fresh id, `_meta`, the notification sink.
-    /// Kept out of `send_with` so its future stays small.
+    /// Kept out of `send_prepared` so its future stays small.
     fn prepare(
         &self,
         method: &str,
@@ -1396,6 +1396,7 @@ pub(crate) fn closed(client: &Client, cause: impl Into<String>) -> ClientError {
     ClientError::Transport(TransportError::Closed {
         server: client.inner.name.clone(),
         cause: cause.into(),
+        source: None,
     })
 }
 

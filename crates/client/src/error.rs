@@ -7,11 +7,52 @@
 //! that ran and failed is **not** an error: it is a
 //! [`switchboard_wire::CallToolResult`] with `isError: true`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_wire::ErrorObject;
 
+/// The typed error beneath a [`TransportError`] (an I/O, TLS or HTTP error,
+/// the authorization layer's): shared, so the transport error stays
+/// cloneable when one failure fails every pending request.
+///
+/// [`std::error::Error::source`] of the transport error is the error
+/// inside, so `downcast_ref` finds its own type (e.g. `std::io::Error`).
+#[derive(Clone)]
+pub struct Source(Arc<dyn std::error::Error + Send + Sync + 'static>);
+
+impl Source {
+    /// Wraps an error.
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Source(Arc::new(error))
+    }
+}
+
+impl From<Box<dyn std::error::Error + Send + Sync + 'static>> for Source {
+    fn from(error: Box<dyn std::error::Error + Send + Sync + 'static>) -> Self {
+        Source(Arc::from(error))
+    }
+}
+
+impl std::ops::Deref for Source {
+    type Target = dyn std::error::Error + Send + Sync + 'static;
+
+    fn deref(&self) -> &Self::Target {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
 /// Why a transport could not deliver a request or its response.
+///
+/// `Display` says what failed, including the text of the error underneath
+/// (so one line tells the whole story); [`std::error::Error::source`] gives
+/// that error itself, typed, where there is one.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransportError {
@@ -24,6 +65,10 @@ pub enum TransportError {
         server: String,
         /// What happened.
         cause: String,
+        /// The typed error underneath, when there is one (its text is in
+        /// `cause`).
+        #[source]
+        source: Option<Source>,
     },
     /// The server could not be started (command not found, not executable,
     /// bad working directory, …).
@@ -33,6 +78,10 @@ pub enum TransportError {
         server: String,
         /// What went wrong.
         cause: String,
+        /// The typed error underneath, when there is one (its text is in
+        /// `cause`).
+        #[source]
+        source: Option<Source>,
     },
     /// The server ended this request itself: it sent
     /// `notifications/cancelled` for it, which servers do only to tear down a
@@ -56,6 +105,10 @@ pub enum TransportError {
         server: String,
         /// What happened.
         cause: String,
+        /// The typed error underneath, when there is one (its text is in
+        /// `cause`).
+        #[source]
+        source: Option<Source>,
     },
     /// The HTTP server answered with a non-success status and a body that is
     /// not a JSON-RPC error the transport passes on as the response: an HTML
@@ -88,6 +141,10 @@ pub enum TransportError {
         server: String,
         /// What the authorization layer said (never a credential).
         cause: String,
+        /// The typed error underneath, when there is one (its text is in
+        /// `cause`).
+        #[source]
+        source: Option<Source>,
     },
     /// Two requests with one id were in flight at once (WIRE-04): a caller
     /// bug, refused before anything was sent.
@@ -145,6 +202,28 @@ impl TransportError {
                     ..
                 }
         )
+    }
+
+    /// [`TransportError::Closed`] with no typed cause.
+    pub fn closed(server: impl Into<String>, cause: impl Into<String>) -> Self {
+        TransportError::Closed {
+            server: server.into(),
+            cause: cause.into(),
+            source: None,
+        }
+    }
+
+    /// [`TransportError::Spawn`], keeping `source` as the typed cause.
+    pub fn spawn(
+        server: impl Into<String>,
+        cause: impl Into<String>,
+        source: Option<Source>,
+    ) -> Self {
+        TransportError::Spawn {
+            server: server.into(),
+            cause: cause.into(),
+            source,
+        }
     }
 
     /// Whether the channel is gone for good (closed, or never opened).

@@ -62,7 +62,7 @@ mod subscription;
 pub mod transport;
 
 pub use client::{Client, ClientBuilder, Listing, ServerDescription};
-pub use error::{ClientError, TransportError};
+pub use error::{ClientError, Source, TransportError};
 pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
 pub use options::{CallOptions, ClientConfig, EraPolicy, ProgressSink};
 pub use subscription::{Subscription, SubscriptionEnd};

@@ -148,6 +148,7 @@ mod tests {
         let cause = TransportError::Closed {
             server: "s".into(),
             cause: "exited".into(),
+            source: None,
         };
         p.fail_all(cause);
         assert!(ra.try_recv().unwrap().is_err());

@@ -144,6 +144,7 @@ impl Subscription {
                     .unwrap_or_else(|| TransportError::Closed {
                         server: sub.client.server_name().to_owned(),
                         cause: "listen stream dropped".into(),
+                        source: None,
                     }),
             )),
             Ok(None) => Err(match sub.end.take() {

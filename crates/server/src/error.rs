@@ -343,7 +343,7 @@ mod tests {
     fn protocol_errors_keep_code_and_status() {
         let e = HandlerError::resource_not_found("test://x");
         let obj = e.as_rpc().unwrap();
-        assert_eq!(obj.code, -32602);
+        assert_eq!(obj.code, ErrorCode::InvalidParams.code());
         assert_eq!(obj.data.as_ref().unwrap()["uri"], "test://x");
         let f = Fault::from_rpc(ErrorObject::missing_capability(json!({"sampling": {}})));
         assert_eq!(f.http_status(), 400);

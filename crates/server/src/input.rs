@@ -193,7 +193,10 @@ mod tests {
     fn malformed_answers_are_invalid_params() {
         let r = responses(json!({"who": 12345}));
         let e = r.elicitation("who").unwrap_err();
-        assert_eq!(e.as_rpc().unwrap().code, -32602);
+        assert_eq!(
+            e.as_rpc().unwrap().code,
+            switchboard_wire::ErrorCode::InvalidParams.code()
+        );
         assert!(e.message().contains("inputResponses.who"));
     }
 }

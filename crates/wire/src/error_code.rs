@@ -164,7 +164,7 @@ mod tests {
     #[test]
     fn unsupported_version_carries_both_lists() {
         let e = ErrorObject::unsupported_version(&["2026-07-28"], "1999-01-01");
-        assert_eq!(e.code, -32022);
+        assert_eq!(e.code, ErrorCode::UnsupportedProtocolVersion.code());
         let data = e.unsupported_version_data().unwrap();
         assert_eq!(data.supported, vec!["2026-07-28"]);
         assert_eq!(data.requested, "1999-01-01");
@@ -174,7 +174,7 @@ mod tests {
     #[test]
     fn missing_capability_names_the_capability() {
         let e = ErrorObject::missing_capability(json!({"sampling": {}}));
-        assert_eq!(e.code, -32021);
+        assert_eq!(e.code, ErrorCode::MissingRequiredClientCapability.code());
         assert_eq!(
             e.data.unwrap()["requiredCapabilities"]["sampling"],
             json!({})

@@ -118,10 +118,10 @@ pub trait Transport: Send + Sync + fmt::Debug {
     fn respond(&self, response: Response) -> BoxFuture<'_, Result<(), TransportError>> {
         let _ = response;
         Box::pin(async {
-            Err(TransportError::Closed {
-                server: String::new(),
-                cause: "this transport cannot answer server requests".into(),
-            })
+            Err(TransportError::closed(
+                "",
+                "this transport cannot answer server requests",
+            ))
         })
     }
 

@@ -8,9 +8,12 @@
 //!   notifications by subscription id, the rest to the event sink);
 //! - the **stderr** task logs each line with the server's name (never as an
 //!   error; STDIO-06) and keeps the last few for diagnostics;
-//! - the **writer** only runs when the pipe is full: callers write their
-//!   line straight to the pipe when it has room (no task hop on the hot
-//!   path), and hand the rest to the writer otherwise;
+//! - the **writer** runs in two cases: when several requests are in flight
+//!   (callers then queue their lines and the writer sends everything queued
+//!   in this scheduler tick in one write), and when the pipe is full (it
+//!   waits until the server reads, then writes the rest). A request alone
+//!   in flight is written straight to the pipe by its caller, with no task
+//!   hop;
 //! - the **supervisor** owns the child: it notices the exit, and on
 //!   shutdown closes stdin, waits, then sends `SIGTERM` and `SIGKILL` to the
 //!   process group (STDIO-11).
@@ -40,7 +43,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{Notify, oneshot, watch};
 use tracing::{debug, info, warn};
 
-use crate::error::TransportError;
+use crate::error::{Source, TransportError};
 use crate::pending::{Entry, Pending};
 use crate::transport::spawn::{forget_group, group_alive, signal_group, spawn_server};
 use crate::transport::{BoxFuture, EventSink, Incoming, Outgoing, Transport};
@@ -176,9 +179,8 @@ impl StdioTransport {
     /// # Errors
     /// [`TransportError::Spawn`] when the process cannot be started.
     pub async fn spawn(config: StdioConfig) -> Result<StdioTransport, TransportError> {
-        let spawn_error = |cause: String| TransportError::Spawn {
-            server: config.name.clone(),
-            cause,
+        let spawn_error = |cause: String, source: Option<io::Error>| {
+            TransportError::spawn(config.name.clone(), cause, source.map(Source::new))
         };
         let mut command = Command::new(&config.command);
         command.args(&config.args);
@@ -188,20 +190,24 @@ impl StdioTransport {
         if let Some(cwd) = &config.cwd {
             command.current_dir(cwd);
         }
-        let mut child = spawn_server(command)
-            .await
-            .map_err(|e| spawn_error(format!("{}: {e}", config.command.to_string_lossy())))?;
+        let mut child = spawn_server(command).await.map_err(|e| {
+            spawn_error(
+                format!("{}: {e}", config.command.to_string_lossy()),
+                Some(e),
+            )
+        })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(spawn_error(
                 "the child's standard streams are missing".into(),
+                None,
             ));
         };
         let stdin = stdin
             .into_owned_fd()
             .and_then(pipe::Sender::from_owned_fd)
-            .map_err(|e| spawn_error(format!("cannot use the child's stdin: {e}")))?;
+            .map_err(|e| spawn_error(format!("cannot use the child's stdin: {e}"), Some(e)))?;
         let shared = Arc::new(Shared {
             name: config.name.clone(),
             pid: child.id(),
@@ -402,10 +408,7 @@ impl Shared {
         lock(&self.pending)
             .closed()
             .cloned()
-            .unwrap_or_else(|| TransportError::Closed {
-                server: self.name.clone(),
-                cause: cause.to_owned(),
-            })
+            .unwrap_or_else(|| TransportError::closed(self.name.clone(), cause))
     }
 
     /// Writes one message, failing when the transport is closed.
@@ -594,7 +597,7 @@ impl Shared {
     }
 
     /// Why the server is gone, with exit status and last stderr lines.
-    fn exit_cause(&self, what: &str) -> TransportError {
+    fn exit_cause(&self, what: &str, source: Option<io::Error>) -> TransportError {
         let mut cause = what.to_owned();
         if let Some(status) = *self.exit.borrow() {
             cause.push_str(&format!(" ({status})"));
@@ -609,6 +612,7 @@ impl Shared {
         TransportError::Closed {
             server: self.name.clone(),
             cause,
+            source: source.map(Source::new),
         }
     }
 }
@@ -673,12 +677,12 @@ async fn read_loop(shared: Arc<Shared>, stdout: impl AsyncRead + Unpin, max_line
         let _ = stderr.wait_for(|done| *done).await;
     })
     .await;
-    let what = match error {
+    let what = match &error {
         Some(e) => format!("reading the server's stdout failed: {e}"),
         None if shared.exit.borrow().is_some() => "the server exited".to_owned(),
         None => "the server closed its stdout".to_owned(),
     };
-    shared.fail_all(shared.exit_cause(&what));
+    shared.fail_all(shared.exit_cause(&what, error));
 }
 
 async fn stderr_loop(shared: Arc<Shared>, stderr: impl AsyncRead + Unpin) {
@@ -766,10 +770,10 @@ async fn supervise(
         _ = &mut shutdown => true,
     };
     if by_client {
-        shared.fail_all(TransportError::Closed {
-            server: shared.name.clone(),
-            cause: "the client closed the connection".into(),
-        });
+        shared.fail_all(TransportError::closed(
+            shared.name.clone(),
+            "the client closed the connection",
+        ));
         shared.close_stdin();
         let status = match tokio::time::timeout(grace, child.wait()).await {
             Ok(status) => status,
@@ -801,7 +805,7 @@ async fn supervise(
             .is_err()
         {
             // Something else holds stdout open; the server itself is gone.
-            shared.fail_all(shared.exit_cause("the server exited"));
+            shared.fail_all(shared.exit_cause("the server exited", None));
         }
         shared.close_stdin();
     }

@@ -132,4 +132,16 @@ async fn an_untrusted_certificate_is_refused_with_the_reason() {
     let text = err.to_string();
     assert!(text.contains("certificate"), "{text}");
     assert!(text.contains(&format!("localhost:{port}")), "{text}");
+    // The chain reaches rustls' own error, typed (io::Error hides the
+    // error it wraps from source(): `get_ref` reaches it).
+    let mut next = std::error::Error::source(&err);
+    let mut found = false;
+    while let Some(e) = next {
+        found |= e.is::<rustls::Error>();
+        next = match e.downcast_ref::<std::io::Error>() {
+            Some(io) => io.get_ref().map(|inner| inner as _),
+            None => e.source(),
+        };
+    }
+    assert!(found, "{err:?}");
 }

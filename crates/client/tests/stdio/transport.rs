@@ -216,6 +216,12 @@ async fn spawn_failure_names_the_cause() {
     let err = StdioTransport::spawn(config).await.unwrap_err();
     assert!(matches!(err, TransportError::Spawn { .. }), "{err}");
     assert!(err.is_closed());
+    // The OS error itself is the source, typed.
+    let source = std::error::Error::source(&err).expect("a source");
+    let io = source
+        .downcast_ref::<std::io::Error>()
+        .expect("an io::Error");
+    assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
     let text = err.to_string();
     assert!(
         text.contains("ghost") && text.contains("/nonexistent/mcp-server-binary"),

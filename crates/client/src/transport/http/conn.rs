@@ -12,7 +12,7 @@ use http_body_util::Full;
 use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::connect::HttpConnector;
 
-use super::auth::{AuthChallenge, AuthProvider, AuthRetry, MAX_AUTH_RETRIES};
+use super::auth::{AuthChallenge, AuthError, AuthProvider, AuthRetry, MAX_AUTH_RETRIES};
 use super::failure::Failure;
 use super::pool::{Pool, PooledBody};
 use crate::net::default_tls;
@@ -124,15 +124,15 @@ impl Http {
     ) -> Result<HttpResponse, Failure> {
         let mut attempt = 0;
         loop {
-            let sent = auth.authorization().await.map_err(|e| Failure::Auth(e.0))?;
+            let sent = auth.authorization().await.map_err(Failure::Auth)?;
             let value = sent
                 .as_deref()
                 .map(|v| {
                     let mut value = HeaderValue::from_str(v).map_err(|_| {
-                        Failure::Auth(
+                        Failure::Auth(AuthError(
                             "the authorization provider gave a value that is not a valid header"
                                 .into(),
-                        )
+                        ))
                     })?;
                     // Kept out of hyper's and http's debug output.
                     value.set_sensitive(true);
@@ -165,7 +165,7 @@ impl Http {
                     let _ = super::response::read_limited(response.into_body(), 64 * 1024).await;
                 }
                 Ok(AuthRetry::GiveUp) => return Ok(response),
-                Err(e) => return Err(Failure::Auth(e.0)),
+                Err(e) => return Err(Failure::Auth(e)),
             }
         }
     }

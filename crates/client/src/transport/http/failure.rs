@@ -3,7 +3,8 @@
 
 use switchboard_wire::ErrorObject;
 
-use crate::error::TransportError;
+use crate::error::{Source, TransportError};
+use crate::transport::http::AuthError;
 
 /// One failed exchange.
 #[derive(Clone, Debug)]
@@ -11,15 +12,16 @@ pub(crate) enum Failure {
     /// The server answered with a non-success status whose body is not a
     /// JSON-RPC error we pass on as the response.
     Status(StatusFailure),
-    /// The response stream ended or broke before the response arrived.
-    Stream(String),
-    /// No answer: connect, TLS or write failure.
-    Connect(String),
+    /// The response stream ended or broke before the response arrived;
+    /// the error that broke it, if one did.
+    Stream(String, Option<Source>),
+    /// No answer: connect, TLS or write failure, and the error underneath.
+    Connect(String, Option<Source>),
     /// The answer is not one a Streamable HTTP server may give (content
     /// type, a body that is not JSON-RPC, a body over the limit).
     Protocol(String),
     /// The authorization provider failed.
-    Auth(String),
+    Auth(AuthError),
     /// A request that cannot be sent as given (bad header value, URL).
     Invalid(String),
     /// The transport was closed.
@@ -50,15 +52,24 @@ impl Failure {
                 body: s.snippet,
                 www_authenticate: s.www_authenticate,
             },
-            Failure::Closed => TransportError::Closed {
+            Failure::Closed => TransportError::closed(server, "transport closed"),
+            Failure::Auth(error) => TransportError::Unauthorized {
                 server,
-                cause: "transport closed".to_owned(),
+                cause: error.0.clone(),
+                source: Some(Source::new(error)),
             },
-            Failure::Auth(cause) => TransportError::Unauthorized { server, cause },
-            Failure::Stream(cause)
-            | Failure::Connect(cause)
-            | Failure::Protocol(cause)
-            | Failure::Invalid(cause) => TransportError::Exchange { server, cause },
+            Failure::Stream(cause, source) | Failure::Connect(cause, source) => {
+                TransportError::Exchange {
+                    server,
+                    cause,
+                    source,
+                }
+            }
+            Failure::Protocol(cause) | Failure::Invalid(cause) => TransportError::Exchange {
+                server,
+                cause,
+                source: None,
+            },
         }
     }
 }
@@ -69,8 +80,10 @@ mod tests {
 
     #[test]
     fn an_authorization_failure_stays_one() {
-        let err = Failure::Auth("needs login: s requires an interactive OAuth login".into())
-            .into_transport("s");
+        let err = Failure::Auth(AuthError(
+            "needs login: s requires an interactive OAuth login".into(),
+        ))
+        .into_transport("s");
         assert!(
             matches!(err, TransportError::Unauthorized { .. }),
             "{err:?}"
@@ -78,7 +91,12 @@ mod tests {
         assert!(err.is_auth_failure());
         assert!(!err.is_closed());
         assert!(err.to_string().contains("needs login"), "{err}");
-        let refused = Failure::Connect("connection refused".into()).into_transport("s");
+        let source = std::error::Error::source(&err).map(ToString::to_string);
+        assert_eq!(
+            source.as_deref(),
+            Some("needs login: s requires an interactive OAuth login")
+        );
+        let refused = Failure::Connect("connection refused".into(), None).into_transport("s");
         assert!(!refused.is_auth_failure());
     }
 }

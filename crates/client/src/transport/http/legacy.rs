@@ -183,9 +183,9 @@ impl LegacySession {
                                 .await;
                             return Ok(r);
                         }
-                        Err(Failure::Stream(cause)) if resumes < MAX_RESUMES => {
+                        Err(Failure::Stream(cause, source)) if resumes < MAX_RESUMES => {
                             let Some(last) = stream.last_event_id.clone() else {
-                                return Err(Failure::Stream(cause));
+                                return Err(Failure::Stream(cause, source));
                             };
                             resumes += 1;
                             let delay =
@@ -193,7 +193,10 @@ impl LegacySession {
                             tokio::time::sleep(delay).await;
                             let resumed =
                                 self.resume(inner, &last, session).await.map_err(|e| {
-                                    Failure::Stream(format!("{cause}; resuming it failed: {e:?}"))
+                                    Failure::Stream(
+                                        format!("{cause}; resuming it failed: {e:?}"),
+                                        source,
+                                    )
                                 })?;
                             let retry = stream.retry_ms;
                             stream = EventStream::new(resumed.into_body(), max);

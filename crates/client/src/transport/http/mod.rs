@@ -165,10 +165,7 @@ impl HttpTransportBuilder {
     /// a host, or a header that is not valid.
     pub fn build(self) -> Result<HttpTransport, TransportError> {
         let server = self.server;
-        let bad = |cause: String| TransportError::Spawn {
-            server: server.clone(),
-            cause,
-        };
+        let bad = |cause: String| TransportError::spawn(server.clone(), cause, None);
         let endpoint: Uri = self
             .url
             .parse()

@@ -25,6 +25,7 @@ use tower_service::Service;
 
 use super::conn::Limits;
 use super::failure::Failure;
+use crate::error::Source;
 use crate::net::error_chain;
 
 /// How long an idle connection is kept; servers close theirs around here.
@@ -111,7 +112,12 @@ impl Pool {
                             format!("the response head is not valid HTTP: {cause}")
                         }));
                     }
-                    _ => return Err(Failure::Connect(error_chain(e.error()))),
+                    _ => {
+                        return Err(Failure::Connect(
+                            error_chain(e.error()),
+                            Some(Source::new(e.into_error())),
+                        ));
+                    }
                 },
             }
         }
@@ -165,10 +171,10 @@ impl Pool {
         let mut connector = self.connector.clone();
         let connecting = async {
             let io = connector.call(target.clone()).await.map_err(|e| {
-                Failure::Connect(format!(
-                    "cannot connect to {authority}: {}",
-                    error_chain(&*e)
-                ))
+                Failure::Connect(
+                    format!("cannot connect to {authority}: {}", error_chain(&*e)),
+                    Some(Source::from(e)),
+                )
             })?;
             // hyper's default bound on the number of headers (100) is
             // kept: setting one makes it allocate the index on every parse.
@@ -177,19 +183,25 @@ impl Pool {
                 .max_buf_size(self.limits.max_header_bytes.max(8192))
                 .max_header_size(self.limits.max_header_bytes);
             builder.handshake(io).await.map_err(|e| {
-                Failure::Connect(format!(
-                    "HTTP handshake with {authority} failed: {}",
-                    error_chain(&e)
-                ))
+                Failure::Connect(
+                    format!(
+                        "HTTP handshake with {authority} failed: {}",
+                        error_chain(&e)
+                    ),
+                    Some(Source::new(e)),
+                )
             })
         };
         let (sender, connection) = tokio::time::timeout(self.limits.connect_timeout, connecting)
             .await
-            .map_err(|_| {
-                Failure::Connect(format!(
-                    "connecting to {authority} took longer than {:?}",
-                    self.limits.connect_timeout
-                ))
+            .map_err(|elapsed| {
+                Failure::Connect(
+                    format!(
+                        "connecting to {authority} took longer than {:?}",
+                        self.limits.connect_timeout
+                    ),
+                    Some(Source::new(elapsed)),
+                )
             })??;
         let task = tokio::spawn(async move {
             if let Err(e) = connection.await {

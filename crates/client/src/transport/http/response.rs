@@ -19,6 +19,7 @@ use switchboard_wire::{
 
 use super::conn::HttpResponse;
 use super::failure::{Failure, StatusFailure};
+use crate::error::Source;
 use crate::transport::NotificationSink;
 
 /// How much of an error body is read, and how much of it is quoted.
@@ -98,10 +99,10 @@ pub(crate) async fn read_limited(mut body: Body, limit: usize) -> Result<Bytes, 
     let mut rest: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
-            Failure::Stream(format!(
-                "response body broke: {}",
-                crate::net::error_chain(&e)
-            ))
+            Failure::Stream(
+                format!("response body broke: {}", crate::net::error_chain(&e)),
+                Some(Source::new(e)),
+            )
         })?;
         let Ok(data) = frame.into_data() else {
             continue;
@@ -361,10 +362,10 @@ impl EventStream {
                 }
                 Some(Err(e)) => {
                     self.ended = true;
-                    return Err(Failure::Stream(format!(
-                        "response stream broke: {}",
-                        crate::net::error_chain(&e)
-                    )));
+                    return Err(Failure::Stream(
+                        format!("response stream broke: {}", crate::net::error_chain(&e)),
+                        Some(Source::new(e)),
+                    ));
                 }
             }
         }
@@ -383,9 +384,10 @@ impl EventStream {
             let item = match self.next(routing.server).await? {
                 Some(item) => item,
                 None => {
-                    return Err(Failure::Stream(format!(
-                        "response stream ended before the response to request {id}"
-                    )));
+                    return Err(Failure::Stream(
+                        format!("response stream ended before the response to request {id}"),
+                        None,
+                    ));
                 }
             };
             match item {

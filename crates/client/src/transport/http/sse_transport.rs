@@ -94,6 +94,7 @@ impl SseSession {
                     None => {
                         return Err(Failure::Stream(
                             "the HTTP+SSE stream ended before its endpoint event".into(),
+                            None,
                         ));
                     }
                 }
@@ -131,7 +132,7 @@ impl SseSession {
             .dead
             .clone()
             .unwrap_or_else(|| "the HTTP+SSE stream is gone".into());
-        Failure::Stream(cause)
+        Failure::Stream(cause, None)
     }
 
     /// Sends a request and waits for its response on the stream.
@@ -145,7 +146,7 @@ impl SseSession {
         {
             let mut pending = lock(&self.state.pending);
             if let Some(cause) = &pending.dead {
-                return Err(Failure::Stream(cause.clone()));
+                return Err(Failure::Stream(cause.clone(), None));
             }
             if pending.waiters.contains_key(&request.id) {
                 return Err(Failure::Invalid(format!(
@@ -264,7 +265,7 @@ async fn read_stream(mut stream: EventStream, state: Arc<State>, events: Events,
                 tracing::debug!(server, event, "skipping a non-message SSE event");
             }
             Ok(None) => break "the HTTP+SSE stream ended".to_owned(),
-            Err(Failure::Stream(c) | Failure::Protocol(c)) => break c,
+            Err(Failure::Stream(c, _) | Failure::Protocol(c)) => break c,
             Err(other) => break format!("{other:?}"),
         }
     };
@@ -301,7 +302,7 @@ fn fail_all(state: &State, cause: String) {
         std::mem::take(&mut pending.waiters)
     };
     for (_, w) in waiters {
-        let _ = w.tx.send(Err(Failure::Stream(cause.clone())));
+        let _ = w.tx.send(Err(Failure::Stream(cause.clone(), None)));
     }
 }
 
