@@ -31,7 +31,7 @@ use tracing::{debug, warn};
 
 use crate::error::{ClientError, TransportError};
 use crate::input::{self, InputContext, InputHandler, NoInput};
-use crate::options::{CallOptions, ClientConfig, EraPolicy};
+use crate::options::{ClientConfig, EraPolicy, RequestOptions};
 use crate::subscription::Subscription;
 use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transport};
 
@@ -184,7 +184,11 @@ impl Client {
             });
         }
         let result: DiscoverResult = self
-            .typed(method::DISCOVER, JsonObject::new(), &CallOptions::default())
+            .typed(
+                method::DISCOVER,
+                JsonObject::new(),
+                &RequestOptions::default(),
+            )
             .await?;
         self.remember_discover(&result);
         Ok(result)
@@ -198,7 +202,7 @@ impl Client {
     pub async fn ping(&self) -> Result<(), ClientError> {
         match self.era() {
             Era::Legacy => self
-                .send(method::PING, None, &CallOptions::default())
+                .send(method::PING, None, &RequestOptions::default())
                 .await
                 .map(drop),
             Era::Modern => self.discover().await.map(drop),
@@ -216,7 +220,7 @@ impl Client {
             .typed(
                 method::TOOLS_LIST,
                 cursor_params(cursor),
-                &CallOptions::default(),
+                &RequestOptions::default(),
             )
             .await?;
         if self.inner.transport.mirrors_param_headers() {
@@ -261,7 +265,7 @@ impl Client {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, ClientError> {
-        self.call_tool_with(name, arguments, &CallOptions::default())
+        self.call_tool_with(name, arguments, &RequestOptions::default())
             .await
     }
 
@@ -273,7 +277,7 @@ impl Client {
         &self,
         name: &str,
         arguments: Option<JsonObject>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
         let headers = self.param_headers(name, arguments.as_ref())?;
         // Room for `_meta` and the MRTR members without growing.
@@ -323,7 +327,7 @@ impl Client {
         self.typed(
             method::RESOURCES_LIST,
             cursor_params(cursor),
-            &CallOptions::default(),
+            &RequestOptions::default(),
         )
         .await
     }
@@ -351,7 +355,7 @@ impl Client {
         self.typed(
             method::RESOURCES_TEMPLATES_LIST,
             cursor_params(cursor),
-            &CallOptions::default(),
+            &RequestOptions::default(),
         )
         .await
     }
@@ -376,7 +380,8 @@ impl Client {
     /// [`ClientError`] as for any request; a missing resource is a protocol
     /// error (-32602, or the legacy -32002; RES-05).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
-        self.read_resource_with(uri, &CallOptions::default()).await
+        self.read_resource_with(uri, &RequestOptions::default())
+            .await
     }
 
     /// [`Client::read_resource`] with options.
@@ -386,7 +391,7 @@ impl Client {
     pub async fn read_resource_with(
         &self,
         uri: &str,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<ReadResourceResult, ClientError> {
         let mut params = JsonObject::new();
         params.insert("uri".into(), Value::from(uri));
@@ -404,7 +409,7 @@ impl Client {
         self.typed(
             method::PROMPTS_LIST,
             cursor_params(cursor),
-            &CallOptions::default(),
+            &RequestOptions::default(),
         )
         .await
     }
@@ -435,7 +440,7 @@ impl Client {
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), Value::Object(arguments));
         }
-        self.typed(method::PROMPTS_GET, params, &CallOptions::default())
+        self.typed(method::PROMPTS_GET, params, &RequestOptions::default())
             .await
     }
 
@@ -461,7 +466,7 @@ impl Client {
         if let Some(context) = context {
             params.insert("context".into(), json!({ "arguments": context }));
         }
-        self.typed(method::COMPLETE, params, &CallOptions::default())
+        self.typed(method::COMPLETE, params, &RequestOptions::default())
             .await
     }
 
@@ -499,7 +504,7 @@ impl Client {
         &self,
         method: &str,
         params: Option<JsonObject>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         self.request_inner(method, params.unwrap_or_default(), Vec::new(), options)
             .await
@@ -601,7 +606,7 @@ impl Client {
         id: RequestId,
         method: &str,
         mut params: JsonObject,
-        options: &CallOptions,
+        options: &RequestOptions,
         progress: Option<&RequestId>,
     ) -> Request {
         // Only this request's keys go in `params._meta`: the session's are
@@ -653,7 +658,7 @@ impl Client {
         &self,
         method: &str,
         params: Option<JsonObject>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         let outgoing = self.prepare(method, params.unwrap_or_default(), Vec::new(), options);
         self.send_prepared(method, outgoing, options).await
@@ -664,7 +669,7 @@ impl Client {
         &self,
         method: &str,
         outgoing: Outgoing,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
         // Dropping the transport's future on expiry is what cancels the
@@ -686,7 +691,7 @@ impl Client {
         method: &str,
         params: JsonObject,
         param_headers: Vec<(String, String)>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Outgoing {
         let session = self.session();
         let id = self.next_id();
@@ -708,7 +713,7 @@ impl Client {
     }
 
     /// The sink for one request's notifications, when the caller wants them.
-    fn request_sink(&self, options: &CallOptions) -> Option<NotificationSink> {
+    fn request_sink(&self, options: &RequestOptions) -> Option<NotificationSink> {
         if options.on_progress.is_none() && options.on_notification.is_none() {
             return None;
         }
@@ -740,7 +745,7 @@ impl Client {
         method: &str,
         mut params: JsonObject,
         headers: Vec<(String, String)>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         let mut round = 0;
         loop {
@@ -846,7 +851,7 @@ impl Client {
         &self,
         method: &str,
         params: JsonObject,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<T, ClientError> {
         let value = self
             .request_inner(method, params, Vec::new(), options)
@@ -957,7 +962,7 @@ impl Client {
             }
         }
         let mut version = version::LATEST.to_owned();
-        let probe = CallOptions::timeout(self.inner.config.probe_timeout);
+        let probe = RequestOptions::timeout(self.inner.config.probe_timeout);
         for attempt in 0..2 {
             self.set_session(self.modern_session(&version));
             let outcome = self
@@ -1089,7 +1094,7 @@ impl Client {
             serde_json::to_value(&self.inner.config.client_info).unwrap_or(Value::Null),
         );
         let value = self
-            .send(method::INITIALIZE, Some(params), &CallOptions::default())
+            .send(method::INITIALIZE, Some(params), &RequestOptions::default())
             .await?;
         let result: InitializeResult = self.parse(method::INITIALIZE, value)?;
         if !version::LEGACY_ACCEPTED.contains(&result.protocol_version.as_str()) {
@@ -1130,8 +1135,14 @@ impl Client {
         sink: NotificationSink,
     ) -> Outgoing {
         let session = self.session();
-        let request =
-            self.build_request(&session, id, method, params, &CallOptions::default(), None);
+        let request = self.build_request(
+            &session,
+            id,
+            method,
+            params,
+            &RequestOptions::default(),
+            None,
+        );
         Outgoing {
             request: Arc::new(request),
             param_headers: Vec::new(),

@@ -20,7 +20,7 @@
 //! - [`audit`]: the hash-chained audit log and its verifier.
 //! - [`auth`]: OAuth for remote servers (which servers use it, their
 //!   `oauth` settings, the per-user token store, "needs login").
-//! - `breaker`, `server`, `host`: per-server health, connections and the
+//! - `breaker`, `upstream`, `host`: per-server health, connections and the
 //!   [`Host`] itself.
 //!
 //! Below the host sits `switchboard-client` (one client per server); the
@@ -64,8 +64,8 @@ pub mod permission;
 pub mod pins;
 mod reason;
 pub mod sanitize;
-mod server;
 pub mod table;
+mod upstream;
 
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
 pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};

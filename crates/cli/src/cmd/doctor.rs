@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 use switchboard_client::oauth::OAuthProvider;
-use switchboard_client::{CallOptions, Client};
+use switchboard_client::{Client, RequestOptions};
 use switchboard_host::auth::{NoOAuth, login_command, needs_login_reason, oauth_config};
 use switchboard_host::table::{ServerTools, ToolTable};
 use switchboard_host::{ServerConfig, TransportConfig};
@@ -351,7 +351,7 @@ async fn list_pages(client: &Client) -> Result<(Vec<Tool>, usize), String> {
             params.insert("cursor".into(), Value::String(c.clone()));
         }
         let result = client
-            .request("tools/list", Some(params), &CallOptions::default())
+            .request("tools/list", Some(params), &RequestOptions::default())
             .await
             .map_err(|e| e.to_string())?;
         let items = result

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use switchboard_client::{CallOptions, Client, ClientError, EraPolicy, HttpTransport};
+use switchboard_client::{Client, ClientError, EraPolicy, HttpTransport, RequestOptions};
 use switchboard_wire::types::SubscriptionFilter;
 use switchboard_wire::{Era, method};
 use tokio::sync::Notify;
@@ -463,7 +463,7 @@ async fn a_timed_out_call_closes_its_stream() {
     let err = within(client.call_tool_with(
         "slow",
         None,
-        &CallOptions::timeout(Duration::from_millis(300)),
+        &RequestOptions::timeout(Duration::from_millis(300)),
     ))
     .await
     .unwrap_err();

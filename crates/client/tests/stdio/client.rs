@@ -51,7 +51,7 @@ async fn caller_meta_goes_along_but_never_overrides_the_session() {
         .request(
             "tools/call",
             params.as_object().cloned(),
-            &switchboard_client::CallOptions::default(),
+            &switchboard_client::RequestOptions::default(),
         )
         .await
         .unwrap();

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_client::{CallOptions as ClientCallOptions, Client};
+use switchboard_client::{Client, RequestOptions};
 use switchboard_demo::{notes, tickets};
 use switchboard_host::approver::BoxFuture;
 use switchboard_host::{
@@ -13,7 +13,7 @@ use switchboard_host::{
     MountOptions, Outcome, ServerConfig, ServerStatus, Verdict,
 };
 use switchboard_wire::meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
-use switchboard_wire::{CallToolResult, JsonObject, SseDecoder, header, version};
+use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, SseDecoder, header, version};
 
 use super::raw::{self, marked_processes};
 use super::{Env, Seen};
@@ -198,7 +198,7 @@ pub(super) async fn header_mismatch(env: &Env) -> Seen {
         bad.status,
         code.map_or_else(|| "none".into(), |c| c.to_string())
     );
-    if bad.status == 400 && code == Some(-32020) {
+    if bad.status == 400 && code == Some(ErrorCode::HeaderMismatch.code()) {
         Ok(seen)
     } else {
         Err(seen)
@@ -284,7 +284,7 @@ pub(super) async fn original_name_sent(env: &Env) -> Seen {
     let direct = c.client.call_tool("mcp__tickets__search", None).await;
     c.client.close().await;
     match direct {
-        Err(e) if e.code() == Some(-32602) => Ok(format!(
+        Err(e) if e.code() == Some(ErrorCode::InvalidParams.code()) => Ok(format!(
             "tickets answered mcp__tickets__search ({}); asked directly for that name it answers -32602, so it received \"search\"",
             one_line(&report.result)
         )),
@@ -486,7 +486,7 @@ pub(super) async fn protocol_vs_tool_error(env: &Env) -> Seen {
         Err(e) => format!("a protocol error: {e}"),
     };
     let seen = format!("unknown tool → {unknown_seen}; get_ticket T-999 → {failure_seen}");
-    let protocol = matches!(&unknown, Err(e) if e.code() == Some(-32602));
+    let protocol = matches!(&unknown, Err(e) if e.code() == Some(ErrorCode::InvalidParams.code()));
     let tool_error = matches!(&failure, Ok(r) if r.is_error());
     if protocol && tool_error {
         Ok(seen)
@@ -564,7 +564,7 @@ pub(super) async fn death_fails_pending(env: &Env) -> Seen {
         let client = c.client.clone();
         pending.push(tokio::spawn(async move {
             let r = client
-                .call_tool_with("hang", None, &ClientCallOptions::timeout(long))
+                .call_tool_with("hang", None, &RequestOptions::timeout(long))
                 .await;
             (r, Instant::now())
         }));

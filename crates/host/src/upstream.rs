@@ -118,7 +118,7 @@ pub(crate) struct State {
 
 /// One configured server.
 #[derive(Debug)]
-pub(crate) struct Server {
+pub(crate) struct Upstream {
     pub(crate) config: ServerConfig,
     pub(crate) startup_timeout: Duration,
     pub(crate) default_call_timeout: Duration,
@@ -130,14 +130,14 @@ pub(crate) struct Server {
     pub(crate) refresh: Notify,
 }
 
-impl Server {
+impl Upstream {
     pub(crate) fn new(
         config: ServerConfig,
         startup_timeout: Duration,
         default_call_timeout: Duration,
         breaker: BreakerConfig,
-    ) -> Server {
-        Server {
+    ) -> Upstream {
+        Upstream {
             config,
             startup_timeout,
             default_call_timeout,
@@ -487,7 +487,7 @@ pub(crate) fn dropped_of<'a>(
 #[derive(Debug)]
 struct HeaderAudit {
     inner: HttpTransport,
-    server: std::sync::Weak<Server>,
+    server: std::sync::Weak<Upstream>,
 }
 
 impl HeaderAudit {
