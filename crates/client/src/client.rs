@@ -76,6 +76,27 @@ pub struct Listing<T> {
     pub cache: CacheHints,
     /// How many pages were fetched.
     pub pages: usize,
+    /// Items the client left out, and why (tools with invalid
+    /// `x-mcp-header` annotations; HTTP-C-12).
+    pub dropped: Vec<Dropped>,
+}
+
+/// An item a listing left out, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// Its name on the server.
+    pub name: String,
+    /// Why it was left out.
+    pub reason: String,
+}
+
+/// One page of `tools/list`, with the tools the client left out of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolsPage {
+    /// The page, without the dropped tools.
+    pub page: ListToolsResult,
+    /// Tools left out, and why.
+    pub dropped: Vec<Dropped>,
 }
 
 /// What the client learned about the server when it connected.
@@ -211,11 +232,12 @@ impl Client {
 
     /// One page of `tools/list`. `cursor` is echoed unchanged (`""` is a
     /// cursor). When the transport mirrors `x-mcp-header` parameters, tools
-    /// with invalid annotations are dropped with a warning (HTTP-C-12/13).
+    /// with invalid annotations are left out of the page and listed in
+    /// [`ToolsPage::dropped`] with the reason (HTTP-C-12/13).
     ///
     /// # Errors
     /// [`ClientError`] as for any request.
-    pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, ClientError> {
+    pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ToolsPage, ClientError> {
         let mut page: ListToolsResult = self
             .typed(
                 method::TOOLS_LIST,
@@ -223,6 +245,7 @@ impl Client {
                 &RequestOptions::default(),
             )
             .await?;
+        let mut dropped = Vec::new();
         if self.inner.transport.mirrors_param_headers() {
             let mut table = self.lock_headers();
             page.tools.retain(|tool| match header_params(&tool.input_schema) {
@@ -233,22 +256,27 @@ impl Client {
                 Err(e) => {
                     warn!(server = %self.inner.name, tool = %tool.name, error = %e, "dropping a tool with invalid x-mcp-header annotations");
                     table.remove(&tool.name);
+                    dropped.push(Dropped {
+                        name: tool.name.clone(),
+                        reason: format!("invalid x-mcp-header annotation: {e}"),
+                    });
                     false
                 }
             });
         }
-        Ok(page)
+        Ok(ToolsPage { page, dropped })
     }
 
-    /// Every tool, paging until `nextCursor` is absent.
+    /// Every tool, paging until `nextCursor` is absent; tools left out for
+    /// invalid `x-mcp-header` annotations are in [`Listing::dropped`].
     ///
     /// # Errors
     /// [`ClientError::InvalidResult`] when the server repeats a cursor or
     /// the page limit is reached; otherwise as for any request.
     pub async fn list_all_tools(&self) -> Result<Listing<Tool>, ClientError> {
         self.list_all(method::TOOLS_LIST, |c| async move {
-            let p = self.list_tools(c.as_deref()).await?;
-            Ok((p.tools, p.next_cursor, p.cache))
+            let ToolsPage { page, dropped } = self.list_tools(c.as_deref()).await?;
+            Ok((page.tools, page.next_cursor, page.cache, dropped))
         })
         .await
     }
@@ -339,7 +367,7 @@ impl Client {
     pub async fn list_all_resources(&self) -> Result<Listing<Resource>, ClientError> {
         self.list_all(method::RESOURCES_LIST, |c| async move {
             let p = self.list_resources(c.as_deref()).await?;
-            Ok((p.resources, p.next_cursor, p.cache))
+            Ok((p.resources, p.next_cursor, p.cache, Vec::new()))
         })
         .await
     }
@@ -369,7 +397,7 @@ impl Client {
     ) -> Result<Listing<ResourceTemplate>, ClientError> {
         self.list_all(method::RESOURCES_TEMPLATES_LIST, |c| async move {
             let p = self.list_resource_templates(c.as_deref()).await?;
-            Ok((p.resource_templates, p.next_cursor, p.cache))
+            Ok((p.resource_templates, p.next_cursor, p.cache, Vec::new()))
         })
         .await
     }
@@ -421,7 +449,7 @@ impl Client {
     pub async fn list_all_prompts(&self) -> Result<Listing<Prompt>, ClientError> {
         self.list_all(method::PROMPTS_LIST, |c| async move {
             let p = self.list_prompts(c.as_deref()).await?;
-            Ok((p.prompts, p.next_cursor, p.cache))
+            Ok((p.prompts, p.next_cursor, p.cache, Vec::new()))
         })
         .await
     }
@@ -872,9 +900,12 @@ impl Client {
     ) -> Result<Listing<T>, ClientError>
     where
         F: FnMut(Option<String>) -> Fut,
-        Fut: Future<Output = Result<(Vec<T>, Option<String>, CacheHints), ClientError>>,
+        Fut: Future<
+            Output = Result<(Vec<T>, Option<String>, CacheHints, Vec<Dropped>), ClientError>,
+        >,
     {
         let mut items = Vec::new();
+        let mut dropped = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut cache: Option<CacheHints> = None;
@@ -885,9 +916,10 @@ impl Client {
                     self.invalid(method, format!("listing did not end after {pages} pages"))
                 );
             }
-            let (mut batch, next, hints) = page(cursor.take()).await?;
+            let (mut batch, next, hints, mut left_out) = page(cursor.take()).await?;
             pages += 1;
             items.append(&mut batch);
+            dropped.append(&mut left_out);
             cache = Some(match cache {
                 None => hints,
                 Some(c) => CacheHints {
@@ -917,6 +949,7 @@ impl Client {
             items,
             cache: cache.unwrap_or_default(),
             pages,
+            dropped,
         })
     }
 

@@ -58,7 +58,7 @@ mod pending;
 mod subscription;
 pub mod transport;
 
-pub use client::{Client, ClientBuilder, Listing, ServerDescription};
+pub use client::{Client, ClientBuilder, Dropped, Listing, ServerDescription, ToolsPage};
 pub use error::{ClientError, TransportError};
 pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
 pub use options::{ClientConfig, EraPolicy, ProgressSink, RequestOptions};

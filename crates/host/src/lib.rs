@@ -8,6 +8,9 @@
 //! [`Host::subscribe`] for table changes, and [`Host::shutdown`] at the end.
 //!
 //! # Layout
+//! - [`connect`]: reaching one configured server (spawn or HTTP, headers,
+//!   OAuth, era probe): what the host mounts with, and what `doctor` and
+//!   `inspect` use to look at a server directly.
 //! - [`config`]: the config file (Claude / VS Code shapes, `${VAR}`
 //!   expansion, lookup order, validation, "allow always" edits).
 //! - [`permission`]: `mcp__alias__tool` patterns and allow/ask/deny rules.
@@ -56,6 +59,7 @@ pub mod auth;
 mod breaker;
 pub mod budget;
 pub mod config;
+pub mod connect;
 mod digest;
 mod fsutil;
 pub mod gate;

@@ -20,13 +20,14 @@ use crate::audit::{AuditError, AuditLog};
 use crate::breaker::BreakerStatus;
 use crate::budget::Budget;
 use crate::config::{Config, ConfigEditError};
+use crate::connect::ConnectOptions;
 use crate::gate::{self, Verdict};
 use crate::permission::Pattern;
 use crate::pins::{PinState, Pins, PinsError};
 use crate::reason::Reason;
 use crate::sanitize;
 use crate::table::{DroppedTool, TableEntry, ToolTable};
-use crate::upstream::{ConnectOptions, Down, DownCause, Upstream, dropped_of};
+use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 
 mod background;
 mod call;

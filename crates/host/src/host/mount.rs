@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use switchboard_client::InputHandler;
+use switchboard_client::{Dropped, InputHandler};
 use switchboard_wire::{Implementation, Tool};
 use tokio::sync::broadcast;
 use tokio::task::JoinSet;
@@ -17,10 +17,11 @@ use crate::audit::AuditLog;
 use crate::auth::{self, TokenStore, UserAgent};
 use crate::budget::Budget;
 use crate::config::Config;
+use crate::connect::ConnectOptions;
 use crate::pins::Pins;
 use crate::reason::Reason;
 use crate::table::{ServerTools, TableEntry, ToolTable};
-use crate::upstream::{ConnectOptions, Down, Link, Upstream};
+use crate::upstream::{Down, Link, Upstream};
 
 /// How many table changes a slow subscriber may fall behind before it
 /// misses some (it then sees `Lagged` and should re-read the table).
@@ -245,7 +246,7 @@ impl Host {
             .rebuild
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let snapshots: Vec<(String, Vec<Tool>, bool)> = self
+        let snapshots: Vec<(String, Vec<Tool>, Vec<Dropped>)> = self
             .inner
             .servers
             .iter()
@@ -256,26 +257,20 @@ impl Host {
                     (
                         s.alias().to_owned(),
                         state.tools.clone(),
-                        !matches!(
-                            s.config.transport,
-                            crate::config::TransportConfig::Stdio { .. }
-                        ),
+                        state.dropped.clone(),
                     )
                 })
             })
             .collect();
         let inputs: Vec<ServerTools<'_>> = snapshots
             .iter()
-            .map(|(alias, tools, http)| ServerTools {
+            .map(|(alias, tools, dropped)| ServerTools {
                 alias,
                 tools,
-                check_headers: *http,
+                dropped,
             })
             .collect();
-        let (table, mut dropped) = ToolTable::build(&inputs);
-        for server in &self.inner.servers {
-            dropped.extend(server.state().header_drops.iter().cloned());
-        }
+        let (table, dropped) = ToolTable::build(&inputs);
         let old = self.table();
         let change = diff_tables(&old, &table);
         if let Ok(mut t) = self.inner.table.write() {

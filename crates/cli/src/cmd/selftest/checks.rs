@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use switchboard_client::{Client, RequestOptions};
 use switchboard_demo::{notes, tickets};
 use switchboard_host::approver::BoxFuture;
+use switchboard_host::connect::Connection;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, Config, ConfigOrigin, Host,
     MountOptions, Outcome, ServerConfig, ServerStatus, Verdict,
@@ -17,7 +18,7 @@ use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, SseDecoder, header
 
 use super::raw::{self, marked_processes};
 use super::{Env, Seen};
-use crate::connect::{self, Connected, Target};
+use crate::connect;
 use crate::out;
 use crate::session::client_info;
 
@@ -96,7 +97,8 @@ async fn pages(client: &Client) -> Result<Vec<Vec<String>>, String> {
         let page = client
             .list_tools(cursor.as_deref())
             .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+            .map_err(|e| format!("tools/list failed: {e}"))?
+            .page;
         out.push(page.tools.into_iter().map(|t| t.name).collect());
         match page.next_cursor {
             Some(next) if out.len() < 10 => cursor = Some(next),
@@ -825,25 +827,16 @@ async fn demo_host(env: &Env) -> Result<Host, String> {
     }
 }
 
-async fn connect_stdio(env: &Env, alias: &str, which: &str) -> Result<Connected, String> {
-    let target = Target::Stdio {
-        command: env.exe.to_string_lossy().into_owned(),
-        args: vec!["demo-server".into(), which.into()],
-        env: Vec::new(),
-        cwd: None,
-    };
-    connect::connect(alias, &target, REQUEST_TIMEOUT)
+async fn connect_stdio(env: &Env, alias: &str, which: &str) -> Result<Connection, String> {
+    let server = ServerConfig::stdio(alias, env.exe.to_string_lossy(), ["demo-server", which]);
+    connect::connect(&server, REQUEST_TIMEOUT)
         .await
         .map_err(|e| format!("cannot start {which}: {e}"))
 }
 
-async fn connect_tickets(env: &Env) -> Result<Connected, String> {
-    let target = Target::Http {
-        url: env.tickets.url(),
-        headers: Vec::new(),
-        auth: None,
-    };
-    connect::connect("tickets", &target, REQUEST_TIMEOUT)
+async fn connect_tickets(env: &Env) -> Result<Connection, String> {
+    let server = connect::http_server_without_oauth("tickets", &env.tickets.url());
+    connect::connect(&server, REQUEST_TIMEOUT)
         .await
         .map_err(|e| format!("cannot reach tickets: {e}"))
 }
