@@ -62,16 +62,43 @@ pub struct Opened {
     pub auth: Option<OAuthProvider>,
 }
 
-/// Why a configured server could not be opened.
+/// Why a configured server could not be connected.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum OpenError {
+pub enum ConnectError {
     /// The process could not be spawned, or the HTTP transport built.
     #[error(transparent)]
     Transport(#[from] TransportError),
     /// The server's OAuth client could not be set up.
     #[error("its OAuth client cannot be set up: {0}")]
     OAuth(#[source] OAuthError),
+    /// The transport is up, but the era probe failed.
+    #[error("{error}")]
+    Probe {
+        /// Why.
+        #[source]
+        error: ClientError,
+        /// The OAuth client, when the server uses one (to tell a missing
+        /// login from a refusal).
+        auth: Option<OAuthProvider>,
+    },
+}
+
+impl ConnectError {
+    /// Whether the server refused authorization (401/403, or authorizing
+    /// failed).
+    pub fn is_auth_failure(&self) -> bool {
+        matches!(self, ConnectError::Probe { error, .. } if error.is_auth_failure())
+    }
+
+    /// The server's OAuth client, when the failure came after it was set
+    /// up.
+    pub fn auth(&self) -> Option<&OAuthProvider> {
+        match self {
+            ConnectError::Probe { auth, .. } => auth.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 /// Opens a configured server: spawns a stdio server, or builds the HTTP
@@ -80,9 +107,10 @@ pub enum OpenError {
 /// e.g. by `switchboard auth login`, is read).
 ///
 /// # Errors
-/// [`OpenError`] when the process cannot be spawned, the transport cannot
-/// be built, or the OAuth client cannot be set up.
-pub async fn open(server: &ServerConfig, options: &ConnectOptions) -> Result<Opened, OpenError> {
+/// [`ConnectError::Transport`] when the process cannot be spawned or the
+/// transport cannot be built, [`ConnectError::OAuth`] when the OAuth client
+/// cannot be set up.
+pub async fn open(server: &ServerConfig, options: &ConnectOptions) -> Result<Opened, ConnectError> {
     let alias = server.alias.as_str();
     let (builder, stdio, auth) = match &server.transport {
         TransportConfig::Stdio {
@@ -144,38 +172,6 @@ pub struct Connection {
     pub auth: Option<OAuthProvider>,
 }
 
-/// Why a configured server could not be connected, with its OAuth client
-/// when it has one (to tell a missing login from a refusal).
-#[derive(Debug, thiserror::Error)]
-#[error("{cause}")]
-pub struct ConnectError {
-    /// What went wrong.
-    #[source]
-    pub cause: ConnectFailure,
-    /// The OAuth client, when the server uses one.
-    pub auth: Option<OAuthProvider>,
-}
-
-/// What went wrong connecting a server.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConnectFailure {
-    /// It could not be opened.
-    #[error(transparent)]
-    Open(#[from] OpenError),
-    /// It was opened, but the era probe failed.
-    #[error(transparent)]
-    Client(#[from] ClientError),
-}
-
-impl ConnectError {
-    /// Whether the server refused authorization (401/403, or authorizing
-    /// failed).
-    pub fn is_auth_failure(&self) -> bool {
-        matches!(&self.cause, ConnectFailure::Client(e) if e.is_auth_failure())
-    }
-}
-
 /// [`open`], then the era probe within `timeout` (also the default deadline
 /// of every request).
 ///
@@ -186,10 +182,7 @@ pub async fn connect(
     options: &ConnectOptions,
     timeout: Duration,
 ) -> Result<Connection, ConnectError> {
-    let opened = open(server, options).await.map_err(|e| ConnectError {
-        cause: e.into(),
-        auth: None,
-    })?;
+    let opened = open(server, options).await?;
     match opened
         .builder
         .timeout(timeout)
@@ -202,8 +195,8 @@ pub async fn connect(
             stdio: opened.stdio,
             auth: opened.auth,
         }),
-        Err(e) => Err(ConnectError {
-            cause: e.into(),
+        Err(error) => Err(ConnectError::Probe {
+            error,
             auth: opened.auth,
         }),
     }
@@ -217,7 +210,7 @@ pub async fn connect(
 fn oauth(
     server: &ServerConfig,
     options: &ConnectOptions,
-) -> Result<Option<OAuthProvider>, OpenError> {
+) -> Result<Option<OAuthProvider>, ConnectError> {
     let Ok(mut config) = auth::oauth_config(server) else {
         return Ok(None);
     };
@@ -229,7 +222,7 @@ fn oauth(
     }
     OAuthProvider::new(config)
         .map(Some)
-        .map_err(OpenError::OAuth)
+        .map_err(ConnectError::OAuth)
 }
 
 /// Lets one shared input handler serve every client.

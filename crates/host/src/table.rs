@@ -60,6 +60,10 @@ pub struct ServerTools<'a> {
     pub dropped: &'a [Dropped],
 }
 
+/// One server's listing: its alias, its tools, and the tools the listing
+/// left out with the client's reasons.
+pub type Listed = (String, Vec<Tool>, Vec<Dropped>);
+
 /// The table: entries in name order, plus the reverse map.
 #[derive(Debug, Clone, Default)]
 pub struct ToolTable {
@@ -68,6 +72,21 @@ pub struct ToolTable {
 }
 
 impl ToolTable {
+    /// The table of these servers' listings: `(alias, tools, tools the
+    /// listing left out)` each, as the host mounts them and `doctor`
+    /// checks them. See [`ToolTable::build`].
+    pub fn of_listings(listings: &[Listed]) -> (ToolTable, Vec<DroppedTool>) {
+        let inputs: Vec<ServerTools<'_>> = listings
+            .iter()
+            .map(|(alias, tools, dropped)| ServerTools {
+                alias,
+                tools,
+                dropped,
+            })
+            .collect();
+        ToolTable::build(&inputs)
+    }
+
     /// Builds the table from every server's tools.
     ///
     /// # Returns

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use crate::auth;
 use crate::breaker::Breaker;
 use crate::config::{BreakerConfig, ServerConfig};
-use crate::connect::{self, ConnectOptions, OpenError};
+use crate::connect::{self, ConnectError, ConnectOptions};
 use crate::reason::Reason;
 use crate::sanitize;
 use crate::table::DroppedTool;
@@ -314,7 +314,7 @@ impl Upstream {
         let opened = connect::open(&self.config, options)
             .await
             .map_err(|e| match e {
-                OpenError::OAuth(e) => Down::failed(
+                ConnectError::OAuth(e) => Down::failed(
                     Reason::ours("its OAuth client cannot be set up: ").then_quoted(e.to_string()),
                 ),
                 other => Down::failed(Reason::quoted(other.to_string())),

@@ -8,10 +8,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
-use switchboard_client::Dropped;
 use switchboard_client::oauth::OAuthProvider;
 use switchboard_host::auth::{NoOAuth, login_command, needs_login_reason, oauth_config};
-use switchboard_host::table::{ServerTools, ToolTable};
+use switchboard_host::table::{Listed, ToolTable};
 use switchboard_host::{ServerConfig, TransportConfig};
 use switchboard_wire::{Tool, namespaced_tool_name};
 use tokio::task::JoinSet;
@@ -136,10 +135,6 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
     }
 }
 
-/// A server's alias, its tools as listed, and the tools its listing left
-/// out (invalid `x-mcp-header` annotations over HTTP), with the reasons.
-type Listed = (String, Vec<Tool>, Vec<Dropped>);
-
 /// The checks of one server; its tools when they could be listed.
 async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>, Option<Listed>) {
     let alias = server.alias.clone();
@@ -181,7 +176,7 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
                 let mut auth = finding(
                     Level::Error,
                     &alias,
-                    format!("auth: {}", auth_hint(&server, e.auth.as_ref())),
+                    format!("auth: {}", auth_hint(&server, e.auth())),
                 );
                 auth.code = Code::Auth;
                 f.push(auth);
@@ -374,15 +369,7 @@ fn schema_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {
 /// Collisions, renames and dropped tools of the table the servers make
 /// together.
 fn table_findings(listed: &[Listed]) -> Vec<Finding> {
-    let inputs: Vec<ServerTools<'_>> = listed
-        .iter()
-        .map(|(alias, tools, dropped)| ServerTools {
-            alias,
-            tools,
-            dropped,
-        })
-        .collect();
-    let (table, dropped) = ToolTable::build(&inputs);
+    let (table, dropped) = ToolTable::of_listings(listed);
     let mut f = vec![finding(
         Level::Ok,
         "table",

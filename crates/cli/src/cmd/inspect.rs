@@ -35,7 +35,7 @@ pub(crate) async fn run(target: &InspectTarget, json: bool) -> anyhow::Result<()
     };
     let connected = connect::connect(&server, TIMEOUT)
         .await
-        .map_err(|e| unreachable(&e.to_string(), e.is_auth_failure(), e.auth.as_ref()))?;
+        .map_err(|e| unreachable(&e.to_string(), e.is_auth_failure(), e.auth()))?;
     let client = connected.client;
     let result = inspect(&client).await;
     client.close().await;

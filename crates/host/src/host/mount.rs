@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use switchboard_client::{Dropped, InputHandler};
-use switchboard_wire::{Implementation, Tool};
+use switchboard_client::InputHandler;
+use switchboard_wire::Implementation;
 use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
@@ -20,7 +20,7 @@ use crate::config::Config;
 use crate::connect::ConnectOptions;
 use crate::pins::Pins;
 use crate::reason::Reason;
-use crate::table::{ServerTools, TableEntry, ToolTable};
+use crate::table::{Listed, TableEntry, ToolTable};
 use crate::upstream::{Down, Link, Upstream};
 
 /// How many table changes a slow subscriber may fall behind before it
@@ -246,7 +246,7 @@ impl Host {
             .rebuild
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let snapshots: Vec<(String, Vec<Tool>, Vec<Dropped>)> = self
+        let snapshots: Vec<Listed> = self
             .inner
             .servers
             .iter()
@@ -262,15 +262,7 @@ impl Host {
                 })
             })
             .collect();
-        let inputs: Vec<ServerTools<'_>> = snapshots
-            .iter()
-            .map(|(alias, tools, dropped)| ServerTools {
-                alias,
-                tools,
-                dropped,
-            })
-            .collect();
-        let (table, dropped) = ToolTable::build(&inputs);
+        let (table, dropped) = ToolTable::of_listings(&snapshots);
         let old = self.table();
         let change = diff_tables(&old, &table);
         if let Ok(mut t) = self.inner.table.write() {
