@@ -14,7 +14,7 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use serde_json::Value;
-use switchboard_client::{CallOptions, Client, HttpTransport};
+use switchboard_client::{Client, HttpTransport, RequestOptions};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -48,7 +48,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("- {}: {}", tool.name, tool.description.unwrap_or_default());
     }
     if let Some(tool) = tool {
-        let options = CallOptions::default()
+        let options = RequestOptions::default()
             .with_progress(|p| eprintln!("  progress {} / {:?}", p.progress, p.total));
         let result = client.call_tool_with(&tool, arguments, &options).await?;
         let kind = if result.is_error() {

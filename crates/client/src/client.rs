@@ -2,8 +2,8 @@
 //!
 //! Everything that is the same for every transport lives here, once:
 //! ids, `_meta` on every request, timeouts and cancellation, the era probe
-//! and the legacy fallback, `resultType` checks, the MRTR retry loop,
-//! pagination, and the answers to legacy server requests.
+//! and the legacy fallback (`era`), `resultType` checks, the MRTR retry
+//! loop (`mrtr`), pagination, and the answers to legacy server requests.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -31,9 +31,12 @@ use tracing::{debug, warn};
 
 use crate::error::{ClientError, TransportError};
 use crate::input::{self, InputContext, InputHandler, NoInput};
-use crate::options::{CallOptions, ClientConfig, EraPolicy};
+use crate::options::{ClientConfig, EraPolicy, RequestOptions};
 use crate::subscription::Subscription;
 use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transport};
+
+mod era;
+mod mrtr;
 
 /// A connection to one MCP server.
 ///
@@ -76,6 +79,27 @@ pub struct Listing<T> {
     pub cache: CacheHints,
     /// How many pages were fetched.
     pub pages: usize,
+    /// Items the client left out, and why (tools with invalid
+    /// `x-mcp-header` annotations; HTTP-C-12).
+    pub dropped: Vec<Dropped>,
+}
+
+/// An item a listing left out, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dropped {
+    /// Its name on the server.
+    pub name: String,
+    /// Why it was left out.
+    pub reason: String,
+}
+
+/// One page of `tools/list`, with the tools the client left out of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolsPage {
+    /// The page, without the dropped tools.
+    pub page: ListToolsResult,
+    /// Tools left out, and why.
+    pub dropped: Vec<Dropped>,
 }
 
 /// What the client learned about the server when it connected.
@@ -184,7 +208,11 @@ impl Client {
             });
         }
         let result: DiscoverResult = self
-            .typed(method::DISCOVER, JsonObject::new(), &CallOptions::default())
+            .typed(
+                method::DISCOVER,
+                JsonObject::new(),
+                &RequestOptions::default(),
+            )
             .await?;
         self.remember_discover(&result);
         Ok(result)
@@ -198,7 +226,7 @@ impl Client {
     pub async fn ping(&self) -> Result<(), ClientError> {
         match self.era() {
             Era::Legacy => self
-                .send(method::PING, None, &CallOptions::default())
+                .send(method::PING, None, &RequestOptions::default())
                 .await
                 .map(drop),
             Era::Modern => self.discover().await.map(drop),
@@ -207,18 +235,20 @@ impl Client {
 
     /// One page of `tools/list`. `cursor` is echoed unchanged (`""` is a
     /// cursor). When the transport mirrors `x-mcp-header` parameters, tools
-    /// with invalid annotations are dropped with a warning (HTTP-C-12/13).
+    /// with invalid annotations are left out of the page and listed in
+    /// [`ToolsPage::dropped`] with the reason (HTTP-C-12/13).
     ///
     /// # Errors
     /// [`ClientError`] as for any request.
-    pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ListToolsResult, ClientError> {
+    pub async fn list_tools(&self, cursor: Option<&str>) -> Result<ToolsPage, ClientError> {
         let mut page: ListToolsResult = self
             .typed(
                 method::TOOLS_LIST,
                 cursor_params(cursor),
-                &CallOptions::default(),
+                &RequestOptions::default(),
             )
             .await?;
+        let mut dropped = Vec::new();
         if self.inner.transport.mirrors_param_headers() {
             let mut table = self.lock_headers();
             page.tools.retain(|tool| match header_params(&tool.input_schema) {
@@ -229,22 +259,27 @@ impl Client {
                 Err(e) => {
                     warn!(server = %self.inner.name, tool = %tool.name, error = %e, "dropping a tool with invalid x-mcp-header annotations");
                     table.remove(&tool.name);
+                    dropped.push(Dropped {
+                        name: tool.name.clone(),
+                        reason: format!("invalid x-mcp-header annotation: {e}"),
+                    });
                     false
                 }
             });
         }
-        Ok(page)
+        Ok(ToolsPage { page, dropped })
     }
 
-    /// Every tool, paging until `nextCursor` is absent.
+    /// Every tool, paging until `nextCursor` is absent; tools left out for
+    /// invalid `x-mcp-header` annotations are in [`Listing::dropped`].
     ///
     /// # Errors
     /// [`ClientError::InvalidResult`] when the server repeats a cursor or
     /// the page limit is reached; otherwise as for any request.
     pub async fn list_all_tools(&self) -> Result<Listing<Tool>, ClientError> {
         self.list_all(method::TOOLS_LIST, |c| async move {
-            let p = self.list_tools(c.as_deref()).await?;
-            Ok((p.tools, p.next_cursor, p.cache))
+            let ToolsPage { page, dropped } = self.list_tools(c.as_deref()).await?;
+            Ok((page.tools, page.next_cursor, page.cache, dropped))
         })
         .await
     }
@@ -261,7 +296,7 @@ impl Client {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<CallToolResult, ClientError> {
-        self.call_tool_with(name, arguments, &CallOptions::default())
+        self.call_tool_with(name, arguments, &RequestOptions::default())
             .await
     }
 
@@ -273,7 +308,7 @@ impl Client {
         &self,
         name: &str,
         arguments: Option<JsonObject>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
         let headers = self.param_headers(name, arguments.as_ref())?;
         // Room for `_meta` and the MRTR members without growing.
@@ -323,7 +358,7 @@ impl Client {
         self.typed(
             method::RESOURCES_LIST,
             cursor_params(cursor),
-            &CallOptions::default(),
+            &RequestOptions::default(),
         )
         .await
     }
@@ -335,7 +370,7 @@ impl Client {
     pub async fn list_all_resources(&self) -> Result<Listing<Resource>, ClientError> {
         self.list_all(method::RESOURCES_LIST, |c| async move {
             let p = self.list_resources(c.as_deref()).await?;
-            Ok((p.resources, p.next_cursor, p.cache))
+            Ok((p.resources, p.next_cursor, p.cache, Vec::new()))
         })
         .await
     }
@@ -351,7 +386,7 @@ impl Client {
         self.typed(
             method::RESOURCES_TEMPLATES_LIST,
             cursor_params(cursor),
-            &CallOptions::default(),
+            &RequestOptions::default(),
         )
         .await
     }
@@ -365,7 +400,7 @@ impl Client {
     ) -> Result<Listing<ResourceTemplate>, ClientError> {
         self.list_all(method::RESOURCES_TEMPLATES_LIST, |c| async move {
             let p = self.list_resource_templates(c.as_deref()).await?;
-            Ok((p.resource_templates, p.next_cursor, p.cache))
+            Ok((p.resource_templates, p.next_cursor, p.cache, Vec::new()))
         })
         .await
     }
@@ -376,7 +411,8 @@ impl Client {
     /// [`ClientError`] as for any request; a missing resource is a protocol
     /// error (-32602, or the legacy -32002; RES-05).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
-        self.read_resource_with(uri, &CallOptions::default()).await
+        self.read_resource_with(uri, &RequestOptions::default())
+            .await
     }
 
     /// [`Client::read_resource`] with options.
@@ -386,7 +422,7 @@ impl Client {
     pub async fn read_resource_with(
         &self,
         uri: &str,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<ReadResourceResult, ClientError> {
         let mut params = JsonObject::new();
         params.insert("uri".into(), Value::from(uri));
@@ -404,7 +440,7 @@ impl Client {
         self.typed(
             method::PROMPTS_LIST,
             cursor_params(cursor),
-            &CallOptions::default(),
+            &RequestOptions::default(),
         )
         .await
     }
@@ -416,7 +452,7 @@ impl Client {
     pub async fn list_all_prompts(&self) -> Result<Listing<Prompt>, ClientError> {
         self.list_all(method::PROMPTS_LIST, |c| async move {
             let p = self.list_prompts(c.as_deref()).await?;
-            Ok((p.prompts, p.next_cursor, p.cache))
+            Ok((p.prompts, p.next_cursor, p.cache, Vec::new()))
         })
         .await
     }
@@ -435,7 +471,7 @@ impl Client {
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), Value::Object(arguments));
         }
-        self.typed(method::PROMPTS_GET, params, &CallOptions::default())
+        self.typed(method::PROMPTS_GET, params, &RequestOptions::default())
             .await
     }
 
@@ -461,7 +497,7 @@ impl Client {
         if let Some(context) = context {
             params.insert("context".into(), json!({ "arguments": context }));
         }
-        self.typed(method::COMPLETE, params, &CallOptions::default())
+        self.typed(method::COMPLETE, params, &RequestOptions::default())
             .await
     }
 
@@ -499,7 +535,7 @@ impl Client {
         &self,
         method: &str,
         params: Option<JsonObject>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         self.request_inner(method, params.unwrap_or_default(), Vec::new(), options)
             .await
@@ -601,7 +637,7 @@ impl Client {
         id: RequestId,
         method: &str,
         mut params: JsonObject,
-        options: &CallOptions,
+        options: &RequestOptions,
         progress: Option<&RequestId>,
     ) -> Request {
         // Only this request's keys go in `params._meta`: the session's are
@@ -653,7 +689,7 @@ impl Client {
         &self,
         method: &str,
         params: Option<JsonObject>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         let outgoing = self.prepare(method, params.unwrap_or_default(), Vec::new(), options);
         self.send_prepared(method, outgoing, options).await
@@ -664,7 +700,7 @@ impl Client {
         &self,
         method: &str,
         outgoing: Outgoing,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
         // Dropping the transport's future on expiry is what cancels the
@@ -686,7 +722,7 @@ impl Client {
         method: &str,
         params: JsonObject,
         param_headers: Vec<(String, String)>,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Outgoing {
         let session = self.session();
         let id = self.next_id();
@@ -708,7 +744,7 @@ impl Client {
     }
 
     /// The sink for one request's notifications, when the caller wants them.
-    fn request_sink(&self, options: &CallOptions) -> Option<NotificationSink> {
+    fn request_sink(&self, options: &RequestOptions) -> Option<NotificationSink> {
         if options.on_progress.is_none() && options.on_notification.is_none() {
             return None;
         }
@@ -733,120 +769,12 @@ impl Client {
         }))
     }
 
-    /// A request with the MRTR loop for the methods that allow it, and the
-    /// `resultType` checks for all (WIRE-08, WIRE-09, MRTR-02).
-    async fn request_inner(
-        &self,
-        method: &str,
-        mut params: JsonObject,
-        headers: Vec<(String, String)>,
-        options: &CallOptions,
-    ) -> Result<Value, ClientError> {
-        let mut round = 0;
-        loop {
-            let outgoing = self.prepare(method, params, headers.clone(), options);
-            // The params come back from the sent request only when a retry
-            // needs them: the common, complete answer copies nothing.
-            let sent = Arc::clone(&outgoing.request);
-            let value = self.send_prepared(method, outgoing, options).await?;
-            match ResultType::of(&value) {
-                ResultType::Complete => return Ok(value),
-                ResultType::Other(kind) => {
-                    return Err(self.invalid(method, format!("unknown resultType {kind:?}")));
-                }
-                ResultType::InputRequired if !method::allows_input_required(method) => {
-                    return Err(self.invalid(
-                        method,
-                        "input_required is only allowed for tools/call, resources/read and prompts/get",
-                    ));
-                }
-                ResultType::InputRequired => {}
-            }
-            round += 1;
-            if round > self.inner.config.max_input_rounds {
-                return Err(self.invalid(
-                    method,
-                    format!(
-                        "still input_required after {} rounds",
-                        self.inner.config.max_input_rounds
-                    ),
-                ));
-            }
-            let required: InputRequiredResult = serde_json::from_value(value)
-                .map_err(|e| self.invalid(method, format!("malformed input_required: {e}")))?;
-            if required.input_requests.is_none() && required.request_state.is_none() {
-                return Err(self.invalid(
-                    method,
-                    "input_required without inputRequests or requestState (MRTR-03)",
-                ));
-            }
-            // Boxed: the rare path should not grow every call's future.
-            let responses = Box::pin(self.answer_inputs(method, &required)).await?;
-            // The `_meta` we sent goes back in as the caller's: the next
-            // round keeps the caller's keys and gets fresh ones of ours.
-            params = match Arc::unwrap_or_clone(sent).params {
-                Some(Value::Object(sent)) => sent,
-                _ => JsonObject::new(),
-            };
-            // The retry is the same request with this round's answers and the
-            // state echoed verbatim, under a new id (MRTR-12, MRTR-13, MRTR-14).
-            params.remove("inputResponses");
-            params.remove("requestState");
-            if let Some(responses) = responses {
-                params.insert("inputResponses".into(), Value::Object(responses));
-            }
-            if let Some(state) = required.request_state {
-                params.insert("requestState".into(), Value::String(state));
-            }
-        }
-    }
-
-    /// Answers every input request of one round, keyed like the requests.
-    async fn answer_inputs(
-        &self,
-        method: &str,
-        required: &InputRequiredResult,
-    ) -> Result<Option<JsonObject>, ClientError> {
-        let Some(requests) = &required.input_requests else {
-            return Ok(None);
-        };
-        let support = self.inner.handler.support();
-        let mut responses = JsonObject::new();
-        for (key, request) in required.requests() {
-            let request = request.map_err(|v| {
-                self.invalid(method, format!("input request {key:?} is malformed: {v}"))
-            })?;
-            if !support.covers(&request.method, request.params.as_ref()) {
-                return Err(ClientError::Unsupported {
-                    server: self.inner.name.clone(),
-                    method: method.into(),
-                    what: format!("{} (input request {key:?})", request.method),
-                });
-            }
-            let cx = InputContext {
-                server: self.inner.name.clone(),
-                method: Some(method.into()),
-                era: Era::Modern,
-            };
-            let answer = input::answer(&*self.inner.handler, cx, &request.method, request.params)
-                .await
-                .map_err(|e| ClientError::Input {
-                    server: self.inner.name.clone(),
-                    method: method.into(),
-                    reason: e.0,
-                })?;
-            responses.insert(key.to_owned(), answer);
-        }
-        debug_assert_eq!(responses.len(), requests.len());
-        Ok(Some(responses))
-    }
-
     /// A request whose complete result parses as `T`.
     async fn typed<T: DeserializeOwned>(
         &self,
         method: &str,
         params: JsonObject,
-        options: &CallOptions,
+        options: &RequestOptions,
     ) -> Result<T, ClientError> {
         let value = self
             .request_inner(method, params, Vec::new(), options)
@@ -867,9 +795,12 @@ impl Client {
     ) -> Result<Listing<T>, ClientError>
     where
         F: FnMut(Option<String>) -> Fut,
-        Fut: Future<Output = Result<(Vec<T>, Option<String>, CacheHints), ClientError>>,
+        Fut: Future<
+            Output = Result<(Vec<T>, Option<String>, CacheHints, Vec<Dropped>), ClientError>,
+        >,
     {
         let mut items = Vec::new();
+        let mut dropped = Vec::new();
         let mut seen = HashSet::new();
         let mut cursor: Option<String> = None;
         let mut cache: Option<CacheHints> = None;
@@ -880,9 +811,10 @@ impl Client {
                     self.invalid(method, format!("listing did not end after {pages} pages"))
                 );
             }
-            let (mut batch, next, hints) = page(cursor.take()).await?;
+            let (mut batch, next, hints, mut left_out) = page(cursor.take()).await?;
             pages += 1;
             items.append(&mut batch);
+            dropped.append(&mut left_out);
             cache = Some(match cache {
                 None => hints,
                 Some(c) => CacheHints {
@@ -912,212 +844,8 @@ impl Client {
             items,
             cache: cache.unwrap_or_default(),
             pages,
+            dropped,
         })
-    }
-
-    fn remember_discover(&self, result: &DiscoverResult) {
-        let server_info = result
-            .header
-            .meta
-            .as_ref()
-            .and_then(|m| m.get(SERVER_INFO))
-            .and_then(|v| serde_json::from_value(v.clone()).ok());
-        let description = ServerDescription {
-            era: Era::Modern,
-            protocol_version: self.session().version.clone(),
-            capabilities: result.capabilities.clone(),
-            server_info,
-            instructions: result.instructions.clone(),
-        };
-        if let Ok(mut d) = self.inner.description.write() {
-            *d = Some(description);
-        }
-    }
-
-    /// Finds the server's era: the `server/discover` probe, a retry with a
-    /// version from a -32022 error, or the legacy fallback.
-    async fn connect(&self) -> Result<(), ClientError> {
-        let policy = self.inner.config.era_policy;
-        match policy {
-            EraPolicy::LegacyOnly => return self.initialize().await,
-            EraPolicy::AssumeModern => {
-                self.set_session(self.modern_session(version::LATEST));
-                return Ok(());
-            }
-            _ => {}
-        }
-        // --- HTTP: a server found legacy earlier in this process skips the
-        // probe (VER-07); if the handshake fails now, probe afresh. ---
-        if policy == EraPolicy::Probe && self.inner.transport.era_hint() == Some(Era::Legacy) {
-            match self.initialize().await {
-                Ok(()) => return Ok(()),
-                Err(e) => {
-                    debug!(server = %self.inner.name, error = %e, "remembered legacy era failed; probing again")
-                }
-            }
-        }
-        let mut version = version::LATEST.to_owned();
-        let probe = CallOptions::timeout(self.inner.config.probe_timeout);
-        for attempt in 0..2 {
-            self.set_session(self.modern_session(&version));
-            let outcome = self
-                .send(method::DISCOVER, None, &probe)
-                .await
-                .and_then(|v| {
-                    serde_json::from_value::<DiscoverResult>(v)
-                        .map_err(|e| self.invalid(method::DISCOVER, e.to_string()))
-                });
-            match outcome {
-                Ok(result) => {
-                    if !result.supported_versions.contains(&version) {
-                        match version::pick_modern(&result.supported_versions) {
-                            Some(v) if attempt == 0 => {
-                                version = v.to_owned();
-                                continue;
-                            }
-                            _ => {
-                                return Err(ClientError::UnsupportedVersion {
-                                    server: self.inner.name.clone(),
-                                    supported: result.supported_versions,
-                                });
-                            }
-                        }
-                    }
-                    self.remember_discover(&result);
-                    debug!(server = %self.inner.name, version = %version, "modern server");
-                    return Ok(());
-                }
-                Err(ClientError::Protocol { error, .. })
-                    if error.code == ErrorCode::UnsupportedProtocolVersion.code() =>
-                {
-                    // A recognised modern error: the server is modern; use a
-                    // version it names, never fall back (STDIO-15).
-                    let supported = error
-                        .unsupported_version_data()
-                        .map(|d| d.supported)
-                        .unwrap_or_default();
-                    match version::pick_modern(&supported) {
-                        // Even the version we sent: retry the call once
-                        // with it (VER-03), never loop.
-                        Some(v) if attempt == 0 => version = v.to_owned(),
-                        _ => {
-                            return Err(ClientError::UnsupportedVersion {
-                                server: self.inner.name.clone(),
-                                supported,
-                            });
-                        }
-                    }
-                }
-                Err(e @ ClientError::Protocol { .. })
-                    if e.protocol_error()
-                        .and_then(ErrorObject::known_code)
-                        .is_some_and(ErrorCode::is_modern) =>
-                {
-                    return Err(e);
-                }
-                Err(
-                    e @ (ClientError::Protocol { .. }
-                    | ClientError::Timeout { .. }
-                    | ClientError::InvalidResult { .. }),
-                ) if policy == EraPolicy::Probe => {
-                    // Any other error, silence or a non-discover answer: a
-                    // legacy server (STDIO-16: not keyed to one code).
-                    match self.initialize().await {
-                        Ok(()) => return Ok(()),
-                        // Silence may also be a modern server still starting
-                        // up: if it then refuses initialize, probe once more
-                        // now that it answers (VER-07: re-probe on failure).
-                        Err(ClientError::Protocol { error, .. })
-                            if e.is_timeout() && attempt == 0 =>
-                        {
-                            debug!(server = %self.inner.name, %error, "initialize refused after a silent probe; probing again");
-                        }
-                        Err(init) => return Err(init),
-                    }
-                }
-                // --- HTTP: 400/404/405 without a modern error body is how a
-                // 2025-11-25 or HTTP+SSE server refuses a modern POST
-                // (HTTP-C-16); the transport's handshake reaches both. ---
-                Err(ClientError::Transport(t))
-                    if policy == EraPolicy::Probe && t.is_other_era_refusal() =>
-                {
-                    return self.initialize().await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Err(ClientError::UnsupportedVersion {
-            server: self.inner.name.clone(),
-            supported: Vec::new(),
-        })
-    }
-
-    fn modern_session(&self, version: &str) -> Session {
-        let mut base_meta = JsonObject::new();
-        base_meta.insert(PROTOCOL_VERSION.into(), Value::from(version));
-        base_meta.insert(
-            CLIENT_CAPABILITIES.into(),
-            serde_json::to_value(&self.inner.capabilities).unwrap_or_else(|_| json!({})),
-        );
-        base_meta.insert(
-            CLIENT_INFO.into(),
-            serde_json::to_value(&self.inner.config.client_info).unwrap_or(Value::Null),
-        );
-        Session {
-            era: Era::Modern,
-            version: version.to_owned(),
-            base_meta: Arc::new(base_meta),
-        }
-    }
-
-    /// The 2025-11-25 handshake: `initialize`, then
-    /// `notifications/initialized`; legacy wire from then on.
-    async fn initialize(&self) -> Result<(), ClientError> {
-        self.set_session(Session {
-            era: Era::Legacy,
-            version: version::LEGACY.to_owned(),
-            base_meta: Arc::default(),
-        });
-        let mut params = JsonObject::new();
-        params.insert("protocolVersion".into(), Value::from(version::LEGACY));
-        params.insert(
-            "capabilities".into(),
-            serde_json::to_value(&self.inner.capabilities).unwrap_or_else(|_| json!({})),
-        );
-        params.insert(
-            "clientInfo".into(),
-            serde_json::to_value(&self.inner.config.client_info).unwrap_or(Value::Null),
-        );
-        let value = self
-            .send(method::INITIALIZE, Some(params), &CallOptions::default())
-            .await?;
-        let result: InitializeResult = self.parse(method::INITIALIZE, value)?;
-        if !version::LEGACY_ACCEPTED.contains(&result.protocol_version.as_str()) {
-            return Err(ClientError::UnsupportedVersion {
-                server: self.inner.name.clone(),
-                supported: vec![result.protocol_version],
-            });
-        }
-        self.inner
-            .transport
-            .notify(Notification::new(method::INITIALIZED, None))
-            .await?;
-        self.set_session(Session {
-            era: Era::Legacy,
-            version: result.protocol_version.clone(),
-            base_meta: Arc::default(),
-        });
-        debug!(server = %self.inner.name, version = %result.protocol_version, "legacy server");
-        if let Ok(mut d) = self.inner.description.write() {
-            *d = Some(ServerDescription {
-                era: Era::Legacy,
-                protocol_version: result.protocol_version,
-                capabilities: result.capabilities,
-                server_info: Some(result.server_info),
-                instructions: result.instructions,
-            });
-        }
-        Ok(())
     }
 
     /// Builds the `params` of a request the way `send` does, for callers in
@@ -1130,8 +858,14 @@ impl Client {
         sink: NotificationSink,
     ) -> Outgoing {
         let session = self.session();
-        let request =
-            self.build_request(&session, id, method, params, &CallOptions::default(), None);
+        let request = self.build_request(
+            &session,
+            id,
+            method,
+            params,
+            &RequestOptions::default(),
+            None,
+        );
         Outgoing {
             request: Arc::new(request),
             param_headers: Vec::new(),

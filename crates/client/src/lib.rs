@@ -26,7 +26,7 @@
 //! # Example
 //! ```no_run
 //! # async fn demo() -> Result<(), switchboard_client::ClientError> {
-//! use switchboard_client::{CallOptions, Client, StdioConfig, StdioTransport};
+//! use switchboard_client::{RequestOptions, Client, StdioConfig, StdioTransport};
 //! use std::time::Duration;
 //!
 //! let transport =
@@ -40,7 +40,7 @@
 //!     println!("- {}", tool.name);
 //! }
 //! let result = client
-//!     .call_tool_with("read", None, &CallOptions::timeout(Duration::from_secs(5)))
+//!     .call_tool_with("read", None, &RequestOptions::timeout(Duration::from_secs(5)))
 //!     .await?;
 //! println!("{}", result.joined_text());
 //! client.close().await;
@@ -61,10 +61,10 @@ mod pending;
 mod subscription;
 pub mod transport;
 
-pub use client::{Client, ClientBuilder, Listing, ServerDescription};
+pub use client::{Client, ClientBuilder, Dropped, Listing, ServerDescription, ToolsPage};
 pub use error::{ClientError, Source, TransportError};
 pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
-pub use options::{CallOptions, ClientConfig, EraPolicy, ProgressSink};
+pub use options::{ClientConfig, EraPolicy, ProgressSink, RequestOptions};
 pub use subscription::{Subscription, SubscriptionEnd};
 #[cfg(feature = "http")]
 pub use transport::http::{

@@ -15,9 +15,9 @@ use crate::transport::NotificationSink;
 /// quick and non-blocking.
 pub type ProgressSink = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 
-/// Options for one call; `CallOptions::default()` uses the client's.
+/// Options for one call; `RequestOptions::default()` uses the client's.
 #[derive(Clone, Default)]
-pub struct CallOptions {
+pub struct RequestOptions {
     /// Deadline for this call (each MRTR round gets its own); the client's
     /// default when `None`. On expiry the request is cancelled.
     pub timeout: Option<Duration>,
@@ -35,12 +35,12 @@ pub struct CallOptions {
     pub meta: Option<JsonObject>,
 }
 
-impl CallOptions {
+impl RequestOptions {
     /// Options with just a timeout.
     pub fn timeout(timeout: Duration) -> Self {
-        CallOptions {
+        RequestOptions {
             timeout: Some(timeout),
-            ..CallOptions::default()
+            ..RequestOptions::default()
         }
     }
 
@@ -51,9 +51,9 @@ impl CallOptions {
     }
 }
 
-impl fmt::Debug for CallOptions {
+impl fmt::Debug for RequestOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CallOptions")
+        f.debug_struct("RequestOptions")
             .field("timeout", &self.timeout)
             .field("on_progress", &self.on_progress.is_some())
             .field("on_notification", &self.on_notification.is_some())

@@ -134,12 +134,6 @@ impl AuditRecord {
         }
     }
 
-    /// A record that only tracks the decision and outcome (no time, no
-    /// argument hash): for a host that keeps no log.
-    pub(crate) fn untimed(tool: &str) -> AuditRecord {
-        AuditRecord::with(String::new(), tool, Vec::new(), String::new())
-    }
-
     fn with_hash(tool: &str, argument_names: Vec<String>, arguments_sha256: String) -> AuditRecord {
         let time = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
         AuditRecord::with(time, tool, argument_names, arguments_sha256)

@@ -8,6 +8,9 @@
 //! [`Host::subscribe`] for table changes, and [`Host::shutdown`] at the end.
 //!
 //! # Layout
+//! - [`connect`]: reaching one configured server (spawn or HTTP, headers,
+//!   OAuth, era probe): what the host mounts with, and what `doctor` and
+//!   `inspect` use to look at a server directly.
 //! - [`config`]: the config file (Claude / VS Code shapes, `${VAR}`
 //!   expansion, lookup order, validation, "allow always" edits).
 //! - [`permission`]: `mcp__alias__tool` patterns and allow/ask/deny rules.
@@ -20,7 +23,7 @@
 //! - [`audit`]: the hash-chained audit log and its verifier.
 //! - [`auth`]: OAuth for remote servers (which servers use it, their
 //!   `oauth` settings, the per-user token store, "needs login").
-//! - `breaker`, `server`, `host`: per-server health, connections and the
+//! - `breaker`, `upstream`, `host`: per-server health, connections and the
 //!   [`Host`] itself.
 //!
 //! Below the host sits `switchboard-client` (one client per server); the
@@ -56,6 +59,7 @@ pub mod auth;
 mod breaker;
 pub mod budget;
 pub mod config;
+pub mod connect;
 mod digest;
 mod fsutil;
 pub mod gate;
@@ -64,8 +68,8 @@ pub mod permission;
 pub mod pins;
 mod reason;
 pub mod sanitize;
-mod server;
 pub mod table;
+mod upstream;
 
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
 pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use sha1::{Digest, Sha1};
-use switchboard_wire::header::header_params;
+use switchboard_client::Dropped;
 use switchboard_wire::naming::MAX_TOOL_NAME;
 use switchboard_wire::{JsonObject, Tool, namespaced_tool_name};
 
@@ -54,10 +54,15 @@ pub struct ServerTools<'a> {
     pub alias: &'a str,
     /// Its tools, in the server's order.
     pub tools: &'a [Tool],
-    /// Whether `x-mcp-header` annotations matter (HTTP): tools whose
-    /// annotations break the rules are dropped (HTTP-C-12).
-    pub check_headers: bool,
+    /// Tools its listing already left out, with the client's reasons
+    /// (invalid `x-mcp-header` annotations over HTTP; HTTP-C-12): reported
+    /// with the table's own drops.
+    pub dropped: &'a [Dropped],
 }
+
+/// One server's listing: its alias, its tools, and the tools the listing
+/// left out with the client's reasons.
+pub type Listed = (String, Vec<Tool>, Vec<Dropped>);
 
 /// The table: entries in name order, plus the reverse map.
 #[derive(Debug, Clone, Default)]
@@ -67,6 +72,21 @@ pub struct ToolTable {
 }
 
 impl ToolTable {
+    /// The table of these servers' listings: `(alias, tools, tools the
+    /// listing left out)` each, as the host mounts them and `doctor`
+    /// checks them. See [`ToolTable::build`].
+    pub fn of_listings(listings: &[Listed]) -> (ToolTable, Vec<DroppedTool>) {
+        let inputs: Vec<ServerTools<'_>> = listings
+            .iter()
+            .map(|(alias, tools, dropped)| ServerTools {
+                alias,
+                tools,
+                dropped,
+            })
+            .collect();
+        ToolTable::build(&inputs)
+    }
+
     /// Builds the table from every server's tools.
     ///
     /// # Returns
@@ -76,6 +96,11 @@ impl ToolTable {
         let mut dropped = Vec::new();
         let mut candidates: Vec<(String, &str, &Tool)> = Vec::new();
         for server in servers {
+            dropped.extend(server.dropped.iter().map(|d| DroppedTool {
+                alias: server.alias.to_owned(),
+                name: d.name.clone(),
+                reason: d.reason.clone(),
+            }));
             let mut seen = std::collections::HashSet::new();
             for tool in server.tools {
                 let drop = |reason: String| DroppedTool {
@@ -92,12 +117,6 @@ impl ToolTable {
                         "the server lists this name more than once; the first is kept".into(),
                     ));
                     continue;
-                }
-                if server.check_headers {
-                    if let Err(e) = header_params(&tool.input_schema) {
-                        dropped.push(drop(format!("invalid x-mcp-header annotation: {e}")));
-                        continue;
-                    }
                 }
                 candidates.push((
                     namespaced_tool_name(server.alias, &tool.name),
@@ -225,7 +244,7 @@ mod tests {
             .map(|(alias, tools)| ServerTools {
                 alias,
                 tools,
-                check_headers: true,
+                dropped: &[],
             })
             .collect();
         ToolTable::build(&inputs)
@@ -305,31 +324,27 @@ mod tests {
     }
 
     #[test]
-    fn bad_header_annotation_drops_only_that_tool_on_http() {
-        let mut bad = tool("bad", "");
-        bad.input_schema =
-            json!({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}})
-                .as_object()
-                .unwrap()
-                .clone();
-        let tools = vec![bad.clone(), tool("good", "")];
-        let (table, dropped) = build(&[("h", tools.clone())]);
-        assert_eq!(names(&table), ["mcp__h__good"]);
-        assert_eq!(dropped.len(), 1);
-        assert_eq!(dropped[0].name, "bad");
-        assert!(
-            dropped[0].reason.contains("x-mcp-header"),
-            "{}",
-            dropped[0].reason
-        );
-        // Over stdio the annotation means nothing and the tool stays.
+    fn tools_the_listing_dropped_are_reported_with_the_table_drops() {
+        // The client leaves out tools with bad x-mcp-header annotations
+        // (HTTP-C-12); the table reports them under the server's alias
+        // beside its own drops.
+        let listed_out = [Dropped {
+            name: "bad".into(),
+            reason: "invalid x-mcp-header annotation: N".into(),
+        }];
+        let tools = vec![tool("good", ""), tool("good", "")];
         let (table, dropped) = ToolTable::build(&[ServerTools {
-            alias: "s",
+            alias: "h",
             tools: &tools,
-            check_headers: false,
+            dropped: &listed_out,
         }]);
-        assert_eq!(table.len(), 2);
-        assert!(dropped.is_empty());
+        assert_eq!(names(&table), ["mcp__h__good"]);
+        let said: Vec<_> = dropped
+            .iter()
+            .map(|d| (d.alias.as_str(), d.name.as_str()))
+            .collect();
+        assert_eq!(said, [("h", "bad"), ("h", "good")]);
+        assert!(dropped[0].reason.contains("x-mcp-header"), "{dropped:?}");
     }
 
     #[test]

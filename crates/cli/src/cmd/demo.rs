@@ -92,6 +92,7 @@ fn tickets_url(loaded: &Loaded) -> String {
     }
 }
 
+/// The demo's walk: each step shows one thing the host does, in order.
 async fn walk(
     host: &Host,
     settings: &Settings,
@@ -107,7 +108,23 @@ async fn walk(
         " tickets is served from this process at {tickets_url}, archive points at an empty port.)"
     ))?;
 
-    // 1. Mounting.
+    mounting(host, took)?;
+    namespacing(host)?;
+    approval(host, settings, yes).await?;
+    progress(host, settings).await?;
+    budget(host).await?;
+    outage(host, stop_tickets).await?;
+    say("")?;
+    say(
+        "Next: `switchboard tools --json | jq -r '.[].name'`, `switchboard call mcp__notes__search '{\"query\":\"printer\"}' --yes`,",
+    )?;
+    say("`switchboard selftest`. The README walks through each.")?;
+    Ok(())
+}
+
+/// Step 1, mounting: all servers in parallel; one down stops none.
+fn mounting(host: &Host, took: std::time::Duration) -> anyhow::Result<()> {
+    let say = |text: &str| out::line(text);
     say("")?;
     say(&format!(
         "1. Mounting the servers, in parallel ({} ms). One server being down does not stop the others:",
@@ -116,8 +133,12 @@ async fn walk(
     for line in servers::human(&host.servers()) {
         say(&format!("   {line}"))?;
     }
+    Ok(())
+}
 
-    // 2. Namespacing.
+/// Step 2, namespacing: one table, `mcp__ALIAS__TOOL` names.
+fn namespacing(host: &Host) -> anyhow::Result<()> {
+    let say = |text: &str| out::line(text);
     let all = host.tools();
     say("")?;
     say(&format!(
@@ -138,8 +159,12 @@ async fn walk(
             other.name, other.original_name
         ))?;
     }
+    Ok(())
+}
 
-    // 3. Approval.
+/// Step 3, approval: the gate asks, with the real arguments.
+async fn approval(host: &Host, settings: &Settings, yes: bool) -> anyhow::Result<()> {
+    let say = |text: &str| out::line(text);
     say("")?;
     say(
         "3. The model asks to open a ticket. No rule allows mcp__tickets__create_ticket, so the gate asks,",
@@ -189,8 +214,12 @@ async fn walk(
             _ => "decided by a rule",
         }
     ))?;
+    Ok(())
+}
 
-    // 4. Progress.
+/// Step 4, progress: a server's progress notification before its result.
+async fn progress(host: &Host, settings: &Settings) -> anyhow::Result<()> {
+    let say = |text: &str| out::line(text);
     say("")?;
     say("4. A search on tickets: the server sends a progress notification before its result:")?;
     let (options, bar) = progress_options(settings.stderr_tty);
@@ -207,8 +236,12 @@ async fn walk(
     for line in call::human(&result).lines() {
         say(&format!("   {line}"))?;
     }
+    Ok(())
+}
 
-    // 5. Budget.
+/// Step 5, budget: a long result cut to the shared budget, saying so.
+async fn budget(host: &Host) -> anyhow::Result<()> {
+    let say = |text: &str| out::line(text);
     say("")?;
     let full = notes::long_note().chars().count();
     say(&format!(
@@ -242,8 +275,16 @@ async fn walk(
         kept.last().copied().unwrap_or_default()
     ))?;
     say(&format!("   | {note}"))?;
+    Ok(())
+}
 
-    // 6. Outage.
+/// Step 6, outage: servers that are down, in plain words for the model,
+/// while the others keep working.
+async fn outage(
+    host: &Host,
+    stop_tickets: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let say = |text: &str| out::line(text);
     say("")?;
     say(&format!(
         "6. {DOWN_ALIAS} is down. The user sees why (above), and the model is told in plain words:"
@@ -286,12 +327,6 @@ async fn walk(
         "   and notes still answers: {}",
         first_line(&result)
     ))?;
-
-    say("")?;
-    say(
-        "Next: `switchboard tools --json | jq -r '.[].name'`, `switchboard call mcp__notes__search '{\"query\":\"printer\"}' --yes`,",
-    )?;
-    say("`switchboard selftest`. The README walks through each.")?;
     Ok(())
 }
 

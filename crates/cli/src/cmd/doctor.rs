@@ -7,16 +7,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{Value, json};
-use switchboard_client::{CallOptions, Client};
+use serde_json::json;
 use switchboard_host::auth::{NoOAuth, login_command, needs_login_reason, oauth_config};
-use switchboard_host::table::{ServerTools, ToolTable};
+use switchboard_host::table::{Listed, ToolTable};
 use switchboard_host::{ServerConfig, TransportConfig};
 use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{Tool, namespaced_tool_name};
 use tokio::task::JoinSet;
 
-use crate::connect::{self, Target};
+use crate::connect;
 use crate::exit::{Code, Failure};
 use crate::out;
 use crate::settings::Settings;
@@ -24,9 +23,6 @@ use crate::settings::Settings;
 /// An input schema larger than this is worth a warning: the model reads it
 /// on every turn.
 const LARGE_SCHEMA_BYTES: usize = 16 * 1024;
-
-/// More pages than this is taken as a server that never ends its list.
-const MAX_PAGES: usize = 1_000;
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -139,10 +135,6 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
     }
 }
 
-/// A server's alias, its tools as listed, and whether it is reached over
-/// HTTP (its `x-mcp-header` annotations are checked then).
-type Listed = (String, Vec<Tool>, bool);
-
 /// The checks of one server; its tools when they could be listed.
 async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>, Option<Listed>) {
     let alias = server.alias.clone();
@@ -155,15 +147,16 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
         ));
         return (f, None);
     }
-    let target = Target::of_config(&server);
     let is_http = !matches!(server.transport, TransportConfig::Stdio { .. });
-    let what = match &target {
-        Target::Stdio { command, args, .. } => {
+    let what = match &server.transport {
+        TransportConfig::Stdio { command, args, .. } => {
             format!("stdio: {}", shell_line(command, args))
         }
-        Target::Http { url, .. } => format!("{}: {url}", server.transport.kind()),
+        TransportConfig::Http { url, .. } | TransportConfig::Sse { url, .. } => {
+            format!("{}: {url}", server.transport.kind())
+        }
     };
-    let connected = match connect::connect(&alias, &target, timeout).await {
+    let connected = match connect::connect(&server, timeout).await {
         Ok(c) => c,
         Err(e) => {
             let text = e.to_string();
@@ -183,7 +176,7 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
                 let mut auth = finding(
                     Level::Error,
                     &alias,
-                    format!("auth: {}", auth_hint(&server, &target)),
+                    format!("auth: {}", auth_hint(&server, e.auth())),
                 );
                 auth.code = Code::Auth;
                 f.push(auth);
@@ -254,15 +247,19 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
             format!("discover failed: {e}"),
         )),
     }
-    let tools = match list_pages(&client).await {
-        Ok((tools, pages)) => {
+    let listed = match client.list_all_tools().await {
+        Ok(listing) => {
             f.push(finding(
                 Level::Ok,
                 &alias,
-                format!("{} tool(s) in {pages} page(s)", tools.len()),
+                format!(
+                    "{} tool(s) in {} page(s)",
+                    listing.items.len() + listing.dropped.len(),
+                    listing.pages
+                ),
             ));
-            f.extend(schema_findings(&alias, &tools));
-            Some(tools)
+            f.extend(schema_findings(&alias, &listing.items));
+            Some((listing.items, listing.dropped))
         }
         Err(e) => {
             let mut err = finding(Level::Error, &alias, format!("tools/list failed: {e}"));
@@ -275,7 +272,7 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
         f.push(finding(
             Level::Ok,
             &alias,
-            auth_state(&server, &target).await,
+            auth_state(&server, connected.auth.as_ref()).await,
         ));
     }
     if let Some(stdio) = &connected.stdio {
@@ -291,13 +288,13 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
         }
     }
     client.close().await;
-    (f, tools.map(|t| (alias, t, is_http)))
+    (f, listed.map(|(tools, dropped)| (alias, tools, dropped)))
 }
 
 /// What to do about a server that refused authorization.
-fn auth_hint(server: &ServerConfig, target: &Target) -> String {
+fn auth_hint(server: &ServerConfig, auth: Option<&OAuthProvider>) -> String {
     let alias = &server.alias;
-    if target.auth().is_some_and(OAuthProvider::needs_login) {
+    if auth.is_some_and(OAuthProvider::needs_login) {
         return needs_login_reason(alias);
     }
     match oauth_config(server) {
@@ -315,13 +312,13 @@ fn auth_hint(server: &ServerConfig, target: &Target) -> String {
 }
 
 /// How a reachable HTTP server was authorized, in words (no secrets).
-async fn auth_state(server: &ServerConfig, target: &Target) -> String {
+async fn auth_state(server: &ServerConfig, auth: Option<&OAuthProvider>) -> String {
     match oauth_config(server) {
         Err(NoOAuth::StaticHeader) => {
             "auth: a static Authorization header from the config is accepted".into()
         }
         Err(_) => "auth: none needed (it answered without credentials)".into(),
-        Ok(_) => match target.auth().map(|a| a.status()) {
+        Ok(_) => match auth.map(OAuthProvider::status) {
             Some(status) => match status.await {
                 Ok(Some(login)) => format!(
                     "auth: OAuth login at {} (scopes: {}), {}",
@@ -338,46 +335,6 @@ async fn auth_state(server: &ServerConfig, target: &Target) -> String {
             None => "auth: none needed (it answered without credentials)".into(),
         },
     }
-}
-
-/// Every page of `tools/list`, raw (nothing dropped), with the page count.
-async fn list_pages(client: &Client) -> Result<(Vec<Tool>, usize), String> {
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut seen = std::collections::HashSet::new();
-    for page in 1..=MAX_PAGES {
-        let mut params = switchboard_wire::JsonObject::new();
-        if let Some(c) = &cursor {
-            params.insert("cursor".into(), Value::String(c.clone()));
-        }
-        let result = client
-            .request("tools/list", Some(params), &CallOptions::default())
-            .await
-            .map_err(|e| e.to_string())?;
-        let items = result
-            .get("tools")
-            .and_then(Value::as_array)
-            .ok_or("a page has no \"tools\" array")?;
-        for item in items {
-            match serde_json::from_value::<Tool>(item.clone()) {
-                Ok(t) => tools.push(t),
-                Err(e) => return Err(format!("page {page} has an invalid tool: {e}")),
-            }
-        }
-        match result.get("nextCursor") {
-            None | Some(Value::Null) => return Ok((tools, page)),
-            Some(Value::String(next)) => {
-                if !seen.insert(next.clone()) {
-                    return Err(format!(
-                        "the server repeated the cursor {next:?}: its list never ends"
-                    ));
-                }
-                cursor = Some(next.clone());
-            }
-            Some(other) => return Err(format!("nextCursor is not a string: {other}")),
-        }
-    }
-    Err(format!("more than {MAX_PAGES} pages; giving up"))
 }
 
 fn schema_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {
@@ -412,15 +369,7 @@ fn schema_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {
 /// Collisions, renames and dropped tools of the table the servers make
 /// together.
 fn table_findings(listed: &[Listed]) -> Vec<Finding> {
-    let inputs: Vec<ServerTools<'_>> = listed
-        .iter()
-        .map(|(alias, tools, http)| ServerTools {
-            alias,
-            tools,
-            check_headers: *http,
-        })
-        .collect();
-    let (table, dropped) = ToolTable::build(&inputs);
+    let (table, dropped) = ToolTable::of_listings(listed);
     let mut f = vec![finding(
         Level::Ok,
         "table",

@@ -7,9 +7,11 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 use switchboard_client::{Client, ClientError, Listing};
+use switchboard_host::ServerConfig;
+use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{CacheHints, CacheScope, DiscoverResult, ServerCapabilities, Tool};
 
-use crate::connect::{self, Target};
+use crate::connect;
 use crate::exit::{Code, Failure};
 use crate::out;
 use crate::settings::InspectTarget;
@@ -23,25 +25,22 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// A [`Failure`]: 4 when the server cannot be reached or spoken to, 3 when
 /// it demands authorization.
 pub(crate) async fn run(target: &InspectTarget, json: bool) -> anyhow::Result<()> {
-    let (alias, target) = match target {
-        InspectTarget::Stdio(words) => (
-            "inspected",
-            Target::Stdio {
-                command: words[0].clone(),
-                args: words[1..].to_vec(),
-                env: Vec::new(),
-                cwd: None,
-            },
-        ),
-        InspectTarget::Http { url, headers } => ("inspected", Target::http(url, headers.clone())),
+    let server = match target {
+        InspectTarget::Stdio(words) => {
+            ServerConfig::stdio("inspected", words[0].clone(), words[1..].iter().cloned())
+        }
+        InspectTarget::Http { url, headers } => {
+            connect::http_server("inspected", url, headers.clone())
+        }
     };
-    let connected = connect::connect(alias, &target, TIMEOUT)
+    let connected = connect::connect(&server, TIMEOUT)
         .await
-        .map_err(|e| unreachable(&e, &target))?;
+        .map_err(|e| unreachable(&e.to_string(), e.is_auth_failure(), e.auth()))?;
     let client = connected.client;
     let result = inspect(&client).await;
     client.close().await;
-    let report = result.map_err(|e| unreachable(&e, &target))?;
+    let report = result
+        .map_err(|e| unreachable(&e.to_string(), e.is_auth_failure(), connected.auth.as_ref()))?;
     if json {
         out::json(&report)?;
     } else {
@@ -137,19 +136,21 @@ async fn inspect(client: &Client) -> Result<Report, ClientError> {
     })
 }
 
-fn unreachable(e: &ClientError, target: &Target) -> Failure {
-    if target.auth().is_some_and(|a| a.needs_login()) {
+/// A server that could not be reached or spoken to: why, whether it
+/// refused authorization, and its OAuth client when it has one.
+fn unreachable(why: &str, auth_failure: bool, auth: Option<&OAuthProvider>) -> Failure {
+    if auth.is_some_and(OAuthProvider::needs_login) {
         return Failure::new(
             Code::Auth,
             "the server needs an OAuth login: add it to the config and run `switchboard auth login ALIAS`",
         );
     }
-    let code = if e.is_auth_failure() {
+    let code = if auth_failure {
         Code::Auth
     } else {
         Code::Unreachable
     };
-    Failure::new(code, e.to_string())
+    Failure::new(code, why)
 }
 
 /// The report as people read it.

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use switchboard_client::{CallOptions, Client, ClientError, EraPolicy, HttpTransport};
+use switchboard_client::{Client, ClientError, EraPolicy, HttpTransport, RequestOptions};
 use switchboard_wire::types::SubscriptionFilter;
 use switchboard_wire::{Era, method};
 use tokio::sync::Notify;
@@ -129,6 +129,11 @@ async fn tools_with_invalid_x_mcp_header_are_dropped_and_siblings_stay() {
     let listed = within(client.list_all_tools()).await.unwrap();
     let names: Vec<_> = listed.items.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["valid_tool", "plain_tool"]);
+    let dropped: Vec<_> = listed.dropped.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(
+        dropped,
+        ["on_a_number", "duplicate", "not_a_token", "in_any_of"]
+    );
     let logged = logs.text();
     for (tool, reason) in [
         ("on_a_number", "not a string, integer or boolean"),
@@ -141,6 +146,8 @@ async fn tools_with_invalid_x_mcp_header_are_dropped_and_siblings_stay() {
             .find(|l| l.contains(tool))
             .unwrap_or_else(|| panic!("no warning for {tool}: {logged}"));
         assert!(line.contains("WARN") && line.contains(reason), "{line}");
+        let said = listed.dropped.iter().find(|d| d.name == tool).unwrap();
+        assert!(said.reason.contains(reason), "{said:?}");
     }
 
     within(client.call_tool(
@@ -463,7 +470,7 @@ async fn a_timed_out_call_closes_its_stream() {
     let err = within(client.call_tool_with(
         "slow",
         None,
-        &CallOptions::timeout(Duration::from_millis(300)),
+        &RequestOptions::timeout(Duration::from_millis(300)),
     ))
     .await
     .unwrap_err();

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, CallOptions, Client, EraPolicy, HttpTransport, InputContext, InputError,
-    InputHandler, InputSupport,
+    BoxFuture, Client, EraPolicy, HttpTransport, InputContext, InputError, InputHandler,
+    InputSupport, RequestOptions,
 };
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
@@ -137,7 +137,7 @@ async fn modern_wire_against_our_server() {
     let progress = Arc::new(Mutex::new(Vec::new()));
     let seen = progress.clone();
     let options =
-        CallOptions::default().with_progress(move |p| seen.lock().unwrap().push(p.progress));
+        RequestOptions::default().with_progress(move |p| seen.lock().unwrap().push(p.progress));
     let result = within(client.call_tool_with(
         "forecast",
         json!({"region": "eu-west", "days": 3}).as_object().cloned(),

@@ -51,7 +51,7 @@ async fn caller_meta_goes_along_but_never_overrides_the_session() {
         .request(
             "tools/call",
             params.as_object().cloned(),
-            &switchboard_client::CallOptions::default(),
+            &switchboard_client::RequestOptions::default(),
         )
         .await
         .unwrap();
@@ -124,9 +124,9 @@ async fn list_all_pages_until_the_cursor_is_absent() {
 #[tokio::test]
 async fn one_page_exposes_its_cursor_and_cache_hints() {
     let (client, _t) = connect(&[]).await;
-    let first = client.list_tools(None).await.unwrap();
+    let first = client.list_tools(None).await.unwrap().page;
     assert_eq!(first.next_cursor.as_deref(), Some(""));
-    let second = client.list_tools(Some("")).await.unwrap();
+    let second = client.list_tools(Some("")).await.unwrap().page;
     assert_eq!(second.tools[0].name, "never");
     assert_eq!(second.cache.ttl_ms, Some(29999));
     // A bad cursor is the server's -32602, surfaced as a protocol error.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_client::{CallOptions, Client, StdioTransport, TransportError};
+use switchboard_client::{Client, RequestOptions, StdioTransport, TransportError};
 use switchboard_wire::types::JsonObject;
 
 use super::util::{self, connect, mock};
@@ -42,7 +42,7 @@ async fn interleaved_notifications_are_routed_not_confused() {
         .unwrap();
     let progress = Arc::new(AtomicUsize::new(0));
     let counter = progress.clone();
-    let options = CallOptions::default().with_progress(move |_| {
+    let options = RequestOptions::default().with_progress(move |_| {
         counter.fetch_add(1, Ordering::SeqCst);
     });
     for i in 0..5 {
@@ -100,7 +100,7 @@ async fn late_response_is_dropped_and_the_next_call_gets_its_own() {
         .call_tool_with(
             "echo",
             args(json!({"text": "first"})),
-            &CallOptions::timeout(Duration::from_millis(100)),
+            &RequestOptions::timeout(Duration::from_millis(100)),
         )
         .await
         .unwrap_err();
@@ -130,7 +130,7 @@ async fn a_request_that_is_never_answered_times_out() {
         .call_tool_with(
             "never",
             None,
-            &CallOptions::timeout(Duration::from_millis(200)),
+            &RequestOptions::timeout(Duration::from_millis(200)),
         )
         .await
         .unwrap_err();
@@ -176,7 +176,7 @@ async fn exit_mid_request_fails_every_pending_request_with_the_cause() {
             c.call_tool_with(
                 "sleep",
                 args(json!({"ms": ms})),
-                &CallOptions::timeout(Duration::from_secs(60)),
+                &RequestOptions::timeout(Duration::from_secs(60)),
             )
             .await
         })
@@ -253,7 +253,7 @@ async fn an_oversized_line_is_refused_without_losing_the_next_message() {
         .call_tool_with(
             "big",
             args(json!({"bytes": 3 * 1024 * 1024})),
-            &CallOptions::timeout(Duration::from_millis(1500)),
+            &RequestOptions::timeout(Duration::from_millis(1500)),
         )
         .await
         .unwrap_err();
@@ -288,7 +288,7 @@ async fn progress_is_routed_by_token() {
         tokio::spawn(async move {
             let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
             let sink = seen.clone();
-            let options = CallOptions::default().with_progress(move |p| {
+            let options = RequestOptions::default().with_progress(move |p| {
                 sink.lock().unwrap().push(p.progress);
             });
             c.call_tool_with("progress", args(json!({"steps": steps})), &options)

@@ -5,19 +5,20 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_client::{CallOptions as ClientCallOptions, Client};
+use switchboard_client::{Client, RequestOptions};
 use switchboard_demo::{notes, tickets};
 use switchboard_host::approver::BoxFuture;
+use switchboard_host::connect::Connection;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, Config, ConfigOrigin, Host,
     MountOptions, Outcome, ServerConfig, ServerStatus, Verdict,
 };
 use switchboard_wire::meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
-use switchboard_wire::{CallToolResult, JsonObject, SseDecoder, header, version};
+use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, SseDecoder, header, version};
 
 use super::raw::{self, marked_processes};
 use super::{Env, Seen};
-use crate::connect::{self, Connected, Target};
+use crate::connect;
 use crate::out;
 use crate::session::client_info;
 
@@ -96,7 +97,8 @@ async fn pages(client: &Client) -> Result<Vec<Vec<String>>, String> {
         let page = client
             .list_tools(cursor.as_deref())
             .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+            .map_err(|e| format!("tools/list failed: {e}"))?
+            .page;
         out.push(page.tools.into_iter().map(|t| t.name).collect());
         match page.next_cursor {
             Some(next) if out.len() < 10 => cursor = Some(next),
@@ -198,7 +200,7 @@ pub(super) async fn header_mismatch(env: &Env) -> Seen {
         bad.status,
         code.map_or_else(|| "none".into(), |c| c.to_string())
     );
-    if bad.status == 400 && code == Some(-32020) {
+    if bad.status == 400 && code == Some(ErrorCode::HeaderMismatch.code()) {
         Ok(seen)
     } else {
         Err(seen)
@@ -284,7 +286,7 @@ pub(super) async fn original_name_sent(env: &Env) -> Seen {
     let direct = c.client.call_tool("mcp__tickets__search", None).await;
     c.client.close().await;
     match direct {
-        Err(e) if e.code() == Some(-32602) => Ok(format!(
+        Err(e) if e.code() == Some(ErrorCode::InvalidParams.code()) => Ok(format!(
             "tickets answered mcp__tickets__search ({}); asked directly for that name it answers -32602, so it received \"search\"",
             one_line(&report.result)
         )),
@@ -486,7 +488,7 @@ pub(super) async fn protocol_vs_tool_error(env: &Env) -> Seen {
         Err(e) => format!("a protocol error: {e}"),
     };
     let seen = format!("unknown tool → {unknown_seen}; get_ticket T-999 → {failure_seen}");
-    let protocol = matches!(&unknown, Err(e) if e.code() == Some(-32602));
+    let protocol = matches!(&unknown, Err(e) if e.code() == Some(ErrorCode::InvalidParams.code()));
     let tool_error = matches!(&failure, Ok(r) if r.is_error());
     if protocol && tool_error {
         Ok(seen)
@@ -564,7 +566,7 @@ pub(super) async fn death_fails_pending(env: &Env) -> Seen {
         let client = c.client.clone();
         pending.push(tokio::spawn(async move {
             let r = client
-                .call_tool_with("hang", None, &ClientCallOptions::timeout(long))
+                .call_tool_with("hang", None, &RequestOptions::timeout(long))
                 .await;
             (r, Instant::now())
         }));
@@ -825,25 +827,16 @@ async fn demo_host(env: &Env) -> Result<Host, String> {
     }
 }
 
-async fn connect_stdio(env: &Env, alias: &str, which: &str) -> Result<Connected, String> {
-    let target = Target::Stdio {
-        command: env.exe.to_string_lossy().into_owned(),
-        args: vec!["demo-server".into(), which.into()],
-        env: Vec::new(),
-        cwd: None,
-    };
-    connect::connect(alias, &target, REQUEST_TIMEOUT)
+async fn connect_stdio(env: &Env, alias: &str, which: &str) -> Result<Connection, String> {
+    let server = ServerConfig::stdio(alias, env.exe.to_string_lossy(), ["demo-server", which]);
+    connect::connect(&server, REQUEST_TIMEOUT)
         .await
         .map_err(|e| format!("cannot start {which}: {e}"))
 }
 
-async fn connect_tickets(env: &Env) -> Result<Connected, String> {
-    let target = Target::Http {
-        url: env.tickets.url(),
-        headers: Vec::new(),
-        auth: None,
-    };
-    connect::connect("tickets", &target, REQUEST_TIMEOUT)
+async fn connect_tickets(env: &Env) -> Result<Connection, String> {
+    let server = connect::http_server_without_oauth("tickets", &env.tickets.url());
+    connect::connect(&server, REQUEST_TIMEOUT)
         .await
         .map_err(|e| format!("cannot reach tickets: {e}"))
 }

@@ -9,20 +9,19 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use switchboard_client::transport::http::HttpTransport;
 use switchboard_client::{
-    Client, ClientError, InputContext, InputError, InputHandler, InputSupport, Listing, Outgoing,
-    ServerDescription, StdioConfig, StdioTransport, Transport, TransportError,
+    Client, ClientError, Dropped, Listing, ServerDescription, StdioTransport,
 };
-use switchboard_oauth::{OAuthProvider, TokenStore, UserAgent};
+use switchboard_oauth::OAuthProvider;
+use switchboard_wire::Tool;
 use switchboard_wire::types::method;
-use switchboard_wire::{Implementation, Tool};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::auth;
 use crate::breaker::Breaker;
-use crate::config::{BreakerConfig, ServerConfig, TransportConfig};
+use crate::config::{BreakerConfig, ServerConfig};
+use crate::connect::{self, ConnectError, ConnectOptions};
 use crate::reason::Reason;
 use crate::sanitize;
 use crate::table::DroppedTool;
@@ -111,14 +110,14 @@ pub(crate) struct State {
     /// is gone.
     pub(crate) last_stderr: Vec<String>,
     pub(crate) last_junk: u64,
-    /// Tools of the last listing the client left out for invalid
-    /// `x-mcp-header` annotations, with the reason (HTTP only).
-    pub(crate) header_drops: Vec<DroppedTool>,
+    /// Tools the last listing left out (the client's reasons: invalid
+    /// `x-mcp-header` annotations over HTTP).
+    pub(crate) dropped: Vec<Dropped>,
 }
 
 /// One configured server.
 #[derive(Debug)]
-pub(crate) struct Server {
+pub(crate) struct Upstream {
     pub(crate) config: ServerConfig,
     pub(crate) startup_timeout: Duration,
     pub(crate) default_call_timeout: Duration,
@@ -130,14 +129,14 @@ pub(crate) struct Server {
     pub(crate) refresh: Notify,
 }
 
-impl Server {
+impl Upstream {
     pub(crate) fn new(
         config: ServerConfig,
         startup_timeout: Duration,
         default_call_timeout: Duration,
         breaker: BreakerConfig,
-    ) -> Server {
-        Server {
+    ) -> Upstream {
+        Upstream {
             config,
             startup_timeout,
             default_call_timeout,
@@ -150,7 +149,7 @@ impl Server {
                 description: None,
                 last_stderr: Vec::new(),
                 last_junk: 0,
-                header_drops: Vec::new(),
+                dropped: Vec::new(),
             }),
             breaker: Mutex::new(Breaker::new(breaker)),
             connecting: tokio::sync::Mutex::new(()),
@@ -207,6 +206,7 @@ impl Server {
         state.ever_up = true;
         state.fresh_until = listing.cache.ttl().map(|ttl| Instant::now() + ttl);
         state.tools = listing.items;
+        state.dropped = listing.dropped;
     }
 
     /// Records a new listing from a refresh.
@@ -214,6 +214,7 @@ impl Server {
         let mut state = self.state();
         state.fresh_until = listing.cache.ttl().map(|ttl| Instant::now() + ttl);
         state.tools = listing.items;
+        state.dropped = listing.dropped;
     }
 
     /// Records that the server is down, and why.
@@ -310,51 +311,19 @@ impl Server {
         stdio_handle: &mut Option<StdioTransport>,
         auth_handle: &mut Option<OAuthProvider>,
     ) -> Result<(Link, Listing<Tool>), Down> {
-        let alias = self.alias().to_owned();
-        let builder = match &self.config.transport {
-            TransportConfig::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            } => {
-                let mut cfg = StdioConfig::new(&alias, command).args(args);
-                for (k, v) in env {
-                    cfg = cfg.env(k, v);
-                }
-                if let Some(cwd) = cwd {
-                    cfg = cfg.cwd(cwd);
-                }
-                cfg.shutdown_grace = options.shutdown_grace;
-                let transport = StdioTransport::spawn(cfg)
-                    .await
-                    .map_err(|e| Down::failed(Reason::quoted(e.to_string())))?;
-                *stdio_handle = Some(transport.clone());
-                Client::builder(&alias, transport)
-            }
-            TransportConfig::Http { url, headers } | TransportConfig::Sse { url, headers } => {
-                let mut builder = HttpTransport::builder(&alias, url);
-                for (k, v) in headers {
-                    builder = builder.header(k, v);
-                }
-                if let Some(auth) = self.oauth(options)? {
-                    builder = builder.auth(Arc::new(auth.clone()));
-                    *auth_handle = Some(auth);
-                }
-                let transport = builder
-                    .build()
-                    .map_err(|e| Down::failed(Reason::quoted(e.to_string())))?;
-                Client::builder(
-                    &alias,
-                    HeaderAudit {
-                        inner: transport,
-                        server: Arc::downgrade(self),
-                    },
-                )
-            }
-        };
+        let opened = connect::open(&self.config, options)
+            .await
+            .map_err(|e| match e {
+                ConnectError::OAuth(e) => Down::failed(
+                    Reason::ours("its OAuth client cannot be set up: ").then_quoted(e.to_string()),
+                ),
+                other => Down::failed(Reason::quoted(other.to_string())),
+            })?;
+        stdio_handle.clone_from(&opened.stdio);
+        auth_handle.clone_from(&opened.auth);
         let weak = Arc::downgrade(self);
-        let mut builder = builder
+        let client = opened
+            .builder
             .timeout(self.default_call_timeout)
             .probe_timeout(self.startup_timeout)
             .on_notification(move |n| {
@@ -363,56 +332,20 @@ impl Server {
                         server.refresh.notify_one();
                     }
                 }
-            });
-        if let Some(info) = &options.client_info {
-            builder = builder.client_info(info.clone());
-        }
-        if let Some(handler) = &options.input {
-            builder = builder.input_handler(SharedInput(handler.clone()));
-        }
-        let client = builder.connect().await.map_err(|e| down_of(&e))?;
+            })
+            .connect()
+            .await
+            .map_err(|e| down_of(&e))?;
         let listing = client.list_all_tools().await.map_err(|e| down_of(&e))?;
         Ok((
             Link {
                 client,
-                stdio: stdio_handle.clone(),
-                auth: auth_handle.clone(),
+                stdio: opened.stdio,
+                auth: opened.auth,
             },
             listing,
         ))
     }
-
-    /// A fresh OAuth client for one connection attempt (so a login made
-    /// meanwhile, e.g. by `switchboard auth login`, is read from the store),
-    /// or `None` when the server does not use OAuth.
-    fn oauth(&self, options: &ConnectOptions) -> Result<Option<OAuthProvider>, Down> {
-        let Ok(mut config) = auth::oauth_config(&self.config) else {
-            return Ok(None);
-        };
-        if let Some(store) = &options.token_store {
-            config = config.store(store.clone());
-        }
-        if let Some(agent) = &options.user_agent {
-            config = config.user_agent(agent.clone());
-        }
-        OAuthProvider::new(config).map(Some).map_err(|e| {
-            Down::failed(
-                Reason::ours("its OAuth client cannot be set up: ").then_quoted(e.to_string()),
-            )
-        })
-    }
-}
-
-/// What every connection is made with.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ConnectOptions {
-    pub(crate) client_info: Option<Implementation>,
-    pub(crate) input: Option<Arc<dyn InputHandler>>,
-    pub(crate) shutdown_grace: Duration,
-    /// Where OAuth logins are read from (and refreshed tokens saved).
-    pub(crate) token_store: Option<TokenStore>,
-    /// Who can log in interactively; `None`: no one (needs login).
-    pub(crate) user_agent: Option<Arc<dyn UserAgent>>,
 }
 
 fn remember_stdio(state: &mut State, stdio: Option<&StdioTransport>) {
@@ -440,133 +373,10 @@ fn down_of(e: &ClientError) -> Down {
     }
 }
 
-/// Lets one shared input handler serve every client.
-#[derive(Debug)]
-struct SharedInput(Arc<dyn InputHandler>);
-
-impl InputHandler for SharedInput {
-    fn support(&self) -> InputSupport {
-        self.0.support()
-    }
-
-    fn elicit(
-        &self,
-        cx: InputContext,
-        params: serde_json::Value,
-    ) -> switchboard_client::BoxFuture<'_, Result<serde_json::Value, InputError>> {
-        self.0.elicit(cx, params)
-    }
-
-    fn sample(
-        &self,
-        cx: InputContext,
-        params: serde_json::Value,
-    ) -> switchboard_client::BoxFuture<'_, Result<serde_json::Value, InputError>> {
-        self.0.sample(cx, params)
-    }
-
-    fn roots(
-        &self,
-        cx: InputContext,
-    ) -> switchboard_client::BoxFuture<'_, Result<serde_json::Value, InputError>> {
-        self.0.roots(cx)
-    }
-}
-
 /// Dropped tools of one server, for reports.
 pub(crate) fn dropped_of<'a>(
     dropped: &'a [DroppedTool],
     alias: &'a str,
 ) -> impl Iterator<Item = &'a DroppedTool> {
     dropped.iter().filter(move |d| d.alias == alias)
-}
-
-/// Wraps an HTTP transport to see each `tools/list` page before the client
-/// drops tools whose `x-mcp-header` annotations are invalid (HTTP-C-12), so
-/// the host can show which tools went and why.
-#[derive(Debug)]
-struct HeaderAudit {
-    inner: HttpTransport,
-    server: std::sync::Weak<Server>,
-}
-
-impl HeaderAudit {
-    fn observe(&self, request: &switchboard_wire::Request, response: &switchboard_wire::Response) {
-        if request.method != method::TOOLS_LIST {
-            return;
-        }
-        let Some(server) = self.server.upgrade() else {
-            return;
-        };
-        let first_page = request
-            .params
-            .as_ref()
-            .and_then(|p| p.get("cursor"))
-            .is_none();
-        let mut state = server.state();
-        if first_page {
-            state.header_drops.clear();
-        }
-        let tools = response
-            .outcome
-            .as_ref()
-            .ok()
-            .and_then(|r| r.get("tools"))
-            .and_then(serde_json::Value::as_array);
-        for tool in tools.into_iter().flatten() {
-            let name = tool.get("name").and_then(serde_json::Value::as_str);
-            let schema = tool
-                .get("inputSchema")
-                .and_then(serde_json::Value::as_object);
-            if let (Some(name), Some(schema)) = (name, schema) {
-                if let Err(e) = switchboard_wire::header::header_params(schema) {
-                    state.header_drops.push(DroppedTool {
-                        alias: server.alias().to_owned(),
-                        name: name.to_owned(),
-                        reason: format!("invalid x-mcp-header annotation: {e}"),
-                    });
-                }
-            }
-        }
-    }
-}
-
-impl Transport for HeaderAudit {
-    fn request(
-        &self,
-        outgoing: Outgoing,
-    ) -> switchboard_client::BoxFuture<'_, Result<switchboard_wire::Response, TransportError>> {
-        Box::pin(async move {
-            let request = outgoing.request.clone();
-            let response = self.inner.request(outgoing).await?;
-            self.observe(&request, &response);
-            Ok(response)
-        })
-    }
-
-    fn notify(
-        &self,
-        notification: switchboard_wire::Notification,
-    ) -> switchboard_client::BoxFuture<'_, Result<(), TransportError>> {
-        self.inner.notify(notification)
-    }
-
-    fn respond(
-        &self,
-        response: switchboard_wire::Response,
-    ) -> switchboard_client::BoxFuture<'_, Result<(), TransportError>> {
-        self.inner.respond(response)
-    }
-
-    fn set_events(&self, sink: switchboard_client::EventSink) {
-        self.inner.set_events(sink);
-    }
-
-    fn mirrors_param_headers(&self) -> bool {
-        self.inner.mirrors_param_headers()
-    }
-
-    fn close(&self) -> switchboard_client::BoxFuture<'_, ()> {
-        self.inner.close()
-    }
 }

@@ -1,0 +1,116 @@
+//! The multi round-trip request loop (MRTR): a request answered with
+//! `input_required` is answered through the [`InputHandler`] and sent
+//! again with the responses and the echoed `requestState`, under a new id,
+//! until it completes or the round limit is reached.
+
+use super::*;
+
+impl Client {
+    /// A request with the MRTR loop for the methods that allow it, and the
+    /// `resultType` checks for all (WIRE-08, WIRE-09, MRTR-02).
+    pub(super) async fn request_inner(
+        &self,
+        method: &str,
+        mut params: JsonObject,
+        headers: Vec<(String, String)>,
+        options: &RequestOptions,
+    ) -> Result<Value, ClientError> {
+        let mut round = 0;
+        loop {
+            let outgoing = self.prepare(method, params, headers.clone(), options);
+            // The params come back from the sent request only when a retry
+            // needs them: the common, complete answer copies nothing.
+            let sent = Arc::clone(&outgoing.request);
+            let value = self.send_prepared(method, outgoing, options).await?;
+            match ResultType::of(&value) {
+                ResultType::Complete => return Ok(value),
+                ResultType::Other(kind) => {
+                    return Err(self.invalid(method, format!("unknown resultType {kind:?}")));
+                }
+                ResultType::InputRequired if !method::allows_input_required(method) => {
+                    return Err(self.invalid(
+                        method,
+                        "input_required is only allowed for tools/call, resources/read and prompts/get",
+                    ));
+                }
+                ResultType::InputRequired => {}
+            }
+            round += 1;
+            if round > self.inner.config.max_input_rounds {
+                return Err(self.invalid(
+                    method,
+                    format!(
+                        "still input_required after {} rounds",
+                        self.inner.config.max_input_rounds
+                    ),
+                ));
+            }
+            let required: InputRequiredResult = serde_json::from_value(value)
+                .map_err(|e| self.invalid(method, format!("malformed input_required: {e}")))?;
+            if required.input_requests.is_none() && required.request_state.is_none() {
+                return Err(self.invalid(
+                    method,
+                    "input_required without inputRequests or requestState (MRTR-03)",
+                ));
+            }
+            // Boxed: the rare path should not grow every call's future.
+            let responses = Box::pin(self.answer_inputs(method, &required)).await?;
+            // The `_meta` we sent goes back in as the caller's: the next
+            // round keeps the caller's keys and gets fresh ones of ours.
+            params = match Arc::unwrap_or_clone(sent).params {
+                Some(Value::Object(sent)) => sent,
+                _ => JsonObject::new(),
+            };
+            // The retry is the same request with this round's answers and the
+            // state echoed verbatim, under a new id (MRTR-12, MRTR-13, MRTR-14).
+            params.remove("inputResponses");
+            params.remove("requestState");
+            if let Some(responses) = responses {
+                params.insert("inputResponses".into(), Value::Object(responses));
+            }
+            if let Some(state) = required.request_state {
+                params.insert("requestState".into(), Value::String(state));
+            }
+        }
+    }
+
+    /// Answers every input request of one round, keyed like the requests.
+    pub(super) async fn answer_inputs(
+        &self,
+        method: &str,
+        required: &InputRequiredResult,
+    ) -> Result<Option<JsonObject>, ClientError> {
+        let Some(requests) = &required.input_requests else {
+            return Ok(None);
+        };
+        let support = self.inner.handler.support();
+        let mut responses = JsonObject::new();
+        for (key, request) in required.requests() {
+            let request = request.map_err(|v| {
+                self.invalid(method, format!("input request {key:?} is malformed: {v}"))
+            })?;
+            if !support.covers(&request.method, request.params.as_ref()) {
+                return Err(ClientError::Unsupported {
+                    server: self.inner.name.clone(),
+                    method: method.into(),
+                    what: format!("{} (input request {key:?})", request.method),
+                });
+            }
+            let cx = InputContext {
+                server: self.inner.name.clone(),
+                method: Some(method.into()),
+                era: Era::Modern,
+            };
+            let answer = input::answer(&*self.inner.handler, cx, &request.method, request.params)
+                .await
+                .map_err(|e| ClientError::Input {
+                    server: self.inner.name.clone(),
+                    method: method.into(),
+                    reason: e.0,
+                })?;
+            responses.insert(key.to_owned(), answer);
+        }
+        debug_assert_eq!(responses.len(), requests.len());
+        Ok(Some(responses))
+    }
+}

@@ -1,0 +1,1015 @@
+//! The config file's parser: it walks the JSON value and collects every
+//! problem (file, key, what is wrong, the fix) instead of stopping at the
+//! first one. The types it fills in are in the parent module.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use switchboard_wire::is_valid_alias;
+
+use super::{
+    BreakerConfig, CHARS_PER_TOKEN, Config, ConfigError, ConfigOrigin, ConfigProblem,
+    LOCKFILE_NAME, OAuthClientConfig, OAuthSetting, ProblemKind, ServerConfig, TransportConfig,
+    expand, jsonc,
+};
+use crate::permission::{Pattern, Rule, RuleKind};
+
+/// Reads a config from its text ([`Config::parse`]).
+pub(super) fn parse(
+    text: &str,
+    origin: ConfigOrigin,
+    vars: &BTreeMap<String, String>,
+) -> Result<Config, ConfigError> {
+    let file = origin.describe();
+    let fail = |problems| ConfigError {
+        file: file.clone(),
+        problems,
+    };
+    let value = jsonc::strip(text)
+        .and_then(|plain| jsonc::parse(&plain))
+        .map_err(|e| fail(vec![syntax_problem(e)]))?;
+    let base_dir = origin
+        .path()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let mut parser = Parser {
+        vars,
+        base_dir,
+        problems: Vec::new(),
+    };
+    let config = parser.config(&value, origin);
+    if parser.problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(fail(parser.problems))
+    }
+}
+
+fn syntax_problem(mut e: jsonc::SyntaxError) -> ConfigProblem {
+    // serde_json reports column 0 at the very end of the input.
+    e.column = e.column.max(1);
+    match e.duplicate {
+        Some(path) if is_server_entry(&path) => ConfigProblem {
+            kind: ProblemKind::DuplicateAlias,
+            problem: "this alias is used twice".into(),
+            fix: "give each server its own alias (the key of its entry)".into(),
+            key: path,
+            position: Some((e.line, e.column)),
+        },
+        Some(path) => ConfigProblem {
+            kind: ProblemKind::DuplicateKey,
+            problem: "this key appears twice in its object".into(),
+            fix: "remove one of them".into(),
+            key: path,
+            position: Some((e.line, e.column)),
+        },
+        None => ConfigProblem {
+            kind: ProblemKind::Syntax,
+            key: "(file)".into(),
+            problem: format!("not valid JSON: {}", e.message),
+            fix: "fix the syntax at this position".into(),
+            position: Some((e.line, e.column)),
+        },
+    }
+}
+
+fn is_server_entry(path: &str) -> bool {
+    ["mcpServers.", "servers."]
+        .iter()
+        .any(|p| path.strip_prefix(p).is_some_and(|rest| !rest.contains('.')))
+}
+
+/// Joins a key path: `a.b`, quoting keys that are not plain identifiers.
+pub(crate) fn key_path(parent: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$');
+    let key = if plain {
+        key.to_owned()
+    } else {
+        format!("{key:?}")
+    };
+    if parent.is_empty() {
+        key
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+/// Keys of other tools' formats: accepted, ignored, with a note saying so.
+const IGNORED_TOP_LEVEL: &[(&str, &str)] = &[
+    ("$schema", ""),
+    (
+        "inputs",
+        "VS Code input prompts are not asked; use ${VAR} with an environment variable",
+    ),
+    ("globalShortcut", "a Claude Desktop setting"),
+    ("preferences", "a Claude Desktop setting"),
+];
+const IGNORED_SERVER: &[(&str, &str)] = &[
+    (
+        "autoApprove",
+        "use permissions.allow with mcp__ALIAS__TOOL patterns instead",
+    ),
+    (
+        "alwaysAllow",
+        "use permissions.allow with mcp__ALIAS__TOOL patterns instead",
+    ),
+    ("timeout", "use timeoutMs (milliseconds) instead"),
+    ("description", ""),
+    ("dev", "a VS Code development setting"),
+    ("gallery", "a VS Code setting"),
+    ("version", ""),
+];
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "mcpServers",
+    "servers",
+    "permissions",
+    "budgetChars",
+    "audit",
+    "lockfile",
+    "timeoutMs",
+    "startupTimeoutMs",
+    "breaker",
+];
+const SERVER_KEYS: &[&str] = &[
+    "type",
+    "command",
+    "args",
+    "env",
+    "envFile",
+    "cwd",
+    "url",
+    "headers",
+    "enabled",
+    "disabled",
+    "timeoutMs",
+    "startupTimeoutMs",
+    "toolTimeouts",
+    "permissions",
+    "disabledTools",
+    "transportType",
+    "oauth",
+];
+const OAUTH_KEYS: &[&str] = &[
+    "clientId",
+    "clientSecret",
+    "issuer",
+    "scopes",
+    "clientMetadataUrl",
+    "callbackPort",
+];
+const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
+const BREAKER_KEYS: &[&str] = &["failures", "cooldownMs"];
+/// Longest timeout accepted: a day.
+const MAX_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// Walks the JSON value, collecting problems instead of stopping at the
+/// first one.
+struct Parser<'a> {
+    vars: &'a BTreeMap<String, String>,
+    base_dir: PathBuf,
+    problems: Vec<ConfigProblem>,
+}
+
+/// A server entry before permissions are resolved.
+struct RawRules {
+    alias: String,
+    lists: Vec<(RuleKind, String, String)>,
+}
+
+impl Parser<'_> {
+    fn problem(&mut self, kind: ProblemKind, key: &str, problem: String, fix: impl Into<String>) {
+        self.problems.push(ConfigProblem {
+            kind,
+            key: key.to_owned(),
+            problem,
+            fix: fix.into(),
+            position: None,
+        });
+    }
+
+    fn config(&mut self, value: &Value, origin: ConfigOrigin) -> Config {
+        let mut config = Config::new(origin);
+        if let Some(path) = config.origin.path() {
+            config.lockfile = Some(path.with_file_name(LOCKFILE_NAME));
+        }
+        self.env_defaults(&mut config);
+        let Some(root) = value.as_object() else {
+            self.problem(
+                ProblemKind::BadValue,
+                "(file)",
+                "the file is not a JSON object".into(),
+                "write {\"mcpServers\": {\"ALIAS\": {\"command\": \"...\"}}}",
+            );
+            return config;
+        };
+        self.check_keys(
+            root,
+            "",
+            TOP_LEVEL_KEYS,
+            IGNORED_TOP_LEVEL,
+            &mut config.notes,
+        );
+
+        let mut raw_rules = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut any_list = false;
+        for list_key in ["mcpServers", "servers"] {
+            let Some(list) = root.get(list_key) else {
+                continue;
+            };
+            any_list = true;
+            let Some(list) = list.as_object() else {
+                self.problem(
+                    ProblemKind::BadValue,
+                    list_key,
+                    "must be an object mapping aliases to server entries".into(),
+                    format!("write \"{list_key}\": {{\"ALIAS\": {{\"command\": \"...\"}}}}"),
+                );
+                continue;
+            };
+            for (alias, entry) in list {
+                let key = key_path(list_key, alias);
+                if !seen.insert(alias.clone()) {
+                    self.problem(
+                        ProblemKind::DuplicateAlias,
+                        &key,
+                        format!("alias {alias:?} is also defined in the other server list"),
+                        "give each server its own alias (the key of its entry)",
+                    );
+                    continue;
+                }
+                if !is_valid_alias(alias) {
+                    self.problem(
+                        ProblemKind::BadAlias,
+                        &key,
+                        format!(
+                            "alias {alias:?} is not allowed: aliases are letters, digits, _ and -, without __"
+                        ),
+                        format!("rename it, e.g. {:?}", suggest_alias(alias)),
+                    );
+                    continue;
+                }
+                if let Some((server, rules)) = self.server(alias, entry, &key, &mut config.notes) {
+                    config.servers.push(server);
+                    raw_rules.push(rules);
+                }
+            }
+        }
+        if !any_list {
+            self.problem(
+                ProblemKind::MissingKey,
+                "mcpServers",
+                "the file lists no servers".into(),
+                "add \"mcpServers\": {\"ALIAS\": {\"command\": \"...\"}}",
+            );
+        }
+
+        let aliases: Vec<String> = seen.into_iter().collect();
+        if let Some(p) = root.get("permissions") {
+            let lists = self.permission_lists(p, "permissions");
+            for (kind, text, source) in lists {
+                if let Some(pattern) = self.pattern(&text, &source, &aliases, None) {
+                    config.rules.push(Rule {
+                        kind,
+                        pattern,
+                        source,
+                    });
+                }
+            }
+        }
+        for raw in raw_rules {
+            for (kind, text, source) in raw.lists {
+                let pattern = if text == "*" {
+                    Some(Pattern::server(&raw.alias))
+                } else if text.starts_with(switchboard_wire::naming::PREFIX) {
+                    self.pattern(&text, &source, &aliases, Some(&raw.alias))
+                } else {
+                    Some(Pattern::tool(&raw.alias, &text))
+                };
+                if let Some(pattern) = pattern {
+                    config.rules.push(Rule {
+                        kind,
+                        pattern,
+                        source,
+                    });
+                }
+            }
+        }
+
+        if let Some(v) = root.get("budgetChars") {
+            if let Some(n) = self.positive(v, "budgetChars", u64::MAX) {
+                config.budget_chars = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+        }
+        if let Some(v) = root.get("timeoutMs") {
+            if let Some(d) = self.millis(v, "timeoutMs") {
+                config.timeouts.call = d;
+            }
+        }
+        if let Some(v) = root.get("startupTimeoutMs") {
+            if let Some(d) = self.millis(v, "startupTimeoutMs") {
+                config.timeouts.startup = d;
+            }
+        }
+        if let Some(v) = root.get("audit") {
+            config.audit = self.path(v, "audit");
+        }
+        if let Some(v) = root.get("lockfile") {
+            config.lockfile = self.path(v, "lockfile");
+        }
+        if let Some(v) = root.get("breaker") {
+            self.breaker(v, &mut config.breaker);
+        }
+        config
+    }
+
+    fn env_defaults(&mut self, config: &mut Config) {
+        let mut read = |name: &str| -> Option<u64> {
+            let raw = self.vars.get(name)?;
+            match raw.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => {
+                    self.problem(
+                        ProblemKind::BadValue,
+                        &format!("${name}"),
+                        format!("environment variable {name}={raw:?} is not a positive integer"),
+                        format!("set {name} to a whole number, or unset it"),
+                    );
+                    None
+                }
+            }
+        };
+        if let Some(ms) = read("MCP_TIMEOUT") {
+            config.timeouts.startup = Duration::from_millis(ms);
+        }
+        if let Some(ms) = read("MCP_TOOL_TIMEOUT") {
+            config.timeouts.call = Duration::from_millis(ms);
+        }
+        if let Some(tokens) = read("MAX_MCP_OUTPUT_TOKENS") {
+            config.budget_chars = usize::try_from(tokens)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(CHARS_PER_TOKEN);
+        }
+    }
+
+    fn check_keys(
+        &mut self,
+        obj: &Map<String, Value>,
+        parent: &str,
+        known: &[&str],
+        ignored: &[(&str, &str)],
+        notes: &mut Vec<String>,
+    ) {
+        for key in obj.keys() {
+            if known.contains(&key.as_str()) {
+                continue;
+            }
+            let path = key_path(parent, key);
+            if let Some((_, why)) = ignored.iter().find(|(k, _)| k == key) {
+                if !why.is_empty() {
+                    notes.push(format!("{path} is ignored: {why}"));
+                }
+                continue;
+            }
+            let fix = match did_you_mean(key, known) {
+                Some(s) => format!("did you mean {s:?}? known keys: {}", known.join(", ")),
+                None => format!("remove it; known keys: {}", known.join(", ")),
+            };
+            self.problem(ProblemKind::UnknownKey, &path, "unknown key".into(), fix);
+        }
+    }
+
+    fn server(
+        &mut self,
+        alias: &str,
+        entry: &Value,
+        key: &str,
+        notes: &mut Vec<String>,
+    ) -> Option<(ServerConfig, RawRules)> {
+        let Some(obj) = entry.as_object() else {
+            self.problem(
+                ProblemKind::BadValue,
+                key,
+                "a server entry must be an object".into(),
+                "write {\"command\": \"...\", \"args\": [...]} or {\"type\": \"http\", \"url\": \"...\"}",
+            );
+            return None;
+        };
+        self.check_keys(obj, key, SERVER_KEYS, IGNORED_SERVER, notes);
+        let sub = |k: &str| key_path(key, k);
+
+        let declared = obj
+            .get("type")
+            .map(|v| (v, sub("type")))
+            .or_else(|| obj.get("transportType").map(|v| (v, sub("transportType"))));
+        let kind = match declared {
+            Some((v, k)) => match v.as_str() {
+                Some("stdio") => Some("stdio"),
+                Some("http" | "streamable-http" | "streamableHttp" | "streamable_http") => {
+                    Some("http")
+                }
+                Some("sse") => Some("sse"),
+                other => {
+                    let what = other.map_or_else(|| v.to_string(), |s| format!("{s:?}"));
+                    let fix = match other.and_then(|s| did_you_mean(s, &["stdio", "http", "sse"])) {
+                        Some(s) => {
+                            format!("did you mean {s:?}? use \"stdio\", \"http\" or \"sse\"")
+                        }
+                        None => "use \"stdio\", \"http\" or \"sse\"".into(),
+                    };
+                    self.problem(
+                        ProblemKind::BadValue,
+                        &k,
+                        format!("unknown transport type {what}"),
+                        fix,
+                    );
+                    return None;
+                }
+            },
+            None if obj.contains_key("url") && !obj.contains_key("command") => Some("http"),
+            None if obj.contains_key("command") => Some("stdio"),
+            None => None,
+        };
+
+        let transport = match kind {
+            Some("stdio") => {
+                for k in ["url", "headers", "oauth"] {
+                    if obj.contains_key(k) {
+                        self.problem(
+                            ProblemKind::BadValue,
+                            &sub(k),
+                            format!("{k} does not apply to a stdio server"),
+                            "remove it, or set \"type\": \"http\" and drop command/args",
+                        );
+                    }
+                }
+                let Some(command) = self.expanded_string(obj.get("command"), &sub("command"))
+                else {
+                    if !obj.contains_key("command") {
+                        self.problem(
+                            ProblemKind::MissingKey,
+                            &sub("command"),
+                            "a stdio server needs a command".into(),
+                            "add \"command\": \"program\" (and \"args\": [...])",
+                        );
+                    }
+                    return None;
+                };
+                if command.trim().is_empty() {
+                    self.problem(
+                        ProblemKind::BadValue,
+                        &sub("command"),
+                        "the command is empty".into(),
+                        "name the program to run",
+                    );
+                }
+                let args = self.string_list(obj.get("args"), &sub("args"), true);
+                let mut env = BTreeMap::new();
+                if let Some(v) = obj.get("envFile") {
+                    if let Some(path) = self.path(v, &sub("envFile")) {
+                        self.env_file(&path, &sub("envFile"), &mut env);
+                    }
+                }
+                env.extend(self.string_map(obj.get("env"), &sub("env"), true, false));
+                let cwd = obj.get("cwd").and_then(|v| self.path(v, &sub("cwd")));
+                TransportConfig::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                }
+            }
+            Some(kind @ ("http" | "sse")) => {
+                for k in ["command", "args", "env", "envFile", "cwd"] {
+                    if obj.contains_key(k) {
+                        self.problem(
+                            ProblemKind::BadValue,
+                            &sub(k),
+                            format!("{k} does not apply to an {kind} server"),
+                            "remove it, or drop \"type\"/\"url\" to run a stdio server",
+                        );
+                    }
+                }
+                let Some(url) = self.expanded_string(obj.get("url"), &sub("url")) else {
+                    if !obj.contains_key("url") {
+                        self.problem(
+                            ProblemKind::MissingKey,
+                            &sub("url"),
+                            format!("an {kind} server needs a url"),
+                            "add \"url\": \"https://host/mcp\"",
+                        );
+                    }
+                    return None;
+                };
+                if !is_http_url(&url) {
+                    self.problem(
+                        ProblemKind::BadValue,
+                        &sub("url"),
+                        format!("{url:?} is not an http:// or https:// URL"),
+                        "write the server's full endpoint URL, e.g. https://host/mcp",
+                    );
+                }
+                let headers = self.string_map(obj.get("headers"), &sub("headers"), true, true);
+                if kind == "http" {
+                    TransportConfig::Http { url, headers }
+                } else {
+                    TransportConfig::Sse { url, headers }
+                }
+            }
+            _ => {
+                self.problem(
+                    ProblemKind::MissingKey,
+                    key,
+                    "the entry has neither command nor url".into(),
+                    "add \"command\" for a stdio server or \"url\" for an HTTP server",
+                );
+                return None;
+            }
+        };
+
+        let mut server = ServerConfig::new(alias, transport);
+        if let Some(v) = obj.get("oauth") {
+            if !matches!(server.transport, TransportConfig::Stdio { .. }) {
+                server.oauth = self.oauth(v, &sub("oauth"));
+                if server.oauth != OAuthSetting::Off && server.transport.has_authorization_header()
+                {
+                    self.problem(
+                        ProblemKind::BadValue,
+                        &sub("oauth"),
+                        "the entry also sends a static Authorization header, which always wins over OAuth".into(),
+                        "remove the Authorization header to log in with OAuth, or remove oauth to keep the static token",
+                    );
+                }
+            }
+        }
+        if let Some(v) = obj.get("enabled") {
+            match v.as_bool() {
+                Some(b) => server.enabled = b,
+                None => self.bad_type(&sub("enabled"), "true or false"),
+            }
+        }
+        if let Some(v) = obj.get("disabled") {
+            match v.as_bool() {
+                Some(b) if obj.contains_key("enabled") && server.enabled == b => self.problem(
+                    ProblemKind::BadValue,
+                    &sub("disabled"),
+                    "disabled contradicts enabled".into(),
+                    "keep only \"enabled\"",
+                ),
+                Some(b) => server.enabled = !b,
+                None => self.bad_type(&sub("disabled"), "true or false"),
+            }
+        }
+        if let Some(v) = obj.get("timeoutMs") {
+            server.timeout = self.millis(v, &sub("timeoutMs"));
+        }
+        if let Some(v) = obj.get("startupTimeoutMs") {
+            server.startup_timeout = self.millis(v, &sub("startupTimeoutMs"));
+        }
+        if let Some(v) = obj.get("toolTimeouts") {
+            let k = sub("toolTimeouts");
+            match v.as_object() {
+                Some(map) => {
+                    for (tool, ms) in map {
+                        if let Some(d) = self.millis(ms, &key_path(&k, tool)) {
+                            server.tool_timeouts.insert(tool.clone(), d);
+                        }
+                    }
+                }
+                None => self.bad_type(&k, "an object mapping tool names to milliseconds"),
+            }
+        }
+
+        let mut rules = RawRules {
+            alias: alias.to_owned(),
+            lists: Vec::new(),
+        };
+        if let Some(p) = obj.get("permissions") {
+            rules.lists = self.permission_lists(p, &sub("permissions"));
+        }
+        if let Some(v) = obj.get("disabledTools") {
+            let k = sub("disabledTools");
+            for (i, tool) in self.string_list(Some(v), &k, false).into_iter().enumerate() {
+                rules
+                    .lists
+                    .push((RuleKind::Deny, tool, format!("{k}[{i}]")));
+            }
+        }
+        Some((server, rules))
+    }
+
+    fn oauth(&mut self, value: &Value, key: &str) -> OAuthSetting {
+        let obj = match value {
+            Value::Bool(false) => return OAuthSetting::Off,
+            Value::Bool(true) => return OAuthSetting::Auto,
+            Value::Object(obj) => obj,
+            _ => {
+                self.bad_type(
+                    key,
+                    "false, or an object like {\"clientId\": \"...\", \"scopes\": [...]}",
+                );
+                return OAuthSetting::Auto;
+            }
+        };
+        let mut ignore = Vec::new();
+        self.check_keys(obj, key, OAUTH_KEYS, &[], &mut ignore);
+        let sub = |k: &str| key_path(key, k);
+        let mut client = OAuthClientConfig {
+            client_id: self.expanded_string(obj.get("clientId"), &sub("clientId")),
+            client_secret: self.expanded_string(obj.get("clientSecret"), &sub("clientSecret")),
+            issuer: self.expanded_string(obj.get("issuer"), &sub("issuer")),
+            scopes: self.string_list(obj.get("scopes"), &sub("scopes"), true),
+            client_metadata_url: self
+                .expanded_string(obj.get("clientMetadataUrl"), &sub("clientMetadataUrl")),
+            callback_port: None,
+        };
+        if client.client_id.as_deref().is_some_and(str::is_empty) {
+            self.bad_type(&sub("clientId"), "a non-empty client id");
+        }
+        if client.client_secret.is_some() && client.client_id.is_none() {
+            self.problem(
+                ProblemKind::MissingKey,
+                &sub("clientId"),
+                "a client secret needs the client id it belongs to".into(),
+                "add \"clientId\" next to \"clientSecret\"",
+            );
+        }
+        if let Some(issuer) = &client.issuer {
+            if !is_http_url(issuer) {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &sub("issuer"),
+                    format!("{issuer:?} is not an http:// or https:// URL"),
+                    "write the authorization server's issuer URL, e.g. https://auth.example.com",
+                );
+            }
+        }
+        if let Some(url) = &client.client_metadata_url {
+            let path = url
+                .strip_prefix("https://")
+                .and_then(|rest| rest.split_once('/'));
+            if !path.is_some_and(|(host, path)| !host.is_empty() && !path.is_empty()) {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &sub("clientMetadataUrl"),
+                    format!("{url:?} is not an https:// URL with a path"),
+                    "write the https URL your client metadata document is served at, e.g. https://example.com/switchboard.json",
+                );
+            }
+        }
+        for (i, scope) in client.scopes.iter().enumerate() {
+            if scope.is_empty() || scope.contains(char::is_whitespace) {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &format!("{}[{i}]", sub("scopes")),
+                    format!("{scope:?} is not one scope"),
+                    "write each scope as its own string, e.g. [\"read\", \"write\"]",
+                );
+            }
+        }
+        if let Some(v) = obj.get("callbackPort") {
+            match v.as_u64().and_then(|n| u16::try_from(n).ok()) {
+                Some(port) if port > 0 => client.callback_port = Some(port),
+                _ => self.bad_type(&sub("callbackPort"), "a port number between 1 and 65535"),
+            }
+        }
+        OAuthSetting::Client(client)
+    }
+
+    fn permission_lists(&mut self, value: &Value, key: &str) -> Vec<(RuleKind, String, String)> {
+        let Some(obj) = value.as_object() else {
+            self.bad_type(key, "an object with allow, ask and deny lists");
+            return Vec::new();
+        };
+        let mut ignore = Vec::new();
+        self.check_keys(obj, key, PERMISSION_KEYS, &[], &mut ignore);
+        let mut out = Vec::new();
+        for kind in [RuleKind::Allow, RuleKind::Ask, RuleKind::Deny] {
+            let k = key_path(key, kind.key());
+            for (i, text) in self
+                .string_list(obj.get(kind.key()), &k, false)
+                .into_iter()
+                .enumerate()
+            {
+                out.push((kind, text, format!("{k}[{i}]")));
+            }
+        }
+        out
+    }
+
+    fn pattern(
+        &mut self,
+        text: &str,
+        source: &str,
+        aliases: &[String],
+        only: Option<&str>,
+    ) -> Option<Pattern> {
+        match Pattern::parse(text) {
+            Err(e) => {
+                self.problem(
+                    ProblemKind::BadPattern,
+                    source,
+                    e.to_string(),
+                    "fix the pattern (Claude Code syntax: mcp__ALIAS, mcp__ALIAS__*, mcp__ALIAS__TOOL)",
+                );
+                None
+            }
+            Ok(p) if only.is_some_and(|a| a != p.alias()) => {
+                self.problem(
+                    ProblemKind::BadPattern,
+                    source,
+                    format!(
+                        "pattern {text:?} names server {:?}, not this one",
+                        p.alias()
+                    ),
+                    "move it to the top-level permissions, or write a tool name of this server",
+                );
+                None
+            }
+            Ok(p) if !aliases.iter().any(|a| a == p.alias()) => {
+                let names: Vec<&str> = aliases.iter().map(String::as_str).collect();
+                let fix = match did_you_mean(p.alias(), &names) {
+                    Some(s) => format!(
+                        "did you mean mcp__{s}? configured aliases: {}",
+                        names.join(", ")
+                    ),
+                    None => format!("configured aliases: {}", names.join(", ")),
+                };
+                self.problem(
+                    ProblemKind::BadPattern,
+                    source,
+                    format!(
+                        "pattern {text:?} names server {:?}, which is not configured",
+                        p.alias()
+                    ),
+                    fix,
+                );
+                None
+            }
+            Ok(p) => Some(p),
+        }
+    }
+
+    fn breaker(&mut self, value: &Value, out: &mut BreakerConfig) {
+        let Some(obj) = value.as_object() else {
+            self.bad_type(
+                "breaker",
+                "an object like {\"failures\": 3, \"cooldownMs\": 30000}",
+            );
+            return;
+        };
+        let mut ignore = Vec::new();
+        self.check_keys(obj, "breaker", BREAKER_KEYS, &[], &mut ignore);
+        if let Some(v) = obj.get("failures") {
+            if let Some(n) = self.positive(v, "breaker.failures", 1_000) {
+                out.failures = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+        }
+        if let Some(v) = obj.get("cooldownMs") {
+            if let Some(d) = self.millis(v, "breaker.cooldownMs") {
+                out.cooldown = d;
+            }
+        }
+    }
+
+    fn bad_type(&mut self, key: &str, want: &str) {
+        self.problem(
+            ProblemKind::BadValue,
+            key,
+            format!("must be {want}"),
+            format!("write {want}"),
+        );
+    }
+
+    fn positive(&mut self, value: &Value, key: &str, max: u64) -> Option<u64> {
+        match value.as_u64() {
+            Some(n) if n > 0 && n <= max => Some(n),
+            _ => {
+                self.problem(
+                    ProblemKind::BadValue,
+                    key,
+                    format!("{value} is not a whole number between 1 and {max}"),
+                    "write a positive whole number",
+                );
+                None
+            }
+        }
+    }
+
+    fn millis(&mut self, value: &Value, key: &str) -> Option<Duration> {
+        match value.as_u64() {
+            Some(n) if n > 0 && n <= MAX_MS => Some(Duration::from_millis(n)),
+            _ => {
+                self.problem(
+                    ProblemKind::BadValue,
+                    key,
+                    format!("{value} is not a number of milliseconds between 1 and {MAX_MS}"),
+                    "write a whole number of milliseconds, e.g. 30000 for 30 s",
+                );
+                None
+            }
+        }
+    }
+
+    fn expand(&mut self, raw: &str, key: &str) -> Option<String> {
+        match expand::expand(raw, self.vars) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                let (problem, fix) = e.describe();
+                self.problem(ProblemKind::MissingEnvVar, key, problem, fix);
+                None
+            }
+        }
+    }
+
+    fn expanded_string(&mut self, value: Option<&Value>, key: &str) -> Option<String> {
+        match value? {
+            Value::String(s) => self.expand(s, key),
+            _ => {
+                self.bad_type(key, "a string");
+                None
+            }
+        }
+    }
+
+    fn string_list(&mut self, value: Option<&Value>, key: &str, expand: bool) -> Vec<String> {
+        let Some(value) = value else {
+            return Vec::new();
+        };
+        let Some(items) = value.as_array() else {
+            self.bad_type(key, "an array of strings");
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let k = format!("{key}[{i}]");
+            match item.as_str() {
+                Some(s) if expand => {
+                    if let Some(s) = self.expand(s, &k) {
+                        out.push(s);
+                    }
+                }
+                Some(s) => out.push(s.to_owned()),
+                None => self.bad_type(&k, "a string"),
+            }
+        }
+        out
+    }
+
+    fn string_map(
+        &mut self,
+        value: Option<&Value>,
+        key: &str,
+        expand: bool,
+        headers: bool,
+    ) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        let Some(value) = value else {
+            return out;
+        };
+        let Some(obj) = value.as_object() else {
+            self.bad_type(key, "an object mapping names to strings");
+            return out;
+        };
+        for (name, v) in obj {
+            let k = key_path(key, name);
+            let name_ok = if headers {
+                switchboard_wire::header::is_token(name)
+            } else {
+                !name.is_empty() && !name.contains(['=', '\0'])
+            };
+            if !name_ok {
+                let what = if headers {
+                    "an HTTP header name"
+                } else {
+                    "an environment variable name"
+                };
+                self.problem(
+                    ProblemKind::BadValue,
+                    &k,
+                    format!("{name:?} is not a valid {what}"),
+                    "rename it",
+                );
+                continue;
+            }
+            let Some(raw) = v.as_str() else {
+                self.bad_type(&k, "a string");
+                continue;
+            };
+            let Some(s) = (if expand {
+                self.expand(raw, &k)
+            } else {
+                Some(raw.to_owned())
+            }) else {
+                continue;
+            };
+            if headers && s.contains(['\r', '\n', '\0']) {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &k,
+                    "a header value cannot contain line breaks".into(),
+                    "remove the line break (check the variable it expands)",
+                );
+                continue;
+            }
+            out.insert(name.clone(), s);
+        }
+        out
+    }
+
+    fn path(&mut self, value: &Value, key: &str) -> Option<PathBuf> {
+        let s = self.expanded_string(Some(value), key)?;
+        if s.is_empty() {
+            self.bad_type(key, "a non-empty path");
+            return None;
+        }
+        let p = PathBuf::from(s);
+        Some(if p.is_absolute() {
+            p
+        } else {
+            self.base_dir.join(p)
+        })
+    }
+
+    fn env_file(&mut self, path: &Path, key: &str, env: &mut BTreeMap<String, String>) {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                self.problem(
+                    ProblemKind::Io,
+                    key,
+                    format!("cannot read {}: {e}", path.display()),
+                    "create the file or fix the path",
+                );
+                return;
+            }
+        };
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let line = line.strip_prefix("export ").unwrap_or(line);
+            let Some((name, value)) = line.split_once('=') else {
+                self.problem(
+                    ProblemKind::BadValue,
+                    key,
+                    format!("{} line {}: expected NAME=value", path.display(), n + 1),
+                    "fix or remove that line",
+                );
+                continue;
+            };
+            let value = value.trim();
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+                .unwrap_or(value);
+            env.insert(name.trim().to_owned(), value.to_owned());
+        }
+    }
+}
+
+/// Whether `url` is an `http://` or `https://` URL without whitespace.
+fn is_http_url(url: &str) -> bool {
+    (url.starts_with("http://") || url.starts_with("https://"))
+        && !url.contains(char::is_whitespace)
+}
+
+/// The closest known word, when it is close enough to be a likely typo.
+pub(crate) fn did_you_mean<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| {
+            (
+                strsim::damerau_levenshtein(&word.to_lowercase(), &k.to_lowercase()),
+                *k,
+            )
+        })
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn suggest_alias(alias: &str) -> String {
+    let mut out: String = alias
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while out.contains("__") {
+        out = out.replace("__", "_");
+    }
+    if out.is_empty() { "server".into() } else { out }
+}

@@ -1,0 +1,704 @@
+//! The governed call: the table, the gate, the breaker, the connection and
+//! the server, in that order. Each step either hands on or ends the call;
+//! the end is one [`CallOutcome`], from which both the audit line and the
+//! model's text are derived.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard_client::{ClientError, ProgressSink, TransportError};
+use switchboard_oauth::OAuthProvider;
+use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, namespaced_tool_name};
+use tokio::time::Instant;
+use tracing::{error, warn};
+
+use super::{Host, ServerStatus};
+use crate::approver::{Approval, ApprovalRequest, Approver, NoApprover};
+use crate::audit::{AuditRecord, Decider, Outcome};
+use crate::auth;
+use crate::breaker::Admission;
+use crate::config::add_allow_rule;
+use crate::gate::{self, Verdict};
+use crate::permission::{Pattern, Rule, RuleKind};
+use crate::pins::PinState;
+use crate::reason::Reason;
+use crate::sanitize;
+use crate::table::{TableEntry, ToolTable};
+use crate::upstream::{Down, DownCause, Link, Upstream};
+
+/// Options for one [`Host::call`].
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct CallOptions {
+    /// Who answers if the gate asks; without one, questions are denied as
+    /// with [`NoApprover`].
+    pub approver: Option<Arc<dyn Approver>>,
+    /// Receives the call's progress notifications.
+    pub progress: Option<ProgressSink>,
+}
+
+impl CallOptions {
+    /// Options with an approver.
+    pub fn approver(approver: impl Approver + 'static) -> Self {
+        CallOptions {
+            approver: Some(Arc::new(approver)),
+            progress: None,
+        }
+    }
+
+    /// The same options, with a progress sink.
+    pub fn with_progress(
+        mut self,
+        sink: impl Fn(switchboard_wire::ProgressParams) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(Arc::new(sink));
+        self
+    }
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("approver", &self.approver)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// A call's result with what happened to it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallReport {
+    /// What the model gets.
+    pub result: CallToolResult,
+    /// Ok, tool error, denied, timeout, …: as in the audit line.
+    pub outcome: Outcome,
+    /// Who allowed or denied it.
+    pub decided_by: Decider,
+}
+
+/// What one governed call came to. The audit line ([`CallOutcome::record`])
+/// and the model's result ([`CallOutcome::into_result`]) are both derived
+/// from it, so they cannot disagree.
+#[derive(Debug)]
+pub(crate) struct CallOutcome {
+    /// The server's alias, once the name led to one.
+    alias: Option<String>,
+    /// The tool's name on the server, once the table gave it.
+    original: Option<String>,
+    /// The gate's decision, once one was made.
+    decision: Option<Decision>,
+    /// How the call ended.
+    end: End,
+}
+
+/// The gate's decision on one call (a question is answered by then).
+#[derive(Debug)]
+struct Decision {
+    /// [`Verdict::Allow`] or [`Verdict::Deny`].
+    verdict: Verdict,
+    /// Who decided.
+    decided_by: Decider,
+    /// Where the deciding rule is written, when a rule decided.
+    rule: Option<String>,
+}
+
+/// How a call ended.
+// The answered variant is the common one: boxing it would cost every call
+// an allocation to save a few hundred bytes on the stack.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum End {
+    /// The server ran the tool: its result (wrapped, within the budget),
+    /// `isError` or not.
+    Answered(CallToolResult),
+    /// The host ended the call: what happened, and what the model reads.
+    Stopped {
+        /// As in the audit line.
+        outcome: Outcome,
+        /// For the model: what happened and what it can do.
+        text: String,
+    },
+}
+
+impl End {
+    fn stopped(outcome: Outcome, text: impl Into<String>) -> End {
+        End::Stopped {
+            outcome,
+            text: text.into(),
+        }
+    }
+}
+
+impl CallOutcome {
+    /// A call that ended before it reached a server's tools.
+    fn unrouted(end: End) -> CallOutcome {
+        CallOutcome {
+            alias: None,
+            original: None,
+            decision: None,
+            end,
+        }
+    }
+
+    /// The audit line's outcome.
+    pub(crate) fn outcome(&self) -> Outcome {
+        match &self.end {
+            End::Answered(result) if result.is_error() => Outcome::ToolError,
+            End::Answered(_) => Outcome::Ok,
+            End::Stopped { outcome, .. } => *outcome,
+        }
+    }
+
+    /// Who allowed or denied the call ([`Decider::None`] when no one had
+    /// to).
+    pub(crate) fn decided_by(&self) -> Decider {
+        self.decision
+            .as_ref()
+            .map_or(Decider::None, |d| d.decided_by.clone())
+    }
+
+    /// Fills in the audit line: where the call went, the decision, the
+    /// outcome and `isError`.
+    pub(crate) fn record(&self, record: &mut AuditRecord) {
+        record.alias.clone_from(&self.alias);
+        record.original_tool.clone_from(&self.original);
+        if let Some(decision) = &self.decision {
+            record.decision = Some(decision.verdict.as_str().to_owned());
+            record.decided_by = decision.decided_by.clone();
+            record.rule.clone_from(&decision.rule);
+        }
+        record.outcome = self.outcome();
+        record.is_error = match &self.end {
+            End::Answered(result) => result.is_error(),
+            End::Stopped { .. } => true,
+        };
+    }
+
+    /// What the model gets: the tool's result, or the host's `isError`
+    /// text.
+    pub(crate) fn into_result(self) -> CallToolResult {
+        match self.end {
+            End::Answered(result) => result,
+            End::Stopped { text, .. } => CallToolResult::error(text),
+        }
+    }
+}
+
+impl Host {
+    /// Calls a tool by its model-facing name. Never fails: an unknown tool,
+    /// a denial, a server that is down or tripped, a timeout, a transport
+    /// failure or a protocol error each becomes an `isError` result saying
+    /// what happened and what the model can do. A tool's own `isError`
+    /// result passes through. Every result fits the shared budget, and one
+    /// audit line is written before this returns.
+    pub async fn call(
+        &self,
+        local_name: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+    ) -> CallToolResult {
+        self.call_detailed(local_name, arguments, options)
+            .await
+            .result
+    }
+
+    /// [`Host::call`], also saying what happened (the audit line's
+    /// outcome and decider), e.g. for a CLI's exit code.
+    pub async fn call_detailed(
+        &self,
+        local_name: &str,
+        arguments: Option<JsonObject>,
+        options: CallOptions,
+    ) -> CallReport {
+        let started = Instant::now();
+        // Without a log, nothing about the arguments is worked out.
+        let mut record = self
+            .inner
+            .audit
+            .as_ref()
+            .map(|_| AuditRecord::for_arguments(local_name, arguments.as_ref()));
+        let outcome = self.govern(local_name, arguments, &options).await;
+        if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
+            outcome.record(record);
+            record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if let Err(e) = audit.append(record) {
+                error!(error = %e, tool = %local_name, "the audit line could not be written");
+            }
+        }
+        CallReport {
+            outcome: outcome.outcome(),
+            decided_by: outcome.decided_by(),
+            result: outcome.into_result(),
+        }
+    }
+
+    /// The governed call: the table, the gate, then [`Host::run`].
+    async fn govern(
+        &self,
+        local_name: &str,
+        arguments: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> CallOutcome {
+        if self.is_shut_down() {
+            return CallOutcome::unrouted(End::stopped(
+                Outcome::Transport,
+                "The tool host has shut down; no tool can be called any more.",
+            ));
+        }
+        let table = self.table_for(local_name).await;
+        let Some(entry) = table.get(local_name) else {
+            return self.not_in_table(local_name, &table);
+        };
+        let alias = entry.alias.clone();
+        let original = entry.tool.name.clone();
+        let Some(server) = self.server(&alias) else {
+            return CallOutcome {
+                alias: Some(alias),
+                original: Some(original),
+                decision: None,
+                end: End::stopped(Outcome::UnknownTool, self.unknown_tool(local_name, &table)),
+            };
+        };
+        let pin = self
+            .inner
+            .pins
+            .state_of(&alias, &entry.tool, &entry.fingerprint);
+        let (decision, denial) = self
+            .decide(local_name, entry, &pin, arguments.as_ref(), options)
+            .await;
+        let end = match denial {
+            Some(text) => End::stopped(Outcome::Denied, text),
+            None => {
+                // First approval pins the definition (changed ones wait
+                // for accept).
+                if pin == PinState::Unpinned {
+                    if let Err(e) = self.inner.pins.pin(&alias, &entry.tool) {
+                        warn!(error = %e, tool = %local_name, "could not record the pin");
+                    }
+                }
+                self.run(&server, local_name, &original, arguments, options)
+                    .await
+            }
+        };
+        CallOutcome {
+            alias: Some(alias),
+            original: Some(original),
+            decision: Some(decision),
+            end,
+        }
+    }
+
+    /// The table to route `local_name` through. When the name is missing
+    /// and its server was waiting for a login, which may have been made
+    /// since (`switchboard auth login` in another terminal, while a gateway
+    /// runs), that server is tried once more first.
+    async fn table_for(&self, local_name: &str) -> Arc<ToolTable> {
+        let table = self.table();
+        if table.get(local_name).is_some() {
+            return table;
+        }
+        let waiting = self
+            .server_named_in(local_name)
+            .filter(|s| s.state().down.as_ref().is_some_and(Down::auth_required));
+        match waiting {
+            Some(server) if self.relink(&server, false).await.is_ok() => self.table(),
+            _ => table,
+        }
+    }
+
+    /// The gate, and the approver when the gate asks. Returns the decision,
+    /// and for a denial the text the model reads.
+    async fn decide(
+        &self,
+        local_name: &str,
+        entry: &TableEntry,
+        pin: &PinState,
+        arguments: Option<&JsonObject>,
+        options: &CallOptions,
+    ) -> (Decision, Option<String>) {
+        let assessment = {
+            let config = self.config_read();
+            gate::assess(&config.rules, &entry.alias, &entry.tool, pin)
+        };
+        let by_rule = |verdict| Decision {
+            verdict,
+            decided_by: Decider::Rule,
+            rule: assessment.rule.as_ref().map(|r| r.0.clone()),
+        };
+        match assessment.verdict {
+            Verdict::Deny => {
+                let decision = by_rule(Verdict::Deny);
+                let (at, pattern) = assessment.rule.unwrap_or_default();
+                let text = format!(
+                    "The user's permission rules deny calling {local_name} (rule {pattern} at {at}). \
+                     Do not retry it; if you need it, tell the user why."
+                );
+                (decision, Some(text))
+            }
+            Verdict::Allow => (by_rule(Verdict::Allow), None),
+            Verdict::Ask => {
+                let approver: Arc<dyn Approver> = options
+                    .approver
+                    .clone()
+                    .unwrap_or_else(|| Arc::new(NoApprover));
+                let rule_text = self.allow_rule_text(entry);
+                let config_file = {
+                    let config = self.config_read();
+                    config.origin.path().map(|p| p.display().to_string())
+                };
+                let request = ApprovalRequest {
+                    local_name: local_name.to_owned(),
+                    alias: entry.alias.clone(),
+                    original_name: entry.tool.name.clone(),
+                    arguments: args_value_or_empty(arguments),
+                    reasons: assessment.reasons.clone(),
+                    diff: assessment.diff.clone(),
+                    annotations: entry.tool.annotations.clone(),
+                    suggested_rule: rule_text.clone(),
+                    config_file: config_file.filter(|_| rule_text_is_persistable(&rule_text)),
+                };
+                let approval = approver.approve(&request).await;
+                let by_approver = |verdict| Decision {
+                    verdict,
+                    decided_by: approver.decider(),
+                    rule: None,
+                };
+                match approval {
+                    Approval::AllowOnce => (by_approver(Verdict::Allow), None),
+                    Approval::AllowAlways => {
+                        self.allow_always(entry, &rule_text);
+                        (by_approver(Verdict::Allow), None)
+                    }
+                    Approval::Deny(text) => {
+                        let text = text.unwrap_or_else(|| {
+                            format!(
+                                "The user declined this call of {local_name}. Do not retry it unless the user asks; \
+                                 ask them how to proceed or do without it."
+                            )
+                        });
+                        (by_approver(Verdict::Deny), Some(text))
+                    }
+                }
+            }
+        }
+    }
+
+    /// An allowed call: the breaker, the connection (reconnecting a server
+    /// that died), then the call itself with the original name.
+    async fn run(
+        &self,
+        server: &Arc<Upstream>,
+        local_name: &str,
+        original: &str,
+        arguments: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> End {
+        let alias = server.alias();
+        let admission = server.breaker().admit(Instant::now());
+        if let Admission::Refuse { retry_in, reason } = admission {
+            return End::stopped(
+                Outcome::Breaker,
+                format!(
+                    "Server {alias} is paused after repeated failures ({}). Calls to its tools are refused for about {} more seconds; \
+                     use other tools meanwhile or tell the user.",
+                    reason.for_model(alias),
+                    retry_in.as_secs().max(1)
+                ),
+            );
+        }
+
+        let link = match server.live_link() {
+            Some(link) => link,
+            None => match self.relink(server, false).await {
+                Ok(link) => link,
+                Err(down) => return unreachable(server, local_name, original, &down),
+            },
+        };
+
+        let timeout = self.config_read().call_timeout(alias, original);
+        let mut client_options = switchboard_client::RequestOptions::timeout(timeout);
+        client_options.on_progress = options.progress.clone();
+        match link
+            .client
+            .call_tool_with(original, arguments, &client_options)
+            .await
+        {
+            Ok(result) => {
+                server.breaker().record(None, Instant::now());
+                let tool_name = local_name.to_owned();
+                let alias = alias.to_owned();
+                End::Answered(self.inner.budget.apply_with(result, move |text| {
+                    sanitize::wrap(&alias, Some(&tool_name), &sanitize::strip_invisible(&text))
+                }))
+            }
+            Err(error) => failure(server, &link, local_name, original, timeout, &error),
+        }
+    }
+
+    /// A name that is not in the table. When it carries the `mcp__ALIAS__`
+    /// prefix of a configured server that is not up, the answer names that
+    /// server and its outage (the longest matching alias wins). This only
+    /// explains the failure: a call is routed through the table alone.
+    fn not_in_table(&self, local_name: &str, table: &ToolTable) -> CallOutcome {
+        let unknown = || {
+            CallOutcome::unrouted(End::stopped(
+                Outcome::UnknownTool,
+                self.unknown_tool(local_name, table),
+            ))
+        };
+        let Some(server) = self.server_named_in(local_name) else {
+            return unknown();
+        };
+        let alias = server.alias();
+        let status = self.status_of(&server);
+        let reason = self
+            .reason(&server, status)
+            .map(|r| r.for_model(alias))
+            .unwrap_or_default();
+        let auth_required = server
+            .state()
+            .down
+            .as_ref()
+            .is_some_and(Down::auth_required);
+        let end = match status {
+            ServerStatus::Up => return unknown(),
+            ServerStatus::Disabled => End::stopped(
+                Outcome::UnknownTool,
+                format!(
+                    "{local_name} would be a tool of server {alias}, which is disabled in the user's configuration. \
+                     Use other tools, or tell the user if you need it."
+                ),
+            ),
+            ServerStatus::NeedsLogin => {
+                End::stopped(Outcome::AuthRequired, needs_login_text(alias, local_name))
+            }
+            ServerStatus::Down if auth_required => End::stopped(
+                Outcome::AuthRequired,
+                format!(
+                    "Server {alias} refused authorization ({reason}), so {local_name} cannot be called. \
+                     Tell the user that the server's credentials need attention; do not retry."
+                ),
+            ),
+            ServerStatus::Down => End::stopped(
+                Outcome::Transport,
+                format!(
+                    "Server {alias} is down ({reason}), so {local_name} cannot be called. \
+                     Use other tools meanwhile or tell the user; do not retry in a loop."
+                ),
+            ),
+            ServerStatus::Tripped => End::stopped(
+                Outcome::Breaker,
+                format!(
+                    "Server {alias} is paused after repeated failures ({reason}), so {local_name} cannot be called now. \
+                     Use other tools meanwhile or tell the user."
+                ),
+            ),
+        };
+        CallOutcome {
+            alias: Some(alias.to_owned()),
+            ..CallOutcome::unrouted(end)
+        }
+    }
+
+    /// What the model reads for a name that is in no table.
+    fn unknown_tool(&self, local_name: &str, table: &ToolTable) -> String {
+        let names: Vec<&str> = table
+            .entries()
+            .iter()
+            .map(|e| e.local_name.as_str())
+            .collect();
+        let hint = match crate::config::did_you_mean(local_name, &names) {
+            Some(n) => format!(" Did you mean {n}?"),
+            None if names.is_empty() => " No tools are available right now.".into(),
+            None => " Use one of the tools in your tool list.".into(),
+        };
+        format!("There is no tool named {local_name:?}.{hint}")
+    }
+
+    /// The allow rule for one tool: its model-facing name, unless that name
+    /// carries a collision suffix (then the original name).
+    pub(super) fn allow_rule_text(&self, entry: &TableEntry) -> String {
+        if entry.local_name == namespaced_tool_name(&entry.alias, &entry.tool.name) {
+            entry.local_name.clone()
+        } else {
+            format!("mcp__{}__{}", entry.alias, entry.tool.name)
+        }
+    }
+
+    pub(super) fn allow_always(&self, entry: &TableEntry, rule_text: &str) {
+        // The definition the user just approved becomes the pin.
+        if let Err(e) = self.inner.pins.pin(&entry.alias, &entry.tool) {
+            warn!(error = %e, "could not record the pin");
+        }
+        // Only a rule naming exactly this tool is ever added.
+        let Some(pattern) = Pattern::parse(rule_text).ok().filter(Pattern::is_exact) else {
+            return;
+        };
+        let path = self
+            .config_read()
+            .origin
+            .path()
+            .map(std::path::Path::to_path_buf);
+        if let Some(path) = path {
+            if let Err(e) = add_allow_rule(&path, rule_text) {
+                warn!(error = %e, "could not write the allow rule; it holds for this session only");
+            }
+        }
+        if let Ok(mut config) = self.inner.config.write() {
+            config.rules.push(Rule {
+                kind: RuleKind::Allow,
+                pattern,
+                source: "permissions.allow (added by allow always)".into(),
+            });
+        }
+    }
+}
+
+/// A server that could not be reached for an allowed call.
+fn unreachable(server: &Upstream, local_name: &str, original: &str, down: &Down) -> End {
+    let alias = server.alias();
+    if down.cause == DownCause::NeedsLogin {
+        return End::stopped(Outcome::AuthRequired, needs_login_text(alias, local_name));
+    }
+    let original = sanitize::inline_name(original);
+    if down.auth_required() {
+        return End::stopped(
+            Outcome::AuthRequired,
+            format!(
+                "Server {alias} refused authorization: {}. Its tool {original} could not be called; \
+                 tell the user that the server's credentials need attention.",
+                down.reason.for_model(alias)
+            ),
+        );
+    }
+    server.breaker().record(Some(&down.reason), Instant::now());
+    End::stopped(
+        Outcome::Transport,
+        format!(
+            "Server {alias} is not available: {}. Its tool {original} could not be called; \
+             use other tools or tell the user.",
+            down.reason.for_model(alias)
+        ),
+    )
+}
+
+/// A call the server did not complete: what it means for the server (its
+/// breaker, its connection) and for the model.
+fn failure(
+    server: &Upstream,
+    link: &Link,
+    local_name: &str,
+    original: &str,
+    timeout: Duration,
+    error: &ClientError,
+) -> End {
+    let alias = server.alias();
+    let now = Instant::now();
+    // The server chose this name: shown inline, it must carry no markers.
+    let original = &sanitize::inline_name(original);
+    // Authorization first: a login that is needed, or a refusal.
+    if error.is_auth_failure() {
+        // The server answered: it is alive.
+        server.breaker().record(None, now);
+        if link.auth.as_ref().is_some_and(OAuthProvider::needs_login) {
+            server.set_down(Down::needs_login(alias));
+            return End::stopped(Outcome::AuthRequired, needs_login_text(alias, local_name));
+        }
+        // A 403 may be about this one tool; anything else about them all.
+        let status = error
+            .transport_error()
+            .and_then(TransportError::http_status);
+        if status != Some(403) {
+            server.set_down(Down {
+                reason: Reason::quoted(error.to_string()),
+                cause: DownCause::Unauthorized,
+            });
+        }
+        return End::stopped(
+            Outcome::AuthRequired,
+            format!(
+                "Server {alias} refused to authorize the call of {original}: {}. \
+                 Tell the user that the server's credentials need attention; do not retry.",
+                untrusted(alias, &error.to_string())
+            ),
+        );
+    }
+    if error.is_timeout() {
+        server.breaker().record(
+            Some(&Reason::ours(format!(
+                "timed out after {} ms",
+                timeout.as_millis()
+            ))),
+            now,
+        );
+        return End::stopped(
+            Outcome::Timeout,
+            format!(
+                "{local_name} (tool {original} on server {alias}) did not answer within {} ms and was cancelled. \
+                 It may still have had effects. Retry at most once, with smaller input if you can.",
+                timeout.as_millis()
+            ),
+        );
+    }
+    if let Some(transport) = error.transport_error() {
+        let reason = Reason::quoted(transport.to_string());
+        server.breaker().record(Some(&reason), now);
+        let said = reason.for_model(alias);
+        if transport.is_closed() {
+            server.set_down(Down::failed(reason));
+        }
+        return End::stopped(
+            Outcome::Transport,
+            format!(
+                "Server {alias} could not complete the call of {original}: {said}. \
+                 Use other tools meanwhile or tell the user."
+            ),
+        );
+    }
+    // The server answered: it is alive, whatever it said.
+    server.breaker().record(None, now);
+    let advice = match error.code().map(ErrorCode::from_code) {
+        Some(Some(ErrorCode::InvalidParams)) => {
+            "Check the arguments against the tool's input schema and try again."
+        }
+        Some(Some(ErrorCode::MethodNotFound)) => {
+            "The server does not know this method; do not retry."
+        }
+        Some(_) => "The server failed to handle the call; retrying is unlikely to help.",
+        None => "The server's answer was not valid; retrying is unlikely to help.",
+    };
+    End::stopped(
+        Outcome::ProtocolError,
+        format!(
+            "Server {alias} rejected the call of {original} with a protocol error: {}. {advice}",
+            untrusted(alias, &error.to_string())
+        ),
+    )
+}
+
+/// What the model reads when a server needs the user to log in.
+fn needs_login_text(alias: &str, local_name: &str) -> String {
+    format!(
+        "Upstream {alias} needs the user to log in (OAuth) before its tools, {local_name} among them, can be called. \
+         Tell the user to run `{}`; do not retry before they have.",
+        auth::login_command(alias)
+    )
+}
+
+/// Server-supplied text (an outage reason quoting stderr or an HTTP body)
+/// inside boundary markers.
+fn untrusted(alias: &str, text: &str) -> String {
+    sanitize::wrap(alias, None, &sanitize::strip_invisible(text))
+}
+
+fn args_value_or_empty(arguments: Option<&JsonObject>) -> Value {
+    arguments.map_or_else(
+        || Value::Object(JsonObject::new()),
+        |a| Value::Object(a.clone()),
+    )
+}
+
+fn rule_text_is_persistable(rule: &str) -> bool {
+    Pattern::parse(rule).is_ok_and(|p| p.is_exact())
+}

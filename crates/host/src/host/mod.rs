@@ -1,0 +1,525 @@
+//! The host: many servers, one governed tool table.
+//!
+//! - `mod.rs`: the [`Host`] handle, what it reports (tools, servers,
+//!   outages, pins) and its errors.
+//! - `mount`: mounting, reconnecting, rebuilding the table, shutting down.
+//! - `call`: the governed call (table, gate, breaker, connection, server),
+//!   which comes to one `CallOutcome`: the audit line and the model's text
+//!   are both derived from it.
+//! - `background`: refreshers, `list_changed` listeners and the token-store
+//!   watcher.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::Serialize;
+use switchboard_wire::{JsonObject, Tool, ToolAnnotations};
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+
+use crate::audit::{AuditError, AuditLog};
+use crate::breaker::BreakerStatus;
+use crate::budget::Budget;
+use crate::config::{Config, ConfigEditError};
+use crate::connect::ConnectOptions;
+use crate::gate::{self, Verdict};
+use crate::permission::Pattern;
+use crate::pins::{PinState, Pins, PinsError};
+use crate::reason::Reason;
+use crate::sanitize;
+use crate::table::{DroppedTool, TableEntry, ToolTable};
+use crate::upstream::{Down, DownCause, Upstream, dropped_of};
+
+mod background;
+mod call;
+mod mount;
+
+pub use call::{CallOptions, CallReport};
+pub use mount::MountOptions;
+
+/// A tool as the model sees it, plus where it comes from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelTool {
+    /// The model-facing name.
+    pub name: String,
+    /// The description the model reads (`[from alias]` + bounded text).
+    pub description: String,
+    /// The input schema the model reads.
+    pub input_schema: JsonObject,
+    /// The output schema, as the server sent it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<JsonObject>,
+    /// The server's alias.
+    pub server: String,
+    /// The tool's name on the server.
+    pub original_name: String,
+    /// The server's display title, cleaned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The server's annotations (untrusted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Gate, pin and server state.
+    pub status: ToolStatus,
+}
+
+/// Where a tool stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolStatus {
+    /// What the gate would do before asking anyone.
+    pub gate: Verdict,
+    /// `unpinned`, `pinned` or `changed`.
+    pub pin: &'static str,
+    /// The server's state: `up`, `down`, `tripped`, `needs_login` or
+    /// `disabled`.
+    pub server: ServerStatus,
+}
+
+/// A server's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerStatus {
+    /// Connected (or reachable), breaker closed.
+    Up,
+    /// Not connected: failed to start, or gone since.
+    Down,
+    /// The breaker is open after repeated failures.
+    Tripped,
+    /// `enabled: false` in the config.
+    Disabled,
+    /// The server wants an OAuth login and no one could log in from here:
+    /// run `switchboard auth login ALIAS`.
+    NeedsLogin,
+}
+
+impl ServerStatus {
+    /// `up`, `down`, `tripped`, `disabled` or `needs login`, for people.
+    pub fn as_words(self) -> &'static str {
+        match self {
+            ServerStatus::Up => "up",
+            ServerStatus::Down => "down",
+            ServerStatus::Tripped => "tripped",
+            ServerStatus::Disabled => "disabled",
+            ServerStatus::NeedsLogin => "needs login",
+        }
+    }
+}
+
+/// A server, as `switchboard servers` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerReport {
+    /// The alias.
+    pub alias: String,
+    /// `stdio`, `http` or `sse`.
+    pub transport: &'static str,
+    /// Up, down, tripped or disabled.
+    pub status: ServerStatus,
+    /// Why it is down or tripped, for people. It can quote the server (an
+    /// HTTP body, stderr lines, a JSON-RPC error message): invisible
+    /// characters are removed, but nothing marks the quote, so it is not
+    /// for a model; [`Host::outage_text`] is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Whether it is down for want of authorization: it needs an OAuth
+    /// login, refused the credentials (401/403), or authorizing failed.
+    pub auth_required: bool,
+    /// Tools it contributes to the table.
+    pub tools: usize,
+    /// Tools left out, and why.
+    pub dropped: Vec<DroppedReport>,
+    /// Its last stderr lines (stdio).
+    pub stderr_tail: Vec<String>,
+    /// Non-JSON stdout lines skipped (stdio).
+    pub junk_lines: u64,
+    /// The protocol version spoken, once connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The name the server gives itself: shown, never trusted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_reported_name: Option<String>,
+}
+
+/// A tool left out of the table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DroppedReport {
+    /// Its name on the server.
+    pub name: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// How the table changed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TableChange {
+    /// Names that appeared.
+    pub added: Vec<String>,
+    /// Names that went away.
+    pub removed: Vec<String>,
+    /// Names whose definition changed.
+    pub changed: Vec<String>,
+}
+
+/// A tool's pin, as `switchboard pins list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinReport {
+    /// The model-facing name.
+    pub name: String,
+    /// The server's alias.
+    pub server: String,
+    /// The tool's name on the server.
+    pub original_name: String,
+    /// Unpinned, pinned, or changed with its diff.
+    pub state: PinState,
+}
+
+/// What can go wrong in the host's own operations (never in [`Host::call`],
+/// which turns every failure into a result).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The lockfile cannot be read or written.
+    #[error(transparent)]
+    Pins(#[from] PinsError),
+    /// The audit log cannot be opened.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    /// The config file cannot be updated.
+    #[error(transparent)]
+    ConfigEdit(#[from] ConfigEditError),
+    /// `pins accept` named nothing that is mounted.
+    #[error(
+        "no mounted tool or server matches {0:?}; name a tool (mcp__alias__tool) or a server alias"
+    )]
+    NoMatch(String),
+    /// No server has this alias.
+    #[error("no server is configured as {0:?}")]
+    UnknownServer(String),
+}
+
+/// Many MCP servers mounted into one governed tool table.
+///
+/// Cheap to clone; clones share everything.
+#[derive(Clone, Debug)]
+pub struct Host {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: RwLock<Config>,
+    servers: Vec<Arc<Upstream>>,
+    table: RwLock<Arc<ToolTable>>,
+    /// Tools the last table build left out (listing-level drops).
+    dropped: RwLock<Vec<DroppedTool>>,
+    pins: Pins,
+    audit: Option<AuditLog>,
+    budget: Budget,
+    connect: ConnectOptions,
+    changes: broadcast::Sender<TableChange>,
+    /// Serialises table rebuilds.
+    rebuild: Mutex<()>,
+    /// Refreshers and listeners, stopped at shutdown or drop.
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
+    shut_down: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for task in self.tasks.get_mut().map(std::mem::take).unwrap_or_default() {
+            task.abort();
+        }
+    }
+}
+
+impl Host {
+    /// The tools the model sees, in name order.
+    ///
+    /// Servers whose listing's `ttlMs` has passed are refreshed in the
+    /// background; [`Host::subscribe`] reports the result.
+    pub fn tools(&self) -> Vec<ModelTool> {
+        self.wake_stale();
+        let table = self.table();
+        let config = self.config_read();
+        table
+            .entries()
+            .iter()
+            .map(|e| {
+                let pin = self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint);
+                let gate = gate::assess(&config.rules, &e.alias, &e.tool, &pin).verdict;
+                ModelTool {
+                    name: e.local_name.clone(),
+                    description: match pin {
+                        PinState::Changed { .. } => format!(
+                            "[changed since the user approved it: the user will be asked before it runs] {}",
+                            e.description
+                        ),
+                        _ => e.description.clone(),
+                    },
+                    input_schema: e.input_schema.clone(),
+                    output_schema: e.tool.output_schema.clone(),
+                    server: e.alias.clone(),
+                    original_name: e.tool.name.clone(),
+                    title: e
+                        .tool
+                        .title
+                        .as_deref()
+                        .map(sanitize::clean_description),
+                    annotations: e.tool.annotations.clone(),
+                    status: ToolStatus {
+                        gate,
+                        pin: pin.as_str(),
+                        server: self.server_status(&e.alias),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// The servers, in config order, with their state.
+    pub fn servers(&self) -> Vec<ServerReport> {
+        let table = self.table();
+        let dropped = self
+            .inner
+            .dropped
+            .read()
+            .map(|d| d.clone())
+            .unwrap_or_default();
+        self.inner
+            .servers
+            .iter()
+            .map(|s| {
+                let status = self.status_of(s);
+                let reason = self.reason(s, status).map(|r| r.plain());
+                let state = s.state();
+                let description = state.description.clone();
+                let auth_required = matches!(status, ServerStatus::Down | ServerStatus::NeedsLogin)
+                    && state.down.as_ref().is_some_and(Down::auth_required);
+                drop(state);
+                ServerReport {
+                    alias: s.alias().to_owned(),
+                    transport: s.config.transport.kind(),
+                    status,
+                    reason,
+                    auth_required,
+                    tools: table.of(s.alias()).count(),
+                    dropped: dropped_of(&dropped, s.alias())
+                        .map(|d| DroppedReport {
+                            name: d.name.clone(),
+                            reason: d.reason.clone(),
+                        })
+                        .collect(),
+                    stderr_tail: s.stderr_tail(),
+                    junk_lines: s.junk_lines(),
+                    protocol_version: description.as_ref().map(|d| d.protocol_version.clone()),
+                    self_reported_name: description
+                        .and_then(|d| d.server_info)
+                        .map(|i| sanitize::clean_description(&i.name)),
+                }
+            })
+            .collect()
+    }
+
+    /// Outages in plain words, for the model's system prompt (and the
+    /// user); `None` when every enabled server is up. What a reason quotes
+    /// from a server (an HTTP body, stderr lines, an error message) is
+    /// inside boundary markers naming the server, cleaned of invisible
+    /// characters (DESIGN.md item 8); the host's own words are outside.
+    pub fn outage_text(&self) -> Option<String> {
+        let mut lines = Vec::new();
+        let table = self.table();
+        for s in &self.inner.servers {
+            let status = self.status_of(s);
+            let alias = s.alias();
+            let reason = self
+                .reason(s, status)
+                .map(|r| r.for_model(alias))
+                .unwrap_or_default();
+            let has_tools = table.of(s.alias()).next().is_some();
+            match status {
+                ServerStatus::Up | ServerStatus::Disabled => {}
+                ServerStatus::Down if s.state().down.as_ref().is_some_and(Down::auth_required) => {
+                    lines.push(format!(
+                        "- {alias} refused authorization ({reason}); its tools cannot be called until the user fixes its credentials."
+                    ));
+                }
+                ServerStatus::Down if has_tools => lines.push(format!(
+                    "- {alias} is down ({reason}); calls to its tools will fail until it is back."
+                )),
+                ServerStatus::Down => lines.push(format!(
+                    "- {alias} is down ({reason}); its tools are not available."
+                )),
+                ServerStatus::NeedsLogin => lines.push(format!(
+                    "- {alias} {reason}. Its tools are not available until the user has logged in; tell the user so."
+                )),
+                ServerStatus::Tripped => lines.push(format!(
+                    "- {alias} is paused after repeated failures ({reason}); calls to its tools are refused until then."
+                )),
+            }
+        }
+        if lines.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "Some tool servers are unavailable. Do not retry their tools in a loop; use other tools or tell the user.\n{}",
+            lines.join("\n")
+        ))
+    }
+
+    /// Receives a [`TableChange`] whenever the table changes (a server's
+    /// `list_changed`, a refresh after `ttlMs`, a reconnect).
+    pub fn subscribe(&self) -> broadcast::Receiver<TableChange> {
+        self.inner.changes.subscribe()
+    }
+
+    /// The configuration in force (rules include ones added by "allow
+    /// always" answers).
+    pub fn config(&self) -> Config {
+        self.config_read().clone()
+    }
+
+    /// The shared result budget, for an agent's own local tools.
+    pub fn budget(&self) -> Budget {
+        self.inner.budget
+    }
+
+    /// The pin state of every tool in the table.
+    pub fn pins(&self) -> Vec<PinReport> {
+        self.table()
+            .entries()
+            .iter()
+            .map(|e| PinReport {
+                name: e.local_name.clone(),
+                server: e.alias.clone(),
+                original_name: e.tool.name.clone(),
+                state: self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint),
+            })
+            .collect()
+    }
+
+    /// Accepts the current definition of a tool (`mcp__alias__tool`, its
+    /// model-facing name) or of every tool of a server (its alias).
+    ///
+    /// # Returns
+    /// The model-facing names accepted.
+    ///
+    /// # Errors
+    /// [`HostError::NoMatch`] when nothing matches; [`HostError::Pins`] when
+    /// the lockfile cannot be written.
+    pub fn accept_pins(&self, target: &str) -> Result<Vec<String>, HostError> {
+        let table = self.table();
+        let pattern = Pattern::parse(target).ok();
+        let chosen: Vec<&TableEntry> = table
+            .entries()
+            .iter()
+            .filter(|e| {
+                e.local_name == target
+                    || e.alias == target
+                    || pattern
+                        .as_ref()
+                        .is_some_and(|p| p.matches(&e.alias, &e.tool.name))
+            })
+            .collect();
+        if chosen.is_empty() {
+            return Err(HostError::NoMatch(target.to_owned()));
+        }
+        let pairs: Vec<(&str, &Tool)> =
+            chosen.iter().map(|e| (e.alias.as_str(), &e.tool)).collect();
+        self.inner.pins.pin_all(&pairs)?;
+        Ok(chosen.iter().map(|e| e.local_name.clone()).collect())
+    }
+
+    fn is_shut_down(&self) -> bool {
+        self.inner
+            .shut_down
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn table(&self) -> Arc<ToolTable> {
+        self.inner
+            .table
+            .read()
+            .map(|t| t.clone())
+            .unwrap_or_default()
+    }
+
+    fn config_read(&self) -> std::sync::RwLockReadGuard<'_, Config> {
+        self.inner
+            .config
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn server(&self, alias: &str) -> Option<Arc<Upstream>> {
+        self.inner
+            .servers
+            .iter()
+            .find(|s| s.alias() == alias)
+            .cloned()
+    }
+
+    fn server_status(&self, alias: &str) -> ServerStatus {
+        match self.server(alias) {
+            Some(server) => self.status_of(&server),
+            None => ServerStatus::Down,
+        }
+    }
+
+    fn status_of(&self, server: &Upstream) -> ServerStatus {
+        if !server.config.enabled {
+            return ServerStatus::Disabled;
+        }
+        if let BreakerStatus::Tripped { .. } = server.breaker().status(Instant::now()) {
+            return ServerStatus::Tripped;
+        }
+        if server.live_link().is_some() {
+            return ServerStatus::Up;
+        }
+        match server.state().down.as_ref().map(|d| d.cause) {
+            Some(DownCause::NeedsLogin) => ServerStatus::NeedsLogin,
+            _ => ServerStatus::Down,
+        }
+    }
+
+    fn reason(&self, server: &Upstream, status: ServerStatus) -> Option<Reason> {
+        match status {
+            ServerStatus::Up => None,
+            ServerStatus::Disabled => Some(Reason::ours("disabled in the config")),
+            ServerStatus::Down | ServerStatus::NeedsLogin => Some(
+                server
+                    .state()
+                    .down
+                    .as_ref()
+                    .map_or_else(|| Reason::ours("not connected"), |d| d.reason.clone()),
+            ),
+            ServerStatus::Tripped => match server.breaker().status(Instant::now()) {
+                BreakerStatus::Tripped { retry_in, reason } if retry_in.is_zero() => {
+                    Some(reason.then_ours("; a probe call is due"))
+                }
+                BreakerStatus::Tripped { retry_in, reason } => Some(reason.then_ours(format!(
+                    "; calls resume in about {} s",
+                    retry_in.as_secs().max(1)
+                ))),
+                BreakerStatus::Closed => None,
+            },
+        }
+    }
+
+    /// The configured server whose `mcp__ALIAS__` prefix `local_name`
+    /// carries (the longest matching alias wins). Only to explain a
+    /// failure or retry a waiting server: calls are routed through the
+    /// table alone.
+    fn server_named_in(&self, local_name: &str) -> Option<Arc<Upstream>> {
+        let rest = local_name.strip_prefix(switchboard_wire::naming::PREFIX)?;
+        self.inner
+            .servers
+            .iter()
+            .filter(|s| {
+                rest.strip_prefix(s.alias())
+                    .is_some_and(|tail| tail.starts_with(switchboard_wire::naming::SEPARATOR))
+            })
+            .max_by_key(|s| s.alias().len())
+            .cloned()
+    }
+}

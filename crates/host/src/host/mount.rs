@@ -1,0 +1,307 @@
+//! Mounting every server, reconnecting one, rebuilding the table from
+//! their tools, and shutting down.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use switchboard_client::InputHandler;
+use switchboard_wire::Implementation;
+use tokio::sync::broadcast;
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+use super::background::{login_watcher, store_stamp};
+use super::{Host, HostError, Inner, TableChange};
+use crate::audit::AuditLog;
+use crate::auth::{self, TokenStore, UserAgent};
+use crate::budget::Budget;
+use crate::config::Config;
+use crate::connect::ConnectOptions;
+use crate::pins::Pins;
+use crate::reason::Reason;
+use crate::table::{Listed, TableEntry, ToolTable};
+use crate::upstream::{Down, Link, Upstream};
+
+/// How many table changes a slow subscriber may fall behind before it
+/// misses some (it then sees `Lagged` and should re-read the table).
+const CHANGE_BUFFER: usize = 64;
+
+/// Options for [`Host::mount`].
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct MountOptions {
+    /// Who the host is to servers (`clientInfo`); the client's default
+    /// when `None`.
+    pub client_info: Option<Implementation>,
+    /// Answers servers' input requests (elicitation, sampling, roots); none
+    /// when `None`, and the client declares no such capability.
+    pub input_handler: Option<Arc<dyn InputHandler>>,
+    /// Time a stdio server gets after stdin closes (and again after
+    /// `SIGTERM`) before it is killed at shutdown.
+    pub shutdown_grace: Duration,
+    /// Where OAuth logins of remote servers are read (and refreshed tokens
+    /// saved): by default the per-user store `switchboard auth login`
+    /// writes ([`auth::default_token_store`]); `None` keeps tokens in
+    /// memory only. The host watches the file: when another process saves
+    /// a login, servers waiting for one are connected again.
+    pub token_store: Option<TokenStore>,
+    /// Who logs in when a remote server wants an OAuth login. `None` (the
+    /// default): no one; the server is reported as
+    /// [`ServerStatus::NeedsLogin`] until `switchboard auth login ALIAS`
+    /// has been run. With one (e.g. a `LoopbackUserAgent`), the host starts
+    /// the login itself; a login at mount must then finish within the
+    /// server's start-up timeout, and one started by a call within the
+    /// call's timeout.
+    pub oauth_user_agent: Option<Arc<dyn UserAgent>>,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            client_info: None,
+            input_handler: None,
+            shutdown_grace: Duration::from_secs(2),
+            token_store: auth::default_token_store().ok(),
+            oauth_user_agent: None,
+        }
+    }
+}
+
+impl Host {
+    /// Mounts every enabled server of `config`, in parallel: start-up takes
+    /// as long as the slowest server, not the sum. A server that fails to
+    /// start, times out or errors is recorded with its reason; the others
+    /// mount.
+    ///
+    /// # Errors
+    /// [`HostError`] only for the host's own files: a damaged lockfile or
+    /// an audit log that cannot be opened.
+    pub async fn mount(config: Config, options: MountOptions) -> Result<Host, HostError> {
+        let pins = match &config.lockfile {
+            Some(path) => Pins::open(path)?,
+            None => Pins::in_memory(),
+        };
+        let audit = config.audit.as_deref().map(AuditLog::open).transpose()?;
+        let uses_oauth = config
+            .servers
+            .iter()
+            .any(|s| s.enabled && auth::oauth_config(s).is_ok());
+        // Taken before any server connects, so a login saved meanwhile is
+        // noticed.
+        let store_seen = match (&options.token_store, uses_oauth) {
+            (Some(store), true) => Some((store.path().to_owned(), store_stamp(store.path()).await)),
+            (None, true) => {
+                debug!("no token store: OAuth logins last for this process only");
+                None
+            }
+            _ => None,
+        };
+        let servers: Vec<Arc<Upstream>> = config
+            .servers
+            .iter()
+            .map(|s| {
+                Arc::new(Upstream::new(
+                    s.clone(),
+                    config.startup_timeout(&s.alias),
+                    s.timeout.unwrap_or(config.timeouts.call),
+                    config.breaker,
+                ))
+            })
+            .collect();
+        let inner = Arc::new(Inner {
+            budget: Budget::new(config.budget_chars),
+            config: RwLock::new(config),
+            servers,
+            table: RwLock::new(Arc::new(ToolTable::default())),
+            dropped: RwLock::new(Vec::new()),
+            pins,
+            audit,
+            connect: ConnectOptions {
+                client_info: options.client_info,
+                input: options.input_handler,
+                shutdown_grace: options.shutdown_grace,
+                token_store: options.token_store,
+                user_agent: options.oauth_user_agent,
+            },
+            changes: broadcast::channel(CHANGE_BUFFER).0,
+            rebuild: Mutex::new(()),
+            tasks: Mutex::new(Vec::new()),
+            shut_down: std::sync::atomic::AtomicBool::new(false),
+        });
+
+        let mut starts = JoinSet::new();
+        for server in inner.servers.iter().filter(|s| s.config.enabled) {
+            let server = server.clone();
+            let connect = inner.connect.clone();
+            starts.spawn(async move {
+                let result = server.connect(&connect).await;
+                (server, result)
+            });
+        }
+        while let Some(joined) = starts.join_next().await {
+            let Ok((server, result)) = joined else {
+                continue;
+            };
+            match result {
+                Ok((link, listing)) => {
+                    info!(server = %server.alias(), tools = listing.items.len(), "mounted");
+                    server.set_up(link, listing);
+                }
+                Err(down) => {
+                    warn!(server = %server.alias(), reason = %down.reason, "server is down");
+                    server.set_down(down);
+                }
+            }
+        }
+        let host = Host { inner };
+        host.rebuild_table();
+        for server in &host.inner.servers {
+            host.start_refresher(server);
+            host.start_listener(server);
+        }
+        if let Some((path, seen)) = store_seen {
+            let task = tokio::spawn(login_watcher(Arc::downgrade(&host.inner), path, seen));
+            host.tasks().push(task.abort_handle());
+        }
+        Ok(host)
+    }
+
+    /// Tries to (re)connect a server now, e.g. one that was down at mount.
+    ///
+    /// # Errors
+    /// [`HostError::UnknownServer`] for an alias not in the config; a
+    /// failure to connect is not an error: see [`Host::servers`].
+    pub async fn reconnect(&self, alias: &str) -> Result<(), HostError> {
+        let server = self
+            .server(alias)
+            .ok_or_else(|| HostError::UnknownServer(alias.to_owned()))?;
+        let _ = self.relink(&server, true).await;
+        Ok(())
+    }
+
+    /// Stops every server (stdio: close stdin, wait, SIGTERM, SIGKILL to
+    /// the whole process group) and every background task. Calls after
+    /// this return an `isError` result.
+    pub async fn shutdown(&self) {
+        self.inner
+            .shut_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let tasks = self
+            .inner
+            .tasks
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or_default();
+        for task in tasks {
+            task.abort();
+        }
+        let mut closing = JoinSet::new();
+        for server in &self.inner.servers {
+            let link = server.state().link.take();
+            if let Some(link) = link {
+                closing.spawn(async move { link.client.close().await });
+            }
+        }
+        while closing.join_next().await.is_some() {}
+        debug!("host shut down");
+    }
+
+    /// Reconnects a server whose connection is gone. `force` reconnects
+    /// even a server that is up.
+    pub(super) async fn relink(&self, server: &Arc<Upstream>, force: bool) -> Result<Link, Down> {
+        let _guard = server.connecting.lock().await;
+        if !force {
+            if let Some(link) = server.live_link() {
+                return Ok(link);
+            }
+        }
+        if self.is_shut_down() {
+            return Err(Down::failed(Reason::ours("the host has shut down")));
+        }
+        match server.connect(&self.inner.connect).await {
+            Ok((link, listing)) => {
+                info!(server = %server.alias(), "reconnected");
+                let old = server.state().link.take();
+                if let Some(old) = old {
+                    old.client.close().await;
+                }
+                server.set_up(link.clone(), listing);
+                self.rebuild_table();
+                self.start_listener(server);
+                Ok(link)
+            }
+            Err(down) => {
+                server.set_down(down.clone());
+                Err(down)
+            }
+        }
+    }
+
+    /// Builds the table from every server's tools and tells subscribers
+    /// what changed.
+    pub(super) fn rebuild_table(&self) {
+        let _guard = self
+            .inner
+            .rebuild
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let snapshots: Vec<Listed> = self
+            .inner
+            .servers
+            .iter()
+            .filter(|s| s.config.enabled)
+            .filter_map(|s| {
+                let state = s.state();
+                state.ever_up.then(|| {
+                    (
+                        s.alias().to_owned(),
+                        state.tools.clone(),
+                        state.dropped.clone(),
+                    )
+                })
+            })
+            .collect();
+        let (table, dropped) = ToolTable::of_listings(&snapshots);
+        let old = self.table();
+        let change = diff_tables(&old, &table);
+        if let Ok(mut t) = self.inner.table.write() {
+            *t = Arc::new(table);
+        }
+        if let Ok(mut d) = self.inner.dropped.write() {
+            *d = dropped;
+        }
+        if change != TableChange::default() {
+            let _ = self.inner.changes.send(change);
+        }
+    }
+}
+
+fn diff_tables(old: &ToolTable, new: &ToolTable) -> TableChange {
+    let old_names: BTreeMap<&str, &TableEntry> = old
+        .entries()
+        .iter()
+        .map(|e| (e.local_name.as_str(), e))
+        .collect();
+    let new_names: BTreeSet<&str> = new
+        .entries()
+        .iter()
+        .map(|e| e.local_name.as_str())
+        .collect();
+    let mut change = TableChange::default();
+    for e in new.entries() {
+        match old_names.get(e.local_name.as_str()) {
+            None => change.added.push(e.local_name.clone()),
+            Some(o) if o.tool != e.tool || o.alias != e.alias => {
+                change.changed.push(e.local_name.clone());
+            }
+            Some(_) => {}
+        }
+    }
+    for name in old_names.keys() {
+        if !new_names.contains(name) {
+            change.removed.push((*name).to_owned());
+        }
+    }
+    change
+}
