@@ -315,11 +315,9 @@ impl Render {
                 out::note(usage_line(usage, *model_calls));
             }
             AgentEvent::Error { message } => out::note(format!("switchboard: {message}")),
-            AgentEvent::Done { message, .. } => {
-                if let Some(m) = message {
-                    out::note(format!("switchboard: {m}"));
-                }
-            }
+            AgentEvent::Done {
+                message: Some(m), ..
+            } => out::note(format!("switchboard: {m}")),
             _ => {}
         }
     }
