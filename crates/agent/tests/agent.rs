@@ -352,7 +352,7 @@ async fn through_the_host_with_approval_and_progress_events() {
         .run("find printer tickets", &sink, &CancelToken::new())
         .await;
     assert_eq!(end.stop, TurnStop::EndTurn, "{end:?}");
-    let events = events.lock().unwrap();
+    let events = events.lock().unwrap().clone();
     let k = kinds(&events);
     assert_eq!(
         &k[..4],
