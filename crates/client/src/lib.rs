@@ -64,6 +64,10 @@ pub mod transport;
 pub use client::{Client, ClientBuilder, Dropped, Listing, ServerDescription, ToolsPage};
 pub use error::{ClientError, Source, TransportError};
 pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
+/// The TLS configuration HTTP clients of the workspace share (ring; webpki
+/// and platform roots), built once per process.
+#[cfg(feature = "http")]
+pub use net::default_tls;
 pub use options::{ClientConfig, EraPolicy, ProgressSink, RequestOptions};
 pub use subscription::{Subscription, SubscriptionEnd};
 #[cfg(feature = "http")]

@@ -66,6 +66,23 @@ pub struct Config {
     /// Keys of other tools' formats that were accepted but ignored, each a
     /// sentence naming the key, for `doctor`.
     pub notes: Vec<String>,
+    /// The model `switchboard chat` uses unless told otherwise (`"model"`).
+    pub model: Option<ModelConfig>,
+}
+
+/// The `model` key: which model `switchboard chat` uses unless told
+/// otherwise.
+///
+/// ```json
+/// "model": "anthropic:claude-sonnet-4-5"
+/// "model": {"name": "openai:llama3", "baseUrl": "http://127.0.0.1:8080"}
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelConfig {
+    /// `PROVIDER:MODEL`, or `mock`.
+    pub name: String,
+    /// Where the provider's API is, overriding its environment variable.
+    pub base_url: Option<String>,
 }
 
 /// Default timeouts, before per-server and per-tool ones.
@@ -351,6 +368,7 @@ impl Config {
                 cooldown: DEFAULT_BREAKER_COOLDOWN,
             },
             notes: Vec::new(),
+            model: None,
         }
     }
 

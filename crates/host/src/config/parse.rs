@@ -16,6 +16,8 @@ use super::{
 };
 use crate::permission::{Pattern, Rule, RuleKind};
 
+mod model;
+
 /// Reads a config from its text ([`Config::parse`]).
 pub(super) fn parse(
     text: &str,
@@ -135,6 +137,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "timeoutMs",
     "startupTimeoutMs",
     "breaker",
+    "model",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -325,6 +328,9 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("breaker") {
             self.breaker(v, &mut config.breaker);
+        }
+        if let Some(v) = root.get("model") {
+            config.model = self.model(v);
         }
         config
     }
