@@ -125,11 +125,17 @@ pub(crate) struct AuditArgs {
     pub(crate) action: AuditAction,
 }
 
-/// `audit verify`.
+/// `audit verify|stats`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum AuditAction {
     /// Check the hash chain of the audit log; exit 1 if it is broken.
     Verify {
+        /// The log; by default the config's `audit` path.
+        file: Option<PathBuf>,
+    },
+    /// Per tool: calls, error rate, denials, p50/p95/max duration (highest
+    /// error rate first).
+    Stats {
         /// The log; by default the config's `audit` path.
         file: Option<PathBuf>,
     },

@@ -87,6 +87,13 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
             };
             cmd::audit::verify(config.as_ref(), file.clone(), json)
         }
+        Command::AuditStats { file } => {
+            let config = match file {
+                Some(_) => None,
+                None => Some(settings.load_config()?.config),
+            };
+            cmd::audit::stats(config.as_ref(), file.clone(), json)
+        }
         Command::AuthLogin {
             alias,
             open_browser,

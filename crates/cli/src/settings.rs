@@ -54,6 +54,9 @@ pub(crate) enum Command {
     AuditVerify {
         file: Option<PathBuf>,
     },
+    AuditStats {
+        file: Option<PathBuf>,
+    },
     AuthLogin {
         alias: String,
         open_browser: bool,
@@ -143,6 +146,7 @@ impl Settings {
             },
             RawCommand::Audit(a) => match a.action {
                 AuditAction::Verify { file } => Command::AuditVerify { file },
+                AuditAction::Stats { file } => Command::AuditStats { file },
             },
             RawCommand::Auth(a) => match a.action {
                 AuthAction::Login {
