@@ -61,6 +61,10 @@ pub mod transport;
 pub use client::{Client, ClientBuilder, Listing, ServerDescription};
 pub use error::{ClientError, TransportError};
 pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
+/// The TLS configuration HTTP clients of the workspace share (ring; webpki
+/// and platform roots), built once per process.
+#[cfg(feature = "http")]
+pub use net::default_tls;
 pub use options::{CallOptions, ClientConfig, EraPolicy, ProgressSink};
 pub use subscription::{Subscription, SubscriptionEnd};
 #[cfg(feature = "http")]

@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 /// The TLS configuration used unless one is given: the Mozilla roots of
 /// `webpki-roots` plus the platform's own, TLS 1.2 and 1.3, ring. Built
 /// once per process; the error says why TLS cannot be set up.
-pub(crate) fn default_tls() -> Result<Arc<rustls::ClientConfig>, String> {
+pub fn default_tls() -> Result<Arc<rustls::ClientConfig>, String> {
     static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {

@@ -1,0 +1,2 @@
+//! Placeholder; the loop round-trip bench follows.
+fn main() {}

@@ -1,0 +1,2 @@
+//! Integration tests of the agent crate.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
