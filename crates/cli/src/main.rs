@@ -104,6 +104,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
         Command::Doctor => cmd::doctor::run(&settings).await,
         Command::Serve { http, yes } => cmd::serve::run(&settings, *http, *yes).await,
+        Command::Eval(eval) => cmd::eval::run(&settings, eval).await,
         Command::Tools
         | Command::Servers
         | Command::Call { .. }
