@@ -123,25 +123,49 @@ fn progress(request: &ModelRequest) -> (usize, Vec<(String, String, bool)>) {
 }
 
 fn summary_line(text: &str) -> String {
-    let lines: Vec<&str> = text
+    let plain = without_markers(text);
+    let lines: Vec<&str> = plain
         .lines()
         .map(str::trim)
-        .filter(|l| {
-            !l.is_empty() && !l.starts_with("<untrusted-text") && !l.starts_with("</untrusted-text")
-        })
+        .filter(|l| !l.is_empty())
         .collect();
     // A cut result ends with the host's line saying so: that is the news.
     let line = lines
         .iter()
         .rev()
-        .find(|l| l.contains("truncated") || l.contains("cut"))
-        .or(lines.first())
-        .copied()
-        .unwrap_or("(empty)");
+        .find(|l| l.contains("were cut"))
+        .map(|l| (*l).to_owned())
+        .unwrap_or_else(|| lines.join(" "));
+    let line = match line.split_whitespace().collect::<Vec<_>>().join(" ") {
+        l if l.is_empty() => "(empty)".to_owned(),
+        l => l,
+    };
     match line.char_indices().nth(160) {
         Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_owned(),
+        None => line,
     }
+}
+
+/// The text with the boundary markers' tags taken out (the mock reports
+/// what servers said to the user, who does not need them).
+fn without_markers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest
+        .find("<untrusted-text")
+        .or_else(|| rest.find("</untrusted-text"))
+    {
+        let first_open = rest.find("<untrusted-text").unwrap_or(usize::MAX);
+        let first_close = rest.find("</untrusted-text").unwrap_or(usize::MAX);
+        let start = start.min(first_open).min(first_close);
+        out.push_str(&rest[..start]);
+        rest = match rest[start..].find('>') {
+            Some(end) => &rest[start + end + 1..],
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    out
 }
 
 impl Model for MockModel {

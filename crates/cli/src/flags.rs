@@ -51,6 +51,9 @@ pub(crate) enum RawCommand {
     /// Walk through the demo: two servers, colliding names, an approval,
     /// progress, a truncated result and an outage.
     Demo(DemoArgs),
+    /// Talk to a model that uses the tools (interactive, or one prompt
+    /// with -p).
+    Chat(ChatArgs),
     /// List the tools the model sees, with where they come from.
     Tools,
     /// List the servers: up, down (and why) or tripped.
@@ -138,6 +141,30 @@ pub(crate) struct DemoArgs {
     /// Approve the demo's approval question without asking.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+}
+
+/// `chat`.
+#[derive(Debug, Args)]
+pub(crate) struct ChatArgs {
+    /// The model: anthropic:MODEL (ANTHROPIC_API_KEY), openai:MODEL
+    /// (OPENAI_API_KEY; OPENAI_BASE_URL for local runtimes), script:FILE,
+    /// or mock (offline, on the built-in demo; MOCK=1 does the same).
+    /// Default: the config's "model".
+    #[arg(long, short = 'm', value_name = "PROVIDER:MODEL")]
+    pub(crate) model: Option<String>,
+    /// Run this one prompt, print the answer and exit.
+    #[arg(long, short = 'p', value_name = "PROMPT")]
+    pub(crate) prompt: Option<String>,
+    /// Approve every call the gate asks about, without asking.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+    /// Most model calls per prompt.
+    #[arg(long, value_name = "N", default_value_t = 25)]
+    pub(crate) max_turns: u32,
+    /// End the turn when the model makes the same call N times in a row
+    /// (0: never).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub(crate) loop_guard: u32,
 }
 
 /// `call`.

@@ -102,6 +102,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::AuthStatus { alias } => cmd::auth::status(&settings, alias.as_deref()).await,
         Command::AuthLogout { alias } => cmd::auth::logout(&settings, alias).await,
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
+        Command::Chat(chat) => cmd::chat::run(&settings, chat).await,
         Command::Doctor => cmd::doctor::run(&settings).await,
         Command::Serve { http, yes } => cmd::serve::run(&settings, *http, *yes).await,
         Command::Eval(eval) => cmd::eval::run(&settings, eval).await,

@@ -41,6 +41,7 @@ pub(crate) enum Command {
     Demo {
         yes: bool,
     },
+    Chat(Chat),
     Tools,
     Servers,
     Call {
@@ -115,6 +116,21 @@ pub(crate) enum EvalSubject {
     Assertions,
 }
 
+/// `chat`, resolved.
+#[derive(Debug)]
+pub(crate) struct Chat {
+    /// `--model`, or `mock` under `MOCK=1`; else the config decides.
+    pub(crate) model: Option<String>,
+    /// `-p`: one prompt, then exit.
+    pub(crate) prompt: Option<String>,
+    /// Who answers the gate.
+    pub(crate) approval: Approval,
+    /// Most model calls per prompt.
+    pub(crate) max_turns: u32,
+    /// The loop guard's count.
+    pub(crate) loop_guard: u32,
+}
+
 /// Who answers when the gate asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Approval {
@@ -158,6 +174,19 @@ impl Settings {
         };
         let command = match raw.command {
             RawCommand::Demo(a) => Command::Demo { yes: a.yes },
+            RawCommand::Chat(a) => {
+                if a.max_turns == 0 {
+                    return Err(Failure::usage("--max-turns must be at least 1"));
+                }
+                let mock = std::env::var("MOCK").is_ok_and(|v| !v.is_empty() && v != "0");
+                Command::Chat(Chat {
+                    model: a.model.or_else(|| mock.then(|| "mock".to_owned())),
+                    prompt: a.prompt,
+                    approval: approval(a.yes),
+                    max_turns: a.max_turns,
+                    loop_guard: a.loop_guard,
+                })
+            }
             RawCommand::Tools => Command::Tools,
             RawCommand::Servers => Command::Servers,
             RawCommand::Call(a) => {

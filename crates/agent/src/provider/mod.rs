@@ -27,7 +27,7 @@ use serde_json::Value;
 use switchboard_wire::sse::{SseDecoder, SseEvent};
 use tracing::{debug, warn};
 
-use crate::model::{Collector, EventFn, ModelError, ModelRequest, TurnOutput};
+use crate::model::{Collector, EventFn, ModelError, ModelEvent, ModelRequest, TurnOutput};
 
 /// Largest error body read (the rest is not needed for a message).
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -241,7 +241,10 @@ pub(crate) async fn stream_turn<D: Dialect>(
             body.clone(),
             &mut out,
             &mut |e| {
-                delivered = true;
+                // Once text or a call was shown, a retry would repeat it.
+                if matches!(e, ModelEvent::TextDelta(_) | ModelEvent::ToolCall(_)) {
+                    delivered = true;
+                }
                 sink(e);
             },
         )

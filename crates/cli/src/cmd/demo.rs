@@ -57,7 +57,7 @@ pub(crate) async fn run(settings: &Settings, yes: bool) -> anyhow::Result<()> {
 
 /// The demo config with a third entry, `archive`, at a loopback port where
 /// nothing listens.
-fn demo_loaded() -> Result<Loaded, Failure> {
+pub(crate) fn demo_loaded() -> Result<Loaded, Failure> {
     let shared = Arc::new(std::sync::Mutex::new(DemoTickets::default()));
     let base = demo_env::provider(shared.clone())().map_err(|e| Failure::usage(e.to_string()))?;
     let port = demo_env::empty_port()

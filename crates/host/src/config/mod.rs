@@ -13,6 +13,7 @@ mod expand;
 pub mod format {}
 mod jsonc;
 mod lookup;
+mod model;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -23,6 +24,8 @@ use serde_json::{Map, Value};
 use switchboard_wire::is_valid_alias;
 
 use crate::permission::{Pattern, Rule, RuleKind};
+
+pub use model::ModelConfig;
 
 pub use edit::{ConfigEditError, add_allow_rule};
 pub use lookup::{CONFIG_ENV, ConfigLoader, ConfigOrigin};
@@ -67,6 +70,8 @@ pub struct Config {
     /// Keys of other tools' formats that were accepted but ignored, each a
     /// sentence naming the key, for `doctor`.
     pub notes: Vec<String>,
+    /// The model `switchboard chat` uses unless told otherwise (`"model"`).
+    pub model: Option<ModelConfig>,
 }
 
 /// Default timeouts, before per-server and per-tool ones.
@@ -352,6 +357,7 @@ impl Config {
                 cooldown: DEFAULT_BREAKER_COOLDOWN,
             },
             notes: Vec::new(),
+            model: None,
         }
     }
 
@@ -518,6 +524,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "timeoutMs",
     "startupTimeoutMs",
     "breaker",
+    "model",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -708,6 +715,9 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("breaker") {
             self.breaker(v, &mut config.breaker);
+        }
+        if let Some(v) = root.get("model") {
+            config.model = self.model(v);
         }
         config
     }
