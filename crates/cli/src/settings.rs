@@ -108,8 +108,9 @@ pub(crate) struct EvalSettings {
 /// What `eval` measures.
 #[derive(Debug)]
 pub(crate) enum EvalSubject {
-    /// A model spec (`mock` is the keyword selector).
-    Model(String),
+    /// A model spec (`mock` is the keyword selector); without one, the
+    /// config's `model`.
+    Model(Option<String>),
     /// A deliberately wrong selector.
     Selector(WrongSelector),
     /// The cases themselves (`--check-assertions`).
@@ -321,13 +322,8 @@ fn eval_settings(a: EvalArgs) -> Result<EvalSettings, Failure> {
         EvalSubject::Assertions
     } else if let Some(s) = a.selector {
         EvalSubject::Selector(WrongSelector::parse(&s).map_err(Failure::usage)?)
-    } else if let Some(m) = a.model {
-        EvalSubject::Model(m)
     } else {
-        return Err(Failure::usage(
-            "eval needs a model: --model PROVIDER:MODEL (e.g. anthropic:claude-sonnet-4-5, openai:gpt-4.1-mini), \
-             --model mock (offline), --selector always:TOOL|never, or --check-assertions",
-        ));
+        EvalSubject::Model(a.model)
     };
     if a.repeat == 0 || a.concurrency == 0 {
         return Err(Failure::usage(

@@ -150,13 +150,29 @@ impl Default for RunOptions {
 
 /// Runs every case `options.repeat` times against `model`, at most
 /// `options.concurrency` at once, and judges each run. Tools are never
-/// executed. The results come back in case order.
+/// executed. The results come back in case order. With a concurrency of
+/// 1 the runs go one after the other in file order (what a `script:FILE`
+/// model, whose turns are taken in order, needs).
 pub async fn run_cases(
     model: Arc<dyn Model>,
     cases: &[Case],
     tools: &EvalTools,
     options: &RunOptions,
 ) -> Vec<CaseRuns> {
+    if options.concurrency <= 1 {
+        let mut out = Vec::with_capacity(cases.len());
+        for case in cases {
+            let mut runs = Vec::new();
+            for _ in 0..options.repeat.max(1) {
+                runs.push(one_run(model.as_ref(), case, tools, options).await);
+            }
+            out.push(CaseRuns {
+                case: case.clone(),
+                runs,
+            });
+        }
+        return out;
+    }
     let cases: Arc<Vec<Case>> = Arc::new(cases.to_vec());
     let tools = Arc::new(tools.clone());
     let options = Arc::new(options.clone());
@@ -174,15 +190,7 @@ pub async fn run_cases(
             set.spawn(async move {
                 // The semaphore is never closed: a permit always comes.
                 let _permit = pool.acquire_owned().await.ok();
-                let case = &cases[index];
-                let started = Instant::now();
-                let seen = observe(model.as_ref(), case, &tools, &options).await;
-                let verdict = judge(case, &seen, &tools.catalog, options.follow);
-                let record = RunRecord {
-                    verdict,
-                    got: seen.summary(),
-                    duration: started.elapsed(),
-                };
+                let record = one_run(model.as_ref(), &cases[index], &tools, &options).await;
                 (index, run, record)
             });
         }
@@ -219,7 +227,23 @@ pub async fn run_cases(
         .collect()
 }
 
-/// One run of one case: the model's first turn, and with `follow` one
+/// One run of one case, judged.
+async fn one_run(
+    model: &dyn Model,
+    case: &Case,
+    tools: &EvalTools,
+    options: &RunOptions,
+) -> RunRecord {
+    let started = Instant::now();
+    let seen = observe(model, case, tools, options).await;
+    RunRecord {
+        verdict: judge(case, &seen, &tools.catalog, options.follow),
+        got: seen.summary(),
+        duration: started.elapsed(),
+    }
+}
+
+/// What the model does in one run of one case: its first turn, and with `follow` one
 /// more turn per follow step, each call answered with the step's canned
 /// result.
 async fn observe(

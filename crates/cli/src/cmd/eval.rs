@@ -12,9 +12,10 @@ use switchboard_agent::eval::{
     AssertionCheck, Baseline, Case, ChangeKind, EvalTools, KeywordSelector, PinComparison,
     PinnedViews, Report, check_assertions, junit, load, render_changes, run_cases,
 };
-use switchboard_agent::{Model, model_from_spec};
-use switchboard_host::Host;
+use switchboard_agent::{Model, ModelSettings, ProcessEnv, model_from_spec_with};
+use switchboard_host::config::ModelConfig;
 use switchboard_host::pins::Pins;
+use switchboard_host::{Host, MountOptions};
 
 use crate::exit::Failure;
 use crate::out;
@@ -28,18 +29,43 @@ use crate::settings::{EvalSettings, EvalSubject, Settings};
 /// files that cannot be written, and when the run fails its gate.
 pub(crate) async fn run(settings: &Settings, eval: &EvalSettings) -> anyhow::Result<()> {
     let cases = load(&eval.files).map_err(|e| Failure::usage(e.to_string()))?;
+    let loaded = settings.load_config()?;
     let model: Option<Arc<dyn Model>> = match &eval.subject {
-        EvalSubject::Model(spec) if spec.trim() == "mock" => Some(Arc::new(KeywordSelector)),
-        EvalSubject::Model(spec) => {
-            Some(model_from_spec(spec).map_err(|e| Failure::usage(e.to_string()))?)
-        }
+        EvalSubject::Model(spec) => Some(model(spec.as_deref(), loaded.config.model.as_ref())?),
         EvalSubject::Selector(s) => Some(Arc::new(s.clone())),
         EvalSubject::Assertions => None,
     };
-    let session = Session::open(settings).await?;
+    let session = Session::mount(loaded, MountOptions::default()).await?;
     let result = on_host(&session.host, &cases, model, eval, settings.json).await;
     session.close().await;
     result
+}
+
+/// `--model SPEC`, else the config's `model`; `mock` is the keyword
+/// selector (a stand-in for offline runs, not `chat`'s fixed mock
+/// conversation).
+fn model(spec: Option<&str>, config: Option<&ModelConfig>) -> Result<Arc<dyn Model>, Failure> {
+    let (spec, model_settings) = match (spec, config) {
+        (Some(spec), _) => (spec.trim().to_owned(), ModelSettings::default()),
+        (None, Some(m)) => (
+            m.name.clone(),
+            ModelSettings {
+                base_url: m.base_url.clone(),
+            },
+        ),
+        (None, None) => {
+            return Err(Failure::usage(
+                "eval needs a model: --model PROVIDER:MODEL (anthropic:…, openai:…, script:FILE), \
+                 \"model\" in the config, --model mock (an offline keyword selector), \
+                 --selector always:TOOL|never, or --check-assertions",
+            ));
+        }
+    };
+    if spec == "mock" {
+        return Ok(Arc::new(KeywordSelector));
+    }
+    model_from_spec_with(&spec, &model_settings, &ProcessEnv)
+        .map_err(|e| Failure::usage(e.to_string()))
 }
 
 async fn on_host(
