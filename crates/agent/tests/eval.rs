@@ -456,3 +456,69 @@ async fn against_pins_runs_the_approved_and_the_current_definitions() {
     host.shutdown().await;
     tickets.stop().await;
 }
+
+/// The repository's `evals/` folder.
+fn evals_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../evals")
+}
+
+#[test]
+fn the_schema_and_the_reader_agree_on_the_case_files() {
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(evals_dir().join("schema.json")).unwrap())
+            .unwrap();
+    let validator = jsonschema::options().offline().build(&schema).unwrap();
+    let mut files = 0;
+    for entry in std::fs::read_dir(evals_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() == "schema.json" {
+            continue;
+        }
+        files += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+        assert!(parse(&path, &text).is_ok(), "{}", path.display());
+    }
+    assert!(files >= 1);
+    // The demo's starter set: at least 10 cases, happy / edge / trap 4:3:3.
+    let path = evals_dir().join("demo.json");
+    let set = parse(&path, &std::fs::read_to_string(&path).unwrap()).unwrap();
+    let count = |c| set.iter().filter(|x| x.category == c).count();
+    let (h, e, t) = (
+        count(Category::Happy),
+        count(Category::Edge),
+        count(Category::Trap),
+    );
+    assert!(set.len() >= 10);
+    assert_eq!((h * 3, h * 3), (e * 4, t * 4), "{h}/{e}/{t}");
+    // What the reader refuses, the schema refuses too.
+    let case = |extra: Value| {
+        let mut c =
+            json!({"id": "x", "category": "happy", "utterance": "u", "expect": {"tool": "t"}});
+        for (k, v) in extra.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        json!({"cases": [c]})
+    };
+    for bad in [
+        case(json!({"category": "sometimes"})),
+        case(json!({"conversation": [{"role": "user", "content": "u"}]})),
+        case(json!({"expect": {"tool": "t", "noTool": true}})),
+        case(json!({"expect": {"noTool": true, "arguments": {"exact": {}}}})),
+        case(json!({"expect": {"tool": "t", "arguments": {}}})),
+        case(json!({"expect": {"tool": "t", "arguments": {"exact": {}, "fields": {}}}})),
+        case(json!({"expect": {"tool": "t", "arguments": {"fields": {"q": {"like": "x"}}}}})),
+        case(json!({"expect": {"tool": {"alias": "a"}}})),
+        case(json!({"surprise": 1})),
+        json!({"cases": []}),
+    ] {
+        assert!(!validator.is_valid(&bad), "schema accepts {bad}");
+        let read = parse(Path::new("bad.json"), &bad.to_string());
+        assert!(
+            read.is_err() || read.is_ok_and(|c| c.is_empty()),
+            "reader accepts {bad}"
+        );
+    }
+}
