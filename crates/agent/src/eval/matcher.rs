@@ -111,7 +111,15 @@ impl Observation {
             })
             .collect();
         if calls.is_empty() {
-            return "no tool".into();
+            return match self
+                .text
+                .as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+            {
+                Some(text) => format!("no tool ({:?})", super::report::clip(text, 50)),
+                None => "no tool".into(),
+            };
         }
         calls.join(", then ")
     }
@@ -462,6 +470,11 @@ mod tests {
             seen.summary(),
             r#"mcp__notes__search {"query":"x"}, then mcp__notes__read_note {"id":"standup"}"#
         );
+        let said = Observation {
+            text: Some("Glad it helped!".into()),
+            ..Observation::default()
+        };
+        assert_eq!(said.summary(), r#"no tool ("Glad it helped!")"#);
     }
 
     #[test]
