@@ -22,6 +22,31 @@ selftest_out=$(cargo run --locked --quiet -p switchboard -- selftest) || {
 }
 echo "$selftest_out"
 grep -qx "14 passed, 0 failed" <<<"$selftest_out"
+echo "== chat with the mock model on the demo (offline), as JSON events"
+chat_out=$(cd "$(mktemp -d)" && MOCK=1 SWITCHBOARD_CONFIG= cargo run --locked --quiet \
+  --manifest-path "$OLDPWD/Cargo.toml" -p switchboard -- chat -p "printers?" --json) || {
+  echo "$chat_out"
+  exit 1
+}
+for want in \
+  '"type":"tool_call","id":"mock_0_0","name":"mcp__notes__list_notes"' \
+  '"name":"mcp__tickets__search","is_error":false,"outcome":"ok"' \
+  '"type":"approval","id":"mock_1_0","name":"mcp__notes__search"' \
+  'characters were cut from this result' \
+  '"name":"mcp__archive__search","is_error":true,"outcome":"transport"' \
+  '"type":"usage"'; do
+  grep -qF -- "$want" <<<"$chat_out" || {
+    echo "$chat_out"
+    echo "chat: missing $want"
+    exit 1
+  }
+done
+[ "$(tail -n 1 <<<"$chat_out")" = '{"type":"done","stop":"end_turn"}' ] || {
+  echo "$chat_out"
+  echo "chat: the last event is not done/end_turn"
+  exit 1
+}
+echo "chat: ok ($(wc -l <<<"$chat_out") events)"
 echo "== evals: the demo set with the offline keyword selector (a stand-in, not a model), and the cases' own check"
 cargo run --locked --quiet -p switchboard -- eval evals/demo.json --model mock
 cargo run --locked --quiet -p switchboard -- eval evals/demo.json --check-assertions

@@ -196,14 +196,9 @@ impl Model for MockModel {
                     (text, Vec::new())
                 }
             };
-            // Streamed a word at a time, as a real model would.
-            for (i, word) in text.split(' ').enumerate() {
-                let piece = if i == 0 {
-                    word.to_owned()
-                } else {
-                    format!(" {word}")
-                };
-                out.emit(ModelEvent::TextDelta(piece), events);
+            // Streamed a line at a time, as real models stream pieces.
+            for piece in text.split_inclusive('\n') {
+                out.emit(ModelEvent::TextDelta(piece.to_owned()), events);
             }
             for (n, (name, arguments)) in calls.iter().enumerate() {
                 out.emit(

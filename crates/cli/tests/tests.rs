@@ -10,6 +10,7 @@ mod util;
 mod approval;
 mod auth;
 mod call;
+mod chat;
 mod config;
 mod demo;
 mod eval;

@@ -1,0 +1,236 @@
+//! `switchboard chat`: the mock model's event stream, and a scripted
+//! session under a pseudo-terminal (approval allowed and denied, a server
+//! that is down, a truncated result, Ctrl-C cancelling a call the server
+//! sees cancelled, the loop guard).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard_testutil::{Artifacts, built};
+
+use crate::approval::OnPty;
+use crate::util::{Sandbox, empty_port};
+
+fn events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+#[test]
+fn the_mock_model_runs_its_conversation_on_the_demo_as_json_events() {
+    let sb = Sandbox::new();
+    let run = sb.run(&[
+        "chat",
+        "--model",
+        "mock",
+        "-p",
+        "What do we know about printers?",
+        "--json",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let events = events(&run.stdout);
+    let calls: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "mcp__notes__list_notes",
+            "mcp__notes__search",
+            "mcp__tickets__search",
+            "mcp__notes__read_note",
+            "mcp__archive__search",
+        ],
+        "{run:?}"
+    );
+    let result = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == "tool_result" && e["name"] == name)
+            .unwrap_or_else(|| panic!("no result of {name}"))
+    };
+    // No terminal and no --yes: the gate's question is denied, and says so.
+    let approval = events.iter().find(|e| e["type"] == "approval").unwrap();
+    assert_eq!(approval["name"], "mcp__notes__search");
+    assert_eq!(approval["decision"], "deny");
+    assert_eq!(result("mcp__notes__search")["outcome"], "denied");
+    // tickets' search is allowed by the demo's rules, and reports progress.
+    assert_eq!(result("mcp__tickets__search")["is_error"], false);
+    assert!(events.iter().any(|e| e["type"] == "progress"));
+    // The long note comes back cut to the budget, inside the markers.
+    let note = result("mcp__notes__read_note")["text"].as_str().unwrap();
+    assert!(note.contains("characters were cut"), "{note}");
+    assert!(
+        note.starts_with("<untrusted-text source=\"notes\""),
+        "{note}"
+    );
+    // The server that is down: the model is told why.
+    let down = result("mcp__archive__search");
+    assert_eq!(down["is_error"], true);
+    assert!(
+        down["text"].as_str().unwrap().contains("archive is down"),
+        "{down}"
+    );
+    let n = events.len();
+    assert_eq!(events[n - 2]["type"], "usage");
+    assert_eq!(events[n - 2]["model_calls"], 5);
+    assert_eq!(events[n - 1], json!({"type": "done", "stop": "end_turn"}));
+}
+
+#[test]
+fn mock_env_picks_the_mock_model() {
+    let sb = Sandbox::new();
+    let mut cmd = sb.cmd(&["chat", "-p", "hi", "--json", "--yes"]);
+    cmd.env("MOCK", "1");
+    let run = crate::util::run(cmd);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("\"decision\":\"allow_once\""),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn no_model_is_a_usage_error_that_says_what_to_do() {
+    let sb = Sandbox::new();
+    let run = sb.run(&["chat", "-p", "hi"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("--model mock"), "{run:?}");
+    let mut cmd = sb.cmd(&["chat", "-p", "hi", "--model", "anthropic:claude-x"]);
+    cmd.env_remove("ANTHROPIC_API_KEY");
+    let run = crate::util::run(cmd);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("set ANTHROPIC_API_KEY"), "{run:?}");
+}
+
+#[test]
+fn the_config_names_the_model_and_a_script_error_fails_the_prompt() {
+    let sb = Sandbox::new();
+    let script = sb.write(
+        "s.jsonl",
+        r#"{"expect": [{"contains": "nothing"}], "text": "never"}"#,
+    );
+    let config = sb.config(
+        json!({}),
+        json!({"model": format!("script:{}", script.display())}),
+    );
+    let run = sb.run(&[
+        "--config",
+        config.to_str().unwrap(),
+        "chat",
+        "-p",
+        "hi",
+        "--json",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let events = events(&run.stdout);
+    assert_eq!(events[0]["type"], "error");
+    assert!(
+        events[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("s.jsonl, line 1")
+    );
+}
+
+/// Waits until `path` holds `needle`.
+fn wait_in_file(path: &std::path::Path, needle: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{needle:?} never reached {}:\n{text}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_scripted_session_on_a_terminal() {
+    let sb = Sandbox::new();
+    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    let log = sb.path().join("slow.log");
+    let config = sb.config(
+        json!({
+            "archive": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", empty_port())},
+            "slow": {"command": mock, "args": ["--log", log]},
+        }),
+        json!({"permissions": {"allow": ["mcp__slow__echo", "mcp__slow__never"]}}),
+    );
+    let script = sb.write(
+        "session.jsonl",
+        &[
+            // Turn 1: allowed at the prompt, denied at the prompt, a server
+            // that is down, a result cut to the budget.
+            json!({"text": "Searching.", "tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
+            json!({"expect": [{"is_error": false, "contains": "standup"}], "tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "release"}}]}),
+            json!({"expect": [{"is_error": true, "contains": "declined"}], "tool_calls": [{"name": "mcp__archive__search", "arguments": {}}]}),
+            json!({"expect": [{"is_error": true, "contains": "archive is down"}], "tool_calls": [{"name": "mcp__notes__read_note", "arguments": {"id": "handbook"}}]}),
+            json!({"expect": [{"is_error": false, "contains": "characters were cut"}], "text": "First turn done."}),
+            // Turn 2: a call that never answers, cancelled with Ctrl-C.
+            json!({"tool_calls": [{"name": "mcp__slow__never", "arguments": {}}]}),
+            // Turn 3: the model was told; then the same call three times.
+            json!({"expect": [{"is_error": true, "contains": "cancelled"}], "tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
+            json!({"tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
+            json!({"tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n"),
+    );
+    let model = format!("script:{}", script.display());
+    let mut term = OnPty::start(
+        &sb,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "chat",
+            "--model",
+            &model,
+        ],
+    );
+    term.wait_for("> ");
+    term.type_line("look for printers");
+    let shown = term.wait_for("[N] deny: ");
+    assert!(shown.contains("\"query\": \"printer\""), "{shown}");
+    assert!(shown.contains("→ mcp__notes__search [notes]"), "{shown}");
+    term.type_line("y");
+    term.wait_for("\"query\": \"release\"");
+    term.type_line("n");
+    term.wait_for("\"id\": \"handbook\"");
+    term.type_line("y");
+    let text = term.wait_for("First turn done.");
+    assert!(
+        text.contains("✗ transport Server archive is down"),
+        "{text}"
+    );
+    assert!(text.contains("[tokens:"), "{text}");
+
+    term.type_line("now hang");
+    term.wait_for("→ mcp__slow__never [slow]");
+    // The call is on its way to the server before Ctrl-C.
+    wait_in_file(&log, "\"name\":\"never\"");
+    term.interrupt();
+    term.wait_for("cancelled; Ctrl-C again to quit");
+    let seen = wait_in_file(&log, "notifications/cancelled");
+    assert!(seen.contains("notifications/cancelled"), "{seen}");
+    // The session goes on.
+    term.type_line("try echo");
+    let text = term.wait_for("3 times in a row");
+    assert!(text.contains("✗ loop_guard"), "{text}");
+    // Ctrl-C at the prompt quits.
+    term.wait_for("> ");
+    term.interrupt();
+    let (code, text) = term.finish("3 times in a row");
+    assert_eq!(code, 0, "{text}");
+}
