@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The whole test suite: unit and integration tests, doc tests, and the
-# official MCP conformance suite against our server and client (needs npm;
-# the suite is installed into the user cache on first use).
+# The whole test suite: unit and integration tests, doc tests, the
+# selftest, the demo eval set, and the official MCP conformance suite
+# against our server and client (needs npm; the suite is installed into
+# the user cache on first use).
 # Usage: ./scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +47,9 @@ done
   exit 1
 }
 echo "chat: ok ($(wc -l <<<"$chat_out") events)"
+echo "== evals: the demo set with the offline keyword selector (a stand-in, not a model), and the cases' own check"
+cargo run --locked --quiet -p switchboard -- eval evals/demo.json --model mock
+cargo run --locked --quiet -p switchboard -- eval evals/demo.json --check-assertions
 echo "== official MCP conformance suite: our server"
 ./scripts/conformance-server.sh
 echo "== official MCP conformance suite: our client"

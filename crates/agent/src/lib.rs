@@ -20,6 +20,7 @@
 //! - `spec`: [`model_from_spec`] (`anthropic:…`, `openai:…`,
 //!   `script:FILE`, `mock`).
 //! - `agent`, `toolbox`, `event`, `cancel`, [`prompt`]: the loop.
+//! - [`eval`]: evals of tool selection on the same models and tool table.
 //!
 //! Its place among the layers: above `switchboard-host`, below the CLI;
 //! it knows nothing of terminals or transports.
@@ -41,6 +42,7 @@
 
 mod agent;
 mod cancel;
+pub mod eval;
 mod event;
 mod message;
 mod mock;

@@ -7,4 +7,5 @@ mod util;
 
 mod agent;
 mod anthropic;
+mod eval;
 mod openai;

@@ -76,6 +76,63 @@ pub(crate) enum RawCommand {
     DemoServer(DemoServerArgs),
     /// Check the whole system end to end with real processes and sockets.
     Selftest,
+    /// Measure tool selection: does the model call the right tool with the
+    /// right arguments, or (for a trap) nothing? Tools are never run.
+    Eval(EvalArgs),
+}
+
+/// `eval`.
+#[derive(Debug, Args)]
+pub(crate) struct EvalArgs {
+    /// Case files (see evals/schema.json); by default every evals/*.json
+    /// but schema.json.
+    #[arg(value_name = "FILES")]
+    pub(crate) files: Vec<PathBuf>,
+    /// The model: anthropic:MODEL, openai:MODEL, script:FILE, or mock (an
+    /// offline keyword selector: a stand-in for the demo, not a
+    /// measurement of any model).
+    #[arg(long, short = 'm', value_name = "PROVIDER:MODEL")]
+    pub(crate) model: Option<String>,
+    /// A deliberately wrong selector instead of a model: always:TOOL (calls
+    /// TOOL with decoy arguments every time) or never.
+    #[arg(long, value_name = "always:TOOL|never", conflicts_with = "model")]
+    pub(crate) selector: Option<String>,
+    /// Runs per case; the report shows each case's flakiness.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) repeat: usize,
+    /// Runs in flight at once.
+    #[arg(long, default_value_t = 8, value_name = "C")]
+    pub(crate) concurrency: usize,
+    /// Answer calls with the cases' canned results and judge their
+    /// follow steps (multi-step cases).
+    #[arg(long)]
+    pub(crate) follow: bool,
+    /// The lowest pass rate per category; exit 1 below any of them.
+    #[arg(long, value_name = "happy=0.9,edge=0.8,trap=0.9")]
+    pub(crate) min: Option<String>,
+    /// Weights of the categories in the overall score.
+    #[arg(long, value_name = "happy=4,edge=3,trap=3")]
+    pub(crate) weights: Option<String>,
+    /// Also write the report as JUnit XML to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) junit: Option<PathBuf>,
+    /// Save this run's per-case results to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) save_baseline: Option<PathBuf>,
+    /// Compare with a saved run case by case; exit 1 on a regression.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// Run the set twice, with the tool definitions approved in
+    /// switchboard.lock and with what the servers serve now, and show
+    /// which cases the change broke (exit 1 if any). Run it before
+    /// `pins accept`.
+    #[arg(long, conflicts_with = "selector")]
+    pub(crate) against_pins: bool,
+    /// Test the cases themselves: run them under `never` and under
+    /// `always:TOOL` for every tool; a case that still passes cannot fail
+    /// and is reported as broken (exit 1).
+    #[arg(long, conflicts_with_all = ["model", "selector", "against_pins", "baseline", "save_baseline", "junit"])]
+    pub(crate) check_assertions: bool,
 }
 
 /// `demo`.
@@ -152,11 +209,17 @@ pub(crate) struct AuditArgs {
     pub(crate) action: AuditAction,
 }
 
-/// `audit verify`.
+/// `audit verify|stats`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum AuditAction {
     /// Check the hash chain of the audit log; exit 1 if it is broken.
     Verify {
+        /// The log; by default the config's `audit` path.
+        file: Option<PathBuf>,
+    },
+    /// Per tool: calls, error rate, denials, p50/p95/max duration (highest
+    /// error rate first).
+    Stats {
         /// The log; by default the config's `audit` path.
         file: Option<PathBuf>,
     },

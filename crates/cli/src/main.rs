@@ -87,6 +87,13 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
             };
             cmd::audit::verify(config.as_ref(), file.clone(), json)
         }
+        Command::AuditStats { file } => {
+            let config = match file {
+                Some(_) => None,
+                None => Some(settings.load_config()?.config),
+            };
+            cmd::audit::stats(config.as_ref(), file.clone(), json)
+        }
         Command::AuthLogin {
             alias,
             open_browser,
@@ -98,6 +105,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::Chat(chat) => cmd::chat::run(&settings, chat).await,
         Command::Doctor => cmd::doctor::run(&settings).await,
         Command::Serve { http, yes } => cmd::serve::run(&settings, *http, *yes).await,
+        Command::Eval(eval) => cmd::eval::run(&settings, eval).await,
         Command::Tools
         | Command::Servers
         | Command::Call { .. }

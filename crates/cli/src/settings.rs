@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
+use switchboard_agent::eval::{Policy, RunOptions, WrongSelector, parse_per_category};
 use switchboard_host::{Config, ConfigOrigin};
 use switchboard_wire::JsonObject;
 use switchboard_wire::types::value_kind;
@@ -15,8 +16,8 @@ use switchboard_wire::types::value_kind;
 use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
 use crate::flags::{
-    AuditAction, AuthAction, DemoServerKind, InspectArgs, PinsAction, RawArgs, RawCommand,
-    ServeArgs,
+    AuditAction, AuthAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction, RawArgs,
+    RawCommand, ServeArgs,
 };
 
 /// Everything a command needs, resolved.
@@ -55,6 +56,9 @@ pub(crate) enum Command {
     AuditVerify {
         file: Option<PathBuf>,
     },
+    AuditStats {
+        file: Option<PathBuf>,
+    },
     AuthLogin {
         alias: String,
         open_browser: bool,
@@ -77,6 +81,40 @@ pub(crate) enum Command {
         port: u16,
     },
     Selftest,
+    Eval(EvalSettings),
+}
+
+/// `eval`, checked.
+#[derive(Debug)]
+pub(crate) struct EvalSettings {
+    /// The case files.
+    pub(crate) files: Vec<PathBuf>,
+    /// What is measured.
+    pub(crate) subject: EvalSubject,
+    /// Repeat, concurrency, follow.
+    pub(crate) options: RunOptions,
+    /// Thresholds and weights.
+    pub(crate) policy: Policy,
+    /// `--junit FILE`.
+    pub(crate) junit: Option<PathBuf>,
+    /// `--save-baseline FILE`.
+    pub(crate) save_baseline: Option<PathBuf>,
+    /// `--baseline FILE`.
+    pub(crate) baseline: Option<PathBuf>,
+    /// `--against-pins`.
+    pub(crate) against_pins: bool,
+}
+
+/// What `eval` measures.
+#[derive(Debug)]
+pub(crate) enum EvalSubject {
+    /// A model spec (`mock` is the keyword selector); without one, the
+    /// config's `model`.
+    Model(Option<String>),
+    /// A deliberately wrong selector.
+    Selector(WrongSelector),
+    /// The cases themselves (`--check-assertions`).
+    Assertions,
 }
 
 /// `chat`, resolved.
@@ -172,6 +210,7 @@ impl Settings {
             },
             RawCommand::Audit(a) => match a.action {
                 AuditAction::Verify { file } => Command::AuditVerify { file },
+                AuditAction::Stats { file } => Command::AuditStats { file },
             },
             RawCommand::Auth(a) => match a.action {
                 AuthAction::Login {
@@ -206,6 +245,7 @@ impl Settings {
                 port: a.port,
             },
             RawCommand::Selftest => Command::Selftest,
+            RawCommand::Eval(a) => Command::Eval(eval_settings(a)?),
         };
         Ok(Settings {
             config_path: raw.config,
@@ -275,6 +315,74 @@ fn parse_arguments(text: Option<&str>) -> Result<Option<JsonObject>, Failure> {
             "ARGS_JSON is not valid JSON ({e}); write an object like '{{\"query\": \"printer\"}}'"
         ))),
     }
+}
+
+fn eval_settings(a: EvalArgs) -> Result<EvalSettings, Failure> {
+    let subject = if a.check_assertions {
+        EvalSubject::Assertions
+    } else if let Some(s) = a.selector {
+        EvalSubject::Selector(WrongSelector::parse(&s).map_err(Failure::usage)?)
+    } else {
+        EvalSubject::Model(a.model)
+    };
+    if a.repeat == 0 || a.concurrency == 0 {
+        return Err(Failure::usage(
+            "--repeat and --concurrency must be at least 1",
+        ));
+    }
+    let defaults = Policy::default();
+    let min = match &a.min {
+        Some(text) => parse_per_category(text, &defaults.min, true)
+            .map_err(|e| Failure::usage(format!("--min {e}")))?,
+        None => defaults.min,
+    };
+    let weights = match &a.weights {
+        Some(text) => parse_per_category(text, &defaults.weights, false)
+            .map_err(|e| Failure::usage(format!("--weights {e}")))?,
+        None => defaults.weights,
+    };
+    let files = if a.files.is_empty() {
+        default_case_files()?
+    } else {
+        a.files
+    };
+    Ok(EvalSettings {
+        files,
+        subject,
+        options: RunOptions {
+            repeat: a.repeat,
+            concurrency: a.concurrency,
+            follow: a.follow,
+            ..RunOptions::default()
+        },
+        policy: Policy { min, weights },
+        junit: a.junit,
+        save_baseline: a.save_baseline,
+        baseline: a.baseline,
+        against_pins: a.against_pins,
+    })
+}
+
+/// Every `evals/*.json` but `schema.json`, in name order.
+fn default_case_files() -> Result<Vec<PathBuf>, Failure> {
+    let none = || {
+        Failure::usage(
+            "no case files: give them (e.g. evals/demo.json), or run where evals/*.json are",
+        )
+    };
+    let entries = std::fs::read_dir("evals").map_err(|_| none())?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json")
+                && p.file_name().is_some_and(|n| n != "schema.json")
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(none());
+    }
+    Ok(files)
 }
 
 fn inspect_target(a: InspectArgs) -> Result<InspectTarget, Failure> {

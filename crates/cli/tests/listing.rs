@@ -131,6 +131,7 @@ fn every_command_has_help() {
         vec!["pins", "accept", "--help"],
         vec!["audit", "--help"],
         vec!["audit", "verify", "--help"],
+        vec!["audit", "stats", "--help"],
         vec!["doctor", "--help"],
         vec!["inspect", "--help"],
         vec!["serve", "--help"],

@@ -1,4 +1,4 @@
-//! `pins list|accept` and `audit verify`.
+//! `pins list|accept`, `audit verify` and `audit stats`.
 
 use serde_json::json;
 
@@ -145,5 +145,58 @@ fn audit_verify_passes_then_catches_an_edit() {
     assert!(run.stderr.contains("broken"), "{run:?}");
     // The demo keeps no log: saying so is a usage error.
     let run = sb.run(&["audit", "verify"]);
+    assert_eq!(run.code, 1, "{run:?}");
+}
+
+#[test]
+fn audit_stats_counts_calls_and_errors_per_tool() {
+    let sb = Sandbox::new();
+    let config = sb.config(json!({}), json!({"audit": "audit.jsonl"}));
+    let config = config.to_str().unwrap();
+    for id in ["welcome", "standup", "no-such-note"] {
+        let args = format!(r#"{{"id":"{id}"}}"#);
+        sb.run(&[
+            "--config",
+            config,
+            "call",
+            "mcp__notes__read_note",
+            &args,
+            "--yes",
+        ]);
+    }
+    sb.run(&[
+        "--config",
+        config,
+        "call",
+        "mcp__notes__list_notes",
+        "--yes",
+    ]);
+    let run = sb.run(&["--config", config, "--json", "audit", "stats"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let stats = run.json();
+    assert_eq!(stats["records"], 4, "{run:?}");
+    let tools = stats["tools"].as_array().unwrap();
+    // Error rate first: read_note (1 of 3 failed) before list_notes.
+    assert_eq!(tools[0]["tool"], "mcp__notes__read_note", "{run:?}");
+    assert_eq!(tools[0]["calls"], 3);
+    assert_eq!(tools[0]["errors"], 1);
+    assert!(tools[0]["p95Ms"].is_u64(), "{run:?}");
+    assert_eq!(tools[1]["tool"], "mcp__notes__list_notes");
+    assert_eq!(tools[1]["errorRate"], 0.0);
+
+    // People get a table; a damaged line is named and skipped.
+    let log = sb.path().join("audit.jsonl");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("{half a line\n");
+    std::fs::write(&log, text).unwrap();
+    let run = sb.run(&["audit", "stats", log.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let header = run.stdout.lines().next().unwrap();
+    assert!(header.starts_with("TOOL"), "{run:?}");
+    assert!(header.find("ERROR RATE") < header.find("P95"), "{run:?}");
+    assert!(run.stdout.contains("33.3%"), "{run:?}");
+    assert!(run.stderr.contains(":5: skipped"), "{run:?}");
+    // No log at all is a usage error.
+    let run = sb.run(&["audit", "stats"]);
     assert_eq!(run.code, 1, "{run:?}");
 }

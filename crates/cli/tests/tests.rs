@@ -13,6 +13,7 @@ mod call;
 mod chat;
 mod config;
 mod demo;
+mod eval;
 mod inspect;
 mod listing;
 mod serve;

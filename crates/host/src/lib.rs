@@ -21,6 +21,8 @@
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
 //! - [`audit`]: the hash-chained audit log and its verifier.
+//! - [`audit_stats`]: per-tool calls, error rate and p50/p95 durations
+//!   from the audit log.
 //! - [`auth`]: OAuth for remote servers (which servers use it, their
 //!   `oauth` settings, the per-user token store, "needs login").
 //! - `breaker`, `upstream`, `host`: per-server health, connections and the
@@ -55,6 +57,7 @@
 
 pub mod approver;
 pub mod audit;
+pub mod audit_stats;
 pub mod auth;
 mod breaker;
 pub mod budget;

@@ -202,6 +202,25 @@ impl Pins {
         Ok(())
     }
 
+    /// The approved definition of the tool `name` of `alias`, as the
+    /// lockfile records it (name, description, input schema, annotations),
+    /// for showing the model what was approved (`eval --against-pins`).
+    ///
+    /// # Returns
+    /// `None` when the tool was never approved, or its entry keeps only
+    /// the hash (no input schema recorded).
+    pub fn approved(&self, alias: &str, name: &str) -> Option<Tool> {
+        let data = self.lock();
+        let entry = data.tools.get(alias)?.get(name)?;
+        let Value::Object(schema) = &entry.input_schema else {
+            return None;
+        };
+        let mut tool = Tool::new(name, "", schema.clone());
+        tool.description = entry.description.clone();
+        tool.annotations = serde_json::from_value(entry.annotations.clone()).ok();
+        Some(tool)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, LockData> {
         // A panic while holding the lock leaves valid data behind.
         self.data
@@ -441,6 +460,38 @@ mod tests {
         let reread = Pins::open(&path).unwrap();
         assert_eq!(render(&reread.lock()), text);
         assert_eq!(reread.state("b", &tool("d")), PinState::Pinned);
+    }
+
+    #[test]
+    fn the_approved_definition_comes_back_from_the_lockfile() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("switchboard.lock");
+        let mut t = tool("Search notes.");
+        t.annotations = Some(ToolAnnotations {
+            read_only_hint: Some(true),
+            ..ToolAnnotations::default()
+        });
+        Pins::open(&path).unwrap().pin("notes", &t).unwrap();
+        let pins = Pins::open(&path).unwrap();
+        let approved = pins.approved("notes", "search").unwrap();
+        // The same definition: its fingerprint is the pinned one.
+        assert_eq!(fingerprint(&approved), fingerprint(&t));
+        assert_eq!(approved.description.as_deref(), Some("Search notes."));
+        assert_eq!(pins.state("notes", &approved), PinState::Pinned);
+        assert!(pins.approved("notes", "other").is_none());
+        assert!(pins.approved("tickets", "search").is_none());
+        // An entry with its hash only (no schema recorded) has no definition.
+        std::fs::write(
+            &path,
+            r#"{"tools": {"notes": {"search": {"sha256": "00"}}}, "version": 1}"#,
+        )
+        .unwrap();
+        assert!(
+            Pins::open(&path)
+                .unwrap()
+                .approved("notes", "search")
+                .is_none()
+        );
     }
 
     #[test]

@@ -64,6 +64,18 @@ pub struct ServerTools<'a> {
 /// left out with the client's reasons.
 pub type Listed = (String, Vec<Tool>, Vec<Dropped>);
 
+/// What the model reads of `tool` of `alias`: the description (`[from
+/// alias]` and the cleaned server text inside boundary markers) and the
+/// input schema with its descriptions and titles cleaned.
+pub fn model_view(alias: &str, tool: &Tool) -> (String, JsonObject) {
+    let mut input_schema = tool.input_schema.clone();
+    sanitize::clean_schema(&mut input_schema);
+    (
+        sanitize::model_description(alias, tool.description.as_deref()),
+        input_schema,
+    )
+}
+
 /// The table: entries in name order, plus the reverse map.
 #[derive(Debug, Clone, Default)]
 pub struct ToolTable {
@@ -143,10 +155,9 @@ impl ToolTable {
             } else {
                 name
             };
-            let mut input_schema = tool.input_schema.clone();
-            sanitize::clean_schema(&mut input_schema);
+            let (description, input_schema) = model_view(alias, tool);
             entries.push(TableEntry {
-                description: sanitize::model_description(alias, tool.description.as_deref()),
+                description,
                 local_name,
                 alias: alias.to_owned(),
                 fingerprint: crate::pins::fingerprint(tool),

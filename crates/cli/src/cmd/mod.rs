@@ -7,6 +7,7 @@ pub(crate) mod chat;
 pub(crate) mod demo;
 pub(crate) mod demo_server;
 pub(crate) mod doctor;
+pub(crate) mod eval;
 pub(crate) mod inspect;
 pub(crate) mod pins;
 pub(crate) mod selftest;

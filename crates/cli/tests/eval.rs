@@ -1,0 +1,325 @@
+//! `switchboard eval`: the demo set with the offline keyword selector,
+//! JUnit and JSON output, wrong selectors and the assertion check,
+//! baselines, thresholds, and the gate against the approved pins.
+
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::util::Sandbox;
+
+/// The repository's starter set.
+fn demo_set() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../evals/demo.json")
+        .display()
+        .to_string()
+}
+
+/// A copy of the demo set with one case's expectation changed so that the
+/// keyword selector fails it.
+fn broken_demo_set(sb: &Sandbox) -> String {
+    let mut set: Value =
+        serde_json::from_str(&std::fs::read_to_string(demo_set()).unwrap()).unwrap();
+    for case in set["cases"].as_array_mut().unwrap() {
+        if case["id"] == "read-note-by-id" {
+            case["expect"]["arguments"] = json!({"exact": {"id": "welcome"}});
+        }
+    }
+    sb.write("broken.json", &set.to_string())
+        .display()
+        .to_string()
+}
+
+fn rate(report: &Value, category: &str) -> f64 {
+    report["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["category"] == category)
+        .unwrap()["rate"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn the_demo_set_passes_offline_with_the_mock_selector() {
+    let sb = Sandbox::new();
+    let set = demo_set();
+    let run = sb.run(&["eval", &set, "--model", "mock", "--junit", "junit.xml"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for line in [
+        "happy     4      4/4     100.0%",
+        "edge      3      3/3     100.0%",
+        "trap      3      3/3     100.0%",
+        "score (weighted): 100.0%",
+    ] {
+        assert!(run.stdout.contains(line), "{line}\n{run:?}");
+    }
+    let junit = std::fs::read_to_string(sb.path().join("junit.xml")).unwrap();
+    assert!(junit.starts_with("<?xml"), "{junit}");
+    assert!(
+        junit.contains(r#"<testsuites name="switchboard eval" tests="10" failures="0" errors="0""#),
+        "{junit}"
+    );
+    assert_eq!(junit.matches("<testcase ").count(), 10);
+
+    let run = sb.run(&["eval", &set, "--model", "mock", "--repeat", "2", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let report = &run.json()["report"];
+    assert_eq!(report["repeat"], 2);
+    for c in ["happy", "edge", "trap"] {
+        assert_eq!(rate(report, c), 1.0, "{c}");
+    }
+    assert!(
+        report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["flaky"] == false)
+    );
+}
+
+#[test]
+fn wrong_selectors_fail_the_other_direction_and_the_demo_set_can_fail() {
+    let sb = Sandbox::new();
+    let set = demo_set();
+    let run = sb.run(&["eval", &set, "--selector", "never", "--json"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = &run.json()["report"];
+    assert_eq!(rate(report, "happy"), 0.0);
+    assert_eq!(rate(report, "edge"), 0.0);
+    assert_eq!(rate(report, "trap"), 1.0);
+    let run = sb.run(&[
+        "eval",
+        &set,
+        "--selector",
+        "always:mcp__notes__read_note",
+        "--json",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let report = &run.json()["report"];
+    assert_eq!(rate(report, "trap"), 0.0);
+    // Even the cases that expect read_note fail: the decoy id is wrong.
+    assert_eq!(rate(report, "happy"), 0.0);
+
+    let run = sb.run(&["eval", &set, "--check-assertions"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("10 case(s) checked"), "{run:?}");
+    assert!(!run.stdout.contains("BROKEN"), "{run:?}");
+
+    // A case written with a permissive matcher cannot fail: it is flagged.
+    let loose = sb.write(
+        "loose.json",
+        &json!({"cases": [
+            {"id": "loose", "category": "happy", "utterance": "search my notes for printer",
+             "expect": {"tool": "mcp__notes__search", "arguments": {"fields": {"query": {"present": true}}}}},
+            {"id": "tight", "category": "trap", "utterance": "thanks", "expect": {"noTool": true}}
+        ]})
+        .to_string(),
+    );
+    let run = sb.run(&["eval", loose.to_str().unwrap(), "--check-assertions"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "BROKEN  loose (happy): passes under always:mcp__notes__search with decoy arguments"
+        ),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("ok      tight (trap)"), "{run:?}");
+    assert!(run.stderr.contains("1 case(s) cannot fail"), "{run:?}");
+}
+
+#[test]
+fn baselines_and_thresholds_decide_the_exit() {
+    let sb = Sandbox::new();
+    let run = sb.run(&[
+        "eval",
+        &demo_set(),
+        "--model",
+        "mock",
+        "--save-baseline",
+        "base.json",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(sb.path().join("base.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        saved["cases"]["read-note-by-id"],
+        json!({"category": "happy", "passed": 1, "runs": 1})
+    );
+
+    let broken = broken_demo_set(&sb);
+    let run = sb.run(&[
+        "eval",
+        &broken,
+        "--model",
+        "mock",
+        "--baseline",
+        "base.json",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("read-note-by-id  REGRESSION  pass (1/1)  fail (0/1)"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains(
+            "read-note-by-id  happy     mcp__notes__read_note (exactly {\"id\":\"welcome\"})"
+        ),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr
+            .contains("below the threshold: happy 75.0% < 90.0%; 1 case(s) regressed"),
+        "{run:?}"
+    );
+    // A lower bar passes the thresholds, but the regression still fails.
+    let run = sb.run(&["eval", &broken, "--model", "mock", "--min", "happy=0.75"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let run = sb.run(&[
+        "eval",
+        &broken,
+        "--model",
+        "mock",
+        "--min",
+        "happy=0.75",
+        "--baseline",
+        "base.json",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let run = sb.run(&["eval", &broken, "--model", "mock", "--min", "happy=75"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("between 0 and 1"), "{run:?}");
+}
+
+#[test]
+fn against_pins_shows_the_cases_a_description_change_broke() {
+    let sb = Sandbox::new();
+    let config = sb.config(json!({}), json!({}));
+    let config = config.to_str().unwrap();
+    let run = sb.run(&["--config", config, "pins", "accept", "notes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    // The approved list_notes said it gives a summary; what the server
+    // serves now does not (the lockfile stands in for the older server).
+    let lockfile = sb.path().join("switchboard.lock");
+    let mut lock: Value =
+        serde_json::from_str(&std::fs::read_to_string(&lockfile).unwrap()).unwrap();
+    let entry = &mut lock["tools"]["notes"]["list_notes"];
+    entry["description"] = json!("A summary of every note: id, title and length.");
+    entry["sha256"] = json!("0000");
+    std::fs::write(&lockfile, lock.to_string()).unwrap();
+    let cases = sb.write(
+        "cases.json",
+        &json!({"cases": [
+            {"id": "notes-overview", "category": "happy", "utterance": "Give me an overview of my notes",
+             "expect": {"tool": "mcp__notes__list_notes"}},
+            {"id": "notes-search", "category": "happy", "utterance": "Search my notes for the printer",
+             "expect": {"tool": "mcp__notes__search", "arguments": {"fields": {"query": {"regex": "printer"}}}}}
+        ]})
+        .to_string(),
+    );
+    let cases = cases.to_str().unwrap();
+    let run = sb.run(&[
+        "--config",
+        config,
+        "eval",
+        cases,
+        "--model",
+        "mock",
+        "--against-pins",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("Tools changed since approval: mcp__notes__list_notes"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("notes-overview  REGRESSION  pass (1/1)  fail (0/1)"),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("1 case(s) got worse"), "{run:?}");
+    assert!(
+        run.stderr.contains("break 1 case(s): notes-overview"),
+        "{run:?}"
+    );
+    let run = sb.run(&[
+        "--config",
+        config,
+        "--json",
+        "eval",
+        cases,
+        "--model",
+        "mock",
+        "--against-pins",
+    ]);
+    let comparison = run.json();
+    assert_eq!(comparison["broken"][0]["id"], "notes-overview", "{run:?}");
+    assert_eq!(rate(&comparison["approved"], "happy"), 1.0);
+    assert_eq!(rate(&comparison["now"], "happy"), 0.5);
+    // The eval approved nothing.
+    let run = sb.run(&["--config", config, "--json", "pins", "list"]);
+    let list = run.json();
+    let pin = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "mcp__notes__list_notes")
+        .unwrap();
+    assert_eq!(pin["state"], "changed");
+
+    // Once accepted there is nothing to compare: one plain run.
+    sb.run(&[
+        "--config",
+        config,
+        "pins",
+        "accept",
+        "mcp__notes__list_notes",
+    ]);
+    let run = sb.run(&[
+        "--config",
+        config,
+        "eval",
+        cases,
+        "--model",
+        "mock",
+        "--against-pins",
+        "--min",
+        "happy=0.5",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("No tool differs from its approved definition"),
+        "{run:?}"
+    );
+}
+
+#[test]
+fn bad_case_files_and_missing_models_are_clear_errors() {
+    let sb = Sandbox::new();
+    let bad = sb.write(
+        "bad.json",
+        &json!({"cases": [{"id": "t", "category": "trap", "utterance": "hi", "expect": {"tool": "x"}}]}).to_string(),
+    );
+    let run = sb.run(&["eval", bad.to_str().unwrap(), "--model", "mock"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("bad.json: case t: a trap case expects no tool"),
+        "{run:?}"
+    );
+    let run = sb.run(&["eval", &demo_set()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("eval needs a model"), "{run:?}");
+    let run = sb.run(&["eval", "--model", "mock"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("no case files"), "{run:?}");
+    let run = sb.run(&["eval", &demo_set(), "--selector", "sometimes"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("always:TOOL"), "{run:?}");
+}

@@ -1,0 +1,258 @@
+//! Per-tool figures from the audit log: calls, error rate, and the p50 and
+//! p95 of their durations (`switchboard audit stats`).
+//!
+//! A pure function over the log's lines ([`stats`]), so it reads a log that
+//! another process is appending to without taking its lock, and tests need
+//! no file. The figures pair with evals: an eval says whether the model
+//! picks a tool, these say what happens when it does.
+//!
+//! - **Errors** are every outcome except `ok` and `denied` (a tool error, a
+//!   protocol error, a timeout, an unreachable server, an open breaker, an
+//!   unknown tool, a missing login). A denial is the user's decision, not a
+//!   failure of the tool: it is counted on its own and left out of the error
+//!   rate and of the durations (a denied call's time is mostly someone
+//!   reading a prompt).
+//! - **Durations** are the wall time the host recorded, as percentiles by
+//!   the nearest-rank method; never a mean, which one slow call drags away
+//!   from what most calls take.
+//! - A line that is not an audit record is skipped and reported with its
+//!   line number; the rest still count.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::audit::{AuditError, AuditRecord, Outcome};
+
+/// The figures of one tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolStats {
+    /// The model-facing name called.
+    pub tool: String,
+    /// The server's alias, as recorded (`None` for an unknown tool).
+    pub alias: Option<String>,
+    /// Every recorded call.
+    pub calls: u64,
+    /// Calls that failed (any outcome but `ok` and `denied`).
+    pub errors: u64,
+    /// Calls the gate refused.
+    pub denied: u64,
+    /// Median duration of the calls that were not denied, in ms.
+    pub p50_ms: Option<u64>,
+    /// 95th percentile of the same durations, in ms.
+    pub p95_ms: Option<u64>,
+    /// The longest of them, in ms.
+    pub max_ms: Option<u64>,
+}
+
+impl ToolStats {
+    /// Errors over the calls that were not denied; 0 when every call was
+    /// denied.
+    pub fn error_rate(&self) -> f64 {
+        let attempted = self.calls - self.denied;
+        if attempted == 0 {
+            0.0
+        } else {
+            self.errors as f64 / attempted as f64
+        }
+    }
+}
+
+/// What [`stats`] found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AuditStats {
+    /// Records read.
+    pub records: usize,
+    /// One entry per tool, highest error rate first, then most calls.
+    pub tools: Vec<ToolStats>,
+    /// Lines that are not audit records, with why.
+    pub skipped: Vec<SkippedLine>,
+}
+
+/// A line [`stats`] could not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedLine {
+    /// 1-based line number.
+    pub line: usize,
+    /// Why it was skipped.
+    pub why: String,
+}
+
+/// The figures of the log whose lines are `lines` (blank lines are
+/// ignored).
+pub fn stats<'a>(lines: impl IntoIterator<Item = &'a str>) -> AuditStats {
+    #[derive(Default)]
+    struct Acc {
+        alias: Option<String>,
+        calls: u64,
+        errors: u64,
+        denied: u64,
+        durations: Vec<u64>,
+    }
+    let mut by_tool: HashMap<String, Acc> = HashMap::new();
+    let mut out = AuditStats::default();
+    for (i, line) in lines.into_iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: AuditRecord = match serde_json::from_str(line) {
+            Ok(r) => r,
+            Err(e) => {
+                out.skipped.push(SkippedLine {
+                    line: i + 1,
+                    why: format!("not an audit record: {e}"),
+                });
+                continue;
+            }
+        };
+        out.records += 1;
+        let acc = by_tool.entry(record.tool).or_default();
+        if acc.alias.is_none() {
+            acc.alias = record.alias;
+        }
+        acc.calls += 1;
+        match record.outcome {
+            Outcome::Ok => acc.durations.push(record.duration_ms),
+            Outcome::Denied => acc.denied += 1,
+            _ => {
+                acc.errors += 1;
+                acc.durations.push(record.duration_ms);
+            }
+        }
+    }
+    out.tools = by_tool
+        .into_iter()
+        .map(|(tool, mut acc)| {
+            acc.durations.sort_unstable();
+            ToolStats {
+                tool,
+                alias: acc.alias,
+                calls: acc.calls,
+                errors: acc.errors,
+                denied: acc.denied,
+                p50_ms: percentile(&acc.durations, 50),
+                p95_ms: percentile(&acc.durations, 95),
+                max_ms: acc.durations.last().copied(),
+            }
+        })
+        .collect();
+    out.tools.sort_by(|a, b| {
+        b.error_rate()
+            .total_cmp(&a.error_rate())
+            .then_with(|| b.calls.cmp(&a.calls))
+            .then_with(|| a.tool.cmp(&b.tool))
+    });
+    out
+}
+
+/// [`stats`] of the log file at `path`.
+///
+/// # Errors
+/// [`AuditError::Io`] when the file cannot be read.
+pub fn stats_of_file(path: &Path) -> Result<AuditStats, AuditError> {
+    let bytes = std::fs::read(path).map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    // A line that is not UTF-8 becomes a skipped line, not a failed read.
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(stats(text.split('\n')))
+}
+
+/// The nearest-rank `p`th percentile of `sorted` (ascending).
+fn percentile(sorted: &[u64], p: u64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let n = sorted.len() as u64;
+    // rank = ceil(p/100 · n), at least 1.
+    let rank = (p * n).div_ceil(100).max(1);
+    let index = usize::try_from(rank - 1).unwrap_or(usize::MAX);
+    sorted.get(index).or(sorted.last()).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::AuditLog;
+
+    fn line(tool: &str, outcome: &str, ms: u64) -> String {
+        format!(
+            r#"{{"seq":1,"prev":"0","time":"2026-12-01T00:00:00.000Z","alias":"notes","tool":"{tool}","originalTool":"x","argumentNames":[],"argumentsSha256":"","decision":"allow","decidedBy":"rule","outcome":"{outcome}","isError":false,"durationMs":{ms},"hash":"0"}}"#
+        )
+    }
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50), Some(50));
+        assert_eq!(percentile(&v, 95), Some(95));
+        assert_eq!(percentile(&[7], 95), Some(7));
+        assert_eq!(percentile(&[1, 2], 50), Some(1));
+        assert_eq!(percentile(&[1, 2], 95), Some(2));
+        assert_eq!(percentile(&[], 50), None);
+    }
+
+    #[test]
+    fn per_tool_calls_error_rate_and_p95_with_denials_apart() {
+        let mut lines = Vec::new();
+        // search: 20 calls, 19 fast and one very slow; p95 is not dragged
+        // to the slow one the way a mean would be.
+        for _ in 0..19 {
+            lines.push(line("mcp__notes__search", "ok", 10));
+        }
+        lines.push(line("mcp__notes__search", "ok", 5000));
+        // read: 4 calls, one timeout, one tool error, one denied.
+        lines.push(line("mcp__notes__read_note", "ok", 30));
+        lines.push(line("mcp__notes__read_note", "timeout", 1000));
+        lines.push(line("mcp__notes__read_note", "tool_error", 20));
+        lines.push(line("mcp__notes__read_note", "denied", 90000));
+        lines.push(String::new());
+        lines.push("not json".into());
+        let s = stats(lines.iter().map(String::as_str));
+        assert_eq!(s.records, 24);
+        assert_eq!(s.skipped.len(), 1);
+        assert_eq!(s.skipped[0].line, 26);
+        // Highest error rate first.
+        let read = &s.tools[0];
+        assert_eq!(read.tool, "mcp__notes__read_note");
+        assert_eq!((read.calls, read.errors, read.denied), (4, 2, 1));
+        assert!((read.error_rate() - 2.0 / 3.0).abs() < 1e-9);
+        // The denied call's 90 s are not a duration of the tool.
+        assert_eq!(read.max_ms, Some(1000));
+        assert_eq!(read.p50_ms, Some(30));
+        let search = &s.tools[1];
+        assert_eq!((search.calls, search.errors), (20, 0));
+        assert_eq!(search.p50_ms, Some(10));
+        assert_eq!(search.p95_ms, Some(10));
+        assert_eq!(search.max_ms, Some(5000));
+        assert_eq!(search.alias.as_deref(), Some("notes"));
+    }
+
+    #[test]
+    fn only_denied_calls_have_no_durations_and_no_error_rate() {
+        let l = line("t", "denied", 5);
+        let s = stats([l.as_str()]);
+        assert_eq!(s.tools[0].error_rate(), 0.0);
+        assert_eq!(s.tools[0].p95_ms, None);
+    }
+
+    #[test]
+    fn reads_what_the_audit_log_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        for (outcome, ms) in [(Outcome::Ok, 3), (Outcome::Transport, 8)] {
+            let mut r = AuditRecord::new("mcp__a__t", None);
+            r.alias = Some("a".into());
+            r.outcome = outcome;
+            r.duration_ms = ms;
+            log.append(&r).unwrap();
+        }
+        let s = stats_of_file(&path).unwrap();
+        assert!(s.skipped.is_empty(), "{:?}", s.skipped);
+        assert_eq!(s.tools.len(), 1);
+        assert_eq!((s.tools[0].calls, s.tools[0].errors), (2, 1));
+        assert_eq!(s.tools[0].p95_ms, Some(8));
+        assert!(stats_of_file(&dir.path().join("missing")).is_err());
+    }
+}
