@@ -13,6 +13,7 @@ mod expand;
 pub mod format {}
 mod jsonc;
 mod lookup;
+mod roots;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -64,6 +65,9 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// Breaker settings, shared by every server.
     pub breaker: BreakerConfig,
+    /// The folders servers may ask about (`roots/list`); `None`: the
+    /// working directory.
+    pub roots: Option<Vec<PathBuf>>,
     /// Keys of other tools' formats that were accepted but ignored, each a
     /// sentence naming the key, for `doctor`.
     pub notes: Vec<String>,
@@ -352,6 +356,7 @@ impl Config {
                 cooldown: DEFAULT_BREAKER_COOLDOWN,
             },
             notes: Vec::new(),
+            roots: None,
         }
     }
 
@@ -518,6 +523,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "timeoutMs",
     "startupTimeoutMs",
     "breaker",
+    "roots",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -708,6 +714,9 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("breaker") {
             self.breaker(v, &mut config.breaker);
+        }
+        if let Some(v) = root.get("roots") {
+            config.roots = self.roots(v);
         }
         config
     }
