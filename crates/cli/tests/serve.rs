@@ -195,6 +195,6 @@ async fn serve_http_serves_the_table_on_loopback() {
         .unwrap();
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(tools.len(), 3);
+    assert_eq!(tools.len(), 4);
     assert!(!result.is_error(), "{result:?}");
 }

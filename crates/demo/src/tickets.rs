@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use switchboard_server::http::HttpOptions;
 use serde_json::json;
+use switchboard_server::http::HttpOptions;
 use switchboard_server::{
     BuildError, CallToolResult, Context, ElicitAction, Elicitation, HandlerError, InputRequired,
     Server, ToolAnnotations, ToolResult, ToolSpec,
