@@ -12,6 +12,7 @@ mod auth;
 mod call;
 mod config;
 mod demo;
+mod input;
 mod inspect;
 mod listing;
 mod serve;
