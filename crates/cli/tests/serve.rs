@@ -59,7 +59,8 @@ async fn serve_stdio_exposes_the_governed_table() {
         [
             "mcp__notes__list_notes",
             "mcp__notes__read_note",
-            "mcp__notes__search"
+            "mcp__notes__search",
+            "mcp__notes__summarize_note"
         ]
     );
     let search = &tools[2];
