@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 use switchboard_client::{BoxFuture, InputHandler};
+use switchboard_host::input::sampled_text;
 use switchboard_host::{
     Asker, Config, ElicitAnswer, Elicitation, ElicitationKind, Form, HostInput, Sampler,
     SamplingRequest,
@@ -34,13 +35,24 @@ pub(crate) fn for_command(settings: &Settings, config: &Config) -> Option<Arc<dy
     Some(input_handler(config, person, yes))
 }
 
+/// The input handler of a command with the demo sampler
+/// ([`input_handler_with`]).
+pub(crate) fn input_handler(config: &Config, person: bool, yes: bool) -> Arc<dyn InputHandler> {
+    input_handler_with(config, person, yes, Arc::new(DemoSampler))
+}
+
 /// The input handler of a command: roots from `config`, the terminal for
 /// questions when a person is there (`person`: stdin is a terminal the
-/// command does not read data from), and the demo sampler, approved on the
-/// terminal or by `--yes` (`yes`), declined otherwise.
-pub(crate) fn input_handler(config: &Config, person: bool, yes: bool) -> Arc<dyn InputHandler> {
+/// command does not read data from), and `sampler` for sampling, approved
+/// on the terminal or by `--yes` (`yes`), declined otherwise.
+pub(crate) fn input_handler_with(
+    config: &Config,
+    person: bool,
+    yes: bool,
+    sampler: Arc<dyn Sampler>,
+) -> Arc<dyn InputHandler> {
     let mut input = HostInput::for_config(config)
-        .with_sampler(Arc::new(DemoSampler))
+        .with_sampler(sampler)
         .preapprove_sampling(yes);
     if person {
         input = input.with_asker(Arc::new(TerminalAsker::new(
@@ -210,6 +222,19 @@ impl Asker for TerminalAsker {
             ))?;
             Some(matches!(choice.trim(), "y" | "Y" | "yes"))
         }))
+    }
+
+    fn show_sampled<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+        answer: &'a Value,
+    ) -> BoxFuture<'a, ()> {
+        let text = format!(
+            "  the model answered {}: {}\n",
+            request.server,
+            sampled_text(answer).replace('\n', "\n    ")
+        );
+        Box::pin(self.with_io((), move |t| t.say(&text)))
     }
 }
 

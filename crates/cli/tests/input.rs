@@ -97,8 +97,13 @@ fn a_sampling_request_is_approved_and_answered() {
     );
     assert!(shown.contains("at most 200 tokens"), "{shown}");
     term.type_line("y");
-    let (code, text) = term.finish("[demo sampler]");
+    let (code, text) = term.finish("written by the client's model");
     assert_eq!(code, 0, "{text}");
+    // SAMP-11: the answer is shown before it goes back.
+    assert!(
+        text.contains("the model answered notes: [demo sampler]"),
+        "{text}"
+    );
     assert!(
         text.contains("written by the client's model switchboard-demo-sampler"),
         "{text}"

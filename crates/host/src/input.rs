@@ -87,6 +87,17 @@ pub trait Asker: Send + Sync + fmt::Debug {
 
     /// Whether the model may answer this sampling request.
     fn approve_sampling<'a>(&'a self, request: &'a SamplingRequest) -> BoxFuture<'a, bool>;
+
+    /// Shows what the model answered, as it goes back to the server
+    /// (SAMP-11); by default nothing is shown.
+    fn show_sampled<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+        answer: &'a Value,
+    ) -> BoxFuture<'a, ()> {
+        let _ = (request, answer);
+        Box::pin(async {})
+    }
 }
 
 /// Answers `sampling/createMessage` with a model. Implemented above the
@@ -227,10 +238,14 @@ impl InputHandler for HostInput {
                     cx.server
                 )));
             }
-            sampler
+            let answer = sampler
                 .create_message(&cx.server, &request.params)
                 .await
-                .map_err(|e| InputError(format!("the model could not answer: {e}")))
+                .map_err(|e| InputError(format!("the model could not answer: {e}")))?;
+            if let Some(asker) = &self.asker {
+                asker.show_sampled(&request, &answer).await;
+            }
+            Ok(answer)
         })
     }
 
@@ -262,6 +277,11 @@ impl Elicitation {
         }
         out
     }
+}
+
+/// The text of a `CreateMessageResult`'s content, for showing it.
+pub fn sampled_text(answer: &Value) -> String {
+    visible(&content_text(answer.get("content")))
 }
 
 impl SamplingRequest {
