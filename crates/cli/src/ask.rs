@@ -230,7 +230,7 @@ impl Asker for TerminalAsker {
         answer: &'a Value,
     ) -> BoxFuture<'a, ()> {
         let text = format!(
-            "  the model answered {}: {}\n",
+            "  the model's answer, sent to {}: {}\n",
             request.server,
             sampled_text(answer).replace('\n', "\n    ")
         );

@@ -101,7 +101,7 @@ fn a_sampling_request_is_approved_and_answered() {
     assert_eq!(code, 0, "{text}");
     // SAMP-11: the answer is shown before it goes back.
     assert!(
-        text.contains("the model answered notes: [demo sampler]"),
+        text.contains("the model's answer, sent to notes: [demo sampler]"),
         "{text}"
     );
     assert!(

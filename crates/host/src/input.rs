@@ -305,7 +305,7 @@ impl SamplingRequest {
             let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
             out.push_str(&format!(
                 "  {role}: {}\n",
-                indent(&visible(&content_text(m.get("content"))))
+                indent(&visible(&shortened(&content_text(m.get("content")))))
             ));
         }
         if let Some(n) = p.get("maxTokens") {
@@ -414,6 +414,22 @@ fn content_text(content: Option<&Value>) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Characters of one message a sampling question shows.
+const SHOWN_CHARS: usize = 1500;
+
+/// `text`, cut to [`SHOWN_CHARS`] with a note saying how much is not shown.
+fn shortened(text: &str) -> String {
+    let total = text.chars().count();
+    if total <= SHOWN_CHARS {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(SHOWN_CHARS).collect();
+    format!(
+        "{head}… ({} more characters not shown)",
+        total - SHOWN_CHARS
+    )
 }
 
 fn indent(text: &str) -> String {
@@ -591,5 +607,12 @@ mod tests {
             .with_sampler(Arc::new(Fixed))
             .with_asker(approves);
         assert!(asked.sample(cx(), params).await.is_ok());
+        // A long message is shown cut, saying how much is left out.
+        let long = SamplingRequest {
+            server: "notes".into(),
+            params: json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x".repeat(2000)}}]}),
+            answered_by: "fixed".into(),
+        };
+        assert!(long.render().contains("(500 more characters not shown)"));
     }
 }
