@@ -14,6 +14,7 @@
 //! The binary stays thin: the protocol lives in `switchboard-client` and
 //! `switchboard-server`, the policy in `switchboard-host`.
 
+mod ask;
 mod cmd;
 mod connect;
 mod demo_env;

@@ -2,7 +2,6 @@
 //! mounted, and everything stopped again at the end (servers, the demo's
 //! tickets server).
 
-use std::io::BufReader;
 use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -11,6 +10,7 @@ use switchboard_host::{
 };
 use switchboard_wire::{Implementation, ProgressParams};
 
+use crate::ask;
 use crate::demo_env::DemoTickets;
 use crate::exit::Failure;
 use crate::settings::{Approval, Loaded, Settings};
@@ -37,7 +37,9 @@ impl Session {
     /// (lockfile, audit log).
     pub(crate) async fn open(settings: &Settings) -> Result<Session, Failure> {
         let loaded = settings.load_config()?;
-        Session::mount(loaded, MountOptions::default()).await
+        let mut options = MountOptions::default();
+        options.input_handler = ask::for_command(settings, &loaded.config);
+        Session::mount(loaded, options).await
     }
 
     /// Starts the demo's tickets server if the config is the demo, then
@@ -92,10 +94,7 @@ impl Session {
 pub(crate) fn approver(approval: Approval) -> Arc<dyn Approver> {
     match approval {
         Approval::Yes => Arc::new(AssumeYes),
-        Approval::Prompt => Arc::new(PromptApprover::new(
-            BufReader::new(std::io::stdin()),
-            std::io::stderr(),
-        )),
+        Approval::Prompt => Arc::new(PromptApprover::new(ask::stdin_lines(), std::io::stderr())),
         Approval::NoOne => Arc::new(NoApprover),
     }
 }

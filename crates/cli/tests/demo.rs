@@ -13,7 +13,7 @@ fn the_demo_shows_everything_and_does_not_wait_without_a_terminal() {
     let out = &run.stdout;
     for want in [
         // Two servers mounted, a third reported down.
-        "notes    stdio      up      3",
+        "notes    stdio      up      4",
         "tickets  http       up      4",
         "archive  http       down",
         // The colliding search tools side by side.

@@ -11,7 +11,7 @@ fn tools_json_has_the_documented_shape_and_both_search_tools() {
     assert_eq!(run.code, 0, "{run:?}");
     let tools = run.json();
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 7, "{run:?}");
+    assert_eq!(tools.len(), 8, "{run:?}");
     for t in tools {
         for key in [
             "name",
@@ -72,7 +72,7 @@ fn servers_json_reports_up_and_down_with_reasons() {
     assert_eq!(servers[0]["alias"], "notes");
     assert_eq!(servers[0]["transport"], "stdio");
     assert_eq!(servers[0]["status"], "up");
-    assert_eq!(servers[0]["tools"], 3);
+    assert_eq!(servers[0]["tools"], 4);
     assert_eq!(servers[0]["reason"], serde_json::Value::Null);
     assert_eq!(servers[1]["alias"], "tickets");
     assert_eq!(servers[1]["transport"], "http");

@@ -59,7 +59,8 @@ async fn serve_stdio_exposes_the_governed_table() {
         [
             "mcp__notes__list_notes",
             "mcp__notes__read_note",
-            "mcp__notes__search"
+            "mcp__notes__search",
+            "mcp__notes__summarize_note"
         ]
     );
     let search = &tools[2];
@@ -195,6 +196,6 @@ async fn serve_http_serves_the_table_on_loopback() {
         .unwrap();
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(tools.len(), 3);
+    assert_eq!(tools.len(), 4);
     assert!(!result.is_error(), "{result:?}");
 }

@@ -8,11 +8,13 @@
 //! `switchboard selftest` checks the host against them.
 //!
 //! # Layout
-//! - [`notes`]: three tools served two per page (`search`, annotated
-//!   `readOnlyHint: true`, `read_note`, `list_notes`) and a note longer
-//!   than the host's 8,000-character budget.
+//! - [`notes`]: four tools served two per page (`search`, annotated
+//!   `readOnlyHint: true`, `read_note`, `list_notes`, and `summarize_note`,
+//!   which asks the client's model by sampling) and a note longer than the
+//!   host's 8,000-character budget.
 //! - [`tickets`]: `search` (the same name as notes' tool), `get_ticket`,
-//!   `create_ticket` and a tool with a non-ASCII name; one
+//!   `create_ticket` (which asks the user for a missing priority by
+//!   elicitation) and a tool with a non-ASCII name; one
 //!   `notifications/progress` before each search result.
 //! - [`faulty`]: a server that misbehaves on request (hangs, dies), for the
 //!   self-test's timeout and crash checks.

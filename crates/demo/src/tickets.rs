@@ -1,7 +1,9 @@
 //! The `tickets` demo server (Streamable HTTP): an in-memory ticket queue.
 //!
 //! Tools: `search` (the same name as the notes server's, so the host's
-//! namespacing shows), `get_ticket`, `create_ticket` (state-changing) and
+//! namespacing shows), `get_ticket`, `create_ticket` (state-changing; when
+//! the priority is missing and the client can elicit, it asks the user for
+//! one with a form) and
 //! [`NON_ASCII_TOOL`], whose name needs the `=?base64?…?=` header encoding
 //! and the host's name sanitising. `search` sends one
 //! `notifications/progress` (when the request carries a progress token)
@@ -14,8 +16,12 @@ use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::json;
 use switchboard_server::http::HttpOptions;
-use switchboard_server::{BuildError, Context, HandlerError, Server, ToolAnnotations, ToolSpec};
+use switchboard_server::{
+    BuildError, CallToolResult, Context, ElicitAction, Elicitation, HandlerError, InputRequired,
+    Server, ToolAnnotations, ToolResult, ToolSpec,
+};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -143,16 +149,19 @@ pub fn server() -> Result<Server, BuildError> {
         )
         .tool_spec(
             ToolSpec::new("create_ticket")
-                .description("Opens a new ticket and returns its id.")
+                .description(
+                    "Opens a new ticket and returns its id. Without a priority, the user is asked for one \
+                     (when the client can ask), else it is normal.",
+                )
                 .annotations(ToolAnnotations {
                     read_only_hint: Some(false),
                     destructive_hint: Some(false),
                     idempotent_hint: Some(false),
                     ..ToolAnnotations::default()
                 }),
-            move |args: CreateArgs| {
+            move |args: CreateArgs, ctx: Context| {
                 let db = d3.clone();
-                async move { create_ticket(&db, args) }
+                async move { create_asking(&db, args, &ctx) }
             },
         )
         .tool_spec(
@@ -338,6 +347,70 @@ fn get_ticket(db: &Db, id: &str) -> Result<String, HandlerError> {
                 .join(", ")
         ))),
     }
+}
+
+/// The elicitation key of the priority question.
+const PRIORITY_KEY: &str = "priority";
+
+/// `create_ticket`: a missing priority is asked for by elicitation when the
+/// client declared form elicitation (a decline or cancel creates nothing),
+/// and is `normal` otherwise.
+fn create_asking(db: &Db, mut args: CreateArgs, ctx: &Context) -> ToolResult {
+    if args.title.trim().is_empty() {
+        return Err(HandlerError::msg(
+            "The title is empty. Say in one line what is wrong.",
+        ));
+    }
+    if args.priority.is_none() && ctx.client_capabilities().supports_elicitation_form() {
+        let Some(answer) = ctx.input().elicitation(PRIORITY_KEY)? else {
+            return Ok(InputRequired::new()
+                .elicit(PRIORITY_KEY, priority_form(args.title.trim()))
+                .into());
+        };
+        match answer.action {
+            ElicitAction::Accept => {
+                let chosen: Option<PriorityAnswer> = answer.content_as()?;
+                args.priority = chosen.map(|c| c.priority);
+            }
+            ElicitAction::Decline => {
+                return Err(HandlerError::msg(
+                    "No ticket was created: the user declined to give a priority.",
+                ));
+            }
+            ElicitAction::Cancel => {
+                return Err(HandlerError::msg(
+                    "No ticket was created: the user cancelled the priority question.",
+                ));
+            }
+        }
+    }
+    create_ticket(db, args).map(|text| CallToolResult::text(text).into())
+}
+
+/// The form asking for a ticket's priority.
+fn priority_form(title: &str) -> Elicitation {
+    Elicitation::form(
+        format!("Which priority should the new ticket {title:?} have?"),
+        json!({
+            "type": "object",
+            "properties": {
+                "priority": {
+                    "type": "string",
+                    "title": "Priority",
+                    "description": "How urgent it is",
+                    "enum": ["low", "normal", "high"],
+                    "default": "normal"
+                }
+            },
+            "required": ["priority"]
+        }),
+    )
+}
+
+/// The answer to [`priority_form`].
+#[derive(Debug, Deserialize)]
+struct PriorityAnswer {
+    priority: Priority,
 }
 
 fn create_ticket(db: &Db, args: CreateArgs) -> Result<String, HandlerError> {

@@ -4,12 +4,14 @@
 //! tool name, the reasons for asking and the **actual arguments**. Three
 //! approvers come with the crate:
 //! - [`PromptApprover`]: an interactive prompt on a terminal (allow once,
-//!   allow always for this tool, deny);
+//!   allow this tool for the rest of the session, allow always — a rule
+//!   written into the config file —, deny);
 //! - [`AssumeYes`]: `--yes`, answers every question with yes (it never
 //!   sees denials: `deny` rules are settled before anyone is asked);
 //! - [`NoApprover`]: no terminal and no `--yes`: every question is denied,
 //!   with a message saying how to approve.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::future::Future;
 use std::io::{BufRead, Write};
@@ -79,7 +81,7 @@ impl ApprovalRequest {
 }
 
 /// Shows invisible characters as `\u{…}` escapes.
-fn visible(text: &str) -> String {
+pub(crate) fn visible(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if is_invisible(c) && c != '\n' {
@@ -155,11 +157,19 @@ impl Approver for NoApprover {
 type Io = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
 
 /// An interactive prompt: writes the question to `output` and reads one
-/// line from `input`: `y` allow once, `a` allow always, anything else (or
-/// end of input) denies. Questions are asked one at a time.
+/// line from `input`: `y` allow once, `s` allow this tool for the rest of
+/// the session, `a` allow always (only when the config has a file to
+/// write the rule into), anything else (or end of input) denies.
+/// Questions are asked one at a time.
+///
+/// The session's allowances live in the approver (and its clones): keep
+/// one for the whole session. They are consulted only when the gate asks,
+/// so `deny` rules still win; a tool whose definition changed is asked
+/// about again.
 #[derive(Clone)]
 pub struct PromptApprover {
     io: Arc<Mutex<Io>>,
+    session: Arc<Mutex<HashSet<String>>>,
 }
 
 impl fmt::Debug for PromptApprover {
@@ -174,48 +184,90 @@ impl PromptApprover {
     pub fn new(input: impl BufRead + Send + 'static, output: impl Write + Send + 'static) -> Self {
         PromptApprover {
             io: Arc::new(Mutex::new((Box::new(input), Box::new(output)))),
+            session: Arc::new(Mutex::new(HashSet::new())),
         }
     }
 
-    fn ask_blocking(io: &Mutex<Io>, request: &ApprovalRequest) -> Approval {
+    /// Whether `request`'s tool was allowed for the session (and its
+    /// definition has not changed since).
+    fn allowed_for_session(&self, request: &ApprovalRequest) -> bool {
+        request.diff.is_none()
+            && self
+                .session
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&request.local_name)
+    }
+
+    fn ask_blocking(io: &Mutex<Io>, request: &ApprovalRequest) -> Answer {
         let mut guard = io.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (input, output) = &mut *guard;
         let always = request.config_file.is_some();
-        let choices = if always {
-            "[y] allow once, [a] allow always (adds a rule to the config), [N] deny: "
-        } else {
-            "[y] allow once, [N] deny: "
+        let choices = match &request.config_file {
+            Some(file) => format!(
+                "[y] allow once, [s] allow this tool for the session, \
+                 [a] allow always (adds {} to permissions.allow in {file}), [N] deny: ",
+                request.suggested_rule
+            ),
+            None => "(allow always is not offered: there is no config file to write the rule to)\n\
+                     [y] allow once, [s] allow this tool for the session, [N] deny: "
+                .to_owned(),
         };
         if write!(output, "{}{choices}", request.render())
             .and_then(|()| output.flush())
             .is_err()
         {
-            return Approval::Deny(Some("the approval prompt could not be shown".into()));
+            return Answer::Once(Approval::Deny(Some(
+                "the approval prompt could not be shown".into(),
+            )));
         }
         let mut line = String::new();
         match input.read_line(&mut line) {
             Ok(0) | Err(_) => {
                 let _ = writeln!(output);
-                Approval::Deny(Some("no answer was given to the approval prompt".into()))
+                Answer::Once(Approval::Deny(Some(
+                    "no answer was given to the approval prompt".into(),
+                )))
             }
             Ok(_) => match line.trim() {
-                "y" | "Y" | "yes" => Approval::AllowOnce,
-                "a" | "A" | "always" if always => Approval::AllowAlways,
-                _ => Approval::Deny(None),
+                "y" | "Y" | "yes" => Answer::Once(Approval::AllowOnce),
+                "s" | "S" | "session" => Answer::Session,
+                "a" | "A" | "always" if always => Answer::Once(Approval::AllowAlways),
+                _ => Answer::Once(Approval::Deny(None)),
             },
         }
     }
 }
 
+/// What was typed at the prompt.
+enum Answer {
+    Once(Approval),
+    Session,
+}
+
 impl Approver for PromptApprover {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        let io = self.io.clone();
-        let request = request.clone();
         Box::pin(async move {
+            if self.allowed_for_session(request) {
+                return Approval::AllowOnce;
+            }
+            let io = self.io.clone();
+            let asked = request.clone();
             // Terminal I/O blocks: keep it off the async workers.
-            tokio::task::spawn_blocking(move || PromptApprover::ask_blocking(&io, &request))
-                .await
-                .unwrap_or_else(|_| Approval::Deny(Some("the approval prompt failed".into())))
+            let answer =
+                tokio::task::spawn_blocking(move || PromptApprover::ask_blocking(&io, &asked))
+                    .await;
+            match answer {
+                Ok(Answer::Once(approval)) => approval,
+                Ok(Answer::Session) => {
+                    self.session
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(request.local_name.clone());
+                    Approval::AllowOnce
+                }
+                Err(_) => Approval::Deny(Some("the approval prompt failed".into())),
+            }
         })
     }
 }
@@ -280,6 +332,20 @@ mod tests {
             p.approve(&request()).await,
             Approval::Deny(Some(_))
         ));
+        // "s" allows the tool for the rest of the session: asked once only,
+        // unless its definition changed.
+        let out = Shared::default();
+        let p = PromptApprover::new(Cursor::new(b"s\n".to_vec()), out.clone());
+        assert_eq!(p.approve(&request()).await, Approval::AllowOnce);
+        assert_eq!(p.clone().approve(&request()).await, Approval::AllowOnce);
+        let shown = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(shown.matches("needs your approval").count(), 1, "{shown}");
+        let mut other = request();
+        other.local_name = "mcp__notes__read".into();
+        assert!(matches!(p.approve(&other).await, Approval::Deny(Some(_))));
+        let mut changed = request();
+        changed.diff = Some("-a\n+b".into());
+        assert!(matches!(p.approve(&changed).await, Approval::Deny(Some(_))));
         // Without a config file, "always" is not offered nor accepted.
         let mut r = request();
         r.config_file = None;
@@ -287,7 +353,8 @@ mod tests {
         let p = PromptApprover::new(Cursor::new(b"a\n".to_vec()), out.clone());
         assert_eq!(p.approve(&r).await, Approval::Deny(None));
         let shown = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
-        assert!(!shown.contains("allow always"), "{shown}");
+        assert!(shown.contains("no config file to write"), "{shown}");
+        assert!(!shown.contains("[a] allow always"), "{shown}");
     }
 
     #[tokio::test]

@@ -16,6 +16,8 @@
 //! - [`permission`]: `mcp__alias__tool` patterns and allow/ask/deny rules.
 //! - [`gate`]: the verdict for one call (rules, untrusted annotations, pins).
 //! - [`approver`]: who answers when the gate asks (prompt, `--yes`, no one).
+//! - [`input`]: servers' questions (elicitation, sampling, roots) answered
+//!   through a front end's [`Asker`] and [`Sampler`].
 //! - [`table`]: namespaced names and the reverse map.
 //! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
@@ -64,9 +66,11 @@ pub mod budget;
 pub mod config;
 pub mod connect;
 mod digest;
+mod form;
 mod fsutil;
 pub mod gate;
 mod host;
+pub mod input;
 pub mod permission;
 pub mod pins;
 mod reason;
@@ -81,10 +85,14 @@ pub use config::{
     Config, ConfigError, ConfigLoader, ConfigOrigin, OAuthClientConfig, OAuthSetting, ServerConfig,
     TransportConfig,
 };
+pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
 pub use host::{
     CallOptions, CallReport, DroppedReport, Host, HostError, ModelTool, MountOptions, PinReport,
     ServerReport, ServerStatus, TableChange, ToolStatus,
+};
+pub use input::{
+    Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
 };
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::PinState;

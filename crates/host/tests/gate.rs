@@ -241,3 +241,69 @@ async fn allow_always_is_written_to_the_config() {
     assert_eq!(host.tools()[0].status.gate, Verdict::Allow);
     host.shutdown().await;
 }
+
+/// "Allow for the session" from the prompt: asked once, then the same
+/// approver allows the tool without asking; a deny rule still wins, and
+/// nothing is written to the config file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_for_the_session_asks_once_and_deny_still_wins() {
+    let dir = Dir::new();
+    let tools = dir.tools(
+        "tools.json",
+        json!([tool("search", "Search."), tool("wipe", "Wipe.")]),
+    );
+    let config = json!({
+        "mcpServers": {"notes": stdio(&["--tools-file", &tools])},
+        "permissions": {"deny": ["mcp__notes__wipe"]},
+    });
+    let host = dir.mount(config.clone()).await;
+    let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    struct Out(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Out {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // One answer only: a second question would read end of input and deny.
+    let prompt = PromptApprover::new(std::io::Cursor::new(b"s\n".to_vec()), Out(out.clone()));
+    for _ in 0..3 {
+        let r = host
+            .call(
+                "mcp__notes__search",
+                None,
+                CallOptions::approver(prompt.clone()),
+            )
+            .await;
+        assert!(!r.is_error(), "{}", text(&r));
+    }
+    let shown = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    assert_eq!(shown.matches("needs your approval").count(), 1, "{shown}");
+    assert!(
+        shown.contains("[s] allow this tool for the session"),
+        "{shown}"
+    );
+    let r = host
+        .call(
+            "mcp__notes__wipe",
+            None,
+            CallOptions::approver(prompt.clone()),
+        )
+        .await;
+    assert!(r.is_error() && text(&r).contains("deny"), "{}", text(&r));
+    // Nothing was written; a new session asks again.
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(file["permissions"], json!({"deny": ["mcp__notes__wipe"]}));
+    host.shutdown().await;
+    let host = dir.mount(config).await;
+    let search = host
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "mcp__notes__search");
+    assert_eq!(search.unwrap().status.gate, Verdict::Ask);
+    host.shutdown().await;
+}

@@ -12,6 +12,7 @@ mod breaker;
 mod call;
 mod config;
 mod gate;
+mod input;
 mod mount;
 mod naming;
 mod outage;

@@ -21,6 +21,7 @@ use switchboard_host::{
 };
 use switchboard_wire::{CallToolResult, JsonObject, ProgressParams};
 
+use crate::ask;
 use crate::cmd::{call, servers, tools};
 use crate::demo_env::{self, DemoTickets};
 use crate::exit::Failure;
@@ -40,7 +41,9 @@ pub(crate) async fn run(settings: &Settings, yes: bool) -> anyhow::Result<()> {
     let loaded = demo_loaded()?;
     let tickets_url = tickets_url(&loaded);
     let started = Instant::now();
-    let session = Session::mount(loaded, MountOptions::default()).await?;
+    let mut options = MountOptions::default();
+    options.input_handler = Some(ask::input_handler(&loaded.config, settings.stdin_tty, yes));
+    let session = Session::mount(loaded, options).await?;
     let took = started.elapsed();
     let result = walk(
         &session.host,
@@ -179,10 +182,7 @@ async fn approval(host: &Host, settings: &Settings, yes: bool) -> anyhow::Result
         )
     } else if settings.stdin_tty {
         (
-            Arc::new(PromptApprover::new(
-                std::io::BufReader::new(std::io::stdin()),
-                std::io::stderr(),
-            )),
+            Arc::new(PromptApprover::new(ask::stdin_lines(), std::io::stderr())),
             "",
         )
     } else {

@@ -63,6 +63,9 @@ pub struct Config {
     pub timeouts: Timeouts,
     /// Breaker settings, shared by every server.
     pub breaker: BreakerConfig,
+    /// The folders servers may ask about (`roots/list`); `None`: the
+    /// working directory.
+    pub roots: Option<Vec<PathBuf>>,
     /// Keys of other tools' formats that were accepted but ignored, each a
     /// sentence naming the key, for `doctor`.
     pub notes: Vec<String>,
@@ -369,6 +372,7 @@ impl Config {
             },
             notes: Vec::new(),
             model: None,
+            roots: None,
         }
     }
 

@@ -17,6 +17,7 @@ use super::{
 use crate::permission::{Pattern, Rule, RuleKind};
 
 mod model;
+mod roots;
 
 /// Reads a config from its text ([`Config::parse`]).
 pub(super) fn parse(
@@ -138,6 +139,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "startupTimeoutMs",
     "breaker",
     "model",
+    "roots",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -331,6 +333,9 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("model") {
             config.model = self.model(v);
+        }
+        if let Some(v) = root.get("roots") {
+            config.roots = self.roots(v);
         }
         config
     }

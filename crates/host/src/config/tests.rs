@@ -317,3 +317,41 @@ fn oauth_block_problems() {
     assert!(text.contains("did you mean \"clientId\""), "{text}");
     assert!(text.contains("static Authorization header"), "{text}");
 }
+
+// ROOT-03, ROOT-04: roots from the config, resolved and checked.
+#[test]
+fn roots_list() {
+    let c = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}}, "roots": ["/srv/data", "rel", "file:///a%20b", "${HOME}/w"]}"#,
+        &[("HOME", "/home/u")],
+    )
+    .unwrap();
+    let roots = c.roots.unwrap();
+    assert_eq!(roots[0], std::path::PathBuf::from("/srv/data"));
+    assert!(
+        roots[1].is_absolute() && roots[1].ends_with("rel"),
+        "{roots:?}"
+    );
+    assert_eq!(roots[2], std::path::PathBuf::from("/a b"));
+    assert_eq!(roots[3], std::path::PathBuf::from("/home/u/w"));
+    assert!(
+        parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#, &[])
+            .unwrap()
+            .roots
+            .is_none()
+    );
+    let err = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}}, "roots": ["file://host/x", 5, ""]}"#,
+        &[],
+    )
+    .unwrap_err();
+    let at: Vec<&str> = kinds(&err).into_iter().map(|(_, p)| p).collect();
+    assert_eq!(at, ["roots[0]", "roots[1]", "roots[2]"], "{err}");
+    assert!(
+        parse(
+            r#"{"mcpServers": {"a": {"command": "x"}}, "roots": "/x"}"#,
+            &[]
+        )
+        .is_err()
+    );
+}

@@ -82,7 +82,10 @@ pub(super) async fn paging(env: &Env) -> Seen {
         .join("; ");
     let mut all: Vec<&str> = names.concat();
     all.sort_unstable();
-    if names.len() == 2 && total == 3 && all == ["list_notes", "read_note", "search"] {
+    if names.len() == 2
+        && total == 4
+        && all == ["list_notes", "read_note", "search", "summarize_note"]
+    {
         Ok(seen)
     } else {
         Err(format!("{total} tools in {} pages ({seen})", names.len()))

@@ -1,0 +1,356 @@
+//! Servers' questions on the terminal: elicitation forms and URLs, and
+//! approval of sampling requests (questions on stderr, answers on stdin),
+//! plus the built-in demo sampler used while no model is configured.
+//!
+//! The host decides what is declared and what an answer means
+//! ([`HostInput`]); this module only shows and reads.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+use switchboard_client::{BoxFuture, InputHandler};
+use switchboard_host::input::sampled_text;
+use switchboard_host::{
+    Asker, Config, ElicitAnswer, Elicitation, ElicitationKind, Form, HostInput, Sampler,
+    SamplingRequest,
+};
+use switchboard_wire::JsonObject;
+
+use crate::settings::{Approval, Command, Settings};
+
+/// The input handler for `settings`' command, if it answers servers'
+/// questions: `serve` does not (its stdin may be the protocol, and the
+/// questions belong to the agent upstream).
+pub(crate) fn for_command(settings: &Settings, config: &Config) -> Option<Arc<dyn InputHandler>> {
+    let (person, yes) = match &settings.command {
+        Command::Serve { .. } => return None,
+        Command::Call { approval, .. } => (
+            settings.stdin_tty && *approval != Approval::NoOne,
+            *approval == Approval::Yes,
+        ),
+        Command::Demo { yes } => (settings.stdin_tty, *yes),
+        _ => (settings.stdin_tty, false),
+    };
+    Some(input_handler(config, person, yes))
+}
+
+/// The input handler of a command with the demo sampler
+/// ([`input_handler_with`]).
+pub(crate) fn input_handler(config: &Config, person: bool, yes: bool) -> Arc<dyn InputHandler> {
+    input_handler_with(config, person, yes, Arc::new(DemoSampler))
+}
+
+/// The input handler of a command: roots from `config`, the terminal for
+/// questions when a person is there (`person`: stdin is a terminal the
+/// command does not read data from), and `sampler` for sampling, approved
+/// on the terminal or by `--yes` (`yes`), declined otherwise.
+pub(crate) fn input_handler_with(
+    config: &Config,
+    person: bool,
+    yes: bool,
+    sampler: Arc<dyn Sampler>,
+) -> Arc<dyn InputHandler> {
+    let mut input = HostInput::for_config(config)
+        .with_sampler(sampler)
+        .preapprove_sampling(yes);
+    if person {
+        input = input.with_asker(Arc::new(TerminalAsker::new(
+            stdin_lines(),
+            std::io::stderr(),
+        )));
+    }
+    Arc::new(input)
+}
+
+/// Lines of stdin, read without buffering ahead of what is consumed, so
+/// the approval prompt and the question prompts can share stdin without
+/// one swallowing the other's answer.
+pub(crate) fn stdin_lines() -> impl BufRead + Send + 'static {
+    BufReader::with_capacity(1, StdinReader)
+}
+
+/// Reads the process's stdin through its shared buffer.
+struct StdinReader;
+
+impl Read for StdinReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        std::io::stdin().read(buf)
+    }
+}
+
+type Io = (Box<dyn BufRead + Send>, Box<dyn Write + Send>);
+
+/// Asks on a terminal, one question at a time.
+#[derive(Clone)]
+pub(crate) struct TerminalAsker {
+    io: Arc<Mutex<Io>>,
+}
+
+impl std::fmt::Debug for TerminalAsker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TerminalAsker").finish_non_exhaustive()
+    }
+}
+
+impl TerminalAsker {
+    /// Questions to `output`, answers from `input`.
+    pub(crate) fn new(
+        input: impl BufRead + Send + 'static,
+        output: impl Write + Send + 'static,
+    ) -> Self {
+        TerminalAsker {
+            io: Arc::new(Mutex::new((Box::new(input), Box::new(output)))),
+        }
+    }
+
+    /// Runs `ask` on the terminal, off the async workers.
+    async fn with_io<T: Send + 'static>(
+        &self,
+        fallback: T,
+        ask: impl FnOnce(&mut Terminal<'_>) -> Option<T> + Send + 'static,
+    ) -> T {
+        let io = self.io.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut guard = io.lock().unwrap_or_else(PoisonError::into_inner);
+            let (input, output) = &mut *guard;
+            let mut t = Terminal {
+                input: input.as_mut(),
+                output: output.as_mut(),
+            };
+            ask(&mut t)
+        })
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(fallback)
+    }
+}
+
+/// One locked terminal; `None` from a method means the input ended (or
+/// the terminal failed).
+struct Terminal<'a> {
+    input: &'a mut (dyn BufRead + Send),
+    output: &'a mut (dyn Write + Send),
+}
+
+impl Terminal<'_> {
+    fn say(&mut self, text: &str) -> Option<()> {
+        self.output.write_all(text.as_bytes()).ok()?;
+        self.output.flush().ok()
+    }
+
+    fn ask(&mut self, prompt: &str) -> Option<String> {
+        self.say(prompt)?;
+        let mut line = String::new();
+        match self.input.read_line(&mut line) {
+            Ok(0) | Err(_) => {
+                let _ = self.say("\n");
+                None
+            }
+            Ok(_) => Some(line.trim_end_matches(['\r', '\n']).to_owned()),
+        }
+    }
+
+    /// Fills `form` field by field (a wrong answer is explained and asked
+    /// again), shows the answers, then send / decline / cancel.
+    fn form(&mut self, form: &Form) -> Option<ElicitAnswer> {
+        let mut content = JsonObject::new();
+        for field in &form.fields {
+            let mut label = field.name.clone();
+            if let Some(d) = field.description.as_ref().or(field.title.as_ref()) {
+                label.push_str(&format!(" ({d})"));
+            }
+            let default = match &field.default {
+                Some(Value::String(s)) => format!(" [{s}]"),
+                Some(v) => format!(" [{v}]"),
+                None if !field.required => " [leave empty to skip]".to_owned(),
+                None => String::new(),
+            };
+            loop {
+                let typed = self.ask(&format!("  {label}, {}{default}: ", field.hint()))?;
+                match field.read(&typed) {
+                    Ok(Some(v)) => {
+                        content.insert(field.name.clone(), v);
+                        break;
+                    }
+                    Ok(None) => break,
+                    Err(e) => self.say(&format!("    not accepted: {e}\n"))?,
+                }
+            }
+        }
+        let shown = serde_json::to_string(&content).unwrap_or_default();
+        let choice = self.ask(&format!(
+            "  answer: {shown}\n  [Y] send it, [d] decline, [c] cancel: "
+        ))?;
+        Some(match choice.trim() {
+            "" | "y" | "Y" | "yes" => ElicitAnswer::Accept(content),
+            "d" | "D" | "decline" => ElicitAnswer::Decline,
+            _ => ElicitAnswer::Cancel,
+        })
+    }
+}
+
+impl Asker for TerminalAsker {
+    fn elicit<'a>(&'a self, question: &'a Elicitation) -> BoxFuture<'a, ElicitAnswer> {
+        let question = question.clone();
+        Box::pin(self.with_io(ElicitAnswer::Cancel, move |t| {
+            t.say(&question.render())?;
+            match &question.kind {
+                ElicitationKind::Form(form) => t.form(form),
+                ElicitationKind::Url { .. } => {
+                    let choice = t.ask(
+                        "  Switchboard does not open it: open it in your browser yourself if you trust it.\n  \
+                         [y] accept (I will open it), [d] decline, [c] cancel: ",
+                    )?;
+                    Some(match choice.trim() {
+                        "y" | "Y" | "yes" => ElicitAnswer::Accept(JsonObject::new()),
+                        "d" | "D" | "decline" => ElicitAnswer::Decline,
+                        _ => ElicitAnswer::Cancel,
+                    })
+                }
+            }
+        }))
+    }
+
+    fn approve_sampling<'a>(&'a self, request: &'a SamplingRequest) -> BoxFuture<'a, bool> {
+        let request = request.clone();
+        Box::pin(self.with_io(false, move |t| {
+            let choice = t.ask(&format!(
+                "{}  [y] let the model answer, [N] decline: ",
+                request.render()
+            ))?;
+            Some(matches!(choice.trim(), "y" | "Y" | "yes"))
+        }))
+    }
+
+    fn show_sampled<'a>(
+        &'a self,
+        request: &'a SamplingRequest,
+        answer: &'a Value,
+    ) -> BoxFuture<'a, ()> {
+        let text = format!(
+            "  the model's answer, sent to {}: {}\n",
+            request.server,
+            sampled_text(answer).replace('\n', "\n    ")
+        );
+        Box::pin(self.with_io((), move |t| t.say(&text)))
+    }
+}
+
+/// The model of `sampling/createMessage` while no model is configured: a
+/// fixed, clearly labelled answer that does not read the request.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct DemoSampler;
+
+/// The `model` the demo sampler reports.
+pub(crate) const DEMO_SAMPLER_MODEL: &str = "switchboard-demo-sampler";
+
+impl Sampler for DemoSampler {
+    fn name(&self) -> String {
+        format!("{DEMO_SAMPLER_MODEL} (no model is configured: a fixed answer)")
+    }
+
+    fn create_message<'a>(
+        &'a self,
+        _server: &'a str,
+        params: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        let messages = params
+            .get("messages")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let text = format!(
+            "[demo sampler] No model is configured, so this is a fixed answer, not a summary \
+             ({messages} message(s) received)."
+        );
+        Box::pin(async move {
+            Ok(json!({
+                "role": "assistant",
+                "content": {"type": "text", "text": text},
+                "model": DEMO_SAMPLER_MODEL,
+                "stopReason": "endTurn",
+            }))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Cursor;
+    use switchboard_host::FormField;
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn question() -> Elicitation {
+        let form = Form::parse(&json!({
+            "type": "object",
+            "properties": {
+                "priority": {"type": "string", "enum": ["low", "normal", "high"], "default": "normal"},
+                "count": {"type": "integer"}
+            },
+            "required": ["count"]
+        }))
+        .unwrap();
+        let _: &FormField = &form.fields[0];
+        Elicitation {
+            server: "tickets".into(),
+            message: "Details?".into(),
+            kind: ElicitationKind::Form(form),
+        }
+    }
+
+    async fn answer(typed: &str) -> (ElicitAnswer, String) {
+        let out = Shared::default();
+        let asker = TerminalAsker::new(Cursor::new(typed.as_bytes().to_vec()), out.clone());
+        let a = asker.elicit(&question()).await;
+        let shown = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        (a, shown)
+    }
+
+    // ELIC-07, ELIC-08, ELIC-09.
+    #[tokio::test]
+    async fn forms_are_asked_field_by_field() {
+        let (a, shown) = answer("\nmany\n3\n\n").await;
+        let ElicitAnswer::Accept(content) = a else {
+            panic!("{a:?}")
+        };
+        assert_eq!(json!(content), json!({"priority": "normal", "count": 3}));
+        assert!(shown.contains("server tickets asks"), "{shown}");
+        assert!(shown.contains("not accepted"), "{shown}");
+        assert_eq!(answer("high\n3\nd\n").await.0, ElicitAnswer::Decline);
+        assert_eq!(answer("high\n3\nc\n").await.0, ElicitAnswer::Cancel);
+        // The input ending is a cancel.
+        assert_eq!(answer("high\n").await.0, ElicitAnswer::Cancel);
+    }
+
+    #[tokio::test]
+    async fn sampling_is_approved_with_y_only() {
+        let request = SamplingRequest {
+            server: "notes".into(),
+            params: json!({"messages": []}),
+            answered_by: DemoSampler.name(),
+        };
+        for (typed, want) in [("y\n", true), ("\n", false), ("", false)] {
+            let asker =
+                TerminalAsker::new(Cursor::new(typed.as_bytes().to_vec()), Shared::default());
+            assert_eq!(asker.approve_sampling(&request).await, want, "{typed:?}");
+        }
+        let v = DemoSampler
+            .create_message("notes", &request.params)
+            .await
+            .unwrap();
+        assert_eq!(v["model"], DEMO_SAMPLER_MODEL);
+    }
+}
