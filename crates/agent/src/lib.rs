@@ -16,6 +16,8 @@
 //! - `provider`: Anthropic Messages and OpenAI-compatible Chat Completions
 //!   over hyper, streaming, with retries ([`ProviderOptions`]).
 //! - [`schema`]: input schemas made acceptable to providers.
+//! - `sampler`: [`ModelSampler`], servers' sampling requests answered by
+//!   the same model (after the person approved them).
 //! - `script`, `mock`: the scripted and the built-in mock model.
 //! - `spec`: [`model_from_spec`] (`anthropic:…`, `openai:…`,
 //!   `script:FILE`, `mock`).
@@ -49,6 +51,7 @@ mod mock;
 mod model;
 pub mod prompt;
 mod provider;
+mod sampler;
 pub mod schema;
 mod script;
 mod spec;
@@ -66,6 +69,7 @@ pub use model::{
 pub use provider::anthropic::AnthropicModel;
 pub use provider::openai::OpenAiModel;
 pub use provider::{ProviderOptions, RetryPolicy};
+pub use sampler::ModelSampler;
 pub use script::{Expectation, ScriptCall, ScriptTurn, ScriptUsage, ScriptedModel};
 pub use spec::{Env, ModelSettings, ProcessEnv, model_from_spec, model_from_spec_with};
 pub use toolbox::{HostToolbox, ToolOutcome, Toolbox, result_text};

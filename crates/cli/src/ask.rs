@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
+use switchboard_agent::{ModelSampler, ModelSettings, ProcessEnv, model_from_spec_with};
 use switchboard_client::{BoxFuture, InputHandler};
 use switchboard_host::input::sampled_text;
 use switchboard_host::{
@@ -35,10 +36,56 @@ pub(crate) fn for_command(settings: &Settings, config: &Config) -> Option<Arc<dy
     Some(input_handler(config, person, yes))
 }
 
-/// The input handler of a command with the demo sampler
-/// ([`input_handler_with`]).
+/// The input handler of a command, with the config's model answering
+/// sampling ([`config_sampler`]).
 pub(crate) fn input_handler(config: &Config, person: bool, yes: bool) -> Arc<dyn InputHandler> {
-    input_handler_with(config, person, yes, Arc::new(DemoSampler))
+    input_handler_with(config, person, yes, config_sampler(config))
+}
+
+/// Who answers sampling outside `chat`: the config's `"model"` when it
+/// names one (a model that cannot be built declines every request, saying
+/// why), otherwise the demo sampler's fixed, labelled answer.
+pub(crate) fn config_sampler(config: &Config) -> Arc<dyn Sampler> {
+    let Some(model) = &config.model else {
+        return Arc::new(DemoSampler);
+    };
+    let settings = ModelSettings {
+        base_url: model.base_url.clone(),
+    };
+    match model_from_spec_with(&model.name, &settings, &ProcessEnv) {
+        Ok(model) => Arc::new(ModelSampler::new(model)),
+        Err(e) => Arc::new(UnusableModel {
+            name: model.name.clone(),
+            reason: e.to_string(),
+        }),
+    }
+}
+
+/// The config's model, when it cannot be used: every sampling request is
+/// declined with the reason.
+#[derive(Debug)]
+struct UnusableModel {
+    name: String,
+    reason: String,
+}
+
+impl Sampler for UnusableModel {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn create_message<'a>(
+        &'a self,
+        _server: &'a str,
+        _params: &'a Value,
+    ) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            Err(format!(
+                "the config's model {} cannot be used: {}",
+                self.name, self.reason
+            ))
+        })
+    }
 }
 
 /// The input handler of a command: roots from `config`, the terminal for

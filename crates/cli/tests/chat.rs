@@ -137,6 +137,80 @@ fn the_config_names_the_model_and_a_script_error_fails_the_prompt() {
     );
 }
 
+/// A server's sampling request during a chat is answered by the chat's
+/// own model once approved (`--yes` here: no terminal), and declined when
+/// no one can approve it (SAMP-11).
+#[test]
+fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
+    let sb = Sandbox::new();
+    let script = sb.write(
+        "s.jsonl",
+        concat!(
+            r#"{"tool_calls": [{"name": "mcp__notes__summarize_note", "arguments": {"id": "standup"}}]}"#,
+            "\n",
+            r#"{"text": "The floor 3 printer keeps jamming."}"#,
+            "\n",
+            r#"{"expect": [{"is_error": false, "contains": "The floor 3 printer keeps jamming."}], "text": "done"}"#,
+            "\n",
+        ),
+    );
+    let model = format!("script:{}", script.display());
+    let run = sb.run(&[
+        "chat",
+        "--model",
+        &model,
+        "-p",
+        "sum up standup",
+        "--yes",
+        "--json",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let seen = events(&run.stdout);
+    let result = seen
+        .iter()
+        .find(|e| e["type"] == "tool_result")
+        .unwrap_or_else(|| panic!("no tool result: {run:?}"));
+    let text = result["text"].as_str().unwrap();
+    assert!(
+        text.contains("written by the client's model script:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("The floor 3 printer keeps jamming."),
+        "{text}"
+    );
+
+    // Without --yes and without a terminal, nobody can approve it.
+    let script = sb.write(
+        "d.jsonl",
+        concat!(
+            r#"{"tool_calls": [{"name": "mcp__notes__summarize_note", "arguments": {"id": "standup"}}]}"#,
+            "\n",
+            r#"{"expect": [{"is_error": true}], "text": "declined"}"#,
+            "\n",
+        ),
+    );
+    let config = sb.config(
+        json!({}),
+        json!({"permissions": {"allow": ["mcp__notes__summarize_note"]}}),
+    );
+    let model = format!("script:{}", script.display());
+    let run = sb.run(&[
+        "--config",
+        config.to_str().unwrap(),
+        "chat",
+        "--model",
+        &model,
+        "-p",
+        "sum up standup",
+        "--json",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let seen = events(&run.stdout);
+    let result = seen.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(result["is_error"], true, "{run:?}");
+}
+
 /// Waits until `path` holds `needle`.
 fn wait_in_file(path: &std::path::Path, needle: &str) -> String {
     let start = Instant::now();

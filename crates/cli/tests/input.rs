@@ -155,6 +155,30 @@ fn without_a_terminal_sampling_is_declined() {
     );
 }
 
+/// Outside `chat`, the config's `"model"` answers sampling: here a script
+/// (SAMP-11: approved by `--yes` first).
+#[test]
+fn the_config_model_answers_sampling_for_call() {
+    let sb = Sandbox::new();
+    let script = sb.write("s.jsonl", "{\"text\": \"Printer jams, floor 3.\"}\n");
+    let config = sb.config(
+        json!({}),
+        json!({"model": format!("script:{}", script.display())}),
+    );
+    let config = config.to_str().unwrap();
+    let run = sb.run(&[
+        "--config",
+        config,
+        "call",
+        SUMMARIZE,
+        r#"{"id":"standup"}"#,
+        "--yes",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("Printer jams, floor 3."), "{run:?}");
+    assert!(!run.stdout.contains("[demo sampler]"), "{run:?}");
+}
+
 /// Always-allow writes the rule into the config file (comments and other
 /// keys kept); the next run does not ask; a deny rule still wins over it.
 #[test]

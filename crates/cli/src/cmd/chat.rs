@@ -8,17 +8,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use switchboard_agent::{
-    Agent, AgentEvent, AgentOptions, CancelToken, EventSink, HostToolbox, Model, ModelSettings,
-    ProcessEnv, TurnStop, Usage, model_from_spec_with,
+    Agent, AgentEvent, AgentOptions, CancelToken, EventSink, HostToolbox, Model, ModelSampler,
+    ModelSettings, ProcessEnv, TurnStop, Usage, model_from_spec_with,
 };
 use switchboard_host::{Host, MountOptions};
 use tokio::sync::watch;
 
+use crate::ask;
 use crate::cmd::demo;
 use crate::exit::Failure;
 use crate::out;
 use crate::session::{self, Session, to_count};
-use crate::settings::{Chat, Settings};
+use crate::settings::{Approval, Chat, Settings};
 
 /// Runs `chat`.
 ///
@@ -50,7 +51,16 @@ pub(crate) async fn run(settings: &Settings, chat: &Chat) -> anyhow::Result<()> 
     if spec == "mock" && loaded.is_demo() {
         loaded = demo::demo_loaded()?;
     }
-    let session = Session::mount(loaded, MountOptions::default()).await?;
+    // Servers' questions are asked on the terminal; sampling requests,
+    // once approved, are answered by the chat's own model.
+    let mut options = MountOptions::default();
+    options.input_handler = Some(ask::input_handler_with(
+        &loaded.config,
+        settings.stdin_tty,
+        chat.approval == Approval::Yes,
+        Arc::new(ModelSampler::new(model.clone())),
+    ));
+    let session = Session::mount(loaded, options).await?;
     let result = converse(settings, chat, &session.host, model).await;
     session.close().await;
     result
