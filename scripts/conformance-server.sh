@@ -2,8 +2,9 @@
 # The official MCP conformance suite against our server framework: builds
 # `conformance-server`, starts it on a free loopback port, runs the
 # 2026-07-28 set (37 scenarios), the three pending core scenarios that are
-# not scored yet, the ten tasks-extension scenarios (not scored), and the 2025-11-25 set (30 scenarios, legacy clients on
-# the same endpoint), then stops it.
+# not scored yet, the ten tasks-extension scenarios (not scored either),
+# and the 2025-11-25 set (30 scenarios, legacy clients on the same
+# endpoint), then stops it.
 # Usage: ./scripts/conformance-server.sh
 # Exit status: 0 when every scenario passed, 1 otherwise (2 on a setup error).
 # Needs npm (the runner installs the pinned suite on first use; see
