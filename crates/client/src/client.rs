@@ -275,6 +275,23 @@ impl Client {
         arguments: Option<JsonObject>,
         options: &CallOptions,
     ) -> Result<CallToolResult, ClientError> {
+        let value = self.call_tool_value(name, arguments, options).await?;
+        // A task handle (the tasks extension) is driven to its end here.
+        let value = if ResultType::of(&value).is_task() {
+            self.drive_task_value(value, options).await?
+        } else {
+            value
+        };
+        call_tool_result(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
+    }
+
+    /// The raw answer of a `tools/call`: a complete result or a task handle.
+    pub(crate) async fn call_tool_value(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &CallOptions,
+    ) -> Result<Value, ClientError> {
         let headers = self.param_headers(name, arguments.as_ref())?;
         // Room for `_meta` and the MRTR members without growing.
         let mut params = JsonObject::with_capacity(5);
@@ -309,7 +326,7 @@ impl Client {
             // --- end HTTP ---
             (other, _) => other?,
         };
-        call_tool_result(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
+        Ok(value)
     }
 
     /// One page of `resources/list`.
@@ -555,7 +572,11 @@ impl Client {
         &self.inner.name
     }
 
-    fn invalid(&self, method: &str, reason: impl Into<String>) -> ClientError {
+    pub(crate) fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn invalid(&self, method: &str, reason: impl Into<String>) -> ClientError {
         ClientError::InvalidResult {
             server: self.inner.name.clone(),
             method: method.into(),
@@ -751,6 +772,8 @@ impl Client {
             let value = self.send_prepared(method, outgoing, options).await?;
             match ResultType::of(&value) {
                 ResultType::Complete => return Ok(value),
+                // The caller drives the task (crate::task).
+                kind if kind.is_task() && self.accepts_task(method) => return Ok(value),
                 ResultType::Other(kind) => {
                     return Err(self.invalid(method, format!("unknown resultType {kind:?}")));
                 }
@@ -802,7 +825,7 @@ impl Client {
     }
 
     /// Answers every input request of one round, keyed like the requests.
-    async fn answer_inputs(
+    pub(crate) async fn answer_inputs(
         &self,
         method: &str,
         required: &InputRequiredResult,
@@ -1186,6 +1209,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`): a
+    /// server may then answer `tools/call` with a task, which
+    /// [`Client::call_tool`] drives to its end.
+    pub fn tasks(mut self, on: bool) -> Self {
+        self.config.tasks = on;
+        self
+    }
+
     /// Who the client is.
     pub fn client_info(mut self, info: Implementation) -> Self {
         self.config.client_info = info;
@@ -1213,7 +1244,10 @@ impl ClientBuilder {
     /// [`ClientError`] when the server cannot be reached, speaks no version
     /// we support, or fails the handshake.
     pub async fn connect(self) -> Result<Client, ClientError> {
-        let capabilities = self.handler.support().capabilities();
+        let mut capabilities = self.handler.support().capabilities();
+        if self.config.tasks {
+            crate::task::declare(&mut capabilities);
+        }
         let inner = Arc::new(Inner {
             name: self.name,
             transport: self.transport,

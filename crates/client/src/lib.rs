@@ -16,6 +16,9 @@
 //! - [`InputHandler`] (`input`): answers elicitation, sampling and roots
 //!   requests; the client declares exactly what it supports.
 //! - [`Subscription`] (`subscription`): a `subscriptions/listen` stream.
+//! - `task`: the tasks extension: a `tools/call` answered with a task is
+//!   polled to its end ([`Client::call_tool`]) or handed to the caller
+//!   ([`Client::call_tool_start`], [`ToolCallStart`]).
 //! - [`ClientError`] / [`TransportError`] (`error`): what can go wrong.
 //!
 //! # Example
@@ -56,6 +59,7 @@ pub mod oauth;
 mod options;
 mod pending;
 mod subscription;
+mod task;
 pub mod transport;
 
 pub use client::{Client, ClientBuilder, Listing, ServerDescription};
@@ -63,6 +67,7 @@ pub use error::{ClientError, TransportError};
 pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
 pub use options::{CallOptions, ClientConfig, EraPolicy, ProgressSink};
 pub use subscription::{Subscription, SubscriptionEnd};
+pub use task::ToolCallStart;
 #[cfg(feature = "http")]
 pub use transport::http::{
     AuthChallenge, AuthError, AuthProvider, AuthRetry, HttpTransport, HttpTransportBuilder,

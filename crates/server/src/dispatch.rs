@@ -561,7 +561,7 @@ impl Server {
                 let (meta, principal, cancel) = task_parts;
                 match self.start_task(work, meta, principal, cancel).await? {
                     Started::Created(bytes) => return Ok(ToolStep::Done(bytes)),
-                    Started::Ran(run) => run.map(Outcome::Complete),
+                    Started::Ran(run) => (*run).map(Outcome::Complete),
                 }
             }
             other => other,

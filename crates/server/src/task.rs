@@ -491,7 +491,7 @@ pub(crate) enum Started {
     /// The `CreateTaskResult` to answer with.
     Created(Vec<u8>),
     /// The work ran inside the call (no extension declared).
-    Ran(ToolRun),
+    Ran(Box<ToolRun>),
 }
 
 impl Server {
@@ -525,7 +525,7 @@ impl Server {
                 meta,
                 principal,
             };
-            return Ok(Started::Ran(work.run(cx).await));
+            return Ok(Started::Ran(Box::new(work.run(cx).await)));
         }
         let entry = self.inner.tasks.create(principal.as_deref())?;
         let cx = TaskContext {
