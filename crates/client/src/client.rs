@@ -1217,6 +1217,12 @@ impl ClientBuilder {
         self
     }
 
+    /// The deadline of a whole task (see [`ClientConfig::task_timeout`]).
+    pub fn task_timeout(mut self, timeout: Duration) -> Self {
+        self.config.task_timeout = timeout;
+        self
+    }
+
     /// Who the client is.
     pub fn client_info(mut self, info: Implementation) -> Self {
         self.config.client_info = info;

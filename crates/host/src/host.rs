@@ -360,12 +360,11 @@ impl Host {
             .servers
             .iter()
             .map(|s| {
-                Arc::new(Server::new(
-                    s.clone(),
-                    config.startup_timeout(&s.alias),
-                    s.timeout.unwrap_or(config.timeouts.call),
-                    config.breaker,
-                ))
+                let startup = config.startup_timeout(&s.alias);
+                let call = s.timeout.unwrap_or(config.timeouts.call);
+                let mut s = s.clone();
+                s.task_timeout = Some(config.task_timeout(&s.alias));
+                Arc::new(Server::new(s, startup, call, config.breaker))
             })
             .collect();
         let inner = Arc::new(Inner {
@@ -842,10 +841,18 @@ impl Host {
         let timeout = self.config_read().call_timeout(&alias, &original);
         let mut client_options = switchboard_client::CallOptions::timeout(timeout);
         client_options.on_progress = options.progress.clone();
+        let (sink, task) = crate::task::watch(&server, options.progress.clone());
+        client_options.on_notification = Some(sink);
         let outcome = link
             .client
             .call_tool_with(&original, arguments, &client_options)
             .await;
+        record.task_id = task.task_id();
+        // A tasked call runs under the task deadline, not the call timeout.
+        let timeout = match &record.task_id {
+            Some(_) => self.config_read().task_timeout(&alias),
+            None => timeout,
+        };
         let result = match outcome {
             Ok(result) => {
                 server.breaker().record(None, Instant::now());

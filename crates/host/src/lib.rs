@@ -66,6 +66,7 @@ mod reason;
 pub mod sanitize;
 mod server;
 pub mod table;
+mod task;
 
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
 pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};

@@ -35,6 +35,9 @@ pub const CHARS_PER_TOKEN: usize = 4;
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Built-in time a tool call may take.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default deadline of a call the server turned into a task (the tasks
+/// extension), from the call to the task's end.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(1800);
 /// Built-in number of consecutive failures that trips a server's breaker.
 pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
 /// Built-in time a tripped server rests before it is probed again.
@@ -76,6 +79,8 @@ pub struct Timeouts {
     pub startup: Duration,
     /// Time a tool call may take.
     pub call: Duration,
+    /// Time a tool call the server turned into a task may take in all.
+    pub task: Duration,
 }
 
 /// When a server's breaker trips and how long it rests.
@@ -102,6 +107,8 @@ pub struct ServerConfig {
     pub startup_timeout: Option<Duration>,
     /// Call timeouts of single tools, by original tool name.
     pub tool_timeouts: BTreeMap<String, Duration>,
+    /// Deadline of its tasked calls, overriding the default.
+    pub task_timeout: Option<Duration>,
     /// Whether and how it authorizes with OAuth (HTTP servers only).
     pub oauth: OAuthSetting,
 }
@@ -260,6 +267,7 @@ impl ServerConfig {
             timeout: None,
             startup_timeout: None,
             tool_timeouts: BTreeMap::new(),
+            task_timeout: None,
             oauth: OAuthSetting::Auto,
         }
     }
@@ -346,6 +354,7 @@ impl Config {
             timeouts: Timeouts {
                 startup: DEFAULT_STARTUP_TIMEOUT,
                 call: DEFAULT_CALL_TIMEOUT,
+                task: DEFAULT_TASK_TIMEOUT,
             },
             breaker: BreakerConfig {
                 failures: DEFAULT_BREAKER_FAILURES,
@@ -421,6 +430,14 @@ impl Config {
             .and_then(|s| s.tool_timeouts.get(tool).copied())
             .or_else(|| server.and_then(|s| s.timeout))
             .unwrap_or(self.timeouts.call)
+    }
+
+    /// The deadline of a tasked call on `alias`: per server, else the
+    /// default (`taskTimeoutMs`).
+    pub fn task_timeout(&self, alias: &str) -> Duration {
+        self.server(alias)
+            .and_then(|s| s.task_timeout)
+            .unwrap_or(self.timeouts.task)
     }
 
     /// The start-up timeout of `alias`.
@@ -517,6 +534,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "lockfile",
     "timeoutMs",
     "startupTimeoutMs",
+    "taskTimeoutMs",
     "breaker",
 ];
 const SERVER_KEYS: &[&str] = &[
@@ -532,6 +550,7 @@ const SERVER_KEYS: &[&str] = &[
     "disabled",
     "timeoutMs",
     "startupTimeoutMs",
+    "taskTimeoutMs",
     "toolTimeouts",
     "permissions",
     "disabledTools",
@@ -698,6 +717,11 @@ impl Parser<'_> {
         if let Some(v) = root.get("startupTimeoutMs") {
             if let Some(d) = self.millis(v, "startupTimeoutMs") {
                 config.timeouts.startup = d;
+            }
+        }
+        if let Some(v) = root.get("taskTimeoutMs") {
+            if let Some(d) = self.millis(v, "taskTimeoutMs") {
+                config.timeouts.task = d;
             }
         }
         if let Some(v) = root.get("audit") {
@@ -954,6 +978,9 @@ impl Parser<'_> {
         }
         if let Some(v) = obj.get("startupTimeoutMs") {
             server.startup_timeout = self.millis(v, &sub("startupTimeoutMs"));
+        }
+        if let Some(v) = obj.get("taskTimeoutMs") {
+            server.task_timeout = self.millis(v, &sub("taskTimeoutMs"));
         }
         if let Some(v) = obj.get("toolTimeouts") {
             let k = sub("toolTimeouts");
