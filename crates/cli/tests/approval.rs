@@ -14,14 +14,14 @@ use crate::util::{Sandbox, collect, spawn, wait_for};
 const WAIT: Duration = Duration::from_secs(90);
 
 /// The binary on a terminal: stdin, stdout and stderr are the pty.
-struct OnPty {
-    child: std::process::Child,
+pub(crate) struct OnPty {
+    pub(crate) child: std::process::Child,
     master: File,
     output: Arc<Mutex<Vec<u8>>>,
 }
 
 impl OnPty {
-    fn start(sb: &Sandbox, args: &[&str]) -> OnPty {
+    pub(crate) fn start(sb: &Sandbox, args: &[&str]) -> OnPty {
         let size = Winsize {
             ws_row: 40,
             ws_col: 120,
@@ -52,16 +52,16 @@ impl OnPty {
         }
     }
 
-    fn wait_for(&self, needle: &str) -> String {
+    pub(crate) fn wait_for(&self, needle: &str) -> String {
         wait_for(&self.output, needle, WAIT)
     }
 
-    fn type_line(&mut self, line: &str) {
+    pub(crate) fn type_line(&mut self, line: &str) {
         self.master.write_all(line.as_bytes()).unwrap();
         self.master.write_all(b"\n").unwrap();
     }
 
-    fn finish(mut self, last: &str) -> (i32, String) {
+    pub(crate) fn finish(mut self, last: &str) -> (i32, String) {
         let status = self.child.wait().unwrap();
         let text = self.wait_for(last);
         (status.code().unwrap_or(-1), text)

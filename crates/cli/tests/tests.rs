@@ -16,3 +16,4 @@ mod inspect;
 mod listing;
 mod serve;
 mod state;
+mod tasks;

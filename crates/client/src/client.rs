@@ -110,6 +110,8 @@ struct Inner {
     /// `x-mcp-header` parameters of the tools last listed, by tool name;
     /// only kept when the transport mirrors them into headers.
     header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    /// `tasks/cancel` requests in flight for abandoned tasks.
+    cancels: crate::task::Cancels,
 }
 
 /// The wire in force.
@@ -537,7 +539,13 @@ impl Client {
     /// Closes the connection (stdio: close stdin, wait, SIGTERM, SIGKILL).
     /// Pending requests fail with a closed error.
     pub async fn close(&self) {
+        // Cancels of abandoned tasks go out before the connection closes.
+        self.inner.cancels.finish().await;
         self.inner.transport.close().await;
+    }
+
+    pub(crate) fn cancels(&self) -> &crate::task::Cancels {
+        &self.inner.cancels
     }
 
     // ---- internals -------------------------------------------------------
@@ -1269,6 +1277,7 @@ impl ClientBuilder {
             })),
             description: RwLock::new(None),
             header_params: Mutex::new(HashMap::new()),
+            cancels: crate::task::Cancels::default(),
         });
         inner
             .transport

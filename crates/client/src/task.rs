@@ -78,14 +78,56 @@ impl Drop for CancelOnDrop {
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let client = self.client.clone();
-            runtime.spawn(async move {
+            let sent = runtime.spawn(async move {
                 if let Err(e) = client.cancel_task(&id).await {
                     debug!(server = %client.name(), task = %id, error = %e, "tasks/cancel failed");
                 }
             });
+            self.client.cancels().push(sent);
         }
     }
 }
+
+/// The `tasks/cancel` requests sent for abandoned tasks, which
+/// [`Client::close`] waits for (briefly) so a caller that gives up and
+/// exits still cancels its tasks.
+#[derive(Debug, Default)]
+pub(crate) struct Cancels {
+    sent: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Cancels {
+    fn push(&self, handle: tokio::task::JoinHandle<()>) {
+        let mut sent = self
+            .sent
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        sent.retain(|h| !h.is_finished());
+        sent.push(handle);
+    }
+
+    /// Waits up to two seconds for the cancels in flight.
+    pub(crate) async fn finish(&self) {
+        let sent = std::mem::take(
+            &mut *self
+                .sent
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if sent.is_empty() {
+            return;
+        }
+        let all = async {
+            for h in sent {
+                let _ = h.await;
+            }
+        };
+        let _ = tokio::time::timeout(CLOSE_WAIT, all).await;
+    }
+}
+
+/// How long closing waits for `tasks/cancel` requests in flight.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 impl Client {
     /// Whether a `"task"` result is acceptable for `method`: only for

@@ -636,6 +636,7 @@ impl Server {
             }
             _ => {
                 // Cancelling a finished task is acknowledged like any other.
+                tracing::info!(task = %entry.id, "tasks/cancel: the client cancelled the task");
                 entry.cancel.cancel();
                 Ok(self.finish_result(b"{\"resultType\":\"complete\"}".to_vec()))
             }
