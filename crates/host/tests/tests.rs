@@ -17,3 +17,4 @@ mod naming;
 mod outage;
 mod pins;
 mod supervision;
+mod tasks;

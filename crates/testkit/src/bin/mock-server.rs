@@ -653,6 +653,7 @@ impl Server {
         ];
         for name in [
             "sleep", "never", "crash", "big", "progress", "ask", "fail", "error", "weird", "pids",
+            "task",
         ] {
             tools.push(json!({"name": name, "description": format!("the {name} tool"), "inputSchema": {"type": "object"}}));
         }
