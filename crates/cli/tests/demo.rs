@@ -14,7 +14,7 @@ fn the_demo_shows_everything_and_does_not_wait_without_a_terminal() {
     for want in [
         // Two servers mounted, a third reported down.
         "notes    stdio      up      3",
-        "tickets  http       up      4",
+        "tickets  http       up      5",
         "archive  http       down",
         // The colliding search tools side by side.
         "mcp__notes__search    notes    search",

@@ -231,7 +231,7 @@ impl Server {
                 self.task_request(m, params, &meta, &incoming)
             }
             method::SUBSCRIPTIONS_LISTEN if incoming.session.is_none() => {
-                return match self.listen(id, params) {
+                return match self.listen(id, params, &meta, &incoming) {
                     Ok(s) => Reply::Listen(s),
                     Err(f) => Reply::Error(f),
                 };
@@ -897,7 +897,13 @@ impl Server {
 
     // -- subscriptions -----------------------------------------------------
 
-    fn listen(&self, id: RequestId, params: Option<Value>) -> Result<Subscription, Fault> {
+    fn listen(
+        &self,
+        id: RequestId,
+        params: Option<Value>,
+        meta: &RequestMeta,
+        incoming: &Incoming,
+    ) -> Result<Subscription, Fault> {
         let filter = match params.as_ref().and_then(|p| p.get("notifications")) {
             Some(v @ Value::Object(_)) => SubscriptionFilter::deserialize_from(v)
                 .map_err(|e| Fault::invalid_params(format!("invalid notifications filter: {e}")))?,
@@ -910,13 +916,15 @@ impl Server {
                 ));
             }
         };
+        let task_ids = self.listen_task_ids(&filter, meta, incoming)?;
         Ok(Subscription::open(
             id,
             &filter,
             self.deliverable(),
             self.notifier(),
             self.inner.shutdown.clone(),
-        ))
+        )
+        .with_task_ids(task_ids))
     }
 }
 

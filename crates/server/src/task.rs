@@ -205,6 +205,8 @@ impl TaskContext {
             if !s.status.is_terminal() {
                 s.message = Some(message.into());
                 s.updated_ms = now_ms();
+                drop(s);
+                entry.changed();
             }
         }
     }
@@ -250,6 +252,7 @@ impl TaskContext {
             s.status = TaskStatus::InputRequired;
             s.updated_ms = now_ms();
         }
+        entry.changed();
         tokio::select! {
             answers = rx => answers
                 .map(|a| InputResponses::new(Some(a)))
@@ -269,6 +272,8 @@ struct TaskEntry {
     poll_interval: Duration,
     cancel: Cancellation,
     state: Mutex<State>,
+    /// Where status changes go (`notifications/tasks` on listen streams).
+    notifier: crate::notify::Notifier,
 }
 
 struct State {
@@ -285,6 +290,14 @@ struct State {
 }
 
 impl TaskEntry {
+    /// Tells listen streams watching this task its new state.
+    fn changed(&self) {
+        let task = self.snapshot(true);
+        if let Ok(value) = serde_json::to_value(&task) {
+            self.notifier.task_changed(&self.id, value);
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -336,6 +349,8 @@ impl TaskEntry {
         s.pending.clear();
         s.waiter = None;
         s.updated_ms = now_ms();
+        drop(s);
+        self.changed();
     }
 }
 
@@ -386,7 +401,11 @@ impl TaskStore {
         });
     }
 
-    fn create(&self, owner: Option<&Principal>) -> Result<Arc<TaskEntry>, Fault> {
+    fn create(
+        &self,
+        owner: Option<&Principal>,
+        notifier: &crate::notify::Notifier,
+    ) -> Result<Arc<TaskEntry>, Fault> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes)
             .map_err(|e| Fault::internal(format!("no randomness for a task id: {e}")))?;
@@ -401,6 +420,7 @@ impl TaskStore {
             ttl: self.ttl,
             poll_interval: self.poll_interval,
             cancel: Cancellation::new(),
+            notifier: notifier.clone(),
             state: Mutex::new(State {
                 status: TaskStatus::Working,
                 message: None,
@@ -527,7 +547,10 @@ impl Server {
             };
             return Ok(Started::Ran(Box::new(work.run(cx).await)));
         }
-        let entry = self.inner.tasks.create(principal.as_deref())?;
+        let entry = self
+            .inner
+            .tasks
+            .create(principal.as_deref(), self.notifier())?;
         let cx = TaskContext {
             entry: Some(Arc::clone(&entry)),
             cancel: entry.cancel.clone(),
@@ -570,6 +593,41 @@ impl Server {
     /// A task as a result, with the `serverInfo` `_meta`.
     fn task_bytes(&self, task: &Task) -> Vec<u8> {
         self.finish_result(serde_json::to_vec(task).unwrap_or_else(|_| b"{}".to_vec()))
+    }
+
+    /// The `taskIds` of a listen filter this server will report on: the
+    /// caller's own live tasks (others are left out of the acknowledgment
+    /// like unknown ones).
+    pub(crate) fn listen_task_ids(
+        &self,
+        filter: &switchboard_wire::SubscriptionFilter,
+        meta: &RequestMeta,
+        incoming: &Incoming,
+    ) -> Result<Vec<String>, Fault> {
+        let Some(asked) = filter.extra.get("taskIds") else {
+            return Ok(Vec::new());
+        };
+        let Some(asked) = asked.as_array() else {
+            return Err(Fault::invalid_params(
+                "taskIds must be an array of task ids",
+            ));
+        };
+        if !tasks::declares_tasks(&meta.client_capabilities) {
+            return Err(Fault::from_rpc(ErrorObject::missing_capability(
+                tasks::required_capabilities(),
+            )));
+        }
+        Ok(asked
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|id| {
+                self.inner
+                    .tasks
+                    .get(incoming.principal.as_deref(), id)
+                    .is_ok()
+            })
+            .map(str::to_owned)
+            .collect())
     }
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel`.
@@ -630,8 +688,11 @@ impl Server {
                     }
                     s.status = TaskStatus::Working;
                     s.updated_ms = now_ms();
+                    drop(s);
+                    entry.changed();
+                } else {
+                    drop(s);
                 }
-                drop(s);
                 Ok(self.finish_result(b"{\"resultType\":\"complete\"}".to_vec()))
             }
             _ => {

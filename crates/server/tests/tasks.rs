@@ -278,3 +278,44 @@ async fn mcp_name_must_match_the_task_id() {
     assert_eq!(r.status, 400);
     assert_eq!(r.error_code(), -32020);
 }
+
+#[tokio::test]
+async fn a_listen_stream_gets_the_status_of_the_callers_tasks() {
+    let http = start(tasks_server(Duration::from_secs(60)), HttpOptions::new()).await;
+    let id = start_task(&http, "forever").await;
+    let mut s = http
+        .open(
+            json!("L1"),
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id, "not-a-task"]}, "_meta": tasks_meta()}),
+        )
+        .await;
+    let ack = s.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    // Unknown (or foreign) ids are left out.
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]));
+    call(&http, "tasks/cancel", json!({"taskId": id}))
+        .await
+        .result();
+    let n = loop {
+        let n = s.next().await.unwrap();
+        if n["params"]["status"] == "cancelled" {
+            break n;
+        }
+    };
+    assert_eq!(n["method"], "notifications/tasks");
+    assert_eq!(n["params"]["taskId"], json!(id));
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L1"
+    );
+    s.close();
+    // Without the extension, asking for task notifications is refused.
+    let r = http
+        .call(
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id]}}),
+        )
+        .await;
+    assert_eq!(r.error_code(), -32021);
+}
