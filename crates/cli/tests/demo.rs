@@ -79,6 +79,6 @@ fn the_tickets_demo_server_runs_on_its_own() {
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.json()["tools"]["items"].as_array().unwrap().len(), 4);
+    assert_eq!(run.json()["tools"]["items"].as_array().unwrap().len(), 5);
     assert_eq!(run.json()["serverInfo"]["name"], "tickets-demo");
 }
