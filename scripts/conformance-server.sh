@@ -2,8 +2,9 @@
 # The official MCP conformance suite against our server framework: builds
 # `conformance-server`, starts it on a free loopback port, runs the
 # 2026-07-28 set (37 scenarios), the three pending core scenarios that are
-# not scored yet, and the 2025-11-25 set (30 scenarios, legacy clients on
-# the same endpoint), then stops it.
+# not scored yet, the ten tasks-extension scenarios (not scored either),
+# and the 2025-11-25 set (30 scenarios, legacy clients on the same
+# endpoint), then stops it.
 # Usage: ./scripts/conformance-server.sh
 # Exit status: 0 when every scenario passed, 1 otherwise (2 on a setup error).
 # Needs npm (the runner installs the pinned suite on first use; see
@@ -46,6 +47,9 @@ echo "== 2026-07-28 (required set)"
 conformance/server.sh "$url" || status=1
 echo "== 2026-07-28 (pending core scenarios, not scored yet)"
 MCP_CONFORMANCE_SCENARIOS="json-schema-2020-12 http-header-validation http-custom-header-server-validation" \
+  conformance/server.sh "$url" || status=1
+echo "== 2026-07-28 (tasks extension, io.modelcontextprotocol/tasks, not scored)"
+MCP_CONFORMANCE_SCENARIOS="tasks-lifecycle tasks-capability-negotiation tasks-wire-fields tasks-request-state-removal tasks-mrtr-input tasks-request-headers tasks-dispatch-and-envelope tasks-status-notifications tasks-required-task-error tasks-mrtr-composition" \
   conformance/server.sh "$url" || status=1
 echo "== 2025-11-25 (legacy clients)"
 MCP_CONFORMANCE_REVISION=2025-11-25 conformance/server.sh "$url" || status=1

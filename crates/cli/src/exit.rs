@@ -20,6 +20,9 @@ pub(crate) enum Code {
     ToolError = 5,
     /// The gate (a rule or the user) said no.
     Denied = 6,
+    /// The user interrupted the command (Ctrl-C); a task it started was
+    /// cancelled.
+    Interrupted = 130,
 }
 
 impl Code {
@@ -37,6 +40,7 @@ impl Code {
             Code::Unreachable => "unreachable",
             Code::ToolError => "tool_error",
             Code::Denied => "denied",
+            Code::Interrupted => "interrupted",
         }
     }
 

@@ -15,7 +15,7 @@ const WAIT: Duration = Duration::from_secs(90);
 
 /// The binary on a terminal: stdin, stdout and stderr are the pty.
 pub(crate) struct OnPty {
-    child: std::process::Child,
+    pub(crate) child: std::process::Child,
     master: File,
     output: Arc<Mutex<Vec<u8>>>,
 }

@@ -14,7 +14,7 @@ fn the_demo_shows_everything_and_does_not_wait_without_a_terminal() {
     for want in [
         // Two servers mounted, a third reported down.
         "notes    stdio      up      4",
-        "tickets  http       up      4",
+        "tickets  http       up      5",
         "archive  http       down",
         // The colliding search tools side by side.
         "mcp__notes__search    notes    search",
@@ -79,6 +79,6 @@ fn the_tickets_demo_server_runs_on_its_own() {
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.json()["tools"]["items"].as_array().unwrap().len(), 4);
+    assert_eq!(run.json()["tools"]["items"].as_array().unwrap().len(), 5);
     assert_eq!(run.json()["serverInfo"]["name"], "tickets-demo");
 }

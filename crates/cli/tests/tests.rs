@@ -19,3 +19,4 @@ mod inspect;
 mod listing;
 mod serve;
 mod state;
+mod tasks;

@@ -134,6 +134,8 @@ struct Inner {
     /// `x-mcp-header` parameters of the tools last listed, by tool name;
     /// only kept when the transport mirrors them into headers.
     header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    /// `tasks/cancel` requests in flight for abandoned tasks.
+    cancels: crate::task::Cancels,
 }
 
 /// The wire in force.
@@ -310,6 +312,23 @@ impl Client {
         arguments: Option<JsonObject>,
         options: &RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
+        let value = self.call_tool_value(name, arguments, options).await?;
+        // A task handle (the tasks extension) is driven to its end here.
+        let value = if ResultType::of(&value).is_task() {
+            self.drive_task_value(value, options).await?
+        } else {
+            value
+        };
+        call_tool_result(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
+    }
+
+    /// The raw answer of a `tools/call`: a complete result or a task handle.
+    pub(crate) async fn call_tool_value(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &RequestOptions,
+    ) -> Result<Value, ClientError> {
         let headers = self.param_headers(name, arguments.as_ref())?;
         // Room for `_meta` and the MRTR members without growing.
         let mut params = JsonObject::with_capacity(5);
@@ -344,7 +363,7 @@ impl Client {
             // --- end HTTP ---
             (other, _) => other?,
         };
-        call_tool_result(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
+        Ok(value)
     }
 
     /// One page of `resources/list`.
@@ -556,7 +575,13 @@ impl Client {
     /// Closes the connection (stdio: close stdin, wait, SIGTERM, SIGKILL).
     /// Pending requests fail with a closed error.
     pub async fn close(&self) {
+        // Cancels of abandoned tasks go out before the connection closes.
+        self.inner.cancels.finish().await;
         self.inner.transport.close().await;
+    }
+
+    pub(crate) fn cancels(&self) -> &crate::task::Cancels {
+        &self.inner.cancels
     }
 
     // ---- internals -------------------------------------------------------
@@ -591,7 +616,11 @@ impl Client {
         &self.inner.name
     }
 
-    fn invalid(&self, method: &str, reason: impl Into<String>) -> ClientError {
+    pub(crate) fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    pub(crate) fn invalid(&self, method: &str, reason: impl Into<String>) -> ClientError {
         ClientError::InvalidResult {
             server: self.inner.name.clone(),
             method: method.into(),
@@ -920,6 +949,20 @@ impl ClientBuilder {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`): a
+    /// server may then answer `tools/call` with a task, which
+    /// [`Client::call_tool`] drives to its end.
+    pub fn tasks(mut self, on: bool) -> Self {
+        self.config.tasks = on;
+        self
+    }
+
+    /// The deadline of a whole task (see [`ClientConfig::task_timeout`]).
+    pub fn task_timeout(mut self, timeout: Duration) -> Self {
+        self.config.task_timeout = timeout;
+        self
+    }
+
     /// Who the client is.
     pub fn client_info(mut self, info: Implementation) -> Self {
         self.config.client_info = info;
@@ -947,7 +990,10 @@ impl ClientBuilder {
     /// [`ClientError`] when the server cannot be reached, speaks no version
     /// we support, or fails the handshake.
     pub async fn connect(self) -> Result<Client, ClientError> {
-        let capabilities = self.handler.support().capabilities();
+        let mut capabilities = self.handler.support().capabilities();
+        if self.config.tasks {
+            crate::task::declare(&mut capabilities);
+        }
         let inner = Arc::new(Inner {
             name: self.name,
             transport: self.transport,
@@ -963,6 +1009,7 @@ impl ClientBuilder {
             })),
             description: RwLock::new(None),
             header_params: Mutex::new(HashMap::new()),
+            cancels: crate::task::Cancels::default(),
         });
         inner
             .transport

@@ -16,6 +16,9 @@
 //! - [`InputHandler`] (`input`): answers elicitation, sampling and roots
 //!   requests; the client declares exactly what it supports.
 //! - [`Subscription`] (`subscription`): a `subscriptions/listen` stream.
+//! - `task`: the tasks extension: a `tools/call` answered with a task is
+//!   polled to its end ([`Client::call_tool`]) or handed to the caller
+//!   ([`Client::call_tool_start`], [`ToolCallStart`]).
 //! - [`ClientError`] / [`TransportError`] (`error`): what can go wrong.
 //! - [`net`]: the TLS set-up and error-chain text the HTTP transport shares
 //!   with the OAuth client.
@@ -59,6 +62,7 @@ pub mod net;
 mod options;
 mod pending;
 mod subscription;
+mod task;
 pub mod transport;
 
 pub use client::{Client, ClientBuilder, Dropped, Listing, ServerDescription, ToolsPage};
@@ -70,6 +74,7 @@ pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
 pub use net::default_tls;
 pub use options::{ClientConfig, EraPolicy, ProgressSink, RequestOptions};
 pub use subscription::{Subscription, SubscriptionEnd};
+pub use task::ToolCallStart;
 #[cfg(feature = "http")]
 pub use transport::http::{
     AuthChallenge, AuthError, AuthProvider, AuthRetry, HttpTransport, HttpTransportBuilder,

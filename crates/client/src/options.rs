@@ -101,6 +101,16 @@ pub struct ClientConfig {
     pub max_input_rounds: u32,
     /// Most pages a `list_all_*` call fetches before failing.
     pub max_pages: usize,
+    /// Declare the tasks extension (`io.modelcontextprotocol/tasks`) on
+    /// every request, so servers may answer `tools/call` with a task.
+    pub tasks: bool,
+    /// Deadline of a whole task, from the `tools/call` to its final status;
+    /// on expiry the task is cancelled (`tasks/cancel`).
+    pub task_timeout: Duration,
+    /// Longest wait between two `tasks/get` when the server suggests no
+    /// interval (the client backs off up to it). A server's own
+    /// `pollIntervalMs` is always honoured, however long.
+    pub max_poll_interval: Duration,
 }
 
 impl Default for ClientConfig {
@@ -113,6 +123,9 @@ impl Default for ClientConfig {
             log_level: None,
             max_input_rounds: 8,
             max_pages: 1000,
+            tasks: false,
+            task_timeout: Duration::from_secs(1800),
+            max_poll_interval: Duration::from_secs(5),
         }
     }
 }

@@ -26,6 +26,7 @@ pub(crate) fn server(legacy: bool) -> anyhow::Result<Server> {
         .legacy(legacy);
     let b = tools(b);
     let b = input_tools(b);
+    let b = crate::tasks::tools(b);
     let b = prompts(b);
     let b = resources(b);
     Ok(b.completion(complete).build()?)
@@ -275,7 +276,7 @@ fn elicit_once(
     }
 }
 
-fn name_form(message: &str) -> Elicitation {
+pub(crate) fn name_form(message: &str) -> Elicitation {
     Elicitation::form(
         message,
         json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
@@ -289,7 +290,7 @@ fn text_form(message: &str, field: &str, kind: &str) -> Elicitation {
     )
 }
 
-fn accepted_string(r: &switchboard_server::ElicitResult, field: &str) -> String {
+pub(crate) fn accepted_string(r: &switchboard_server::ElicitResult, field: &str) -> String {
     r.accepted()
         .and_then(|c| c.get(field))
         .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))

@@ -10,6 +10,7 @@
 //! modern ones unless `--no-legacy` is given.
 
 mod fixtures;
+mod tasks;
 
 use std::net::SocketAddr;
 

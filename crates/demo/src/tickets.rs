@@ -5,7 +5,9 @@
 //! the priority is missing and the client can elicit, it asks the user for
 //! one with a form) and
 //! [`NON_ASCII_TOOL`], whose name needs the `=?base64?…?=` header encoding
-//! and the host's name sanitising. `search` sends one
+//! and the host's name sanitising, and `export_tickets`, a task (the tasks
+//! extension) that works a few seconds, reports its status and can be
+//! cancelled. `search` sends one
 //! `notifications/progress` (when the request carries a progress token)
 //! before its result. The framework's HTTP runner checks that the mirrored
 //! `Mcp-*` headers agree with the body (400 and -32020 when not).
@@ -20,7 +22,7 @@ use serde_json::json;
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
     BuildError, CallToolResult, Context, ElicitAction, Elicitation, HandlerError, InputRequired,
-    Server, ToolAnnotations, ToolResult, ToolSpec,
+    Server, TaskContext, ToolAnnotations, ToolResult, ToolSpec,
 };
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -37,6 +39,9 @@ pub const NON_ASCII_TOOL: &str = "résumé";
 /// How long `search` works between its progress notification and its
 /// result, so a progress bar has something to show.
 pub const SEARCH_PAUSE: Duration = Duration::from_millis(300);
+
+/// How long `export_tickets` works on each ticket.
+pub const EXPORT_STEP: Duration = Duration::from_millis(700);
 
 /// A ticket's priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -127,7 +132,7 @@ pub fn seed() -> Vec<Ticket> {
 /// [`BuildError`] only if a tool definition is invalid (a bug).
 pub fn server() -> Result<Server, BuildError> {
     let db: Db = Arc::new(Mutex::new(seed()));
-    let (d1, d2, d3, d4) = (db.clone(), db.clone(), db.clone(), db);
+    let (d1, d2, d3, d4, d5) = (db.clone(), db.clone(), db.clone(), db.clone(), db);
     Server::builder("tickets-demo", crate::VERSION)
         .title("Switchboard tickets demo")
         .instructions("A ticket queue. Search tickets, read one, or open a new one.")
@@ -172,6 +177,16 @@ pub fn server() -> Result<Server, BuildError> {
                 async move { summary(&db) }
             },
         )
+        .task_tool_spec(
+            ToolSpec::new("export_tickets").description(
+                "Exports every ticket as CSV. Runs as a task of a few seconds that reports its progress and can be cancelled.",
+            ),
+            move |_: switchboard_server::NoArgs, task: TaskContext| {
+                let db = d5.clone();
+                async move { export(&db, &task).await }
+            },
+        )
+        .task_options(Duration::from_secs(600), Duration::from_millis(200))
         .build()
 }
 
@@ -431,6 +446,24 @@ fn create_ticket(db: &Db, args: CreateArgs) -> Result<String, HandlerError> {
     let line = ticket.line();
     tickets.push(ticket);
     Ok(format!("Created {line}"))
+}
+
+async fn export(db: &Db, task: &TaskContext) -> String {
+    let tickets: Vec<Ticket> = lock(db).clone();
+    let mut csv = String::from("id,priority,open,title\n");
+    for (i, t) in tickets.iter().enumerate() {
+        task.set_status(format!("exporting ticket {} of {}", i + 1, tickets.len()));
+        tokio::time::sleep(EXPORT_STEP).await;
+        csv.push_str(&format!(
+            "{},{},{},\"{}\"\n",
+            t.id,
+            t.priority.as_str(),
+            t.open,
+            t.title.replace('"', "\"\"")
+        ));
+    }
+    task.set_status("done");
+    csv
 }
 
 fn summary(db: &Db) -> String {

@@ -108,6 +108,10 @@ pub struct AuditRecord {
     pub is_error: bool,
     /// Wall time of the call, in milliseconds.
     pub duration_ms: u64,
+    /// The task the server turned the call into (tasks extension), if any;
+    /// the outcome is the task's final one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
 }
 
 impl AuditRecord {
@@ -158,6 +162,7 @@ impl AuditRecord {
             outcome: Outcome::Ok,
             is_error: false,
             duration_ms: 0,
+            task_id: None,
         }
     }
 }

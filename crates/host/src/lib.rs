@@ -76,6 +76,7 @@ pub mod pins;
 mod reason;
 pub mod sanitize;
 pub mod table;
+mod task;
 mod upstream;
 
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};

@@ -326,6 +326,14 @@ impl Upstream {
             .builder
             .timeout(self.default_call_timeout)
             .probe_timeout(self.startup_timeout)
+            // Tasks (io.modelcontextprotocol/tasks) are followed to their
+            // end under their own deadline.
+            .tasks(true)
+            .task_timeout(
+                self.config
+                    .task_timeout
+                    .unwrap_or(crate::config::DEFAULT_TASK_TIMEOUT),
+            )
             .on_notification(move |n| {
                 if n.method == method::TOOLS_LIST_CHANGED {
                     if let Some(server) = weak.upgrade() {

@@ -18,3 +18,4 @@ mod naming;
 mod outage;
 mod pins;
 mod supervision;
+mod tasks;

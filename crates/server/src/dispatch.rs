@@ -31,6 +31,7 @@ use crate::outcome::{InputRequired, Outcome};
 use crate::seal::{Binding, ListKind, OpenedState, params_digest};
 use crate::server::Server;
 use crate::sink::Sink;
+use crate::task::Started;
 use crate::tool::{ToolEntry, empty_args, failure_result};
 
 /// How many input rounds a legacy session runs for one request before
@@ -226,8 +227,11 @@ impl Server {
                     .await
             }
             method::COMPLETE => self.complete(&id, params, meta, &incoming).await,
+            m if switchboard_wire::tasks::is_task_method(m) && incoming.session.is_none() => {
+                self.task_request(m, params, &meta, &incoming)
+            }
             method::SUBSCRIPTIONS_LISTEN if incoming.session.is_none() => {
-                return match self.listen(id, params) {
+                return match self.listen(id, params, &meta, &incoming) {
                     Ok(s) => Reply::Listen(s),
                     Err(f) => Reply::Error(f),
                 };
@@ -493,6 +497,7 @@ impl Server {
                         self.result_bytes(&mut result, |r| &mut r.header),
                     )),
                     Ok(Outcome::InputRequired(a)) => ask(a, name, &params),
+                    Ok(Outcome::Task(_)) => Err(only_tools_run_as_tasks()),
                     Err(e) => Err(handler_fault(e)),
                 }
             }
@@ -525,6 +530,7 @@ impl Server {
                         Ok(Step::Done(self.read_result(&name, result, cache)?))
                     }
                     Ok((Outcome::InputRequired(a), _)) => ask(a, name, &params),
+                    Ok((Outcome::Task(_), _)) => Err(only_tools_run_as_tasks()),
                     Err(e) => Err(handler_fault(e)),
                 }
             }
@@ -544,7 +550,23 @@ impl Server {
             // (tools page, error handling).
             return Ok(ToolStep::Done(self.tool_result(failure_result(message))));
         }
-        match entry.handler.call(args, ctx).await {
+        self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
+        let task_parts = (
+            Arc::clone(&ctx.meta),
+            ctx.principal.clone(),
+            ctx.cancel.clone(),
+        );
+        let outcome = match entry.handler.call(args, ctx).await {
+            Ok(Outcome::Task(work)) => {
+                let (meta, principal, cancel) = task_parts;
+                match self.start_task(work, meta, principal, cancel).await? {
+                    Started::Created(bytes) => return Ok(ToolStep::Done(bytes)),
+                    Started::Ran(run) => (*run).map(Outcome::Complete),
+                }
+            }
+            other => other,
+        };
+        match outcome {
             Ok(Outcome::Complete(result)) => {
                 if let Some(v) = &entry.output_validator {
                     if !result.is_error() {
@@ -564,6 +586,7 @@ impl Server {
                 Ok(ToolStep::Done(self.tool_result(result)))
             }
             Ok(Outcome::InputRequired(a)) => Ok(ToolStep::Ask(a)),
+            Ok(Outcome::Task(_)) => Err(Fault::internal("a task's work cannot start another task")),
             Err(e) => match e.into_parts() {
                 Ok(message) => Ok(ToolStep::Done(self.tool_result(failure_result(message)))),
                 Err(obj) => Err(Fault::from_rpc(obj)),
@@ -874,7 +897,13 @@ impl Server {
 
     // -- subscriptions -----------------------------------------------------
 
-    fn listen(&self, id: RequestId, params: Option<Value>) -> Result<Subscription, Fault> {
+    fn listen(
+        &self,
+        id: RequestId,
+        params: Option<Value>,
+        meta: &RequestMeta,
+        incoming: &Incoming,
+    ) -> Result<Subscription, Fault> {
         let filter = match params.as_ref().and_then(|p| p.get("notifications")) {
             Some(v @ Value::Object(_)) => SubscriptionFilter::deserialize_from(v)
                 .map_err(|e| Fault::invalid_params(format!("invalid notifications filter: {e}")))?,
@@ -887,13 +916,15 @@ impl Server {
                 ));
             }
         };
+        let task_ids = self.listen_task_ids(&filter, meta, incoming)?;
         Ok(Subscription::open(
             id,
             &filter,
             self.deliverable(),
             self.notifier(),
             self.inner.shutdown.clone(),
-        ))
+        )
+        .with_task_ids(task_ids))
     }
 }
 
@@ -989,6 +1020,11 @@ fn legacy_only(method: &str, params: Option<Value>, session: &Session) -> Result
         )),
         other => Err(Fault::method_not_found(other)),
     }
+}
+
+/// The tasks extension covers `tools/call` only.
+fn only_tools_run_as_tasks() -> Fault {
+    Fault::internal("only tools/call can be answered with a task")
 }
 
 /// MRTR-03: an `input_required` answer must ask for something or carry

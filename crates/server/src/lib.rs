@@ -20,6 +20,8 @@
 //!   the client for input (MRTR).
 //! - [`Notifier`]: list-changed and resource-updated notifications.
 //! - [`StateHandles`]: cross-call state bound to a principal.
+//! - [`TaskContext`], [`TaskWork`], [`TaskSupport`]: tools that run as
+//!   tasks (the `io.modelcontextprotocol/tasks` extension).
 //! - [`Principal`], [`TokenValidator`], [`ClaimsValidator`],
 //!   [`ProtectedResource`]: bearer-token authentication on HTTP (OAuth 2.1
 //!   resource server).
@@ -76,6 +78,7 @@ mod seal;
 mod server;
 mod sink;
 mod state;
+mod task;
 mod tool;
 mod uri_template;
 
@@ -99,6 +102,7 @@ pub use resource::{
 };
 pub use server::{Server, ServerBuilder};
 pub use state::StateHandles;
+pub use task::{TaskContext, TaskHandler, TaskSupport, TaskWork};
 pub use tool::{
     IntoToolResult, Json, NoArgs, ToolHandler, ToolOutcome, ToolResult, ToolSpec,
     any_object_schema, markers,

@@ -25,6 +25,9 @@ pub(crate) enum Change {
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated(Arc<str>),
+    /// A task's state changed (tasks extension): its id and the
+    /// `notifications/tasks` params.
+    Task(Arc<(String, Value)>),
 }
 
 /// How many changes a slow listen stream may fall behind before it is sent
@@ -72,6 +75,12 @@ impl Notifier {
         self.send(Change::ResourceUpdated(Arc::from(uri)));
     }
 
+    /// A task changed: streams that asked for its id get
+    /// `notifications/tasks` with `task` (its full state).
+    pub(crate) fn task_changed(&self, id: &str, task: Value) {
+        self.send(Change::Task(Arc::new((id.to_owned(), task))));
+    }
+
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Change> {
         self.tx.subscribe()
     }
@@ -95,6 +104,8 @@ pub(crate) struct Subscription {
     shutdown: Cancellation,
     /// Notifications owed after the stream fell behind.
     pending: VecDeque<Vec<u8>>,
+    /// Tasks whose status notifications this stream gets.
+    task_ids: Vec<String>,
 }
 
 impl Subscription {
@@ -123,7 +134,20 @@ impl Subscription {
             rx: notifier.subscribe(),
             shutdown,
             pending: VecDeque::new(),
+            task_ids: Vec::new(),
         }
+    }
+
+    /// Also delivers `notifications/tasks` for these tasks (acknowledged as
+    /// `taskIds`).
+    pub(crate) fn with_task_ids(mut self, ids: Vec<String>) -> Self {
+        if !ids.is_empty() {
+            self.honoured
+                .extra
+                .insert("taskIds".into(), Value::from(ids.clone()));
+        }
+        self.task_ids = ids;
+        self
     }
 
     /// The listen request's id.
@@ -216,6 +240,22 @@ impl Subscription {
                     method::RESOURCES_UPDATED,
                     Some(("uri", Value::from(&**uri))),
                 ))
+            }
+            Change::Task(task) if self.task_ids.contains(&task.0) => {
+                let mut params = match &task.1 {
+                    Value::Object(o) => o.clone(),
+                    _ => Map::new(),
+                };
+                let mut meta = Map::new();
+                meta.insert(SUBSCRIPTION_ID.into(), self.id.to_value());
+                params.insert("_meta".into(), Value::Object(meta));
+                Some(
+                    Message::Notification(Notification::new(
+                        switchboard_wire::tasks::NOTIFICATION,
+                        Some(Value::Object(params)),
+                    ))
+                    .to_vec(),
+                )
             }
             _ => None,
         }

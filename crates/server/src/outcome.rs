@@ -23,6 +23,9 @@ pub enum Outcome<T> {
     /// The server needs client input (elicitation, sampling, roots) and the
     /// client should retry with `inputResponses` (MRTR).
     InputRequired(InputRequired),
+    /// Tools only: the work continues as a task (the tasks extension); see
+    /// [`crate::TaskWork`].
+    Task(crate::task::TaskWork),
 }
 
 impl<T> From<InputRequired> for Outcome<T> {

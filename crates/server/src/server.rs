@@ -82,6 +82,7 @@ pub(crate) struct Inner {
     /// The complete `server/discover` result.
     pub(crate) discover: Vec<u8>,
     pub(crate) sessions: Option<Sessions>,
+    pub(crate) tasks: crate::task::TaskStore,
 }
 
 /// Server-wide settings.
@@ -235,6 +236,7 @@ pub struct ServerBuilder {
     declare_prompts: bool,
     declare_resources: bool,
     error: Option<BuildError>,
+    pub(crate) task_options: crate::task::TaskOptions,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -261,6 +263,7 @@ impl Server {
             declare_prompts: false,
             declare_resources: false,
             error: None,
+            task_options: crate::task::TaskOptions::default(),
         }
     }
 
@@ -713,6 +716,7 @@ impl ServerBuilder {
                 server_info,
                 discover,
                 sessions,
+                tasks: crate::task::TaskStore::new(self.task_options),
             }),
         })
     }

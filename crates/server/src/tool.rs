@@ -37,7 +37,7 @@ pub type ToolResult = Result<ToolOutcome, HandlerError>;
 /// The description of a tool, without its handler.
 #[derive(Clone, Debug)]
 pub struct ToolSpec {
-    tool: Tool,
+    pub(crate) tool: Tool,
     schema_given: bool,
 }
 

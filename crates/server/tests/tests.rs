@@ -16,4 +16,5 @@ mod listen;
 mod mrtr;
 mod protocol;
 mod stdio;
+mod tasks;
 mod transport;

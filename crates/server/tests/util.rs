@@ -354,11 +354,7 @@ pub(crate) fn standard_headers(method: &str, params: &Value) -> Vec<(String, Str
         .as_str()
         .unwrap_or(V);
     h.push(("mcp-protocol-version".to_owned(), version.to_owned()));
-    let member = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    };
+    let member = switchboard_wire::header::name_member(method);
     if let Some(name) = member.and_then(|m| params[m].as_str()) {
         h.push(("mcp-name".to_owned(), encode_value(name).into_owned()));
     }

@@ -16,8 +16,9 @@ use serde_json::{Map, Value};
 pub const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 /// `Mcp-Method`: equal to the body's `method`.
 pub const METHOD: &str = "mcp-method";
-/// `Mcp-Name`: `params.name` (tools/call, prompts/get) or `params.uri`
-/// (resources/read).
+/// `Mcp-Name`: `params.name` (tools/call, prompts/get), `params.uri`
+/// (resources/read) or `params.taskId` (tasks/get, tasks/update,
+/// tasks/cancel).
 pub const NAME: &str = "mcp-name";
 /// Prefix of the headers that mirror `x-mcp-header` arguments.
 pub const PARAM_PREFIX: &str = "mcp-param-";
@@ -37,6 +38,8 @@ pub fn name_member(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // The tasks extension routes its methods by task (SEP-2663).
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -16,6 +16,8 @@
 //! - [`header`]: HTTP header mirroring, the `=?base64?…?=` codec and
 //!   `x-mcp-header`.
 //! - [`naming`]: namespaced tool names ([`namespaced_tool_name`]).
+//! - [`tasks`]: the tasks extension (`io.modelcontextprotocol/tasks`):
+//!   [`tasks::Task`], its statuses and the `tasks/*` params.
 //!
 //! # Example
 //! ```
@@ -35,6 +37,7 @@ pub mod jsonrpc;
 pub mod meta;
 pub mod naming;
 pub mod sse;
+pub mod tasks;
 pub mod types;
 pub mod version;
 

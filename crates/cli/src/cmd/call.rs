@@ -22,7 +22,17 @@ pub(crate) async fn run(
     stderr_tty: bool,
 ) -> anyhow::Result<()> {
     let (options, bar) = session::call_options(session::approver(approval), stderr_tty);
-    let report = host.call_detailed(tool, arguments, options).await;
+    // Ctrl-C drops the call: a task it started is cancelled (tasks/cancel
+    // goes out before the host closes the connection).
+    let report = tokio::select! {
+        report = host.call_detailed(tool, arguments, options) => report,
+        () = crate::shutdown_signal() => {
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            return Err(Failure::new(Code::Interrupted, format!("{tool}: interrupted")).into());
+        }
+    };
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

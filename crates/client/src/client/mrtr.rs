@@ -24,6 +24,8 @@ impl Client {
             let value = self.send_prepared(method, outgoing, options).await?;
             match ResultType::of(&value) {
                 ResultType::Complete => return Ok(value),
+                // The caller drives the task (crate::task).
+                kind if kind.is_task() && self.accepts_task(method) => return Ok(value),
                 ResultType::Other(kind) => {
                     return Err(self.invalid(method, format!("unknown resultType {kind:?}")));
                 }
@@ -75,7 +77,7 @@ impl Client {
     }
 
     /// Answers every input request of one round, keyed like the requests.
-    pub(super) async fn answer_inputs(
+    pub(crate) async fn answer_inputs(
         &self,
         method: &str,
         required: &InputRequiredResult,

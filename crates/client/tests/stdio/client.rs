@@ -91,12 +91,12 @@ async fn list_all_pages_until_the_cursor_is_absent() {
     let (client, _t) = connect(&["--log", log.to_str().unwrap()]).await;
     let listing = client.list_all_tools().await.unwrap();
     let names: Vec<_> = listing.items.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names.len(), 14);
+    assert_eq!(names.len(), 15);
     assert_eq!(&names[..3], ["echo", "sleep", "never"]);
-    assert_eq!(names[13], "filler_2");
-    assert_eq!(listing.pages, 7);
+    assert_eq!(names[14], "filler_2");
+    assert_eq!(listing.pages, 8);
     // The shortest TTL of the pages (the mock lowers it by one per page).
-    assert_eq!(listing.cache.ttl_ms, Some(30000 - 6));
+    assert_eq!(listing.cache.ttl_ms, Some(30000 - 7));
     assert_eq!(listing.cache.cache_scope, Some(CacheScope::Public));
     let entries = util::read_log(&log);
     let cursors: Vec<Value> = util::requests(&entries, "tools/list")
@@ -112,7 +112,8 @@ async fn list_all_pages_until_the_cursor_is_absent() {
             json!("3"),
             json!("4"),
             json!("5"),
-            json!("6")
+            json!("6"),
+            json!("7")
         ]
     );
     // JSCH-05: schemas come back untouched.

@@ -5,4 +5,5 @@ mod util;
 mod client;
 mod era;
 mod lifecycle;
+mod tasks;
 mod transport;

@@ -20,7 +20,7 @@ fn args(v: Value) -> Option<JsonObject> {
 async fn one_byte_writes_still_frame_every_message() {
     let (client, _t) = connect(&["--byte-writes"]).await;
     let tools = client.list_all_tools().await.unwrap();
-    assert_eq!(tools.items.len(), 14);
+    assert_eq!(tools.items.len(), 15);
     let r = client
         .call_tool("echo", args(json!({"text": "split"})))
         .await

@@ -34,6 +34,9 @@ pub const CHARS_PER_TOKEN: usize = 4;
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Built-in time a tool call may take.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default deadline of a call the server turned into a task (the tasks
+/// extension), from the call to the task's end.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(1800);
 /// Built-in number of consecutive failures that trips a server's breaker.
 pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
 /// Built-in time a tripped server rests before it is probed again.
@@ -95,6 +98,8 @@ pub struct Timeouts {
     pub startup: Duration,
     /// Time a tool call may take.
     pub call: Duration,
+    /// Time a tool call the server turned into a task may take in all.
+    pub task: Duration,
 }
 
 /// When a server's breaker trips and how long it rests.
@@ -121,6 +126,8 @@ pub struct ServerConfig {
     pub startup_timeout: Option<Duration>,
     /// Call timeouts of single tools, by original tool name.
     pub tool_timeouts: BTreeMap<String, Duration>,
+    /// Deadline of its tasked calls, overriding the default.
+    pub task_timeout: Option<Duration>,
     /// Whether and how it authorizes with OAuth (HTTP servers only).
     pub oauth: OAuthSetting,
 }
@@ -279,6 +286,7 @@ impl ServerConfig {
             timeout: None,
             startup_timeout: None,
             tool_timeouts: BTreeMap::new(),
+            task_timeout: None,
             oauth: OAuthSetting::Auto,
         }
     }
@@ -365,6 +373,7 @@ impl Config {
             timeouts: Timeouts {
                 startup: DEFAULT_STARTUP_TIMEOUT,
                 call: DEFAULT_CALL_TIMEOUT,
+                task: DEFAULT_TASK_TIMEOUT,
             },
             breaker: BreakerConfig {
                 failures: DEFAULT_BREAKER_FAILURES,
@@ -419,6 +428,14 @@ impl Config {
             .and_then(|s| s.tool_timeouts.get(tool).copied())
             .or_else(|| server.and_then(|s| s.timeout))
             .unwrap_or(self.timeouts.call)
+    }
+
+    /// The deadline of a tasked call on `alias`: per server, else the
+    /// default (`taskTimeoutMs`).
+    pub fn task_timeout(&self, alias: &str) -> Duration {
+        self.server(alias)
+            .and_then(|s| s.task_timeout)
+            .unwrap_or(self.timeouts.task)
     }
 
     /// The start-up timeout of `alias`.

@@ -137,6 +137,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "lockfile",
     "timeoutMs",
     "startupTimeoutMs",
+    "taskTimeoutMs",
     "breaker",
     "model",
     "roots",
@@ -154,6 +155,7 @@ const SERVER_KEYS: &[&str] = &[
     "disabled",
     "timeoutMs",
     "startupTimeoutMs",
+    "taskTimeoutMs",
     "toolTimeouts",
     "permissions",
     "disabledTools",
@@ -320,6 +322,11 @@ impl Parser<'_> {
         if let Some(v) = root.get("startupTimeoutMs") {
             if let Some(d) = self.millis(v, "startupTimeoutMs") {
                 config.timeouts.startup = d;
+            }
+        }
+        if let Some(v) = root.get("taskTimeoutMs") {
+            if let Some(d) = self.millis(v, "taskTimeoutMs") {
+                config.timeouts.task = d;
             }
         }
         if let Some(v) = root.get("audit") {
@@ -582,6 +589,9 @@ impl Parser<'_> {
         }
         if let Some(v) = obj.get("startupTimeoutMs") {
             server.startup_timeout = self.millis(v, &sub("startupTimeoutMs"));
+        }
+        if let Some(v) = obj.get("taskTimeoutMs") {
+            server.task_timeout = self.millis(v, &sub("taskTimeoutMs"));
         }
         if let Some(v) = obj.get("toolTimeouts") {
             let k = sub("toolTimeouts");

@@ -355,3 +355,20 @@ fn roots_list() {
         .is_err()
     );
 }
+
+#[test]
+fn task_timeouts_default_and_per_server() {
+    let text = r#"{"mcpServers": {"a": {"command": "x", "taskTimeoutMs": 5000}, "b": {"command": "y"}}, "taskTimeoutMs": 60000}"#;
+    let c = parse(text, &[]).unwrap();
+    assert_eq!(c.task_timeout("a"), Duration::from_millis(5000));
+    assert_eq!(c.task_timeout("b"), Duration::from_millis(60000));
+    let c = parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#, &[]).unwrap();
+    assert_eq!(c.task_timeout("a"), super::DEFAULT_TASK_TIMEOUT);
+    assert!(
+        parse(
+            r#"{"mcpServers": {"a": {"command": "x", "taskTimeoutMs": "soon"}}}"#,
+            &[]
+        )
+        .is_err()
+    );
+}

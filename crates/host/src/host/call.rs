@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_client::{ClientError, ProgressSink, TransportError};
+use switchboard_client::{ClientError, NotificationSink, ProgressSink, TransportError};
 use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, namespaced_tool_name};
 use tokio::time::Instant;
@@ -25,6 +25,7 @@ use crate::pins::PinState;
 use crate::reason::Reason;
 use crate::sanitize;
 use crate::table::{TableEntry, ToolTable};
+use crate::task::TaskWatch;
 use crate::upstream::{Down, DownCause, Link, Upstream};
 
 /// Options for one [`Host::call`].
@@ -88,6 +89,8 @@ pub(crate) struct CallOutcome {
     original: Option<String>,
     /// The gate's decision, once one was made.
     decision: Option<Decision>,
+    /// The task the server turned the call into (the tasks extension).
+    task_id: Option<String>,
     /// How the call ended.
     end: End,
 }
@@ -137,6 +140,7 @@ impl CallOutcome {
             alias: None,
             original: None,
             decision: None,
+            task_id: None,
             end,
         }
     }
@@ -168,6 +172,7 @@ impl CallOutcome {
             record.decided_by = decision.decided_by.clone();
             record.rule.clone_from(&decision.rule);
         }
+        record.task_id.clone_from(&self.task_id);
         record.outcome = self.outcome();
         record.is_error = match &self.end {
             End::Answered(result) => result.is_error(),
@@ -257,6 +262,7 @@ impl Host {
                 alias: Some(alias),
                 original: Some(original),
                 decision: None,
+                task_id: None,
                 end: End::stopped(Outcome::UnknownTool, self.unknown_tool(local_name, &table)),
             };
         };
@@ -267,8 +273,8 @@ impl Host {
         let (decision, denial) = self
             .decide(local_name, entry, &pin, arguments.as_ref(), options)
             .await;
-        let end = match denial {
-            Some(text) => End::stopped(Outcome::Denied, text),
+        let (end, task_id) = match denial {
+            Some(text) => (End::stopped(Outcome::Denied, text), None),
             None => {
                 // First approval pins the definition (changed ones wait
                 // for accept).
@@ -277,14 +283,27 @@ impl Host {
                         warn!(error = %e, tool = %local_name, "could not record the pin");
                     }
                 }
-                self.run(&server, local_name, &original, arguments, options)
-                    .await
+                // Task statuses reach the progress sink; the task id, the
+                // audit line.
+                let (notifications, task) = crate::task::watch(&server, options.progress.clone());
+                let end = self
+                    .run(
+                        &server,
+                        local_name,
+                        &original,
+                        arguments,
+                        options,
+                        (notifications, &task),
+                    )
+                    .await;
+                (end, task.task_id())
             }
         };
         CallOutcome {
             alias: Some(alias),
             original: Some(original),
             decision: Some(decision),
+            task_id,
             end,
         }
     }
@@ -385,7 +404,8 @@ impl Host {
     }
 
     /// An allowed call: the breaker, the connection (reconnecting a server
-    /// that died), then the call itself with the original name.
+    /// that died), then the call itself with the original name; the call's
+    /// notifications (task statuses) go to `notifications`.
     async fn run(
         &self,
         server: &Arc<Upstream>,
@@ -393,6 +413,7 @@ impl Host {
         original: &str,
         arguments: Option<JsonObject>,
         options: &CallOptions,
+        (notifications, task): (NotificationSink, &TaskWatch),
     ) -> End {
         let alias = server.alias();
         let admission = server.breaker().admit(Instant::now());
@@ -419,11 +440,17 @@ impl Host {
         let timeout = self.config_read().call_timeout(alias, original);
         let mut client_options = switchboard_client::RequestOptions::timeout(timeout);
         client_options.on_progress = options.progress.clone();
-        match link
+        client_options.on_notification = Some(notifications);
+        let outcome = link
             .client
             .call_tool_with(original, arguments, &client_options)
-            .await
-        {
+            .await;
+        // A tasked call runs under the task deadline, not the call timeout.
+        let timeout = match task.task_id() {
+            Some(_) => self.config_read().task_timeout(alias),
+            None => timeout,
+        };
+        match outcome {
             Ok(result) => {
                 server.breaker().record(None, Instant::now());
                 let tool_name = local_name.to_owned();

@@ -101,12 +101,11 @@ impl Host {
             .servers
             .iter()
             .map(|s| {
-                Arc::new(Upstream::new(
-                    s.clone(),
-                    config.startup_timeout(&s.alias),
-                    s.timeout.unwrap_or(config.timeouts.call),
-                    config.breaker,
-                ))
+                let startup = config.startup_timeout(&s.alias);
+                let call = s.timeout.unwrap_or(config.timeouts.call);
+                let mut s = s.clone();
+                s.task_timeout = Some(config.task_timeout(&s.alias));
+                Arc::new(Upstream::new(s, startup, call, config.breaker))
             })
             .collect();
         let inner = Arc::new(Inner {

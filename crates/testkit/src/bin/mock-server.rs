@@ -51,6 +51,7 @@
 //! | `error` | — | JSON-RPC error -32602 with `data` |
 //! | `weird` | — | a result with an unknown `resultType` |
 //! | `pids` | — | `structuredContent` = `{"pid": …, "grandchild": …}` |
+//! | `task` | `work_ms?` (200), `never?`, `poll_ms?`, `inputs?` (0), `ttl_ms?` | with the tasks extension declared: a task handle (`resultType: "task"`, `pollIntervalMs` = `poll_ms` when given, `ttlMs` = `ttl_ms`). The task asks `inputs` times for input (`inputRequests.confirm`, a new message each round) through `tasks/update`, then works `work_ms` (forever with `never`) and completes with the answers; after `ttl_ms` it is gone (-32602). `tasks/cancel` marks it cancelled. Without the extension: works `work_ms` inside the call |
 //! | `sample` | — | legacy only: sends `roots/list`, `sampling/createMessage`, `elicitation/create` (those declared in `initialize`) and `ping` to the client, returns the answers |
 //!
 //! Resources (`mock://a`, `mock://b`, `mock://ask` with MRTR), one template,
@@ -196,6 +197,7 @@ fn main() -> anyhow::Result<()> {
         grandchild,
         active: AtomicU64::new(0),
         listeners: Mutex::new(Vec::new()),
+        tasks: Mutex::new(HashMap::new()),
     });
     if server.opts.watch_tools {
         let s = server.clone();
@@ -324,6 +326,22 @@ struct Server {
     active: AtomicU64,
     /// Ids of open listen streams that asked for `toolsListChanged`.
     listeners: Mutex<Vec<Value>>,
+    /// Tasks of the `task` tool, by id.
+    tasks: Mutex<HashMap<String, MockTask>>,
+}
+
+/// A task of the `task` tool.
+struct MockTask {
+    created: std::time::Instant,
+    /// When the work (after the last input) started.
+    working_since: std::time::Instant,
+    work: Option<Duration>,
+    poll_ms: Option<u64>,
+    ttl_ms: Option<u64>,
+    inputs_left: u64,
+    round: u64,
+    answers: Vec<Value>,
+    cancelled: bool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -580,6 +598,9 @@ impl Server {
                 Ok(self.complete(json!({"completion": {"values": values, "total": values.len(), "hasMore": false}})))
             }
             "subscriptions/listen" => return self.listen(req, params),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => self
+                .task_method(&req.method, params)
+                .map(|r| self.complete(r)),
             other => Err(rpc_error(-32601, format!("method not found: {other}"))),
         })
     }
@@ -632,6 +653,7 @@ impl Server {
         ];
         for name in [
             "sleep", "never", "crash", "big", "progress", "ask", "fail", "error", "weird", "pids",
+            "task",
         ] {
             tools.push(json!({"name": name, "description": format!("the {name} tool"), "inputSchema": {"type": "object"}}));
         }
@@ -743,6 +765,7 @@ impl Server {
                 return Some(Err(rpc_error(-32602, "bad arguments for the error tool").with_data(json!({"field": "x"}))));
             }
             "weird" => json!({"content": [], "resultType": "mystery"}),
+            "task" => return self.start_task(req, &args, caps),
             "pids" => json!({"content": [], "structuredContent": {"pid": std::process::id(), "grandchild": self.grandchild}}),
             n if n.starts_with("filler_") => json!({"content": [{"type": "text", "text": n}]}),
             n if self
@@ -756,6 +779,126 @@ impl Server {
             }
             other => return Some(Err(rpc_error(-32602, format!("unknown tool {other}")))),
         })))
+    }
+
+    /// The `task` tool: a task handle when the extension is declared.
+    fn start_task(
+        &self,
+        req: &Request,
+        args: &Value,
+        caps: &Value,
+    ) -> Option<Result<Value, switchboard_wire::ErrorObject>> {
+        let num = |k: &str| args.get(k).and_then(Value::as_u64);
+        let never = args.get("never").and_then(Value::as_bool) == Some(true);
+        let work = (!never).then(|| Duration::from_millis(num("work_ms").unwrap_or(200)));
+        let declared = caps
+            .pointer("/extensions")
+            .and_then(|e| e.get(switchboard_wire::tasks::EXTENSION_ID))
+            .is_some();
+        if !declared {
+            let work = work?;
+            std::thread::sleep(work);
+            if self.is_cancelled(&req.id) {
+                return None;
+            }
+            return Some(Ok(self.complete(
+                json!({"content": [{"type": "text", "text": "done without a task"}]}),
+            )));
+        }
+        let id = format!("mock-task-{}", self.next_id.fetch_add(1, Ordering::SeqCst));
+        let now = std::time::Instant::now();
+        let task = MockTask {
+            created: now,
+            working_since: now,
+            work,
+            poll_ms: num("poll_ms"),
+            ttl_ms: num("ttl_ms"),
+            inputs_left: num("inputs").unwrap_or(0),
+            round: 1,
+            answers: Vec::new(),
+            cancelled: false,
+        };
+        let mut view = Self::task_view(&id, &task);
+        view["resultType"] = json!("task");
+        for k in ["inputRequests", "result"] {
+            if let Value::Object(o) = &mut view {
+                o.remove(k);
+            }
+        }
+        lock(&self.tasks).insert(id, task);
+        Some(Ok(self.complete(view)))
+    }
+
+    /// A task as `tasks/get` shows it.
+    fn task_view(id: &str, t: &MockTask) -> Value {
+        let mut v = json!({
+            "taskId": id,
+            "createdAt": "2026-07-28T10:30:00Z",
+            "lastUpdatedAt": "2026-07-28T10:30:00Z",
+            "ttlMs": t.ttl_ms,
+        });
+        if let Some(ms) = t.poll_ms {
+            v["pollIntervalMs"] = json!(ms);
+        }
+        if t.cancelled {
+            v["status"] = json!("cancelled");
+        } else if t.inputs_left > 0 {
+            v["status"] = json!("input_required");
+            v["statusMessage"] = json!(format!("waiting for answer {}", t.round));
+            let mut request = input_request("confirm");
+            request["params"]["message"] = json!(format!("Proceed with step {}?", t.round));
+            v["inputRequests"] = json!({"confirm": request});
+        } else if t.work.is_some_and(|w| t.working_since.elapsed() >= w) {
+            v["status"] = json!("completed");
+            v["result"] = json!({
+                "content": [{"type": "text", "text": format!("task done after {} inputs", t.answers.len())}],
+                "structuredContent": {"answers": t.answers},
+                "isError": false,
+            });
+        } else {
+            v["status"] = json!("working");
+            v["statusMessage"] = json!("working on it");
+        }
+        v
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` for the `task` tool.
+    fn task_method(
+        &self,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, switchboard_wire::ErrorObject> {
+        let id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
+        let mut tasks = lock(&self.tasks);
+        let expired = tasks.get(id).is_some_and(|t| {
+            t.ttl_ms
+                .is_some_and(|ttl| t.created.elapsed() >= Duration::from_millis(ttl))
+        });
+        if expired {
+            tasks.remove(id);
+        }
+        let Some(task) = tasks.get_mut(id) else {
+            return Err(rpc_error(-32602, "Failed to retrieve task: Task not found"));
+        };
+        match method {
+            "tasks/get" => Ok(Self::task_view(id, task)),
+            "tasks/update" => {
+                if let Some(answer) = params.pointer("/inputResponses/confirm") {
+                    if task.inputs_left > 0 && !task.cancelled {
+                        task.answers.push(answer.clone());
+                        task.inputs_left -= 1;
+                        task.round += 1;
+                        task.working_since = std::time::Instant::now();
+                    }
+                }
+                Ok(json!({}))
+            }
+            _ => {
+                eprintln!("mock-server: task {id} cancelled");
+                task.cancelled = true;
+                Ok(json!({}))
+            }
+        }
     }
 
     /// The `requestState` for a round; awkward characters on purpose, so a

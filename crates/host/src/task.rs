@@ -1,0 +1,82 @@
+//! Calls the server turned into tasks (the tasks extension): the client
+//! follows the task to its end and reports each status change as a
+//! `notifications/tasks`; the host remembers the task id for the audit line
+//! and shows status messages on the call's progress sink.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use switchboard_client::{NotificationSink, ProgressSink};
+use switchboard_wire::tasks;
+use switchboard_wire::types::method;
+use switchboard_wire::{JsonObject, Notification, ProgressParams, RequestId};
+use tracing::debug;
+
+use crate::upstream::Upstream;
+
+/// What one call learned about its task.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TaskWatch {
+    id: Arc<Mutex<Option<String>>>,
+}
+
+impl TaskWatch {
+    /// The task's id, when the call became a task.
+    pub(crate) fn task_id(&self) -> Option<String> {
+        self.id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// A per-call notification sink: task statuses are recorded and their
+/// messages go to `progress` (the status count as the position);
+/// `tools/list_changed` wakes the server's refresher as the server-wide
+/// sink would; anything else is logged.
+pub(crate) fn watch(
+    server: &Arc<Upstream>,
+    progress: Option<ProgressSink>,
+) -> (NotificationSink, TaskWatch) {
+    let watch = TaskWatch::default();
+    let seen = watch.clone();
+    let server = Arc::downgrade(server);
+    let count = Arc::new(Mutex::new(0u64));
+    let sink: NotificationSink = Arc::new(move |n: Notification| match n.method.as_str() {
+        tasks::NOTIFICATION => {
+            let params = n.params.unwrap_or(Value::Null);
+            let Some(id) = params.get("taskId").and_then(Value::as_str) else {
+                return;
+            };
+            *seen.id.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
+            let Some(progress) = &progress else {
+                return;
+            };
+            let status = params.get("status").and_then(Value::as_str).unwrap_or("");
+            let message = match params.get("statusMessage").and_then(Value::as_str) {
+                Some(m) => format!("{status}: {m}"),
+                None => status.to_owned(),
+            };
+            let step = {
+                let mut c = count.lock().unwrap_or_else(PoisonError::into_inner);
+                *c += 1;
+                *c
+            };
+            #[allow(clippy::cast_precision_loss)]
+            progress(ProgressParams {
+                progress_token: RequestId::from(id),
+                progress: step as f64,
+                total: None,
+                message: Some(message),
+                extra: JsonObject::new(),
+            });
+        }
+        method::TOOLS_LIST_CHANGED => {
+            if let Some(server) = server.upgrade() {
+                server.refresh.notify_one();
+            }
+        }
+        other => debug!(method = other, "notification during a call"),
+    });
+    (sink, watch)
+}

@@ -1,0 +1,87 @@
+//! Calls the server turns into tasks (the tasks extension): the same gate
+//! and audit as any call, one audit line with the final outcome and the
+//! task id, status messages as progress, and `taskTimeoutMs` as the
+//! deadline of the whole task (the task is then cancelled).
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use switchboard_host::CallOptions;
+
+use crate::util::*;
+
+fn lines(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasked_call_is_audited_once_with_its_task_id_and_reports_status() {
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"m": stdio(&[])},
+            "permissions": {"allow": ["mcp__m__task"]},
+            "audit": "audit.jsonl",
+        }))
+        .await;
+    let messages = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&messages);
+    let options = CallOptions::default().with_progress(move |p| {
+        seen.lock().unwrap().push(p.message.unwrap_or_default());
+    });
+    let args = json!({"work_ms": 300, "poll_ms": 50}).as_object().cloned();
+    let report = host.call_detailed("mcp__m__task", args, options).await;
+    assert!(text(&report.result).contains("task done after 0 inputs"));
+    host.shutdown().await;
+    let all = lines(&dir.path("audit.jsonl"));
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["outcome"], "ok");
+    assert!(
+        all[0]["taskId"].as_str().unwrap().starts_with("mock-task-"),
+        "{}",
+        all[0]
+    );
+    let messages = messages.lock().unwrap();
+    assert!(
+        messages.iter().any(|m| m == "working: working on it"),
+        "{messages:?}"
+    );
+    assert_eq!(messages.last().map(String::as_str), Some("completed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_past_its_task_timeout_is_cancelled_and_reported_as_a_timeout() {
+    let dir = Dir::new();
+    let log = dir.path_str("requests.jsonl");
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"m": {"command": mock(), "args": ["--log", log], "taskTimeoutMs": 400}},
+            "permissions": {"allow": ["mcp__m__task"]},
+            "audit": "audit.jsonl",
+        }))
+        .await;
+    let args = json!({"never": true, "poll_ms": 50}).as_object().cloned();
+    let report = host
+        .call_detailed("mcp__m__task", args, CallOptions::default())
+        .await;
+    assert!(report.result.is_error());
+    assert!(
+        text(&report.result).contains("within 400 ms"),
+        "{}",
+        text(&report.result)
+    );
+    host.shutdown().await;
+    let all = lines(&dir.path("audit.jsonl"));
+    assert_eq!(all[0]["outcome"], "timeout");
+    assert!(all[0]["taskId"].is_string());
+    let cancels = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"tasks/cancel\""))
+        .count();
+    assert_eq!(cancels, 1);
+}

@@ -1,0 +1,793 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) on the
+//! server side: task-capable tools, the task store, and `tasks/get`,
+//! `tasks/update`, `tasks/cancel`.
+//!
+//! A tool becomes task-capable by answering [`Outcome::Task`] with the work
+//! to run ([`TaskWork`]), or by being registered with
+//! [`ServerBuilder::task_tool`], whose handler always runs as a task. When
+//! the request declared the extension, the framework creates the task
+//! (an unguessable id bound to the caller's principal), answers the call at
+//! once with `resultType: "task"` and runs the work in the background; the
+//! client polls `tasks/get`. Without the extension an optional task runs to
+//! its end inside the call, and a required one is refused with -32021.
+//!
+//! The work gets a [`TaskContext`]: set a status message, ask the client
+//! for input (the task goes `input_required` until `tasks/update` brings
+//! every answer), notice cancellation. A finished task keeps its result
+//! until its TTL (counted from creation) runs out; `tasks/cancel` stops the
+//! work and marks the task `cancelled`. Another principal's task id is
+//! answered exactly like an unknown one.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use switchboard_wire::tasks::{self, Task, TaskStatus};
+use switchboard_wire::{
+    CallToolResult, ClientCapabilities, ErrorCode, ErrorObject, JsonObject, RequestMeta, ResultType,
+};
+use tokio::sync::oneshot;
+
+use crate::auth::{BoxFuture, Principal};
+use crate::cancel::Cancellation;
+use crate::context::Context;
+use crate::dispatch::Incoming;
+use crate::error::{Fault, HandlerError};
+use crate::input::InputResponses;
+use crate::outcome::{InputRequired, Outcome};
+use crate::server::{Server, ServerBuilder};
+use crate::tool::{IntoToolResult, ToolOutcome, ToolSpec, failure_result};
+
+/// How long a task is kept by default, counted from its creation.
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(600);
+/// The polling interval suggested by default.
+pub(crate) const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// Most live tasks a server keeps.
+const CAPACITY: usize = 10_000;
+
+const NOT_FOUND: &str = "Failed to retrieve task: Task not found";
+
+/// Whether a tool may, or must, run as a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// A task when the client declares the extension, a plain call
+    /// otherwise.
+    Optional,
+    /// Only as a task: a client without the extension gets -32021.
+    Required,
+}
+
+impl TaskSupport {
+    fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+}
+
+impl ToolSpec {
+    /// Declares the tool task-capable (`execution.taskSupport` in its
+    /// listing). With [`TaskSupport::Required`], a call from a client that
+    /// did not declare the tasks extension is refused with -32021 before
+    /// the handler runs.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.tool.extra.insert(
+            "execution".into(),
+            json!({ "taskSupport": support.as_str() }),
+        );
+        self
+    }
+}
+
+/// Reads a tool's declared task support.
+pub(crate) fn support_of(def: &switchboard_wire::Tool) -> Option<TaskSupport> {
+    match def.extra.get("execution")?.get("taskSupport")?.as_str()? {
+        "optional" => Some(TaskSupport::Optional),
+        "required" => Some(TaskSupport::Required),
+        _ => None,
+    }
+}
+
+type Work = Box<dyn FnOnce(TaskContext) -> BoxFuture<'static, ToolRun> + Send>;
+type ToolRun = Result<CallToolResult, HandlerError>;
+
+/// The work of a task, handed to the framework in [`Outcome::Task`].
+/// Clones share the one piece of work, which runs at most once.
+#[derive(Clone)]
+pub struct TaskWork {
+    work: Arc<Mutex<Option<Work>>>,
+}
+
+impl std::fmt::Debug for TaskWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskWork").finish_non_exhaustive()
+    }
+}
+
+impl TaskWork {
+    /// Work that runs `f` with the task's context; what it returns is the
+    /// task's result (anything a tool handler may return, except an
+    /// `InputRequired`: a task asks with [`TaskContext::ask`]).
+    pub fn new<F, Fut, R>(f: F) -> Self
+    where
+        F: FnOnce(TaskContext) -> Fut + Send + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult,
+    {
+        TaskWork::boxed(Box::new(move |task| {
+            let fut = f(task);
+            Box::pin(async move {
+                match fut.await.into_tool_result()? {
+                    Outcome::Complete(r) => Ok(r),
+                    _ => Err(HandlerError::internal(
+                        "a task cannot answer input_required; ask with TaskContext::ask",
+                    )),
+                }
+            })
+        }))
+    }
+
+    fn boxed(work: Work) -> Self {
+        TaskWork {
+            work: Arc::new(Mutex::new(Some(work))),
+        }
+    }
+
+    /// Runs the work; a clone whose work already ran fails.
+    fn run(self, task: TaskContext) -> BoxFuture<'static, ToolRun> {
+        let work = self
+            .work
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match work {
+            Some(work) => work(task),
+            None => Box::pin(async { Err(HandlerError::internal("this task's work already ran")) }),
+        }
+    }
+}
+
+impl<T> Outcome<T> {
+    /// Answers with a task running `f` (see [`TaskWork::new`]).
+    pub fn task<F, Fut, R>(f: F) -> Self
+    where
+        F: FnOnce(TaskContext) -> Fut + Send + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoToolResult,
+    {
+        Outcome::Task(TaskWork::new(f))
+    }
+}
+
+/// What a task's work can do besides returning its result.
+pub struct TaskContext {
+    entry: Option<Arc<TaskEntry>>,
+    cancel: Cancellation,
+    meta: Arc<RequestMeta>,
+    principal: Option<Arc<Principal>>,
+}
+
+impl std::fmt::Debug for TaskContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskContext")
+            .field("task_id", &self.task_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskContext {
+    /// The task's id; `None` when the work runs inside the call (the
+    /// client did not declare the extension).
+    pub fn task_id(&self) -> Option<&str> {
+        self.entry.as_ref().map(|e| e.id.as_str())
+    }
+
+    /// The authenticated caller who created the task, if any.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_deref()
+    }
+
+    /// The capabilities the creating request declared.
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.meta.client_capabilities
+    }
+
+    /// Sets the task's `statusMessage` (shown to the user or model by the
+    /// client). Does nothing when the work runs inside the call.
+    pub fn set_status(&self, message: impl Into<String>) {
+        if let Some(entry) = &self.entry {
+            let mut s = entry.lock();
+            if !s.status.is_terminal() {
+                s.message = Some(message.into());
+                s.updated_ms = now_ms();
+                drop(s);
+                entry.changed();
+            }
+        }
+    }
+
+    /// Whether the task was cancelled (`tasks/cancel`, the call dropped,
+    /// the server shutting down).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Completes once the task is cancelled. The framework also stops the
+    /// work itself; this is for work that wants to clean up first.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
+    }
+
+    /// Asks the client for input: the task goes `input_required` with these
+    /// requests until `tasks/update` has answered every one (answers may
+    /// come a few at a time), then back to `working`.
+    ///
+    /// # Errors
+    /// -32021 when the creating request did not declare a capability the
+    /// requests need; an error when the work runs inside the call (no task
+    /// to ask through) or the task is cancelled while waiting.
+    pub async fn ask(&self, ask: InputRequired) -> Result<InputResponses, HandlerError> {
+        if let Some(missing) = ask.missing_capabilities(&self.meta.client_capabilities) {
+            return Err(HandlerError::missing_capability(missing));
+        }
+        let Some(entry) = &self.entry else {
+            return Err(HandlerError::missing_capability(
+                tasks::required_capabilities(),
+            ));
+        };
+        if ask.requests.is_empty() {
+            return Ok(InputResponses::new(None));
+        }
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut s = entry.lock();
+            s.pending = ask.requests;
+            s.answers = JsonObject::new();
+            s.waiter = Some(tx);
+            s.status = TaskStatus::InputRequired;
+            s.updated_ms = now_ms();
+        }
+        entry.changed();
+        tokio::select! {
+            answers = rx => answers
+                .map(|a| InputResponses::new(Some(a)))
+                .map_err(|_| HandlerError::internal("the task was stopped while waiting for input")),
+            () = self.cancel.cancelled() => Err(HandlerError::internal("the task was cancelled")),
+        }
+    }
+}
+
+/// One task.
+struct TaskEntry {
+    id: String,
+    owner: Option<String>,
+    created: Instant,
+    created_at: String,
+    ttl: Duration,
+    poll_interval: Duration,
+    cancel: Cancellation,
+    state: Mutex<State>,
+    /// Where status changes go (`notifications/tasks` on listen streams).
+    notifier: crate::notify::Notifier,
+}
+
+struct State {
+    status: TaskStatus,
+    message: Option<String>,
+    updated_ms: u64,
+    /// Outstanding input requests: (key, method, params).
+    pending: Vec<(String, String, Value)>,
+    /// Answers received for the current question.
+    answers: JsonObject,
+    waiter: Option<oneshot::Sender<JsonObject>>,
+    result: Option<JsonObject>,
+    error: Option<ErrorObject>,
+}
+
+impl TaskEntry {
+    /// Tells listen streams watching this task its new state.
+    fn changed(&self) {
+        let task = self.snapshot(true);
+        if let Ok(value) = serde_json::to_value(&task) {
+            self.notifier.task_changed(&self.id, value);
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        now.duration_since(self.created) >= self.ttl
+    }
+
+    /// The task as `tasks/get` shows it.
+    fn snapshot(&self, detailed: bool) -> Task {
+        let s = self.lock();
+        let input_requests = (detailed && s.status == TaskStatus::InputRequired).then(|| {
+            s.pending
+                .iter()
+                .map(|(k, m, p)| (k.clone(), json!({"method": m, "params": p})))
+                .collect()
+        });
+        Task {
+            task_id: self.id.clone(),
+            status: s.status.clone(),
+            status_message: s.message.clone(),
+            created_at: self.created_at.clone(),
+            last_updated_at: tasks::iso8601_utc(s.updated_ms),
+            ttl_ms: Some(millis(self.ttl)),
+            poll_interval_ms: Some(millis(self.poll_interval)),
+            input_requests,
+            result: if detailed { s.result.clone() } else { None },
+            error: if detailed { s.error.clone() } else { None },
+            result_type: None,
+            meta: None,
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// Ends the task, unless it already ended.
+    fn finish(&self, status: TaskStatus, result: Option<JsonObject>, error: Option<ErrorObject>) {
+        let mut s = self.lock();
+        if s.status.is_terminal() {
+            return;
+        }
+        if status == TaskStatus::Failed {
+            s.message = error.as_ref().map(|e| e.message.clone());
+        } else if status == TaskStatus::Cancelled {
+            s.message = Some("cancelled".into());
+        }
+        s.status = status;
+        s.result = result;
+        s.error = error;
+        s.pending.clear();
+        s.waiter = None;
+        s.updated_ms = now_ms();
+        drop(s);
+        self.changed();
+    }
+}
+
+/// The tasks of one server.
+pub(crate) struct TaskStore {
+    tasks: Mutex<HashMap<String, Arc<TaskEntry>>>,
+    ttl: Duration,
+    poll_interval: Duration,
+}
+
+/// Task settings of a server.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TaskOptions {
+    pub(crate) ttl: Duration,
+    pub(crate) poll_interval: Duration,
+}
+
+impl Default for TaskOptions {
+    fn default() -> Self {
+        TaskOptions {
+            ttl: DEFAULT_TTL,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+        }
+    }
+}
+
+impl TaskStore {
+    pub(crate) fn new(options: TaskOptions) -> Self {
+        TaskStore {
+            tasks: Mutex::new(HashMap::new()),
+            ttl: options.ttl,
+            poll_interval: options.poll_interval,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<TaskEntry>>> {
+        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drops expired tasks, stopping any still running.
+    fn purge(map: &mut HashMap<String, Arc<TaskEntry>>, now: Instant) {
+        map.retain(|_, e| {
+            let keep = !e.expired(now);
+            if !keep {
+                e.cancel.cancel();
+            }
+            keep
+        });
+    }
+
+    fn create(
+        &self,
+        owner: Option<&Principal>,
+        notifier: &crate::notify::Notifier,
+    ) -> Result<Arc<TaskEntry>, Fault> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)
+            .map_err(|e| Fault::internal(format!("no randomness for a task id: {e}")))?;
+        let id = crate::seal::encode(&bytes);
+        let now = Instant::now();
+        let now_ms = now_ms();
+        let entry = Arc::new(TaskEntry {
+            id: id.clone(),
+            owner: owner.map(|p| p.subject.clone()),
+            created: now,
+            created_at: tasks::iso8601_utc(now_ms),
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            cancel: Cancellation::new(),
+            notifier: notifier.clone(),
+            state: Mutex::new(State {
+                status: TaskStatus::Working,
+                message: None,
+                updated_ms: now_ms,
+                pending: Vec::new(),
+                answers: JsonObject::new(),
+                waiter: None,
+                result: None,
+                error: None,
+            }),
+        });
+        let mut map = self.lock();
+        if map.len() >= CAPACITY {
+            Self::purge(&mut map, now);
+        }
+        if map.len() >= CAPACITY {
+            return Err(Fault::internal(
+                "too many live tasks; try again when some have finished",
+            ));
+        }
+        map.insert(id, Arc::clone(&entry));
+        Ok(entry)
+    }
+
+    /// The task `id` if `caller` owns it and it has not expired. Unknown,
+    /// expired and foreign ids are one error (-32602).
+    fn get(&self, caller: Option<&Principal>, id: &str) -> Result<Arc<TaskEntry>, Fault> {
+        let now = Instant::now();
+        let mut map = self.lock();
+        match map.get(id) {
+            Some(e) if e.expired(now) => {
+                e.cancel.cancel();
+                map.remove(id);
+                Err(Fault::invalid_params(NOT_FOUND))
+            }
+            Some(e) if e.owner.as_deref() == caller.map(|p| p.subject.as_str()) => {
+                Ok(Arc::clone(e))
+            }
+            _ => Err(Fault::invalid_params(NOT_FOUND)),
+        }
+    }
+}
+
+impl std::fmt::Debug for TaskStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskStore")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// What a finished run becomes: a tool failure is a `completed` task with
+/// an `isError` result; a protocol error is a `failed` task.
+fn settle(entry: &TaskEntry, run: ToolRun) {
+    let run = run.or_else(|e| match e.into_parts() {
+        Ok(message) => Ok(failure_result(message)),
+        Err(obj) => Err(obj),
+    });
+    match run {
+        Ok(mut result) => {
+            result.header.result_type = Some(ResultType::Complete);
+            if let Some(meta) = &mut result.header.meta {
+                meta.remove(tasks::RELATED_TASK_META);
+            }
+            let value = match serde_json::to_value(&result) {
+                Ok(Value::Object(o)) => o,
+                _ => JsonObject::new(),
+            };
+            entry.finish(TaskStatus::Completed, Some(value), None);
+        }
+        Err(obj) => entry.finish(TaskStatus::Failed, None, Some(obj)),
+    }
+}
+
+/// A tool's work, once its handler answered [`Outcome::Task`].
+pub(crate) enum Started {
+    /// The `CreateTaskResult` to answer with.
+    Created(Vec<u8>),
+    /// The work ran inside the call (no extension declared).
+    Ran(Box<ToolRun>),
+}
+
+impl Server {
+    /// Refuses a required-task tool to a client without the extension.
+    pub(crate) fn check_task_support(
+        &self,
+        def: &switchboard_wire::Tool,
+        caps: &ClientCapabilities,
+    ) -> Result<(), Fault> {
+        if support_of(def) == Some(TaskSupport::Required) && !tasks::declares_tasks(caps) {
+            return Err(Fault::from_rpc(ErrorObject::missing_capability(
+                tasks::required_capabilities(),
+            )));
+        }
+        Ok(())
+    }
+
+    /// Creates the task and starts its work, or runs the work inside the
+    /// call when the request did not declare the extension.
+    pub(crate) async fn start_task(
+        &self,
+        work: TaskWork,
+        meta: Arc<RequestMeta>,
+        principal: Option<Arc<Principal>>,
+        call_cancel: Cancellation,
+    ) -> Result<Started, Fault> {
+        if !tasks::declares_tasks(&meta.client_capabilities) {
+            let cx = TaskContext {
+                entry: None,
+                cancel: call_cancel,
+                meta,
+                principal,
+            };
+            return Ok(Started::Ran(Box::new(work.run(cx).await)));
+        }
+        let entry = self
+            .inner
+            .tasks
+            .create(principal.as_deref(), self.notifier())?;
+        let cx = TaskContext {
+            entry: Some(Arc::clone(&entry)),
+            cancel: entry.cancel.clone(),
+            meta,
+            principal,
+        };
+        let shutdown = self.inner.shutdown.clone();
+        let runner = Arc::clone(&entry);
+        tokio::spawn(async move {
+            // The work runs in its own task so a panic fails the task
+            // instead of leaving it working forever.
+            let mut handle = tokio::spawn(work.run(cx));
+            tokio::select! {
+                joined = &mut handle => match joined {
+                    Ok(run) => settle(&runner, run),
+                    Err(e) => runner.finish(
+                        TaskStatus::Failed,
+                        None,
+                        Some(ErrorObject::new(
+                            ErrorCode::InternalError,
+                            format!("the task's work stopped unexpectedly: {e}"),
+                        )),
+                    ),
+                },
+                () = runner.cancel.cancelled() => {
+                    handle.abort();
+                    runner.finish(TaskStatus::Cancelled, None, None);
+                }
+                () = shutdown.cancelled() => {
+                    handle.abort();
+                    runner.finish(TaskStatus::Cancelled, None, None);
+                }
+            }
+        });
+        let mut created = entry.snapshot(false);
+        created.result_type = Some(ResultType::task());
+        Ok(Started::Created(self.task_bytes(&created)))
+    }
+
+    /// A task as a result, with the `serverInfo` `_meta`.
+    fn task_bytes(&self, task: &Task) -> Vec<u8> {
+        self.finish_result(serde_json::to_vec(task).unwrap_or_else(|_| b"{}".to_vec()))
+    }
+
+    /// The `taskIds` of a listen filter this server will report on: the
+    /// caller's own live tasks (others are left out of the acknowledgment
+    /// like unknown ones).
+    pub(crate) fn listen_task_ids(
+        &self,
+        filter: &switchboard_wire::SubscriptionFilter,
+        meta: &RequestMeta,
+        incoming: &Incoming,
+    ) -> Result<Vec<String>, Fault> {
+        let Some(asked) = filter.extra.get("taskIds") else {
+            return Ok(Vec::new());
+        };
+        let Some(asked) = asked.as_array() else {
+            return Err(Fault::invalid_params(
+                "taskIds must be an array of task ids",
+            ));
+        };
+        if !tasks::declares_tasks(&meta.client_capabilities) {
+            return Err(Fault::from_rpc(ErrorObject::missing_capability(
+                tasks::required_capabilities(),
+            )));
+        }
+        Ok(asked
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|id| {
+                self.inner
+                    .tasks
+                    .get(incoming.principal.as_deref(), id)
+                    .is_ok()
+            })
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`.
+    pub(crate) fn task_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        meta: &RequestMeta,
+        incoming: &Incoming,
+    ) -> Result<Vec<u8>, Fault> {
+        let declared = self
+            .inner
+            .capabilities
+            .extensions
+            .as_ref()
+            .is_some_and(|e| e.contains_key(tasks::EXTENSION_ID));
+        if !declared {
+            return Err(Fault::method_not_found(method));
+        }
+        if !tasks::declares_tasks(&meta.client_capabilities) {
+            return Err(Fault::from_rpc(ErrorObject::missing_capability(
+                tasks::required_capabilities(),
+            )));
+        }
+        let params = params.unwrap_or(Value::Null);
+        let Some(id) = params.get("taskId").and_then(Value::as_str) else {
+            return Err(Fault::invalid_params(format!(
+                "{method} params need a \"taskId\" string"
+            )));
+        };
+        let entry = self.inner.tasks.get(incoming.principal.as_deref(), id)?;
+        match method {
+            tasks::TASKS_GET => {
+                let mut task = entry.snapshot(true);
+                task.result_type = Some(ResultType::Complete);
+                Ok(self.task_bytes(&task))
+            }
+            tasks::TASKS_UPDATE => {
+                let Some(responses) = params.get("inputResponses").and_then(Value::as_object)
+                else {
+                    return Err(Fault::invalid_params(
+                        "tasks/update params need an \"inputResponses\" object",
+                    ));
+                };
+                let mut s = entry.lock();
+                for (key, answer) in responses {
+                    // Keys not outstanding are ignored (already answered,
+                    // never asked, superseded).
+                    if let Some(i) = s.pending.iter().position(|(k, _, _)| k == key) {
+                        s.pending.remove(i);
+                        s.answers.insert(key.clone(), answer.clone());
+                    }
+                }
+                if s.pending.is_empty() && s.status == TaskStatus::InputRequired {
+                    let answers = std::mem::take(&mut s.answers);
+                    if let Some(waiter) = s.waiter.take() {
+                        let _ = waiter.send(answers);
+                    }
+                    s.status = TaskStatus::Working;
+                    s.updated_ms = now_ms();
+                    drop(s);
+                    entry.changed();
+                } else {
+                    drop(s);
+                }
+                Ok(self.finish_result(b"{\"resultType\":\"complete\"}".to_vec()))
+            }
+            _ => {
+                // Cancelling a finished task is acknowledged like any other.
+                tracing::info!(task = %entry.id, "tasks/cancel: the client cancelled the task");
+                entry.cancel.cancel();
+                Ok(self.finish_result(b"{\"resultType\":\"complete\"}".to_vec()))
+            }
+        }
+    }
+}
+
+/// Tool handlers that run as tasks: `async fn(args, TaskContext)`.
+pub trait TaskHandler<A>: Send + Sync + 'static {
+    /// Runs the work.
+    fn run(&self, args: A, task: TaskContext) -> BoxFuture<'static, ToolRun>;
+}
+
+impl<F, A, Fut, R> TaskHandler<A> for F
+where
+    F: Fn(A, TaskContext) -> Fut + Send + Sync + 'static,
+    A: Send + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoToolResult,
+{
+    fn run(&self, args: A, task: TaskContext) -> BoxFuture<'static, ToolRun> {
+        let fut = self(args, task);
+        Box::pin(async move {
+            match fut.await.into_tool_result()? {
+                Outcome::Complete(r) => Ok(r),
+                _ => Err(HandlerError::internal(
+                    "a task cannot answer input_required; ask with TaskContext::ask",
+                )),
+            }
+        })
+    }
+}
+
+impl ServerBuilder {
+    /// Registers a tool that runs as a task ([`TaskSupport::Optional`]):
+    /// `handler(args, task)` runs in the background when the client
+    /// declared the tasks extension, inside the call otherwise. Declares
+    /// the extension in the server's capabilities.
+    pub fn task_tool<A, H>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        handler: H,
+    ) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        H: TaskHandler<A>,
+    {
+        self.task_tool_spec(
+            ToolSpec::new(name)
+                .description(description)
+                .task_support(TaskSupport::Optional),
+            handler,
+        )
+    }
+
+    /// Registers a task tool described by `spec` (give it
+    /// [`ToolSpec::task_support`]; optional when it has none).
+    pub fn task_tool_spec<A, H>(self, spec: ToolSpec, handler: H) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        H: TaskHandler<A>,
+    {
+        let spec = if support_of(&spec.tool).is_some() {
+            spec
+        } else {
+            spec.task_support(TaskSupport::Optional)
+        };
+        let handler = Arc::new(handler);
+        self.tasks().tool_spec(spec, move |args: A, _ctx: Context| {
+            let handler = Arc::clone(&handler);
+            async move {
+                Ok::<ToolOutcome, HandlerError>(Outcome::Task(TaskWork::boxed(Box::new(
+                    move |task| handler.run(args, task),
+                ))))
+            }
+        })
+    }
+
+    /// Declares the tasks extension (done by [`ServerBuilder::task_tool`];
+    /// call it for tools that answer [`Outcome::Task`] themselves).
+    pub fn tasks(self) -> Self {
+        self.extension(tasks::EXTENSION_ID, json!({}))
+    }
+
+    /// How long tasks are kept, counted from creation (default 10
+    /// minutes), and the polling interval suggested to clients (default
+    /// 500 ms).
+    pub fn task_options(mut self, ttl: Duration, poll_interval: Duration) -> Self {
+        self.task_options = TaskOptions { ttl, poll_interval };
+        self
+    }
+}

@@ -1,0 +1,321 @@
+//! The tasks extension (`io.modelcontextprotocol/tasks`) over HTTP: task
+//! creation only for declaring clients, polling, input through
+//! `tasks/update`, cancellation, expiry after the TTL, and task ids bound to
+//! the principal that created them.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_server::http::HttpOptions;
+use switchboard_server::{
+    Elicitation, HandlerError, InputRequired, NoArgs, ProtectedResource, Server, TaskContext,
+    TaskSupport, ToolSpec,
+};
+
+use crate::auth::call_as;
+use crate::util::*;
+
+const EXT: &str = "io.modelcontextprotocol/tasks";
+
+fn tasks_meta() -> Value {
+    meta_with(json!({"elicitation": {}, "extensions": {EXT: {}}}))
+}
+
+fn tasks_server(ttl: Duration) -> Server {
+    Server::builder("tasks-test", "1.0.0")
+        .task_tool(
+            "quick",
+            "Finishes at once",
+            |_: NoArgs, t: TaskContext| async move {
+                t.set_status("almost there");
+                "quick done"
+            },
+        )
+        .task_tool(
+            "forever",
+            "Never finishes",
+            |_: NoArgs, t: TaskContext| async move {
+                t.set_status("still going");
+                t.cancelled().await;
+                "unreachable"
+            },
+        )
+        .task_tool(
+            "asker",
+            "Asks two questions",
+            |_: NoArgs, t: TaskContext| async move {
+                let form = || {
+                    Elicitation::form(
+                        "?",
+                        json!({"type": "object", "properties": {"v": {"type": "string"}}}),
+                    )
+                };
+                let a = t
+                    .ask(InputRequired::new().elicit("a", form()).elicit("b", form()))
+                    .await?;
+                let v = |k: &str| {
+                    a.raw(k)
+                        .map(|x| x["content"]["v"].clone())
+                        .unwrap_or_default()
+                };
+                Ok::<_, HandlerError>(format!("{} {}", v("a"), v("b")))
+            },
+        )
+        .task_tool_spec(
+            ToolSpec::new("must").task_support(TaskSupport::Required),
+            |_: NoArgs, _t: TaskContext| async { "must done" },
+        )
+        .task_options(ttl, Duration::from_millis(50))
+        .build()
+        .unwrap()
+}
+
+async fn call(http: &Http, method: &str, mut params: Value) -> Resp {
+    params["_meta"] = tasks_meta();
+    http.call(method, params).await
+}
+
+async fn get(http: &Http, id: &str) -> Value {
+    call(http, "tasks/get", json!({"taskId": id}))
+        .await
+        .result()
+}
+
+/// Polls until the task is terminal or in `status`.
+async fn wait_for(http: &Http, id: &str, status: &str) -> Value {
+    for _ in 0..400 {
+        let t = get(http, id).await;
+        let s = t["status"].as_str().unwrap().to_owned();
+        if s == status || ["completed", "failed", "cancelled"].contains(&s.as_str()) {
+            return t;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("task {id} never reached {status}");
+}
+
+async fn start_task(http: &Http, tool: &str) -> String {
+    let created = call(http, "tools/call", json!({"name": tool, "arguments": {}}))
+        .await
+        .result();
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn a_declaring_client_gets_a_task_it_can_poll_to_its_result() {
+    let http = start(tasks_server(Duration::from_secs(60)), HttpOptions::new()).await;
+    let created = call(
+        &http,
+        "tools/call",
+        json!({"name": "quick", "arguments": {}}),
+    )
+    .await
+    .result();
+    // A flat CreateTaskResult: no result, no requestState, ttlMs always there.
+    assert_eq!(created["resultType"], "task");
+    assert_eq!(created["status"], "working");
+    assert!(created.get("result").is_none() && created.get("requestState").is_none());
+    assert_eq!(created["ttlMs"], 60_000);
+    assert_eq!(created["pollIntervalMs"], 50);
+    let id = created["taskId"].as_str().unwrap();
+    // Unguessable: 256 random bits.
+    assert!(id.len() >= 40, "{id}");
+    let done = wait_for(&http, id, "completed").await;
+    assert_eq!(done["resultType"], "complete");
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["result"]["content"][0]["text"], "quick done");
+    assert!(
+        done["result"]["_meta"]
+            .get("io.modelcontextprotocol/related-task")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn without_the_extension_optional_tasks_run_inside_the_call_and_required_ones_are_refused() {
+    let http = start(tasks_server(Duration::from_secs(60)), HttpOptions::new()).await;
+    let plain = http
+        .call("tools/call", json!({"name": "quick", "arguments": {}}))
+        .await
+        .result();
+    assert_eq!(plain["resultType"], "complete");
+    assert_eq!(plain["content"][0]["text"], "quick done");
+    let refused = http
+        .call("tools/call", json!({"name": "must", "arguments": {}}))
+        .await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(refused.error_code(), -32021);
+    assert!(
+        refused.response()["error"]["data"]["requiredCapabilities"]["extensions"][EXT].is_object()
+    );
+    // The task methods need the extension too.
+    let r = http.call("tasks/get", json!({"taskId": "x"})).await;
+    assert_eq!(r.error_code(), -32021);
+    // tasks/list and tasks/result are gone in the extension.
+    let r = call(&http, "tasks/list", json!({})).await;
+    assert_eq!(r.error_code(), -32601);
+}
+
+#[tokio::test]
+async fn input_comes_through_tasks_update_a_few_answers_at_a_time() {
+    let http = start(tasks_server(Duration::from_secs(60)), HttpOptions::new()).await;
+    let id = start_task(&http, "asker").await;
+    let t = wait_for(&http, &id, "input_required").await;
+    assert_eq!(t["inputRequests"]["a"]["method"], "elicitation/create");
+    assert!(t["inputRequests"]["b"].is_object());
+    let ack = call(
+        &http,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"a": {"action": "accept", "content": {"v": "x"}}, "zzz": {}}}),
+    )
+    .await
+    .result();
+    assert_eq!(ack["resultType"], "complete");
+    assert!(ack.get("status").is_none());
+    let t = get(&http, &id).await;
+    assert_eq!(t["status"], "input_required");
+    assert!(t["inputRequests"].get("a").is_none());
+    assert!(t["inputRequests"]["b"].is_object());
+    call(
+        &http,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"b": {"action": "accept", "content": {"v": "y"}}}}),
+    )
+    .await
+    .result();
+    let done = wait_for(&http, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "\"x\" \"y\"");
+}
+
+#[tokio::test]
+async fn cancel_stops_the_work_and_is_acknowledged_again_once_terminal() {
+    let http = start(tasks_server(Duration::from_secs(60)), HttpOptions::new()).await;
+    let id = start_task(&http, "forever").await;
+    assert_eq!(get(&http, &id).await["statusMessage"], "still going");
+    let ack = call(&http, "tasks/cancel", json!({"taskId": id}))
+        .await
+        .result();
+    assert_eq!(ack["resultType"], "complete");
+    assert_eq!(
+        wait_for(&http, &id, "cancelled").await["status"],
+        "cancelled"
+    );
+    let again = call(&http, "tasks/cancel", json!({"taskId": id}))
+        .await
+        .result();
+    assert_eq!(again["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn a_task_is_gone_once_its_ttl_has_passed() {
+    let http = start(tasks_server(Duration::from_millis(300)), HttpOptions::new()).await;
+    let id = start_task(&http, "quick").await;
+    assert_eq!(
+        wait_for(&http, &id, "completed").await["status"],
+        "completed"
+    );
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let r = call(&http, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(r.error_code(), -32602);
+}
+
+#[tokio::test]
+async fn another_principals_task_id_is_answered_like_an_unknown_one() {
+    let prm = ProtectedResource::new("http://127.0.0.1/mcp", "http://127.0.0.1:1/issuer");
+    let http = start(
+        tasks_server(Duration::from_secs(60)),
+        HttpOptions::new().auth(Tokens, prm),
+    )
+    .await;
+    let p = |v: Value| {
+        let mut v = v;
+        v["_meta"] = tasks_meta();
+        v
+    };
+    let created = call_as(
+        &http,
+        "alice-token",
+        "tools/call",
+        p(json!({"name": "forever", "arguments": {}})),
+    )
+    .await
+    .result();
+    let id = created["taskId"].as_str().unwrap();
+    let theirs = call_as(&http, "bob-token", "tasks/get", p(json!({"taskId": id}))).await;
+    let unknown = call_as(
+        &http,
+        "bob-token",
+        "tasks/get",
+        p(json!({"taskId": "no-such-task"})),
+    )
+    .await;
+    assert_eq!(theirs.error_code(), -32602);
+    assert_eq!(theirs.response()["error"], unknown.response()["error"]);
+    // Bob cannot cancel it either; Alice still sees it working.
+    let r = call_as(&http, "bob-token", "tasks/cancel", p(json!({"taskId": id}))).await;
+    assert_eq!(r.error_code(), -32602);
+    let mine = call_as(&http, "alice-token", "tasks/get", p(json!({"taskId": id})))
+        .await
+        .result();
+    assert_eq!(mine["status"], "working");
+}
+
+#[tokio::test]
+async fn mcp_name_must_match_the_task_id() {
+    let http = start(tasks_server(Duration::from_secs(60)), HttpOptions::new()).await;
+    let id = start_task(&http, "forever").await;
+    let params = with_meta(json!({"taskId": id, "_meta": tasks_meta()}));
+    let mut headers = standard_headers("tasks/get", &params);
+    for h in &mut headers {
+        if h.0 == "mcp-name" {
+            h.1 = "someone-else".into();
+        }
+    }
+    let r = http
+        .post(&headers, body(json!(7), "tasks/get", params))
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.error_code(), -32020);
+}
+
+#[tokio::test]
+async fn a_listen_stream_gets_the_status_of_the_callers_tasks() {
+    let http = start(tasks_server(Duration::from_secs(60)), HttpOptions::new()).await;
+    let id = start_task(&http, "forever").await;
+    let mut s = http
+        .open(
+            json!("L1"),
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id, "not-a-task"]}, "_meta": tasks_meta()}),
+        )
+        .await;
+    let ack = s.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    // Unknown (or foreign) ids are left out.
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]));
+    call(&http, "tasks/cancel", json!({"taskId": id}))
+        .await
+        .result();
+    let n = loop {
+        let n = s.next().await.unwrap();
+        if n["params"]["status"] == "cancelled" {
+            break n;
+        }
+    };
+    assert_eq!(n["method"], "notifications/tasks");
+    assert_eq!(n["params"]["taskId"], json!(id));
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L1"
+    );
+    s.close();
+    // Without the extension, asking for task notifications is refused.
+    let r = http
+        .call(
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id]}}),
+        )
+        .await;
+    assert_eq!(r.error_code(), -32021);
+}
