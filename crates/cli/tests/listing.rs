@@ -11,7 +11,7 @@ fn tools_json_has_the_documented_shape_and_both_search_tools() {
     assert_eq!(run.code, 0, "{run:?}");
     let tools = run.json();
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 8, "{run:?}");
+    assert_eq!(tools.len(), 9, "{run:?}");
     for t in tools {
         for key in [
             "name",
