@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -41,8 +42,9 @@ pub struct ModelRequest {
     /// The conversation so far; the last message is the user's (a prompt
     /// or tool results).
     pub messages: Vec<Message>,
-    /// The tools, in a stable order (prompt caches depend on it).
-    pub tools: Vec<ToolSpec>,
+    /// The tools, in a stable order (prompt caches depend on it); shared,
+    /// since the same list goes out on every turn.
+    pub tools: Arc<[ToolSpec]>,
     /// Most tokens the model may write in this turn.
     pub max_tokens: u32,
 }
@@ -53,7 +55,7 @@ impl ModelRequest {
         ModelRequest {
             system: system.into(),
             messages: vec![Message::user(user)],
-            tools: Vec::new(),
+            tools: Arc::default(),
             max_tokens: DEFAULT_MAX_TOKENS,
         }
     }

@@ -96,7 +96,7 @@ fn sampling_request(params: &Value) -> Result<ModelRequest, String> {
             .unwrap_or_default()
             .to_owned(),
         messages,
-        tools: Vec::new(),
+        tools: Arc::default(),
         max_tokens,
     })
 }

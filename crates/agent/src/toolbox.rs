@@ -2,12 +2,15 @@
 //! one ([`HostToolbox`]: governed calls, approvals, progress); evals can
 //! plug in one that records calls instead of running them.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use switchboard_host::approver::BoxFuture as ApproveFuture;
 use switchboard_host::sanitize;
-use switchboard_host::{Approval, ApprovalRequest, Approver, CallOptions, Decider, Host};
+use switchboard_host::{
+    Approval, ApprovalRequest, Approver, CallOptions, Decider, Host, TableChange,
+};
 use switchboard_wire::{CallToolResult, ContentBlock};
+use tokio::sync::broadcast;
 
 use crate::event::{AgentEvent, EventSink};
 use crate::model::{BoxFuture, ToolCall, ToolSpec};
@@ -26,8 +29,9 @@ pub struct ToolOutcome {
 
 /// Tools for the loop.
 pub trait Toolbox: Send + Sync + std::fmt::Debug {
-    /// The tools, in a stable order.
-    fn tools(&self) -> Vec<ToolSpec>;
+    /// The tools, in a stable order (shared: the loop sends the same list
+    /// on every turn until it changes).
+    fn tools(&self) -> Arc<[ToolSpec]>;
     /// Text for the system prompt about tools that are unavailable
     /// (asked again before every model turn).
     fn outage_text(&self) -> Option<String>;
@@ -39,18 +43,36 @@ pub trait Toolbox: Send + Sync + std::fmt::Debug {
 
 /// The host's governed tools: every call goes through `Host::call` (gate,
 /// approver, budget, audit), with approvals and progress reported as
-/// [`AgentEvent`]s.
+/// [`AgentEvent`]s. The tool list is built once and again only after the
+/// host reports a table change ([`Host::subscribe`]), not on every turn.
 #[derive(Debug, Clone)]
 pub struct HostToolbox {
     host: Host,
     approver: Option<Arc<dyn Approver>>,
+    tools: Arc<Mutex<ToolCache>>,
+}
+
+/// The tool list as last built, and the host's change feed that says when
+/// it is stale.
+#[derive(Debug)]
+struct ToolCache {
+    tools: Option<Arc<[ToolSpec]>>,
+    changes: broadcast::Receiver<TableChange>,
 }
 
 impl HostToolbox {
     /// The host's tools; `approver` answers the gate's questions (none:
     /// they are denied with a message saying how to approve).
     pub fn new(host: Host, approver: Option<Arc<dyn Approver>>) -> HostToolbox {
-        HostToolbox { host, approver }
+        let changes = host.subscribe();
+        HostToolbox {
+            host,
+            approver,
+            tools: Arc::new(Mutex::new(ToolCache {
+                tools: None,
+                changes,
+            })),
+        }
     }
 
     /// The host.
@@ -60,7 +82,18 @@ impl HostToolbox {
 }
 
 impl Toolbox for HostToolbox {
-    fn tools(&self) -> Vec<ToolSpec> {
+    fn tools(&self) -> Arc<[ToolSpec]> {
+        let mut cache = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        // Any change (or a missed one) since the last build makes it stale.
+        let mut stale = cache.tools.is_none();
+        while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = cache.changes.try_recv()
+        {
+            stale = true;
+        }
+        if let (false, Some(tools)) = (stale, &cache.tools) {
+            self.host.wake_stale();
+            return tools.clone();
+        }
         let mut tools: Vec<ToolSpec> = self
             .host
             .tools()
@@ -73,6 +106,8 @@ impl Toolbox for HostToolbox {
             })
             .collect();
         tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let tools: Arc<[ToolSpec]> = tools.into();
+        cache.tools = Some(tools.clone());
         tools
     }
 
@@ -115,11 +150,10 @@ impl Toolbox for HostToolbox {
             let server = if all_text {
                 None
             } else {
-                self.host
-                    .tools()
-                    .into_iter()
+                self.tools()
+                    .iter()
                     .find(|t| t.name == call.name)
-                    .map(|t| t.server)
+                    .and_then(|t| t.server.clone())
             };
             ToolOutcome {
                 text: result_text(&report.result, server.as_deref(), &call.name),

@@ -31,7 +31,7 @@ impl Drop for DropCount {
 }
 
 impl Toolbox for Fake {
-    fn tools(&self) -> Vec<ToolSpec> {
+    fn tools(&self) -> Arc<[ToolSpec]> {
         ["echo", "hang"]
             .iter()
             .map(|n| ToolSpec {
@@ -367,6 +367,27 @@ async fn through_the_host_with_approval_and_progress_events() {
     assert!(
         matches!(&events[3], AgentEvent::ToolResult { text, outcome, .. } if text.contains("<untrusted-text source=\"tickets\"") && outcome == "ok")
     );
+    host.shutdown().await;
+    tickets.stop().await;
+}
+
+/// The host's tool list is built once and kept until the host reports a
+/// table change: here `pins accept`, after which what the model reads of
+/// the accepted tools changed.
+#[tokio::test]
+async fn the_tool_list_is_kept_until_the_table_changes() {
+    let (host, tickets) = tickets_host().await;
+    let toolbox = HostToolbox::new(host.clone(), None);
+    let first = toolbox.tools();
+    assert!(
+        Arc::ptr_eq(&first, &toolbox.tools()),
+        "rebuilt without a change"
+    );
+    host.accept_pins("tickets").unwrap();
+    let after = toolbox.tools();
+    assert!(!Arc::ptr_eq(&first, &after), "a table change was missed");
+    assert_eq!(first.len(), after.len());
+    assert!(Arc::ptr_eq(&after, &toolbox.tools()));
     host.shutdown().await;
     tickets.stop().await;
 }

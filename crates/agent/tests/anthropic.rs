@@ -24,8 +24,9 @@ fn model(url: &str) -> AnthropicModel {
 
 fn request() -> ModelRequest {
     let mut r = ModelRequest::prompt("be brief", "find the printer note");
+    let mut tools = Vec::new();
     for name in ["mcp__a__one", "mcp__b__two"] {
-        r.tools.push(ToolSpec {
+        tools.push(ToolSpec {
             name: name.into(),
             description: "[from a] does things".into(),
             input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}})
@@ -35,6 +36,7 @@ fn request() -> ModelRequest {
             server: Some("a".into()),
         });
     }
+    r.tools = tools.into();
     r
 }
 
@@ -384,10 +386,12 @@ async fn an_unreachable_provider_names_the_url() {
 async fn a_top_level_one_of_schema_is_sent_as_an_object() {
     let server = Server::start(vec![simple_turn("ok")]).await;
     let mut req = request();
-    req.tools[0].input_schema = json!({"oneOf": [{"type": "object", "properties": {"a": {}}}, {"type": "object", "properties": {"b": {}}}]})
+    let mut tools = req.tools.to_vec();
+    tools[0].input_schema = json!({"oneOf": [{"type": "object", "properties": {"a": {}}}, {"type": "object", "properties": {"b": {}}}]})
         .as_object()
         .unwrap()
         .clone();
+    req.tools = tools.into();
     model(&server.url).turn(&req, &mut |_| {}).await.unwrap();
     let schema = &server.requests()[0].body["tools"][0]["input_schema"];
     assert_eq!(schema["type"], "object");

@@ -23,12 +23,13 @@ fn model(url: &str, key: &str) -> OpenAiModel {
 
 fn request() -> ModelRequest {
     let mut r = ModelRequest::prompt("be brief", "find it");
-    r.tools.push(ToolSpec {
+    r.tools = vec![ToolSpec {
         name: "mcp__a__one".into(),
         description: "[from a] one".into(),
         input_schema: json!({"type": "object"}).as_object().unwrap().clone(),
         server: None,
-    });
+    }]
+    .into();
     r
 }
 

@@ -40,7 +40,7 @@ impl EvalTools {
     /// list (`mcp__alias__tool`, provenance-marked descriptions) and the
     /// system prompt with the outage report.
     pub fn from_host(host: &Host) -> EvalTools {
-        let specs = HostToolbox::new(host.clone(), None).tools();
+        let specs = HostToolbox::new(host.clone(), None).tools().to_vec();
         let catalog = Catalog::new(
             host.tools()
                 .into_iter()
@@ -262,7 +262,7 @@ async fn observe(
                 Speaker::Assistant => Message::assistant(t.content.clone()),
             })
             .collect(),
-        tools: tools.specs.clone(),
+        tools: tools.specs.as_slice().into(),
         max_tokens: options.max_tokens,
     };
     let steps = if options.follow { case.follow.len() } else { 0 };

@@ -19,7 +19,10 @@ use crate::upstream::{Down, Upstream};
 const LOGIN_POLL: Duration = Duration::from_secs(2);
 
 impl Host {
-    pub(super) fn wake_stale(&self) {
+    /// Asks every server whose listing's `ttlMs` has passed to refresh in
+    /// the background ([`Host::tools`] does this itself; a caller that
+    /// keeps its own copy of the list calls it instead).
+    pub fn wake_stale(&self) {
         let now = Instant::now();
         for server in &self.inner.servers {
             if server.is_stale(now) {

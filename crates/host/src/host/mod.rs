@@ -427,7 +427,13 @@ impl Host {
         let pairs: Vec<(&str, &Tool)> =
             chosen.iter().map(|e| (e.alias.as_str(), &e.tool)).collect();
         self.inner.pins.pin_all(&pairs)?;
-        Ok(chosen.iter().map(|e| e.local_name.clone()).collect())
+        let accepted: Vec<String> = chosen.iter().map(|e| e.local_name.clone()).collect();
+        // What the model reads of them changed (no "changed since" notice).
+        let _ = self.inner.changes.send(TableChange {
+            changed: accepted.clone(),
+            ..TableChange::default()
+        });
+        Ok(accepted)
     }
 
     fn is_shut_down(&self) -> bool {
