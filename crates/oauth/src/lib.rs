@@ -69,9 +69,11 @@
 //! # Ok(()) }
 //! ```
 
+mod assertion;
 mod challenge;
 mod config;
 mod discovery;
+mod dpop;
 mod error;
 mod flow;
 mod http;
@@ -84,8 +86,9 @@ mod token;
 mod uri;
 mod user_agent;
 
+pub use assertion::{AssertionSource, IdentityProvider};
 pub use challenge::{BearerChallenge, Challenge, ChallengeError, parse as parse_challenges};
-pub use config::{Grant, OAuthConfig};
+pub use config::{EnterpriseGrant, Grant, JwtBearerGrant, OAuthConfig};
 pub use discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata};
 pub use error::OAuthError;
 pub use jwt::SigningKey;
