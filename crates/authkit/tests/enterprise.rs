@@ -19,7 +19,7 @@ use switchboard_authkit::{AuthServer, AuthServerConfig, TestClient};
 use switchboard_client::{Client, ClientError, HttpTransport};
 use switchboard_oauth::{
     AssertionSource, EnterpriseGrant, Grant, HeadlessUserAgent, IdentityProvider, JwtBearerGrant,
-    OAuthConfig, OAuthProvider, PreRegisteredClient, Secret,
+    OAuthConfig, OAuthProvider, PreRegisteredClient, Secret, TokenStore,
 };
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{AuthError, ClaimsValidator, DpopVerifier, ProtectedResource, Server};
@@ -395,4 +395,55 @@ async fn enterprise_managed_authorization() {
         err.contains("expired") && err.contains("switchboard auth login --idp corp"),
         "{err}"
     );
+}
+
+// Keys and tokens never reach logs (AUTH-C-25), DPoP keys included: a
+// DPoP flow with a persistent store under a TRACE subscriber, then the
+// stored key and the token are searched for in the logs and in every
+// Debug form.
+#[tokio::test]
+async fn no_dpop_key_reaches_the_logs() {
+    let capture = switchboard_testutil::LogCapture::default();
+    let _guard = capture.install();
+    let auth = AuthServer::start(AuthServerConfig {
+        dpop: true,
+        dpop_nonce: Some("as-nonce".into()),
+        ..AuthServerConfig::default()
+    })
+    .await;
+    let rs = Resource::start(
+        &auth,
+        DpopVerifier::new().require_nonce(Duration::from_secs(600)),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = TokenStore::at(dir.path().join("oauth.json"));
+    let provider = OAuthProvider::new(config(&rs.url).store(store.clone())).unwrap();
+    let client = connect(&rs.url, &provider).await.unwrap();
+    assert_eq!(ping(&client).await, "pong");
+    let stored = store.tokens(&rs.url).unwrap().expect("stored tokens");
+    let key = stored.dpop_key.clone().expect("the DPoP key is stored");
+    let secrets = [
+        key.expose().to_owned(),
+        stored.access_token.expose().to_owned(),
+    ];
+    let shown = [
+        format!("{provider:?}"),
+        format!("{stored:?}"),
+        format!("{:?}", provider.status().await.unwrap()),
+    ];
+    let logs = capture.text();
+    assert!(
+        logs.contains("authorized"),
+        "the subscriber captured the flow"
+    );
+    for secret in &secrets {
+        assert!(!logs.contains(secret.as_str()), "a secret reached the logs");
+        for text in &shown {
+            assert!(
+                !text.contains(secret.as_str()),
+                "a secret reached Debug output: {text}"
+            );
+        }
+    }
 }
