@@ -141,6 +141,23 @@ pub struct OAuthClientConfig {
     /// The loopback port the login listens on for the redirect (a
     /// pre-registered redirect URI); a free one when unset.
     pub callback_port: Option<u16>,
+    /// Whether tokens are bound to a DPoP key where the authorization
+    /// server offers it (unset: yes; `"dpop": false` opts out).
+    pub dpop: Option<bool>,
+    /// A workload assertion for the JWT-bearer grant (RFC 7523) instead of
+    /// a browser login.
+    pub assertion: Option<AssertionConfig>,
+}
+
+/// Where a workload's assertion comes from (`"assertion"` in an `oauth`
+/// block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AssertionConfig {
+    /// `{"file": PATH}`: a file the platform refreshes (e.g. a Kubernetes
+    /// projected service-account token).
+    File(String),
+    /// `{"command": [PROGRAM, ARGS…]}`: its standard output.
+    Command(Vec<String>),
 }
 
 impl fmt::Debug for OAuthClientConfig {
@@ -156,6 +173,8 @@ impl fmt::Debug for OAuthClientConfig {
             .field("scopes", &self.scopes)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("callback_port", &self.callback_port)
+            .field("dpop", &self.dpop)
+            .field("assertion", &self.assertion)
             .finish()
     }
 }
@@ -545,6 +564,8 @@ const OAUTH_KEYS: &[&str] = &[
     "scopes",
     "clientMetadataUrl",
     "callbackPort",
+    "dpop",
+    "assertion",
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
 const BREAKER_KEYS: &[&str] = &["failures", "cooldownMs"];
@@ -1011,7 +1032,44 @@ impl Parser<'_> {
             client_metadata_url: self
                 .expanded_string(obj.get("clientMetadataUrl"), &sub("clientMetadataUrl")),
             callback_port: None,
+            dpop: None,
+            assertion: None,
         };
+        match obj.get("dpop") {
+            None => {}
+            Some(Value::Bool(b)) => client.dpop = Some(*b),
+            Some(_) => self.bad_type(&sub("dpop"), "true or false"),
+        }
+        if let Some(v) = obj.get("assertion") {
+            let k = sub("assertion");
+            match v.as_object() {
+                Some(a) if a.len() == 1 && a.contains_key("file") => {
+                    client.assertion = self
+                        .expanded_string(a.get("file"), &key_path(&k, "file"))
+                        .map(AssertionConfig::File);
+                }
+                Some(a) if a.len() == 1 && a.contains_key("command") => {
+                    let argv = self.string_list(a.get("command"), &key_path(&k, "command"), true);
+                    if argv.is_empty() {
+                        self.bad_type(&key_path(&k, "command"), "a program and its arguments");
+                    } else {
+                        client.assertion = Some(AssertionConfig::Command(argv));
+                    }
+                }
+                _ => self.bad_type(
+                    &k,
+                    "{\"file\": \"/path/to/token\"} or {\"command\": [\"program\", \"arg\"]}",
+                ),
+            }
+            if client.assertion.is_some() && client.client_id.is_none() {
+                self.problem(
+                    ProblemKind::MissingKey,
+                    &sub("clientId"),
+                    "the JWT-bearer grant needs the client id the assertion is presented as".into(),
+                    "add \"clientId\" next to \"assertion\"",
+                );
+            }
+        }
         if client.client_id.as_deref().is_some_and(str::is_empty) {
             self.bad_type(&sub("clientId"), "a non-empty client id");
         }
