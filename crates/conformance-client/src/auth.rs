@@ -253,6 +253,40 @@ mod tests {
         assert!(err.to_string().contains("needs a client_id"), "{err:#}");
     }
 
+    // The workload and enterprise scenarios use the JWT-bearer grant, with
+    // the context's assertion or ID token, and say what they miss.
+    #[test]
+    fn assertion_scenarios() {
+        assert_eq!(
+            setup(
+                "auth/wif-jwt-bearer",
+                json!({"client_id": "wl", "valid_jwt": "a.b.c"})
+            ),
+            "JWT bearer grant as wl"
+        );
+        let text = setup(
+            "auth/enterprise-managed-authorization",
+            json!({"client_id": "c", "client_secret": "s3cret", "idp_client_id": "i",
+                   "idp_id_token": "a.b.c", "idp_issuer": "http://localhost:1"}),
+        );
+        assert!(
+            text.starts_with("enterprise-managed authorization"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("s3cret") && !text.contains("a.b.c"),
+            "{text}"
+        );
+        let err = provider(
+            "auth/enterprise-managed-authorization",
+            URL,
+            &json!({"client_id": "c"}),
+            TIMEOUT,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("idp_issuer"), "{err:#}");
+    }
+
     // A key that does not parse and a non-string field are clear errors,
     // and the secret never appears in them.
     #[test]
