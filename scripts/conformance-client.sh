@@ -4,14 +4,12 @@
 # the authorization hook in the auth/* scenarios). No expected failures:
 #   1. the 2026-07-28 client set (32 scenarios, 25 of them auth/*);
 #   2. the whole 2025-11-25 client set on the legacy wire (18, 14 auth/*);
-#   3. the OAuth client-credentials extension (not scored):
-#      auth/client-credentials-basic and auth/client-credentials-jwt;
+#   3. the OAuth extensions (not scored): client credentials
+#      (auth/client-credentials-basic, -jwt), enterprise-managed authorization
+#      (auth/enterprise-managed-authorization), workload identity
+#      (auth/wif-jwt-bearer) and DPoP (auth/dpop, auth/dpop-nonce);
 #   4. json-schema-2020-12-preservation (not scored) when the pinned suite has it.
 # Exits non-zero when any scenario of any stage fails.
-# The other OAuth extensions are not implemented and not run here
-# (auth/enterprise-managed-authorization, auth/dpop, auth/dpop-nonce,
-# auth/wif-jwt-bearer); to see them:
-#   MCP_CONFORMANCE_SCENARIOS='auth/dpop' conformance/client.sh path/to/conformance-client
 # Usage: ./scripts/conformance-client.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +29,8 @@ stage() { # NAME, then the environment and the client.sh arguments
 
 stage "2026-07-28" conformance/client.sh "$bin"
 stage "2025-11-25 (legacy wire)" MCP_CONFORMANCE_REVISION=2025-11-25 conformance/client.sh "$bin"
-stage "OAuth client credentials (extension, not scored)" \
-  MCP_CONFORMANCE_SCENARIOS="auth/client-credentials-basic auth/client-credentials-jwt" \
+stage "OAuth extensions (not scored)" \
+  MCP_CONFORMANCE_SCENARIOS="auth/client-credentials-basic auth/client-credentials-jwt auth/enterprise-managed-authorization auth/wif-jwt-bearer auth/dpop auth/dpop-nonce" \
   conformance/client.sh "$bin"
 
 extra=json-schema-2020-12-preservation

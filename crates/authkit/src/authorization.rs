@@ -81,6 +81,21 @@ pub struct AuthServerConfig {
     pub interactive: bool,
     /// Scopes never granted, whatever is asked (a user who refuses them).
     pub withheld_scopes: Vec<String>,
+    /// DPoP (RFC 9449): `dpop_signing_alg_values_supported: ["ES256"]`,
+    /// and a token request with a valid proof gets a token bound to its
+    /// key (`cnf.jkt`, `token_type: DPoP`); a bad proof is refused.
+    pub dpop: bool,
+    /// A nonce the token endpoint insists on in DPoP proofs
+    /// (`use_dpop_nonce` until it is there).
+    pub dpop_nonce: Option<String>,
+    /// The JWT-bearer grant (RFC 7523) with assertions signed by one of
+    /// these keys (a workload issuer, or an identity provider's ID-JAGs),
+    /// addressed to this issuer, unexpired.
+    pub assertion_keys: Vec<PublicKey>,
+    /// Acts as an enterprise identity provider: token exchange (RFC 8693)
+    /// of an ID token it signed ([`AuthServer::mint_id_token`]) for an
+    /// ID-JAG signed with the same key.
+    pub token_exchange: bool,
 }
 
 impl Default for AuthServerConfig {
@@ -110,6 +125,10 @@ impl Default for AuthServerConfig {
             deny: false,
             interactive: false,
             withheld_scopes: Vec::new(),
+            dpop: false,
+            dpop_nonce: None,
+            assertion_keys: Vec::new(),
+            token_exchange: false,
         }
     }
 }
@@ -254,6 +273,17 @@ impl AuthServer {
         PublicKey::Es256(self.shared.signer.public_key())
     }
 
+    /// An ID token for `subject`, issued to `client_id` (its `aud`),
+    /// valid for `ttl_secs` (negative: already expired), for token
+    /// exchange at this server as an identity provider.
+    pub fn mint_id_token(&self, subject: &str, client_id: &str, ttl_secs: i64) -> String {
+        let now = jwt::now();
+        self.shared.signer.sign(&json!({
+            "iss": self.issuer(), "sub": subject, "aud": client_id,
+            "iat": now, "exp": now.saturating_add_signed(ttl_secs),
+        }))
+    }
+
     /// Adds a pre-registered client.
     pub fn add_client(&self, client: TestClient) {
         self.state()
@@ -390,6 +420,12 @@ fn metadata(shared: &Shared, c: &AuthServerConfig) -> Reply {
     if c.client_credentials {
         grants.push("client_credentials");
     }
+    if !c.assertion_keys.is_empty() {
+        grants.push(JWT_BEARER);
+    }
+    if c.token_exchange {
+        grants.push(TOKEN_EXCHANGE);
+    }
     let mut doc = json!({
         "issuer": c.metadata_issuer.clone().unwrap_or_else(|| iss.clone()),
         "authorization_endpoint": format!("{iss}/authorize"),
@@ -417,6 +453,9 @@ fn metadata(shared: &Shared, c: &AuthServerConfig) -> Reply {
     }
     if c.cimd_supported {
         doc["client_id_metadata_document_supported"] = json!(true);
+    }
+    if c.dpop {
+        doc["dpop_signing_alg_values_supported"] = json!(["ES256"]);
     }
     h::json(StatusCode::OK, &doc)
 }
@@ -702,9 +741,67 @@ fn token(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
         Ok(c) => c,
         Err(why) => return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", &why),
     };
+    // RFC 9449 §5: a proof binds the token to its key.
+    let jkt = match seen.header("dpop").filter(|_| st.config.dpop) {
+        None => None,
+        Some(proof) => {
+            let endpoint = format!("{}/token", issuer(shared, &st.config));
+            match jwt::verify_dpop_proof(proof, "POST", &endpoint) {
+                Err(why) => {
+                    return oauth_error(StatusCode::BAD_REQUEST, "invalid_dpop_proof", &why);
+                }
+                Ok((jkt, nonce)) => {
+                    if let Some(wanted) = st.config.dpop_nonce.clone() {
+                        if nonce.as_deref() != Some(wanted.as_str()) {
+                            let mut r = oauth_error(
+                                StatusCode::BAD_REQUEST,
+                                "use_dpop_nonce",
+                                "the proof needs the server's nonce",
+                            );
+                            if let Ok(v) = http::HeaderValue::from_str(&wanted) {
+                                r.headers_mut().insert("dpop-nonce", v);
+                            }
+                            return r;
+                        }
+                    }
+                    Some(jkt)
+                }
+            }
+        }
+    };
     let f = |n: &str| seen.form_param(n).map(str::to_owned);
     let bad_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
     let (resource, scope, refresh) = match f("grant_type").as_deref() {
+        Some(JWT_BEARER) if !st.config.assertion_keys.is_empty() => {
+            let assertion = f("assertion").unwrap_or_default();
+            let iss = issuer(shared, &st.config);
+            let mut why = String::from("no trusted key signed it");
+            let mut accepted = false;
+            for key in &st.config.assertion_keys {
+                match jwt::verify(&assertion, key) {
+                    Ok((_, claims)) => {
+                        if !jwt::has_audience(&claims, &iss) {
+                            return bad_grant("the assertion is not addressed to this server");
+                        }
+                        accepted = true;
+                        break;
+                    }
+                    Err(e) if e == "bad signature" || e.starts_with("alg is") => why = e,
+                    Err(e) => return bad_grant(&format!("the assertion is {e}")),
+                }
+            }
+            if !accepted {
+                return bad_grant(&format!("the assertion is not valid: {why}"));
+            }
+            (
+                f("resource").unwrap_or_default(),
+                f("scope").unwrap_or_default(),
+                false,
+            )
+        }
+        Some(TOKEN_EXCHANGE) if st.config.token_exchange => {
+            return exchange(shared, st, seen, &client.client_id);
+        }
         Some("authorization_code") => {
             let Some(grant) = f("code").and_then(|c| st.codes.remove(&c)) else {
                 return bad_grant("unknown or used code");
@@ -755,6 +852,7 @@ fn token(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
                     &resource,
                     &scope,
                     Refresh::Keep(token),
+                    jkt,
                 );
             }
             st.refresh.remove(&token);
@@ -783,7 +881,66 @@ fn token(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
         }
     };
     let refresh = if refresh { Refresh::New } else { Refresh::None };
-    issue(shared, st, &client.client_id, &resource, &scope, refresh)
+    issue(
+        shared,
+        st,
+        &client.client_id,
+        &resource,
+        &scope,
+        refresh,
+        jkt,
+    )
+}
+
+/// `grant_type` of the JWT-bearer grant (RFC 7523 §2.1).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// `grant_type` of token exchange (RFC 8693).
+const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The ID-JAG token type (SEP-990).
+const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
+
+/// Token exchange as an identity provider: an ID token this server signed
+/// for an ID-JAG for `audience` and `resource`.
+fn exchange(shared: &Shared, st: &State, seen: &Seen, client_id: &str) -> Reply {
+    let f = |n: &str| seen.form_param(n).unwrap_or_default().to_owned();
+    let bad = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_request", why);
+    if f("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token" {
+        return bad("subject_token_type must be an ID token");
+    }
+    if f("requested_token_type") != ID_JAG {
+        return bad("requested_token_type must be an ID-JAG");
+    }
+    if f("audience").is_empty() || f("resource").is_empty() {
+        return bad("audience and resource are required");
+    }
+    let key = PublicKey::Es256(shared.signer.public_key());
+    let claims = match jwt::verify(&f("subject_token"), &key) {
+        Ok((_, c)) => c,
+        Err(e) => {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_grant",
+                &format!("the ID token is {e}"),
+            );
+        }
+    };
+    if !jwt::has_audience(&claims, client_id) {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "the ID token was issued to another client",
+        );
+    }
+    let now = jwt::now();
+    let jag = shared.signer.sign(&json!({
+        "iss": issuer(shared, &st.config), "sub": claims["sub"], "aud": f("audience"),
+        "resource": f("resource"), "client_id": client_id, "scope": f("scope"),
+        "iat": now, "exp": now + 300, "jti": random(12),
+    }));
+    h::json(
+        StatusCode::OK,
+        &json!({"access_token": jag, "issued_token_type": ID_JAG, "token_type": "N_A", "expires_in": 300}),
+    )
 }
 
 /// What an issued token response says about refresh tokens.
@@ -801,16 +958,25 @@ fn issue(
     resource: &str,
     scope: &str,
     refresh: Refresh,
+    jkt: Option<String>,
 ) -> Reply {
     let now = jwt::now();
     let iss = issuer(shared, &st.config);
     let ttl = st.config.access_token_ttl;
-    let access = shared.signer.sign(&json!({
+    let mut claims = json!({
         "iss": iss, "aud": resource, "sub": "user-1", "client_id": client_id,
         "scope": scope, "iat": now, "exp": now + ttl, "jti": random(12),
-    }));
+    });
+    let token_type = match &jkt {
+        Some(jkt) => {
+            claims["cnf"] = json!({ "jkt": jkt });
+            "DPoP"
+        }
+        None => "Bearer",
+    };
+    let access = shared.signer.sign(&claims);
     st.issued += 1;
-    let mut reply = json!({"access_token": access, "token_type": "Bearer", "expires_in": ttl});
+    let mut reply = json!({"access_token": access, "token_type": token_type, "expires_in": ttl});
     if !scope.is_empty() {
         reply["scope"] = json!(scope);
     }

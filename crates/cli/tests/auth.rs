@@ -202,9 +202,12 @@ fn login_status_call_logout() {
     assert_eq!(status[0]["loggedIn"], true);
     assert_eq!(status[0]["issuer"], s.auth.issuer());
     assert_eq!(status[0]["hasRefreshToken"], true);
+    // Issue 17: which method the server uses (the test server has no DPoP).
+    assert_eq!(status[0]["method"], "authorization code, bearer");
     let run = sb.run(&["--config", config, "auth", "status"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("logged in at"), "{run:?}");
+    assert!(run.stdout.contains("METHOD"), "{run:?}");
     assert!(run.stdout.contains(&store.display().to_string()), "{run:?}");
 
     // The call, with every log line on.

@@ -15,6 +15,14 @@
 //!   machine-to-machine extension): the context's credentials authenticate
 //!   a `client_credentials` grant (secret or `private_key_jwt`).
 //!
+//! - JWT bearer (`auth/wif-jwt-bearer`, workload identity): the context's
+//!   `valid_jwt` is the workload's assertion, `client_id` its client.
+//! - Enterprise-managed (`auth/enterprise-managed-authorization`, SEP-990):
+//!   the context's ID token is exchanged at its identity provider for an
+//!   ID-JAG, presented with the JWT-bearer grant as `client_id`/`client_secret`.
+//! - DPoP (`auth/dpop`, `auth/dpop-nonce`): nothing to set up; the library
+//!   binds tokens to a key wherever the authorization server offers it.
+//!
 //! Tokens live in memory only: nothing of a run is written to disk.
 
 use std::sync::Arc;
@@ -23,7 +31,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde_json::Value;
 use switchboard_oauth::{
-    Grant, HeadlessUserAgent, OAuthConfig, OAuthProvider, PreRegisteredClient, SigningKey,
+    AssertionSource, EnterpriseGrant, Grant, HeadlessUserAgent, IdentityProvider, JwtBearerGrant,
+    OAuthConfig, OAuthProvider, PreRegisteredClient, Secret, SigningKey,
 };
 use switchboard_wire::types::value_kind;
 
@@ -42,6 +51,12 @@ const CLIENT_CREDENTIALS_SCENARIOS: [&str; 2] = [
     "auth/client-credentials-basic",
     "auth/client-credentials-jwt",
 ];
+
+/// The workload identity scenario: the JWT-bearer grant.
+const JWT_BEARER_SCENARIO: &str = "auth/wif-jwt-bearer";
+
+/// The enterprise-managed authorization scenario (SEP-990).
+const ENTERPRISE_SCENARIO: &str = "auth/enterprise-managed-authorization";
 
 /// Whether `scenario` runs behind OAuth.
 pub(crate) fn is_auth_scenario(scenario: &str) -> bool {
@@ -76,6 +91,37 @@ pub(crate) fn provider(
             authentication(&client)
         );
         config = config.grant(Grant::ClientCredentials(client));
+    } else if scenario == JWT_BEARER_SCENARIO {
+        let (Some(client), Some(jwt)) = (client, field(context, "valid_jwt")?) else {
+            bail!("{scenario} needs client_id and valid_jwt in MCP_CONFORMANCE_CONTEXT");
+        };
+        setup = format!("JWT bearer grant as {}", client.client_id);
+        config = config.grant(Grant::JwtBearer(JwtBearerGrant {
+            client,
+            assertion: AssertionSource::Value(Secret::new(jwt)),
+        }));
+    } else if scenario == ENTERPRISE_SCENARIO {
+        let need = |name: &str| -> anyhow::Result<&str> {
+            field(context, name)?
+                .with_context(|| format!("{scenario} needs {name} in MCP_CONFORMANCE_CONTEXT"))
+        };
+        let Some(client) = client else {
+            bail!("{scenario} needs a client_id in MCP_CONFORMANCE_CONTEXT");
+        };
+        let idp = IdentityProvider {
+            name: "conformance-idp".into(),
+            issuer: need("idp_issuer")?.to_owned(),
+            token_endpoint: field(context, "idp_token_endpoint")?.map(str::to_owned),
+            client: PreRegisteredClient::new(need("idp_client_id")?),
+            id_token: AssertionSource::Value(Secret::new(need("idp_id_token")?)),
+        };
+        setup = format!(
+            "enterprise-managed authorization: ID token exchanged at {} for an ID-JAG, JWT bearer grant as {} ({})",
+            idp.issuer,
+            client.client_id,
+            authentication(&client)
+        );
+        config = config.grant(Grant::EnterpriseManaged(EnterpriseGrant { idp, client }));
     } else {
         config = config.user_agent(Arc::new(HeadlessUserAgent::new()));
         let mut identity = Vec::new();
@@ -205,6 +251,40 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("needs a client_id"), "{err:#}");
+    }
+
+    // The workload and enterprise scenarios use the JWT-bearer grant, with
+    // the context's assertion or ID token, and say what they miss.
+    #[test]
+    fn assertion_scenarios() {
+        assert_eq!(
+            setup(
+                "auth/wif-jwt-bearer",
+                json!({"client_id": "wl", "valid_jwt": "a.b.c"})
+            ),
+            "JWT bearer grant as wl"
+        );
+        let text = setup(
+            "auth/enterprise-managed-authorization",
+            json!({"client_id": "c", "client_secret": "s3cret", "idp_client_id": "i",
+                   "idp_id_token": "a.b.c", "idp_issuer": "http://localhost:1"}),
+        );
+        assert!(
+            text.starts_with("enterprise-managed authorization"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("s3cret") && !text.contains("a.b.c"),
+            "{text}"
+        );
+        let err = provider(
+            "auth/enterprise-managed-authorization",
+            URL,
+            &json!({"client_id": "c"}),
+            TIMEOUT,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("idp_issuer"), "{err:#}");
     }
 
     // A key that does not parse and a non-string field are clear errors,

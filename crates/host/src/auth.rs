@@ -18,9 +18,11 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use switchboard_oauth::{OAuthConfig, OAuthError, PreRegisteredClient};
+use switchboard_oauth::{
+    AssertionSource, Grant, JwtBearerGrant, OAuthConfig, OAuthError, PreRegisteredClient,
+};
 
-use crate::config::{OAuthSetting, ServerConfig};
+use crate::config::{AssertionConfig, OAuthSetting, ServerConfig};
 
 pub use switchboard_oauth::{LoginReport, StoredLogin, TokenStore, UserAgent};
 
@@ -103,8 +105,20 @@ pub fn oauth_config(server: &ServerConfig) -> Result<OAuthConfig, NoOAuth> {
             if let Some(issuer) = &client.issuer {
                 pre = pre.issuer(issuer);
             }
+            // A workload: its assertion instead of a browser login.
+            if let Some(assertion) = &client.assertion {
+                let assertion = match assertion {
+                    AssertionConfig::File(path) => AssertionSource::File(path.into()),
+                    AssertionConfig::Command(argv) => AssertionSource::Command(argv.clone()),
+                };
+                config = config.grant(Grant::JwtBearer(JwtBearerGrant {
+                    client: pre.clone(),
+                    assertion,
+                }));
+            }
             config = config.pre_registered(pre);
         }
+        config = config.dpop(client.dpop.unwrap_or(true));
         if let Some(url) = &client.client_metadata_url {
             config = config.client_metadata_url(url);
         }

@@ -63,7 +63,8 @@ pub struct BearerChallenge {
 }
 
 impl BearerChallenge {
-    /// The first `Bearer` challenge among the given header values, if any.
+    /// The first `Bearer` (else `DPoP`) challenge among the given header
+    /// values, if any.
     /// A header value that does not parse is skipped (and logged): the
     /// caller falls back to well-known discovery.
     pub fn from_headers<S: AsRef<str>>(values: &[S]) -> Option<BearerChallenge> {
@@ -75,10 +76,13 @@ impl BearerChallenge {
                     return None;
                 }
             };
-            challenges
-                .into_iter()
-                .find(|c| c.is_scheme("Bearer"))
-                .map(|c| BearerChallenge::from_challenge(&c))
+            // RFC 9449 §7.1: a `DPoP` challenge carries the same
+            // parameters; `Bearer` is preferred when both are offered.
+            let pick = challenges
+                .iter()
+                .position(|c| c.is_scheme("Bearer"))
+                .or_else(|| challenges.iter().position(|c| c.is_scheme("DPoP")))?;
+            Some(BearerChallenge::from_challenge(&challenges[pick]))
         })
     }
 

@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::assertion::{AssertionSource, IdentityProvider};
 use super::registration::PreRegisteredClient;
 use super::store::TokenStore;
 use super::user_agent::UserAgent;
@@ -20,6 +21,44 @@ pub enum Grant {
     /// (machine to machine); the client authenticates with these
     /// credentials (secret or `private_key_jwt`).
     ClientCredentials(PreRegisteredClient),
+    /// The JWT-bearer grant (RFC 7523 §2.1) for a workload: a platform
+    /// issued JWT is exchanged for an access token; no browser, no secret.
+    JwtBearer(JwtBearerGrant),
+    /// Enterprise-managed authorization (SEP-990): the user's ID token from
+    /// the enterprise identity provider is exchanged there for an ID-JAG,
+    /// which the authorization server takes with the JWT-bearer grant.
+    EnterpriseManaged(EnterpriseGrant),
+}
+
+impl Grant {
+    /// The method's name for `switchboard auth status`.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Grant::AuthorizationCode => "authorization code",
+            Grant::ClientCredentials(_) => "client credentials",
+            Grant::JwtBearer(_) => "JWT bearer",
+            Grant::EnterpriseManaged(_) => "enterprise-managed",
+        }
+    }
+}
+
+/// The JWT-bearer grant's settings.
+#[derive(Clone, Debug)]
+pub struct JwtBearerGrant {
+    /// The client at the authorization server (often a public client id;
+    /// a secret or key authenticates it where required).
+    pub client: PreRegisteredClient,
+    /// Where the workload's JWT comes from (read for every token request).
+    pub assertion: AssertionSource,
+}
+
+/// The enterprise-managed grant's settings.
+#[derive(Clone, Debug)]
+pub struct EnterpriseGrant {
+    /// The identity provider holding the user's login.
+    pub idp: IdentityProvider,
+    /// The client at the MCP server's authorization server.
+    pub client: PreRegisteredClient,
 }
 
 /// Configuration of one server's OAuth client.
@@ -39,6 +78,7 @@ pub struct OAuthConfig {
     pub(crate) tls: Option<Arc<rustls::ClientConfig>>,
     pub(crate) timeout: Duration,
     pub(crate) allow_insecure_http: bool,
+    pub(crate) dpop: bool,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -56,6 +96,7 @@ impl fmt::Debug for OAuthConfig {
             .field("refresh_tokens", &self.refresh_tokens)
             .field("max_step_ups", &self.max_step_ups)
             .field("timeout", &self.timeout)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }
@@ -81,6 +122,7 @@ impl OAuthConfig {
             tls: None,
             timeout: Duration::from_secs(30),
             allow_insecure_http: false,
+            dpop: true,
         }
     }
 
@@ -155,6 +197,14 @@ impl OAuthConfig {
     /// Bound on each HTTP exchange with the servers (default 30 s).
     pub fn timeout(mut self, timeout: Duration) -> OAuthConfig {
         self.timeout = timeout;
+        self
+    }
+
+    /// Whether to bind tokens to a DPoP key (RFC 9449) where the
+    /// authorization server advertises `dpop_signing_alg_values_supported`
+    /// with ES256 (default true; `"oauth": {"dpop": false}` opts out).
+    pub fn dpop(mut self, enabled: bool) -> OAuthConfig {
+        self.dpop = enabled;
         self
     }
 

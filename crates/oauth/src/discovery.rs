@@ -53,11 +53,21 @@ pub struct AuthorizationServerMetadata {
     pub authorization_response_iss_parameter_supported: bool,
     /// `client_id_metadata_document_supported`.
     pub client_id_metadata_document_supported: bool,
+    /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1): present when the
+    /// server binds tokens to a DPoP key.
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
     /// Where the document was fetched.
     pub url: String,
 }
 
 impl AuthorizationServerMetadata {
+    /// Whether DPoP with ES256 (the client's algorithm) is advertised.
+    pub fn supports_dpop_es256(&self) -> bool {
+        self.dpop_signing_alg_values_supported
+            .as_ref()
+            .is_some_and(|m| m.iter().any(|m| m == "ES256"))
+    }
+
     /// Whether PKCE with S256 is advertised (AUTH-C-11).
     pub fn supports_s256(&self) -> bool {
         self.code_challenge_methods_supported
@@ -95,6 +105,7 @@ struct RawAsm {
     token_endpoint_auth_methods_supported: Option<Vec<String>>,
     authorization_response_iss_parameter_supported: Option<bool>,
     client_id_metadata_document_supported: Option<bool>,
+    dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 /// Fetches the Protected Resource Metadata of the server at `server`: from
@@ -268,6 +279,7 @@ fn parse_asm(
         client_id_metadata_document_supported: raw
             .client_id_metadata_document_supported
             .unwrap_or(false),
+        dpop_signing_alg_values_supported: raw.dpop_signing_alg_values_supported,
         url: url.to_owned(),
     })
 }

@@ -71,6 +71,16 @@ pub enum OAuthError {
         attempts: usize,
     },
 
+    /// A workload assertion or ID token could not be obtained or is not
+    /// usable (missing file, failing command, not a JWT, expired).
+    #[error("{source_name} {reason}")]
+    Assertion {
+        /// Where the assertion comes from (e.g. "assertion file PATH").
+        source_name: String,
+        /// What is wrong.
+        reason: String,
+    },
+
     // -- The authorization server lacks something we need.
     /// The metadata does not list `S256` in `code_challenge_methods_supported`
     /// (AUTH-C-11).

@@ -172,6 +172,7 @@ mod tests {
             token_endpoint_auth_methods_supported: None,
             authorization_response_iss_parameter_supported: false,
             client_id_metadata_document_supported: false,
+            dpop_signing_alg_values_supported: None,
             url: "u".into(),
         }
     }

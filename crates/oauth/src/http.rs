@@ -133,6 +133,17 @@ impl OAuthHttp {
         form: &[(&str, &str)],
         authorization: Option<HeaderValue>,
     ) -> Result<Reply, OAuthError> {
+        self.post_form_with(url, form, authorization, None).await
+    }
+
+    /// [`OAuthHttp::post_form`] with a `DPoP` proof header when given.
+    pub(crate) async fn post_form_with(
+        &self,
+        url: &str,
+        form: &[(&str, &str)],
+        authorization: Option<HeaderValue>,
+        dpop: Option<&str>,
+    ) -> Result<Reply, OAuthError> {
         let body = {
             let mut serializer = form_urlencoded::Serializer::new(String::new());
             for (name, value) in form {
@@ -141,12 +152,13 @@ impl OAuthHttp {
             serializer.finish()
         };
         let content = ("application/x-www-form-urlencoded", Bytes::from(body));
-        self.send(
+        self.send_with(
             Method::POST,
             url,
             "application/json",
             Some(content),
             authorization,
+            dpop,
         )
         .await
     }
@@ -197,6 +209,19 @@ impl OAuthHttp {
         body: Option<(&'static str, Bytes)>,
         authorization: Option<HeaderValue>,
     ) -> Result<Reply, OAuthError> {
+        self.send_with(method, url, accept, body, authorization, None)
+            .await
+    }
+
+    async fn send_with(
+        &self,
+        method: Method,
+        url: &str,
+        accept: &'static str,
+        body: Option<(&'static str, Bytes)>,
+        authorization: Option<HeaderValue>,
+        dpop: Option<&str>,
+    ) -> Result<Reply, OAuthError> {
         let target = shown(url);
         let mut request = Request::builder()
             .method(method.clone())
@@ -205,6 +230,12 @@ impl OAuthHttp {
             .header(USER_AGENT, UA);
         if let Some(value) = authorization {
             request = request.header(AUTHORIZATION, value);
+        }
+        if let Some(proof) = dpop {
+            let mut value = HeaderValue::from_str(proof)
+                .map_err(|_| http_error(&target, "the DPoP proof is not a header value".into()))?;
+            value.set_sensitive(true);
+            request = request.header("dpop", value);
         }
         let request = match body {
             Some((content_type, bytes)) => request

@@ -28,8 +28,15 @@
 //!    `private_key_jwt` at the token endpoint; refresh before expiry and on
 //!    a 401; step-up on 403 `insufficient_scope` with the union of scopes,
 //!    bounded per operation (AUTH-C-19/20); the client credentials grant for
-//!    agents acting for themselves ([`Grant::ClientCredentials`]).
-//! 5. **Storage**: [`TokenStore`], one private file per user keyed by server
+//!    agents acting for themselves ([`Grant::ClientCredentials`]); the
+//!    JWT-bearer grant with a workload's assertion ([`Grant::JwtBearer`]);
+//!    enterprise-managed authorization, an ID-JAG from the identity
+//!    provider's token exchange ([`Grant::EnterpriseManaged`]).
+//! 5. **DPoP** (RFC 9449): where the authorization server advertises ES256
+//!    (and [`OAuthConfig::dpop`] is not off), tokens are bound to a per-login
+//!    key; every token request and every request to the server carries a
+//!    fresh proof, and `use_dpop_nonce` is retried once with the nonce.
+//! 6. **Storage**: [`TokenStore`], one private file per user keyed by server
 //!    and issuer (AUTH-C-25). Tokens, secrets, codes and verifiers are
 //!    [`Secret`]s: they never appear in `Debug`, errors or logs.
 //!
@@ -40,7 +47,8 @@
 //! - `discovery`: Protected Resource and authorization server metadata.
 //! - `registration`: pre-registered clients, CIMD, DCR.
 //! - `token`: the token endpoint and client authentication; `jwt`: client
-//!   assertions.
+//!   assertions; `dpop`: DPoP keys and proofs; `assertion`: assertion
+//!   sources, the JWT-bearer grant's inputs and token exchange to an ID-JAG.
 //! - `flow`: scope selection, the authorization URL, response validation.
 //! - `user_agent`: [`UserAgent`], [`LoopbackUserAgent`], [`HeadlessUserAgent`].
 //! - `store`: [`TokenStore`].
@@ -69,9 +77,11 @@
 //! # Ok(()) }
 //! ```
 
+mod assertion;
 mod challenge;
 mod config;
 mod discovery;
+mod dpop;
 mod error;
 mod flow;
 mod http;
@@ -84,8 +94,9 @@ mod token;
 mod uri;
 mod user_agent;
 
+pub use assertion::{AssertionSource, IdentityProvider};
 pub use challenge::{BearerChallenge, Challenge, ChallengeError, parse as parse_challenges};
-pub use config::{Grant, OAuthConfig};
+pub use config::{EnterpriseGrant, Grant, JwtBearerGrant, OAuthConfig};
 pub use discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata};
 pub use error::OAuthError;
 pub use jwt::SigningKey;

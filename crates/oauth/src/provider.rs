@@ -21,9 +21,11 @@ use serde_json::json;
 use switchboard_wire::{meta, version};
 use tokio::sync::Mutex as AsyncMutex;
 
+use super::assertion::{self, JWT_BEARER};
 use super::challenge::BearerChallenge;
-use super::config::{Grant, OAuthConfig};
+use super::config::{EnterpriseGrant, Grant, JwtBearerGrant, OAuthConfig};
 use super::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
+use super::dpop::{DpopKey, USE_DPOP_NONCE};
 use super::error::OAuthError;
 use super::flow::{self, PendingAuthorization};
 use super::http::OAuthHttp;
@@ -79,6 +81,8 @@ struct Inner {
     loaded: AtomicBool,
     /// Dynamic registrations made in this process (when there is no store).
     registrations: Mutex<HashMap<String, Registration>>,
+    /// The last DPoP nonce the resource server supplied (RFC 9449 §9).
+    rs_nonce: Mutex<Option<String>>,
     flow: AsyncMutex<FlowState>,
 }
 
@@ -170,6 +174,7 @@ impl OAuthProvider {
                 needs_login: AtomicBool::new(false),
                 loaded: AtomicBool::new(false),
                 registrations: Mutex::new(HashMap::new()),
+                rs_nonce: Mutex::new(None),
                 flow: AsyncMutex::new(FlowState::default()),
             }),
         })
@@ -311,7 +316,51 @@ impl OAuthProvider {
                 return Ok(None);
             }
         }
-        Ok(Some(format!("Bearer {}", t.access_token.expose())))
+        Ok(Some(header_value(&t)))
+    }
+
+    /// The `DPoP` proof header for a request to the resource server
+    /// carrying `authorization` (RFC 9449 §7): `None` unless that is the
+    /// current DPoP-bound token. A fresh proof (new `jti`) every time, with
+    /// `ath` and the resource server's latest nonce.
+    ///
+    /// # Errors
+    /// [`OAuthError::Key`] when the stored key is unusable or signing fails.
+    pub fn dpop_proof(
+        &self,
+        method: &str,
+        url: &str,
+        authorization: Option<&str>,
+    ) -> Result<Option<String>, OAuthError> {
+        let Some(sent) = authorization.and_then(|a| a.strip_prefix("DPoP ")) else {
+            return Ok(None);
+        };
+        let Some(t) = self.current() else {
+            return Ok(None);
+        };
+        let Some(stored) = t
+            .dpop_key
+            .as_ref()
+            .filter(|_| t.access_token.expose() == sent)
+        else {
+            return Ok(None);
+        };
+        let key = DpopKey::from_stored(stored)?;
+        let nonce = lock(&self.inner.rs_nonce).clone();
+        key.proof(method, url, Some(sent), nonce.as_deref())
+            .map(Some)
+    }
+
+    /// How this server's tokens are obtained and presented, for
+    /// `switchboard auth status`: the grant, and "DPoP-bound" or "bearer"
+    /// for the token held.
+    pub fn method(&self) -> String {
+        let grant = self.inner.config.grant.describe();
+        match self.current() {
+            Some(t) if t.dpop_key.is_some() => format!("{grant}, DPoP-bound"),
+            Some(_) => format!("{grant}, bearer"),
+            None => grant.to_owned(),
+        }
     }
 
     /// Reacts to a 401 or 403 from the server (see [`OAuthProvider`]) when
@@ -352,6 +401,22 @@ impl OAuthProvider {
     ) -> Result<AuthRetry, OAuthError> {
         let generation = self.inner.generation.load(Ordering::Acquire);
         let bearer = BearerChallenge::from_headers(&challenge.www_authenticate);
+        // RFC 9449 §9: the resource server wants its nonce in the proof;
+        // retried once per new nonce.
+        if challenge.status == 401
+            && bearer.as_ref().and_then(|b| b.error.as_deref()) == Some(USE_DPOP_NONCE)
+        {
+            let Some(nonce) = challenge.dpop_nonce.clone() else {
+                return Ok(AuthRetry::GiveUp);
+            };
+            let mut held = lock(&self.inner.rs_nonce);
+            if held.as_deref() == Some(nonce.as_str()) {
+                return Ok(AuthRetry::GiveUp);
+            }
+            tracing::debug!(server = %self.inner.config.server, "the server supplied a DPoP nonce; retrying with it");
+            *held = Some(nonce);
+            return Ok(AuthRetry::Retry);
+        }
         let insufficient = bearer
             .as_ref()
             .is_some_and(BearerChallenge::is_insufficient_scope);
@@ -368,9 +433,7 @@ impl OAuthProvider {
             // Another request got a new token while this one waited.
             Sent::Unknown => self.inner.generation.load(Ordering::Acquire) != generation,
             Sent::Known(sent) => {
-                let current = self
-                    .current()
-                    .map(|t| format!("Bearer {}", t.access_token.expose()));
+                let current = self.current().map(|t| header_value(&t));
                 current.is_some() && current.as_deref() != sent
             }
         };
@@ -502,6 +565,11 @@ impl OAuthProvider {
                 self.client_credentials(st, prm, &metadata, scopes, client)
                     .await
             }
+            Grant::JwtBearer(grant) => self.jwt_bearer(st, prm, &metadata, scopes, grant).await,
+            Grant::EnterpriseManaged(grant) => {
+                self.enterprise_managed(st, prm, &metadata, scopes, grant)
+                    .await
+            }
         };
         let (tokens, source) = match result {
             Ok(r) => r,
@@ -597,12 +665,14 @@ impl OAuthProvider {
             })
             .await?;
         let code = flow::validate_response(&response, &record)?;
+        let dpop = self.dpop_key_for(metadata)?;
         let request = TokenRequest {
             endpoint: &token_endpoint,
             issuer: &issuer,
             client: &client,
             resource: &resource,
             requested_scope: &scopes,
+            dpop: dpop.as_ref(),
         };
         let form = vec![
             ("grant_type", "authorization_code".to_owned()),
@@ -654,12 +724,14 @@ impl OAuthProvider {
             source: IdentitySource::PreRegistered,
         };
         let resource = prm.resource.clone();
+        let dpop = self.dpop_key_for(metadata)?;
         let request = TokenRequest {
             endpoint: &token_endpoint,
             issuer: &issuer,
             client: &identity,
             resource: &resource,
             requested_scope: &scopes,
+            dpop: dpop.as_ref(),
         };
         let mut form = vec![
             ("grant_type", "client_credentials".to_owned()),
@@ -669,6 +741,143 @@ impl OAuthProvider {
             form.push(("scope", scopes.join(" ")));
         }
         tracing::info!(server = %self.inner.config.server, issuer = %issuer, "requesting a client credentials token");
+        let tokens = token::request(&self.inner.http, &request, form, None).await?;
+        Ok((tokens, IdentitySource::PreRegistered))
+    }
+
+    /// A new DPoP key when the authorization server binds tokens with
+    /// ES256 and DPoP is not switched off.
+    fn dpop_key_for(
+        &self,
+        metadata: &AuthorizationServerMetadata,
+    ) -> Result<Option<DpopKey>, OAuthError> {
+        if self.inner.config.dpop && metadata.supports_dpop_es256() {
+            DpopKey::generate().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The JWT-bearer grant with the workload's assertion (RFC 7523 §2.1).
+    /// A refusal is reported as it is: no retry, no other grant.
+    async fn jwt_bearer(
+        &self,
+        st: &mut FlowState,
+        prm: &ProtectedResourceMetadata,
+        metadata: &AuthorizationServerMetadata,
+        scopes: Vec<String>,
+        grant: &JwtBearerGrant,
+    ) -> Result<(TokenSet, IdentitySource), OAuthError> {
+        let assertion = grant.assertion.read().await?;
+        tracing::info!(server = %self.inner.config.server, issuer = %metadata.issuer, "requesting a token with the workload's assertion (JWT bearer)");
+        self.assertion_grant(st, prm, metadata, scopes, &grant.client, &assertion)
+            .await
+    }
+
+    /// Enterprise-managed authorization (SEP-990): the user's ID token is
+    /// exchanged at the identity provider for an ID-JAG addressed to this
+    /// authorization server, which takes it with the JWT-bearer grant.
+    async fn enterprise_managed(
+        &self,
+        st: &mut FlowState,
+        prm: &ProtectedResourceMetadata,
+        metadata: &AuthorizationServerMetadata,
+        scopes: Vec<String>,
+        grant: &EnterpriseGrant,
+    ) -> Result<(TokenSet, IdentitySource), OAuthError> {
+        let idp = &grant.idp;
+        let id_token = idp.id_token.read().await.map_err(|e| match e {
+            OAuthError::Assertion {
+                source_name,
+                reason,
+            } => OAuthError::Assertion {
+                source_name: format!(
+                    "the ID token from identity provider {:?} ({source_name})",
+                    idp.name
+                ),
+                reason: format!(
+                    "{reason}; log in again: switchboard auth login --idp {}",
+                    idp.name
+                ),
+            },
+            other => other,
+        })?;
+        let endpoint = match &idp.token_endpoint {
+            Some(e) => e.clone(),
+            None => {
+                let m = self.metadata(st, &idp.issuer).await?;
+                self.endpoint(m.token_endpoint.as_deref(), &idp.issuer, "token_endpoint")?
+            }
+        };
+        self.inner.http.check_url(&endpoint, "identity provider")?;
+        let id_jag = assertion::exchange_for_id_jag(
+            &self.inner.http,
+            idp,
+            &endpoint,
+            &id_token,
+            &metadata.issuer,
+            &prm.resource,
+            &scopes,
+        )
+        .await?;
+        tracing::info!(server = %self.inner.config.server, issuer = %metadata.issuer, idp = %idp.name, "requesting a token with the identity assertion grant");
+        self.assertion_grant(st, prm, metadata, scopes, &grant.client, &id_jag)
+            .await
+    }
+
+    /// The JWT-bearer token request with `assertion`, authenticated as
+    /// `client`.
+    async fn assertion_grant(
+        &self,
+        st: &mut FlowState,
+        prm: &ProtectedResourceMetadata,
+        metadata: &AuthorizationServerMetadata,
+        scopes: Vec<String>,
+        client: &PreRegisteredClient,
+        assertion: &super::secret::Secret,
+    ) -> Result<(TokenSet, IdentitySource), OAuthError> {
+        let issuer = metadata.issuer.clone();
+        if let Some(grants) = &metadata.grant_types_supported {
+            if !grants.iter().any(|g| g == JWT_BEARER) {
+                return Err(OAuthError::Unsupported(format!(
+                    "authorization server {issuer} does not offer the JWT-bearer grant"
+                )));
+            }
+        }
+        let token_endpoint = self.endpoint(
+            metadata.token_endpoint.as_deref(),
+            &issuer,
+            "token_endpoint",
+        )?;
+        self.check_binding(st, client, &issuer)?;
+        let identity = ClientIdentity {
+            client_id: client.client_id.clone(),
+            secret: client.client_secret.clone(),
+            method: registration::method_for(
+                client,
+                metadata.token_endpoint_auth_methods_supported.as_deref(),
+            )?,
+            key: client.signing_key.clone(),
+            source: IdentitySource::PreRegistered,
+        };
+        let resource = prm.resource.clone();
+        let dpop = self.dpop_key_for(metadata)?;
+        let request = TokenRequest {
+            endpoint: &token_endpoint,
+            issuer: &issuer,
+            client: &identity,
+            resource: &resource,
+            requested_scope: &scopes,
+            dpop: dpop.as_ref(),
+        };
+        let mut form = vec![
+            ("grant_type", JWT_BEARER.to_owned()),
+            ("assertion", assertion.expose().to_owned()),
+            ("resource", resource.clone()),
+        ];
+        if !scopes.is_empty() {
+            form.push(("scope", scopes.join(" ")));
+        }
         let tokens = token::request(&self.inner.http, &request, form, None).await?;
         Ok((tokens, IdentitySource::PreRegistered))
     }
@@ -694,12 +903,19 @@ impl OAuthProvider {
         let client = self
             .identity_for_refresh(st, &metadata, &tokens.client_id)
             .await?;
+        // RFC 9449 §5: a refresh of a DPoP-bound token proves the same key.
+        let dpop = tokens
+            .dpop_key
+            .as_ref()
+            .map(DpopKey::from_stored)
+            .transpose()?;
         let request = TokenRequest {
             endpoint: &token_endpoint,
             issuer: &metadata.issuer,
             client: &client,
             resource: &tokens.resource,
             requested_scope: &tokens.requested_scope,
+            dpop: dpop.as_ref(),
         };
         let form = vec![
             ("grant_type", "refresh_token".to_owned()),
@@ -736,6 +952,7 @@ impl OAuthProvider {
             client: &client,
             resource: &tokens.resource,
             requested_scope: &[],
+            dpop: None,
         };
         let form = vec![
             ("token", token.expose().to_owned()),
@@ -880,7 +1097,13 @@ impl OAuthProvider {
         metadata: &AuthorizationServerMetadata,
         client_id: &str,
     ) -> Result<ClientIdentity, OAuthError> {
-        if let Grant::ClientCredentials(client) = &self.inner.config.grant {
+        let granted = match &self.inner.config.grant {
+            Grant::ClientCredentials(client) => Some(client),
+            Grant::JwtBearer(g) => Some(&g.client),
+            Grant::EnterpriseManaged(g) => Some(&g.client),
+            Grant::AuthorizationCode => None,
+        };
+        if let Some(client) = granted {
             if client.client_id == client_id {
                 return Ok(ClientIdentity {
                     client_id: client.client_id.clone(),
@@ -1127,6 +1350,18 @@ impl AuthProvider for OAuthProvider {
         })
     }
 
+    fn proof<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+        authorization: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, AuthError>> {
+        Box::pin(async move {
+            self.dpop_proof(method, url, authorization)
+                .map_err(|e| AuthError(e.to_string()))
+        })
+    }
+
     fn on_challenge<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
@@ -1149,14 +1384,25 @@ fn select_issuer(prm: &ProtectedResourceMetadata) -> String {
     prm.authorization_servers[0].clone()
 }
 
-/// Whether the challenges parse and none of them is `Bearer`.
+/// Whether the challenges parse and none of them is `Bearer` or `DPoP`.
 fn other_scheme_only(values: &[String]) -> bool {
     let mut schemes = values
         .iter()
         .filter_map(|v| super::challenge::parse(v).ok())
         .flatten()
         .peekable();
-    schemes.peek().is_some() && schemes.all(|c| !c.is_scheme("Bearer"))
+    schemes.peek().is_some() && schemes.all(|c| !c.is_scheme("Bearer") && !c.is_scheme("DPoP"))
+}
+
+/// The `Authorization` value for `t`: `DPoP` for a DPoP-bound token
+/// (RFC 9449 §7.1), else `Bearer`.
+fn header_value(t: &TokenSet) -> String {
+    let scheme = if t.dpop_key.is_some() {
+        "DPoP"
+    } else {
+        "Bearer"
+    };
+    format!("{scheme} {}", t.access_token.expose())
 }
 
 fn dynamic_identity(reg: Registration) -> ClientIdentity {

@@ -364,6 +364,7 @@ mod tests {
             client_id: "cid".into(),
             resource: "https://rs/mcp".into(),
             obtained_at: now_secs(),
+            dpop_key: None,
         }
     }
 

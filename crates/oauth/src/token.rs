@@ -13,6 +13,7 @@ use http::header::HeaderValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::dpop::{DpopKey, USE_DPOP_NONCE};
 use super::error::OAuthError;
 use super::http::{OAuthHttp, Reply, shown};
 use super::jwt::SigningKey;
@@ -118,6 +119,11 @@ pub struct TokenSet {
     pub resource: String,
     /// When they were obtained (seconds since the Unix epoch).
     pub obtained_at: u64,
+    /// The DPoP key the access token is bound to (RFC 9449; PKCS#8,
+    /// base64url): the token is sent as `Authorization: DPoP` with a proof
+    /// signed by it. `None`: a Bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<Secret>,
 }
 
 impl TokenSet {
@@ -152,6 +158,8 @@ pub(crate) struct TokenRequest<'a> {
     pub(crate) client: &'a ClientIdentity,
     pub(crate) resource: &'a str,
     pub(crate) requested_scope: &'a [String],
+    /// The DPoP key to prove possession of (RFC 9449 §5), if any.
+    pub(crate) dpop: Option<&'a DpopKey>,
 }
 
 /// Sends a token request with the grant-specific `form` and the client's
@@ -210,8 +218,33 @@ pub(crate) async fn request(
         }
     }
     let pairs: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let reply = http.post_form(req.endpoint, &pairs, authorization).await?;
-    read_response(req, &reply, previous_refresh)
+    let Some(key) = req.dpop else {
+        let reply = http.post_form(req.endpoint, &pairs, authorization).await?;
+        return read_response(req, &reply, previous_refresh);
+    };
+    // RFC 9449 §5, §8: a fresh proof per request; a `use_dpop_nonce`
+    // answer is retried once with the server's nonce.
+    let mut nonce: Option<String> = None;
+    loop {
+        let proof = key.proof("POST", req.endpoint, None, nonce.as_deref())?;
+        let reply = http
+            .post_form_with(req.endpoint, &pairs, authorization.clone(), Some(&proof))
+            .await?;
+        let offered = reply
+            .headers
+            .get("dpop-nonce")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let asks_nonce = !reply.is_success()
+            && matches!(oauth_error("token", &reply), Some(OAuthError::Refused { error, .. }) if error == USE_DPOP_NONCE);
+        match offered {
+            Some(offered) if asks_nonce && nonce.is_none() => {
+                tracing::debug!(endpoint = %shown(req.endpoint), "the token endpoint asks for a DPoP nonce; retrying with it");
+                nonce = Some(offered);
+            }
+            _ => return read_response(req, &reply, previous_refresh),
+        }
+    }
 }
 
 /// `Basic base64(urlencode(id) ":" urlencode(secret))` (RFC 6749 §2.3.1).
@@ -262,15 +295,20 @@ fn read_response(
             "the access token has characters a header cannot carry".into(),
         ));
     }
-    match raw.token_type.as_deref() {
-        None => {}
-        Some(t) if t.eq_ignore_ascii_case("bearer") => {}
+    // RFC 9449 §5: a DPoP-bound token says so; a server that ignored the
+    // proof issues a Bearer token, used as such.
+    let dpop_key = match raw.token_type.as_deref() {
+        None => None,
+        Some(t) if t.eq_ignore_ascii_case("bearer") => None,
+        Some(t) if t.eq_ignore_ascii_case("dpop") && req.dpop.is_some() => {
+            req.dpop.map(DpopKey::stored)
+        }
         Some(other) => {
             return Err(OAuthError::Unsupported(format!(
-                "the token endpoint issued a {other:?} token; only Bearer tokens are supported"
+                "the token endpoint issued a {other:?} token; only Bearer and DPoP tokens are supported"
             )));
         }
-    }
+    };
     let expires_in = match raw.expires_in {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => n.as_u64().or_else(|| n.as_f64().map(|f| f.max(0.0) as u64)),
@@ -295,6 +333,7 @@ fn read_response(
         client_id: req.client.client_id.clone(),
         resource: req.resource.to_owned(),
         obtained_at: now,
+        dpop_key,
     })
 }
 
@@ -372,6 +411,7 @@ mod tests {
             client: &client,
             resource: "http://rs/mcp",
             requested_scope: &scopes,
+            dpop: None,
         };
         read_response(
             &req,

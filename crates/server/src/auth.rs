@@ -717,7 +717,7 @@ fn split_url(url: &str) -> (&str, &str) {
 
 /// A quoted-string body that is a valid header value and a valid RFC 6750
 /// parameter: printable ASCII only, `"` and `\` escaped, anything else `?`.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

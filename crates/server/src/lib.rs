@@ -63,6 +63,7 @@ mod cancel;
 mod completion;
 mod context;
 mod dispatch;
+mod dpop;
 mod error;
 mod fast;
 mod handler;
@@ -89,6 +90,7 @@ pub use auth::{
 pub use cancel::Cancellation;
 pub use completion::{CompleteRequest, CompletionHandler, CompletionRef, IntoCompletion};
 pub use context::Context;
+pub use dpop::{DpopError, DpopVerifier, ProofTarget};
 pub use error::{BuildError, HandlerError, ServeError};
 pub use input::{ElicitAction, ElicitResult, InputResponses, SampledMessage};
 pub use notify::Notifier;

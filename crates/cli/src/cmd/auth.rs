@@ -83,6 +83,7 @@ pub(crate) async fn login(
         expires_at: report.expires_at,
         expired: report.expires_at.map(|at| at <= now()),
         has_refresh_token: report.has_refresh_token,
+        method: Some(provider.method()),
     };
     if settings.json {
         out::json(&view)?;
@@ -124,10 +125,12 @@ pub(crate) async fn status(settings: &Settings, alias: Option<&str>) -> anyhow::
             Err(NoOAuth::StaticHeader) => view.oauth = "static_header",
             Err(_) => view.oauth = "off",
             Ok(oauth) => {
-                let login = provider(oauth.store(store.clone()))?
+                let oauth = provider(oauth.store(store.clone()))?;
+                let login = oauth
                     .status()
                     .await
                     .map_err(|e| Failure::usage(e.to_string()))?;
+                view.method = Some(oauth.method());
                 if let Some(login) = login {
                     seen.push(login.server.clone());
                     view.fill(login);
@@ -244,6 +247,10 @@ struct LoginView {
     expires_at: Option<u64>,
     expired: Option<bool>,
     has_refresh_token: bool,
+    /// How tokens are obtained and presented (e.g. "authorization code,
+    /// DPoP-bound", "JWT bearer, bearer"), for configured servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<String>,
 }
 
 impl LoginView {
@@ -260,6 +267,7 @@ impl LoginView {
             expires_at: None,
             expired: None,
             has_refresh_token: false,
+            method: None,
         }
     }
 
@@ -302,6 +310,7 @@ fn human(views: &[LoginView]) -> Vec<String> {
         "LOGIN".into(),
         "SCOPES".into(),
         "TOKEN".into(),
+        "METHOD".into(),
     ]];
     for v in views {
         let server = v.alias.clone().unwrap_or_else(|| v.url.clone());
@@ -315,7 +324,8 @@ fn human(views: &[LoginView]) -> Vec<String> {
             ),
             (_, None) => ("not logged in".into(), "-".into(), "-".into()),
         };
-        rows.push(vec![server, login, scopes, token]);
+        let method = v.method.clone().unwrap_or_else(|| "-".into());
+        rows.push(vec![server, login, scopes, token, method]);
     }
     if views.is_empty() {
         return vec!["no remote servers are configured and no logins are stored".into()];

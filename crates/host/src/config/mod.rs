@@ -167,6 +167,23 @@ pub struct OAuthClientConfig {
     /// The loopback port the login listens on for the redirect (a
     /// pre-registered redirect URI); a free one when unset.
     pub callback_port: Option<u16>,
+    /// Whether tokens are bound to a DPoP key where the authorization
+    /// server offers it (unset: yes; `"dpop": false` opts out).
+    pub dpop: Option<bool>,
+    /// A workload assertion for the JWT-bearer grant (RFC 7523) instead of
+    /// a browser login.
+    pub assertion: Option<AssertionConfig>,
+}
+
+/// Where a workload's assertion comes from (`"assertion"` in an `oauth`
+/// block).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AssertionConfig {
+    /// `{"file": PATH}`: a file the platform refreshes (e.g. a Kubernetes
+    /// projected service-account token).
+    File(String),
+    /// `{"command": [PROGRAM, ARGS…]}`: its standard output.
+    Command(Vec<String>),
 }
 
 impl fmt::Debug for OAuthClientConfig {
@@ -182,6 +199,8 @@ impl fmt::Debug for OAuthClientConfig {
             .field("scopes", &self.scopes)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("callback_port", &self.callback_port)
+            .field("dpop", &self.dpop)
+            .field("assertion", &self.assertion)
             .finish()
     }
 }

@@ -10,9 +10,9 @@ use serde_json::{Map, Value};
 use switchboard_wire::is_valid_alias;
 
 use super::{
-    BreakerConfig, CHARS_PER_TOKEN, Config, ConfigError, ConfigOrigin, ConfigProblem,
-    LOCKFILE_NAME, OAuthClientConfig, OAuthSetting, ProblemKind, ServerConfig, TransportConfig,
-    expand, jsonc,
+    AssertionConfig, BreakerConfig, CHARS_PER_TOKEN, Config, ConfigError, ConfigOrigin,
+    ConfigProblem, LOCKFILE_NAME, OAuthClientConfig, OAuthSetting, ProblemKind, ServerConfig,
+    TransportConfig, expand, jsonc,
 };
 use crate::permission::{Pattern, Rule, RuleKind};
 
@@ -169,6 +169,8 @@ const OAUTH_KEYS: &[&str] = &[
     "scopes",
     "clientMetadataUrl",
     "callbackPort",
+    "dpop",
+    "assertion",
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
 const BREAKER_KEYS: &[&str] = &["failures", "cooldownMs"];
@@ -649,7 +651,44 @@ impl Parser<'_> {
             client_metadata_url: self
                 .expanded_string(obj.get("clientMetadataUrl"), &sub("clientMetadataUrl")),
             callback_port: None,
+            dpop: None,
+            assertion: None,
         };
+        match obj.get("dpop") {
+            None => {}
+            Some(Value::Bool(b)) => client.dpop = Some(*b),
+            Some(_) => self.bad_type(&sub("dpop"), "true or false"),
+        }
+        if let Some(v) = obj.get("assertion") {
+            let k = sub("assertion");
+            match v.as_object() {
+                Some(a) if a.len() == 1 && a.contains_key("file") => {
+                    client.assertion = self
+                        .expanded_string(a.get("file"), &key_path(&k, "file"))
+                        .map(AssertionConfig::File);
+                }
+                Some(a) if a.len() == 1 && a.contains_key("command") => {
+                    let argv = self.string_list(a.get("command"), &key_path(&k, "command"), true);
+                    if argv.is_empty() {
+                        self.bad_type(&key_path(&k, "command"), "a program and its arguments");
+                    } else {
+                        client.assertion = Some(AssertionConfig::Command(argv));
+                    }
+                }
+                _ => self.bad_type(
+                    &k,
+                    "{\"file\": \"/path/to/token\"} or {\"command\": [\"program\", \"arg\"]}",
+                ),
+            }
+            if client.assertion.is_some() && client.client_id.is_none() {
+                self.problem(
+                    ProblemKind::MissingKey,
+                    &sub("clientId"),
+                    "the JWT-bearer grant needs the client id the assertion is presented as".into(),
+                    "add \"clientId\" next to \"assertion\"",
+                );
+            }
+        }
         if client.client_id.as_deref().is_some_and(str::is_empty) {
             self.bad_type(&sub("clientId"), "a non-empty client id");
         }

@@ -282,6 +282,47 @@ fn oauth_block() {
     assert!(shown.contains("<redacted>"), "{shown}");
 }
 
+// Issue 17: `"dpop": false` opts out of DPoP; `"assertion"` (a file or a
+// command) selects the JWT-bearer grant and needs a client id.
+#[test]
+fn oauth_dpop_and_assertion() {
+    let text = r#"{"mcpServers": {
+      "plain": {"url": "https://a.example/mcp", "oauth": {"dpop": false}},
+      "file": {"url": "https://b.example/mcp", "oauth": {
+        "clientId": "ci", "assertion": {"file": "${DIR}/token"}}},
+      "cmd": {"url": "https://c.example/mcp", "oauth": {
+        "clientId": "ci", "assertion": {"command": ["gcloud", "auth", "print-identity-token"]}}}
+    }}"#;
+    let c = parse(text, &[("DIR", "/var/run/secrets")]).unwrap();
+    let client = |i: usize| match &c.servers[i].oauth {
+        OAuthSetting::Client(client) => client.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(client(0).dpop, Some(false));
+    assert_eq!(client(1).dpop, None);
+    assert_eq!(
+        client(1).assertion,
+        Some(AssertionConfig::File("/var/run/secrets/token".into()))
+    );
+    assert_eq!(
+        client(2).assertion,
+        Some(AssertionConfig::Command(vec![
+            "gcloud".into(),
+            "auth".into(),
+            "print-identity-token".into()
+        ]))
+    );
+    let bad = r#"{"mcpServers": {
+      "a": {"url": "https://a.example/mcp", "oauth": {"dpop": "no"}},
+      "b": {"url": "https://b.example/mcp", "oauth": {"assertion": {"file": "/t"}}},
+      "c": {"url": "https://c.example/mcp", "oauth": {"clientId": "x", "assertion": {"url": "u"}}}
+    }}"#;
+    let err = parse(bad, &[]).unwrap_err().to_string();
+    assert!(err.contains("dpop"), "{err}");
+    assert!(err.contains("needs the client id"), "{err}");
+    assert!(err.contains("assertion"), "{err}");
+}
+
 #[test]
 fn oauth_block_problems() {
     let text = r#"{"mcpServers": {

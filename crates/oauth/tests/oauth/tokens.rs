@@ -337,6 +337,7 @@ async fn refusal_of_an_old_token_just_retries() {
         method: Some("tools/list".into()),
         // Not looked at by handle_challenge_for, which is told below.
         sent_authorization: None,
+        dpop_nonce: None,
     };
     let before = s.auth.requests().len();
     for stale in [Some("Bearer an-older-token"), None] {

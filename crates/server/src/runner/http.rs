@@ -24,7 +24,7 @@ use bytes::Bytes;
 use http::header::{
     ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE,
 };
-use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -38,9 +38,10 @@ use switchboard_wire::{ErrorCode, ErrorObject, Message, Request, RequestId, vers
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use crate::auth::{AuthError, AuthRequest, Principal, ProtectedResource, TokenValidator};
+use crate::auth::{AuthError, AuthRequest, Principal, ProtectedResource, TokenValidator, quote};
 use crate::cancel::Cancellation;
 use crate::dispatch::{Incoming, Reply, frame_error, frame_result};
+use crate::dpop::{self, DpopError, DpopVerifier, ProofTarget};
 use crate::error::{Fault, ServeError};
 use crate::fast::{self, ToolCall};
 use crate::legacy::Session;
@@ -70,6 +71,7 @@ pub struct HttpOptions {
     cancel_grace: Duration,
     shutdown_grace: Duration,
     auth: Option<Arc<Auth>>,
+    dpop: Arc<DpopVerifier>,
 }
 
 struct Auth {
@@ -99,6 +101,7 @@ impl Default for HttpOptions {
             cancel_grace: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
             auth: None,
+            dpop: Arc::new(DpopVerifier::new()),
         }
     }
 }
@@ -179,6 +182,15 @@ impl HttpOptions {
     /// How long connections may take to finish after shutdown.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// How DPoP proofs are checked (RFC 9449): a token bound to a key
+    /// (`cnf.jkt`) is accepted only as `Authorization: DPoP` with a valid
+    /// proof for this request. Default: [`DpopVerifier::new`] (5-minute
+    /// window, bounded replay cache, no nonces).
+    pub fn dpop(mut self, verifier: DpopVerifier) -> Self {
+        self.dpop = Arc::new(verifier);
         self
     }
 
@@ -480,7 +492,15 @@ impl State {
                 // Ending a session is a request like any other.
                 let principal = match &self.options.auth {
                     None => None,
-                    Some(auth) => match Box::pin(authenticate(auth, req.headers(), peer)).await {
+                    Some(auth) => match Box::pin(authenticate(
+                        auth,
+                        &self.options.dpop,
+                        req.method(),
+                        req.headers(),
+                        peer,
+                    ))
+                    .await
+                    {
                         Ok(p) => Some(p),
                         Err(r) => return r,
                     },
@@ -512,7 +532,15 @@ impl State {
         }
         let principal = match &self.options.auth {
             None => None,
-            Some(auth) => match Box::pin(authenticate(auth, req.headers(), peer)).await {
+            Some(auth) => match Box::pin(authenticate(
+                auth,
+                &self.options.dpop,
+                req.method(),
+                req.headers(),
+                peer,
+            ))
+            .await
+            {
                 Ok(p) => Some(Arc::new(p)),
                 Err(r) => return r,
             },
@@ -992,13 +1020,17 @@ fn wants_notifications(params: Option<&Value>) -> bool {
         .is_some_and(|m| m.contains_key(PROGRESS_TOKEN) || m.contains_key(LOG_LEVEL))
 }
 
-/// Checks the request's bearer token: the principal, or the refusal.
+/// Checks the request's bearer token: the principal, or the refusal. A
+/// DPoP-bound token (`cnf.jkt`) also needs the `DPoP` scheme and a valid
+/// proof for this request (RFC 9449 §7).
 async fn authenticate(
     auth: &Auth,
+    dpop: &DpopVerifier,
+    method: &Method,
     headers: &HeaderMap,
     peer: SocketAddr,
 ) -> Result<Principal, HttpResponse> {
-    let token = match bearer_token(headers) {
+    let (token, dpop_scheme) = match bearer_token(headers) {
         Ok(Some(token)) => token,
         Ok(None) => {
             let error = AuthError::Unauthorized("a bearer token is required".into());
@@ -1007,13 +1039,91 @@ async fn authenticate(
         Err(error) => return Err(auth_failure(auth, &error, true, None, Some(peer))),
     };
     // The token itself is never logged, at any level.
-    match auth.validator.validate(token).await {
-        Ok(principal) => {
-            tracing::trace!(%peer, subject = %principal.subject, "authenticated");
-            Ok(principal)
+    let principal = match auth.validator.validate(token).await {
+        Ok(principal) => principal,
+        Err(e) => return Err(unauthorized(auth, headers, &e, true, peer)),
+    };
+    let bound = dpop::bound_key(&principal.claims);
+    let refusal =
+        |code: &str, why: &str, nonce: Option<String>| dpop_failure(auth, code, why, nonce, peer);
+    match (bound, dpop_scheme) {
+        (None, false) => {}
+        (None, true) => {
+            return Err(refusal(
+                "invalid_token",
+                "the token is not bound to a DPoP key; send it with the Bearer scheme",
+                None,
+            ));
         }
-        Err(e) => Err(unauthorized(auth, headers, &e, true, peer)),
+        (Some(_), false) => {
+            return Err(refusal(
+                "invalid_token",
+                "the token is bound to a DPoP key: send it with the DPoP scheme and a proof",
+                None,
+            ));
+        }
+        (Some(jkt), true) => {
+            let mut proofs = headers.get_all(DPOP_HEADER).iter();
+            let (Some(proof), None) = (proofs.next(), proofs.next()) else {
+                return Err(refusal(
+                    "invalid_dpop_proof",
+                    "exactly one DPoP proof header is required",
+                    None,
+                ));
+            };
+            let target = ProofTarget {
+                method: method.as_str(),
+                url: &auth.metadata.resource,
+                access_token: token,
+                jkt,
+            };
+            match dpop.verify(proof.to_str().unwrap_or_default(), &target) {
+                Ok(()) => {}
+                Err(DpopError::UseNonce(nonce)) => {
+                    return Err(refusal(
+                        "use_dpop_nonce",
+                        "the DPoP proof must carry the server's nonce",
+                        Some(nonce),
+                    ));
+                }
+                Err(e) => return Err(refusal("invalid_dpop_proof", &e.to_string(), None)),
+            }
+        }
     }
+    tracing::trace!(%peer, subject = %principal.subject, "authenticated");
+    Ok(principal)
+}
+
+/// The `DPoP` proof header (RFC 9449 §4.1).
+const DPOP_HEADER: HeaderName = HeaderName::from_static("dpop");
+
+/// A 401 for a DPoP failure: `WWW-Authenticate: DPoP error=…`, and the
+/// nonce to use in `DPoP-Nonce` (RFC 9449 §7.1, §9).
+fn dpop_failure(
+    auth: &Auth,
+    code: &str,
+    description: &str,
+    nonce: Option<String>,
+    peer: SocketAddr,
+) -> HttpResponse {
+    tracing::debug!(%peer, "refused: {description}");
+    let mut r = refuse(
+        StatusCode::UNAUTHORIZED,
+        &format!("unauthorized: {description}"),
+    );
+    let challenge = format!(
+        "DPoP error=\"{code}\", error_description=\"{}\", algs=\"ES256\", resource_metadata=\"{}\"",
+        quote(description),
+        quote(&auth.metadata.metadata_url())
+    );
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(WWW_AUTHENTICATE, v);
+    }
+    if let Some(v) = nonce.and_then(|n| HeaderValue::from_str(&n).ok()) {
+        r.headers_mut()
+            .insert(HeaderName::from_static("dpop-nonce"), v);
+    }
+    r
 }
 
 /// The bearer token of a request. `Ok(None)` when there is none: no
@@ -1021,7 +1131,7 @@ async fn authenticate(
 /// an error code). A header that is not `Bearer <token68>` (RFC 6750
 /// §2.1), or more than one, is [`AuthError::InvalidRequest`] (AUTH-S-06).
 /// Error descriptions never quote the header.
-fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, AuthError> {
+fn bearer_token(headers: &HeaderMap) -> Result<Option<(&str, bool)>, AuthError> {
     let invalid = |why: &str| Err(AuthError::InvalidRequest(why.to_owned()));
     let mut values = headers.get_all(AUTHORIZATION).iter();
     let Some(value) = values.next() else {
@@ -1035,17 +1145,24 @@ fn bearer_token(headers: &HeaderMap) -> Result<Option<&str>, AuthError> {
     };
     let value = value.trim_matches([' ', '\t']);
     let (scheme, credentials) = value.split_once([' ', '\t']).unwrap_or((value, ""));
-    if !scheme.eq_ignore_ascii_case("bearer") {
+    let dpop = scheme.eq_ignore_ascii_case("dpop");
+    if !scheme.eq_ignore_ascii_case("bearer") && !dpop {
         return Ok(None);
     }
     let token = credentials.trim_start_matches([' ', '\t']);
     if token.is_empty() {
-        return invalid("the Authorization header names the Bearer scheme but carries no token");
+        return Err(AuthError::InvalidRequest(format!(
+            "the Authorization header names the {} scheme but carries no token",
+            if dpop { "DPoP" } else { "Bearer" }
+        )));
     }
     if !is_token68(token) {
-        return invalid("the Authorization header is not of the form `Bearer <token68>`");
+        return Err(AuthError::InvalidRequest(format!(
+            "the Authorization header is not of the form `{} <token68>`",
+            if dpop { "DPoP" } else { "Bearer" }
+        )));
     }
-    Ok(Some(token))
+    Ok(Some((token, dpop)))
 }
 
 /// RFC 7235 token68: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.

@@ -35,6 +35,9 @@ pub struct AuthChallenge {
     /// current one tells a stale refusal (just retry) from a real one (run
     /// a flow).
     pub sent_authorization: Option<String>,
+    /// The answer's `DPoP-Nonce` header (RFC 9449 §9), for a provider that
+    /// binds tokens to a key: a 401 `use_dpop_nonce` is retried with it.
+    pub dpop_nonce: Option<String>,
 }
 
 impl fmt::Debug for AuthChallenge {
@@ -47,6 +50,7 @@ impl fmt::Debug for AuthChallenge {
             .field("url", &self.url)
             .field("method", &self.method)
             .field("sent_authorization", &sent)
+            .field("dpop_nonce", &self.dpop_nonce)
             .finish()
     }
 }
@@ -78,6 +82,23 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     /// [`AuthError`] when no credentials can be obtained; the request fails
     /// with it.
     fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthError>>;
+
+    /// A proof of possession for one request (the `DPoP` header of
+    /// RFC 9449): asked after [`AuthProvider::authorization`], with the
+    /// HTTP method, the full URL and the `Authorization` value the request
+    /// will carry. `None` (the default) sends no proof.
+    ///
+    /// # Errors
+    /// [`AuthError`] when no proof can be made; the request fails with it.
+    fn proof<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+        authorization: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, AuthError>> {
+        let _ = (method, url, authorization);
+        Box::pin(async { Ok(None) })
+    }
 
     /// Told about a 401/403 answer, with its `WWW-Authenticate` challenges
     /// and the `Authorization` value the refused request carried, so it can

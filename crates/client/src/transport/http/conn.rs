@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{AUTHORIZATION, HOST, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use http::header::{AUTHORIZATION, HOST, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
 use http::{Method, Request, Uri};
 use http_body_util::Full;
 use hyper_rustls::HttpsConnectorBuilder;
@@ -16,6 +16,11 @@ use super::auth::{AuthChallenge, AuthError, AuthProvider, AuthRetry, MAX_AUTH_RE
 use super::failure::Failure;
 use super::pool::{Pool, PooledBody};
 use crate::net::default_tls;
+
+/// The proof-of-possession header (RFC 9449 §4.1).
+const DPOP: HeaderName = HeaderName::from_static("dpop");
+/// The server-supplied DPoP nonce (RFC 9449 §8, §9).
+const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 
 /// The response type of one exchange.
 pub(crate) type HttpResponse = http::Response<PooledBody>;
@@ -139,7 +144,27 @@ impl Http {
                     Ok(value)
                 })
                 .transpose()?;
-            let response = self.send_once(out.clone(), value).await?;
+            let url = out.uri.to_string();
+            let proof = auth
+                .proof(out.method.as_str(), &url, sent.as_deref())
+                .await
+                .map_err(Failure::Auth)?
+                .map(|p| {
+                    let mut value = HeaderValue::from_str(&p).map_err(|_| {
+                        Failure::Auth(AuthError(
+                            "the authorization provider gave a proof that is not a valid header"
+                                .into(),
+                        ))
+                    })?;
+                    value.set_sensitive(true);
+                    Ok(value)
+                })
+                .transpose()?;
+            let mut request = out.clone();
+            if let Some(proof) = proof {
+                request.headers.insert(DPOP, proof);
+            }
+            let response = self.send_once(request, value).await?;
             let status = response.status().as_u16();
             if !(status == 401 || status == 403) || attempt >= MAX_AUTH_RETRIES {
                 return Ok(response);
@@ -157,6 +182,11 @@ impl Http {
                 // What this request carried, not what the provider would
                 // give now: another request may have replaced the token.
                 sent_authorization: sent,
+                dpop_nonce: response
+                    .headers()
+                    .get(DPOP_NONCE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
             };
             match auth.on_challenge(&challenge).await {
                 Ok(AuthRetry::Retry) => {
