@@ -691,6 +691,8 @@ impl OAuthProvider {
         }
     }
 
+    /// The client credentials grant (no user), as the pre-registered
+    /// `client`.
     async fn client_credentials(
         &self,
         st: &mut FlowState,
@@ -699,50 +701,14 @@ impl OAuthProvider {
         scopes: Vec<String>,
         client: &PreRegisteredClient,
     ) -> Result<(TokenSet, IdentitySource), OAuthError> {
-        let issuer = metadata.issuer.clone();
-        if let Some(grants) = &metadata.grant_types_supported {
-            if !grants.iter().any(|g| g == "client_credentials") {
-                return Err(OAuthError::Unsupported(format!(
-                    "authorization server {issuer} does not offer the client_credentials grant"
-                )));
-            }
-        }
-        let token_endpoint = self.endpoint(
-            metadata.token_endpoint.as_deref(),
-            &issuer,
-            "token_endpoint",
-        )?;
-        self.check_binding(st, client, &issuer)?;
-        let identity = ClientIdentity {
-            client_id: client.client_id.clone(),
-            secret: client.client_secret.clone(),
-            method: registration::method_for(
-                client,
-                metadata.token_endpoint_auth_methods_supported.as_deref(),
-            )?,
-            key: client.signing_key.clone(),
-            source: IdentitySource::PreRegistered,
+        tracing::info!(server = %self.inner.config.server, issuer = %metadata.issuer, "requesting a client credentials token");
+        let grant = DirectGrant {
+            grant_type: "client_credentials",
+            name: "the client_credentials grant",
+            extra: Vec::new(),
         };
-        let resource = prm.resource.clone();
-        let dpop = self.dpop_key_for(metadata)?;
-        let request = TokenRequest {
-            endpoint: &token_endpoint,
-            issuer: &issuer,
-            client: &identity,
-            resource: &resource,
-            requested_scope: &scopes,
-            dpop: dpop.as_ref(),
-        };
-        let mut form = vec![
-            ("grant_type", "client_credentials".to_owned()),
-            ("resource", resource.clone()),
-        ];
-        if !scopes.is_empty() {
-            form.push(("scope", scopes.join(" ")));
-        }
-        tracing::info!(server = %self.inner.config.server, issuer = %issuer, "requesting a client credentials token");
-        let tokens = token::request(&self.inner.http, &request, form, None).await?;
-        Ok((tokens, IdentitySource::PreRegistered))
+        self.direct_grant(st, prm, metadata, scopes, client, grant)
+            .await
     }
 
     /// A new DPoP key when the authorization server binds tokens with
@@ -836,11 +802,33 @@ impl OAuthProvider {
         client: &PreRegisteredClient,
         assertion: &super::secret::Secret,
     ) -> Result<(TokenSet, IdentitySource), OAuthError> {
+        let grant = DirectGrant {
+            grant_type: JWT_BEARER,
+            name: "the JWT-bearer grant",
+            extra: vec![("assertion", assertion.expose().to_owned())],
+        };
+        self.direct_grant(st, prm, metadata, scopes, client, grant)
+            .await
+    }
+
+    /// A token request with no user in it (client credentials, JWT
+    /// bearer), as the pre-registered `client`: the grant must be offered,
+    /// the token is bound to a DPoP key when the server binds tokens.
+    async fn direct_grant(
+        &self,
+        st: &mut FlowState,
+        prm: &ProtectedResourceMetadata,
+        metadata: &AuthorizationServerMetadata,
+        scopes: Vec<String>,
+        client: &PreRegisteredClient,
+        grant: DirectGrant,
+    ) -> Result<(TokenSet, IdentitySource), OAuthError> {
         let issuer = metadata.issuer.clone();
         if let Some(grants) = &metadata.grant_types_supported {
-            if !grants.iter().any(|g| g == JWT_BEARER) {
+            if !grants.iter().any(|g| g == grant.grant_type) {
                 return Err(OAuthError::Unsupported(format!(
-                    "authorization server {issuer} does not offer the JWT-bearer grant"
+                    "authorization server {issuer} does not offer {}",
+                    grant.name
                 )));
             }
         }
@@ -870,11 +858,9 @@ impl OAuthProvider {
             requested_scope: &scopes,
             dpop: dpop.as_ref(),
         };
-        let mut form = vec![
-            ("grant_type", JWT_BEARER.to_owned()),
-            ("assertion", assertion.expose().to_owned()),
-            ("resource", resource.clone()),
-        ];
+        let mut form = vec![("grant_type", grant.grant_type.to_owned())];
+        form.extend(grant.extra);
+        form.push(("resource", resource.clone()));
         if !scopes.is_empty() {
             form.push(("scope", scopes.join(" ")));
         }
@@ -1432,4 +1418,12 @@ async fn blocking<T: Send + 'static>(
             "a token store task failed: {e}"
         )))
     })
+}
+
+/// A grant that needs no user: its `grant_type`, its name in messages,
+/// and its own form fields.
+struct DirectGrant {
+    grant_type: &'static str,
+    name: &'static str,
+    extra: Vec<(&'static str, String)>,
 }

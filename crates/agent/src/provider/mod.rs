@@ -305,7 +305,7 @@ async fn attempt_once<D: Dialect>(
             return Err(Failure::Fatal(ModelError::Connect {
                 provider,
                 url: uri.to_string(),
-                message: chain(&e),
+                message: switchboard_client::net::error_chain(&e),
             }));
         }
         Ok(Ok(r)) => r,
@@ -349,7 +349,7 @@ async fn attempt_once<D: Dialect>(
             Ok(Some(Err(e))) => {
                 return Err(Failure::Fatal(ModelError::Stream {
                     provider,
-                    message: chain(&e),
+                    message: switchboard_client::net::error_chain(&e),
                 }));
             }
             Ok(Some(Ok(frame))) => frame,
@@ -490,20 +490,6 @@ fn clip(text: &str) -> String {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text.to_owned(),
     }
-}
-
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
 }
 
 /// A JSON event's data, or a stream failure naming the provider.
