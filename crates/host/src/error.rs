@@ -1,0 +1,118 @@
+//! The host's one error type.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{ConfigProblem, ConfigProblems};
+
+/// What can go wrong in the host's own operations (never in
+/// [`Host::call`](crate::Host::call), which turns every failure into a
+/// result).
+///
+/// Variants are sorted by who is at fault: the user's files and names
+/// first, the environment (I/O) last. Match on them, or ask the
+/// predicates ([`HostError::is_config`], [`HostError::is_io`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The config has problems (every one is listed).
+    #[error(transparent)]
+    Config(#[from] ConfigProblems),
+    /// `pins accept` named nothing that is mounted.
+    #[error(
+        "no mounted tool or server matches {0:?}; name a tool (mcp__alias__tool) or a server alias"
+    )]
+    NoMatch(String),
+    /// No server has this alias.
+    #[error("no server is configured as {0:?}")]
+    UnknownServer(String),
+    /// The lockfile is not a lockfile we can read; it is left untouched.
+    #[error(
+        "the lockfile {path} is damaged ({reason}); fix it from version control or delete it to re-approve every tool"
+    )]
+    PinsDamaged {
+        /// The lockfile.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The config file's shape does not allow an "allow always" edit (e.g.
+    /// `permissions` is not an object).
+    #[error("cannot update {path}: {what}")]
+    ConfigEditShape {
+        /// The file.
+        path: PathBuf,
+        /// What is in the way.
+        what: String,
+    },
+    /// Reading or writing the lockfile failed.
+    #[error("cannot access the lockfile {path}: {source}")]
+    PinsIo {
+        /// The lockfile.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Opening, reading or writing the audit log failed.
+    #[error("audit log {path}: {source}")]
+    AuditIo {
+        /// The log file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reading or writing the config file for an edit failed.
+    #[error("cannot update {path}: {source}")]
+    ConfigEditIo {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl HostError {
+    /// Whether the config has problems ([`HostError::Config`]).
+    pub fn is_config(&self) -> bool {
+        matches!(self, HostError::Config(_))
+    }
+
+    /// Whether a file could not be read or written (lockfile, audit log,
+    /// config edit).
+    pub fn is_io(&self) -> bool {
+        matches!(
+            self,
+            HostError::PinsIo { .. } | HostError::AuditIo { .. } | HostError::ConfigEditIo { .. }
+        )
+    }
+
+    /// The config's problems, when this is [`HostError::Config`].
+    pub fn config_problems(&self) -> Option<&ConfigProblems> {
+        match self {
+            HostError::Config(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The file involved, when one is.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            HostError::PinsDamaged { path, .. }
+            | HostError::ConfigEditShape { path, .. }
+            | HostError::PinsIo { path, .. }
+            | HostError::AuditIo { path, .. }
+            | HostError::ConfigEditIo { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// A config error of one problem in `file`.
+    pub(crate) fn config(file: impl Into<String>, problem: ConfigProblem) -> HostError {
+        HostError::Config(ConfigProblems {
+            file: file.into(),
+            problems: vec![problem],
+        })
+    }
+}
