@@ -2,7 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use switchboard_oauth::OAuthProvider;
+
 use crate::config::{ConfigProblem, ConfigProblems};
+use crate::connect::ConnectError;
 
 /// What can go wrong in the host's own operations (never in
 /// [`Host::call`](crate::Host::call), which turns every failure into a
@@ -44,6 +47,10 @@ pub enum HostError {
         /// What is in the way.
         what: String,
     },
+    /// A configured server could not be started, reached or spoken to
+    /// (the peer or the environment failed; the cause says which).
+    #[error(transparent)]
+    Connect(Box<ConnectError>),
     /// Reading or writing the lockfile failed.
     #[error("cannot access the lockfile {path}: {source}")]
     PinsIo {
@@ -88,6 +95,30 @@ impl HostError {
         )
     }
 
+    /// Whether a server refused authorization (401/403, or authorizing
+    /// failed) while connecting.
+    pub fn is_auth_failure(&self) -> bool {
+        matches!(self, HostError::Connect(e) if e.is_auth_failure())
+    }
+
+    /// The server's OAuth client, when a connect failed after it was set
+    /// up.
+    pub fn auth(&self) -> Option<&OAuthProvider> {
+        match self {
+            HostError::Connect(e) => e.auth(),
+            _ => None,
+        }
+    }
+
+    /// Why a server could not be connected, when this is
+    /// [`HostError::Connect`].
+    pub fn connect_error(&self) -> Option<&ConnectError> {
+        match self {
+            HostError::Connect(e) => Some(e),
+            _ => None,
+        }
+    }
+
     /// The config's problems, when this is [`HostError::Config`].
     pub fn config_problems(&self) -> Option<&ConfigProblems> {
         match self {
@@ -114,5 +145,11 @@ impl HostError {
             file: file.into(),
             problems: vec![problem],
         })
+    }
+}
+
+impl From<ConnectError> for HostError {
+    fn from(e: ConnectError) -> Self {
+        HostError::Connect(Box::new(e))
     }
 }
