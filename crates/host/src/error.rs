@@ -153,3 +153,32 @@ impl From<ConnectError> for HostError {
         HostError::Connect(Box::new(e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::HostError;
+    use crate::AuditLog;
+
+    #[test]
+    fn io_failures_name_their_file_and_keep_the_cause() {
+        let dir = std::env::temp_dir().join(format!("sb-host-error-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A directory is not a log file: opening it as one fails.
+        let err = AuditLog::open(&dir).unwrap_err();
+        assert!(err.is_io(), "{err}");
+        assert!(!err.is_config());
+        assert_eq!(err.path(), Some(dir.as_path()));
+        assert!(std::error::Error::source(&err).is_some());
+        assert!(err.to_string().starts_with("audit log "), "{err}");
+        let _ = std::fs::remove_dir(&dir);
+    }
+
+    #[test]
+    fn config_problems_are_reachable() {
+        let err = crate::Config::parse("{", crate::ConfigOrigin::Inline, &Default::default())
+            .unwrap_err();
+        assert!(err.is_config() && !err.is_io() && err.path().is_none());
+        assert!(!err.config_problems().unwrap().problems.is_empty());
+        assert!(matches!(err, HostError::Config(_)));
+    }
+}
