@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
+use switchboard_host::HostError;
 use switchboard_host::auth::default_token_store;
-use switchboard_host::connect::{ConnectError, ConnectOptions, Connection};
+use switchboard_host::connect::{ConnectOptions, Connection};
 use switchboard_host::{OAuthSetting, ServerConfig, TransportConfig};
 
 use crate::session::client_info;
@@ -38,12 +39,12 @@ pub(crate) fn http_server_without_oauth(alias: &str, url: &str) -> ServerConfig 
 /// login`).
 ///
 /// # Errors
-/// [`ConnectError`] when the server cannot be started, reached or spoken
+/// [`HostError::Connect`] when the server cannot be started, reached or spoken
 /// to.
 pub(crate) async fn connect(
     server: &ServerConfig,
     timeout: Duration,
-) -> Result<Connection, ConnectError> {
+) -> Result<Connection, HostError> {
     let mut options = ConnectOptions::default();
     options.client_info = Some(client_info());
     options.token_store = default_token_store().ok();

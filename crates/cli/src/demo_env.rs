@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use serde_json::{Value, json};
 use switchboard_demo::tickets;
 use switchboard_host::config::ConfigProblem;
-use switchboard_host::{Config, ConfigError, ConfigOrigin};
+use switchboard_host::{Config, ConfigOrigin, ConfigProblems, HostError};
 
 /// Permission rules of the demo: reading is allowed; both `search` tools
 /// (even the one annotated read-only), `create_ticket` and the summary are
@@ -75,7 +75,7 @@ pub(crate) type SharedTickets = Arc<Mutex<DemoTickets>>;
 /// (3115, or a free one when it is taken) and builds the demo config.
 pub(crate) fn provider(
     shared: SharedTickets,
-) -> impl FnOnce() -> Result<Config, ConfigError> + 'static {
+) -> impl FnOnce() -> Result<Config, HostError> + 'static {
     move || {
         let listener = reserve_tickets_port().map_err(|e| demo_error(&e.to_string()))?;
         let addr = listener
@@ -93,9 +93,9 @@ pub(crate) fn provider(
 /// (alias, entry) after the two.
 ///
 /// # Errors
-/// [`ConfigError`] if the entries do not parse (a bug) or the binary's own
+/// [`HostError::Config`] if the entries do not parse (a bug) or the binary's own
 /// path is unknown.
-pub(crate) fn config(tickets_url: &str, extra: &[(&str, Value)]) -> Result<Config, ConfigError> {
+pub(crate) fn config(tickets_url: &str, extra: &[(&str, Value)]) -> Result<Config, HostError> {
     let exe = self_exe().map_err(|e| demo_error(&e))?;
     let mut servers = serde_json::Map::new();
     servers.insert(
@@ -142,8 +142,8 @@ pub(crate) fn empty_port() -> std::io::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-fn demo_error(problem: &str) -> ConfigError {
-    ConfigError {
+fn demo_error(problem: &str) -> HostError {
+    ConfigProblems {
         file: ConfigOrigin::Demo.describe(),
         problems: vec![ConfigProblem {
             kind: switchboard_host::config::ProblemKind::NotFound,
@@ -153,4 +153,5 @@ fn demo_error(problem: &str) -> ConfigError {
             position: None,
         }],
     }
+    .into()
 }

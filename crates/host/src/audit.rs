@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchboard_wire::JsonObject;
 
+use crate::HostError;
 use crate::digest::{canonical_object_sha256, canonical_sha256, sha256_hex};
 
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -167,21 +168,6 @@ impl AuditRecord {
     }
 }
 
-/// Why the audit log could not be written or read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AuditError {
-    /// File access failed.
-    #[error("audit log {path}: {source}")]
-    Io {
-        /// The log file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-}
-
 /// An open audit log.
 #[derive(Debug)]
 pub struct AuditLog {
@@ -203,9 +189,9 @@ impl AuditLog {
     /// its chain.
     ///
     /// # Errors
-    /// [`AuditError`] when the file cannot be opened or read.
-    pub fn open(path: &Path) -> Result<AuditLog, AuditError> {
-        let io = |source| AuditError::Io {
+    /// [`HostError`] when the file cannot be opened or read.
+    pub fn open(path: &Path) -> Result<AuditLog, HostError> {
+        let io = |source| HostError::AuditIo {
             path: path.to_path_buf(),
             source,
         };
@@ -242,9 +228,9 @@ impl AuditLog {
     /// other writers (processes included).
     ///
     /// # Errors
-    /// [`AuditError`] when the line cannot be written.
-    pub fn append(&self, record: &AuditRecord) -> Result<(), AuditError> {
-        let io = |source| AuditError::Io {
+    /// [`HostError`] when the line cannot be written.
+    pub fn append(&self, record: &AuditRecord) -> Result<(), HostError> {
+        let io = |source| HostError::AuditIo {
             path: self.path.clone(),
             source,
         };
@@ -397,9 +383,9 @@ pub struct VerifyProblem {
 /// Checks every line of the log at `path`.
 ///
 /// # Errors
-/// [`AuditError`] when the file cannot be read.
-pub fn verify(path: &Path) -> Result<VerifyReport, AuditError> {
-    let bytes = std::fs::read(path).map_err(|source| AuditError::Io {
+/// [`HostError`] when the file cannot be read.
+pub fn verify(path: &Path) -> Result<VerifyReport, HostError> {
+    let bytes = std::fs::read(path).map_err(|source| HostError::AuditIo {
         path: path.to_path_buf(),
         source,
     })?;

@@ -21,7 +21,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::audit::{AuditError, AuditRecord, Outcome};
+use crate::HostError;
+use crate::audit::{AuditRecord, Outcome};
 
 /// The figures of one tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -147,9 +148,9 @@ pub fn stats<'a>(lines: impl IntoIterator<Item = &'a str>) -> AuditStats {
 /// [`stats`] of the log file at `path`.
 ///
 /// # Errors
-/// [`AuditError::Io`] when the file cannot be read.
-pub fn stats_of_file(path: &Path) -> Result<AuditStats, AuditError> {
-    let bytes = std::fs::read(path).map_err(|source| AuditError::Io {
+/// [`HostError::AuditIo`] when the file cannot be read.
+pub fn stats_of_file(path: &Path) -> Result<AuditStats, HostError> {
+    let bytes = std::fs::read(path).map_err(|source| HostError::AuditIo {
         path: path.to_path_buf(),
         source,
     })?;

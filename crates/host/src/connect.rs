@@ -14,8 +14,8 @@ use switchboard_client::{
 use switchboard_oauth::{OAuthError, OAuthProvider, TokenStore, UserAgent};
 use switchboard_wire::Implementation;
 
-use crate::auth;
 use crate::config::{ServerConfig, TransportConfig};
+use crate::{HostError, auth};
 
 /// What a connection is made with.
 #[derive(Clone, Debug)]
@@ -107,10 +107,21 @@ impl ConnectError {
 /// e.g. by `switchboard auth login`, is read).
 ///
 /// # Errors
-/// [`ConnectError::Transport`] when the process cannot be spawned or the
-/// transport cannot be built, [`ConnectError::OAuth`] when the OAuth client
-/// cannot be set up.
-pub async fn open(server: &ServerConfig, options: &ConnectOptions) -> Result<Opened, ConnectError> {
+/// [`HostError::Connect`] holding [`ConnectError::Transport`] when the
+/// process cannot be spawned or the transport cannot be built, or
+/// [`ConnectError::OAuth`] when the OAuth client cannot be set up.
+pub async fn open(server: &ServerConfig, options: &ConnectOptions) -> Result<Opened, HostError> {
+    Ok(try_open(server, options).await?)
+}
+
+/// [`open`], with its error unwrapped (the host sorts the causes itself).
+// Failing to connect is the cold path: the error carries the client's
+// errors as they are.
+#[allow(clippy::result_large_err)]
+pub(crate) async fn try_open(
+    server: &ServerConfig,
+    options: &ConnectOptions,
+) -> Result<Opened, ConnectError> {
     let alias = server.alias.as_str();
     let (builder, stdio, auth) = match &server.transport {
         TransportConfig::Stdio {
@@ -176,13 +187,14 @@ pub struct Connection {
 /// of every request).
 ///
 /// # Errors
-/// [`ConnectError`] when the server cannot be opened, reached or spoken to.
+/// [`HostError::Connect`] when the server cannot be opened, reached or
+/// spoken to.
 pub async fn connect(
     server: &ServerConfig,
     options: &ConnectOptions,
     timeout: Duration,
-) -> Result<Connection, ConnectError> {
-    let opened = open(server, options).await?;
+) -> Result<Connection, HostError> {
+    let opened = try_open(server, options).await?;
     match opened
         .builder
         .timeout(timeout)
@@ -198,7 +210,8 @@ pub async fn connect(
         Err(error) => Err(ConnectError::Probe {
             error,
             auth: opened.auth,
-        }),
+        }
+        .into()),
     }
 }
 

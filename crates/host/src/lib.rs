@@ -38,10 +38,13 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use switchboard_host::{AssumeYes, CallOptions, Config, Host, MountOptions};
 //!
-//! let config = Config::load(None, || Err(switchboard_host::config::ConfigError {
-//!     file: "(none)".into(),
-//!     problems: Vec::new(),
-//! }))?;
+//! let config = Config::load(None, || {
+//!     Err(switchboard_host::ConfigProblems {
+//!         file: "(none)".into(),
+//!         problems: Vec::new(),
+//!     }
+//!     .into())
+//! })?;
 //! let host = Host::mount(config, MountOptions::default()).await?;
 //! for tool in host.tools() {
 //!     println!("{}: {}", tool.name, tool.description);
@@ -66,6 +69,7 @@ pub mod budget;
 pub mod config;
 pub mod connect;
 mod digest;
+mod error;
 mod form;
 mod fsutil;
 pub mod gate;
@@ -83,14 +87,15 @@ pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, P
 pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};
 pub use budget::Budget;
 pub use config::{
-    Config, ConfigError, ConfigLoader, ConfigOrigin, OAuthClientConfig, OAuthSetting, ServerConfig,
-    TransportConfig,
+    Config, ConfigLoader, ConfigOrigin, ConfigProblems, OAuthClientConfig, OAuthSetting,
+    ServerConfig, TransportConfig,
 };
+pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
 pub use host::{
-    CallOptions, CallReport, DroppedReport, Host, HostError, ModelTool, MountOptions, PinReport,
-    ServerReport, ServerStatus, TableChange, ToolStatus,
+    CallOptions, CallReport, DroppedReport, Host, ModelTool, MountOptions, PinReport, ServerReport,
+    ServerStatus, TableChange, ToolStatus,
 };
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchboard_wire::Tool;
 
+use crate::HostError;
 use crate::digest::canonical_sha256;
 use crate::fsutil::{DirLock, parent_dir, write_atomic};
 
@@ -48,31 +49,6 @@ impl PinState {
             PinState::Changed { .. } => "changed",
         }
     }
-}
-
-/// Why the lockfile could not be read or written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PinsError {
-    /// Reading or writing failed.
-    #[error("cannot access the lockfile {path}: {source}")]
-    Io {
-        /// The lockfile.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not a lockfile we can read; it is left untouched.
-    #[error(
-        "the lockfile {path} is damaged ({reason}); fix it from version control or delete it to re-approve every tool"
-    )]
-    Damaged {
-        /// The lockfile.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
 }
 
 /// One recorded tool.
@@ -122,9 +98,9 @@ impl Pins {
     /// Opens the lockfile at `path`; a missing file is an empty one.
     ///
     /// # Errors
-    /// [`PinsError::Damaged`] when it exists but cannot be read as a
-    /// lockfile (it is never overwritten then), [`PinsError::Io`] otherwise.
-    pub fn open(path: &Path) -> Result<Pins, PinsError> {
+    /// [`HostError::PinsDamaged`] when it exists but cannot be read as a
+    /// lockfile (it is never overwritten then), [`HostError::PinsIo`] otherwise.
+    pub fn open(path: &Path) -> Result<Pins, HostError> {
         let data = read(path)?;
         Ok(Pins {
             path: Some(path.to_path_buf()),
@@ -159,9 +135,9 @@ impl Pins {
     /// or `pins accept`).
     ///
     /// # Errors
-    /// [`PinsError`] when the lockfile cannot be updated; the in-memory pin
+    /// [`HostError`] when the lockfile cannot be updated; the in-memory pin
     /// is set regardless, so this process keeps its decision.
-    pub fn pin(&self, alias: &str, tool: &Tool) -> Result<(), PinsError> {
+    pub fn pin(&self, alias: &str, tool: &Tool) -> Result<(), HostError> {
         self.pin_all(&[(alias, tool)])
     }
 
@@ -169,7 +145,7 @@ impl Pins {
     ///
     /// # Errors
     /// As [`Pins::pin`].
-    pub fn pin_all(&self, tools: &[(&str, &Tool)]) -> Result<(), PinsError> {
+    pub fn pin_all(&self, tools: &[(&str, &Tool)]) -> Result<(), HostError> {
         let entries: Vec<(String, String, Entry)> = tools
             .iter()
             .map(|(alias, tool)| ((*alias).to_owned(), tool.name.clone(), entry_of(tool)))
@@ -186,7 +162,7 @@ impl Pins {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let io = |source| PinsError::Io {
+        let io = |source| HostError::PinsIo {
             path: path.clone(),
             source,
         };
@@ -229,7 +205,7 @@ impl Pins {
     }
 }
 
-fn read(path: &Path) -> Result<LockData, PinsError> {
+fn read(path: &Path) -> Result<LockData, HostError> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -239,13 +215,13 @@ fn read(path: &Path) -> Result<LockData, PinsError> {
             });
         }
         Err(source) => {
-            return Err(PinsError::Io {
+            return Err(HostError::PinsIo {
                 path: path.to_path_buf(),
                 source,
             });
         }
     };
-    let damaged = |reason: String| PinsError::Damaged {
+    let damaged = |reason: String| HostError::PinsDamaged {
         path: path.to_path_buf(),
         reason,
     };
@@ -500,7 +476,7 @@ mod tests {
         let path = dir.path().join("switchboard.lock");
         std::fs::write(&path, "{not json").unwrap();
         let err = Pins::open(&path).unwrap_err();
-        assert!(matches!(err, PinsError::Damaged { .. }));
+        assert!(matches!(err, HostError::PinsDamaged { .. }));
         assert!(err.to_string().contains("switchboard.lock"));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json");
     }

@@ -311,7 +311,7 @@ impl Upstream {
         stdio_handle: &mut Option<StdioTransport>,
         auth_handle: &mut Option<OAuthProvider>,
     ) -> Result<(Link, Listing<Tool>), Down> {
-        let opened = connect::open(&self.config, options)
+        let opened = connect::try_open(&self.config, options)
             .await
             .map_err(|e| match e {
                 ConnectError::OAuth(e) => Down::failed(

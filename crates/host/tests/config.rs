@@ -2,7 +2,8 @@
 //! key; lookup order; nothing starts when the config is wrong.
 
 use serde_json::json;
-use switchboard_host::config::{ConfigError, ProblemKind};
+use switchboard_host::HostError;
+use switchboard_host::config::ProblemKind;
 use switchboard_host::{ConfigLoader, ConfigOrigin};
 
 use crate::util::*;
@@ -12,11 +13,15 @@ use crate::util::*;
 fn expect_error(text: &str, vars: &[(&str, &str)], kind: ProblemKind, key: &str) -> String {
     let dir = Dir::new();
     let path = dir.write(".mcp.json", text);
-    let err: ConfigError = ConfigLoader::new()
+    let err = ConfigLoader::new()
         .explicit(&path)
         .vars(vars_of(vars))
         .load()
         .expect_err("config should be refused");
+    assert!(err.is_config(), "{err}");
+    let HostError::Config(err) = err else {
+        panic!("not a config error: {err}");
+    };
     assert_eq!(err.problems.len(), 1, "{err}");
     assert_eq!(err.problems[0].kind, kind, "{err}");
     assert_eq!(err.problems[0].key, key, "{err}");
@@ -143,7 +148,8 @@ fn explicit_file_that_does_not_exist() {
         .demo(|| panic!("the demo must not replace an explicit file"))
         .load()
         .unwrap_err();
-    assert_eq!(err.problems[0].kind, ProblemKind::NotFound);
+    let problems = err.config_problems().expect("a config error");
+    assert_eq!(problems.problems[0].kind, ProblemKind::NotFound);
     assert!(err.to_string().contains("nope.json"), "{err}");
 }
 
@@ -164,7 +170,8 @@ fn nothing_starts_when_the_config_is_wrong() {
         .vars(vars_of(&[]))
         .load()
         .unwrap_err();
-    assert_eq!(err.problems[0].kind, ProblemKind::MissingEnvVar);
+    let problems = err.config_problems().expect("a config error");
+    assert_eq!(problems.problems[0].kind, ProblemKind::MissingEnvVar);
     // Loading is the only way to a Config, and Host::mount needs one.
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(!dir.path("started.log").exists());

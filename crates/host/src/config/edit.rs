@@ -5,34 +5,11 @@
 //! indentation around it, so comments, key order and formatting survive.
 //! The result is parsed again before it replaces the file, atomically.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::jsonc::{self, Member, Span};
+use crate::HostError;
 use crate::fsutil::{DirLock, parent_dir, write_atomic};
-
-/// Why the config file could not be edited.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigEditError {
-    /// Reading or writing the file failed.
-    #[error("cannot update {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file's shape does not allow the edit (e.g. `permissions` is not
-    /// an object).
-    #[error("cannot update {path}: {what}")]
-    Shape {
-        /// The file.
-        path: PathBuf,
-        /// What is in the way.
-        what: String,
-    },
-}
 
 /// Adds `pattern` to the top-level `permissions.allow` list of the config
 /// file at `path`.
@@ -41,14 +18,14 @@ pub enum ConfigEditError {
 /// `true` when the file changed, `false` when the pattern was already there.
 ///
 /// # Errors
-/// [`ConfigEditError`] when the file cannot be read, locked, understood or
+/// [`HostError`] when the file cannot be read, locked, understood or
 /// written; the file is then left as it was.
-pub fn add_allow_rule(path: &Path, pattern: &str) -> Result<bool, ConfigEditError> {
-    let io = |source| ConfigEditError::Io {
+pub fn add_allow_rule(path: &Path, pattern: &str) -> Result<bool, HostError> {
+    let io = |source| HostError::ConfigEditIo {
         path: path.to_path_buf(),
         source,
     };
-    let shape = |what: &str| ConfigEditError::Shape {
+    let shape = |what: &str| HostError::ConfigEditShape {
         path: path.to_path_buf(),
         what: what.to_owned(),
     };

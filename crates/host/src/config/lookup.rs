@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{Config, ConfigError, ConfigProblem, ProblemKind};
+use super::{Config, ConfigProblem, ConfigProblems, ProblemKind};
+use crate::HostError;
 
 /// Environment variable naming the config file.
 pub const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
@@ -64,7 +65,7 @@ impl fmt::Display for ConfigOrigin {
     }
 }
 
-type DemoProvider = Box<dyn FnOnce() -> Result<Config, ConfigError>>;
+type DemoProvider = Box<dyn FnOnce() -> Result<Config, HostError>>;
 
 /// Finds and loads the config.
 ///
@@ -124,10 +125,7 @@ impl ConfigLoader {
     }
 
     /// The config to use when no file is found (the CLI's demo servers).
-    pub fn demo(
-        mut self,
-        provider: impl FnOnce() -> Result<Config, ConfigError> + 'static,
-    ) -> Self {
+    pub fn demo(mut self, provider: impl FnOnce() -> Result<Config, HostError> + 'static) -> Self {
         self.demo = Some(Box::new(provider));
         self
     }
@@ -135,10 +133,10 @@ impl ConfigLoader {
     /// Where the config will come from, without reading it.
     ///
     /// # Errors
-    /// [`ConfigError`] when an explicitly named file (flag or
+    /// [`HostError::Config`] when an explicitly named file (flag or
     /// `$SWITCHBOARD_CONFIG`) does not exist, or nothing is found and no
     /// demo was given.
-    pub fn locate(&self) -> Result<ConfigOrigin, ConfigError> {
+    pub fn locate(&self) -> Result<ConfigOrigin, HostError> {
         let vars = self.env();
         if let Some(p) = &self.explicit {
             return must_exist(ConfigOrigin::Flag(p.clone()), "--config");
@@ -166,26 +164,26 @@ impl ConfigLoader {
         if let Some(u) = user {
             looked.push(u.display().to_string());
         }
-        Err(ConfigError {
-            file: "(no config file)".into(),
-            problems: vec![ConfigProblem {
+        Err(HostError::config(
+            "(no config file)",
+            ConfigProblem {
                 kind: ProblemKind::NotFound,
                 key: "(file)".into(),
                 problem: format!("no config found; looked at {}", looked.join(" and ")),
                 fix: format!("create .mcp.json, or pass --config FILE, or set ${CONFIG_ENV}"),
                 position: None,
-            }],
-        })
+            },
+        ))
     }
 
     /// Finds, reads and validates the config.
     ///
     /// # Errors
-    /// [`ConfigError`] listing every problem of the chosen file.
-    pub fn load(mut self) -> Result<Config, ConfigError> {
+    /// [`HostError::Config`] listing every problem of the chosen file.
+    pub fn load(mut self) -> Result<Config, HostError> {
         let origin = self.locate()?;
         let Some(path) = origin.path().map(Path::to_path_buf) else {
-            let demo = self.demo.take().ok_or_else(|| ConfigError {
+            let demo = self.demo.take().ok_or_else(|| ConfigProblems {
                 file: origin.describe(),
                 problems: Vec::new(),
             })?;
@@ -193,15 +191,17 @@ impl ConfigLoader {
             config.origin = ConfigOrigin::Demo;
             return Ok(config);
         };
-        let text = std::fs::read_to_string(&path).map_err(|e| ConfigError {
-            file: origin.describe(),
-            problems: vec![ConfigProblem {
-                kind: ProblemKind::Io,
-                key: "(file)".into(),
-                problem: format!("cannot read the file: {e}"),
-                fix: "check the path and its permissions".into(),
-                position: None,
-            }],
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            HostError::config(
+                origin.describe(),
+                ConfigProblem {
+                    kind: ProblemKind::Io,
+                    key: "(file)".into(),
+                    problem: format!("cannot read the file: {e}"),
+                    fix: "check the path and its permissions".into(),
+                    position: None,
+                },
+            )
         })?;
         Config::parse(&text, origin, &self.env())
     }
@@ -215,18 +215,18 @@ impl ConfigLoader {
     }
 }
 
-fn must_exist(origin: ConfigOrigin, via: &str) -> Result<ConfigOrigin, ConfigError> {
+fn must_exist(origin: ConfigOrigin, via: &str) -> Result<ConfigOrigin, HostError> {
     match origin.path() {
-        Some(p) if !p.is_file() => Err(ConfigError {
-            file: origin.describe(),
-            problems: vec![ConfigProblem {
+        Some(p) if !p.is_file() => Err(HostError::config(
+            origin.describe(),
+            ConfigProblem {
                 kind: ProblemKind::NotFound,
                 key: "(file)".into(),
                 problem: format!("the file named by {via} does not exist"),
                 fix: "fix the path, or create the file".into(),
                 position: None,
-            }],
-        }),
+            },
+        )),
         _ => Ok(origin),
     }
 }

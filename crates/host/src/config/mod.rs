@@ -20,9 +20,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::HostError;
 use crate::permission::Rule;
 
-pub use edit::{ConfigEditError, add_allow_rule};
+pub use edit::add_allow_rule;
 pub use lookup::{CONFIG_ENV, ConfigLoader, ConfigOrigin};
 pub(crate) use parse::{did_you_mean, key_path};
 
@@ -313,14 +314,14 @@ impl ServerConfig {
 
 /// Every problem found in a config, each naming the file and the key.
 #[derive(Debug, Clone, thiserror::Error)]
-pub struct ConfigError {
+pub struct ConfigProblems {
     /// The file (or `built-in demo config`, or an environment variable).
     pub file: String,
     /// The problems, in file order.
     pub problems: Vec<ConfigProblem>,
 }
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for ConfigProblems {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, p) in self.problems.iter().enumerate() {
             if i > 0 {
@@ -409,11 +410,11 @@ impl Config {
     /// the user config dir; with none of them, `demo()`.
     ///
     /// # Errors
-    /// [`ConfigError`] listing every problem of the file that was chosen.
+    /// [`HostError::Config`] listing every problem of the file that was chosen.
     pub fn load(
         explicit: Option<&Path>,
-        demo: impl FnOnce() -> Result<Config, ConfigError> + 'static,
-    ) -> Result<Config, ConfigError> {
+        demo: impl FnOnce() -> Result<Config, HostError> + 'static,
+    ) -> Result<Config, HostError> {
         let mut loader = ConfigLoader::new().demo(demo);
         if let Some(path) = explicit {
             loader = loader.explicit(path);
@@ -425,13 +426,13 @@ impl Config {
     /// folder of `origin`'s file (or the current directory without one).
     ///
     /// # Errors
-    /// [`ConfigError`] listing every problem found.
+    /// [`HostError::Config`] listing every problem found.
     pub fn parse(
         text: &str,
         origin: ConfigOrigin,
         vars: &BTreeMap<String, String>,
-    ) -> Result<Config, ConfigError> {
-        parse::parse(text, origin, vars)
+    ) -> Result<Config, HostError> {
+        Ok(parse::parse(text, origin, vars)?)
     }
 
     /// The server entry of `alias`.

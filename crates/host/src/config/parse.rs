@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 use switchboard_wire::is_valid_alias;
 
 use super::{
-    AssertionConfig, BreakerConfig, CHARS_PER_TOKEN, Config, ConfigError, ConfigOrigin,
-    ConfigProblem, LOCKFILE_NAME, OAuthClientConfig, OAuthSetting, ProblemKind, ServerConfig,
+    AssertionConfig, BreakerConfig, CHARS_PER_TOKEN, Config, ConfigOrigin, ConfigProblem,
+    ConfigProblems, LOCKFILE_NAME, OAuthClientConfig, OAuthSetting, ProblemKind, ServerConfig,
     TransportConfig, expand, jsonc,
 };
 use crate::permission::{Pattern, Rule, RuleKind};
@@ -24,9 +24,9 @@ pub(super) fn parse(
     text: &str,
     origin: ConfigOrigin,
     vars: &BTreeMap<String, String>,
-) -> Result<Config, ConfigError> {
+) -> Result<Config, ConfigProblems> {
     let file = origin.describe();
-    let fail = |problems| ConfigError {
+    let fail = |problems| ConfigProblems {
         file: file.clone(),
         problems,
     };

@@ -8,15 +8,19 @@ fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
+fn parse(text: &str, env: &[(&str, &str)]) -> Result<Config, ConfigProblems> {
     Config::parse(
         text,
         ConfigOrigin::Flag(PathBuf::from("/cfg/.mcp.json")),
         &vars(env),
     )
+    .map_err(|e| match e {
+        crate::HostError::Config(problems) => problems,
+        other => panic!("not a config error: {other}"),
+    })
 }
 
-fn kinds(err: &ConfigError) -> Vec<(ProblemKind, &str)> {
+fn kinds(err: &ConfigProblems) -> Vec<(ProblemKind, &str)> {
     err.problems
         .iter()
         .map(|p| (p.kind, p.key.as_str()))

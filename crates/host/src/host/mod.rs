@@ -16,14 +16,15 @@ use switchboard_wire::{JsonObject, Tool, ToolAnnotations};
 use tokio::sync::broadcast;
 use tokio::time::Instant;
 
-use crate::audit::{AuditError, AuditLog};
+use crate::audit::AuditLog;
 use crate::breaker::BreakerStatus;
 use crate::budget::Budget;
-use crate::config::{Config, ConfigEditError};
+use crate::config::Config;
 use crate::connect::ConnectOptions;
+pub(crate) use crate::error::HostError;
 use crate::gate::{self, Verdict};
 use crate::permission::Pattern;
-use crate::pins::{PinState, Pins, PinsError};
+use crate::pins::{PinState, Pins};
 use crate::reason::Reason;
 use crate::sanitize;
 use crate::table::{DroppedTool, TableEntry, ToolTable};
@@ -172,30 +173,6 @@ pub struct PinReport {
     pub original_name: String,
     /// Unpinned, pinned, or changed with its diff.
     pub state: PinState,
-}
-
-/// What can go wrong in the host's own operations (never in [`Host::call`],
-/// which turns every failure into a result).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HostError {
-    /// The lockfile cannot be read or written.
-    #[error(transparent)]
-    Pins(#[from] PinsError),
-    /// The audit log cannot be opened.
-    #[error(transparent)]
-    Audit(#[from] AuditError),
-    /// The config file cannot be updated.
-    #[error(transparent)]
-    ConfigEdit(#[from] ConfigEditError),
-    /// `pins accept` named nothing that is mounted.
-    #[error(
-        "no mounted tool or server matches {0:?}; name a tool (mcp__alias__tool) or a server alias"
-    )]
-    NoMatch(String),
-    /// No server has this alias.
-    #[error("no server is configured as {0:?}")]
-    UnknownServer(String),
 }
 
 /// Many MCP servers mounted into one governed tool table.

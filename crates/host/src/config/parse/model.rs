@@ -65,7 +65,7 @@ mod tests {
 
     use crate::config::{Config, ConfigOrigin, ModelConfig};
 
-    fn parse(model: &str) -> Result<Config, crate::config::ConfigError> {
+    fn parse(model: &str) -> Result<Config, crate::HostError> {
         let text = format!(r#"{{"mcpServers": {{"a": {{"command": "x"}}}}, "model": {model}}}"#);
         Config::parse(&text, ConfigOrigin::Demo, &BTreeMap::new())
     }
@@ -96,7 +96,8 @@ mod tests {
         ] {
             let e = parse(bad).unwrap_err();
             assert!(
-                e.problems.iter().any(|p| p.key.starts_with("model")),
+                e.config_problems()
+                    .is_some_and(|c| c.problems.iter().any(|p| p.key.starts_with("model"))),
                 "{bad}: {e}"
             );
         }
