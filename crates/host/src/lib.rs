@@ -83,8 +83,8 @@ pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, P
 pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};
 pub use budget::Budget;
 pub use config::{
-    Config, ConfigError, ConfigLoader, ConfigOrigin, OAuthClientConfig, OAuthSetting, ServerConfig,
-    TransportConfig,
+    Config, ConfigError, ConfigLoader, ConfigOrigin, IdentityProviderConfig, OAuthClientConfig,
+    OAuthSetting, ServerConfig, TransportConfig,
 };
 pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
