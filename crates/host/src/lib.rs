@@ -84,7 +84,7 @@ pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as
 pub use budget::Budget;
 pub use config::{
     Config, ConfigError, ConfigLoader, ConfigOrigin, IdentityProviderConfig, OAuthClientConfig,
-    OAuthSetting, ServerConfig, TransportConfig,
+    OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;

@@ -211,7 +211,17 @@ pub struct OAuthClientConfig {
     pub assertion: Option<AssertionConfig>,
     /// The `identityProviders` entry whose login authorizes this server
     /// (the enterprise-managed grant) instead of a browser login at it.
-    pub idp: Option<String>,
+    pub idp: Option<ServerIdp>,
+}
+
+/// A server's `"oauth": {"idp": NAME}`, resolved against
+/// `identityProviders`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerIdp {
+    /// The entry's name (`switchboard auth login --idp NAME`).
+    pub name: String,
+    /// The entry.
+    pub provider: IdentityProviderConfig,
 }
 
 /// Where a workload's assertion comes from (`"assertion"` in an `oauth`

@@ -44,6 +44,7 @@ pub(super) fn parse(
         base_dir,
         problems: Vec::new(),
         idp_refs: Vec::new(),
+        idps: BTreeMap::new(),
     };
     let config = parser.config(&value, origin);
     if parser.problems.is_empty() {
@@ -190,6 +191,8 @@ struct Parser<'a> {
     /// Every `oauth.idp` seen (key, name), checked against
     /// `identityProviders` once the whole file is read.
     idp_refs: Vec<(String, String)>,
+    /// The `identityProviders` entries, read before the servers.
+    idps: BTreeMap<String, super::IdentityProviderConfig>,
 }
 
 /// A server entry before permissions are resolved.
@@ -232,6 +235,9 @@ impl Parser<'_> {
             &mut config.notes,
         );
 
+        if let Some(v) = root.get("identityProviders") {
+            self.idps = self.identity_providers(v);
+        }
         let mut raw_rules = Vec::new();
         let mut seen = BTreeSet::new();
         let mut any_list = false;
@@ -353,9 +359,7 @@ impl Parser<'_> {
         if let Some(v) = root.get("roots") {
             config.roots = self.roots(v);
         }
-        if let Some(v) = root.get("identityProviders") {
-            config.identity_providers = self.identity_providers(v);
-        }
+        config.identity_providers = std::mem::take(&mut self.idps);
         let refs = std::mem::take(&mut self.idp_refs);
         self.check_idp_refs(
             refs,
@@ -710,7 +714,10 @@ impl Parser<'_> {
             let k = sub("idp");
             match v.as_str() {
                 Some(name) if !name.is_empty() => {
-                    client.idp = Some(name.to_owned());
+                    client.idp = self.idps.get(name).map(|provider| super::ServerIdp {
+                        name: name.to_owned(),
+                        provider: provider.clone(),
+                    });
                     self.idp_refs.push((k.clone(), name.to_owned()));
                 }
                 _ => self.bad_type(&k, "the name of an identityProviders entry"),
@@ -723,7 +730,7 @@ impl Parser<'_> {
                     "remove \"assertion\" or \"idp\"",
                 );
             }
-            if client.idp.is_some() && client.client_id.is_none() {
+            if obj.get("idp").is_some_and(Value::is_string) && client.client_id.is_none() {
                 self.problem(
                     ProblemKind::MissingKey,
                     &sub("clientId"),

@@ -442,7 +442,9 @@ fn identity_providers_and_server_idp() {
     assert_eq!(c.identity_providers["lab"].client_secret, None);
     match &c.servers[0].oauth {
         OAuthSetting::Client(client) => {
-            assert_eq!(client.idp.as_deref(), Some("corp"));
+            let idp = client.idp.as_ref().unwrap();
+            assert_eq!(idp.name, "corp");
+            assert_eq!(&idp.provider, corp);
             assert_eq!(client.client_id.as_deref(), Some("crm-client"));
         }
         other => panic!("{other:?}"),
