@@ -21,7 +21,7 @@ use serde_json::json;
 use switchboard_wire::{meta, version};
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::assertion::{self, JWT_BEARER};
+use super::assertion::{self, AssertionSource, JWT_BEARER};
 use super::challenge::BearerChallenge;
 use super::config::{EnterpriseGrant, Grant, JwtBearerGrant, OAuthConfig};
 use super::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
@@ -30,7 +30,7 @@ use super::error::OAuthError;
 use super::flow::{self, PendingAuthorization};
 use super::http::OAuthHttp;
 use super::registration::{self, PreRegisteredClient, Registration, RegistrationRequest};
-use super::secret::{Pkce, random_b64};
+use super::secret::{Pkce, Secret, random_b64};
 use super::store::StoredLogin;
 use super::token::{
     self, ClientIdentity, IdentitySource, TokenEndpointAuthMethod, TokenRequest, TokenSet,
@@ -786,7 +786,11 @@ impl OAuthProvider {
         grant: &EnterpriseGrant,
     ) -> Result<(TokenSet, IdentitySource), OAuthError> {
         let idp = &grant.idp;
-        let id_token = idp.id_token.read().await.map_err(|e| match e {
+        let read = match &idp.id_token {
+            AssertionSource::IdpLogin(name) => self.stored_id_token(name),
+            other => other.read().await,
+        };
+        let id_token = read.map_err(|e| match e {
             OAuthError::Assertion {
                 source_name,
                 reason,
@@ -823,6 +827,25 @@ impl OAuthProvider {
         tracing::info!(server = %self.inner.config.server, issuer = %metadata.issuer, idp = %idp.name, "requesting a token with the identity assertion grant");
         self.assertion_grant(st, prm, metadata, scopes, &grant.client, &id_jag)
             .await
+    }
+
+    /// The ID token of the login at identity provider `name` from the
+    /// token store; a missing or expired one means a person has to log in
+    /// there.
+    fn stored_id_token(&self, name: &str) -> Result<Secret, OAuthError> {
+        let needs_login = || OAuthError::NeedsLogin {
+            server: self.inner.config.server.clone(),
+        };
+        let Some(store) = &self.inner.config.store else {
+            return Err(needs_login());
+        };
+        let Some(token) = store.id_token(name)? else {
+            return Err(needs_login());
+        };
+        if assertion::check_jwt(token.expose()).is_err() {
+            return Err(needs_login());
+        }
+        Ok(token)
     }
 
     /// The JWT-bearer token request with `assertion`, authenticated as

@@ -211,7 +211,7 @@ pub struct OAuthClientConfig {
     pub assertion: Option<AssertionConfig>,
     /// The `identityProviders` entry whose login authorizes this server
     /// (the enterprise-managed grant) instead of a browser login at it.
-    pub idp: Option<ServerIdp>,
+    pub idp: Option<Box<ServerIdp>>,
 }
 
 /// A server's `"oauth": {"idp": NAME}`, resolved against

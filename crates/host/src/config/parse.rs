@@ -714,9 +714,11 @@ impl Parser<'_> {
             let k = sub("idp");
             match v.as_str() {
                 Some(name) if !name.is_empty() => {
-                    client.idp = self.idps.get(name).map(|provider| super::ServerIdp {
-                        name: name.to_owned(),
-                        provider: provider.clone(),
+                    client.idp = self.idps.get(name).map(|provider| {
+                        Box::new(super::ServerIdp {
+                            name: name.to_owned(),
+                            provider: provider.clone(),
+                        })
                     });
                     self.idp_refs.push((k.clone(), name.to_owned()));
                 }
