@@ -85,6 +85,16 @@ fn server_idp(server: &ServerConfig) -> Option<&str> {
     }
 }
 
+/// The OAuth client settings of the login at identity provider `name`
+/// (`switchboard auth login --idp NAME`), without a token store or user
+/// agent: callers add those, then call
+/// [`OAuthProvider::login_at_identity_provider`](switchboard_oauth::OAuthProvider::login_at_identity_provider).
+pub fn idp_login_config(name: &str, idp: &IdentityProviderConfig) -> OAuthConfig {
+    OAuthConfig::new(switchboard_oauth::idp_login_key(name), &idp.issuer)
+        .client_name(CLIENT_NAME)
+        .pre_registered(identity_provider(name, idp).client)
+}
+
 /// An identity provider as the OAuth client uses it: the ID token is the
 /// one `switchboard auth login --idp NAME` kept in the token store.
 pub fn identity_provider(name: &str, idp: &IdentityProviderConfig) -> IdentityProvider {

@@ -6,11 +6,16 @@
 //! once; then it mounts with no login of its own.
 
 use serde_json::{Value, json};
+use std::sync::Arc;
 use switchboard_authkit::{
     AuthServer, AuthServerConfig, ResourceConfig, ResourceServer, TestClient,
 };
 use switchboard_host::{AssumeYes, CallOptions, Host, Outcome, ServerReport, ServerStatus};
-use switchboard_oauth::{Secret, TokenSet, TokenStore, idp_login_key};
+
+use switchboard_host::auth;
+use switchboard_oauth::{
+    HeadlessUserAgent, OAuthProvider, Secret, TokenSet, TokenStore, idp_login_key,
+};
 
 use crate::util::*;
 
@@ -33,7 +38,7 @@ async fn enterprise() -> Enterprise {
         client_id: IDP_CLIENT.into(),
         secret: None,
         method: "none".into(),
-        redirect_uris: Vec::new(),
+        redirect_uris: vec!["http://127.0.0.1/callback".into()],
         jwt_key: None,
     });
     let auth = AuthServer::start(AuthServerConfig {
@@ -69,8 +74,26 @@ fn yes() -> CallOptions {
     CallOptions::approver(AssumeYes)
 }
 
-/// The login at the identity provider as `switchboard auth login --idp
-/// corp` keeps it: the IdP's tokens with its ID token.
+/// What `switchboard auth login --idp corp` does: an OpenID Connect login
+/// at the identity provider (which approves at once), kept in the store.
+async fn log_in_at_idp(host: &Host, store: &TokenStore) {
+    let config = host.config();
+    let idp = &config.identity_providers["corp"];
+    let provider = OAuthProvider::new(
+        auth::idp_login_config("corp", idp)
+            .store(store.clone())
+            .user_agent(Arc::new(HeadlessUserAgent::new())),
+    )
+    .unwrap();
+    let report = provider
+        .login_at_identity_provider("corp", &idp.scopes)
+        .await
+        .unwrap();
+    assert!(report.scopes.iter().any(|s| s == "openid"), "{report:?}");
+    assert!(store.id_token("corp").unwrap().is_some());
+}
+
+/// An expired login at the identity provider, as the store keeps one.
 fn save_idp_login(store: &TokenStore, e: &Enterprise, ttl_secs: i64) {
     let id_token = e.idp.mint_id_token("alice", IDP_CLIENT, ttl_secs);
     let tokens = TokenSet {
@@ -128,21 +151,31 @@ async fn without_the_idp_login_the_server_needs_the_idp_command() {
     host.shutdown().await;
 }
 
-/// With the login at the identity provider in the store, the server mounts
-/// at once: its ID token is exchanged for an ID-JAG at the identity
-/// provider, which the server's authorization server takes; no
-/// authorization request, no login of the server's own.
+/// Logging in once at the identity provider (OpenID Connect, PKCE, through
+/// the user agent) is all a server behind it needs: the next call mounts
+/// it, its ID token exchanged for an ID-JAG at the identity provider, which
+/// the server's authorization server takes; no authorization request at
+/// the server's authorization server, no login of the server's own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_idp_login_mounts_the_server_with_no_further_login() {
     let e = enterprise().await;
     let dir = Dir::new();
-    save_idp_login(&dir.store(), &e, 300);
     let host = dir.mount(config(&dir, &e)).await;
-    let secure = report(&host, "secure");
-    assert_eq!(secure.status, ServerStatus::Up, "{secure:?}");
+    assert_eq!(report(&host, "secure").status, ServerStatus::NeedsLogin);
+    log_in_at_idp(&host, &dir.store()).await;
+    let asked = e.idp.authorization_requests();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].query_param("scope"), Some("openid"));
+    assert_eq!(asked[0].query_param("code_challenge_method"), Some("S256"));
     let call = host.call_detailed("mcp__secure__whoami", None, yes()).await;
     assert_eq!(call.outcome, Outcome::Ok, "{}", text(&call.result));
-    let exchange = &e.idp.token_requests()[0];
+    assert_eq!(report(&host, "secure").status, ServerStatus::Up);
+    let exchange = e
+        .idp
+        .token_requests()
+        .into_iter()
+        .find(|r| r.form_param("grant_type") != Some("authorization_code"))
+        .unwrap();
     assert_eq!(
         exchange.form_param("requested_token_type"),
         Some("urn:ietf:params:oauth:token-type:id-jag")
