@@ -529,7 +529,9 @@ fn authorize(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
     } else if q("code_challenge_method").as_deref() != Some("S256") || q("code_challenge").is_none()
     {
         Err(("invalid_request", "PKCE with S256 is required"))
-    } else if q("resource").is_none() {
+    } else if q("resource").is_none() && !has_scope(q("scope").as_deref(), "openid") {
+        // An OpenID Connect login (scope `openid`) is for this server
+        // itself; anything else names the resource.
         Err(("invalid_target", "resource is required"))
     } else if st.config.deny {
         Err(("access_denied", "the user said no"))
@@ -951,6 +953,10 @@ enum Refresh {
     Keep(String),
 }
 
+fn has_scope(scope: Option<&str>, wanted: &str) -> bool {
+    scope.is_some_and(|s| s.split(' ').any(|w| w == wanted))
+}
+
 fn issue(
     shared: &Shared,
     st: &mut State,
@@ -979,6 +985,13 @@ fn issue(
     let mut reply = json!({"access_token": access, "token_type": token_type, "expires_in": ttl});
     if !scope.is_empty() {
         reply["scope"] = json!(scope);
+    }
+    // OpenID Connect: an ID token for the client, which this server as an
+    // identity provider takes back in token exchange.
+    if has_scope(Some(scope), "openid") {
+        reply["id_token"] = json!(shared.signer.sign(&json!({
+            "iss": iss, "sub": "user-1", "aud": client_id, "iat": now, "exp": now + ttl,
+        })));
     }
     match refresh {
         Refresh::None => {}

@@ -243,7 +243,13 @@ pub(crate) enum AuthAction {
     /// ~/.local/state/switchboard/oauth.json) and are never printed.
     Login {
         /// The server's alias in the config.
-        alias: String,
+        #[arg(required_unless_present = "idp", conflicts_with = "idp")]
+        alias: Option<String>,
+        /// Log in at this enterprise identity provider (an
+        /// `identityProviders` entry) instead: every server whose `oauth`
+        /// names it then needs no login of its own.
+        #[arg(long, value_name = "NAME")]
+        idp: Option<String>,
         /// Only print the URL; do not try to open a browser (none is
         /// opened either when SWITCHBOARD_NO_BROWSER is set, or without
         /// DISPLAY / WAYLAND_DISPLAY on Linux).

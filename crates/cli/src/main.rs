@@ -100,6 +100,11 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
             open_browser,
             wait,
         } => cmd::auth::login(&settings, alias, *open_browser, *wait).await,
+        Command::AuthLoginIdp {
+            name,
+            open_browser,
+            wait,
+        } => cmd::auth::login_idp(&settings, name, *open_browser, *wait).await,
         Command::AuthStatus { alias } => cmd::auth::status(&settings, alias.as_deref()).await,
         Command::AuthLogout { alias } => cmd::auth::logout(&settings, alias).await,
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,

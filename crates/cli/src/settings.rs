@@ -64,6 +64,11 @@ pub(crate) enum Command {
         open_browser: bool,
         wait: std::time::Duration,
     },
+    AuthLoginIdp {
+        name: String,
+        open_browser: bool,
+        wait: std::time::Duration,
+    },
     AuthStatus {
         alias: Option<String>,
     },
@@ -215,16 +220,30 @@ impl Settings {
             RawCommand::Auth(a) => match a.action {
                 AuthAction::Login {
                     alias,
+                    idp,
                     no_browser,
                     timeout,
                 } => {
                     if timeout == 0 {
                         return Err(Failure::usage("--timeout must be at least 1 second"));
                     }
-                    Command::AuthLogin {
-                        alias,
-                        open_browser: !no_browser,
-                        wait: std::time::Duration::from_secs(timeout),
+                    let wait = std::time::Duration::from_secs(timeout);
+                    match (alias, idp) {
+                        (None, Some(name)) => Command::AuthLoginIdp {
+                            name,
+                            open_browser: !no_browser,
+                            wait,
+                        },
+                        (Some(alias), None) => Command::AuthLogin {
+                            alias,
+                            open_browser: !no_browser,
+                            wait,
+                        },
+                        _ => {
+                            return Err(Failure::usage(
+                                "name a server (auth login ALIAS) or an identity provider (auth login --idp NAME), not both",
+                            ));
+                        }
                     }
                 }
                 AuthAction::Status { alias } => Command::AuthStatus { alias },

@@ -58,8 +58,15 @@ fn config(sb: &Sandbox, mcp: &ResourceServer) -> String {
 /// approves at once and redirects), and follows the redirect to the
 /// binary's loopback listener. Logs at trace level.
 fn log_in(sb: &Sandbox, config: &str, args: &[&str]) -> (Run, u16) {
-    let mut all = vec!["--config", config, "auth", "login", "secure"];
-    all.extend_from_slice(args);
+    let mut target = vec!["secure"];
+    target.extend_from_slice(args);
+    log_in_as(sb, config, &target)
+}
+
+/// `switchboard auth login TARGET…`, the test playing the browser.
+fn log_in_as(sb: &Sandbox, config: &str, target: &[&str]) -> (Run, u16) {
+    let mut all = vec!["--config", config, "auth", "login"];
+    all.extend_from_slice(target);
     let mut cmd = sb.cmd(&all);
     cmd.env("RUST_LOG", "trace")
         .stdout(Stdio::piped())
@@ -336,4 +343,91 @@ fn auth_needs_a_configured_oauth_server() {
         run.stdout.contains("static Authorization header"),
         "{run:?}"
     );
+}
+
+/// Issue 17, enterprise-managed authorization: `auth login --idp corp` is
+/// an OpenID Connect login at the identity provider; afterwards the server
+/// whose `oauth` names it works with no login of its own, and `auth status`
+/// shows the identity provider's login. Before it, the server needs the
+/// `--idp` login.
+#[test]
+fn login_at_the_identity_provider_serves_the_server_behind_it() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (idp, auth, mcp) = runtime.block_on(async {
+        let idp = AuthServer::start(AuthServerConfig {
+            token_exchange: true,
+            ..AuthServerConfig::default()
+        })
+        .await;
+        idp.add_client(switchboard_authkit::TestClient {
+            client_id: "sb-at-idp".into(),
+            secret: None,
+            method: "none".into(),
+            redirect_uris: vec!["http://127.0.0.1/callback".into()],
+            jwt_key: None,
+        });
+        let auth = AuthServer::start(AuthServerConfig {
+            assertion_keys: vec![idp.public_key()],
+            ..AuthServerConfig::default()
+        })
+        .await;
+        auth.add_client(switchboard_authkit::TestClient::basic("sb", "s3cret", &[]));
+        let mcp = ResourceServer::start(ResourceConfig::default(), &auth).await;
+        (idp, auth, mcp)
+    });
+    let sb = Sandbox::new();
+    let config = sb.config(
+        json!({"secure": {"type": "http", "url": mcp.url(),
+            "oauth": {"idp": "corp", "clientId": "sb", "clientSecret": "s3cret"}}}),
+        json!({"identityProviders": {"corp": {"issuer": idp.issuer(), "clientId": "sb-at-idp"}}}),
+    );
+    let config = config.to_str().unwrap();
+
+    let run = sb.run(&["--config", config, "--json", "servers"]);
+    let secure = run.json()[1].clone();
+    assert_eq!(secure["status"], "needs_login", "{run:?}");
+    assert_eq!(
+        secure["reason"],
+        "needs login: run `switchboard auth login --idp corp`"
+    );
+    let run = sb.run(&["--config", config, "auth", "login", "--idp", "nope"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("known: corp"), "{run:?}");
+
+    let (login, landed) = log_in_as(&sb, config, &["--idp", "corp"]);
+    assert_eq!(login.code, 0, "{login:?}");
+    assert_eq!(landed, 200);
+    assert!(
+        login
+            .stdout
+            .contains("Logged in at identity provider corp."),
+        "{login:?}"
+    );
+    assert!(login.stdout.contains("secure"), "{login:?}");
+    assert!(auth.authorization_requests().is_empty());
+
+    let run = sb.run(&["--config", config, "auth", "status"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("idp:corp"), "{run:?}");
+    assert!(
+        run.stdout
+            .contains(&format!("logged in at {}", idp.issuer())),
+        "{run:?}"
+    );
+
+    let run = sb.run(&[
+        "--config",
+        config,
+        "--json",
+        "call",
+        "mcp__secure__whoami",
+        "--yes",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(auth.authorization_requests().is_empty(), "no second login");
+    drop(runtime);
 }

@@ -19,10 +19,11 @@ use std::fmt;
 use std::path::PathBuf;
 
 use switchboard_oauth::{
-    AssertionSource, Grant, JwtBearerGrant, OAuthConfig, OAuthError, PreRegisteredClient,
+    AssertionSource, EnterpriseGrant, Grant, IdentityProvider, JwtBearerGrant, OAuthConfig,
+    OAuthError, PreRegisteredClient,
 };
 
-use crate::config::{AssertionConfig, OAuthSetting, ServerConfig};
+use crate::config::{AssertionConfig, IdentityProviderConfig, OAuthSetting, ServerConfig};
 
 pub use switchboard_oauth::{LoginReport, StoredLogin, TokenStore, UserAgent};
 
@@ -54,6 +55,60 @@ pub fn login_command(alias: &str) -> String {
 /// The outage reason of a server that needs a person to log in.
 pub fn needs_login_reason(alias: &str) -> String {
     format!("needs login: run `{}`", login_command(alias))
+}
+
+/// The command that logs in for `idp`, an `identityProviders` entry.
+pub fn idp_login_command(idp: &str) -> String {
+    format!("switchboard auth login --idp {idp}")
+}
+
+/// The command that makes `server` usable: the login at its identity
+/// provider when its `oauth` names one, else its own login.
+pub fn server_login_command(server: &ServerConfig) -> String {
+    match server_idp(server) {
+        Some(idp) => idp_login_command(idp),
+        None => login_command(&server.alias),
+    }
+}
+
+/// The outage reason of `server` when a person has to log in
+/// ([`server_login_command`]).
+pub fn server_needs_login_reason(server: &ServerConfig) -> String {
+    format!("needs login: run `{}`", server_login_command(server))
+}
+
+/// The `identityProviders` entry `server` signs in through, if any.
+fn server_idp(server: &ServerConfig) -> Option<&str> {
+    match &server.oauth {
+        OAuthSetting::Client(client) => client.idp.as_ref().map(|i| i.name.as_str()),
+        _ => None,
+    }
+}
+
+/// The OAuth client settings of the login at identity provider `name`
+/// (`switchboard auth login --idp NAME`), without a token store or user
+/// agent: callers add those, then call
+/// [`OAuthProvider::login_at_identity_provider`](switchboard_oauth::OAuthProvider::login_at_identity_provider).
+pub fn idp_login_config(name: &str, idp: &IdentityProviderConfig) -> OAuthConfig {
+    OAuthConfig::new(switchboard_oauth::idp_login_key(name), &idp.issuer)
+        .client_name(CLIENT_NAME)
+        .pre_registered(identity_provider(name, idp).client)
+}
+
+/// An identity provider as the OAuth client uses it: the ID token is the
+/// one `switchboard auth login --idp NAME` kept in the token store.
+pub fn identity_provider(name: &str, idp: &IdentityProviderConfig) -> IdentityProvider {
+    let mut client = PreRegisteredClient::new(&idp.client_id).issuer(&idp.issuer);
+    if let Some(secret) = &idp.client_secret {
+        client = client.secret(secret.as_str());
+    }
+    IdentityProvider {
+        name: name.to_owned(),
+        issuer: idp.issuer.clone(),
+        token_endpoint: None,
+        client,
+        id_token: AssertionSource::IdpLogin(name.to_owned()),
+    }
 }
 
 /// Why a server does not use OAuth.
@@ -114,6 +169,13 @@ pub fn oauth_config(server: &ServerConfig) -> Result<OAuthConfig, NoOAuth> {
                 config = config.grant(Grant::JwtBearer(JwtBearerGrant {
                     client: pre.clone(),
                     assertion,
+                }));
+            }
+            // Enterprise-managed: the login at the identity provider.
+            if let Some(idp) = &client.idp {
+                config = config.grant(Grant::EnterpriseManaged(EnterpriseGrant {
+                    idp: identity_provider(&idp.name, &idp.provider),
+                    client: pre.clone(),
                 }));
             }
             config = config.pre_registered(pre);

@@ -87,8 +87,8 @@ pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, P
 pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};
 pub use budget::Budget;
 pub use config::{
-    Config, ConfigLoader, ConfigOrigin, ConfigProblems, OAuthClientConfig, OAuthSetting,
-    ServerConfig, TransportConfig,
+    Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, OAuthClientConfig,
+    OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};

@@ -69,9 +69,9 @@ impl Down {
     }
 
     /// A server that wants an OAuth login no one could make from here.
-    pub(crate) fn needs_login(alias: &str) -> Down {
+    pub(crate) fn needs_login(server: &ServerConfig) -> Down {
         Down {
-            reason: Reason::ours(auth::needs_login_reason(alias)),
+            reason: Reason::ours(auth::server_needs_login_reason(server)),
             cause: DownCause::NeedsLogin,
         }
     }
@@ -275,7 +275,7 @@ impl Upstream {
         };
         // A refusal because no one could log in from here is said so.
         if down.cause == DownCause::Unauthorized && auth.as_ref().is_some_and(|a| a.needs_login()) {
-            down = Down::needs_login(self.alias());
+            down = Down::needs_login(&self.config);
         }
         if let Some(stdio) = &stdio_handle {
             let tail = stdio.stderr_tail();

@@ -12,6 +12,7 @@ mod breaker;
 mod call;
 mod config;
 mod gate;
+mod idp;
 mod input;
 mod mount;
 mod naming;

@@ -47,6 +47,10 @@ pub enum AssertionSource {
     File(PathBuf),
     /// A program and its arguments; its standard output is the JWT.
     Command(Vec<String>),
+    /// The ID token of the login at the named identity provider, kept in
+    /// the provider's token store (`switchboard auth login --idp NAME`);
+    /// none there means a person has to log in.
+    IdpLogin(String),
 }
 
 impl fmt::Debug for AssertionSource {
@@ -55,6 +59,7 @@ impl fmt::Debug for AssertionSource {
             AssertionSource::Value(_) => f.write_str("Value(<redacted>)"),
             AssertionSource::File(p) => f.debug_tuple("File").field(p).finish(),
             AssertionSource::Command(c) => f.debug_tuple("Command").field(c).finish(),
+            AssertionSource::IdpLogin(n) => f.debug_tuple("IdpLogin").field(n).finish(),
         }
     }
 }
@@ -69,6 +74,7 @@ impl AssertionSource {
                 "assertion command {:?}",
                 c.first().map(String::as_str).unwrap_or("")
             ),
+            AssertionSource::IdpLogin(n) => format!("the login at identity provider {n:?}"),
         }
     }
 
@@ -85,6 +91,10 @@ impl AssertionSource {
         };
         let value = match self {
             AssertionSource::Value(v) => v.expose().trim().to_owned(),
+            // Read by the provider, which holds the token store.
+            AssertionSource::IdpLogin(_) => {
+                return Err(fail("is read from the token store only".into()));
+            }
             AssertionSource::File(path) => {
                 let path = path.clone();
                 tokio::task::spawn_blocking(move || std::fs::read_to_string(path))
@@ -127,7 +137,7 @@ impl AssertionSource {
 }
 
 /// A JWT whose `exp`, if any, lies in the future.
-fn check_jwt(value: &str) -> Result<(), String> {
+pub(crate) fn check_jwt(value: &str) -> Result<(), String> {
     if value.is_empty() {
         return Err("is empty".into());
     }

@@ -21,7 +21,7 @@ use serde_json::json;
 use switchboard_wire::{meta, version};
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::assertion::{self, JWT_BEARER};
+use super::assertion::{self, AssertionSource, JWT_BEARER};
 use super::challenge::BearerChallenge;
 use super::config::{EnterpriseGrant, Grant, JwtBearerGrant, OAuthConfig};
 use super::discovery::{self, AuthorizationServerMetadata, ProtectedResourceMetadata};
@@ -30,7 +30,7 @@ use super::error::OAuthError;
 use super::flow::{self, PendingAuthorization};
 use super::http::OAuthHttp;
 use super::registration::{self, PreRegisteredClient, Registration, RegistrationRequest};
-use super::secret::{Pkce, random_b64};
+use super::secret::{Pkce, Secret, random_b64};
 use super::store::StoredLogin;
 use super::token::{
     self, ClientIdentity, IdentitySource, TokenEndpointAuthMethod, TokenRequest, TokenSet,
@@ -219,6 +219,117 @@ impl OAuthProvider {
             issuer: tokens.issuer.clone(),
             client_id: tokens.client_id.clone(),
             client_source: source,
+            scopes: tokens.scopes(),
+            expires_at: tokens.expires_at,
+            has_refresh_token: tokens.refresh_token.is_some(),
+        })
+    }
+
+    /// Logs in at an enterprise identity provider (what `switchboard auth
+    /// login --idp NAME` does): an OpenID Connect authorization-code login
+    /// with PKCE at the issuer this provider was built for (its metadata,
+    /// OAuth or OpenID Connect, says where), through the user agent, as the
+    /// pre-registered client. The tokens, with the ID token the
+    /// enterprise-managed grant exchanges, are kept in the token store
+    /// under [`idp_login_key`](super::store::idp_login_key)`(name)`.
+    ///
+    /// # Errors
+    /// Any [`OAuthError`]; [`OAuthError::InvalidDocument`] when the token
+    /// response carries no ID token.
+    pub async fn login_at_identity_provider(
+        &self,
+        name: &str,
+        scopes: &[String],
+    ) -> Result<LoginReport, OAuthError> {
+        let Some(agent) = self.inner.config.user_agent.clone() else {
+            return Err(OAuthError::NeedsLogin {
+                server: self.inner.config.server.clone(),
+            });
+        };
+        let mut st = self.inner.flow.lock().await;
+        let issuer = self.inner.config.url.clone();
+        let metadata = self.metadata(&mut st, &issuer).await?;
+        let issuer = metadata.issuer.clone();
+        if !metadata.supports_s256() {
+            return Err(OAuthError::PkceUnsupported { issuer });
+        }
+        let authorization_endpoint = self.endpoint(
+            metadata.authorization_endpoint.as_deref(),
+            &issuer,
+            "authorization_endpoint",
+        )?;
+        let token_endpoint = self.endpoint(
+            metadata.token_endpoint.as_deref(),
+            &issuer,
+            "token_endpoint",
+        )?;
+        let scopes = flow::union(&["openid".to_owned()], scopes);
+        let scopes = flow::with_offline_access(scopes, &metadata, self.inner.config.refresh_tokens);
+        let pending = agent.begin(None).await?;
+        let redirect_uri = pending.redirect_uri().to_owned();
+        let client = self
+            .identity(&mut st, &metadata, Some(&redirect_uri), &scopes)
+            .await?;
+        let pkce = Pkce::generate().map_err(OAuthError::Key)?;
+        let state = random_b64(32).map_err(OAuthError::Key)?;
+        let record = PendingAuthorization {
+            issuer: issuer.clone(),
+            iss_supported: metadata.authorization_response_iss_parameter_supported,
+            state: state.clone(),
+            verifier: pkce.verifier,
+            redirect_uri,
+        };
+        let scope = scopes.join(" ");
+        // No `resource`: the login is for the identity provider itself.
+        let params = vec![
+            ("response_type", "code"),
+            ("client_id", client.client_id.as_str()),
+            ("redirect_uri", record.redirect_uri.as_str()),
+            ("code_challenge", pkce.challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("state", state.as_str()),
+            ("scope", scope.as_str()),
+        ];
+        let url = flow::authorization_url(&authorization_endpoint, &params);
+        tracing::info!(idp = %name, issuer = %issuer, "logging in at the identity provider");
+        let response = pending
+            .complete(AuthorizationRequest {
+                url,
+                state: state.clone(),
+            })
+            .await?;
+        let code = flow::validate_response(&response, &record)?;
+        let request = TokenRequest {
+            endpoint: &token_endpoint,
+            issuer: &issuer,
+            client: &client,
+            resource: &issuer,
+            requested_scope: &scopes,
+            dpop: None,
+        };
+        let form = vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code.expose().to_owned()),
+            ("redirect_uri", record.redirect_uri.clone()),
+            ("code_verifier", record.verifier.expose().to_owned()),
+        ];
+        let tokens = token::request(&self.inner.http, &request, form, None).await?;
+        if tokens.id_token.is_none() {
+            return Err(OAuthError::InvalidDocument {
+                what: "token response",
+                url: super::http::shown(&token_endpoint),
+                reason: "it has no id_token (is \"openid\" a scope of this client?)".into(),
+            });
+        }
+        if let Some(store) = self.inner.config.store.clone() {
+            let key = super::store::idp_login_key(name);
+            let saved = tokens.clone();
+            blocking(move || store.save_tokens(&key, &saved)).await?;
+        }
+        Ok(LoginReport {
+            issuer: tokens.issuer.clone(),
+            client_id: tokens.client_id.clone(),
+            client_source: client.source,
             scopes: tokens.scopes(),
             expires_at: tokens.expires_at,
             has_refresh_token: tokens.refresh_token.is_some(),
@@ -752,7 +863,11 @@ impl OAuthProvider {
         grant: &EnterpriseGrant,
     ) -> Result<(TokenSet, IdentitySource), OAuthError> {
         let idp = &grant.idp;
-        let id_token = idp.id_token.read().await.map_err(|e| match e {
+        let read = match &idp.id_token {
+            AssertionSource::IdpLogin(name) => self.stored_id_token(name),
+            other => other.read().await,
+        };
+        let id_token = read.map_err(|e| match e {
             OAuthError::Assertion {
                 source_name,
                 reason,
@@ -789,6 +904,25 @@ impl OAuthProvider {
         tracing::info!(server = %self.inner.config.server, issuer = %metadata.issuer, idp = %idp.name, "requesting a token with the identity assertion grant");
         self.assertion_grant(st, prm, metadata, scopes, &grant.client, &id_jag)
             .await
+    }
+
+    /// The ID token of the login at identity provider `name` from the
+    /// token store; a missing or expired one means a person has to log in
+    /// there.
+    fn stored_id_token(&self, name: &str) -> Result<Secret, OAuthError> {
+        let needs_login = || OAuthError::NeedsLogin {
+            server: self.inner.config.server.clone(),
+        };
+        let Some(store) = &self.inner.config.store else {
+            return Err(needs_login());
+        };
+        let Some(token) = store.id_token(name)? else {
+            return Err(needs_login());
+        };
+        if assertion::check_jwt(token.expose()).is_err() {
+            return Err(needs_login());
+        }
+        Ok(token)
     }
 
     /// The JWT-bearer token request with `assertion`, authenticated as

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::OAuthError;
 use super::registration::Registration;
+use super::secret::Secret;
 use super::token::{TokenSet, now_secs};
 
 const FILE_NAME: &str = "oauth.json";
@@ -67,7 +68,22 @@ struct ServerEntry {
     tokens: BTreeMap<String, TokenSet>,
 }
 
+/// The key a login at identity provider `name` (`switchboard auth login
+/// --idp NAME`) is kept under, in place of a server URL.
+pub fn idp_login_key(name: &str) -> String {
+    format!("idp:{name}")
+}
+
 impl TokenStore {
+    /// The ID token of the login at identity provider `name`, if one is
+    /// held.
+    ///
+    /// # Errors
+    /// [`OAuthError::Store`] when the file cannot be read or is corrupt.
+    pub fn id_token(&self, name: &str) -> Result<Option<Secret>, OAuthError> {
+        Ok(self.tokens(&idp_login_key(name))?.and_then(|t| t.id_token))
+    }
+
     /// A store in the file at `path` (created on first save).
     pub fn at(path: impl Into<PathBuf>) -> TokenStore {
         TokenStore { path: path.into() }
@@ -365,6 +381,7 @@ mod tests {
             resource: "https://rs/mcp".into(),
             obtained_at: now_secs(),
             dpop_key: None,
+            id_token: None,
         }
     }
 

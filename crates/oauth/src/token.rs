@@ -124,6 +124,11 @@ pub struct TokenSet {
     /// signed by it. `None`: a Bearer token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dpop_key: Option<Secret>,
+    /// The OpenID Connect ID token, when the token endpoint issued one (a
+    /// login at an enterprise identity provider keeps it for the
+    /// enterprise-managed grant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<Secret>,
 }
 
 impl TokenSet {
@@ -267,6 +272,7 @@ struct RawToken {
     expires_in: Option<Value>,
     refresh_token: Option<String>,
     scope: Option<String>,
+    id_token: Option<String>,
 }
 
 fn read_response(
@@ -334,6 +340,7 @@ fn read_response(
         resource: req.resource.to_owned(),
         obtained_at: now,
         dpop_key,
+        id_token: raw.id_token.filter(|t| !t.is_empty()).map(Secret::new),
     })
 }
 

@@ -9,10 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
-use switchboard_host::auth::{NoOAuth, default_token_store, login_command, oauth_config};
+use switchboard_host::auth::{
+    NoOAuth, default_token_store, idp_login_config, login_command, oauth_config,
+};
 use switchboard_host::{Config, OAuthSetting, ServerConfig};
 use switchboard_oauth::{
     IdentitySource, LoopbackUserAgent, OAuthConfig, OAuthProvider, StoredLogin, TokenStore,
+    idp_login_key,
 };
 
 use crate::exit::{Code, Failure, of_oauth_error};
@@ -35,22 +38,7 @@ pub(crate) async fn login(
     let server = oauth_server(&config, alias)?;
     let store = store()?;
     let url = server.transport.url().unwrap_or_default().to_owned();
-    let open_browser = open_browser && browser_available();
-    let notice_alias = alias.to_owned();
-    let mut agent = LoopbackUserAgent::new()
-        .open_browser(open_browser)
-        .timeout(wait)
-        .on_url(move |url| {
-            out::note(format!(
-                "Open this URL in a browser to log in to {notice_alias}{}:\n\n  {url}\n\nWaiting up to {} s for the authorization server to redirect back to this computer (Ctrl-C to cancel)…",
-                if open_browser {
-                    " (a browser is being opened)"
-                } else {
-                    ""
-                },
-                wait.as_secs()
-            ));
-        });
+    let mut agent = loopback_agent(alias.to_owned(), open_browser, wait);
     if let OAuthSetting::Client(client) = &server.oauth {
         if let Some(port) = client.callback_port {
             agent = agent.port(port);
@@ -91,6 +79,116 @@ pub(crate) async fn login(
         out::line(format!("Logged in to {alias}."))?;
         for line in details(&view) {
             out::line(format!("  {line}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The loopback user agent of a login to `target`: prints the URL and
+/// opens a browser where one can be.
+fn loopback_agent(target: String, open_browser: bool, wait: Duration) -> LoopbackUserAgent {
+    let open_browser = open_browser && browser_available();
+    LoopbackUserAgent::new()
+        .open_browser(open_browser)
+        .timeout(wait)
+        .on_url(move |url| {
+            out::note(format!(
+                "Open this URL in a browser to log in to {target}{}:\n\n  {url}\n\nWaiting up to {} s for the authorization server to redirect back to this computer (Ctrl-C to cancel)…",
+                if open_browser {
+                    " (a browser is being opened)"
+                } else {
+                    ""
+                },
+                wait.as_secs()
+            ));
+        })
+}
+
+/// `auth login --idp NAME`: an OpenID Connect login at an enterprise
+/// identity provider; its ID token serves every server whose `oauth`
+/// names it (the enterprise-managed grant).
+///
+/// # Errors
+/// A [`Failure`]: 1 for a name the config does not define, 3 when the
+/// login fails or is cancelled, 4 when the identity provider cannot be
+/// reached.
+pub(crate) async fn login_idp(
+    settings: &Settings,
+    name: &str,
+    open_browser: bool,
+    wait: Duration,
+) -> anyhow::Result<()> {
+    let config = settings.load_config()?.config;
+    let Some(idp) = config.identity_providers.get(name) else {
+        let known: Vec<&str> = config
+            .identity_providers
+            .keys()
+            .map(String::as_str)
+            .collect();
+        return Err(Failure::usage(if known.is_empty() {
+            format!(
+                "{name:?} is not an identity provider: the config has no \"identityProviders\" section"
+            )
+        } else {
+            format!(
+                "{name:?} is not an identity provider in the config; known: {}",
+                known.join(", ")
+            )
+        })
+        .into());
+    };
+    let agent = loopback_agent(format!("identity provider {name}"), open_browser, wait);
+    let provider = provider(
+        idp_login_config(name, idp)
+            .store(store()?)
+            .user_agent(Arc::new(agent)),
+    )?;
+    out::note(format!(
+        "Logging in at identity provider {name} ({})…",
+        idp.issuer
+    ));
+    let report = tokio::select! {
+        r = provider.login_at_identity_provider(name, &idp.scopes) => r.map_err(|e| {
+            Failure::new(of_oauth_error(&e), format!("login at identity provider {name} failed: {e}"))
+        })?,
+        () = crate::shutdown_signal() => {
+            return Err(Failure::new(Code::Auth, format!("login at identity provider {name} cancelled")).into());
+        }
+    };
+    let servers: Vec<&str> = config
+        .servers
+        .iter()
+        .filter(|s| {
+            matches!(&s.oauth, OAuthSetting::Client(c) if c.idp.as_ref().is_some_and(|i| i.name == name))
+        })
+        .map(|s| s.alias.as_str())
+        .collect();
+    let view = LoginView {
+        alias: None,
+        url: idp_login_key(name),
+        oauth: "on",
+        logged_in: true,
+        issuer: Some(report.issuer),
+        client_id: Some(report.client_id),
+        client_source: Some(report.client_source),
+        scopes: report.scopes,
+        expires_at: report.expires_at,
+        expired: report.expires_at.map(|at| at <= now()),
+        has_refresh_token: report.has_refresh_token,
+        method: Some("OpenID Connect login (ID token for the enterprise-managed grant)".into()),
+    };
+    if settings.json {
+        out::json(&view)?;
+    } else {
+        out::line(format!("Logged in at identity provider {name}."))?;
+        for line in details(&view) {
+            out::line(format!("  {line}"))?;
+        }
+        if !servers.is_empty() {
+            out::line(format!(
+                "  servers signing in through it: {}",
+                servers.join(", ")
+            ))?;
         }
     }
     Ok(())
@@ -140,6 +238,21 @@ pub(crate) async fn status(settings: &Settings, alias: Option<&str>) -> anyhow::
         views.push(view);
     }
     if alias.is_none() {
+        // Logins at the configured identity providers (`auth login --idp`),
+        // shown as `idp:NAME`, logged in or not.
+        let logins = store.logins().map_err(|e| Failure::usage(e.to_string()))?;
+        for name in config.identity_providers.keys() {
+            let key = idp_login_key(name);
+            let mut view = LoginView::logged_out(None, key.clone());
+            view.method = Some(format!(
+                "identity provider: `switchboard auth login --idp {name}`"
+            ));
+            if let Some(login) = logins.iter().find(|l| l.server == key) {
+                view.fill(login.clone());
+            }
+            seen.push(key);
+            views.push(view);
+        }
         // Logins kept for servers the config no longer names.
         let others = store.logins().map_err(|e| Failure::usage(e.to_string()))?;
         for login in others.into_iter().filter(|l| !seen.contains(&l.server)) {

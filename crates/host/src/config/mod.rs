@@ -75,6 +75,42 @@ pub struct Config {
     pub notes: Vec<String>,
     /// The model `switchboard chat` uses unless told otherwise (`"model"`).
     pub model: Option<ModelConfig>,
+    /// Enterprise identity providers (`"identityProviders"`), by name; a
+    /// server's `"oauth": {"idp": NAME}` signs in through one of them.
+    pub identity_providers: BTreeMap<String, IdentityProviderConfig>,
+}
+
+/// One entry of `identityProviders`: the enterprise IdP whose ID token is
+/// exchanged for an ID-JAG (the enterprise-managed authorization grant).
+///
+/// ```json
+/// "identityProviders": {"corp": {"issuer": "https://idp.example.com", "clientId": "switchboard"}}
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct IdentityProviderConfig {
+    /// The IdP's issuer URL (OpenID Connect discovery starts there).
+    pub issuer: String,
+    /// Switchboard's client id at the IdP.
+    pub client_id: String,
+    /// Its secret, for a confidential client.
+    pub client_secret: Option<String>,
+    /// Scopes asked for at the login besides `openid`.
+    pub scopes: Vec<String>,
+}
+
+impl fmt::Debug for IdentityProviderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The secret never reaches logs.
+        f.debug_struct("IdentityProviderConfig")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 /// The `model` key: which model `switchboard chat` uses unless told
@@ -174,6 +210,19 @@ pub struct OAuthClientConfig {
     /// A workload assertion for the JWT-bearer grant (RFC 7523) instead of
     /// a browser login.
     pub assertion: Option<AssertionConfig>,
+    /// The `identityProviders` entry whose login authorizes this server
+    /// (the enterprise-managed grant) instead of a browser login at it.
+    pub idp: Option<Box<ServerIdp>>,
+}
+
+/// A server's `"oauth": {"idp": NAME}`, resolved against
+/// `identityProviders`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerIdp {
+    /// The entry's name (`switchboard auth login --idp NAME`).
+    pub name: String,
+    /// The entry.
+    pub provider: IdentityProviderConfig,
 }
 
 /// Where a workload's assertion comes from (`"assertion"` in an `oauth`
@@ -202,6 +251,7 @@ impl fmt::Debug for OAuthClientConfig {
             .field("callback_port", &self.callback_port)
             .field("dpop", &self.dpop)
             .field("assertion", &self.assertion)
+            .field("idp", &self.idp)
             .finish()
     }
 }
@@ -402,6 +452,7 @@ impl Config {
             notes: Vec::new(),
             model: None,
             roots: None,
+            identity_providers: BTreeMap::new(),
         }
     }
 

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::permission::{Pattern, Rule, RuleKind};
 
+mod idp;
 mod model;
 mod roots;
 
@@ -42,6 +43,8 @@ pub(super) fn parse(
         vars,
         base_dir,
         problems: Vec::new(),
+        idp_refs: Vec::new(),
+        idps: BTreeMap::new(),
     };
     let config = parser.config(&value, origin);
     if parser.problems.is_empty() {
@@ -141,6 +144,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "breaker",
     "model",
     "roots",
+    "identityProviders",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -171,6 +175,7 @@ const OAUTH_KEYS: &[&str] = &[
     "callbackPort",
     "dpop",
     "assertion",
+    "idp",
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
 const BREAKER_KEYS: &[&str] = &["failures", "cooldownMs"];
@@ -183,6 +188,11 @@ struct Parser<'a> {
     vars: &'a BTreeMap<String, String>,
     base_dir: PathBuf,
     problems: Vec<ConfigProblem>,
+    /// Every `oauth.idp` seen (key, name), checked against
+    /// `identityProviders` once the whole file is read.
+    idp_refs: Vec<(String, String)>,
+    /// The `identityProviders` entries, read before the servers.
+    idps: BTreeMap<String, super::IdentityProviderConfig>,
 }
 
 /// A server entry before permissions are resolved.
@@ -225,6 +235,9 @@ impl Parser<'_> {
             &mut config.notes,
         );
 
+        if let Some(v) = root.get("identityProviders") {
+            self.idps = self.identity_providers(v);
+        }
         let mut raw_rules = Vec::new();
         let mut seen = BTreeSet::new();
         let mut any_list = false;
@@ -346,6 +359,13 @@ impl Parser<'_> {
         if let Some(v) = root.get("roots") {
             config.roots = self.roots(v);
         }
+        config.identity_providers = std::mem::take(&mut self.idps);
+        let refs = std::mem::take(&mut self.idp_refs);
+        self.check_idp_refs(
+            refs,
+            &config.identity_providers,
+            root.contains_key("identityProviders"),
+        );
         config
     }
 
@@ -653,6 +673,7 @@ impl Parser<'_> {
             callback_port: None,
             dpop: None,
             assertion: None,
+            idp: None,
         };
         match obj.get("dpop") {
             None => {}
@@ -686,6 +707,37 @@ impl Parser<'_> {
                     &sub("clientId"),
                     "the JWT-bearer grant needs the client id the assertion is presented as".into(),
                     "add \"clientId\" next to \"assertion\"",
+                );
+            }
+        }
+        if let Some(v) = obj.get("idp") {
+            let k = sub("idp");
+            match v.as_str() {
+                Some(name) if !name.is_empty() => {
+                    client.idp = self.idps.get(name).map(|provider| {
+                        Box::new(super::ServerIdp {
+                            name: name.to_owned(),
+                            provider: provider.clone(),
+                        })
+                    });
+                    self.idp_refs.push((k.clone(), name.to_owned()));
+                }
+                _ => self.bad_type(&k, "the name of an identityProviders entry"),
+            }
+            if client.assertion.is_some() {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &k,
+                    "a server signs in either with a workload assertion or through an identity provider, not both".into(),
+                    "remove \"assertion\" or \"idp\"",
+                );
+            }
+            if obj.get("idp").is_some_and(Value::is_string) && client.client_id.is_none() {
+                self.problem(
+                    ProblemKind::MissingKey,
+                    &sub("clientId"),
+                    "the enterprise-managed grant needs Switchboard's client id at the server's authorization server".into(),
+                    "add \"clientId\" next to \"idp\"",
                 );
             }
         }

@@ -417,3 +417,117 @@ fn task_timeouts_default_and_per_server() {
         .is_err()
     );
 }
+
+// Issue 17: `identityProviders` names enterprise IdPs; a server's
+// `"oauth": {"idp": NAME}` signs in through one (the enterprise-managed
+// grant), with its client id at the server's authorization server.
+#[test]
+fn identity_providers_and_server_idp() {
+    let text = r#"{
+      "identityProviders": {
+        "corp": {"issuer": "https://idp.example.com", "clientId": "sb",
+                 "clientSecret": "${IDP_SECRET}", "scopes": ["email"]},
+        "lab": {"issuer": "http://127.0.0.1:9000", "clientId": "sb-lab"}
+      },
+      "mcpServers": {
+        "crm": {"url": "https://crm.example/mcp", "oauth": {"idp": "corp", "clientId": "crm-client"}}
+      }
+    }"#;
+    let c = parse(text, &[("IDP_SECRET", "hush")]).unwrap();
+    let corp = &c.identity_providers["corp"];
+    assert_eq!(corp.issuer, "https://idp.example.com");
+    assert_eq!(corp.client_id, "sb");
+    assert_eq!(corp.client_secret.as_deref(), Some("hush"));
+    assert_eq!(corp.scopes, vec!["email".to_owned()]);
+    assert!(
+        !format!("{corp:?}").contains("hush"),
+        "the secret is redacted"
+    );
+    assert_eq!(c.identity_providers["lab"].client_secret, None);
+    match &c.servers[0].oauth {
+        OAuthSetting::Client(client) => {
+            let idp = client.idp.as_ref().unwrap();
+            assert_eq!(idp.name, "corp");
+            assert_eq!(&idp.provider, corp);
+            assert_eq!(client.client_id.as_deref(), Some("crm-client"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+// An `idp` naming no entry is a problem with a fix (a near name is
+// suggested; with no section, the fix writes one).
+#[test]
+fn unknown_identity_provider() {
+    let text = r#"{
+      "identityProviders": {"corp": {"issuer": "https://idp.example.com", "clientId": "sb"}},
+      "mcpServers": {
+        "crm": {"url": "https://crm.example/mcp", "oauth": {"idp": "crop", "clientId": "c"}}
+      }
+    }"#;
+    let err = parse(text, &[]).unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        vec![(ProblemKind::BadValue, "mcpServers.crm.oauth.idp")]
+    );
+    let p = &err.problems[0];
+    assert!(p.problem.contains("\"crop\""), "{}", p.problem);
+    assert!(p.fix.contains("did you mean \"corp\""), "{}", p.fix);
+
+    let none = r#"{"mcpServers": {
+        "crm": {"url": "https://crm.example/mcp", "oauth": {"idp": "corp", "clientId": "c"}}
+    }}"#;
+    let err = parse(none, &[]).unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        vec![(ProblemKind::BadValue, "mcpServers.crm.oauth.idp")]
+    );
+    assert!(err.problems[0].fix.contains("identityProviders"), "{err}");
+}
+
+// Bad shapes: each reported at its key, all at once; an entry with its own
+// problem is not reported again as unknown where a server names it.
+#[test]
+fn identity_provider_problems() {
+    let text = r#"{
+      "identityProviders": {
+        "noissuer": {"clientId": "sb"},
+        "badurl": {"issuer": "ftp://x", "clientId": "sb"},
+        "types": {"issuer": 5, "clientId": ["sb"], "scopes": "email", "extra": 1},
+        "notobj": "https://idp.example.com"
+      },
+      "mcpServers": {
+        "a": {"url": "https://a.example/mcp", "oauth": {"idp": "noissuer", "clientId": "c"}},
+        "b": {"url": "https://b.example/mcp", "oauth": {"idp": 7, "clientId": "c"}},
+        "c": {"url": "https://c.example/mcp", "oauth": {"idp": "badurl"}},
+        "d": {"url": "https://d.example/mcp", "oauth": {"idp": "types", "clientId": "c",
+               "assertion": {"file": "/t"}}}
+      }
+    }"#;
+    let err = parse(text, &[]).unwrap_err();
+    let mut got: Vec<String> = kinds(&err).iter().map(|k| format!("{k:?}")).collect();
+    got.sort();
+    let mut want: Vec<String> = [
+        (ProblemKind::MissingKey, "identityProviders.noissuer.issuer"),
+        (ProblemKind::BadValue, "identityProviders.badurl.issuer"),
+        (ProblemKind::BadValue, "identityProviders.types.issuer"),
+        (ProblemKind::BadValue, "identityProviders.types.clientId"),
+        (ProblemKind::BadValue, "identityProviders.types.scopes"),
+        (ProblemKind::UnknownKey, "identityProviders.types.extra"),
+        (ProblemKind::BadValue, "identityProviders.notobj"),
+        (ProblemKind::BadValue, "mcpServers.b.oauth.idp"),
+        (ProblemKind::MissingKey, "mcpServers.c.oauth.clientId"),
+        (ProblemKind::BadValue, "mcpServers.d.oauth.idp"),
+    ]
+    .iter()
+    .map(|k| format!("{k:?}"))
+    .collect();
+    want.sort();
+    assert_eq!(got, want, "{err}");
+    let both = err
+        .problems
+        .iter()
+        .find(|p| p.key == "mcpServers.d.oauth.idp")
+        .unwrap();
+    assert!(both.problem.contains("not both"), "{}", both.problem);
+}

@@ -18,7 +18,7 @@ use crate::approver::{Approval, ApprovalRequest, Approver, NoApprover};
 use crate::audit::{AuditRecord, Decider, Outcome};
 use crate::auth;
 use crate::breaker::Admission;
-use crate::config::add_allow_rule;
+use crate::config::{ServerConfig, add_allow_rule};
 use crate::gate::{self, Verdict};
 use crate::permission::{Pattern, Rule, RuleKind};
 use crate::pins::PinState;
@@ -497,9 +497,10 @@ impl Host {
                      Use other tools, or tell the user if you need it."
                 ),
             ),
-            ServerStatus::NeedsLogin => {
-                End::stopped(Outcome::AuthRequired, needs_login_text(alias, local_name))
-            }
+            ServerStatus::NeedsLogin => End::stopped(
+                Outcome::AuthRequired,
+                needs_login_text(&server.config, local_name),
+            ),
             ServerStatus::Down if auth_required => End::stopped(
                 Outcome::AuthRequired,
                 format!(
@@ -586,7 +587,10 @@ impl Host {
 fn unreachable(server: &Upstream, local_name: &str, original: &str, down: &Down) -> End {
     let alias = server.alias();
     if down.cause == DownCause::NeedsLogin {
-        return End::stopped(Outcome::AuthRequired, needs_login_text(alias, local_name));
+        return End::stopped(
+            Outcome::AuthRequired,
+            needs_login_text(&server.config, local_name),
+        );
     }
     let original = sanitize::inline_name(original);
     if down.auth_required() {
@@ -629,8 +633,11 @@ fn failure(
         // The server answered: it is alive.
         server.breaker().record(None, now);
         if link.auth.as_ref().is_some_and(OAuthProvider::needs_login) {
-            server.set_down(Down::needs_login(alias));
-            return End::stopped(Outcome::AuthRequired, needs_login_text(alias, local_name));
+            server.set_down(Down::needs_login(&server.config));
+            return End::stopped(
+                Outcome::AuthRequired,
+                needs_login_text(&server.config, local_name),
+            );
         }
         // A 403 may be about this one tool; anything else about them all.
         let status = error
@@ -705,11 +712,12 @@ fn failure(
 }
 
 /// What the model reads when a server needs the user to log in.
-fn needs_login_text(alias: &str, local_name: &str) -> String {
+fn needs_login_text(config: &ServerConfig, local_name: &str) -> String {
+    let alias = &config.alias;
     format!(
         "Upstream {alias} needs the user to log in (OAuth) before its tools, {local_name} among them, can be called. \
          Tell the user to run `{}`; do not retry before they have.",
-        auth::login_command(alias)
+        auth::server_login_command(config)
     )
 }
 
