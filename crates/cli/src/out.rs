@@ -98,28 +98,7 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
 /// Lays out rows as left-aligned columns two spaces apart (the last
 /// column is not padded).
 pub(crate) fn table(rows: &[Vec<String>]) -> Vec<String> {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut widths = vec![0usize; columns];
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(cell.chars().count());
-        }
-    }
-    rows.iter()
-        .map(|row| {
-            let mut line = String::new();
-            for (i, cell) in row.iter().enumerate() {
-                if i + 1 == row.len() {
-                    line.push_str(cell);
-                } else {
-                    line.push_str(cell);
-                    let pad = widths[i] - cell.chars().count() + 2;
-                    line.extend(std::iter::repeat_n(' ', pad));
-                }
-            }
-            line.trim_end().to_owned()
-        })
-        .collect()
+    switchboard_agent::eval::columns(rows)
 }
 
 #[cfg(test)]

@@ -48,7 +48,8 @@ pub use case::{
 pub use junit::render as junit;
 pub use matcher::{Call, Catalog, CatalogEntry, Observation, Verdict, judge, match_arguments};
 pub use report::{
-    CaseResult, CaseRuns, CategoryScore, FailureRow, Policy, Report, RunRecord, parse_per_category,
+    CaseResult, CaseRuns, CategoryScore, FailureRow, Policy, Report, RunRecord, columns,
+    parse_per_category,
 };
 pub use runner::{EvalTools, NOT_RUN, PinnedViews, RunOptions, run_cases};
 pub use selector::{DECOY, DECOY_NUMBER, KeywordSelector, WrongSelector, decoys, select};

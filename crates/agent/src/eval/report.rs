@@ -380,8 +380,10 @@ pub(crate) fn clip(text: &str, max: usize) -> String {
     out
 }
 
-/// Left-aligned columns two spaces apart, the last one not padded.
-pub(crate) fn columns(rows: &[Vec<String>]) -> Vec<String> {
+/// Lays out rows as left-aligned columns two spaces apart (the last
+/// column is not padded, trailing blanks trimmed); the CLI's tables use it
+/// too.
+pub fn columns(rows: &[Vec<String>]) -> Vec<String> {
     let n = rows.iter().map(Vec::len).max().unwrap_or(0);
     let mut widths = vec![0usize; n];
     for row in rows {
