@@ -136,6 +136,9 @@ struct Inner {
     header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
     /// `tasks/cancel` requests in flight for abandoned tasks.
     cancels: crate::task::Cancels,
+    /// `execution.taskSupport` of the tools last listed (2025-11-25 tasks),
+    /// by tool name; kept only when the client follows tasks.
+    task_support: Mutex<HashMap<String, String>>,
 }
 
 /// The wire in force.
@@ -251,6 +254,19 @@ impl Client {
             )
             .await?;
         let mut dropped = Vec::new();
+        if self.inner.config.tasks {
+            let mut support = self
+                .inner
+                .task_support
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for tool in &page.tools {
+                match crate::task::task_support_of(tool) {
+                    Some(s) => support.insert(tool.name.clone(), s),
+                    None => support.remove(&tool.name),
+                };
+            }
+        }
         if self.inner.transport.mirrors_param_headers() {
             let mut table = self.lock_headers();
             page.tools.retain(|tool| match header_params(&tool.input_schema) {
@@ -312,9 +328,15 @@ impl Client {
         arguments: Option<JsonObject>,
         options: &RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
-        let value = self.call_tool_value(name, arguments, options).await?;
-        // A task handle (the tasks extension) is driven to its end here.
-        let value = if ResultType::of(&value).is_task() {
+        let legacy_task = self.legacy_task_wanted(name, false);
+        let value = self
+            .call_tool_value(name, arguments, options, legacy_task)
+            .await?;
+        // A task handle (the tasks extension, or a 2025-11-25 task asked
+        // for) is driven to its end here.
+        let value = if ResultType::of(&value).is_task()
+            || (legacy_task && crate::task::is_create_task_result(&value))
+        {
             self.drive_task_value(value, options).await?
         } else {
             value
@@ -328,6 +350,7 @@ impl Client {
         name: &str,
         arguments: Option<JsonObject>,
         options: &RequestOptions,
+        legacy_task: bool,
     ) -> Result<Value, ClientError> {
         let headers = self.param_headers(name, arguments.as_ref())?;
         // Room for `_meta` and the MRTR members without growing.
@@ -335,6 +358,9 @@ impl Client {
         params.insert("name".into(), Value::from(name));
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), Value::Object(arguments));
+        }
+        if legacy_task {
+            params.insert("task".into(), self.legacy_task_param());
         }
         // Only a transport that mirrors headers can be refused for them, so
         // only it keeps a copy of the params for the retry.
@@ -582,6 +608,16 @@ impl Client {
 
     pub(crate) fn cancels(&self) -> &crate::task::Cancels {
         &self.inner.cancels
+    }
+
+    /// The `execution.taskSupport` of a listed tool (2025-11-25 tasks).
+    pub(crate) fn task_support(&self, tool: &str) -> Option<String> {
+        self.inner
+            .task_support
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(tool)
+            .cloned()
     }
 
     // ---- internals -------------------------------------------------------
@@ -957,6 +993,13 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether to follow tasks' status notifications (see
+    /// [`ClientConfig::task_notifications`]).
+    pub fn task_notifications(mut self, on: bool) -> Self {
+        self.config.task_notifications = on;
+        self
+    }
+
     /// The deadline of a whole task (see [`ClientConfig::task_timeout`]).
     pub fn task_timeout(mut self, timeout: Duration) -> Self {
         self.config.task_timeout = timeout;
@@ -1009,6 +1052,7 @@ impl ClientBuilder {
             })),
             description: RwLock::new(None),
             header_params: Mutex::new(HashMap::new()),
+            task_support: Mutex::new(HashMap::new()),
             cancels: crate::task::Cancels::default(),
         });
         inner

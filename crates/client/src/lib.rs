@@ -74,7 +74,7 @@ pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
 pub use net::default_tls;
 pub use options::{ClientConfig, EraPolicy, ProgressSink, RequestOptions};
 pub use subscription::{Subscription, SubscriptionEnd};
-pub use task::ToolCallStart;
+pub use task::{TaskList, ToolCallStart};
 #[cfg(feature = "http")]
 pub use transport::http::{
     AuthChallenge, AuthError, AuthProvider, AuthRetry, HttpTransport, HttpTransportBuilder,

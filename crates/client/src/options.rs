@@ -8,6 +8,7 @@ use switchboard_wire::types::JsonObject;
 use switchboard_wire::types::ProgressParams;
 use switchboard_wire::{Implementation, LoggingLevel};
 
+use crate::input::InputHandler;
 use crate::transport::NotificationSink;
 
 /// Receives the progress of one request (`notifications/progress` whose
@@ -33,6 +34,11 @@ pub struct RequestOptions {
     pub traceparent: Option<String>,
     /// Extra `_meta` keys for this call; the client's own keys win.
     pub meta: Option<JsonObject>,
+    /// Answers the input requests of a task this call turns into (tasks
+    /// extension), instead of the client's own [`InputHandler`]; it can
+    /// only answer what the client's handler declared. For a caller that
+    /// relays the questions elsewhere, e.g. a gateway to its own client.
+    pub task_input: Option<Arc<dyn InputHandler>>,
 }
 
 impl RequestOptions {
@@ -60,6 +66,7 @@ impl fmt::Debug for RequestOptions {
             .field("log_level", &self.log_level)
             .field("traceparent", &self.traceparent)
             .field("meta", &self.meta)
+            .field("task_input", &self.task_input)
             .finish()
     }
 }
@@ -111,6 +118,11 @@ pub struct ClientConfig {
     /// interval (the client backs off up to it). A server's own
     /// `pollIntervalMs` is always honoured, however long.
     pub max_poll_interval: Duration,
+    /// Follow a task's `notifications/tasks` on a `subscriptions/listen`
+    /// stream (`notifications.taskIds`) while it runs, so a status change
+    /// is seen at once rather than at the next poll; polling goes on at
+    /// the server's interval as a fallback.
+    pub task_notifications: bool,
 }
 
 impl Default for ClientConfig {
@@ -126,6 +138,7 @@ impl Default for ClientConfig {
             tasks: false,
             task_timeout: Duration::from_secs(1800),
             max_poll_interval: Duration::from_secs(5),
+            task_notifications: true,
         }
     }
 }

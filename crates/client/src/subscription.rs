@@ -197,7 +197,9 @@ impl Subscription {
     /// for as long as the transport is open. Changes made while it was
     /// down are unknown, so after a reconnection this yields a
     /// `list_changed` for every acknowledged list and a
-    /// `resources/updated` for every acknowledged resource, each marked
+    /// `resources/updated` for every acknowledged resource and a
+    /// `notifications/tasks` with only the `taskId` for every acknowledged
+    /// task (extension), each marked
     /// with `_meta["dev.switchboard/resync"] = true`: consumers re-fetch.
     ///
     /// # Cancel safety
@@ -340,6 +342,15 @@ impl Subscription {
             self.queued.push_back(Notification::new(
                 method::RESOURCES_UPDATED,
                 Some(json!({ "_meta": meta, "uri": uri })),
+            ));
+        }
+        // Tasks (extension): a status notification with the id alone, so
+        // its follower fetches the task.
+        let task_ids = f.extra.get("taskIds").and_then(serde_json::Value::as_array);
+        for id in task_ids.into_iter().flatten() {
+            self.queued.push_back(Notification::new(
+                switchboard_wire::tasks::NOTIFICATION,
+                Some(json!({ "_meta": meta, "taskId": id })),
             ));
         }
     }

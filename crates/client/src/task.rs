@@ -7,7 +7,11 @@
 //! task to its end, so the caller sees a plain result: it polls `tasks/get`
 //! at the server's `pollIntervalMs` (never faster; backing off up to
 //! [`crate::ClientConfig::max_poll_interval`] when the server names no
-//! interval), answers `input_required` statuses through the same
+//! interval), listens for the task's `notifications/tasks` meanwhile (a
+//! `subscriptions/listen` with `notifications.taskIds`, see
+//! [`crate::ClientConfig::task_notifications`]: a notified change ends the
+//! wait at once, and one without the payload its status needs is fetched
+//! with `tasks/get`), answers `input_required` statuses through the same
 //! [`crate::InputHandler`] as MRTR with `tasks/update` (each request once),
 //! reports every status change to the call's `on_notification` sink as a
 //! `notifications/tasks` notification, and sends `tasks/cancel` when the
@@ -32,6 +36,13 @@ use tracing::debug;
 use crate::client::Client;
 use crate::error::{ClientError, TransportError};
 use crate::options::RequestOptions;
+
+mod legacy;
+mod watch;
+
+pub use legacy::TaskList;
+pub(crate) use legacy::{is_create_task_result, task_support_of};
+use watch::{Heard, Watch};
 
 /// The first wait when the server suggests no polling interval.
 const FIRST_POLL: Duration = Duration::from_millis(250);
@@ -147,8 +158,13 @@ impl Client {
         arguments: Option<JsonObject>,
         options: &RequestOptions,
     ) -> Result<ToolCallStart, ClientError> {
-        let value = self.call_tool_value(name, arguments, options).await?;
-        if switchboard_wire::ResultType::of(&value).is_task() {
+        let legacy_task = self.legacy_task_wanted(name, true);
+        let value = self
+            .call_tool_value(name, arguments, options, legacy_task)
+            .await?;
+        if switchboard_wire::ResultType::of(&value).is_task()
+            || (legacy_task && is_create_task_result(&value))
+        {
             return self
                 .parse_task(method::TOOLS_CALL, value)
                 .map(ToolCallStart::Task);
@@ -245,6 +261,9 @@ impl Client {
     }
 
     fn parse_task(&self, method: &str, value: Value) -> Result<Task, ClientError> {
+        if self.era() == switchboard_wire::Era::Legacy {
+            return self.legacy_task(method, value);
+        }
         serde_json::from_value(value)
             .map_err(|e| self.invalid(method, format!("malformed task: {e}")))
     }
@@ -297,6 +316,11 @@ impl Client {
             ..RequestOptions::default()
         };
         let mut backoff = FIRST_POLL;
+        let mut watch = if task.status.is_terminal() {
+            Watch::Off
+        } else {
+            Watch::start(self, &task.task_id)
+        };
         let mut reported: Option<(TaskStatus, Option<String>)> = None;
         // Input requests answered, by key, with the request they answered:
         // the same request seen again on a later poll is not asked twice.
@@ -306,6 +330,23 @@ impl Client {
             if reported.as_ref() != Some(&now) {
                 report(options, &task);
                 reported = Some(now);
+            }
+            // 2025-11-25: the result or error comes from `tasks/result`,
+            // which also carries the server's questions, so it is called
+            // once the task ends or asks.
+            let asks_or_ended = matches!(
+                task.status,
+                TaskStatus::Completed | TaskStatus::Failed | TaskStatus::InputRequired
+            );
+            if asks_or_ended && task.result.is_none() && self.era() == switchboard_wire::Era::Legacy
+            {
+                return self
+                    .task_result_value(&task.task_id, &poll_options)
+                    .await
+                    .map_err(|e| {
+                        let ended = matches!(e, ClientError::Protocol { .. });
+                        (e, ended)
+                    });
             }
             match task.status {
                 TaskStatus::Completed => {
@@ -346,7 +387,7 @@ impl Client {
                     ));
                 }
                 TaskStatus::InputRequired => {
-                    self.answer_task_inputs(&task, &mut answered)
+                    self.answer_task_inputs(&task, options, &mut answered)
                         .await
                         .map_err(|e| (e, false))?;
                 }
@@ -362,11 +403,23 @@ impl Client {
                     wait
                 }
             };
-            tokio::time::sleep(wait).await;
-            task = self
-                .get_task_with(&task.task_id, &poll_options)
-                .await
-                .map_err(|e| (e, false))?;
+            // Poll when the wait is over, or at once when the watch says
+            // something changed that it cannot show; a notification with
+            // the complete state replaces the poll.
+            let heard = tokio::select! {
+                () = tokio::time::sleep(wait) => None,
+                heard = watch.next(&task.task_id) => match heard {
+                    Heard::Task(notified) => Some(*notified),
+                    Heard::Refresh => None,
+                },
+            };
+            task = match heard {
+                Some(notified) => notified,
+                None => self
+                    .get_task_with(&task.task_id, &poll_options)
+                    .await
+                    .map_err(|e| (e, false))?,
+            };
         }
     }
 
@@ -375,6 +428,7 @@ impl Client {
     async fn answer_task_inputs(
         &self,
         task: &Task,
+        options: &RequestOptions,
         answered: &mut HashMap<String, Value>,
     ) -> Result<(), ClientError> {
         let fresh: JsonObject = task
@@ -392,7 +446,14 @@ impl Client {
             request_state: None,
             header: ResultHeader::complete(),
         };
-        let Some(responses) = self.answer_inputs(tasks::TASKS_UPDATE, &required).await? else {
+        let answered_by = match &options.task_input {
+            Some(handler) => {
+                self.answer_inputs_with(&**handler, tasks::TASKS_UPDATE, &required)
+                    .await?
+            }
+            None => self.answer_inputs(tasks::TASKS_UPDATE, &required).await?,
+        };
+        let Some(responses) = answered_by else {
             return Ok(());
         };
         self.update_task(&task.task_id, responses).await?;

@@ -82,6 +82,18 @@ impl Client {
         method: &str,
         required: &InputRequiredResult,
     ) -> Result<Option<JsonObject>, ClientError> {
+        self.answer_inputs_with(&*self.inner.handler, method, required)
+            .await
+    }
+
+    /// [`Client::answer_inputs`] through another handler, within what the
+    /// client's own handler declared.
+    pub(crate) async fn answer_inputs_with(
+        &self,
+        handler: &dyn InputHandler,
+        method: &str,
+        required: &InputRequiredResult,
+    ) -> Result<Option<JsonObject>, ClientError> {
         let Some(requests) = &required.input_requests else {
             return Ok(None);
         };
@@ -103,7 +115,7 @@ impl Client {
                 method: Some(method.into()),
                 era: Era::Modern,
             };
-            let answer = input::answer(&*self.inner.handler, cx, &request.method, request.params)
+            let answer = input::answer(handler, cx, &request.method, request.params)
                 .await
                 .map_err(|e| ClientError::Input {
                     server: self.inner.name.clone(),

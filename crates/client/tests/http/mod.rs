@@ -3,6 +3,7 @@
 mod client;
 mod legacy;
 mod server;
+mod tasks;
 mod tls;
 mod transport;
 pub(crate) mod util;

@@ -220,3 +220,112 @@ async fn the_explicit_api_hands_the_task_to_the_caller() {
         .unwrap();
     assert!(matches!(start, ToolCallStart::Complete(r) if r.joined_text() == "hi"));
 }
+
+/// Runs a call that only a status notification can end: the server asks
+/// to be polled once an hour. The guard turns a hang into a failure.
+async fn notified_call(
+    client: &switchboard_client::Client,
+    arguments: Value,
+) -> switchboard_wire::CallToolResult {
+    let call = client.call_tool("task", args(arguments));
+    tokio::time::timeout(Duration::from_secs(120), call)
+        .await
+        .expect("only the next poll, an hour away, could have ended the call")
+        .unwrap()
+}
+
+/// The `taskIds` the client listened for.
+fn listened_task_ids(log: &[Value]) -> Vec<Value> {
+    requests(log, "subscriptions/listen")
+        .iter()
+        .map(|r| r["params"]["notifications"]["taskIds"].clone())
+        .collect()
+}
+
+const HOUR_MS: u64 = 3_600_000;
+
+#[tokio::test]
+async fn a_completion_notification_ends_the_wait_long_before_the_next_poll() {
+    let log = log_path();
+    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
+    let client = builder.tasks(true).connect().await.unwrap();
+    let result = notified_call(
+        &client,
+        json!({"notify": true, "work_ms": 50, "poll_ms": HOUR_MS}),
+    )
+    .await;
+    assert_eq!(result.joined_text(), "task done after 0 inputs");
+    let log = read_log(&log);
+    let gets = requests(&log, "tasks/get");
+    // One catch-up poll after the listen was acknowledged (the mock starts
+    // the work only then); the completion came by notification alone.
+    assert_eq!(gets.len(), 1, "{gets:?}");
+    assert_eq!(
+        listened_task_ids(&log),
+        [json!([gets[0]["params"]["taskId"]])]
+    );
+    assert!(requests(&log, "tasks/cancel").is_empty());
+}
+
+#[tokio::test]
+async fn a_completion_notification_without_the_result_is_fetched_at_once() {
+    let log = log_path();
+    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
+    let client = builder.tasks(true).connect().await.unwrap();
+    let result = notified_call(
+        &client,
+        json!({"notify": true, "bare": true, "work_ms": 50, "poll_ms": HOUR_MS}),
+    )
+    .await;
+    assert_eq!(result.joined_text(), "task done after 0 inputs");
+    // The catch-up poll, then the one the bare notification asked for.
+    assert_eq!(requests(&read_log(&log), "tasks/get").len(), 2);
+}
+
+#[tokio::test]
+async fn a_notified_input_request_is_answered_without_waiting_for_a_poll() {
+    let log = log_path();
+    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
+    let answers = Answers::all();
+    let asked = Arc::clone(&answers.asked);
+    let client = builder
+        .tasks(true)
+        .input_handler(answers)
+        .connect()
+        .await
+        .unwrap();
+    let result = notified_call(
+        &client,
+        json!({"notify": true, "inputs": 1, "work_ms": 50, "poll_ms": HOUR_MS}),
+    )
+    .await;
+    assert_eq!(result.joined_text(), "task done after 1 inputs");
+    assert_eq!(*asked.lock().unwrap(), ["elicitation/create"]);
+    let log = read_log(&log);
+    // input_required and the completion both came by notification.
+    assert_eq!(requests(&log, "tasks/get").len(), 1);
+    let updates = requests(&log, "tasks/update");
+    assert_eq!(updates.len(), 1);
+    assert_eq!(
+        updates[0]["params"]["inputResponses"]["confirm"]["action"],
+        "accept"
+    );
+}
+
+#[tokio::test]
+async fn with_notifications_off_the_task_is_only_polled() {
+    let log = log_path();
+    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
+    let client = builder
+        .tasks(true)
+        .task_notifications(false)
+        .connect()
+        .await
+        .unwrap();
+    let result = client
+        .call_tool("task", args(json!({"work_ms": 50, "poll_ms": 20})))
+        .await
+        .unwrap();
+    assert_eq!(result.joined_text(), "task done after 0 inputs");
+    assert!(listened_task_ids(&read_log(&log)).is_empty());
+}

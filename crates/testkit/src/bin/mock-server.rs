@@ -24,6 +24,7 @@
 //! | `--repeat-cursor` | `tools/list` returns `nextCursor: "again"` forever |
 //! | `--versions A,B` | modern versions served (default `2026-07-28`); others get -32022 |
 //! | `--legacy` | speak only 2025-11-25: `initialize` handshake, no `_meta` needed, `ping`, server→client requests from the `sample` tool |
+//! | `--legacy-tasks` | with `--legacy`: 2025-11-25 experimental tasks: `capabilities.tasks` (`list`, `cancel`, `requests.tools.call`), the tools `job` (`execution.taskSupport: "required"`) and `maybe_job` (`"optional"`), `tasks/get`, `tasks/result`, `tasks/list` (one task a page), `tasks/cancel` (see the tools table) |
 //! | `--discover-reply KIND` | legacy only: answer `server/discover` with `method-not-found` (default), `invalid-params`, `parse-error` (-32700 without id) or `silent` (no answer) |
 //! | `--listen-end KIND` | how `subscriptions/listen` ends: `open` (default; until the client cancels), `cancel` (server sends `notifications/cancelled`), `result` (server sends the listen result) |
 //! | `--log PATH` | append every line received on stdin to PATH (tests read it to check ids, `_meta`, cancellations) |
@@ -52,6 +53,8 @@
 //! | `weird` | — | a result with an unknown `resultType` |
 //! | `pids` | — | `structuredContent` = `{"pid": …, "grandchild": …}` |
 //! | `task` | `work_ms?` (200), `never?`, `poll_ms?`, `inputs?` (0), `ttl_ms?` | with the tasks extension declared: a task handle (`resultType: "task"`, `pollIntervalMs` = `poll_ms` when given, `ttlMs` = `ttl_ms`). The task asks `inputs` times for input (`inputRequests.confirm`, a new message each round) through `tasks/update`, then works `work_ms` (forever with `never`) and completes with the answers; after `ttl_ms` it is gone (-32602). `tasks/cancel` marks it cancelled. Without the extension: works `work_ms` inside the call |
+//! | `task` with `notify: true` (and `bare?`) | as `task`, but driven by its listen stream: it stays `working` until a `subscriptions/listen` named it in `taskIds` and a `tasks/get` followed; then each step (an input request, the completion) comes `work_ms` later (and `work_ms` after each `tasks/update`) and is announced by a `notifications/tasks` on that stream with the full task (the completion without `result` with `bare`) |
+//! | `job`, `maybe_job` | `work_ms?` (100), `ask?` | `--legacy-tasks` only. With a `task` param: `{"task": {…}}` (`ttl`, `pollInterval` 20); the task works `work_ms`, then with `ask` goes `input_required` until `tasks/result` has asked `elicitation/create` (with the `related-task` `_meta`) and got the answer, then completes with `"job done: <answer>"` (`tasks/result` waits for the end). Without: `job` is -32601, `maybe_job` answers `"job done at once"` |
 //! | `sample` | — | legacy only: sends `roots/list`, `sampling/createMessage`, `elicitation/create` (those declared in `initialize`) and `ping` to the client, returns the answers |
 //!
 //! Resources (`mock://a`, `mock://b`, `mock://ask` with MRTR), one template,
@@ -97,6 +100,7 @@ struct Opts {
     repeat_cursor: bool,
     versions: Vec<String>,
     legacy: bool,
+    legacy_tasks: bool,
     discover_reply: String,
     listen_end: String,
     log: Option<String>,
@@ -139,6 +143,7 @@ fn parse_opts() -> anyhow::Result<Opts> {
             "--repeat-cursor" => o.repeat_cursor = true,
             "--versions" => o.versions = value()?.split(',').map(str::to_owned).collect(),
             "--legacy" => o.legacy = true,
+            "--legacy-tasks" => o.legacy_tasks = true,
             "--discover-reply" => o.discover_reply = value()?,
             "--listen-end" => o.listen_end = value()?,
             "--log" => o.log = Some(value()?),
@@ -198,10 +203,15 @@ fn main() -> anyhow::Result<()> {
         active: AtomicU64::new(0),
         listeners: Mutex::new(Vec::new()),
         tasks: Mutex::new(HashMap::new()),
+        legacy_tasks: Mutex::new(Vec::new()),
     });
     if server.opts.watch_tools {
         let s = server.clone();
         std::thread::spawn(move || s.watch_tools());
+    }
+    {
+        let s = server.clone();
+        std::thread::spawn(move || s.task_notifier());
     }
     eprintln!(
         "mock-server {} ready (pid {})",
@@ -328,6 +338,42 @@ struct Server {
     listeners: Mutex<Vec<Value>>,
     /// Tasks of the `task` tool, by id.
     tasks: Mutex<HashMap<String, MockTask>>,
+    /// `--legacy-tasks`: 2025-11-25 tasks, in creation order.
+    legacy_tasks: Mutex<Vec<(String, LegacyTask)>>,
+}
+
+/// A 2025-11-25 task of `job` / `maybe_job`.
+struct LegacyTask {
+    created: std::time::Instant,
+    work: Duration,
+    ask: bool,
+    answer: Option<Value>,
+    cancelled: bool,
+}
+
+impl LegacyTask {
+    fn status(&self) -> &'static str {
+        if self.cancelled {
+            "cancelled"
+        } else if self.created.elapsed() < self.work {
+            "working"
+        } else if self.ask && self.answer.is_none() {
+            "input_required"
+        } else {
+            "completed"
+        }
+    }
+
+    fn view(&self, id: &str) -> Value {
+        json!({
+            "taskId": id,
+            "status": self.status(),
+            "createdAt": "2025-11-25T10:30:00Z",
+            "lastUpdatedAt": "2025-11-25T10:30:00Z",
+            "ttl": 60_000,
+            "pollInterval": 20,
+        })
+    }
 }
 
 /// A task of the `task` tool.
@@ -342,6 +388,26 @@ struct MockTask {
     round: u64,
     answers: Vec<Value>,
     cancelled: bool,
+    /// `notify`: the task is driven by its listen stream, not by time.
+    notify: Option<NotifyTask>,
+}
+
+/// A `notify` task: it stays `working` until a listen stream asked for it
+/// and a `tasks/get` came after that; then each step (an input request,
+/// the completion) happens `work_ms` later and is announced only by a
+/// `notifications/tasks` on that stream.
+#[derive(Default)]
+struct NotifyTask {
+    /// Announce the completion without its `result`.
+    bare: bool,
+    /// The listen stream that asked for the task (its subscription id).
+    listen: Option<Value>,
+    /// Whether the first step has been scheduled.
+    started: bool,
+    /// When the next step happens.
+    due: Option<std::time::Instant>,
+    /// Whether the task asks for input (`Some(false)`: completed).
+    asking: Option<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -817,6 +883,12 @@ impl Server {
             round: 1,
             answers: Vec::new(),
             cancelled: false,
+            notify: (args.get("notify").and_then(Value::as_bool) == Some(true)).then(|| {
+                NotifyTask {
+                    bare: args.get("bare").and_then(Value::as_bool) == Some(true),
+                    ..NotifyTask::default()
+                }
+            }),
         };
         let mut view = Self::task_view(&id, &task);
         view["resultType"] = json!("task");
@@ -827,6 +899,153 @@ impl Server {
         }
         lock(&self.tasks).insert(id, task);
         Some(Ok(self.complete(view)))
+    }
+
+    /// Takes the due steps of `notify` tasks and announces each on the
+    /// task's listen stream.
+    fn task_notifier(&self) {
+        loop {
+            std::thread::sleep(Duration::from_millis(10));
+            let now = std::time::Instant::now();
+            let mut announce = Vec::new();
+            for (id, t) in lock(&self.tasks).iter_mut() {
+                let inputs_left = t.inputs_left;
+                let Some(n) = t.notify.as_mut() else { continue };
+                if t.cancelled || n.due.is_none_or(|due| due > now) {
+                    continue;
+                }
+                n.due = None;
+                n.asking = Some(inputs_left > 0);
+                let (bare, listen) = (n.bare, n.listen.clone());
+                let mut view = Self::task_view(id, t);
+                if bare {
+                    if let Value::Object(o) = &mut view {
+                        o.remove("result");
+                    }
+                }
+                view["_meta"] = json!({SUBSCRIPTION_ID: listen});
+                announce.push(view);
+            }
+            for view in announce {
+                self.notify("notifications/tasks", view);
+            }
+        }
+    }
+
+    /// `job` / `maybe_job` (2025-11-25 tasks).
+    fn legacy_job(
+        &self,
+        name: &str,
+        params: &Value,
+    ) -> Result<Value, switchboard_wire::ErrorObject> {
+        if params.get("task").is_none() {
+            return if name == "job" {
+                Err(rpc_error(-32601, "job must be called as a task"))
+            } else {
+                Ok(json!({"content": [{"type": "text", "text": "job done at once"}]}))
+            };
+        }
+        let args = params
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let task = LegacyTask {
+            created: std::time::Instant::now(),
+            work: Duration::from_millis(args.get("work_ms").and_then(Value::as_u64).unwrap_or(100)),
+            ask: args.get("ask").and_then(Value::as_bool) == Some(true),
+            answer: None,
+            cancelled: false,
+        };
+        let id = format!(
+            "legacy-task-{}",
+            self.next_id.fetch_add(1, Ordering::SeqCst)
+        );
+        let view = task.view(&id);
+        lock(&self.legacy_tasks).push((id, task));
+        Ok(json!({ "task": view }))
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` (2025-11-25).
+    fn legacy_task_method(
+        &self,
+        method: &str,
+        params: &Value,
+    ) -> Result<Value, switchboard_wire::ErrorObject> {
+        if method == "tasks/list" {
+            let tasks = lock(&self.legacy_tasks);
+            let at = params
+                .get("cursor")
+                .and_then(Value::as_str)
+                .and_then(|c| c.parse::<usize>().ok())
+                .unwrap_or(0);
+            let page: Vec<Value> = tasks
+                .iter()
+                .skip(at)
+                .take(1)
+                .map(|(id, t)| t.view(id))
+                .collect();
+            let mut out = json!({ "tasks": page });
+            if at + 1 < tasks.len() {
+                out["nextCursor"] = json!((at + 1).to_string());
+            }
+            return Ok(out);
+        }
+        let id = params
+            .get("taskId")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let with = |f: &mut dyn FnMut(&mut LegacyTask) -> Value| {
+            let mut tasks = lock(&self.legacy_tasks);
+            tasks
+                .iter_mut()
+                .find(|(i, _)| *i == id)
+                .map(|(_, t)| f(t))
+                .ok_or_else(|| rpc_error(-32602, "Failed to retrieve task: Task not found"))
+        };
+        match method {
+            "tasks/get" => with(&mut |t| t.view(&id)),
+            "tasks/cancel" => with(&mut |t| {
+                t.cancelled = true;
+                t.view(&id)
+            }),
+            _ => loop {
+                // tasks/result: wait for the end, asking on the way.
+                let status = with(&mut |t| json!(t.status()))?;
+                match status.as_str() {
+                    Some("completed") => {
+                        let answer = with(&mut |t| t.answer.clone().unwrap_or(Value::Null))?;
+                        return Ok(json!({
+                            "content": [{"type": "text", "text": format!("job done: {answer}")}],
+                            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": id}},
+                        }));
+                    }
+                    Some("cancelled") => return Err(rpc_error(-32603, "the task was cancelled")),
+                    Some("input_required") => {
+                        let ask_id = format!("srv-{}", self.next_id.fetch_add(1, Ordering::SeqCst));
+                        let (tx, rx) = mpsc::channel();
+                        lock(&self.waiting).insert(json!(ask_id).to_string(), tx);
+                        let mut ask = input_request("confirm")["params"].clone();
+                        ask["_meta"] =
+                            json!({"io.modelcontextprotocol/related-task": {"taskId": id}});
+                        self.send(&Message::Request(Request::new(
+                            ask_id.as_str(),
+                            "elicitation/create",
+                            Some(ask),
+                        )));
+                        let answer = match rx.recv_timeout(Duration::from_secs(10)) {
+                            Ok(Response { outcome: Ok(v), .. }) => v,
+                            _ => json!("no answer"),
+                        };
+                        with(&mut |t| {
+                            t.answer = Some(answer.clone());
+                            Value::Null
+                        })?;
+                    }
+                    _ => std::thread::sleep(Duration::from_millis(10)),
+                }
+            },
+        }
     }
 
     /// A task as `tasks/get` shows it.
@@ -840,15 +1059,19 @@ impl Server {
         if let Some(ms) = t.poll_ms {
             v["pollIntervalMs"] = json!(ms);
         }
+        let asking = t.notify.as_ref().map(|n| n.asking);
         if t.cancelled {
             v["status"] = json!("cancelled");
-        } else if t.inputs_left > 0 {
+        } else if asking == Some(None) {
+            v["status"] = json!("working");
+            v["statusMessage"] = json!("working on it");
+        } else if t.inputs_left > 0 && asking != Some(Some(false)) {
             v["status"] = json!("input_required");
             v["statusMessage"] = json!(format!("waiting for answer {}", t.round));
             let mut request = input_request("confirm");
             request["params"]["message"] = json!(format!("Proceed with step {}?", t.round));
             v["inputRequests"] = json!({"confirm": request});
-        } else if t.work.is_some_and(|w| t.working_since.elapsed() >= w) {
+        } else if asking.is_some() || t.work.is_some_and(|w| t.working_since.elapsed() >= w) {
             v["status"] = json!("completed");
             v["result"] = json!({
                 "content": [{"type": "text", "text": format!("task done after {} inputs", t.answers.len())}],
@@ -880,6 +1103,25 @@ impl Server {
         let Some(task) = tasks.get_mut(id) else {
             return Err(rpc_error(-32602, "Failed to retrieve task: Task not found"));
         };
+        let work = task.work;
+        if let Some(n) = task.notify.as_mut() {
+            // The first poll after a listener arrived starts the work; an
+            // answer starts the next step.
+            let step = match method {
+                "tasks/get" => n.listen.is_some() && !n.started,
+                "tasks/update" => {
+                    n.asking == Some(true)
+                        && task.inputs_left > 0
+                        && params.pointer("/inputResponses/confirm").is_some()
+                }
+                _ => false,
+            };
+            if step {
+                n.started = true;
+                n.asking = None;
+                n.due = work.map(|w| std::time::Instant::now() + w);
+            }
+        }
         match method {
             "tasks/get" => Ok(Self::task_view(id, task)),
             "tasks/update" => {
@@ -972,6 +1214,23 @@ impl Server {
         if let Value::Object(o) = &mut acked {
             o.remove("resourcesListChanged");
         }
+        // Tasks are registered before the acknowledgement: the client may
+        // poll as soon as it has it.
+        for task_id in filter
+            .get("taskIds")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let mut tasks = lock(&self.tasks);
+            let notify = task_id
+                .as_str()
+                .and_then(|t| tasks.get_mut(t))
+                .and_then(|t| t.notify.as_mut());
+            if let Some(n) = notify {
+                n.listen = Some(id.clone());
+            }
+        }
         self.notify(
             "notifications/subscriptions/acknowledged",
             json!({"_meta": {SUBSCRIPTION_ID: id}, "notifications": acked}),
@@ -1044,20 +1303,41 @@ impl Server {
                 *lock(&self.client_caps) =
                     params.get("capabilities").cloned().unwrap_or(Value::Null);
                 eprintln!("mock-server: initialize asked for {requested}");
+                let mut capabilities = json!({"tools": {"listChanged": true}});
+                if self.opts.legacy_tasks {
+                    capabilities["tasks"] =
+                        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+                }
                 Ok(json!({
                     "protocolVersion": SUPPORTED_LEGACY,
-                    "capabilities": {"tools": {"listChanged": true}},
+                    "capabilities": capabilities,
                     "serverInfo": self.server_info(),
                     "instructions": "legacy mock",
                 }))
             }
             "ping" => Ok(json!({})),
             _ if !initialized => Err(rpc_error(-32002, "server not initialized")),
-            "tools/list" => Ok(json!({"tools": [
-                {"name": "echo", "inputSchema": {"type": "object"}},
-                {"name": "sample", "inputSchema": {"type": "object"}},
-            ]})),
+            "tools/list" => {
+                let mut tools = vec![
+                    json!({"name": "echo", "inputSchema": {"type": "object"}}),
+                    json!({"name": "sample", "inputSchema": {"type": "object"}}),
+                ];
+                if self.opts.legacy_tasks {
+                    for (name, support) in [("job", "required"), ("maybe_job", "optional")] {
+                        tools.push(json!({"name": name, "inputSchema": {"type": "object"}, "execution": {"taskSupport": support}}));
+                    }
+                }
+                Ok(json!({ "tools": tools }))
+            }
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
+                if self.opts.legacy_tasks =>
+            {
+                self.legacy_task_method(&req.method, params)
+            }
             "tools/call" => match params.get("name").and_then(Value::as_str) {
+                Some(name @ ("job" | "maybe_job")) if self.opts.legacy_tasks => {
+                    self.legacy_job(name, params)
+                }
                 Some("echo") => Ok(json!({
                     "content": [{"type": "text", "text": "legacy echo"}],
                     "structuredContent": {"id": req.id.to_value(), "params": params},
