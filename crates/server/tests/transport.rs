@@ -371,3 +371,43 @@ async fn shutdown_closes_listen_streams_gracefully() {
         .unwrap()
         .unwrap();
 }
+
+// Plain routes (health, metrics) answer GET next to the MCP endpoint with
+// no Origin check, refuse other methods, and leave unknown paths at 404.
+#[tokio::test]
+async fn plain_routes_answer_get_next_to_the_endpoint() {
+    use switchboard_server::http::{PlainResponse, PlainRoute};
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = calls.clone();
+    let route: PlainRoute = Arc::new(move || {
+        let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+        Box::pin(async move { PlainResponse::new(200, "text/plain", format!("ok {n}")) })
+    });
+    let (server, _) = server();
+    let http = start(server, HttpOptions::new().plain_route("/healthz", route)).await;
+    let r = http
+        .raw(
+            http::Method::GET,
+            "/healthz",
+            &[header("origin", "http://evil.example.com")],
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.content_type(), "text/plain");
+    assert_eq!(r.body, b"ok 1");
+    let r = http
+        .raw(http::Method::POST, "/healthz", &[], Vec::new())
+        .await;
+    assert_eq!(r.status, 405);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "a refused method runs nothing"
+    );
+    let r = http
+        .raw(http::Method::GET, "/readyz", &[], Vec::new())
+        .await;
+    assert_eq!(r.status, 404);
+    http.stop().await;
+}

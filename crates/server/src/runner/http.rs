@@ -72,7 +72,35 @@ pub struct HttpOptions {
     shutdown_grace: Duration,
     auth: Option<Arc<Auth>>,
     dpop: Arc<DpopVerifier>,
+    routes: Vec<(String, PlainRoute)>,
 }
+
+/// The answer of a plain (non-MCP) route: status, content type and body.
+#[derive(Debug, Clone)]
+pub struct PlainResponse {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Content-Type` header.
+    pub content_type: String,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl PlainResponse {
+    /// A response with `status`, `content_type` and `body`.
+    pub fn new(status: u16, content_type: impl Into<String>, body: impl Into<Vec<u8>>) -> Self {
+        PlainResponse {
+            status,
+            content_type: content_type.into(),
+            body: body.into(),
+        }
+    }
+}
+
+/// A plain GET route served next to the MCP endpoint, outside its checks
+/// and authorization (health, readiness, metrics).
+pub type PlainRoute =
+    Arc<dyn Fn() -> std::pin::Pin<Box<dyn Future<Output = PlainResponse> + Send>> + Send + Sync>;
 
 struct Auth {
     validator: Box<dyn TokenValidator>,
@@ -85,6 +113,14 @@ impl std::fmt::Debug for HttpOptions {
             .field("path", &self.path)
             .field("max_body", &self.max_body)
             .field("auth", &self.auth.is_some())
+            .field(
+                "routes",
+                &self
+                    .routes
+                    .iter()
+                    .map(|(p, _)| p.as_str())
+                    .collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -102,11 +138,23 @@ impl Default for HttpOptions {
             shutdown_grace: Duration::from_secs(10),
             auth: None,
             dpop: Arc::new(DpopVerifier::new()),
+            routes: Vec::new(),
         }
     }
 }
 
 impl HttpOptions {
+    /// Serves `route` at `path` (GET and HEAD only) next to the MCP
+    /// endpoint, with no Origin check and no authorization: for health,
+    /// readiness and metrics. A later route at the same path replaces it.
+    #[must_use]
+    pub fn plain_route(mut self, path: impl Into<String>, route: PlainRoute) -> Self {
+        let path = path.into();
+        self.routes.retain(|(p, _)| *p != path);
+        self.routes.push((path, route));
+        self
+    }
+
     /// Defaults: endpoint `/mcp`, 4 MiB bodies, keep-alive comment every
     /// 15 s, 1 024 connections, loopback-only `Host`/`Origin` when bound to
     /// loopback.
@@ -467,6 +515,9 @@ impl State {
     ) -> HttpResponse {
         let path = req.uri().path();
         if path != self.options.path {
+            if let Some((_, route)) = self.options.routes.iter().find(|(p, _)| p == path) {
+                return plain_route(req.method(), route).await;
+            }
             return self.other_path(&req);
         }
         if let Err((status, reason)) = self.guard.check(req.headers()) {
@@ -599,6 +650,7 @@ impl State {
         }
     }
 
+    /// Answers the paths the server does not know.
     fn other_path(&self, req: &http::Request<hyper::body::Incoming>) -> HttpResponse {
         if let Some(auth) = &self.options.auth {
             let path = req.uri().path();
@@ -1228,4 +1280,21 @@ fn has_query_token(query: Option<&str>) -> bool {
         q.split('&')
             .any(|pair| pair.split('=').next() == Some("access_token"))
     })
+}
+
+/// Runs a plain route for a GET or HEAD; anything else is 405.
+async fn plain_route(method: &Method, route: &PlainRoute) -> HttpResponse {
+    if *method != Method::GET && *method != Method::HEAD {
+        let mut r = status_only(StatusCode::METHOD_NOT_ALLOWED);
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
+    }
+    let answer = route().await;
+    let mut r = Response::new(Body::full(answer.body));
+    *r.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    if let Ok(v) = HeaderValue::from_str(&answer.content_type) {
+        r.headers_mut().insert(CONTENT_TYPE, v);
+    }
+    r
 }
