@@ -15,8 +15,9 @@
 //! upstream listeners as `notifications/tools/list_changed`.
 //!
 //! Modules: `tools` keeps the served tools in step with the table and
-//! runs each call, `approval` puts the gate's question upstream, `run`
-//! serves the gateway over stdio or Streamable HTTP.
+//! runs each call, `approval` puts the gate's question upstream, `tasks`
+//! hands downstream tasks on to upstream clients that declared the tasks
+//! extension, `run` serves the gateway over stdio or Streamable HTTP.
 //!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {
@@ -31,6 +32,7 @@
 
 mod approval;
 mod run;
+mod tasks;
 mod tools;
 
 use switchboard_host::Host;
@@ -171,6 +173,9 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         .title("Switchboard gateway")
         .instructions(instructions)
         .declare_tools()
+        // Calls the downstream servers turn into tasks are handed on as
+        // tasks to upstream clients that follow them (`tasks`).
+        .tasks()
         // The table changes at run time: never let a client cache it long.
         .list_cache(0, switchboard_wire::CacheScope::Private)
         .build()

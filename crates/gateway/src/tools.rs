@@ -128,6 +128,10 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
 
     let mut options = CallOptions::default();
     options.approver = Some(approver);
+    // An upstream that follows tasks gets the downstream server's tasks.
+    if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
+        return crate::tasks::call(host, name, arguments, options, ctx).await;
+    }
     let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
     if ctx.wants_progress() {
         options = options.with_progress(move |p| {

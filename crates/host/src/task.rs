@@ -30,13 +30,15 @@ impl TaskWatch {
     }
 }
 
-/// A per-call notification sink: task statuses are recorded and their
-/// messages go to `progress` (the status count as the position);
+/// A per-call notification sink: task statuses are recorded, handed to
+/// `on_task` and their messages go to `progress` (the status count as the
+/// position);
 /// `tools/list_changed` wakes the server's refresher as the server-wide
 /// sink would; anything else is logged.
 pub(crate) fn watch(
     server: &Arc<Upstream>,
     progress: Option<ProgressSink>,
+    on_task: Option<NotificationSink>,
 ) -> (NotificationSink, TaskWatch) {
     let watch = TaskWatch::default();
     let seen = watch.clone();
@@ -44,6 +46,9 @@ pub(crate) fn watch(
     let count = Arc::new(Mutex::new(0u64));
     let sink: NotificationSink = Arc::new(move |n: Notification| match n.method.as_str() {
         tasks::NOTIFICATION => {
+            if let Some(on_task) = &on_task {
+                on_task(n.clone());
+            }
             let params = n.params.unwrap_or(Value::Null);
             let Some(id) = params.get("taskId").and_then(Value::as_str) else {
                 return;

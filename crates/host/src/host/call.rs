@@ -37,6 +37,13 @@ pub struct CallOptions {
     pub approver: Option<Arc<dyn Approver>>,
     /// Receives the call's progress notifications.
     pub progress: Option<ProgressSink>,
+    /// Receives every status change of the task the server turns the call
+    /// into (tasks extension), as the `notifications/tasks` the client
+    /// reports; the first one says the call became a task.
+    pub on_task: Option<NotificationSink>,
+    /// Answers the input requests of that task instead of the host's input
+    /// handler (a gateway relaying them to its own client).
+    pub task_input: Option<Arc<dyn switchboard_client::InputHandler>>,
 }
 
 impl CallOptions {
@@ -44,7 +51,7 @@ impl CallOptions {
     pub fn approver(approver: impl Approver + 'static) -> Self {
         CallOptions {
             approver: Some(Arc::new(approver)),
-            progress: None,
+            ..CallOptions::default()
         }
     }
 
@@ -63,6 +70,8 @@ impl std::fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("approver", &self.approver)
             .field("progress", &self.progress.is_some())
+            .field("on_task", &self.on_task.is_some())
+            .field("task_input", &self.task_input)
             .finish()
     }
 }
@@ -238,6 +247,30 @@ impl Host {
         }
     }
 
+    /// Asks the server behind `local_name` to cancel its task `task_id`
+    /// (`tasks/cancel`), e.g. when the task was handed on and the one it
+    /// was handed to gave up. The call following the task sees it end and
+    /// writes its audit line as usual.
+    ///
+    /// # Errors
+    /// [`ClientError`] of the request; [`ClientError::Unsupported`] when the
+    /// name leads to no connected server.
+    pub async fn cancel_task(&self, local_name: &str, task_id: &str) -> Result<(), ClientError> {
+        let link = self
+            .table()
+            .get(local_name)
+            .and_then(|entry| self.server(&entry.alias))
+            .and_then(|server| server.live_link());
+        match link {
+            Some(link) => link.client.cancel_task(task_id).await,
+            None => Err(ClientError::Unsupported {
+                server: local_name.to_owned(),
+                method: switchboard_wire::tasks::TASKS_CANCEL.into(),
+                what: "a connected server for this tool".into(),
+            }),
+        }
+    }
+
     /// The governed call: the table, the gate, then [`Host::run`].
     async fn govern(
         &self,
@@ -285,7 +318,8 @@ impl Host {
                 }
                 // Task statuses reach the progress sink; the task id, the
                 // audit line.
-                let (notifications, task) = crate::task::watch(&server, options.progress.clone());
+                let (notifications, task) =
+                    crate::task::watch(&server, options.progress.clone(), options.on_task.clone());
                 let end = self
                     .run(
                         &server,
@@ -441,6 +475,7 @@ impl Host {
         let mut client_options = switchboard_client::RequestOptions::timeout(timeout);
         client_options.on_progress = options.progress.clone();
         client_options.on_notification = Some(notifications);
+        client_options.task_input = options.task_input.clone();
         let outcome = link
             .client
             .call_tool_with(original, arguments, &client_options)

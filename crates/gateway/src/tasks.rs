@@ -1,0 +1,291 @@
+//! Tasks through the gateway (the tasks extension).
+//!
+//! For an upstream client that declared the extension, a call the
+//! downstream server turns into a task is answered upstream with a task of
+//! the gateway's own (the server framework's: 256 random bits, bound to the
+//! upstream principal, so another principal's id or a made-up one is
+//! answered like an unknown task). Behind that id the governed call goes on
+//! following the downstream task (host: gate, breaker, budget, one audit
+//! line with the downstream task id), and:
+//!
+//! - every downstream status change becomes the upstream task's status
+//!   message, so upstream `tasks/get` and listen streams follow it;
+//! - a downstream `input_required` is put to the upstream client as the
+//!   upstream task's `input_required` (one request at a time, keys unique
+//!   over the task); its `tasks/update` answers go down as `tasks/update`;
+//! - an upstream `tasks/cancel` goes down as `tasks/cancel`; the call
+//!   following the downstream task sees it end and writes its audit line;
+//! - the final result (or the host's `isError` text) completes the
+//!   upstream task.
+//!
+//! A call the downstream server answers at once stays a plain result, and a
+//! client without the extension gets the final result as before.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{Value, json};
+use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
+use switchboard_host::{CallOptions, CallReport, Host};
+use switchboard_server::{
+    CallToolResult, Context, HandlerError, InputRequired, Outcome, TaskContext, ToolResult,
+};
+use switchboard_wire::{JsonObject, Notification};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+/// How many status changes may wait for the upstream task; older ones are
+/// dropped (only the latest status message matters).
+const STATUS_QUEUE: usize = 16;
+/// How many input requests may wait for the upstream client (the client
+/// following the downstream task asks one at a time).
+const INPUT_QUEUE: usize = 4;
+
+/// Runs a governed call for an upstream that declared the extension: a
+/// plain result when the downstream server answers at once, a task of the
+/// gateway's own when it makes the call a task.
+pub(crate) async fn call(
+    host: &Host,
+    name: &str,
+    arguments: Option<JsonObject>,
+    mut options: CallOptions,
+    ctx: &Context,
+) -> ToolResult {
+    let (started_tx, started_rx) = oneshot::channel::<String>();
+    let (status_tx, status_rx) = mpsc::channel::<String>(STATUS_QUEUE);
+    let (input_tx, input_rx) = mpsc::channel::<Ask>(INPUT_QUEUE);
+    let started = Mutex::new(Some(started_tx));
+    options.on_task = Some(Arc::new(move |n: Notification| {
+        let params = n.params.unwrap_or(Value::Null);
+        if let Some(tx) = started
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
+            let _ = tx.send(id.to_owned());
+        }
+        let _ = status_tx.try_send(status_text(&params));
+    }));
+    options.task_input = Some(Arc::new(Relay {
+        asks: input_tx,
+        support: upstream_support(ctx),
+    }));
+    let mut call = tokio::spawn({
+        let host = host.clone();
+        let name = name.to_owned();
+        async move { host.call_detailed(&name, arguments, options).await }
+    });
+    tokio::select! {
+        // Answered at once (or stopped by the host): a plain result.
+        report = &mut call => Ok(finished(report).into()),
+        // The downstream server made it a task: so does the gateway.
+        Ok(downstream_id) = started_rx => {
+            let following = Following {
+                host: host.clone(),
+                name: name.to_owned(),
+                downstream_id,
+                call: Some(call),
+            };
+            Ok(Outcome::Task(switchboard_server::TaskWork::new(move |task| {
+                following.relay(task, status_rx, input_rx)
+            })))
+        }
+    }
+}
+
+/// The governed call behind an upstream task.
+struct Following {
+    host: Host,
+    /// The tool's namespaced name (it leads to the downstream server).
+    name: String,
+    /// The downstream task's id.
+    downstream_id: String,
+    /// The host's call, following the downstream task; `None` once it
+    /// ended.
+    call: Option<JoinHandle<CallReport>>,
+}
+
+impl Following {
+    /// Mirrors the downstream task into the upstream one until the call
+    /// ends, relaying its questions.
+    async fn relay(
+        mut self,
+        task: TaskContext,
+        mut statuses: mpsc::Receiver<String>,
+        mut asks: mpsc::Receiver<Ask>,
+    ) -> Result<CallToolResult, HandlerError> {
+        let mut keys = 0u64;
+        loop {
+            let step = {
+                let Some(call) = self.call.as_mut() else {
+                    return Err(HandlerError::internal("the call already ended"));
+                };
+                tokio::select! {
+                    report = call => Step::Done(report),
+                    Some(status) = statuses.recv() => Step::Status(status),
+                    Some(ask) = asks.recv() => Step::Ask(ask),
+                }
+            };
+            match step {
+                Step::Done(report) => {
+                    self.call = None;
+                    return Ok(finished(report));
+                }
+                Step::Status(status) => task.set_status(status),
+                Step::Ask(ask) => {
+                    keys += 1;
+                    let key = format!("input-{keys}");
+                    let question = InputRequired::new().request(&key, &ask.method, ask.params);
+                    // The downstream task may end while the upstream client
+                    // thinks: then the question is moot.
+                    let answered = {
+                        let Some(call) = self.call.as_mut() else {
+                            return Err(HandlerError::internal("the call already ended"));
+                        };
+                        tokio::select! {
+                            answers = task.ask(question) => Ok(answers),
+                            report = call => Err(report),
+                        }
+                    };
+                    let answers = match answered {
+                        Ok(answers) => answers,
+                        Err(report) => {
+                            self.call = None;
+                            return Ok(finished(report));
+                        }
+                    };
+                    let answer = match answers {
+                        Ok(answers) => answers
+                            .raw(&key)
+                            .cloned()
+                            .ok_or_else(|| "the client answered without this request".to_owned()),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    let _ = ask.reply.send(answer);
+                }
+            }
+        }
+    }
+}
+
+/// What the relay loop saw next.
+enum Step {
+    Done(Result<CallReport, tokio::task::JoinError>),
+    Status(String),
+    Ask(Ask),
+}
+
+impl Drop for Following {
+    /// The upstream task was cancelled (or the gateway is stopping) while
+    /// the downstream one runs: cancel that too. The host's call goes on
+    /// until the downstream task ends, so its audit line is still written.
+    fn drop(&mut self) {
+        let Some(call) = self.call.take() else {
+            return;
+        };
+        if call.is_finished() {
+            return;
+        }
+        let host = self.host.clone();
+        let name = std::mem::take(&mut self.name);
+        let id = std::mem::take(&mut self.downstream_id);
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = host.cancel_task(&name, &id).await {
+                    tracing::debug!(tool = %name, task = %id, error = %e, "tasks/cancel downstream failed");
+                }
+                let _ = call.await;
+            });
+        }
+    }
+}
+
+/// One downstream input request on its way upstream.
+struct Ask {
+    method: String,
+    params: Value,
+    /// The upstream client's answer, or why there is none.
+    reply: oneshot::Sender<Result<Value, String>>,
+}
+
+/// The input handler given to the host for the downstream task: it puts
+/// each request to the upstream task.
+#[derive(Debug)]
+struct Relay {
+    asks: mpsc::Sender<Ask>,
+    support: InputSupport,
+}
+
+impl Relay {
+    fn relay(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        let method = method.to_owned();
+        Box::pin(async move {
+            let (reply, answer) = oneshot::channel();
+            self.asks
+                .send(Ask {
+                    method,
+                    params,
+                    reply,
+                })
+                .await
+                .map_err(|_| InputError("the upstream task has ended".into()))?;
+            answer
+                .await
+                .map_err(|_| InputError("the upstream task has ended".into()))?
+                .map_err(InputError)
+        })
+    }
+}
+
+impl InputHandler for Relay {
+    fn support(&self) -> InputSupport {
+        self.support
+    }
+
+    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.relay("elicitation/create", params)
+    }
+
+    fn sample(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.relay("sampling/createMessage", params)
+    }
+
+    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.relay("roots/list", json!({}))
+    }
+}
+
+/// What the upstream client declared it can answer on this request.
+fn upstream_support(ctx: &Context) -> InputSupport {
+    let caps = ctx.client_capabilities();
+    InputSupport {
+        elicitation_form: caps.supports_elicitation_form(),
+        elicitation_url: caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),
+        sampling: caps.sampling.is_some(),
+        sampling_tools: caps.sampling.as_ref().is_some_and(|s| s.tools.is_some()),
+        roots: caps.roots.is_some(),
+    }
+}
+
+/// A task status as the upstream task's status message.
+fn status_text(task: &Value) -> String {
+    let status = task
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("working");
+    match task.get("statusMessage").and_then(Value::as_str) {
+        Some(message) => format!("{status}: {message}"),
+        None => status.to_owned(),
+    }
+}
+
+/// The result of the host's call; a call that panicked is an `isError`
+/// result like any failure the host reports.
+fn finished(report: Result<CallReport, tokio::task::JoinError>) -> CallToolResult {
+    match report {
+        Ok(report) => report.result,
+        Err(e) => CallToolResult::error(format!(
+            "The gateway lost this call ({e}); its outcome is unknown. Tell the user."
+        )),
+    }
+}
