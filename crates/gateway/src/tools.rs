@@ -52,7 +52,7 @@ fn register(server: &Server, host: &Host, tool: &ModelTool, options: &GatewayOpt
         let telemetry = telemetry.clone();
         async move { call(&host, &name, args, &ctx, yes, &telemetry).await }
     };
-    match server.add_tool(spec, handler) {
+    match server.put_tool(spec, handler) {
         Ok(()) => true,
         Err(e) => {
             tracing::warn!(tool = %tool.name, error = %e, "the gateway cannot serve this tool");
@@ -81,10 +81,8 @@ pub(crate) async fn follow_changes(
                 }
                 registered.retain(|n| now.contains(n));
                 for tool in &tools {
-                    // A changed definition is served anew.
-                    if registered.contains(&tool.name) {
-                        server.remove_tool(&tool.name);
-                    }
+                    // A changed definition is served anew, replacing the
+                    // old one in one step: calls never miss the name.
                     if register(&server, &host, tool, &options) {
                         registered.insert(tool.name.clone());
                     } else {
