@@ -121,9 +121,11 @@ async fn the_downstream_sees_the_upstream_trace_with_a_new_parent_span() {
     let served = serve(&sb, &cfg, &["--yes"], &[]).await;
     let client = client(&served.url()).await;
     let upstream = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-    let mut options = RequestOptions::default();
-    options.traceparent = Some(upstream.into());
-    options.meta = object(json!({"tracestate": "rojo=00f067aa0ba902b7"}));
+    let options = RequestOptions {
+        traceparent: Some(upstream.into()),
+        meta: object(json!({"tracestate": "rojo=00f067aa0ba902b7"})),
+        ..RequestOptions::default()
+    };
     let result = client
         .call_tool_with("mcp__mock__echo", object(json!({"text": "hi"})), &options)
         .await
@@ -235,17 +237,20 @@ async fn metrics_count_calls_decisions_and_server_states() {
     );
 }
 
+/// Requests received: head and body of each.
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
 /// A stand-in OTLP collector: records each request's head and body.
 struct Collector {
     addr: String,
-    requests: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
+    requests: Received,
 }
 
 impl Collector {
     fn start() -> Collector {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap().to_string();
-        let requests: Arc<Mutex<Vec<(String, Vec<u8>)>>> = Arc::default();
+        let requests: Received = Arc::default();
         let seen = requests.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
@@ -307,8 +312,10 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
     )
     .await;
     let client = client(&served.url()).await;
-    let mut options = RequestOptions::default();
-    options.traceparent = Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into());
+    let options = RequestOptions {
+        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        ..RequestOptions::default()
+    };
     let r = client
         .call_tool_with("mcp__mock__echo", object(json!({"text": "x"})), &options)
         .await
