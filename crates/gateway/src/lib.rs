@@ -23,7 +23,7 @@
 //! `reload` watches the config file ([`watch_config`]).
 //!
 //! Replicas: gateways started with the same config, lockfile and
-//! [`GatewayOptions::state_key`] serve one URL behind a round-robin
+//! `GatewayOptions::state_key` serve one URL behind a round-robin
 //! balancer; an approval asked by one is completed by another, since the
 //! approval's `requestState` is sealed with the shared key and bound to
 //! the tool, the arguments and the principal, and lapses after

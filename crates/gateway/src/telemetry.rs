@@ -14,7 +14,7 @@ use crate::trace::CallTrace;
 
 /// The gateway's metrics and traces. Build it before mounting the host,
 /// give [`Telemetry::observer`] to the host's `MountOptions::observer`,
-/// and the same value to [`GatewayOptions::telemetry`](crate::GatewayOptions::telemetry).
+/// and the same value to `GatewayOptions::telemetry`.
 #[derive(Debug, Clone, Default)]
 pub struct Telemetry {
     metrics: Option<Arc<Metrics>>,
