@@ -543,3 +543,48 @@ fn audit_verify_checks_several_files_each_on_its_own() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reloads_the_config_when_the_file_is_not_watched() {
+    let sb = Sandbox::new();
+    let cfg = mock_config(&sb, json!({}));
+    let served = serve(&sb, &cfg, &["--yes", "--no-watch"], &[]).await;
+    let client = client(&served.url()).await;
+    sb.config(
+        json!({
+            "mock": {"command": mock_server(), "args": ["--name", "mock"]},
+            "extra": {"command": mock_server(), "args": ["--name", "extra"]}
+        }),
+        json!({}),
+    );
+    let has_extra = |names: Vec<String>| names.iter().any(|n| n == "mcp__extra__echo");
+    let names = |client: &Client| {
+        let client = client.clone();
+        async move {
+            client
+                .list_all_tools()
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|t| t.name)
+                .collect::<Vec<_>>()
+        }
+    };
+    // Not watched: the change is not seen on its own.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!has_extra(names(&client).await));
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    while !has_extra(names(&client).await) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "SIGHUP did not reload"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
