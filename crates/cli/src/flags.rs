@@ -214,8 +214,9 @@ pub(crate) struct AuditArgs {
 pub(crate) enum AuditAction {
     /// Check the hash chain of the audit log; exit 1 if it is broken.
     Verify {
-        /// The log; by default the config's `audit` path.
-        file: Option<PathBuf>,
+        /// The logs (each chain checked on its own, e.g. one per
+        /// replica); by default the config's `audit` path.
+        files: Vec<PathBuf>,
     },
     /// Per tool: calls, error rate, denials, p50/p95/max duration (highest
     /// error rate first).
@@ -309,6 +310,22 @@ pub(crate) struct ServeArgs {
     /// client supports it, and denied otherwise.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+    /// Serve Prometheus metrics at /metrics next to /mcp (HTTP only; no
+    /// authorization: bind where only the scraper and clients reach).
+    #[arg(long, requires = "http")]
+    pub(crate) metrics: bool,
+    /// This gateway's name among replicas behind one URL: written into
+    /// every audit line (default: the host name).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) replica: Option<String>,
+    /// The key `requestState` is sealed with, read from FILE; replicas
+    /// behind one URL share it (else SWITCHBOARD_STATE_KEY; else a random
+    /// key per process).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) state_key_file: Option<PathBuf>,
+    /// Do not watch the config file (SIGHUP still reloads it).
+    #[arg(long)]
+    pub(crate) no_watch: bool,
 }
 
 /// `demo-server`.

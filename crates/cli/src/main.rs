@@ -81,12 +81,12 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::DemoServer { which, port } => cmd::demo_server::run(*which, *port).await,
         Command::Selftest => cmd::selftest::run(json).await,
         Command::Inspect(target) => cmd::inspect::run(target, json).await,
-        Command::AuditVerify { file } => {
-            let config = match file {
-                Some(_) => None,
-                None => Some(settings.load_config()?.config),
+        Command::AuditVerify { files } => {
+            let config = match files.is_empty() {
+                false => None,
+                true => Some(settings.load_config()?.config),
             };
-            cmd::audit::verify(config.as_ref(), file.clone(), json)
+            cmd::audit::verify(config.as_ref(), files, json)
         }
         Command::AuditStats { file } => {
             let config = match file {
@@ -110,7 +110,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
         Command::Chat(chat) => cmd::chat::run(&settings, chat).await,
         Command::Doctor => cmd::doctor::run(&settings).await,
-        Command::Serve { http, yes } => cmd::serve::run(&settings, *http, *yes).await,
+        Command::Serve { http, yes, ops } => cmd::serve::run(&settings, *http, *yes, ops).await,
         Command::Eval(eval) => cmd::eval::run(&settings, eval).await,
         Command::Tools
         | Command::Servers

@@ -54,7 +54,7 @@ pub(crate) enum Command {
         target: String,
     },
     AuditVerify {
-        file: Option<PathBuf>,
+        files: Vec<PathBuf>,
     },
     AuditStats {
         file: Option<PathBuf>,
@@ -80,6 +80,7 @@ pub(crate) enum Command {
     Serve {
         http: Option<SocketAddr>,
         yes: bool,
+        ops: ServeOps,
     },
     DemoServer {
         which: DemoServerKind,
@@ -214,7 +215,7 @@ impl Settings {
                 PinsAction::Accept { target } => Command::PinsAccept { target },
             },
             RawCommand::Audit(a) => match a.action {
-                AuditAction::Verify { file } => Command::AuditVerify { file },
+                AuditAction::Verify { files } => Command::AuditVerify { files },
                 AuditAction::Stats { file } => Command::AuditStats { file },
             },
             RawCommand::Auth(a) => match a.action {
@@ -251,13 +252,30 @@ impl Settings {
             },
             RawCommand::Doctor => Command::Doctor,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
-            RawCommand::Serve(ServeArgs { http, yes, .. }) => {
+            RawCommand::Serve(ServeArgs {
+                http,
+                yes,
+                metrics,
+                replica,
+                state_key_file,
+                no_watch,
+                ..
+            }) => {
                 if let Some(addr) = http {
                     if !addr.ip().is_loopback() {
                         tracing::warn!(%addr, "serving on a non-loopback address: anyone who can reach it can call your tools");
                     }
                 }
-                Command::Serve { http, yes }
+                Command::Serve {
+                    http,
+                    yes,
+                    ops: ServeOps {
+                        metrics,
+                        replica,
+                        state_key_file,
+                        watch: !no_watch,
+                    },
+                }
             }
             RawCommand::DemoServer(a) => Command::DemoServer {
                 which: a.which,
@@ -292,6 +310,19 @@ impl Settings {
         let tickets = std::mem::take(&mut *tickets.lock().unwrap_or_else(PoisonError::into_inner));
         Ok(Loaded { config, tickets })
     }
+}
+
+/// `serve`'s operational flags: metrics, replica name, state key, reload.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ServeOps {
+    /// Serve `/metrics`.
+    pub(crate) metrics: bool,
+    /// The replica's name for the audit log.
+    pub(crate) replica: Option<String>,
+    /// Where the shared state key is.
+    pub(crate) state_key_file: Option<PathBuf>,
+    /// Watch the config file.
+    pub(crate) watch: bool,
 }
 
 /// A loaded config, and the demo's tickets server when the demo is used.

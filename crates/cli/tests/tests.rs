@@ -17,6 +17,8 @@ mod eval;
 mod input;
 mod inspect;
 mod listing;
+mod ops;
+mod replicas;
 mod serve;
 mod state;
 mod tasks;

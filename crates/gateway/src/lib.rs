@@ -18,6 +18,20 @@
 //! runs each call, `approval` puts the gate's question upstream, `tasks`
 //! hands downstream tasks on to upstream clients that declared the tasks
 //! extension, `run` serves the gateway over stdio or Streamable HTTP.
+//! Observability:
+//! `trace` continues the upstream request's W3C trace context on every
+//! downstream call, `metrics` (Prometheus, `/metrics`) and `otel`
+//! (OpenTelemetry over OTLP/HTTP) are gathered in [`Telemetry`], and
+//! `reload` watches the config file ([`watch_config`]).
+//!
+//! Replicas: gateways started with the same config, lockfile and
+//! `GatewayOptions::state_key` serve one URL behind a round-robin
+//! balancer; an approval asked by one is completed by another, since the
+//! approval's `requestState` is sealed with the shared key and bound to
+//! the tool, the arguments and the principal, and lapses after
+//! [`APPROVAL_STATE_TTL`]. Its single use is enforced by the replica that
+//! redeems it (a replay on another replica within the lapse would run the
+//! same approved call, with the same arguments, again).
 //!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {
@@ -31,20 +45,51 @@
 //! ```
 
 mod approval;
+mod metrics;
+mod otel;
+mod reload;
 mod run;
 mod tasks;
+mod telemetry;
 mod tools;
+mod trace;
+
+use std::time::Duration;
+
+pub use metrics::Metrics;
+pub use otel::OtelError;
+pub use reload::{ConfigSource, watch_config};
+pub use telemetry::Telemetry;
 
 use switchboard_host::Host;
 use switchboard_server::{BuildError, ServeError, Server};
 use tokio::task::JoinHandle;
 
+/// How long an approval question's `requestState` stays good: the user
+/// has this long to answer.
+pub const APPROVAL_STATE_TTL: Duration = Duration::from_secs(300);
+
 /// How the gateway behaves.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct GatewayOptions {
     /// Answer every approval question with "allow once" (`serve --yes`).
     pub assume_yes: bool,
+    /// The key `requestState` and cursors are sealed with; replicas behind
+    /// one URL share it. `None`: a random key for this process.
+    pub state_key: Option<Vec<u8>>,
+    /// Metrics and traces (`/metrics` is served when metrics are on).
+    pub telemetry: Telemetry,
+}
+
+impl std::fmt::Debug for GatewayOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayOptions")
+            .field("assume_yes", &self.assume_yes)
+            .field("state_key", &self.state_key.as_ref().map(|_| ".."))
+            .field("telemetry", &self.telemetry)
+            .finish()
+    }
 }
 
 impl GatewayOptions {
@@ -52,6 +97,20 @@ impl GatewayOptions {
     #[must_use]
     pub fn assume_yes(mut self, yes: bool) -> Self {
         self.assume_yes = yes;
+        self
+    }
+
+    /// Options sealing state with `key` (shared by replicas).
+    #[must_use]
+    pub fn state_key(mut self, key: Option<Vec<u8>>) -> Self {
+        self.state_key = key;
+        self
+    }
+
+    /// Options reporting through `telemetry`.
+    #[must_use]
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = telemetry;
         self
     }
 }
@@ -82,6 +141,8 @@ pub enum GatewayError {
 #[derive(Debug)]
 pub struct Gateway {
     server: Server,
+    host: Host,
+    telemetry: Telemetry,
     tool_count: usize,
     sync: JoinHandle<()>,
 }
@@ -98,6 +159,7 @@ impl Gateway {
         let changes = host.subscribe();
         let registered = tools::register_all(&server, host, &options);
         let tool_count = registered.len();
+        let telemetry = options.telemetry.clone();
         let sync = tokio::spawn(tools::follow_changes(
             host.clone(),
             server.clone(),
@@ -107,6 +169,8 @@ impl Gateway {
         ));
         Ok(Gateway {
             server,
+            host: host.clone(),
+            telemetry,
             tool_count,
             sync,
         })
@@ -143,7 +207,19 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
-        run::http(&self.server, listener, shutdown).await
+        let metrics = self.telemetry.has_metrics().then(|| {
+            let host = self.host.clone();
+            let telemetry = self.telemetry.clone();
+            move || telemetry.render_metrics(&host).unwrap_or_default()
+        });
+        run::http(&self.server, listener, metrics, shutdown).await
+    }
+
+    /// The gateway's telemetry (to flush traces at the end:
+    /// [`Telemetry::shutdown`]).
+    #[must_use]
+    pub fn telemetry(&self) -> &Telemetry {
+        &self.telemetry
     }
 }
 
@@ -169,7 +245,12 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         instructions.push('\n');
         instructions.push_str(&outages);
     }
-    Server::builder("switchboard", env!("CARGO_PKG_VERSION"))
+    let mut builder = Server::builder("switchboard", env!("CARGO_PKG_VERSION"));
+    if let Some(key) = &options.state_key {
+        builder = builder.signing_key(key.clone());
+    }
+    builder
+        .request_state_ttl(APPROVAL_STATE_TTL)
         .title("Switchboard gateway")
         .instructions(instructions)
         .declare_tools()

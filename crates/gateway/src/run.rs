@@ -1,7 +1,9 @@
 //! The runners: the gateway's server over stdio or Streamable HTTP.
 
+use std::sync::Arc;
+
 use switchboard_server::Server;
-use switchboard_server::http::HttpOptions;
+use switchboard_server::http::{HttpOptions, PlainResponse, PlainRoute};
 
 use crate::GatewayError;
 
@@ -11,12 +13,23 @@ pub(crate) async fn stdio(server: &Server) -> Result<(), GatewayError> {
     Ok(())
 }
 
-/// Serves Streamable HTTP on `listener` until `shutdown`.
+/// Serves Streamable HTTP on `listener` until `shutdown`, with `/metrics`
+/// rendered by `metrics` when given.
 pub(crate) async fn http(
     server: &Server,
     listener: tokio::net::TcpListener,
+    metrics: Option<impl Fn() -> String + Send + Sync + 'static>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), GatewayError> {
-    switchboard_server::http::serve(server.clone(), listener, HttpOptions::new(), shutdown).await?;
+    let mut options = HttpOptions::new();
+    if let Some(render) = metrics {
+        let render = Arc::new(render);
+        let route: PlainRoute = Arc::new(move || {
+            let render = render.clone();
+            Box::pin(async move { PlainResponse::new(200, crate::metrics::CONTENT_TYPE, render()) })
+        });
+        options = options.plain_route("/metrics", route);
+    }
+    switchboard_server::http::serve(server.clone(), listener, options, shutdown).await?;
     Ok(())
 }

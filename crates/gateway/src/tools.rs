@@ -10,8 +10,9 @@ use switchboard_server::{Context, Server, ToolResult, ToolSpec};
 use switchboard_wire::ProgressParams;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::GatewayOptions;
 use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, NoOneUpstream, ask, gate_asks};
+use crate::trace::CallTrace;
+use crate::{GatewayOptions, Telemetry};
 
 /// How many progress notifications may wait for the upstream stream; more
 /// are dropped (progress is advisory, the result is not).
@@ -44,12 +45,14 @@ fn register(server: &Server, host: &Host, tool: &ModelTool, options: &GatewayOpt
     let host = host.clone();
     let name = tool.name.clone();
     let yes = options.assume_yes;
+    let telemetry = options.telemetry.clone();
     let handler = move |args: Value, ctx: Context| {
         let host = host.clone();
         let name = name.clone();
-        async move { call(&host, &name, args, &ctx, yes).await }
+        let telemetry = telemetry.clone();
+        async move { call(&host, &name, args, &ctx, yes, &telemetry).await }
     };
-    match server.add_tool(spec, handler) {
+    match server.put_tool(spec, handler) {
         Ok(()) => true,
         Err(e) => {
             tracing::warn!(tool = %tool.name, error = %e, "the gateway cannot serve this tool");
@@ -78,10 +81,8 @@ pub(crate) async fn follow_changes(
                 }
                 registered.retain(|n| now.contains(n));
                 for tool in &tools {
-                    // A changed definition is served anew.
-                    if registered.contains(&tool.name) {
-                        server.remove_tool(&tool.name);
-                    }
+                    // A changed definition is served anew, replacing the
+                    // old one in one step: calls never miss the name.
                     if register(&server, &host, tool, &options) {
                         registered.insert(tool.name.clone());
                     } else {
@@ -94,8 +95,17 @@ pub(crate) async fn follow_changes(
     }
 }
 
-/// One `tools/call` through the host.
-async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) -> ToolResult {
+/// One `tools/call` through the host, its trace context continued on the
+/// downstream call.
+async fn call(
+    host: &Host,
+    name: &str,
+    args: Value,
+    ctx: &Context,
+    yes: bool,
+    telemetry: &Telemetry,
+) -> ToolResult {
+    let started = std::time::SystemTime::now();
     let arguments = match args {
         Value::Object(map) => Some(map),
         _ => None,
@@ -126,8 +136,10 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
         Arc::new(NoOneUpstream)
     };
 
+    let trace = CallTrace::of(ctx.meta());
     let mut options = CallOptions::default();
     options.approver = Some(approver);
+    options.trace = Some(trace.downstream());
     // An upstream that follows tasks gets the downstream server's tasks.
     if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
         return crate::tasks::call(host, name, arguments, options, ctx).await;
@@ -146,5 +158,6 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
             Some(p) = rx.recv() => ctx.progress(p.progress, p.total, p.message.as_deref()).await,
         }
     };
+    telemetry.upstream_span(&trace, name, started, report.outcome);
     Ok(report.result.into())
 }

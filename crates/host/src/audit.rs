@@ -86,6 +86,11 @@ pub enum Decider {
 pub struct AuditRecord {
     /// When the call started (RFC 3339, UTC).
     pub time: String,
+    /// The gateway replica that served the call (`serve --replica`), so
+    /// the logs of several replicas can be told apart; part of the hashed
+    /// line like every field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
     /// The server's alias (`null` for an unknown tool).
     pub alias: Option<String>,
     /// The model-facing name called.
@@ -152,6 +157,7 @@ impl AuditRecord {
     ) -> AuditRecord {
         AuditRecord {
             time,
+            replica: None,
             alias: None,
             tool: tool.to_owned(),
             original_tool: None,
@@ -172,6 +178,7 @@ impl AuditRecord {
 #[derive(Debug)]
 pub struct AuditLog {
     path: PathBuf,
+    replica: Option<String>,
     state: Mutex<WriterState>,
 }
 
@@ -215,8 +222,22 @@ impl AuditLog {
         synced.map_err(io)?;
         Ok(AuditLog {
             path: path.to_path_buf(),
+            replica: None,
             state: Mutex::new(state),
         })
+    }
+
+    /// The same log, naming `replica` in every line written through it
+    /// (records that name none get it).
+    #[must_use]
+    pub fn with_replica(mut self, replica: Option<String>) -> AuditLog {
+        self.replica = replica;
+        self
+    }
+
+    /// The replica this log names in its lines.
+    pub fn replica(&self) -> Option<&str> {
+        self.replica.as_deref()
     }
 
     /// The log's path.

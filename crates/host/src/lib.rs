@@ -23,6 +23,7 @@
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
 //! - [`audit`]: the hash-chained audit log and its verifier.
+//! - [`observe`]: the call observer (metrics, traces) and trace context.
 //! - [`audit_stats`]: per-tool calls, error rate and p50/p95 durations
 //!   from the audit log.
 //! - [`auth`]: OAuth for remote servers (which servers use it, their
@@ -75,6 +76,7 @@ mod fsutil;
 pub mod gate;
 mod host;
 pub mod input;
+pub mod observe;
 pub mod permission;
 pub mod pins;
 mod reason;
@@ -94,12 +96,13 @@ pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
 pub use host::{
-    CallOptions, CallReport, DroppedReport, Host, ModelTool, MountOptions, PinReport, ServerReport,
-    ServerStatus, TableChange, ToolStatus,
+    CallOptions, CallReport, DroppedReport, Host, ModelTool, MountOptions, PinReport, ReloadReport,
+    ServerReport, ServerStatus, TableChange, ToolStatus,
 };
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
 };
+pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::PinState;
 pub use switchboard_client::ProgressSink;

@@ -338,6 +338,29 @@ impl Server {
         Ok(())
     }
 
+    /// Adds a tool while running, or replaces the one of the same name in
+    /// the same step (a call never finds the name missing in between), and
+    /// tells listen streams the list changed.
+    ///
+    /// # Errors
+    /// As [`ServerBuilder::build`] for this tool.
+    pub fn put_tool<M: 'static, H: ToolHandler<M>>(
+        &self,
+        spec: ToolSpec,
+        handler: H,
+    ) -> Result<(), BuildError> {
+        let entry = ToolEntry::new(spec, handler)?;
+        self.update(|r| match r.tool_index.get(&entry.def.name) {
+            Some(&i) => {
+                r.tools[i] = Arc::new(entry);
+                Ok(())
+            }
+            None => r.add_tool(entry),
+        })?;
+        self.inner.notifier.tools_list_changed();
+        Ok(())
+    }
+
     /// Removes a tool while running; `true` if it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
         let mut found = false;

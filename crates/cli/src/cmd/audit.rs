@@ -1,4 +1,4 @@
-//! `switchboard audit verify [FILE]`: checks the audit log's hash chain.
+//! `switchboard audit verify [FILE...]`: checks each audit log's hash chain.
 //! `switchboard audit stats [FILE]`: per tool, calls, error rate and
 //! p50/p95 duration.
 
@@ -11,52 +11,85 @@ use switchboard_host::{Config, verify_audit};
 use crate::exit::Failure;
 use crate::out;
 
-/// Verifies `file`, or the config's audit log.
+/// Verifies each of `files` (each chain on its own, e.g. one log per
+/// replica), or the config's audit log; a summary line per file.
 ///
 /// # Errors
-/// A usage [`Failure`] when there is no log to check, it cannot be read,
-/// or its chain is broken (after the report is printed).
-pub(crate) fn verify(
-    config: Option<&Config>,
-    file: Option<PathBuf>,
-    json: bool,
-) -> anyhow::Result<()> {
-    let path = log_path(config, file)?;
-    let report = verify_audit(&path).map_err(|e| Failure::usage(e.to_string()))?;
-    if json {
-        out::json(&json!({
-            "file": path.display().to_string(),
-            "lines": report.lines,
-            "intact": report.is_intact(),
-            "head": report.head,
-            "problems": report
-                .problems
-                .iter()
-                .map(|p| json!({"line": p.line, "problem": p.what}))
-                .collect::<Vec<_>>(),
-        }))?;
+/// A usage [`Failure`] when there is no log to check, one cannot be read,
+/// or a chain is broken (after every file's report is printed).
+pub(crate) fn verify(config: Option<&Config>, files: &[PathBuf], json: bool) -> anyhow::Result<()> {
+    let paths = if files.is_empty() {
+        vec![log_path(config, None)?]
     } else {
-        for p in &report.problems {
-            out::line(format!("{}:{}: {}", path.display(), p.line, p.what))?;
+        files.to_vec()
+    };
+    let mut broken = Vec::new();
+    let mut reports = Vec::new();
+    for path in &paths {
+        let report = match verify_audit(path) {
+            Ok(report) => report,
+            Err(e) => {
+                broken.push(format!("{}: {e}", path.display()));
+                if json {
+                    reports
+                        .push(json!({"file": path.display().to_string(), "error": e.to_string()}));
+                } else {
+                    out::line(format!("{}: cannot be read: {e}", path.display()))?;
+                }
+                continue;
+            }
+        };
+        if json {
+            reports.push(json!({
+                "file": path.display().to_string(),
+                "lines": report.lines,
+                "intact": report.is_intact(),
+                "head": report.head,
+                "problems": report
+                    .problems
+                    .iter()
+                    .map(|p| json!({"line": p.line, "problem": p.what}))
+                    .collect::<Vec<_>>(),
+            }));
+        } else {
+            for p in &report.problems {
+                out::line(format!("{}:{}: {}", path.display(), p.line, p.what))?;
+            }
+            if report.is_intact() {
+                out::line(format!(
+                    "{}: {} line(s), chain intact; head {}",
+                    path.display(),
+                    report.lines,
+                    report.head.as_deref().unwrap_or("(empty log)")
+                ))?;
+            } else {
+                out::line(format!(
+                    "{}: {} line(s), chain broken ({} problem(s))",
+                    path.display(),
+                    report.lines,
+                    report.problems.len()
+                ))?;
+            }
         }
-        if report.is_intact() {
-            out::line(format!(
-                "{}: {} line(s), chain intact; head {}",
+        if !report.is_intact() {
+            broken.push(format!(
+                "{}: the audit chain is broken ({} problem(s))",
                 path.display(),
-                report.lines,
-                report.head.as_deref().unwrap_or("(empty log)")
-            ))?;
+                report.problems.len()
+            ));
         }
     }
-    if report.is_intact() {
+    if json {
+        // One file keeps the single-object shape it always had.
+        match <[serde_json::Value; 1]>::try_from(reports) {
+            Ok([one]) => out::json(&one)?,
+            Err(many) => out::json(&serde_json::Value::Array(many))?,
+        }
+    }
+    if broken.is_empty() {
         Ok(())
     } else {
-        Err(Failure::usage(format!(
-            "{}: the audit chain is broken ({} problem(s))",
-            path.display(),
-            report.problems.len()
-        ))
-        .into())
+        Err(Failure::usage(broken.join("\n")).into())
     }
 }
 

@@ -24,7 +24,7 @@ impl Host {
     /// keeps its own copy of the list calls it instead).
     pub fn wake_stale(&self) {
         let now = Instant::now();
-        for server in &self.inner.servers {
+        for server in self.upstreams().iter() {
             if server.is_stale(now) {
                 server.refresh.notify_one();
             }
@@ -93,8 +93,7 @@ pub(super) async fn login_watcher(host: Weak<Inner>, path: PathBuf, mut seen: Op
         };
         let host = Host { inner };
         let waiting: Vec<Arc<Upstream>> = host
-            .inner
-            .servers
+            .upstreams()
             .iter()
             .filter(|s| s.config.enabled && s.live_link().is_none())
             .filter(|s| s.state().down.as_ref().is_some_and(Down::auth_required))
@@ -131,6 +130,10 @@ async fn refresher(host: Weak<Inner>, server: Arc<Upstream>) {
             return;
         };
         let host = Host { inner };
+        // A server a reload dropped or replaced stops refreshing.
+        if !host.upstreams().iter().any(|s| Arc::ptr_eq(s, &server)) {
+            return;
+        }
         let Some(link) = server.live_link() else {
             continue;
         };

@@ -20,6 +20,7 @@ use crate::auth;
 use crate::breaker::Admission;
 use crate::config::{ServerConfig, add_allow_rule};
 use crate::gate::{self, Verdict};
+use crate::observe::{CallEvent, TraceContext};
 use crate::permission::{Pattern, Rule, RuleKind};
 use crate::pins::PinState;
 use crate::reason::Reason;
@@ -44,6 +45,9 @@ pub struct CallOptions {
     /// Answers the input requests of that task instead of the host's input
     /// handler (a gateway relaying them to its own client).
     pub task_input: Option<Arc<dyn switchboard_client::InputHandler>>,
+    /// The trace context the downstream request carries (`traceparent`,
+    /// `tracestate` in `_meta`); observers see it too.
+    pub trace: Option<TraceContext>,
 }
 
 impl CallOptions {
@@ -72,6 +76,7 @@ impl std::fmt::Debug for CallOptions {
             .field("progress", &self.progress.is_some())
             .field("on_task", &self.on_task.is_some())
             .field("task_input", &self.task_input)
+            .field("trace", &self.trace)
             .finish()
     }
 }
@@ -189,6 +194,32 @@ impl CallOutcome {
         };
     }
 
+    /// What an observer hears of the call.
+    fn event<'a>(
+        &'a self,
+        tool: &'a str,
+        started: std::time::SystemTime,
+        duration: Duration,
+        options: &'a CallOptions,
+    ) -> CallEvent<'a> {
+        CallEvent {
+            tool,
+            alias: self.alias.as_deref(),
+            original_tool: self.original.as_deref(),
+            // A rule decides without asking; anyone else was asked.
+            gate: self.decision.as_ref().map(|d| match d.decided_by {
+                Decider::Rule => d.verdict,
+                _ => Verdict::Ask,
+            }),
+            decision: self.decision.as_ref().map(|d| d.verdict),
+            decided_by: self.decided_by(),
+            outcome: self.outcome(),
+            started,
+            duration,
+            trace: options.trace.as_ref(),
+        }
+    }
+
     /// What the model gets: the tool's result, or the host's `isError`
     /// text.
     pub(crate) fn into_result(self) -> CallToolResult {
@@ -226,6 +257,7 @@ impl Host {
         options: CallOptions,
     ) -> CallReport {
         let started = Instant::now();
+        let started_at = std::time::SystemTime::now();
         // Without a log, nothing about the arguments is worked out.
         let mut record = self
             .inner
@@ -233,12 +265,19 @@ impl Host {
             .as_ref()
             .map(|_| AuditRecord::for_arguments(local_name, arguments.as_ref()));
         let outcome = self.govern(local_name, arguments, &options).await;
+        let duration = started.elapsed();
         if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
             outcome.record(record);
-            record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if record.replica.is_none() {
+                record.replica = audit.replica().map(str::to_owned);
+            }
+            record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
             if let Err(e) = audit.append(record) {
                 error!(error = %e, tool = %local_name, "the audit line could not be written");
             }
+        }
+        if let Some(observer) = &self.inner.observer {
+            observer.call_ended(&outcome.event(local_name, started_at, duration, &options));
         }
         CallReport {
             outcome: outcome.outcome(),
@@ -476,6 +515,17 @@ impl Host {
         client_options.on_progress = options.progress.clone();
         client_options.on_notification = Some(notifications);
         client_options.task_input = options.task_input.clone();
+        if let Some(trace) = &options.trace {
+            client_options.traceparent = Some(trace.traceparent.clone());
+            if let Some(state) = &trace.tracestate {
+                let mut meta = JsonObject::new();
+                meta.insert(
+                    switchboard_wire::meta::TRACESTATE.into(),
+                    Value::from(state.as_str()),
+                );
+                client_options.meta = Some(meta);
+            }
+        }
         let outcome = link
             .client
             .call_tool_with(original, arguments, &client_options)

@@ -6,6 +6,8 @@
 //! - `call`: the governed call (table, gate, breaker, connection, server),
 //!   which comes to one `CallOutcome`: the audit line and the model's text
 //!   are both derived from it.
+//! - `reload`: a new config applied to the running host (servers added,
+//!   dropped or replaced; rules and the rest swapped in).
 //! - `background`: refreshers, `list_changed` listeners and the token-store
 //!   watcher.
 
@@ -33,9 +35,11 @@ use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 mod background;
 mod call;
 mod mount;
+mod reload;
 
 pub use call::{CallOptions, CallReport};
 pub use mount::MountOptions;
+pub use reload::ReloadReport;
 
 /// A tool as the model sees it, plus where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -186,12 +190,15 @@ pub struct Host {
 #[derive(Debug)]
 struct Inner {
     config: RwLock<Config>,
-    servers: Vec<Arc<Upstream>>,
+    /// The mounted servers, in config order; replaced whole by a reload.
+    servers: RwLock<Arc<Vec<Arc<Upstream>>>>,
     table: RwLock<Arc<ToolTable>>,
     /// Tools the last table build left out (listing-level drops).
     dropped: RwLock<Vec<DroppedTool>>,
     pins: Pins,
     audit: Option<AuditLog>,
+    /// Hears of every ended call.
+    observer: Option<Arc<dyn crate::observe::CallObserver>>,
     budget: Budget,
     connect: ConnectOptions,
     changes: broadcast::Sender<TableChange>,
@@ -263,8 +270,7 @@ impl Host {
             .read()
             .map(|d| d.clone())
             .unwrap_or_default();
-        self.inner
-            .servers
+        self.upstreams()
             .iter()
             .map(|s| {
                 let status = self.status_of(s);
@@ -306,7 +312,7 @@ impl Host {
     pub fn outage_text(&self) -> Option<String> {
         let mut lines = Vec::new();
         let table = self.table();
-        for s in &self.inner.servers {
+        for s in self.upstreams().iter() {
             let status = self.status_of(s);
             let alias = s.alias();
             let reason = self
@@ -434,9 +440,17 @@ impl Host {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn server(&self, alias: &str) -> Option<Arc<Upstream>> {
+    /// The mounted servers now (a reload replaces the list whole).
+    fn upstreams(&self) -> Arc<Vec<Arc<Upstream>>> {
         self.inner
             .servers
+            .read()
+            .map(|s| s.clone())
+            .unwrap_or_default()
+    }
+
+    fn server(&self, alias: &str) -> Option<Arc<Upstream>> {
+        self.upstreams()
             .iter()
             .find(|s| s.alias() == alias)
             .cloned()
@@ -495,8 +509,7 @@ impl Host {
     /// table alone.
     fn server_named_in(&self, local_name: &str) -> Option<Arc<Upstream>> {
         let rest = local_name.strip_prefix(switchboard_wire::naming::PREFIX)?;
-        self.inner
-            .servers
+        self.upstreams()
             .iter()
             .filter(|s| {
                 rest.strip_prefix(s.alias())

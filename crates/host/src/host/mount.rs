@@ -18,6 +18,7 @@ use crate::auth::{self, TokenStore, UserAgent};
 use crate::budget::Budget;
 use crate::config::Config;
 use crate::connect::ConnectOptions;
+use crate::observe::CallObserver;
 use crate::pins::Pins;
 use crate::reason::Reason;
 use crate::table::{Listed, TableEntry, ToolTable};
@@ -54,6 +55,11 @@ pub struct MountOptions {
     /// server's start-up timeout, and one started by a call within the
     /// call's timeout.
     pub oauth_user_agent: Option<Arc<dyn UserAgent>>,
+    /// Hears of every governed call once it has ended (metrics, traces).
+    pub observer: Option<Arc<dyn CallObserver>>,
+    /// The name of this replica (several gateways behind one URL): written
+    /// into every audit line.
+    pub replica: Option<String>,
 }
 
 impl Default for MountOptions {
@@ -64,6 +70,8 @@ impl Default for MountOptions {
             shutdown_grace: Duration::from_secs(2),
             token_store: auth::default_token_store().ok(),
             oauth_user_agent: None,
+            observer: None,
+            replica: None,
         }
     }
 }
@@ -82,7 +90,12 @@ impl Host {
             Some(path) => Pins::open(path)?,
             None => Pins::in_memory(),
         };
-        let audit = config.audit.as_deref().map(AuditLog::open).transpose()?;
+        let audit = config
+            .audit
+            .as_deref()
+            .map(AuditLog::open)
+            .transpose()?
+            .map(|log| log.with_replica(options.replica.clone()));
         let uses_oauth = config
             .servers
             .iter()
@@ -100,22 +113,17 @@ impl Host {
         let servers: Vec<Arc<Upstream>> = config
             .servers
             .iter()
-            .map(|s| {
-                let startup = config.startup_timeout(&s.alias);
-                let call = s.timeout.unwrap_or(config.timeouts.call);
-                let mut s = s.clone();
-                s.task_timeout = Some(config.task_timeout(&s.alias));
-                Arc::new(Upstream::new(s, startup, call, config.breaker))
-            })
+            .map(|s| Arc::new(upstream_of(&config, s)))
             .collect();
         let inner = Arc::new(Inner {
             budget: Budget::new(config.budget_chars),
             config: RwLock::new(config),
-            servers,
+            servers: RwLock::new(Arc::new(servers)),
             table: RwLock::new(Arc::new(ToolTable::default())),
             dropped: RwLock::new(Vec::new()),
             pins,
             audit,
+            observer: options.observer,
             connect: ConnectOptions {
                 client_info: options.client_info,
                 input: options.input_handler,
@@ -129,10 +137,28 @@ impl Host {
             shut_down: std::sync::atomic::AtomicBool::new(false),
         });
 
+        let host = Host { inner };
+        let all = host.upstreams();
+        host.connect_all(&all).await;
+        host.rebuild_table();
+        for server in all.iter() {
+            host.start_refresher(server);
+            host.start_listener(server);
+        }
+        if let Some((path, seen)) = store_seen {
+            let task = tokio::spawn(login_watcher(Arc::downgrade(&host.inner), path, seen));
+            host.tasks().push(task.abort_handle());
+        }
+        Ok(host)
+    }
+
+    /// Connects every enabled server of `servers` in parallel, recording
+    /// each one's link or outage.
+    pub(super) async fn connect_all(&self, servers: &[Arc<Upstream>]) {
         let mut starts = JoinSet::new();
-        for server in inner.servers.iter().filter(|s| s.config.enabled) {
+        for server in servers.iter().filter(|s| s.config.enabled) {
             let server = server.clone();
-            let connect = inner.connect.clone();
+            let connect = self.inner.connect.clone();
             starts.spawn(async move {
                 let result = server.connect(&connect).await;
                 (server, result)
@@ -153,17 +179,6 @@ impl Host {
                 }
             }
         }
-        let host = Host { inner };
-        host.rebuild_table();
-        for server in &host.inner.servers {
-            host.start_refresher(server);
-            host.start_listener(server);
-        }
-        if let Some((path, seen)) = store_seen {
-            let task = tokio::spawn(login_watcher(Arc::downgrade(&host.inner), path, seen));
-            host.tasks().push(task.abort_handle());
-        }
-        Ok(host)
     }
 
     /// Tries to (re)connect a server now, e.g. one that was down at mount.
@@ -196,7 +211,7 @@ impl Host {
             task.abort();
         }
         let mut closing = JoinSet::new();
-        for server in &self.inner.servers {
+        for server in self.upstreams().iter() {
             let link = server.state().link.take();
             if let Some(link) = link {
                 closing.spawn(async move { link.client.close().await });
@@ -246,8 +261,7 @@ impl Host {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let snapshots: Vec<Listed> = self
-            .inner
-            .servers
+            .upstreams()
             .iter()
             .filter(|s| s.config.enabled)
             .filter_map(|s| {
@@ -274,6 +288,16 @@ impl Host {
             let _ = self.inner.changes.send(change);
         }
     }
+}
+
+/// The mounted form of one server entry, its timeouts resolved against
+/// the config's defaults.
+pub(super) fn upstream_of(config: &Config, server: &crate::config::ServerConfig) -> Upstream {
+    let startup = config.startup_timeout(&server.alias);
+    let call = server.timeout.unwrap_or(config.timeouts.call);
+    let mut server = server.clone();
+    server.task_timeout = Some(config.task_timeout(&server.alias));
+    Upstream::new(server, startup, call, config.breaker)
 }
 
 fn diff_tables(old: &ToolTable, new: &ToolTable) -> TableChange {

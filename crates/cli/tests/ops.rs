@@ -1,0 +1,590 @@
+//! `serve` run as a service: trace context passed on, `/metrics`, OTLP
+//! traces, config reload mid-traffic, and the audit logs of replicas.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard_client::{Client, HttpTransport, RequestOptions};
+use switchboard_testutil::{Artifacts, built};
+
+use crate::util::{Sandbox, collect, spawn, wait_for};
+
+/// The testkit's mock server (its `echo` tool returns the params it got).
+pub(crate) fn mock_server() -> String {
+    built("switchboard-testkit", Artifacts::Bins)
+        .join("mock-server")
+        .display()
+        .to_string()
+}
+
+/// A running `serve --http` and its address.
+pub(crate) struct Served {
+    pub(crate) child: Child,
+    pub(crate) addr: String,
+    pub(crate) stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Served {
+    pub(crate) fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    pub(crate) fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `switchboard --config CFG serve --http 127.0.0.1:0 ARGS` with
+/// `env`, and waits for its address.
+pub(crate) async fn serve(sb: &Sandbox, cfg: &str, args: &[&str], env: &[(&str, &str)]) -> Served {
+    let mut all = vec!["--config", cfg, "serve", "--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let mut cmd = sb.cmd(&all);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let stderr = collect(child.stderr.take().unwrap());
+    let buf = stderr.clone();
+    let text = tokio::task::spawn_blocking(move || wait_for(&buf, "/mcp", Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let url = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://") && w.ends_with("/mcp"))
+        .unwrap();
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    Served {
+        child,
+        addr,
+        stderr,
+    }
+}
+
+pub(crate) async fn client(url: &str) -> Client {
+    let transport = HttpTransport::builder("gateway", url).build().unwrap();
+    Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// One plain GET on `addr`: status line and body.
+pub(crate) fn http_get(addr: &str, path: &str) -> (String, String, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.lines().next().unwrap_or("").to_owned();
+    (status, head.to_owned(), body.to_owned())
+}
+
+fn object(v: Value) -> Option<serde_json::Map<String, Value>> {
+    v.as_object().cloned()
+}
+
+/// A config with the mock server under `alias` (and notes).
+fn mock_config(sb: &Sandbox, top: Value) -> String {
+    sb.config(
+        json!({"mock": {"command": mock_server(), "args": ["--name", "mock"]}}),
+        top,
+    )
+    .display()
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_downstream_sees_the_upstream_trace_with_a_new_parent_span() {
+    let sb = Sandbox::new();
+    let cfg = mock_config(&sb, json!({}));
+    let served = serve(&sb, &cfg, &["--yes"], &[]).await;
+    let client = client(&served.url()).await;
+    let upstream = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let options = RequestOptions {
+        traceparent: Some(upstream.into()),
+        meta: object(json!({"tracestate": "rojo=00f067aa0ba902b7"})),
+        ..RequestOptions::default()
+    };
+    let result = client
+        .call_tool_with("mcp__mock__echo", object(json!({"text": "hi"})), &options)
+        .await
+        .unwrap();
+    assert!(!result.is_error(), "{result:?}");
+    let meta = &result.structured_content.as_ref().unwrap()["params"]["_meta"];
+    let down = meta["traceparent"].as_str().unwrap();
+    let parts: Vec<&str> = down.split('-').collect();
+    assert_eq!(parts.len(), 4, "{down}");
+    assert_eq!(parts[1], "0af7651916cd43dd8448eb211c80319c", "same trace");
+    assert_ne!(parts[2], "b7ad6b7169203331", "a new parent span");
+    assert_eq!(parts[2].len(), 16);
+    assert_eq!(parts[3], "01");
+    assert_eq!(meta["tracestate"], "rojo=00f067aa0ba902b7");
+
+    // Without one, the gateway starts a trace: a new id per call.
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let result = client
+            .call_tool("mcp__mock__echo", object(json!({"text": "hi"})))
+            .await
+            .unwrap();
+        let tp = result.structured_content.as_ref().unwrap()["params"]["_meta"]["traceparent"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_eq!(tp.len(), 55, "{tp}");
+        seen.push(tp[3..35].to_owned());
+    }
+    assert_ne!(seen[0], seen[1]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_count_calls_decisions_and_server_states() {
+    let sb = Sandbox::new();
+    let cfg = sb
+        .config(
+            json!({
+                "mock": {"command": mock_server()},
+                "gone": {"command": "/nonexistent/server-binary"}
+            }),
+            json!({"permissions": {
+                "allow": ["mcp__mock__echo", "mcp__mock__fail"],
+                "deny": ["mcp__notes__search"]
+            }}),
+        )
+        .display()
+        .to_string();
+    // Metrics are opt-in.
+    let plain = serve(&sb, &cfg, &[], &[]).await;
+    let (status, _, _) = http_get(&plain.addr, "/metrics");
+    assert!(status.contains("404"), "{status}");
+    drop(plain);
+
+    let served = serve(&sb, &cfg, &["--metrics"], &[]).await;
+    let client = client(&served.url()).await;
+    for _ in 0..3 {
+        let r = client
+            .call_tool("mcp__mock__echo", object(json!({"text": "x"})))
+            .await
+            .unwrap();
+        assert!(!r.is_error(), "{r:?}");
+    }
+    let r = client.call_tool("mcp__mock__fail", None).await.unwrap();
+    assert!(r.is_error());
+    let r = client
+        .call_tool("mcp__notes__search", object(json!({"query": "vpn"})))
+        .await
+        .unwrap();
+    assert!(r.is_error(), "denied");
+
+    let (status, head, body) = http_get(&served.addr, "/metrics");
+    assert!(status.contains("200"), "{status}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text"),
+        "{head}"
+    );
+    let has = |line: &str| {
+        assert!(
+            body.lines().any(|l| l == line),
+            "no line {line:?} in:\n{body}"
+        );
+    };
+    has(r#"switchboard_calls_total{server="mock",tool="mcp__mock__echo",outcome="ok"} 3"#);
+    has(r#"switchboard_calls_total{server="mock",tool="mcp__mock__fail",outcome="tool_error"} 1"#);
+    has(r#"switchboard_calls_total{server="notes",tool="mcp__notes__search",outcome="denied"} 1"#);
+    has(r#"switchboard_call_errors_total{server="mock",tool="mcp__mock__fail"} 1"#);
+    has(r#"switchboard_call_duration_seconds_count{server="mock",tool="mcp__mock__echo"} 3"#);
+    assert!(
+        body.lines().any(|l| l.starts_with(
+            r#"switchboard_call_duration_seconds_bucket{le="+Inf",server="mock",tool="mcp__mock__echo"} 3"#
+        ) || l.starts_with(
+            r#"switchboard_call_duration_seconds_bucket{server="mock",tool="mcp__mock__echo",le="+Inf"} 3"#
+        )),
+        "{body}"
+    );
+    has(r#"switchboard_gate_decisions_total{server="mock",decision="allow"} 4"#);
+    has(r#"switchboard_gate_decisions_total{server="notes",decision="deny"} 1"#);
+    has(r#"switchboard_server_up{server="mock"} 1"#);
+    has(r#"switchboard_server_up{server="gone"} 0"#);
+    has(r#"switchboard_breaker_open{server="mock"} 0"#);
+    has(r#"switchboard_server_status{server="gone",status="down"} 1"#);
+    assert!(body.trim_end().ends_with("# EOF"), "{body}");
+    // No errors counted for the calls that went well.
+    assert!(
+        !body.contains(r#"switchboard_call_errors_total{server="mock",tool="mcp__mock__echo"}"#),
+        "{body}"
+    );
+}
+
+/// Requests received: head and body of each.
+type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A stand-in OTLP collector: records each request's head and body.
+struct Collector {
+    addr: String,
+    requests: Received,
+}
+
+impl Collector {
+    fn start() -> Collector {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let requests: Received = Arc::default();
+        let seen = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let seen = seen.clone();
+                std::thread::spawn(move || {
+                    while let Some((head, body)) = read_request(&mut stream) {
+                        seen.lock().unwrap().push((head, body));
+                        let _ = stream.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n",
+                        );
+                    }
+                });
+            }
+        });
+        Collector { addr, requests }
+    }
+}
+
+/// One HTTP/1.1 request with a `content-length` body.
+fn read_request(stream: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).ok()? == 0 {
+            return None;
+        }
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).into_owned();
+    let len = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    stream.read_exact(&mut body).ok()?;
+    Some((head, body))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
+    let collector = Collector::start();
+    let sb = Sandbox::new();
+    let cfg = mock_config(&sb, json!({}));
+    let endpoint = format!("http://{}", collector.addr);
+    let served = serve(
+        &sb,
+        &cfg,
+        &["--yes"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_SERVICE_NAME", "gateway-under-test"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    )
+    .await;
+    let client = client(&served.url()).await;
+    let options = RequestOptions {
+        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        ..RequestOptions::default()
+    };
+    let r = client
+        .call_tool_with("mcp__mock__echo", object(json!({"text": "x"})), &options)
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    let start = Instant::now();
+    let (head, body) = loop {
+        let found = collector
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(_, body)| contains(body, b"call mock/echo"))
+            .cloned();
+        if let Some(found) = found {
+            break found;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no span export arrived; stderr:\n{}",
+            served.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let first = head.lines().next().unwrap();
+    assert!(first.starts_with("POST /v1/traces "), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/x-protobuf"),
+        "{head}"
+    );
+    let all: Vec<u8> = collector
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|(_, b)| b.clone())
+        .collect();
+    assert!(contains(&body, b"gateway-under-test"), "service name");
+    assert!(
+        contains(&all, b"tools/call mcp__mock__echo"),
+        "upstream span"
+    );
+    // The trace id travels as 16 raw bytes.
+    let trace_id = [
+        0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31,
+        0x9c,
+    ];
+    assert!(contains(&body, &trace_id), "the upstream's trace id");
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reload_adds_and_drops_servers_without_failing_calls_to_the_others() {
+    let sb = Sandbox::new();
+    let base = json!({"permissions": {"allow": ["mcp__mock__echo"]}});
+    let both = json!({"permissions": {"allow": ["mcp__mock__echo", "mcp__extra__echo"]}});
+    let cfg = mock_config(&sb, base.clone());
+    let served = serve(&sb, &cfg, &[], &[]).await;
+    let client = Arc::new(client(&served.url()).await);
+
+    // Calls to mock, in a loop, for as long as the reloads go on.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let traffic = {
+        let client = client.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut n = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let r = client
+                    .call_tool("mcp__mock__echo", object(json!({"text": n.to_string()})))
+                    .await
+                    .unwrap();
+                assert!(!r.is_error(), "call {n} failed: {r:?}");
+                n += 1;
+            }
+            n
+        })
+    };
+
+    let tools = |client: Arc<Client>| async move {
+        client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|t| t.name)
+            .collect::<Vec<_>>()
+    };
+    let wait_until = |want: bool| {
+        let client = client.clone();
+        async move {
+            let start = Instant::now();
+            loop {
+                let names = tools(client.clone()).await;
+                if names.iter().any(|n| n == "mcp__extra__echo") == want {
+                    return names;
+                }
+                assert!(start.elapsed() < Duration::from_secs(60), "{names:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+
+    // Add a server.
+    sb.config(
+        json!({
+            "mock": {"command": mock_server(), "args": ["--name", "mock"]},
+            "extra": {"command": mock_server(), "args": ["--name", "extra"]}
+        }),
+        both,
+    );
+    let names = wait_until(true).await;
+    assert!(names.iter().any(|n| n == "mcp__mock__echo"), "{names:?}");
+    let r = client
+        .call_tool("mcp__extra__echo", object(json!({"text": "new"})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+
+    // A broken config is reported and the running one kept.
+    sb.write("config.json", r#"{"mcpServers": {"mock": {"args": 3}}}"#);
+    let buf = served.stderr.clone();
+    tokio::task::spawn_blocking(move || wait_for(&buf, "config problem", Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let r = client
+        .call_tool("mcp__extra__echo", object(json!({"text": "still"})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "the running config is kept: {r:?}");
+
+    // Drop it again.
+    sb.config(
+        json!({"mock": {"command": mock_server(), "args": ["--name", "mock"]}}),
+        base,
+    );
+    let names = wait_until(false).await;
+    assert!(names.iter().any(|n| n == "mcp__mock__echo"), "{names:?}");
+    let r = client
+        .call_tool("mcp__extra__echo", object(json!({"text": "gone"})))
+        .await;
+    // Unknown to the gateway now (-32602), or refused by the host.
+    assert!(
+        r.as_ref().map_or(true, |r| r.is_error()),
+        "a dropped server's tools are gone: {r:?}"
+    );
+
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let calls = traffic.await.unwrap();
+    assert!(calls > 0);
+    let stderr = served.stderr();
+    assert!(
+        stderr.contains("the entry has neither command nor url"),
+        "every problem is named: {stderr}"
+    );
+}
+
+#[test]
+fn audit_verify_checks_several_files_each_on_its_own() {
+    let sb = Sandbox::new();
+    let line_of = |seq: u64, prev: &str, replica: &str| -> (String, String) {
+        use sha2::{Digest, Sha256};
+        let body = format!(
+            r#"{{"seq":{seq},"time":"2026-01-01T00:00:00.000Z","replica":"{replica}","alias":"notes","tool":"mcp__notes__search","originalTool":"search","argumentNames":[],"argumentsSha256":"x","decision":"allow","decidedBy":"rule","outcome":"ok","isError":false,"durationMs":1,"prev":"{prev}""#
+        );
+        let hash = hex(&Sha256::digest(body.as_bytes()));
+        let line = format!(r#"{body},"hash":"{hash}"}}"#);
+        let next = hex(&Sha256::digest(line.as_bytes()));
+        (line, next)
+    };
+    let genesis = "0".repeat(64);
+    let mut logs = Vec::new();
+    for replica in ["a", "b"] {
+        let (l1, h1) = line_of(1, &genesis, replica);
+        let (l2, _) = line_of(2, &h1, replica);
+        logs.push(sb.write(&format!("audit-{replica}.jsonl"), &format!("{l1}\n{l2}\n")));
+    }
+    let a = logs[0].display().to_string();
+    let b = logs[1].display().to_string();
+    let run = sb.run(&["audit", "verify", &a, &b]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout.lines().count(), 2, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("audit-a.jsonl: 2 line(s), chain intact"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("audit-b.jsonl: 2 line(s), chain intact"),
+        "{run:?}"
+    );
+
+    // Tamper with b: a still verifies, b does not, and the exit says so.
+    let text = std::fs::read_to_string(&logs[1]).unwrap();
+    std::fs::write(
+        &logs[1],
+        text.replace("\"durationMs\":1", "\"durationMs\":2"),
+    )
+    .unwrap();
+    let run = sb.run(&["audit", "verify", &a, &b]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("audit-a.jsonl: 2 line(s), chain intact"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout
+            .contains("audit-b.jsonl: 2 line(s), chain broken"),
+        "{run:?}"
+    );
+    let run = sb.run(&["--json", "audit", "verify", &a, &b]);
+    let reports: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(reports.len(), 2);
+    assert_eq!(reports[0]["intact"], true);
+    assert_eq!(reports[1]["intact"], false);
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reloads_the_config_when_the_file_is_not_watched() {
+    let sb = Sandbox::new();
+    let cfg = mock_config(&sb, json!({}));
+    let served = serve(&sb, &cfg, &["--yes", "--no-watch"], &[]).await;
+    let client = client(&served.url()).await;
+    sb.config(
+        json!({
+            "mock": {"command": mock_server(), "args": ["--name", "mock"]},
+            "extra": {"command": mock_server(), "args": ["--name", "extra"]}
+        }),
+        json!({}),
+    );
+    let has_extra = |names: Vec<String>| names.iter().any(|n| n == "mcp__extra__echo");
+    let names = |client: &Client| {
+        let client = client.clone();
+        async move {
+            client
+                .list_all_tools()
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .map(|t| t.name)
+                .collect::<Vec<_>>()
+        }
+    };
+    // Not watched: the change is not seen on its own.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(!has_extra(names(&client).await));
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &served.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    while !has_extra(names(&client).await) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "SIGHUP did not reload"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,285 @@
+//! Two gateways behind nginx (round-robin, no affinity): calls and
+//! approvals spread over both replicas with no failure, an approval asked
+//! by one replica completed by the other, and both audit logs verify.
+//! Skipped, saying so, when nginx is not installed (CI installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard_client::{
+    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+};
+
+use crate::ops::{mock_server, serve};
+use crate::util::{Sandbox, empty_port, spawn};
+
+const CALLS: usize = 1000;
+const APPROVALS: usize = 50;
+/// A state key both replicas share (tests only).
+const STATE_KEY: &str = "0123456789abcdef0123456789abcdef-test-only-key";
+
+/// Approves every question, counting them.
+#[derive(Clone, Debug, Default)]
+struct Approve {
+    asked: Arc<Mutex<usize>>,
+}
+
+impl InputHandler for Approve {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        _params: Value,
+    ) -> BoxFuture<'_, Result<Value, InputError>> {
+        *self.asked.lock().unwrap() += 1;
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"approve": true}})) })
+    }
+}
+
+fn nginx() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// nginx in front of `backends`, on `port`, all its files in `dir`.
+struct Nginx {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Nginx {
+    fn start(bin: &Path, dir: &Path, port: u16, backends: &[&str]) -> Nginx {
+        for sub in ["body", "proxy", "fastcgi", "uwsgi", "scgi"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        // As root, nginx's workers would switch to `nobody`, who cannot
+        // reach the test's private directory.
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+        let user = if root { "user root;" } else { "" };
+        let d = dir.display();
+        let servers: String = backends
+            .iter()
+            .map(|b| format!("    server {b};\n"))
+            .collect();
+        let conf = format!(
+            r#"daemon off;
+worker_processes 1;
+{user}
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+  client_body_temp_path {d}/body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  client_body_buffer_size 64k;
+  log_format replicas '$upstream_addr $request_body';
+  upstream switchboard {{
+{servers}    keepalive 8;
+  }}
+  server {{
+    listen 127.0.0.1:{port};
+    access_log {d}/access.log replicas;
+    location / {{
+      proxy_pass http://switchboard;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_buffering off;
+      proxy_read_timeout 120s;
+    }}
+  }}
+}}
+"#
+        );
+        let conf_path = dir.join("nginx.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let mut cmd = Command::new(bin);
+        cmd.arg("-p")
+            .arg(dir)
+            .arg("-e")
+            .arg(dir.join("error.log"))
+            .arg("-c")
+            .arg(&conf_path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        let child = spawn(&mut cmd);
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "nginx did not start: {}",
+                std::fs::read_to_string(dir.join("error.log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Nginx {
+            child,
+            dir: dir.to_owned(),
+        }
+    }
+
+    fn access_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM lets the master stop its workers; SIGKILL would orphan them.
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_replicas_behind_nginx_share_calls_and_approvals() {
+    let Some(nginx_bin) = nginx() else {
+        eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
+        return;
+    };
+    let sb = Sandbox::new();
+    let cfg = sb
+        .config(
+            json!({"mock": {"command": mock_server(), "args": ["--name", "mock"]}}),
+            json!({
+                "permissions": {"allow": ["mcp__mock__echo"]},
+                "audit": "${SB_AUDIT}",
+                "lockfile": "switchboard.lock"
+            }),
+        )
+        .display()
+        .to_string();
+    let audit_a = sb.path().join("audit-a.jsonl").display().to_string();
+    let audit_b = sb.path().join("audit-b.jsonl").display().to_string();
+    let a = serve(
+        &sb,
+        &cfg,
+        &["--replica", "a"],
+        &[("SB_AUDIT", &audit_a), ("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+    )
+    .await;
+    let b = serve(
+        &sb,
+        &cfg,
+        &["--replica", "b"],
+        &[("SB_AUDIT", &audit_b), ("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+    )
+    .await;
+    let port = empty_port();
+    let proxy = Nginx::start(
+        &nginx_bin,
+        &sb.path().join("nginx"),
+        port,
+        &[&a.addr, &b.addr],
+    );
+
+    let approve = Approve::default();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let transport = HttpTransport::builder("balanced", &url).build().unwrap();
+    let client = Client::builder("balanced", transport)
+        .timeout(Duration::from_secs(60))
+        .input_handler(approve.clone())
+        .connect()
+        .await
+        .unwrap();
+
+    let mut failures = Vec::new();
+    for i in 0..CALLS {
+        let args = json!({"text": format!("call {i}")});
+        match client
+            .call_tool("mcp__mock__echo", args.as_object().cloned())
+            .await
+        {
+            Ok(r) if !r.is_error() => {}
+            other => failures.push(format!("call {i}: {other:?}")),
+        }
+    }
+    for i in 0..APPROVALS {
+        let args = json!({"query": format!("approval {i}")});
+        match client
+            .call_tool("mcp__notes__search", args.as_object().cloned())
+            .await
+        {
+            Ok(r) if !r.is_error() => {}
+            other => failures.push(format!("approval {i}: {other:?}")),
+        }
+    }
+    client.close().await;
+    assert!(
+        failures.is_empty(),
+        "{} failure(s), first: {}",
+        failures.len(),
+        failures[0]
+    );
+    assert_eq!(*approve.asked.lock().unwrap(), APPROVALS);
+
+    // Both replicas served traffic, and approvals crossed: the retry
+    // carrying the requestState went to the other replica than the
+    // question.
+    let log = proxy.access_log();
+    let lines: Vec<&str> = log.lines().collect();
+    let served_by = |addr: &str| lines.iter().filter(|l| l.starts_with(addr)).count();
+    let (by_a, by_b) = (served_by(&a.addr), served_by(&b.addr));
+    assert!(by_a > CALLS / 4 && by_b > CALLS / 4, "a {by_a}, b {by_b}");
+    let mut crossed = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if line.contains("requestState") && i > 0 {
+            let question = lines[i - 1];
+            let addr = |l: &str| l.split_whitespace().next().unwrap_or("").to_owned();
+            if question.contains("mcp__notes__search") && addr(question) != addr(line) {
+                crossed += 1;
+            }
+        }
+    }
+    assert!(
+        crossed > 0,
+        "no approval completed on the other replica:\n{log}"
+    );
+
+    // Each replica's audit log names it, and both chains verify.
+    drop(a);
+    drop(b);
+    let text_a = std::fs::read_to_string(&audit_a).unwrap();
+    let text_b = std::fs::read_to_string(&audit_b).unwrap();
+    let (lines_a, lines_b) = (text_a.lines().count(), text_b.lines().count());
+    assert_eq!(
+        lines_a + lines_b,
+        CALLS + APPROVALS,
+        "a {lines_a}, b {lines_b}"
+    );
+    assert!(lines_a > 0 && lines_b > 0);
+    assert!(text_a.lines().all(|l| l.contains(r#""replica":"a""#)));
+    assert!(text_b.lines().all(|l| l.contains(r#""replica":"b""#)));
+    let approved = text_a
+        .lines()
+        .chain(text_b.lines())
+        .filter(|l| l.contains(r#""decidedBy":"human""#))
+        .count();
+    assert_eq!(approved, APPROVALS);
+    let run = sb.run(&["audit", "verify", &audit_a, &audit_b]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.stdout.matches("chain intact").count(), 2, "{run:?}");
+    eprintln!(
+        "replicas: a served {by_a} requests, b {by_b}; {crossed} of {APPROVALS} approvals completed on the other replica"
+    );
+}

@@ -1,0 +1,261 @@
+//! Prometheus metrics (`prometheus-client`), served on `/metrics` in the
+//! OpenMetrics text format. Calls are counted where the host ends them
+//! (a [`CallObserver`]); server states are read from the host when
+//! scraped.
+//!
+//! | metric | labels | what |
+//! |---|---|---|
+//! | `switchboard_calls_total` | `server`, `tool`, `outcome` | governed calls, by audit outcome |
+//! | `switchboard_call_errors_total` | `server`, `tool` | calls that did not end `ok` (denials excluded) |
+//! | `switchboard_call_duration_seconds` | `server`, `tool` | latency histogram |
+//! | `switchboard_gate_decisions_total` | `server`, `decision` | the gate's `allow` / `ask` / `deny` |
+//! | `switchboard_approvals_total` | `server`, `answer` | questions answered `allow` or `deny` |
+//! | `switchboard_server_up` | `server` | 1 when mounted and reachable |
+//! | `switchboard_breaker_open` | `server` | 1 while the server's breaker is open |
+//! | `switchboard_server_status` | `server`, `status` | 1 for the server's current status |
+//!
+//! A name that is in no table is counted as `tool="(unknown)"`, so callers
+//! cannot grow the label set without bound.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use switchboard_host::{CallEvent, CallObserver, Decider, Host, Outcome, ServerStatus, Verdict};
+
+/// The content type of the exposition.
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The gateway's metrics.
+pub struct Metrics {
+    registry: Registry,
+    calls: Family<CallLabels, Counter>,
+    errors: Family<ToolLabels, Counter>,
+    latency: Family<ToolLabels, Histogram, fn() -> Histogram>,
+    gate: Family<GateLabels, Counter>,
+    approvals: Family<ApprovalLabels, Counter>,
+    up: Family<ServerLabels, Gauge>,
+    breaker: Family<ServerLabels, Gauge>,
+    status: Family<StatusLabels, Gauge>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics(..)")
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CallLabels {
+    server: String,
+    tool: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ToolLabels {
+    server: String,
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GateLabels {
+    server: String,
+    decision: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ApprovalLabels {
+    server: String,
+    answer: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ServerLabels {
+    server: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    server: String,
+    status: &'static str,
+}
+
+/// Latency buckets: 0.5 ms to about 16 s, doubling.
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Empty metrics, registered.
+    #[must_use]
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let calls = Family::<CallLabels, Counter>::default();
+        let errors = Family::<ToolLabels, Counter>::default();
+        let latency = Family::<ToolLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            latency_histogram,
+        );
+        let gate = Family::<GateLabels, Counter>::default();
+        let approvals = Family::<ApprovalLabels, Counter>::default();
+        let up = Family::<ServerLabels, Gauge>::default();
+        let breaker = Family::<ServerLabels, Gauge>::default();
+        let status = Family::<StatusLabels, Gauge>::default();
+        registry.register(
+            "switchboard_calls",
+            "Governed tool calls, by server, tool and outcome",
+            calls.clone(),
+        );
+        registry.register(
+            "switchboard_call_errors",
+            "Tool calls that did not end ok (denials excluded)",
+            errors.clone(),
+        );
+        registry.register(
+            "switchboard_call_duration_seconds",
+            "Duration of governed tool calls",
+            latency.clone(),
+        );
+        registry.register(
+            "switchboard_gate_decisions",
+            "What the gate said before anyone was asked: allow, ask or deny",
+            gate.clone(),
+        );
+        registry.register(
+            "switchboard_approvals",
+            "Approval questions answered, by answer",
+            approvals.clone(),
+        );
+        registry.register(
+            "switchboard_server_up",
+            "1 when the server is mounted and reachable",
+            up.clone(),
+        );
+        registry.register(
+            "switchboard_breaker_open",
+            "1 while the server's breaker is open",
+            breaker.clone(),
+        );
+        registry.register(
+            "switchboard_server_status",
+            "1 for the server's current status (up, down, tripped, disabled, needs_login)",
+            status.clone(),
+        );
+        Metrics {
+            registry,
+            calls,
+            errors,
+            latency,
+            gate,
+            approvals,
+            up,
+            breaker,
+            status,
+        }
+    }
+
+    /// The exposition, with the servers' states read from `host` now.
+    #[must_use]
+    pub fn render(&self, host: &Host) -> String {
+        self.up.clear();
+        self.breaker.clear();
+        self.status.clear();
+        for s in host.servers() {
+            let server = ServerLabels {
+                server: s.alias.clone(),
+            };
+            self.up
+                .get_or_create(&server)
+                .set(i64::from(s.status == ServerStatus::Up));
+            self.breaker
+                .get_or_create(&server)
+                .set(i64::from(s.status == ServerStatus::Tripped));
+            self.status
+                .get_or_create(&StatusLabels {
+                    server: s.alias,
+                    status: status_label(s.status),
+                })
+                .set(1);
+        }
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}
+
+impl CallObserver for Metrics {
+    fn call_ended(&self, call: &CallEvent<'_>) {
+        let server = call.alias.unwrap_or("").to_owned();
+        // Only names the table routed are labels; anything else is one
+        // bucket.
+        let tool = if call.original_tool.is_some() {
+            call.tool.to_owned()
+        } else {
+            "(unknown)".to_owned()
+        };
+        self.calls
+            .get_or_create(&CallLabels {
+                server: server.clone(),
+                tool: tool.clone(),
+                outcome: outcome_label(call.outcome),
+            })
+            .inc();
+        let labels = ToolLabels { server, tool };
+        if !matches!(call.outcome, Outcome::Ok | Outcome::Denied) {
+            self.errors.get_or_create(&labels).inc();
+        }
+        self.latency
+            .get_or_create(&labels)
+            .observe(call.duration.as_secs_f64());
+        if let Some(gate) = call.gate {
+            self.gate
+                .get_or_create(&GateLabels {
+                    server: labels.server.clone(),
+                    decision: gate.as_str(),
+                })
+                .inc();
+            if gate == Verdict::Ask && call.decided_by != Decider::NoApprover {
+                self.approvals
+                    .get_or_create(&ApprovalLabels {
+                        server: labels.server,
+                        answer: call.decision.map_or("deny", Verdict::as_str),
+                    })
+                    .inc();
+            }
+        }
+    }
+}
+
+fn outcome_label(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Ok => "ok",
+        Outcome::ToolError => "tool_error",
+        Outcome::ProtocolError => "protocol_error",
+        Outcome::Timeout => "timeout",
+        Outcome::Transport => "transport",
+        Outcome::Denied => "denied",
+        Outcome::Breaker => "breaker",
+        Outcome::UnknownTool => "unknown_tool",
+        Outcome::AuthRequired => "auth_required",
+    }
+}
+
+fn status_label(status: ServerStatus) -> &'static str {
+    match status {
+        ServerStatus::Up => "up",
+        ServerStatus::Down => "down",
+        ServerStatus::Tripped => "tripped",
+        ServerStatus::Disabled => "disabled",
+        ServerStatus::NeedsLogin => "needs_login",
+    }
+}

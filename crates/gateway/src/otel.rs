@@ -1,0 +1,279 @@
+//! OpenTelemetry traces over OTLP/HTTP (protobuf), on when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` is
+//! set; the SDK reads its other standard variables itself
+//! (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
+//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, …).
+//!
+//! Each upstream `tools/call` is a server span (`tools/call TOOL`), and
+//! the downstream call a client span under it (`call ALIAS/TOOL`, with the
+//! server alias, the tool and the outcome), recorded by the host's
+//! [`CallObserver`] with the span id the downstream request carried in its
+//! `traceparent`. Batches go out through the workspace's hyper client
+//! (rustls with ring), not a second HTTP stack.
+
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{
+    Span as _, SpanBuilder, SpanContext, SpanId, SpanKind, Status, TraceContextExt, TraceFlags,
+    TraceId, TraceState, TracerProvider as _,
+};
+use opentelemetry_http::{HttpClient, HttpError, Request, Response};
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use switchboard_host::{CallEvent, CallObserver, Outcome};
+
+use crate::trace::CallTrace;
+
+/// The variables that turn tracing on.
+const ENDPOINT_VARS: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+];
+
+/// How long one export may take.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The tracer and its provider (flushed at shutdown).
+pub(crate) struct Otel {
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+}
+
+impl std::fmt::Debug for Otel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Otel(..)")
+    }
+}
+
+/// Why tracing could not be set up.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up OpenTelemetry tracing: {0}")]
+pub struct OtelError(String);
+
+impl Otel {
+    /// Tracing as the environment asks: `None` when no OTLP endpoint is
+    /// set (nothing is set up then, and nothing costs anything).
+    ///
+    /// # Errors
+    /// [`OtelError`] when the endpoint or the TLS setup is unusable.
+    pub(crate) fn from_env() -> Result<Option<Otel>, OtelError> {
+        if !ENDPOINT_VARS
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
+        {
+            return Ok(None);
+        }
+        let client = HyperClient::new()?;
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_http_client(client)
+            .with_timeout(EXPORT_TIMEOUT)
+            .build()
+            .map_err(|e| OtelError(e.to_string()))?;
+        let mut resource = Resource::builder();
+        let named = std::env::var_os("OTEL_SERVICE_NAME").is_some()
+            || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|a| {
+                a.split(',')
+                    .any(|kv| kv.trim().starts_with("service.name="))
+            });
+        if !named {
+            resource = resource.with_service_name("switchboard");
+        }
+        let provider = SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource.build())
+            .build();
+        let tracer = provider.tracer_with_scope(
+            opentelemetry::InstrumentationScope::builder("switchboard-gateway")
+                .with_version(env!("CARGO_PKG_VERSION"))
+                .build(),
+        );
+        Ok(Some(Otel { provider, tracer }))
+    }
+
+    /// Records the gateway's span for one upstream request.
+    pub(crate) fn upstream_span(
+        &self,
+        trace: &CallTrace,
+        tool: &str,
+        started: SystemTime,
+        ended: SystemTime,
+        outcome: Outcome,
+    ) {
+        let Some(trace_id) = trace_id(&trace.trace_id) else {
+            return;
+        };
+        let parent = match trace.remote_parent.as_deref().and_then(span_id) {
+            Some(parent) => opentelemetry::Context::new().with_remote_span_context(
+                SpanContext::new(trace_id, parent, flags(trace), true, TraceState::default()),
+            ),
+            None => opentelemetry::Context::new(),
+        };
+        let mut builder = SpanBuilder::from_name(format!("tools/call {tool}"))
+            .with_kind(SpanKind::Server)
+            .with_trace_id(trace_id)
+            .with_start_time(started)
+            .with_attributes([
+                KeyValue::new("rpc.system", "mcp"),
+                KeyValue::new("rpc.method", "tools/call"),
+                KeyValue::new("mcp.tool.name", tool.to_owned()),
+                KeyValue::new("switchboard.outcome", outcome_str(outcome)),
+            ]);
+        builder.span_id = span_id(&trace.span_id);
+        builder.status = status(outcome);
+        let mut span = builder.start_with_context(&self.tracer, &parent);
+        span.end_with_timestamp(ended);
+    }
+
+    /// Flushes what is queued and stops the exporter.
+    pub(crate) fn shutdown(&self) {
+        if let Err(e) = self.provider.shutdown() {
+            tracing::debug!(error = %e, "the trace exporter did not shut down cleanly");
+        }
+    }
+}
+
+impl CallObserver for Otel {
+    fn call_ended(&self, call: &CallEvent<'_>) {
+        // Only calls made with a trace context (the gateway's) are spans.
+        let Some(context) = call.trace else {
+            return;
+        };
+        let Some((trace_id, own, flags)) = parse_traceparent(&context.traceparent) else {
+            return;
+        };
+        let Some(parent) = context.parent_span_id.as_deref().and_then(span_id) else {
+            return;
+        };
+        let parent = opentelemetry::Context::new().with_remote_span_context(SpanContext::new(
+            trace_id,
+            parent,
+            flags,
+            false,
+            TraceState::default(),
+        ));
+        let alias = call.alias.unwrap_or("");
+        let original = call.original_tool.unwrap_or(call.tool);
+        let mut builder = SpanBuilder::from_name(format!("call {alias}/{original}"))
+            .with_kind(SpanKind::Client)
+            .with_start_time(call.started)
+            .with_attributes([
+                KeyValue::new("switchboard.server", alias.to_owned()),
+                KeyValue::new("mcp.tool.name", original.to_owned()),
+                KeyValue::new("switchboard.tool", call.tool.to_owned()),
+                KeyValue::new("switchboard.outcome", outcome_str(call.outcome)),
+                KeyValue::new(
+                    "switchboard.decision",
+                    call.decision.map_or("none", |d| d.as_str()),
+                ),
+            ]);
+        builder.span_id = Some(own);
+        builder.status = status(call.outcome);
+        let mut span = builder.start_with_context(&self.tracer, &parent);
+        span.end_with_timestamp(call.started + call.duration);
+    }
+}
+
+fn trace_id(hex: &str) -> Option<TraceId> {
+    TraceId::from_hex(hex)
+        .ok()
+        .filter(|t| *t != TraceId::INVALID)
+}
+
+fn span_id(hex: &str) -> Option<SpanId> {
+    SpanId::from_hex(hex).ok().filter(|s| *s != SpanId::INVALID)
+}
+
+fn flags(trace: &CallTrace) -> TraceFlags {
+    if trace.flags == "01" {
+        TraceFlags::SAMPLED
+    } else {
+        TraceFlags::default()
+    }
+}
+
+/// `00-TRACE-SPAN-FLAGS` as the gateway writes it.
+fn parse_traceparent(text: &str) -> Option<(TraceId, SpanId, TraceFlags)> {
+    let mut parts = text.split('-');
+    let _version = parts.next()?;
+    let trace = trace_id(parts.next()?)?;
+    let span = span_id(parts.next()?)?;
+    let flags = match parts.next()? {
+        "01" => TraceFlags::SAMPLED,
+        _ => TraceFlags::default(),
+    };
+    Some((trace, span, flags))
+}
+
+fn status(outcome: Outcome) -> Status {
+    match outcome {
+        Outcome::Ok | Outcome::Denied => Status::Unset,
+        other => Status::error(outcome_str(other)),
+    }
+}
+
+fn outcome_str(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Ok => "ok",
+        Outcome::ToolError => "tool_error",
+        Outcome::ProtocolError => "protocol_error",
+        Outcome::Timeout => "timeout",
+        Outcome::Transport => "transport",
+        Outcome::Denied => "denied",
+        Outcome::Breaker => "breaker",
+        Outcome::UnknownTool => "unknown_tool",
+        Outcome::AuthRequired => "auth_required",
+    }
+}
+
+/// The exporter's HTTP client: the workspace's hyper stack. The SDK's
+/// batch processor runs on a thread of its own and drives exports with a
+/// plain executor, so each request is run on the runtime the gateway was
+/// started in and awaited from there.
+#[derive(Debug, Clone)]
+struct HyperClient {
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl HyperClient {
+    fn new() -> Result<HyperClient, OtelError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| OtelError("no tokio runtime to send traces from".into()))?;
+        let tls = switchboard_client::default_tls().map_err(OtelError)?;
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(EXPORT_TIMEOUT));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(std::sync::Arc::unwrap_or_clone(tls))
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(tcp);
+        Ok(HyperClient {
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            runtime,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl HttpClient for HyperClient {
+    async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        let client = self.client.clone();
+        let sent = self.runtime.spawn(async move {
+            let response = client.request(request.map(Full::new)).await?;
+            let (parts, body) = response.into_parts();
+            let body = body.collect().await?.to_bytes();
+            Ok::<_, HttpError>(Response::from_parts(parts, body))
+        });
+        sent.await?
+    }
+}
