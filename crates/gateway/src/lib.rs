@@ -30,6 +30,7 @@
 //! ```
 
 mod approval;
+mod offer;
 mod run;
 mod tools;
 
@@ -82,6 +83,7 @@ pub struct Gateway {
     server: Server,
     tool_count: usize,
     sync: JoinHandle<()>,
+    offers: JoinHandle<()>,
 }
 
 impl Gateway {
@@ -103,10 +105,19 @@ impl Gateway {
             registered,
             changes,
         ));
+        let offer_changes = host.subscribe_offers();
+        let offered = offer::register_all(&server, host);
+        let offers = tokio::spawn(offer::follow_changes(
+            host.clone(),
+            server.clone(),
+            offered,
+            offer_changes,
+        ));
         Ok(Gateway {
             server,
             tool_count,
             sync,
+            offers,
         })
     }
 
@@ -148,6 +159,7 @@ impl Gateway {
 impl Drop for Gateway {
     fn drop(&mut self) {
         self.sync.abort();
+        self.offers.abort();
         self.server.shutdown();
     }
 }
@@ -167,10 +179,17 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         instructions.push('\n');
         instructions.push_str(&outages);
     }
+    let completer = host.clone();
     Server::builder("switchboard", env!("CARGO_PKG_VERSION"))
         .title("Switchboard gateway")
         .instructions(instructions)
         .declare_tools()
+        .declare_prompts()
+        .declare_resources()
+        .completion(move |request: switchboard_server::CompleteRequest| {
+            let host = completer.clone();
+            async move { offer::complete(&host, request).await }
+        })
         // The table changes at run time: never let a client cache it long.
         .list_cache(0, switchboard_wire::CacheScope::Private)
         .build()

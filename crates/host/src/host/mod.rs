@@ -6,6 +6,8 @@
 //! - `call`: the governed call (table, gate, breaker, connection, server),
 //!   which comes to one `CallOutcome`: the audit line and the model's text
 //!   are both derived from it.
+//! - `offer`: prompts, resources, templates and completions, listed and
+//!   followed per server and routed through the catalog.
 //! - `background`: refreshers, `list_changed` listeners and the token-store
 //!   watcher.
 
@@ -33,9 +35,11 @@ use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 mod background;
 mod call;
 mod mount;
+mod offer;
 
 pub use call::{CallOptions, CallReport};
 pub use mount::MountOptions;
+pub use offer::OfferError;
 
 /// A tool as the model sees it, plus where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -195,6 +199,8 @@ struct Inner {
     budget: Budget,
     connect: ConnectOptions,
     changes: broadcast::Sender<TableChange>,
+    /// Prompts, resources and templates beyond the tools.
+    offers: offer::Offers,
     /// Serialises table rebuilds.
     rebuild: Mutex<()>,
     /// Refreshers and listeners, stopped at shutdown or drop.
