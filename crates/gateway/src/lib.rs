@@ -31,9 +31,11 @@
 
 mod approval;
 mod offer;
+mod relay;
 mod run;
 mod tools;
 
+pub use relay::relay_input_handler;
 use switchboard_host::Host;
 use switchboard_server::{BuildError, ServeError, Server};
 use tokio::task::JoinHandle;

@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::GatewayOptions;
 use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, NoOneUpstream, ask, gate_asks};
+use crate::relay;
 
 /// How many progress notifications may wait for the upstream stream; more
 /// are dropped (progress is advisory, the result is not).
@@ -100,8 +101,13 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
         Value::Object(map) => Some(map),
         _ => None,
     };
+    // The retry of a call whose server asked a question we relayed: the
+    // call was allowed then, and the sealed state is bound to it.
+    let resume = relay::resume(ctx)?;
     let approver: Arc<dyn Approver> = if yes {
         Arc::new(AssumeYes)
+    } else if resume.is_some() {
+        Arc::new(Answered(Approval::AllowOnce))
     } else if ctx.has_state() {
         // The retry of a call whose approval we asked for.
         ctx.consume_state()?;
@@ -128,6 +134,8 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
 
     let mut options = CallOptions::default();
     options.approver = Some(approver);
+    options.relay_input = true;
+    options.resume = resume;
     let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
     if ctx.wants_progress() {
         options = options.with_progress(move |p| {
@@ -142,5 +150,11 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
             Some(p) = rx.recv() => ctx.progress(p.progress, p.total, p.message.as_deref()).await,
         }
     };
-    Ok(report.result.into())
+    match report.input_required {
+        Some(asked) => match relay::ask(name, &asked, ctx.client_capabilities()) {
+            Ok(question) => Ok(question.into()),
+            Err(why) => Ok(switchboard_wire::CallToolResult::error(why).into()),
+        },
+        None => Ok(report.result.into()),
+    }
 }

@@ -54,6 +54,10 @@ pub enum Outcome {
     /// The server needs authorization first (an OAuth login, or valid
     /// credentials); the call did not run.
     AuthRequired,
+    /// The server asked a question that was relayed to the caller
+    /// ([`crate::CallOptions::relay_input`]); the retry with the answers is
+    /// a call (and a line) of its own.
+    InputRequired,
 }
 
 impl Outcome {

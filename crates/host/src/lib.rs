@@ -106,4 +106,4 @@ pub use input::{
 pub use offer::{Catalog, OfferChange};
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::PinState;
-pub use switchboard_client::ProgressSink;
+pub use switchboard_client::{ProgressSink, Resume};
