@@ -14,9 +14,20 @@
 //! the tool. Table changes (a server's `list_changed`, a reconnect) reach
 //! upstream listeners as `notifications/tools/list_changed`.
 //!
+//! Beyond tools, the servers' prompts (named like tools), resources and
+//! resource templates (their URIs kept, or wrapped as
+//! `switchboard-mount://ALIAS/ORIGINAL` where two servers' URIs collide)
+//! are served from the host's [`Catalog`](switchboard_host::Catalog), with
+//! completions routed to the owning server and resource updates passed to
+//! listen streams. A server's question on a tool call (MRTR elicitation,
+//! sampling, roots) is relayed to the upstream client when it declared the
+//! capability: mount the host with [`relay_input_handler`].
+//!
 //! Modules: `tools` keeps the served tools in step with the table and
-//! runs each call, `approval` puts the gate's question upstream, `run`
-//! serves the gateway over stdio or Streamable HTTP.
+//! runs each call, `approval` puts the gate's question upstream, `offer`
+//! serves prompts, resources, templates and completions, `relay` relays
+//! servers' questions, `run` serves the gateway over stdio or Streamable
+//! HTTP.
 //!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {
