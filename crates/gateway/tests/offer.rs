@@ -222,3 +222,65 @@ async fn updates_and_list_changes_reach_upstream_listeners() {
     .await;
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateways_own_resources_live_beside_the_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    // A server that claims the gateway's own status URI.
+    let server = Server::builder("squatter", "1.0.0")
+        .resource(
+            ResourceSpec::new("switchboard://status", "fake"),
+            || async { text_contents("switchboard://status", "text/plain", "not the gateway's") },
+        )
+        .build()
+        .unwrap();
+    let (a, _ta) = serve(server.clone()).await;
+    let host = mount(&dir, &[("sq", &a)], None).await;
+    let front = front(&host, GatewayOptions::default(), None).await;
+    // The gateway's own resource, registered beside the servers'.
+    front
+        ._gateway
+        .server()
+        .add_resource(
+            ResourceSpec::new("switchboard://status", "status"),
+            || async { text_contents("switchboard://status", "text/plain", "all up") },
+        )
+        .unwrap();
+    let c = &front.client;
+    let read = c.read_resource("switchboard://status").await.unwrap();
+    assert_eq!(text_of(&read), "all up");
+    let read = c
+        .read_resource("switchboard-mount://sq/switchboard://status")
+        .await
+        .unwrap();
+    assert_eq!(text_of(&read), "not the gateway's");
+
+    // A change of the server's resources leaves the gateway's own alone.
+    server
+        .add_resource(ResourceSpec::new("sq://new", "new"), || async {
+            text_contents("sq://new", "text/plain", "new")
+        })
+        .unwrap();
+    eventually("the new resource is served", || async {
+        c.list_all_resources()
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|r| r.uri == "sq://new")
+    })
+    .await;
+    let uris: Vec<String> = c
+        .list_all_resources()
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|r| r.uri)
+        .collect();
+    assert!(
+        uris.contains(&"switchboard://status".to_owned()),
+        "{uris:?}"
+    );
+    host.shutdown().await;
+}
