@@ -288,6 +288,7 @@ fn handler_error(e: OfferError) -> HandlerError {
         OfferError::UnknownPrompt(_) | OfferError::UnknownTemplate(_) => {
             HandlerError::invalid_params(e.to_string())
         }
+        OfferError::Denied(text) => HandlerError::msg(text),
         other => HandlerError::internal(other.to_string()),
     }
 }

@@ -172,6 +172,29 @@ async fn prompts_resources_templates_and_completions_through_the_gateway() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deny_rule_naming_a_prompt_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, _tb) = serve(beta()).await;
+    let host = crate::util::mount_with(
+        &dir,
+        &[("beta", &b)],
+        None,
+        json!({"deny": ["mcp__beta__summarise"]}),
+    )
+    .await;
+    let front = front(&host, GatewayOptions::default(), None).await;
+    let e = front
+        .client
+        .get_prompt("mcp__beta__summarise", None)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("deny"), "{e}");
+    let audit = std::fs::read_to_string(dir.path().join("audit.jsonl")).unwrap();
+    assert!(audit.contains("\"denied\""), "{audit}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn updates_and_list_changes_reach_upstream_listeners() {
     let dir = tempfile::tempdir().unwrap();
     let server = alpha();

@@ -37,6 +37,16 @@ pub(crate) async fn mount(
     servers: &[(&str, &str)],
     input: Option<std::sync::Arc<dyn InputHandler>>,
 ) -> Host {
+    mount_with(dir, servers, input, serde_json::json!({})).await
+}
+
+/// [`mount`] with these `permissions`.
+pub(crate) async fn mount_with(
+    dir: &tempfile::TempDir,
+    servers: &[(&str, &str)],
+    input: Option<std::sync::Arc<dyn InputHandler>>,
+    permissions: Value,
+) -> Host {
     let mut map = serde_json::Map::new();
     for (alias, url) in servers {
         map.insert(
@@ -46,6 +56,7 @@ pub(crate) async fn mount(
     }
     let config = serde_json::json!({
         "mcpServers": map,
+        "permissions": permissions,
         "audit": dir.path().join("audit.jsonl").display().to_string(),
     });
     let path = dir.path().join(".mcp.json");

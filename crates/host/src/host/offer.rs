@@ -21,6 +21,7 @@ use tracing::{debug, error, warn};
 use super::{Host, Inner};
 use crate::audit::{AuditRecord, Outcome};
 use crate::offer::{Catalog, OfferChange, ServerOffer};
+use crate::permission::{self, RuleKind, RuleVerdict};
 use crate::sanitize;
 use crate::upstream::Upstream;
 
@@ -63,6 +64,9 @@ pub enum OfferError {
         /// Why, in words.
         reason: String,
     },
+    /// A deny rule of the user's matches the prompt's served name.
+    #[error("{0}")]
+    Denied(String),
     /// The server answered with an error or failed.
     #[error(transparent)]
     Server(#[from] ClientError),
@@ -109,18 +113,37 @@ impl Host {
         let Some(prompt) = catalog.prompt(name) else {
             return Err(OfferError::UnknownPrompt(name.to_owned()));
         };
-        let result = match self.client_of(&prompt.alias).await {
-            Ok(client) => client
+        // Prompts share the tools' names: a deny rule that matches the
+        // name refuses the prompt too (allow and ask rules have nothing to
+        // ask about: a prompt runs nothing).
+        let denied = {
+            let config = self.config_read();
+            match permission::decide(&config.rules, &prompt.alias, &prompt.original_name) {
+                RuleVerdict::Matched(rule) if rule.kind == RuleKind::Deny => Some(format!(
+                    "The user's permission rules deny {name} (rule {} at {}).",
+                    rule.pattern, rule.source
+                )),
+                _ => None,
+            }
+        };
+        let result = match (denied, self.client_of(&prompt.alias).await) {
+            (Some(text), _) => Err(OfferError::Denied(text)),
+            (None, Err(e)) => Err(e),
+            (None, Ok(client)) => client
                 .get_prompt(&prompt.original_name, arguments)
                 .await
                 .map_err(OfferError::from),
-            Err(e) => Err(e),
         };
         if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
             record.alias = Some(prompt.alias.clone());
             record.original_tool = Some(prompt.original_name.clone());
             record.outcome = match &result {
                 Ok(_) => Outcome::Ok,
+                Err(OfferError::Denied(_)) => {
+                    record.decision = Some("deny".into());
+                    record.decided_by = crate::audit::Decider::Rule;
+                    Outcome::Denied
+                }
                 Err(OfferError::Server(e)) if e.is_timeout() => Outcome::Timeout,
                 Err(OfferError::Server(e)) if e.is_protocol() => Outcome::ProtocolError,
                 Err(_) => Outcome::Transport,
