@@ -25,7 +25,8 @@ use crate::settings::{Approval, Command, Settings};
 /// questions belong to the agent upstream).
 pub(crate) fn for_command(settings: &Settings, config: &Config) -> Option<Arc<dyn InputHandler>> {
     let (person, yes) = match &settings.command {
-        Command::Serve { .. } => return None,
+        // The gateway relays servers' questions to its own client.
+        Command::Serve { .. } => return Some(switchboard_gateway::relay_input_handler(None)),
         Command::Call { approval, .. } => (
             settings.stdin_tty && *approval != Approval::NoOne,
             *approval == Approval::Yes,

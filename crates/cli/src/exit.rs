@@ -47,7 +47,8 @@ impl Code {
     /// The code for a call that ended with `outcome`.
     pub(crate) fn of_outcome(outcome: Outcome) -> Code {
         match outcome {
-            Outcome::Ok => Code::Ok,
+            // Only a relaying front end (the gateway) stops at a question.
+            Outcome::Ok | Outcome::InputRequired => Code::Ok,
             Outcome::ToolError => Code::ToolError,
             Outcome::Denied => Code::Denied,
             Outcome::UnknownTool => Code::Usage,

@@ -732,6 +732,18 @@ impl Client {
                 );
             }
         }
+        // A relayed round's answers; a later round of the client's own
+        // MRTR loop carries its own instead.
+        if let Some(resume) = &options.resume {
+            if !params.contains_key("inputResponses") && !params.contains_key("requestState") {
+                if let Some(responses) = &resume.input_responses {
+                    params.insert("inputResponses".into(), Value::Object(responses.clone()));
+                }
+                if let Some(state) = &resume.request_state {
+                    params.insert("requestState".into(), Value::from(state.as_str()));
+                }
+            }
+        }
         if let Some(tp) = &options.traceparent {
             meta.insert(TRACEPARENT.into(), Value::from(tp.as_str()));
         }

@@ -310,6 +310,17 @@ pub enum ClientError {
         /// The deadline that passed.
         after: Duration,
     },
+    /// The server answered `input_required` and the request asked for it
+    /// to be handed back ([`crate::RequestOptions::relay_input`]).
+    #[error("{server} needs input for {method}")]
+    InputRequired {
+        /// The server's name (alias).
+        server: String,
+        /// The method called.
+        method: String,
+        /// The server's answer, verbatim.
+        result: Box<switchboard_wire::InputRequiredResult>,
+    },
     /// The transport failed: the server is gone or could not be started.
     #[error(transparent)]
     Transport(#[from] TransportError),
@@ -320,6 +331,15 @@ impl ClientError {
     pub fn protocol_error(&self) -> Option<&ErrorObject> {
         match self {
             ClientError::Protocol { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// The server's `input_required` answer, handed back because the
+    /// request asked for it ([`crate::RequestOptions::relay_input`]).
+    pub fn input_required(&self) -> Option<&switchboard_wire::InputRequiredResult> {
+        match self {
+            ClientError::InputRequired { result, .. } => Some(result),
             _ => None,
         }
     }

@@ -39,6 +39,23 @@ pub struct RequestOptions {
     /// only answer what the client's handler declared. For a caller that
     /// relays the questions elsewhere, e.g. a gateway to its own client.
     pub task_input: Option<Arc<dyn InputHandler>>,
+    /// Hand an `input_required` answer back to the caller (as
+    /// [`crate::ClientError::InputRequired`]) instead of answering it
+    /// through the client's input handler: for a gateway that relays the
+    /// server's questions to its own client.
+    pub relay_input: bool,
+    /// The answers to a relayed `input_required`, sent with this request
+    /// (`inputResponses` and the echoed `requestState`).
+    pub resume: Option<Resume>,
+}
+
+/// The answers to an `input_required` that was relayed, for the retry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Resume {
+    /// `inputResponses`, keyed like the server's requests.
+    pub input_responses: Option<JsonObject>,
+    /// The server's `requestState`, verbatim.
+    pub request_state: Option<String>,
 }
 
 impl RequestOptions {
@@ -67,6 +84,8 @@ impl fmt::Debug for RequestOptions {
             .field("traceparent", &self.traceparent)
             .field("meta", &self.meta)
             .field("task_input", &self.task_input)
+            .field("relay_input", &self.relay_input)
+            .field("resume", &self.resume.is_some())
             .finish()
     }
 }

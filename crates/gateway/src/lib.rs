@@ -14,10 +14,21 @@
 //! the tool. Table changes (a server's `list_changed`, a reconnect) reach
 //! upstream listeners as `notifications/tools/list_changed`.
 //!
+//! Beyond tools, the servers' prompts (named like tools), resources and
+//! resource templates (their URIs kept, or wrapped as
+//! `switchboard-mount://ALIAS/ORIGINAL` where two servers' URIs collide)
+//! are served from the host's [`Catalog`](switchboard_host::Catalog), with
+//! completions routed to the owning server and resource updates passed to
+//! listen streams. A server's question on a tool call (MRTR elicitation,
+//! sampling, roots) is relayed to the upstream client when it declared the
+//! capability: mount the host with [`relay_input_handler`].
+//!
 //! Modules: `tools` keeps the served tools in step with the table and
 //! runs each call, `approval` puts the gate's question upstream, `tasks`
 //! hands downstream tasks on to upstream clients that declared the tasks
-//! extension, `run` serves the gateway over stdio or Streamable HTTP.
+//! extension, `offer` serves prompts, resources, templates and
+//! completions, `relay` relays servers' questions, `run` serves the
+//! gateway over stdio or Streamable HTTP.
 //! Observability:
 //! `trace` continues the upstream request's W3C trace context on every
 //! downstream call, `metrics` (Prometheus, `/metrics`) and `otel`
@@ -46,7 +57,9 @@
 
 mod approval;
 mod metrics;
+mod offer;
 mod otel;
+mod relay;
 mod reload;
 mod run;
 mod tasks;
@@ -61,6 +74,7 @@ pub use otel::OtelError;
 pub use reload::{ConfigSource, watch_config};
 pub use telemetry::Telemetry;
 
+pub use relay::relay_input_handler;
 use switchboard_host::Host;
 use switchboard_server::{BuildError, ServeError, Server};
 use tokio::task::JoinHandle;
@@ -145,6 +159,7 @@ pub struct Gateway {
     telemetry: Telemetry,
     tool_count: usize,
     sync: JoinHandle<()>,
+    offers: JoinHandle<()>,
 }
 
 impl Gateway {
@@ -167,12 +182,21 @@ impl Gateway {
             registered,
             changes,
         ));
+        let offer_changes = host.subscribe_offers();
+        let offered = offer::register_all(&server, host);
+        let offers = tokio::spawn(offer::follow_changes(
+            host.clone(),
+            server.clone(),
+            offered,
+            offer_changes,
+        ));
         Ok(Gateway {
             server,
             host: host.clone(),
             telemetry,
             tool_count,
             sync,
+            offers,
         })
     }
 
@@ -226,6 +250,7 @@ impl Gateway {
 impl Drop for Gateway {
     fn drop(&mut self) {
         self.sync.abort();
+        self.offers.abort();
         self.server.shutdown();
     }
 }
@@ -245,6 +270,7 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         instructions.push('\n');
         instructions.push_str(&outages);
     }
+    let completer = host.clone();
     let mut builder = Server::builder("switchboard", env!("CARGO_PKG_VERSION"));
     if let Some(key) = &options.state_key {
         builder = builder.signing_key(key.clone());
@@ -254,6 +280,12 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         .title("Switchboard gateway")
         .instructions(instructions)
         .declare_tools()
+        .declare_prompts()
+        .declare_resources()
+        .completion(move |request: switchboard_server::CompleteRequest| {
+            let host = completer.clone();
+            async move { offer::complete(&host, request).await }
+        })
         // Calls the downstream servers turn into tasks are handed on as
         // tasks to upstream clients that follow them (`tasks`).
         .tasks()

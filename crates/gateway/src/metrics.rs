@@ -207,7 +207,7 @@ impl CallObserver for Metrics {
             .get_or_create(&CallLabels {
                 server: server.clone(),
                 tool: tool.clone(),
-                outcome: outcome_label(call.outcome),
+                outcome: call.outcome.as_str(),
             })
             .inc();
         let labels = ToolLabels { server, tool };
@@ -236,19 +236,6 @@ impl CallObserver for Metrics {
     }
 }
 
-fn outcome_label(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Ok => "ok",
-        Outcome::ToolError => "tool_error",
-        Outcome::ProtocolError => "protocol_error",
-        Outcome::Timeout => "timeout",
-        Outcome::Transport => "transport",
-        Outcome::Denied => "denied",
-        Outcome::Breaker => "breaker",
-        Outcome::UnknownTool => "unknown_tool",
-        Outcome::AuthRequired => "auth_required",
-    }
-}
 
 fn status_label(status: ServerStatus) -> &'static str {
     match status {

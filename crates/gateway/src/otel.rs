@@ -124,7 +124,7 @@ impl Otel {
                 KeyValue::new("rpc.system", "mcp"),
                 KeyValue::new("rpc.method", "tools/call"),
                 KeyValue::new("mcp.tool.name", tool.to_owned()),
-                KeyValue::new("switchboard.outcome", outcome_str(outcome)),
+                KeyValue::new("switchboard.outcome", outcome.as_str()),
             ]);
         builder.span_id = span_id(&trace.span_id);
         builder.status = status(outcome);
@@ -168,7 +168,7 @@ impl CallObserver for Otel {
                 KeyValue::new("switchboard.server", alias.to_owned()),
                 KeyValue::new("mcp.tool.name", original.to_owned()),
                 KeyValue::new("switchboard.tool", call.tool.to_owned()),
-                KeyValue::new("switchboard.outcome", outcome_str(call.outcome)),
+                KeyValue::new("switchboard.outcome", call.outcome.as_str()),
                 KeyValue::new(
                     "switchboard.decision",
                     call.decision.map_or("none", |d| d.as_str()),
@@ -215,23 +215,10 @@ fn parse_traceparent(text: &str) -> Option<(TraceId, SpanId, TraceFlags)> {
 fn status(outcome: Outcome) -> Status {
     match outcome {
         Outcome::Ok | Outcome::Denied => Status::Unset,
-        other => Status::error(outcome_str(other)),
+        other => Status::error(other.as_str()),
     }
 }
 
-fn outcome_str(outcome: Outcome) -> &'static str {
-    match outcome {
-        Outcome::Ok => "ok",
-        Outcome::ToolError => "tool_error",
-        Outcome::ProtocolError => "protocol_error",
-        Outcome::Timeout => "timeout",
-        Outcome::Transport => "transport",
-        Outcome::Denied => "denied",
-        Outcome::Breaker => "breaker",
-        Outcome::UnknownTool => "unknown_tool",
-        Outcome::AuthRequired => "auth_required",
-    }
-}
 
 /// The exporter's HTTP client: the workspace's hyper stack. The SDK's
 /// batch processor runs on a thread of its own and drives exports with a

@@ -13,6 +13,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, NoOneUpstream, ask, gate_asks};
 use crate::trace::CallTrace;
 use crate::{GatewayOptions, Telemetry};
+use crate::relay;
 
 /// How many progress notifications may wait for the upstream stream; more
 /// are dropped (progress is advisory, the result is not).
@@ -110,8 +111,13 @@ async fn call(
         Value::Object(map) => Some(map),
         _ => None,
     };
+    // The retry of a call whose server asked a question we relayed: the
+    // call was allowed then, and the sealed state is bound to it.
+    let resume = relay::resume(ctx)?;
     let approver: Arc<dyn Approver> = if yes {
         Arc::new(AssumeYes)
+    } else if resume.is_some() {
+        Arc::new(Answered(Approval::AllowOnce))
     } else if ctx.has_state() {
         // The retry of a call whose approval we asked for.
         ctx.consume_state()?;
@@ -144,6 +150,8 @@ async fn call(
     if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
         return crate::tasks::call(host, name, arguments, options, ctx).await;
     }
+    options.relay_input = true;
+    options.resume = resume;
     let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
     if ctx.wants_progress() {
         options = options.with_progress(move |p| {
@@ -159,5 +167,11 @@ async fn call(
         }
     };
     telemetry.upstream_span(&trace, name, started, report.outcome);
-    Ok(report.result.into())
+    match report.input_required {
+        Some(asked) => match relay::ask(name, &asked, ctx.client_capabilities()) {
+            Ok(question) => Ok(question.into()),
+            Err(why) => Ok(switchboard_wire::CallToolResult::error(why).into()),
+        },
+        None => Ok(report.result.into()),
+    }
 }

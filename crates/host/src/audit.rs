@@ -54,9 +54,29 @@ pub enum Outcome {
     /// The server needs authorization first (an OAuth login, or valid
     /// credentials); the call did not run.
     AuthRequired,
+    /// The server asked a question that was relayed to the caller
+    /// ([`crate::CallOptions::relay_input`]); the retry with the answers is
+    /// a call (and a line) of its own.
+    InputRequired,
 }
 
 impl Outcome {
+    /// The outcome as the audit log writes it (`ok`, `tool_error`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::ToolError => "tool_error",
+            Outcome::ProtocolError => "protocol_error",
+            Outcome::Timeout => "timeout",
+            Outcome::Transport => "transport",
+            Outcome::Denied => "denied",
+            Outcome::Breaker => "breaker",
+            Outcome::UnknownTool => "unknown_tool",
+            Outcome::AuthRequired => "auth_required",
+            Outcome::InputRequired => "input_required",
+        }
+    }
+
     /// Whether this outcome counts against the server's breaker.
     pub fn is_failure_of_server(self) -> bool {
         matches!(self, Outcome::Timeout | Outcome::Transport)

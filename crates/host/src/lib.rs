@@ -19,6 +19,8 @@
 //! - [`input`]: servers' questions (elicitation, sampling, roots) answered
 //!   through a front end's [`Asker`] and [`Sampler`].
 //! - [`table`]: namespaced names and the reverse map.
+//! - [`offer`]: prompts, resources, templates and completions of every
+//!   server under model-facing names and URIs ([`Host::catalog`]).
 //! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
@@ -77,6 +79,7 @@ pub mod gate;
 mod host;
 pub mod input;
 pub mod observe;
+pub mod offer;
 pub mod permission;
 pub mod pins;
 mod reason;
@@ -96,13 +99,15 @@ pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
 pub use host::{
-    CallOptions, CallReport, DroppedReport, Host, ModelTool, MountOptions, PinReport, ReloadReport,
+    CallOptions, CallReport, DroppedReport, Host, ModelTool, MountOptions, OfferError, PinReport,
+    ReloadReport,
     ServerReport, ServerStatus, TableChange, ToolStatus,
 };
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
 };
 pub use observe::{CallEvent, CallObserver, TraceContext};
+pub use offer::{Catalog, OfferChange};
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::PinState;
-pub use switchboard_client::ProgressSink;
+pub use switchboard_client::{ProgressSink, Resume};

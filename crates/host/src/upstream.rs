@@ -344,7 +344,21 @@ impl Upstream {
             .connect()
             .await
             .map_err(|e| down_of(&e))?;
-        let listing = client.list_all_tools().await.map_err(|e| down_of(&e))?;
+        // A server that offers no tools (only prompts or resources) is
+        // not asked for them.
+        let offers_tools = client
+            .server()
+            .is_none_or(|d| d.capabilities.tools.is_some());
+        let listing = if offers_tools {
+            client.list_all_tools().await.map_err(|e| down_of(&e))?
+        } else {
+            Listing {
+                items: Vec::new(),
+                cache: switchboard_wire::CacheHints::default(),
+                pages: 0,
+                dropped: Vec::new(),
+            }
+        };
         Ok((
             Link {
                 client,

@@ -439,6 +439,36 @@ impl Server {
         found
     }
 
+    /// Adds a resource template while running and tells listen streams.
+    ///
+    /// # Errors
+    /// As [`ServerBuilder::build`] for this template.
+    pub fn add_template<M: 'static, H: TemplateHandler<M>>(
+        &self,
+        spec: TemplateSpec,
+        handler: H,
+    ) -> Result<(), BuildError> {
+        let entry = TemplateEntry::new(spec, handler)?;
+        self.update(|r| r.add_template(entry))?;
+        self.inner.notifier.resources_list_changed();
+        Ok(())
+    }
+
+    /// Removes a resource template while running; `true` if it existed.
+    pub fn remove_template(&self, uri_template: &str) -> bool {
+        let mut found = false;
+        let _ = self.update(|r| {
+            let before = r.templates.len();
+            r.templates.retain(|t| t.def.uri_template != uri_template);
+            found = r.templates.len() != before;
+            Ok(())
+        });
+        if found {
+            self.inner.notifier.resources_list_changed();
+        }
+        found
+    }
+
     /// What listen streams can deliver, from the capabilities.
     pub(crate) fn deliverable(&self) -> Deliverable {
         let c = &self.inner.capabilities;

@@ -35,6 +35,17 @@ impl Client {
                         "input_required is only allowed for tools/call, resources/read and prompts/get",
                     ));
                 }
+                ResultType::InputRequired if options.relay_input => {
+                    let result: InputRequiredResult =
+                        serde_json::from_value(value).map_err(|e| {
+                            self.invalid(method, format!("malformed input_required: {e}"))
+                        })?;
+                    return Err(ClientError::InputRequired {
+                        server: self.inner.name.clone(),
+                        method: method.into(),
+                        result: Box::new(result),
+                    });
+                }
                 ResultType::InputRequired => {}
             }
             round += 1;

@@ -48,6 +48,14 @@ pub struct CallOptions {
     /// The trace context the downstream request carries (`traceparent`,
     /// `tracestate` in `_meta`); observers see it too.
     pub trace: Option<TraceContext>,
+    /// A question of the server (an MRTR `input_required`) ends the call
+    /// with [`CallReport::input_required`] instead of going to the
+    /// mount-time input handler: for a front end that relays it to its own
+    /// client.
+    pub relay_input: bool,
+    /// The answers to a question relayed by an earlier call, sent with
+    /// this one.
+    pub resume: Option<switchboard_client::Resume>,
 }
 
 impl CallOptions {
@@ -77,6 +85,8 @@ impl std::fmt::Debug for CallOptions {
             .field("on_task", &self.on_task.is_some())
             .field("task_input", &self.task_input)
             .field("trace", &self.trace)
+            .field("relay_input", &self.relay_input)
+            .field("resume", &self.resume.is_some())
             .finish()
     }
 }
@@ -90,6 +100,9 @@ pub struct CallReport {
     pub outcome: Outcome,
     /// Who allowed or denied it.
     pub decided_by: Decider,
+    /// The server's question, when [`CallOptions::relay_input`] asked for
+    /// it to be handed back (`result` then only says so).
+    pub input_required: Option<Box<switchboard_wire::InputRequiredResult>>,
 }
 
 /// What one governed call came to. The audit line ([`CallOutcome::record`])
@@ -129,6 +142,8 @@ enum End {
     /// The server ran the tool: its result (wrapped, within the budget),
     /// `isError` or not.
     Answered(CallToolResult),
+    /// The server asked a question, handed back to the caller.
+    Asked(Box<switchboard_wire::InputRequiredResult>),
     /// The host ended the call: what happened, and what the model reads.
     Stopped {
         /// As in the audit line.
@@ -164,6 +179,7 @@ impl CallOutcome {
         match &self.end {
             End::Answered(result) if result.is_error() => Outcome::ToolError,
             End::Answered(_) => Outcome::Ok,
+            End::Asked(_) => Outcome::InputRequired,
             End::Stopped { outcome, .. } => *outcome,
         }
     }
@@ -190,6 +206,7 @@ impl CallOutcome {
         record.outcome = self.outcome();
         record.is_error = match &self.end {
             End::Answered(result) => result.is_error(),
+            End::Asked(_) => false,
             End::Stopped { .. } => true,
         };
     }
@@ -225,6 +242,9 @@ impl CallOutcome {
     pub(crate) fn into_result(self) -> CallToolResult {
         match self.end {
             End::Answered(result) => result,
+            End::Asked(_) => CallToolResult::error(
+                "The server asked a question before it can finish this call; it was handed to the caller.",
+            ),
             End::Stopped { text, .. } => CallToolResult::error(text),
         }
     }
@@ -279,10 +299,15 @@ impl Host {
         if let Some(observer) = &self.inner.observer {
             observer.call_ended(&outcome.event(local_name, started_at, duration, &options));
         }
+        let input_required = match &outcome.end {
+            End::Asked(asked) => Some(asked.clone()),
+            _ => None,
+        };
         CallReport {
             outcome: outcome.outcome(),
             decided_by: outcome.decided_by(),
             result: outcome.into_result(),
+            input_required,
         }
     }
 
@@ -526,6 +551,8 @@ impl Host {
                 client_options.meta = Some(meta);
             }
         }
+        client_options.relay_input = options.relay_input;
+        client_options.resume.clone_from(&options.resume);
         let outcome = link
             .client
             .call_tool_with(original, arguments, &client_options)
@@ -543,6 +570,10 @@ impl Host {
                 End::Answered(self.inner.budget.apply_with(result, move |text| {
                     sanitize::wrap(&alias, Some(&tool_name), &sanitize::strip_invisible(&text))
                 }))
+            }
+            Err(switchboard_client::ClientError::InputRequired { result, .. }) => {
+                server.breaker().record(None, Instant::now());
+                End::Asked(result)
             }
             Err(error) => failure(server, &link, local_name, original, timeout, &error),
         }

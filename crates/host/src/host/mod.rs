@@ -8,6 +8,8 @@
 //!   are both derived from it.
 //! - `reload`: a new config applied to the running host (servers added,
 //!   dropped or replaced; rules and the rest swapped in).
+//! - `offer`: prompts, resources, templates and completions, listed and
+//!   followed per server and routed through the catalog.
 //! - `background`: refreshers, `list_changed` listeners and the token-store
 //!   watcher.
 
@@ -35,10 +37,12 @@ use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 mod background;
 mod call;
 mod mount;
+mod offer;
 mod reload;
 
 pub use call::{CallOptions, CallReport};
 pub use mount::MountOptions;
+pub use offer::OfferError;
 pub use reload::ReloadReport;
 
 /// A tool as the model sees it, plus where it comes from.
@@ -202,6 +206,8 @@ struct Inner {
     budget: Budget,
     connect: ConnectOptions,
     changes: broadcast::Sender<TableChange>,
+    /// Prompts, resources and templates beyond the tools.
+    offers: offer::Offers,
     /// Serialises table rebuilds.
     rebuild: Mutex<()>,
     /// Refreshers and listeners, stopped at shutdown or drop.

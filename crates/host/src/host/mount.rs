@@ -132,6 +132,7 @@ impl Host {
                 user_agent: options.oauth_user_agent,
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
+            offers: super::offer::Offers::new(),
             rebuild: Mutex::new(()),
             tasks: Mutex::new(Vec::new()),
             shut_down: std::sync::atomic::AtomicBool::new(false),
@@ -145,6 +146,7 @@ impl Host {
             host.start_refresher(server);
             host.start_listener(server);
         }
+        host.mount_offers().await;
         if let Some((path, seen)) = store_seen {
             let task = tokio::spawn(login_watcher(Arc::downgrade(&host.inner), path, seen));
             host.tasks().push(task.abort_handle());
@@ -243,6 +245,7 @@ impl Host {
                 server.set_up(link.clone(), listing);
                 self.rebuild_table();
                 self.start_listener(server);
+                self.start_offers(server);
                 Ok(link)
             }
             Err(down) => {

@@ -121,8 +121,10 @@ impl Host {
         for server in &fresh {
             self.start_refresher(server);
             self.start_listener(server);
+            self.start_offers(server);
         }
         for server in gone {
+            self.drop_offer(server.alias());
             // Its refresher sees it is no longer mounted and stops.
             server.refresh.notify_one();
             let link = server.state().link.take();

@@ -1,0 +1,156 @@
+//! Helpers: small MCP servers on loopback, a host mounting them, and the
+//! gateway over HTTP with our client in front.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard_client::{Client, HttpTransport, InputHandler};
+use switchboard_gateway::{Gateway, GatewayOptions};
+use switchboard_host::auth::TokenStore;
+use switchboard_host::{ConfigLoader, Host, MountOptions};
+use switchboard_server::Server;
+use switchboard_server::http::HttpOptions;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+/// Serves `server` over Streamable HTTP on loopback; returns its URL.
+pub(crate) async fn serve(server: Server) -> (String, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let _ = switchboard_server::http::serve(
+            server,
+            listener,
+            HttpOptions::new(),
+            std::future::pending(),
+        )
+        .await;
+    });
+    (url, task)
+}
+
+/// A host mounting these `(alias, url)` servers, with its files in `dir`.
+/// `input` is the mount-time input handler (what the host declares to the
+/// servers).
+pub(crate) async fn mount(
+    dir: &tempfile::TempDir,
+    servers: &[(&str, &str)],
+    input: Option<std::sync::Arc<dyn InputHandler>>,
+) -> Host {
+    mount_with(dir, servers, input, serde_json::json!({})).await
+}
+
+/// [`mount`] with these `permissions`.
+pub(crate) async fn mount_with(
+    dir: &tempfile::TempDir,
+    servers: &[(&str, &str)],
+    input: Option<std::sync::Arc<dyn InputHandler>>,
+    permissions: Value,
+) -> Host {
+    let mut map = serde_json::Map::new();
+    for (alias, url) in servers {
+        map.insert(
+            (*alias).into(),
+            serde_json::json!({"type": "http", "url": url}),
+        );
+    }
+    let config = serde_json::json!({
+        "mcpServers": map,
+        "permissions": permissions,
+        "audit": dir.path().join("audit.jsonl").display().to_string(),
+    });
+    let path = dir.path().join(".mcp.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    let config = ConfigLoader::new().explicit(path).load().unwrap();
+    let mut options = MountOptions::default();
+    options.token_store = Some(TokenStore::at(dir.path().join("oauth.json")));
+    options.input_handler = input;
+    Host::mount(config, options).await.unwrap()
+}
+
+/// The gateway over `host`, served on loopback, and our client connected
+/// to it with `input` answering its questions.
+pub(crate) struct Front {
+    pub(crate) client: Client,
+    pub(crate) _gateway: std::sync::Arc<Gateway>,
+    _task: JoinHandle<()>,
+}
+
+pub(crate) async fn front(
+    host: &Host,
+    options: GatewayOptions,
+    input: Option<Box<dyn InputHandler>>,
+) -> Front {
+    let gateway = std::sync::Arc::new(Gateway::new(host, options).unwrap());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let g = gateway.clone();
+    let task = tokio::spawn(async move {
+        let _ = g.serve_http(listener, std::future::pending()).await;
+    });
+    let transport = HttpTransport::builder("gateway", &url).build().unwrap();
+    let mut builder = Client::builder("gateway", transport).timeout(Duration::from_secs(20));
+    if let Some(input) = input {
+        builder = builder.input_handler(BoxedInput(input));
+    }
+    let client = builder.connect().await.unwrap();
+    Front {
+        client,
+        _gateway: gateway,
+        _task: task,
+    }
+}
+
+/// An input handler held in a box.
+#[derive(Debug)]
+struct BoxedInput(Box<dyn InputHandler>);
+
+impl InputHandler for BoxedInput {
+    fn support(&self) -> switchboard_client::InputSupport {
+        self.0.support()
+    }
+    fn elicit(
+        &self,
+        cx: switchboard_client::InputContext,
+        params: Value,
+    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
+        self.0.elicit(cx, params)
+    }
+    fn sample(
+        &self,
+        cx: switchboard_client::InputContext,
+        params: Value,
+    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
+        self.0.sample(cx, params)
+    }
+    fn roots(
+        &self,
+        cx: switchboard_client::InputContext,
+    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
+        self.0.roots(cx)
+    }
+}
+
+/// Polls `check` until it holds (a generous bound, never asserted as a
+/// time).
+pub(crate) async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+/// The text of a JSON object, for arguments.
+pub(crate) fn object(v: Value) -> Option<serde_json::Map<String, Value>> {
+    match v {
+        Value::Object(m) => Some(m),
+        _ => None,
+    }
+}

@@ -1,0 +1,471 @@
+//! What servers offer beyond tools, kept current: each server's prompts,
+//! resources and templates are listed when it mounts (for the capabilities
+//! it declares) and again on its `list_changed`; its
+//! `notifications/resources/updated` are passed on. Prompts, reads and
+//! completions are routed to the owning server through the [`Catalog`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use serde_json::Value;
+use switchboard_client::{Client, ClientError};
+use switchboard_wire::types::method;
+use switchboard_wire::{
+    CompleteResult, Era, GetPromptResult, JsonObject, ReadResourceResult, SubscriptionFilter,
+};
+use tokio::sync::broadcast;
+use tokio::time::Instant;
+use tracing::{debug, error, warn};
+
+use super::{Host, Inner};
+use crate::audit::{AuditRecord, Outcome};
+use crate::offer::{Catalog, OfferChange, ServerOffer};
+use crate::permission::{self, RuleKind, RuleVerdict};
+use crate::sanitize;
+use crate::upstream::Upstream;
+
+/// How many offer changes a slow subscriber may fall behind.
+const CHANGE_BUFFER: usize = 64;
+
+/// Every server's offer and the catalog built from them.
+#[derive(Debug)]
+pub(super) struct Offers {
+    servers: Mutex<BTreeMap<String, ServerOffer>>,
+    catalog: RwLock<Arc<Catalog>>,
+    changes: broadcast::Sender<OfferChange>,
+}
+
+impl Offers {
+    pub(super) fn new() -> Offers {
+        Offers {
+            servers: Mutex::new(BTreeMap::new()),
+            catalog: RwLock::new(Arc::new(Catalog::default())),
+            changes: broadcast::channel(CHANGE_BUFFER).0,
+        }
+    }
+}
+
+/// Why a prompt, a read or a completion could not be served.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OfferError {
+    /// No prompt is served under this name.
+    #[error("unknown prompt {0:?}; prompts/list names the prompts on offer")]
+    UnknownPrompt(String),
+    /// No resource template is served as this `uriTemplate`.
+    #[error("unknown resource template {0:?}; resources/templates/list names them")]
+    UnknownTemplate(String),
+    /// The owning server is not connected.
+    #[error("server {alias} is not available: {reason}")]
+    Unavailable {
+        /// The server's alias.
+        alias: String,
+        /// Why, in words.
+        reason: String,
+    },
+    /// A deny rule of the user's matches the prompt's served name.
+    #[error("{0}")]
+    Denied(String),
+    /// The server answered with an error or failed.
+    #[error(transparent)]
+    Server(#[from] ClientError),
+}
+
+impl Host {
+    /// The prompts, resources and templates of every server under the
+    /// names and URIs clients see.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(
+            &self
+                .inner
+                .offers
+                .catalog
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Changes of the catalog and resource updates, as they happen.
+    pub fn subscribe_offers(&self) -> broadcast::Receiver<OfferChange> {
+        self.inner.offers.changes.subscribe()
+    }
+
+    /// Gets the prompt served as `name` from its server, with `arguments`
+    /// passed through. Texts are stripped of invisible characters; one
+    /// audit line is written (tool = the served name).
+    ///
+    /// # Errors
+    /// [`OfferError`]: an unknown name, a server that is not connected, or
+    /// the server's own error.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+    ) -> Result<GetPromptResult, OfferError> {
+        let started = Instant::now();
+        let mut record = self
+            .inner
+            .audit
+            .as_ref()
+            .map(|_| AuditRecord::for_arguments(name, arguments.as_ref()));
+        let catalog = self.catalog();
+        let Some(prompt) = catalog.prompt(name) else {
+            return Err(OfferError::UnknownPrompt(name.to_owned()));
+        };
+        // Prompts share the tools' names: a deny rule that matches the
+        // name refuses the prompt too (allow and ask rules have nothing to
+        // ask about: a prompt runs nothing).
+        let denied = {
+            let config = self.config_read();
+            match permission::decide(&config.rules, &prompt.alias, &prompt.original_name) {
+                RuleVerdict::Matched(rule) if rule.kind == RuleKind::Deny => Some(format!(
+                    "The user's permission rules deny {name} (rule {} at {}).",
+                    rule.pattern, rule.source
+                )),
+                _ => None,
+            }
+        };
+        let result = match (denied, self.client_of(&prompt.alias).await) {
+            (Some(text), _) => Err(OfferError::Denied(text)),
+            (None, Err(e)) => Err(e),
+            (None, Ok(client)) => client
+                .get_prompt(&prompt.original_name, arguments)
+                .await
+                .map_err(OfferError::from),
+        };
+        if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
+            record.alias = Some(prompt.alias.clone());
+            record.original_tool = Some(prompt.original_name.clone());
+            record.outcome = match &result {
+                Ok(_) => Outcome::Ok,
+                Err(OfferError::Denied(_)) => {
+                    record.decision = Some("deny".into());
+                    record.decided_by = crate::audit::Decider::Rule;
+                    Outcome::Denied
+                }
+                Err(OfferError::Server(e)) if e.is_timeout() => Outcome::Timeout,
+                Err(OfferError::Server(e)) if e.is_protocol() => Outcome::ProtocolError,
+                Err(_) => Outcome::Transport,
+            };
+            record.is_error = result.is_err();
+            record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if let Err(e) = audit.append(record) {
+                error!(error = %e, prompt = %name, "the audit line could not be written");
+            }
+        }
+        let mut result = result?;
+        result.description = result
+            .description
+            .as_deref()
+            .map(sanitize::clean_description);
+        for message in &mut result.messages {
+            if let switchboard_wire::ContentBlock::Text { text, .. } = &mut message.content {
+                *text = sanitize::strip_invisible(text).into_owned();
+            }
+        }
+        Ok(result)
+    }
+
+    /// Reads `uri` (the server's own URI: map a served one through the
+    /// [`Catalog`] first) from the server `alias`. The contents' URIs are
+    /// mapped back to the served ones; the server's cache hints are
+    /// dropped (the caller sets its own).
+    ///
+    /// # Errors
+    /// [`OfferError`]: a server that is not connected, or its own error.
+    pub async fn read_resource(
+        &self,
+        alias: &str,
+        uri: &str,
+    ) -> Result<ReadResourceResult, OfferError> {
+        let client = self.client_of(alias).await?;
+        let mut result = client.read_resource(uri).await?;
+        let catalog = self.catalog();
+        for c in &mut result.contents {
+            c.uri = catalog.served_uri(alias, &c.uri);
+        }
+        result.cache = switchboard_wire::CacheHints::default();
+        Ok(result)
+    }
+
+    /// Completes an argument of a served prompt or resource template
+    /// (`reference` is the `ref/prompt` or `ref/resource` object as the
+    /// client sent it, with served names), through the owning server. A
+    /// server that does not declare `completions` suggests nothing.
+    ///
+    /// # Errors
+    /// [`OfferError`]: an unknown prompt or template, a server that is not
+    /// connected, or its own error.
+    pub async fn complete(
+        &self,
+        reference: &Value,
+        argument: &str,
+        value: &str,
+        context: Option<JsonObject>,
+    ) -> Result<CompleteResult, OfferError> {
+        let catalog = self.catalog();
+        let (alias, reference) = match reference.get("type").and_then(Value::as_str) {
+            Some("ref/prompt") => {
+                let name = reference.get("name").and_then(Value::as_str).unwrap_or("");
+                let p = catalog
+                    .prompt(name)
+                    .ok_or_else(|| OfferError::UnknownPrompt(name.to_owned()))?;
+                (
+                    p.alias.clone(),
+                    serde_json::json!({"type": "ref/prompt", "name": p.original_name}),
+                )
+            }
+            _ => {
+                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or("");
+                let t = catalog
+                    .template(uri)
+                    .ok_or_else(|| OfferError::UnknownTemplate(uri.to_owned()))?;
+                (
+                    t.alias.clone(),
+                    serde_json::json!({"type": "ref/resource", "uri": t.original_template}),
+                )
+            }
+        };
+        if !catalog.completes(&alias) {
+            return Ok(CompleteResult {
+                completion: switchboard_wire::Completion::default(),
+                header: switchboard_wire::ResultHeader::complete(),
+            });
+        }
+        let client = self.client_of(&alias).await?;
+        Ok(client.complete(reference, argument, value, context).await?)
+    }
+
+    /// The live client of `alias`, reconnecting a server whose connection
+    /// is gone.
+    async fn client_of(&self, alias: &str) -> Result<Client, OfferError> {
+        let unavailable = |reason: String| OfferError::Unavailable {
+            alias: alias.to_owned(),
+            reason,
+        };
+        let server = self
+            .server(alias)
+            .ok_or_else(|| unavailable("it is not configured".into()))?;
+        match server.live_link() {
+            Some(link) => Ok(link.client),
+            None => self
+                .relink(&server, false)
+                .await
+                .map(|l| l.client)
+                .map_err(|down| unavailable(down.reason.plain())),
+        }
+    }
+
+    /// Lists what every connected server offers beyond tools, in
+    /// parallel, then follows each one's changes in the background.
+    pub(super) async fn mount_offers(&self) {
+        let mut lists = tokio::task::JoinSet::new();
+        for server in self.upstreams().iter() {
+            if let Some(link) = server.live_link() {
+                let alias = server.alias().to_owned();
+                lists.spawn(async move {
+                    let offer = list(&link.client, &ServerOffer::default()).await;
+                    (alias, link.client, offer)
+                });
+            }
+        }
+        while let Some(joined) = lists.join_next().await {
+            let Ok((alias, client, offer)) = joined else {
+                continue;
+            };
+            self.set_offer(&alias, offer.clone());
+            let task = tokio::spawn(watch(Arc::downgrade(&self.inner), alias, client, offer));
+            self.tasks().push(task.abort_handle());
+        }
+    }
+
+    /// Starts following what `server` offers beyond tools on its current
+    /// connection (after a reconnect): one task, ended with the
+    /// connection.
+    pub(super) fn start_offers(&self, server: &Arc<Upstream>) {
+        if self.is_shut_down() {
+            return;
+        }
+        let Some(link) = server.live_link() else {
+            return;
+        };
+        let alias = server.alias().to_owned();
+        let weak = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(async move {
+            let offer = list(&link.client, &ServerOffer::default()).await;
+            watch(weak, alias, link.client, offer).await;
+        });
+        self.tasks().push(task.abort_handle());
+    }
+
+    /// Records `alias`'s offer, rebuilds the catalog and says what changed.
+    fn set_offer(&self, alias: &str, offer: ServerOffer) {
+        self.update_offers(alias, Some(offer));
+    }
+
+    /// Forgets what a server dropped from the config offered (reload).
+    pub(super) fn drop_offer(&self, alias: &str) {
+        self.update_offers(alias, None);
+    }
+
+    /// Records (`Some`) or forgets (`None`) `alias`'s offer, rebuilds the
+    /// catalog and says what changed.
+    fn update_offers(&self, alias: &str, offer: Option<ServerOffer>) {
+        let offers = &self.inner.offers;
+        let mut servers = offers
+            .servers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match offer {
+            Some(offer) => {
+                servers.insert(alias.to_owned(), offer);
+            }
+            None => {
+                servers.remove(alias);
+            }
+        }
+        let listed: Vec<(String, ServerOffer)> = servers
+            .iter()
+            .map(|(a, o)| (a.clone(), o.clone()))
+            .collect();
+        let catalog = Catalog::build(&listed);
+        let old = self.catalog();
+        if let Ok(mut c) = offers.catalog.write() {
+            *c = Arc::new(catalog.clone());
+        }
+        drop(servers);
+        if old.prompts() != catalog.prompts() {
+            let _ = offers.changes.send(OfferChange::Prompts);
+        }
+        if old.resources() != catalog.resources() || old.templates() != catalog.templates() {
+            let _ = offers.changes.send(OfferChange::Resources);
+        }
+    }
+}
+
+/// Lists what `client`'s server offers; `None` parts failed to list and
+/// keep their last value.
+async fn list(client: &Client, last: &ServerOffer) -> ServerOffer {
+    let Some(caps) = client.server().map(|d| d.capabilities) else {
+        return last.clone();
+    };
+    let alias = client.name().to_owned();
+    let mut offer = ServerOffer {
+        completions: caps.completions.is_some(),
+        ..ServerOffer::default()
+    };
+    let failed = |what: &str, e: &ClientError| {
+        warn!(server = %alias, error = %e, "listing its {what} failed");
+    };
+    if caps.prompts.is_some() {
+        match client.list_all_prompts().await {
+            Ok(l) => offer.prompts = l.items,
+            Err(e) => {
+                failed("prompts", &e);
+                offer.prompts.clone_from(&last.prompts);
+            }
+        }
+    }
+    if caps.resources.is_some() {
+        match client.list_all_resources().await {
+            Ok(l) => offer.resources = l.items,
+            Err(e) => {
+                failed("resources", &e);
+                offer.resources.clone_from(&last.resources);
+            }
+        }
+        match client.list_all_resource_templates().await {
+            Ok(l) => offer.templates = l.items,
+            Err(e) => {
+                failed("resource templates", &e);
+                offer.templates.clone_from(&last.templates);
+            }
+        }
+    }
+    offer
+}
+
+/// Lists the server's offer, then follows its changes on a listen stream
+/// (modern servers that declare them): `list_changed` re-lists, a
+/// resource update is passed on under its served URI. The stream asks for
+/// updates of every listed resource, and is re-opened when that list
+/// changes. Ends with the connection.
+async fn watch(host: Weak<Inner>, alias: String, client: Client, mut offer: ServerOffer) {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        {
+            let Some(inner) = host.upgrade() else { return };
+            Host { inner }.set_offer(&alias, offer.clone());
+        }
+        let Some(caps) = client.server().map(|d| d.capabilities) else {
+            return;
+        };
+        let prompts = caps.prompts.as_ref().and_then(|c| c.list_changed) == Some(true);
+        let resources = caps.resources.as_ref().and_then(|c| c.list_changed) == Some(true);
+        let updates = caps.resources.as_ref().and_then(|c| c.subscribe) == Some(true)
+            && !offer.resources.is_empty();
+        if client.era() != Era::Modern || !(prompts || resources || updates) {
+            return;
+        }
+        let filter = SubscriptionFilter {
+            prompts_list_changed: prompts.then_some(true),
+            resources_list_changed: resources.then_some(true),
+            resource_subscriptions: updates
+                .then(|| offer.resources.iter().map(|r| r.uri.clone()).collect()),
+            ..SubscriptionFilter::default()
+        };
+        let mut sub = match client.listen(filter).await {
+            Ok(sub) => sub,
+            Err(e) if e.is_closed() => return,
+            Err(e) => {
+                debug!(server = %alias, error = %e, "opening the offer listen stream failed");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(60));
+                offer = list(&client, &offer).await;
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(500);
+        loop {
+            let Some(n) = sub.next().await else {
+                // The stream ended: re-list (a change may have been
+                // missed) and open it again; a closed connection ends the
+                // task when listening fails.
+                tokio::time::sleep(backoff).await;
+                break;
+            };
+            match n.method.as_str() {
+                method::PROMPTS_LIST_CHANGED => {
+                    offer = list(&client, &offer).await;
+                    let Some(inner) = host.upgrade() else { return };
+                    Host { inner }.set_offer(&alias, offer.clone());
+                }
+                method::RESOURCES_LIST_CHANGED => {
+                    // The URIs to watch may have changed: re-open.
+                    break;
+                }
+                method::RESOURCES_UPDATED => {
+                    let Some(uri) = n
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("uri"))
+                        .and_then(Value::as_str)
+                    else {
+                        continue;
+                    };
+                    let Some(inner) = host.upgrade() else { return };
+                    let host = Host { inner };
+                    let served = host.catalog().served_uri(&alias, uri);
+                    let _ = host
+                        .inner
+                        .offers
+                        .changes
+                        .send(OfferChange::ResourceUpdated(served));
+                }
+                _ => {}
+            }
+        }
+        offer = list(&client, &offer).await;
+    }
+}
