@@ -3,7 +3,6 @@
 //! and the config (a file, or the built-in demo with its tickets server).
 
 use std::io::{IsTerminal, Read};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -16,8 +15,7 @@ use switchboard_wire::types::value_kind;
 use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
 use crate::flags::{
-    AuditAction, AuthAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction, RawArgs,
-    RawCommand, ServeArgs,
+    AuditAction, AuthAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction, RawArgs, RawCommand,
 };
 
 /// Everything a command needs, resolved.
@@ -77,10 +75,7 @@ pub(crate) enum Command {
     },
     Doctor,
     Inspect(InspectTarget),
-    Serve {
-        http: Option<SocketAddr>,
-        yes: bool,
-    },
+    Serve(crate::cmd::serve::ServeSettings),
     DemoServer {
         which: DemoServerKind,
         port: u16,
@@ -251,14 +246,7 @@ impl Settings {
             },
             RawCommand::Doctor => Command::Doctor,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
-            RawCommand::Serve(ServeArgs { http, yes, .. }) => {
-                if let Some(addr) = http {
-                    if !addr.ip().is_loopback() {
-                        tracing::warn!(%addr, "serving on a non-loopback address: anyone who can reach it can call your tools");
-                    }
-                }
-                Command::Serve { http, yes }
-            }
+            RawCommand::Serve(a) => Command::Serve(crate::cmd::serve::resolve(a)?),
             RawCommand::DemoServer(a) => Command::DemoServer {
                 which: a.which,
                 port: a.port,

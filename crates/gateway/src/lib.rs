@@ -14,9 +14,17 @@
 //! the tool. Table changes (a server's `list_changed`, a reconnect) reach
 //! upstream listeners as `notifications/tools/list_changed`.
 //!
+//! Over HTTP, callers may be required to authenticate
+//! ([`GatewayOptions::auth`], [`InboundAuth`]): the caller's principal
+//! goes into each call ([`CallOptions`](switchboard_host::CallOptions)), so
+//! the config's `principals` rules narrow what it may call and list, and
+//! the audit line names it. `/healthz` and `/readyz` are served without
+//! authentication.
+//!
 //! Modules: `tools` keeps the served tools in step with the table and
 //! runs each call, `approval` puts the gate's question upstream, `run`
-//! serves the gateway over stdio or Streamable HTTP.
+//! serves the gateway over stdio or Streamable HTTP, `inbound` checks
+//! callers' tokens, `health` answers liveness and readiness.
 //!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {
@@ -30,10 +38,18 @@
 //! ```
 
 mod approval;
+mod health;
+mod inbound;
 mod run;
 mod tools;
 
+pub use inbound::{
+    INTROSPECTION_TTL, InboundAuth, Introspection, JWKS_MAX_AGE, JWKS_MIN_REFETCH, MIN_TOKEN_LEN,
+    OAuthInbound, StaticTokens,
+};
+
 use switchboard_host::Host;
+use switchboard_server::http::HttpOptions;
 use switchboard_server::{BuildError, ServeError, Server};
 use tokio::task::JoinHandle;
 
@@ -43,6 +59,9 @@ use tokio::task::JoinHandle;
 pub struct GatewayOptions {
     /// Answer every approval question with "allow once" (`serve --yes`).
     pub assume_yes: bool,
+    /// How HTTP callers authenticate; `None` lets anyone who reaches the
+    /// port call (stdio never authenticates).
+    pub auth: Option<InboundAuth>,
 }
 
 impl GatewayOptions {
@@ -50,6 +69,13 @@ impl GatewayOptions {
     #[must_use]
     pub fn assume_yes(mut self, yes: bool) -> Self {
         self.assume_yes = yes;
+        self
+    }
+
+    /// Options requiring HTTP callers to authenticate with `auth`.
+    #[must_use]
+    pub fn auth(mut self, auth: InboundAuth) -> Self {
+        self.auth = Some(auth);
         self
     }
 }
@@ -73,6 +99,9 @@ pub enum GatewayError {
     /// A runner stopped with an error.
     #[error("the gateway stopped")]
     Serve(#[from] ServeError),
+    /// The authentication settings are not usable (a bad token list, …).
+    #[error("{0}")]
+    Auth(String),
 }
 
 /// A gateway over one mounted [`Host`]: an MCP server whose tools are the
@@ -80,6 +109,8 @@ pub enum GatewayError {
 #[derive(Debug)]
 pub struct Gateway {
     server: Server,
+    host: Host,
+    auth: Option<InboundAuth>,
     tool_count: usize,
     sync: JoinHandle<()>,
 }
@@ -92,6 +123,12 @@ impl Gateway {
     /// [`GatewayError::Build`] when the server cannot be built.
     pub fn new(host: &Host, options: GatewayOptions) -> Result<Gateway, GatewayError> {
         let server = build_server(host, &options)?;
+        // A caller sees only the tools its `principals` rules let it call.
+        let filter_host = host.clone();
+        server.set_tool_filter(move |principal, tool| {
+            principal.is_none_or(|p| filter_host.principal_may_call(&p.subject, tool))
+        });
+        let auth = options.auth.clone();
         // Subscribe before registering, so no change falls between the two.
         let changes = host.subscribe();
         let registered = tools::register_all(&server, host, &options);
@@ -105,6 +142,8 @@ impl Gateway {
         ));
         Ok(Gateway {
             server,
+            host: host.clone(),
+            auth,
             tool_count,
             sync,
         })
@@ -132,7 +171,8 @@ impl Gateway {
     }
 
     /// Serves the gateway over Streamable HTTP at `/mcp` on `listener` until
-    /// `shutdown` completes.
+    /// `shutdown` completes, with `/healthz` and `/readyz`, and requiring
+    /// the tokens of [`GatewayOptions::auth`] when set.
     ///
     /// # Errors
     /// [`GatewayError::Serve`] when the listener fails for good.
@@ -141,7 +181,11 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
-        run::http(&self.server, listener, shutdown).await
+        let mut options = health::routes(HttpOptions::new(), &self.host);
+        if let Some(auth) = &self.auth {
+            options = options.auth(auth.validator(), auth.metadata().clone());
+        }
+        run::http(&self.server, listener, options, shutdown).await
     }
 }
 

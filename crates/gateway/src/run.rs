@@ -15,8 +15,9 @@ pub(crate) async fn stdio(server: &Server) -> Result<(), GatewayError> {
 pub(crate) async fn http(
     server: &Server,
     listener: tokio::net::TcpListener,
+    options: HttpOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), GatewayError> {
-    switchboard_server::http::serve(server.clone(), listener, HttpOptions::new(), shutdown).await?;
+    switchboard_server::http::serve(server.clone(), listener, options, shutdown).await?;
     Ok(())
 }

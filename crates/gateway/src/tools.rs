@@ -128,6 +128,7 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
 
     let mut options = CallOptions::default();
     options.approver = Some(approver);
+    options.principal = ctx.principal().map(|p| p.subject.clone());
     let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
     if ctx.wants_progress() {
         options = options.with_progress(move |p| {

@@ -37,6 +37,10 @@ pub struct CallOptions {
     pub approver: Option<Arc<dyn Approver>>,
     /// Receives the call's progress notifications.
     pub progress: Option<ProgressSink>,
+    /// Who is calling, when the call comes through an authenticated
+    /// gateway: its `principals` rules narrow what it may call, and the
+    /// audit line names it.
+    pub principal: Option<String>,
 }
 
 impl CallOptions {
@@ -45,7 +49,15 @@ impl CallOptions {
         CallOptions {
             approver: Some(Arc::new(approver)),
             progress: None,
+            principal: None,
         }
+    }
+
+    /// The same options, for a call made by `principal`.
+    #[must_use]
+    pub fn with_principal(mut self, principal: impl Into<String>) -> Self {
+        self.principal = Some(principal.into());
+        self
     }
 
     /// The same options, with a progress sink.
@@ -63,6 +75,7 @@ impl std::fmt::Debug for CallOptions {
         f.debug_struct("CallOptions")
             .field("approver", &self.approver)
             .field("progress", &self.progress.is_some())
+            .field("principal", &self.principal)
             .finish()
     }
 }
@@ -226,6 +239,7 @@ impl Host {
         let outcome = self.govern(local_name, arguments, &options).await;
         if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
             outcome.record(record);
+            record.principal.clone_from(&options.principal);
             record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             if let Err(e) = audit.append(record) {
                 error!(error = %e, tool = %local_name, "the audit line could not be written");
@@ -336,6 +350,24 @@ impl Host {
         arguments: Option<&JsonObject>,
         options: &CallOptions,
     ) -> (Decision, Option<String>) {
+        if let Some(principal) = options.principal.as_deref() {
+            if let Some(rule) = self.principal_refusal(principal, &entry.alias, &entry.tool.name) {
+                let why = match &rule {
+                    Some((at, pattern)) => format!("rule {pattern} at {at}"),
+                    None => format!("no rule at principals.{principal}.allow names it"),
+                };
+                let text = format!(
+                    "The gateway's rules do not let {principal} call {local_name} ({why}). \
+                     Do not retry it; if you need it, tell the user why."
+                );
+                let decision = Decision {
+                    verdict: Verdict::Deny,
+                    decided_by: Decider::Rule,
+                    rule: rule.map(|r| r.0),
+                };
+                return (decision, Some(text));
+            }
+        }
         let assessment = {
             let config = self.config_read();
             gate::assess(&config.rules, &entry.alias, &entry.tool, pin)

@@ -33,6 +33,7 @@ use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 mod background;
 mod call;
 mod mount;
+mod principal;
 
 pub use call::{CallOptions, CallReport};
 pub use mount::MountOptions;
