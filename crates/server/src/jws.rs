@@ -215,4 +215,49 @@ mod tests {
         assert!(matches!(jws.verify(&named), Err(JwsError::Key(_))));
         assert_eq!(Jws::decode("a.b").unwrap_err(), JwsError::Malformed);
     }
+
+    // The RSA test key of the OAuth client's tests (ring cannot make one).
+    const RSA_PKCS8: &str = include_str!("../../oauth/src/testdata/rsa-test-key.pem");
+
+    #[test]
+    fn rs256_signatures() {
+        use base64::engine::general_purpose::STANDARD;
+        use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
+        let body: String = RSA_PKCS8
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect();
+        let pair = RsaKeyPair::from_pkcs8(&STANDARD.decode(body).unwrap()).unwrap();
+        let public: RsaPublicKeyComponents<Vec<u8>> = pair.public().into();
+        let jwk = json!({"kty": "RSA", "alg": "RS256",
+            "n": URL_SAFE_NO_PAD.encode(&public.n), "e": URL_SAFE_NO_PAD.encode(&public.e)});
+        let jwk = jwk.as_object().unwrap().clone();
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(json!({"alg": "RS256"}).to_string()),
+            URL_SAFE_NO_PAD.encode(json!({"sub": "a"}).to_string())
+        );
+        let mut sig = vec![0; pair.public().modulus_len()];
+        pair.sign(
+            &RSA_PKCS1_SHA256,
+            &SystemRandom::new(),
+            input.as_bytes(),
+            &mut sig,
+        )
+        .unwrap();
+        let token = format!("{input}.{}", URL_SAFE_NO_PAD.encode(&sig));
+        assert_eq!(Jws::decode(&token).unwrap().verify(&jwk), Ok(()));
+        sig[0] ^= 1;
+        let bad = format!("{input}.{}", URL_SAFE_NO_PAD.encode(&sig));
+        assert_eq!(
+            Jws::decode(&bad).unwrap().verify(&jwk),
+            Err(JwsError::Signature)
+        );
+        // An EC key cannot check an RS256 token.
+        let (_, ec) = es256();
+        assert!(matches!(
+            Jws::decode(&token).unwrap().verify(&ec),
+            Err(JwsError::Key(_))
+        ));
+    }
 }
