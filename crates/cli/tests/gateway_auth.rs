@@ -12,7 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_authkit::jwt::{Signer, now};
 use switchboard_authkit::{AuthServer, AuthServerConfig, TestClient};
-use switchboard_client::{Client, HttpTransport};
+use switchboard_client::{
+    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+};
 
 use crate::util::{Sandbox, collect, spawn, wait_for};
 
@@ -49,14 +51,14 @@ impl Running {
 
 /// Starts `serve --http 127.0.0.1:0 --yes` with `args` and waits for its URL.
 async fn serve(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut all = vec![
-        "--config",
-        config,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--yes",
-    ];
+    let mut all = vec!["--yes"];
+    all.extend_from_slice(args);
+    serve_asking(sb, config, &all, env).await
+}
+
+/// Starts `serve --http 127.0.0.1:0` with `args` (questions go upstream).
+async fn serve_asking(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut all = vec!["--config", config, "serve", "--http", "127.0.0.1:0"];
     all.extend_from_slice(args);
     let mut cmd = sb.cmd(&all);
     for (k, v) in env {
@@ -550,4 +552,66 @@ async fn oauth_introspection() {
         run.stderr.contains("SWITCHBOARD_INTROSPECTION_CLIENT_ID"),
         "{run:?}"
     );
+}
+
+/// Answers every approval question with "approve", recording it.
+#[derive(Clone, Debug, Default)]
+struct Approve {
+    asked: Arc<Mutex<Vec<Value>>>,
+}
+
+impl InputHandler for Approve {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.asked.lock().unwrap().push(params);
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"approve": true}})) })
+    }
+}
+
+// A call the caller's principals rules refuse is denied without putting
+// an approval question to its user; an allowed one is still asked about.
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_calls_are_not_asked_about() {
+    let sb = Sandbox::new();
+    let cfg = sb.config(
+        json!({}),
+        json!({"principals": {"ci-bot": {"allow": ["mcp__notes__list_notes"]}}}),
+    );
+    let tokens = sb.write("tokens.txt", &format!("ci-bot {CI_TOKEN}\n"));
+    let gw = serve_asking(
+        &sb,
+        cfg.to_str().unwrap(),
+        &["--auth", "token", "--tokens-file", tokens.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let answer = Approve::default();
+    let transport = HttpTransport::builder("gateway", &gw.url)
+        .header("Authorization", format!("Bearer {CI_TOKEN}"))
+        .build()
+        .unwrap();
+    let bot = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .input_handler(answer.clone())
+        .connect()
+        .await
+        .unwrap();
+    let r = bot
+        .call_tool("mcp__notes__read_note", args(json!({"id": "handbook"})))
+        .await
+        .unwrap();
+    assert!(r.is_error(), "{r:?}");
+    assert!(answer.asked.lock().unwrap().is_empty());
+    let r = bot
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    assert_eq!(answer.asked.lock().unwrap().len(), 1);
 }

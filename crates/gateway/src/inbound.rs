@@ -565,4 +565,47 @@ mod tests {
             assert!(!e.contains("0123456789abcdef"), "{e}");
         }
     }
+
+    #[test]
+    fn keys_are_picked_by_kid_else_by_type() {
+        let key = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let keys = vec![
+            key(serde_json::json!({"kty": "EC", "kid": "a"})),
+            key(serde_json::json!({"kty": "EC", "kid": "b", "use": "enc"})),
+            key(serde_json::json!({"kty": "RSA", "kid": "c"})),
+        ];
+        let token = |header: serde_json::Value| {
+            use base64::Engine as _;
+            let b64 = |v: String| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+            format!("{}.{}.", b64(header.to_string()), b64("{}".into()))
+        };
+        let kid_of = |header: serde_json::Value| {
+            let t = token(header);
+            let jws = Jws::decode(&t).unwrap();
+            pick(&keys, &jws).map(|k| k["kid"].as_str().unwrap().to_owned())
+        };
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "ES256", "kid": "a"})).as_deref(),
+            Some("a")
+        );
+        // An encryption key never verifies; an unknown kid finds nothing.
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "ES256", "kid": "b"})),
+            None
+        );
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "ES256", "kid": "z"})),
+            None
+        );
+        // Without a kid: the one signing key of the fitting type.
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "RS256"})).as_deref(),
+            Some("c")
+        );
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "ES256"})).as_deref(),
+            Some("a")
+        );
+        assert_eq!(kid_of(serde_json::json!({"alg": "HS256"})), None);
+    }
 }

@@ -120,7 +120,14 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
                 }))
             }
         }
-    } else if ctx.client_capabilities().supports_elicitation_form() && gate_asks(host, name) {
+    } else if ctx.client_capabilities().supports_elicitation_form()
+        && gate_asks(host, name)
+        // A call the caller's `principals` rules refuse is denied by the
+        // host without a question: nobody is asked to approve it.
+        && ctx
+            .principal()
+            .is_none_or(|p| host.principal_may_call(&p.subject, name))
+    {
         return Ok(ask(name, arguments.as_ref()).into());
     } else {
         Arc::new(NoOneUpstream)
