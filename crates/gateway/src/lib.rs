@@ -123,11 +123,14 @@ impl Gateway {
     /// [`GatewayError::Build`] when the server cannot be built.
     pub fn new(host: &Host, options: GatewayOptions) -> Result<Gateway, GatewayError> {
         let server = build_server(host, &options)?;
-        // A caller sees only the tools its `principals` rules let it call.
-        let filter_host = host.clone();
-        server.set_tool_filter(move |principal, tool| {
-            principal.is_none_or(|p| filter_host.principal_may_call(&p.subject, tool))
-        });
+        // An authenticated caller sees only the tools its `principals`
+        // rules let it call.
+        if options.auth.is_some() {
+            let filter_host = host.clone();
+            server.set_tool_filter(move |principal, tool| {
+                principal.is_none_or(|p| filter_host.principal_may_call(&p.subject, tool))
+            });
+        }
         let auth = options.auth.clone();
         // Subscribe before registering, so no change falls between the two.
         let changes = host.subscribe();
