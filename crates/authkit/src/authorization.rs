@@ -411,6 +411,9 @@ fn handle(shared: &Shared, seen: Seen) -> Reply {
     if h::is(&seen, Method::GET, &format!("{p}/jwks")) {
         return h::json(StatusCode::OK, &shared.signer.jwks());
     }
+    if h::is(&seen, Method::POST, &format!("{p}/introspect")) {
+        return introspect(shared, &mut st, &seen);
+    }
     h::json(StatusCode::NOT_FOUND, &json!({"error": "not_found"}))
 }
 
@@ -431,6 +434,7 @@ fn metadata(shared: &Shared, c: &AuthServerConfig) -> Reply {
         "authorization_endpoint": format!("{iss}/authorize"),
         "token_endpoint": format!("{iss}/token"),
         "jwks_uri": format!("{iss}/jwks"),
+        "introspection_endpoint": format!("{iss}/introspect"),
         "response_types_supported": ["code"],
         "grant_types_supported": grants,
         "token_endpoint_auth_methods_supported": c.token_auth_methods,
@@ -1020,6 +1024,23 @@ fn revoke(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
         st.refresh.remove(token);
     }
     h::json(StatusCode::OK, &json!({}))
+}
+
+/// RFC 7662: an authenticated client asks about a token; one this server
+/// signed and that has not expired is `active` with its claims, anything
+/// else is `{"active": false}`.
+fn introspect(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
+    if let Err(why) = authenticate(shared, st, seen) {
+        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", &why);
+    }
+    let token = seen.form_param("token").unwrap_or_default();
+    match jwt::verify(token, &PublicKey::Es256(shared.signer.public_key())) {
+        Ok((_, mut claims)) => {
+            claims["active"] = json!(true);
+            h::json(StatusCode::OK, &claims)
+        }
+        Err(_) => h::json(StatusCode::OK, &json!({"active": false})),
+    }
 }
 
 #[cfg(test)]

@@ -12,8 +12,9 @@
 //!   `state`, `resource` and `iss` (correct, missing or any wrong value),
 //!   a token endpoint with `client_secret_basic` / `client_secret_post` /
 //!   `none` / `private_key_jwt`, refresh tokens (rotated or not), the client
-//!   credentials grant, revocation. Access tokens are ES256 JWTs whose `aud`
-//!   is the requested resource.
+//!   credentials grant, revocation, introspection (RFC 7662, for an
+//!   authenticated client). Access tokens are ES256 JWTs whose `aud` is the
+//!   requested resource.
 //! - [`ResourceServer`] (`resource`): a protected MCP endpoint serving its
 //!   Protected Resource Metadata (path-aware, root, or only through
 //!   `resource_metadata`), refusing missing or invalid tokens with 401 and

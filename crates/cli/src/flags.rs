@@ -301,8 +301,9 @@ pub(crate) struct ServeArgs {
     /// Speak stdio on stdin/stdout (the default).
     #[arg(long, conflicts_with = "http")]
     pub(crate) stdio: bool,
-    /// Serve Streamable HTTP on this address (loopback, e.g.
-    /// 127.0.0.1:8080); the endpoint is /mcp.
+    /// Serve Streamable HTTP on this address (e.g. 127.0.0.1:8080); the
+    /// endpoint is /mcp, with /healthz and /readyz beside it. A
+    /// non-loopback address needs --auth (or --insecure-no-auth).
     #[arg(long, value_name = "ADDR")]
     pub(crate) http: Option<SocketAddr>,
     /// Approve every call the gate asks about. Without it, a question is
@@ -326,6 +327,46 @@ pub(crate) struct ServeArgs {
     /// Do not watch the config file (SIGHUP still reloads it).
     #[arg(long)]
     pub(crate) no_watch: bool,
+    /// How HTTP callers authenticate: named bearer tokens (token) or OAuth
+    /// access tokens of an issuer (oauth).
+    #[arg(long, value_enum, requires = "http")]
+    pub(crate) auth: Option<ServeAuth>,
+    /// --auth token: the tokens, one `NAME TOKEN` per line; else
+    /// $SWITCHBOARD_GATEWAY_TOKENS.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tokens_file: Option<PathBuf>,
+    /// --auth oauth: the authorization server's issuer URL.
+    #[arg(long, value_name = "URL")]
+    pub(crate) issuer: Option<String>,
+    /// --auth oauth: where the issuer's keys are (default: its metadata's
+    /// jwks_uri).
+    #[arg(long, value_name = "URL")]
+    pub(crate) jwks_url: Option<String>,
+    /// --auth oauth: introspect tokens here (RFC 7662) instead of checking
+    /// JWTs; client credentials from $SWITCHBOARD_INTROSPECTION_CLIENT_ID
+    /// and $SWITCHBOARD_INTROSPECTION_CLIENT_SECRET.
+    #[arg(long, value_name = "URL")]
+    pub(crate) introspection_url: Option<String>,
+    /// The gateway's URL as clients reach it, the tokens' audience
+    /// (default: http://ADDR/mcp).
+    #[arg(long, value_name = "URL")]
+    pub(crate) resource: Option<String>,
+    /// --auth oauth: a scope every request needs (repeatable).
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub(crate) scopes: Vec<String>,
+    /// Serve a non-loopback address without authentication: anyone who
+    /// can reach it can call your tools.
+    #[arg(long, conflicts_with = "auth")]
+    pub(crate) insecure_no_auth: bool,
+}
+
+/// `serve --auth`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ServeAuth {
+    /// Named bearer tokens from --tokens-file or $SWITCHBOARD_GATEWAY_TOKENS.
+    Token,
+    /// OAuth access tokens of --issuer (JWT or introspection).
+    Oauth,
 }
 
 /// `demo-server`.

@@ -110,7 +110,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
         Command::Chat(chat) => cmd::chat::run(&settings, chat).await,
         Command::Doctor => cmd::doctor::run(&settings).await,
-        Command::Serve { http, yes, ops } => cmd::serve::run(&settings, *http, *yes, ops).await,
+        Command::Serve(serve) => cmd::serve::run(&settings, serve).await,
         Command::Eval(eval) => cmd::eval::run(&settings, eval).await,
         Command::Tools
         | Command::Servers

@@ -3,7 +3,6 @@
 //! and the config (a file, or the built-in demo with its tickets server).
 
 use std::io::{IsTerminal, Read};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -16,8 +15,7 @@ use switchboard_wire::types::value_kind;
 use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
 use crate::flags::{
-    AuditAction, AuthAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction, RawArgs,
-    RawCommand, ServeArgs,
+    AuditAction, AuthAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction, RawArgs, RawCommand,
 };
 
 /// Everything a command needs, resolved.
@@ -77,11 +75,7 @@ pub(crate) enum Command {
     },
     Doctor,
     Inspect(InspectTarget),
-    Serve {
-        http: Option<SocketAddr>,
-        yes: bool,
-        ops: ServeOps,
-    },
+    Serve(crate::cmd::serve::ServeSettings),
     DemoServer {
         which: DemoServerKind,
         port: u16,
@@ -252,31 +246,7 @@ impl Settings {
             },
             RawCommand::Doctor => Command::Doctor,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
-            RawCommand::Serve(ServeArgs {
-                http,
-                yes,
-                metrics,
-                replica,
-                state_key_file,
-                no_watch,
-                ..
-            }) => {
-                if let Some(addr) = http {
-                    if !addr.ip().is_loopback() {
-                        tracing::warn!(%addr, "serving on a non-loopback address: anyone who can reach it can call your tools");
-                    }
-                }
-                Command::Serve {
-                    http,
-                    yes,
-                    ops: ServeOps {
-                        metrics,
-                        replica,
-                        state_key_file,
-                        watch: !no_watch,
-                    },
-                }
-            }
+            RawCommand::Serve(a) => Command::Serve(crate::cmd::serve::resolve(a)?),
             RawCommand::DemoServer(a) => Command::DemoServer {
                 which: a.which,
                 port: a.port,
@@ -310,19 +280,6 @@ impl Settings {
         let tickets = std::mem::take(&mut *tickets.lock().unwrap_or_else(PoisonError::into_inner));
         Ok(Loaded { config, tickets })
     }
-}
-
-/// `serve`'s operational flags: metrics, replica name, state key, reload.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ServeOps {
-    /// Serve `/metrics`.
-    pub(crate) metrics: bool,
-    /// The replica's name for the audit log.
-    pub(crate) replica: Option<String>,
-    /// Where the shared state key is.
-    pub(crate) state_key_file: Option<PathBuf>,
-    /// Watch the config file.
-    pub(crate) watch: bool,
 }
 
 /// A loaded config, and the demo's tickets server when the demo is used.

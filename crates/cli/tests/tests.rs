@@ -14,6 +14,7 @@ mod chat;
 mod config;
 mod demo;
 mod eval;
+mod gateway_auth;
 mod input;
 mod inspect;
 mod listing;

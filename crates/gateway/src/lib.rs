@@ -14,6 +14,13 @@
 //! the tool. Table changes (a server's `list_changed`, a reconnect) reach
 //! upstream listeners as `notifications/tools/list_changed`.
 //!
+//! Over HTTP, callers may be required to authenticate
+//! ([`GatewayOptions::auth`], [`InboundAuth`]): the caller's principal
+//! goes into each call ([`CallOptions`](switchboard_host::CallOptions)), so
+//! the config's `principals` rules narrow what it may call and list, and
+//! the audit line names it. `/healthz` and `/readyz` are served without
+//! authentication.
+//!
 //! Beyond tools, the servers' prompts (named like tools), resources and
 //! resource templates (their URIs kept, or wrapped as
 //! `switchboard-mount://ALIAS/ORIGINAL` where two servers' URIs collide)
@@ -28,7 +35,8 @@
 //! hands downstream tasks on to upstream clients that declared the tasks
 //! extension, `offer` serves prompts, resources, templates and
 //! completions, `relay` relays servers' questions, `run` serves the
-//! gateway over stdio or Streamable HTTP.
+//! gateway over stdio or Streamable HTTP, `inbound` checks callers'
+//! tokens, `health` answers liveness and readiness.
 //! Observability:
 //! `trace` continues the upstream request's W3C trace context on every
 //! downstream call, `metrics` (Prometheus, `/metrics`) and `otel`
@@ -56,6 +64,8 @@
 //! ```
 
 mod approval;
+mod health;
+mod inbound;
 mod metrics;
 mod offer;
 mod otel;
@@ -74,8 +84,14 @@ pub use otel::OtelError;
 pub use reload::{ConfigSource, watch_config};
 pub use telemetry::Telemetry;
 
+pub use inbound::{
+    INTROSPECTION_TTL, InboundAuth, Introspection, JWKS_MAX_AGE, JWKS_MIN_REFETCH, MIN_TOKEN_LEN,
+    OAuthInbound, StaticTokens,
+};
 pub use relay::relay_input_handler;
+
 use switchboard_host::Host;
+use switchboard_server::http::HttpOptions;
 use switchboard_server::{BuildError, ServeError, Server};
 use tokio::task::JoinHandle;
 
@@ -89,6 +105,9 @@ pub const APPROVAL_STATE_TTL: Duration = Duration::from_secs(300);
 pub struct GatewayOptions {
     /// Answer every approval question with "allow once" (`serve --yes`).
     pub assume_yes: bool,
+    /// How HTTP callers authenticate; `None` lets anyone who reaches the
+    /// port call (stdio never authenticates).
+    pub auth: Option<InboundAuth>,
     /// The key `requestState` and cursors are sealed with; replicas behind
     /// one URL share it. `None`: a random key for this process.
     pub state_key: Option<Vec<u8>>,
@@ -102,6 +121,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("assume_yes", &self.assume_yes)
             .field("state_key", &self.state_key.as_ref().map(|_| ".."))
             .field("telemetry", &self.telemetry)
+            .field("auth", &self.auth)
             .finish()
     }
 }
@@ -111,6 +131,13 @@ impl GatewayOptions {
     #[must_use]
     pub fn assume_yes(mut self, yes: bool) -> Self {
         self.assume_yes = yes;
+        self
+    }
+
+    /// Options requiring HTTP callers to authenticate with `auth`.
+    #[must_use]
+    pub fn auth(mut self, auth: InboundAuth) -> Self {
+        self.auth = Some(auth);
         self
     }
 
@@ -148,6 +175,9 @@ pub enum GatewayError {
     /// A runner stopped with an error.
     #[error("the gateway stopped")]
     Serve(#[from] ServeError),
+    /// The authentication settings are not usable (a bad token list, …).
+    #[error("{0}")]
+    Auth(String),
 }
 
 /// A gateway over one mounted [`Host`]: an MCP server whose tools are the
@@ -157,6 +187,7 @@ pub struct Gateway {
     server: Server,
     host: Host,
     telemetry: Telemetry,
+    auth: Option<InboundAuth>,
     tool_count: usize,
     sync: JoinHandle<()>,
     offers: JoinHandle<()>,
@@ -170,6 +201,15 @@ impl Gateway {
     /// [`GatewayError::Build`] when the server cannot be built.
     pub fn new(host: &Host, options: GatewayOptions) -> Result<Gateway, GatewayError> {
         let server = build_server(host, &options)?;
+        // An authenticated caller sees only the tools its `principals`
+        // rules let it call.
+        if options.auth.is_some() {
+            let filter_host = host.clone();
+            server.set_tool_filter(move |principal, tool| {
+                principal.is_none_or(|p| filter_host.principal_may_call(&p.subject, tool))
+            });
+        }
+        let auth = options.auth.clone();
         // Subscribe before registering, so no change falls between the two.
         let changes = host.subscribe();
         let registered = tools::register_all(&server, host, &options);
@@ -194,6 +234,7 @@ impl Gateway {
             server,
             host: host.clone(),
             telemetry,
+            auth,
             tool_count,
             sync,
             offers,
@@ -222,7 +263,8 @@ impl Gateway {
     }
 
     /// Serves the gateway over Streamable HTTP at `/mcp` on `listener` until
-    /// `shutdown` completes.
+    /// `shutdown` completes, with `/healthz` and `/readyz`, and requiring
+    /// the tokens of [`GatewayOptions::auth`] when set.
     ///
     /// # Errors
     /// [`GatewayError::Serve`] when the listener fails for good.
@@ -231,12 +273,18 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
-        let metrics = self.telemetry.has_metrics().then(|| {
+        let mut options = health::routes(HttpOptions::new(), &self.host);
+        if let Some(auth) = &self.auth {
+            options = options.auth(auth.validator(), auth.metadata().clone());
+        }
+        if self.telemetry.has_metrics() {
             let host = self.host.clone();
             let telemetry = self.telemetry.clone();
-            move || telemetry.render_metrics(&host).unwrap_or_default()
-        });
-        run::http(&self.server, listener, metrics, shutdown).await
+            options = run::with_metrics(options, move || {
+                telemetry.render_metrics(&host).unwrap_or_default()
+            });
+        }
+        run::http(&self.server, listener, options, shutdown).await
     }
 
     /// The gateway's telemetry (to flush traces at the end:

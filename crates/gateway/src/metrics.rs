@@ -236,7 +236,6 @@ impl CallObserver for Metrics {
     }
 }
 
-
 fn status_label(status: ServerStatus) -> &'static str {
     match status {
         ServerStatus::Up => "up",

@@ -219,7 +219,6 @@ fn status(outcome: Outcome) -> Status {
     }
 }
 
-
 /// The exporter's HTTP client: the workspace's hyper stack. The SDK's
 /// batch processor runs on a thread of its own and drives exports with a
 /// plain executor, so each request is run on the runtime the gateway was

@@ -13,23 +13,26 @@ pub(crate) async fn stdio(server: &Server) -> Result<(), GatewayError> {
     Ok(())
 }
 
-/// Serves Streamable HTTP on `listener` until `shutdown`, with `/metrics`
-/// rendered by `metrics` when given.
+/// Serves Streamable HTTP on `listener` with `options` until `shutdown`.
 pub(crate) async fn http(
     server: &Server,
     listener: tokio::net::TcpListener,
-    metrics: Option<impl Fn() -> String + Send + Sync + 'static>,
+    options: HttpOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), GatewayError> {
-    let mut options = HttpOptions::new();
-    if let Some(render) = metrics {
-        let render = Arc::new(render);
-        let route: PlainRoute = Arc::new(move || {
-            let render = render.clone();
-            Box::pin(async move { PlainResponse::new(200, crate::metrics::CONTENT_TYPE, render()) })
-        });
-        options = options.plain_route("/metrics", route);
-    }
     switchboard_server::http::serve(server.clone(), listener, options, shutdown).await?;
     Ok(())
+}
+
+/// `options` with `/metrics` answered by `render` (Prometheus text).
+pub(crate) fn with_metrics(
+    options: HttpOptions,
+    render: impl Fn() -> String + Send + Sync + 'static,
+) -> HttpOptions {
+    let render = Arc::new(render);
+    let route: PlainRoute = Arc::new(move || {
+        let render = render.clone();
+        Box::pin(async move { PlainResponse::new(200, crate::metrics::CONTENT_TYPE, render()) })
+    });
+    options.plain_route("/metrics", route)
 }

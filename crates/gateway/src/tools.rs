@@ -11,9 +11,9 @@ use switchboard_wire::ProgressParams;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, NoOneUpstream, ask, gate_asks};
+use crate::relay;
 use crate::trace::CallTrace;
 use crate::{GatewayOptions, Telemetry};
-use crate::relay;
 
 /// How many progress notifications may wait for the upstream stream; more
 /// are dropped (progress is advisory, the result is not).
@@ -136,7 +136,14 @@ async fn call(
                 }))
             }
         }
-    } else if ctx.client_capabilities().supports_elicitation_form() && gate_asks(host, name) {
+    } else if ctx.client_capabilities().supports_elicitation_form()
+        && gate_asks(host, name)
+        // A call the caller's `principals` rules refuse is denied by the
+        // host without a question: nobody is asked to approve it.
+        && ctx
+            .principal()
+            .is_none_or(|p| host.principal_may_call(&p.subject, name))
+    {
         return Ok(ask(name, arguments.as_ref()).into());
     } else {
         Arc::new(NoOneUpstream)
@@ -146,6 +153,7 @@ async fn call(
     let mut options = CallOptions::default();
     options.approver = Some(approver);
     options.trace = Some(trace.downstream());
+    options.principal = ctx.principal().map(|p| p.subject.clone());
     // An upstream that follows tasks gets the downstream server's tasks.
     if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
         return crate::tasks::call(host, name, arguments, options, ctx).await;

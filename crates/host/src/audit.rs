@@ -138,6 +138,10 @@ pub struct AuditRecord {
     /// the outcome is the task's final one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// Who called, when the call came through an authenticated gateway
+    /// (the token's name or subject); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
 }
 
 impl AuditRecord {
@@ -190,6 +194,7 @@ impl AuditRecord {
             is_error: false,
             duration_ms: 0,
             task_id: None,
+            principal: None,
         }
     }
 }

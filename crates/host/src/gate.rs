@@ -11,6 +11,10 @@
 //!    `destructiveHint`.
 //! 4. Pins: a tool whose definition changed since it was approved is asked
 //!    about again, with the diff, whatever the rules say (short of deny).
+//!
+//! Before all this, a call made by a gateway's authenticated caller meets
+//! that caller's `principals` rules ([`principal_allows`]): they can only
+//! narrow, never allow what the rules above would not.
 
 use serde::Serialize;
 use switchboard_wire::Tool;
@@ -123,6 +127,42 @@ pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Asses
     }
 }
 
+/// Whether a caller whose `principals` entry holds `rules` may call tool
+/// `original` of server `alias`: `Err` with the refusing rule (its place
+/// and pattern), or `None` when no allow rule names the tool.
+///
+/// A matching `deny` refuses; when the entry has `allow` rules, a tool none
+/// of them matches is refused; otherwise the call goes on to the ordinary
+/// gate ([`assess`]), which may still ask or deny. A caller without an
+/// entry is narrowed by nothing.
+///
+/// # Errors
+/// The refusal, as above.
+pub fn principal_allows<'a>(
+    rules: &'a [Rule],
+    alias: &str,
+    original: &str,
+) -> Result<(), Option<&'a Rule>> {
+    let mut allow_rules = false;
+    let mut allowed = false;
+    for rule in rules {
+        let matches = rule.pattern.matches(alias, original);
+        match rule.kind {
+            RuleKind::Deny if matches => return Err(Some(rule)),
+            RuleKind::Allow => {
+                allow_rules = true;
+                allowed |= matches;
+            }
+            _ => {}
+        }
+    }
+    if allow_rules && !allowed {
+        Err(None)
+    } else {
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +259,25 @@ mod tests {
         let a = assess(&[rule(RuleKind::Deny, "mcp__s")], "s", &t, &changed);
         assert_eq!(a.verdict, Verdict::Deny);
         assert!(a.diff.is_none());
+    }
+
+    #[test]
+    fn principal_rules_narrow() {
+        let none: Vec<Rule> = Vec::new();
+        assert!(principal_allows(&none, "fs", "read").is_ok());
+        let rules = vec![
+            rule(RuleKind::Allow, "mcp__fs"),
+            rule(RuleKind::Deny, "mcp__fs__write"),
+        ];
+        assert!(principal_allows(&rules, "fs", "read").is_ok());
+        let denied = principal_allows(&rules, "fs", "write")
+            .unwrap_err()
+            .unwrap();
+        assert_eq!(denied.pattern.as_str(), "mcp__fs__write");
+        assert_eq!(principal_allows(&rules, "git", "log"), Err(None));
+        // Deny alone: everything else passes on to the ordinary gate.
+        let deny_only = vec![rule(RuleKind::Deny, "mcp__git")];
+        assert!(principal_allows(&deny_only, "fs", "write").is_ok());
+        assert!(principal_allows(&deny_only, "git", "log").is_err());
     }
 }

@@ -100,8 +100,7 @@ pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
 pub use host::{
     CallOptions, CallReport, DroppedReport, Host, ModelTool, MountOptions, OfferError, PinReport,
-    ReloadReport,
-    ServerReport, ServerStatus, TableChange, ToolStatus,
+    ReloadReport, ServerReport, ServerStatus, TableChange, ToolStatus,
 };
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,

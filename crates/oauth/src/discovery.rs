@@ -56,6 +56,11 @@ pub struct AuthorizationServerMetadata {
     /// `dpop_signing_alg_values_supported` (RFC 9449 §5.1): present when the
     /// server binds tokens to a DPoP key.
     pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// `jwks_uri`: the keys that sign its access tokens (for a resource
+    /// server checking them).
+    pub jwks_uri: Option<String>,
+    /// `introspection_endpoint` (RFC 7662).
+    pub introspection_endpoint: Option<String>,
     /// Where the document was fetched.
     pub url: String,
 }
@@ -106,6 +111,8 @@ struct RawAsm {
     authorization_response_iss_parameter_supported: Option<bool>,
     client_id_metadata_document_supported: Option<bool>,
     dpop_signing_alg_values_supported: Option<Vec<String>>,
+    jwks_uri: Option<String>,
+    introspection_endpoint: Option<String>,
 }
 
 /// Fetches the Protected Resource Metadata of the server at `server`: from
@@ -280,6 +287,8 @@ fn parse_asm(
             .client_id_metadata_document_supported
             .unwrap_or(false),
         dpop_signing_alg_values_supported: raw.dpop_signing_alg_values_supported,
+        jwks_uri: raw.jwks_uri,
+        introspection_endpoint: raw.introspection_endpoint,
         url: url.to_owned(),
     })
 }

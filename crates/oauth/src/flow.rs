@@ -173,6 +173,8 @@ mod tests {
             authorization_response_iss_parameter_supported: false,
             client_id_metadata_document_supported: false,
             dpop_signing_alg_values_supported: None,
+            jwks_uri: None,
+            introspection_endpoint: None,
             url: "u".into(),
         }
     }

@@ -53,6 +53,9 @@
 //! - `user_agent`: [`UserAgent`], [`LoopbackUserAgent`], [`HeadlessUserAgent`].
 //! - `store`: [`TokenStore`].
 //! - `provider`: [`OAuthProvider`], the state machine tying it together.
+//! - `inbound`: [`IssuerClient`], the resource-server side (an issuer's
+//!   metadata and JWK set, token introspection) for a server checking
+//!   the tokens it receives.
 //!
 //! # Example
 //! ```no_run
@@ -85,6 +88,7 @@ mod dpop;
 mod error;
 mod flow;
 mod http;
+mod inbound;
 mod jwt;
 mod provider;
 mod registration;
@@ -99,6 +103,7 @@ pub use challenge::{BearerChallenge, Challenge, ChallengeError, parse as parse_c
 pub use config::{EnterpriseGrant, Grant, JwtBearerGrant, OAuthConfig};
 pub use discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata};
 pub use error::OAuthError;
+pub use inbound::IssuerClient;
 pub use jwt::SigningKey;
 pub use provider::{LoginReport, OAuthProvider};
 pub use registration::{PreRegisteredClient, Registration};

@@ -213,10 +213,10 @@ impl Server {
         }
         let result = match method.as_str() {
             method::DISCOVER => Ok(self.inner.discover.clone()),
-            method::TOOLS_LIST => self.list(ListKind::Tools, params),
-            method::PROMPTS_LIST => self.list(ListKind::Prompts, params),
-            method::RESOURCES_LIST => self.list(ListKind::Resources, params),
-            method::RESOURCES_TEMPLATES_LIST => self.list(ListKind::Templates, params),
+            method::TOOLS_LIST => self.list(ListKind::Tools, params, incoming.principal.as_deref()),
+            method::PROMPTS_LIST => self.list(ListKind::Prompts, params, None),
+            method::RESOURCES_LIST => self.list(ListKind::Resources, params, None),
+            method::RESOURCES_TEMPLATES_LIST => self.list(ListKind::Templates, params, None),
             method::TOOLS_CALL => self.mrtr(Target::Tool, &id, params, meta, &incoming).await,
             method::PROMPTS_GET => {
                 self.mrtr(Target::Prompt, &id, params, meta, &incoming)
@@ -250,7 +250,12 @@ impl Server {
 
     // -- lists -------------------------------------------------------------
 
-    fn list(&self, kind: ListKind, params: Option<Value>) -> Result<Vec<u8>, Fault> {
+    fn list(
+        &self,
+        kind: ListKind,
+        params: Option<Value>,
+        principal: Option<&Principal>,
+    ) -> Result<Vec<u8>, Fault> {
         let caps = &self.inner.capabilities;
         let (declared, member, name) = match kind {
             ListKind::Tools => (caps.tools.is_some(), "tools", method::TOOLS_LIST),
@@ -287,7 +292,18 @@ impl Server {
         out.extend_from_slice(member.as_bytes());
         out.extend_from_slice(b"\":");
         let len = match kind {
-            ListKind::Tools => write_page(&mut out, &registry.tools, offset, page, |t| &t.def),
+            ListKind::Tools => match self.tool_filter() {
+                None => write_page(&mut out, &registry.tools, offset, page, |t| &t.def),
+                Some(keep) => {
+                    let shown: Vec<_> = registry
+                        .tools
+                        .iter()
+                        .filter(|t| keep(principal, &t.def.name))
+                        .cloned()
+                        .collect();
+                    write_page(&mut out, &shown, offset, page, |t| &t.def)
+                }
+            },
             ListKind::Prompts => write_page(&mut out, &registry.prompts, offset, page, |p| &p.def),
             ListKind::Resources => {
                 write_page(&mut out, &registry.resources, offset, page, |r| &r.def)

@@ -21,8 +21,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::{SecureRandom, SystemRandom};
-use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
 use serde_json::{Value, json};
+
+use crate::jws::{Jws, JwsError};
 
 /// Why a proof was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -144,49 +145,36 @@ impl DpopVerifier {
     /// or the proof), [`DpopError::UseNonce`] when a nonce is missing or old.
     pub fn verify(&self, proof: &str, target: &ProofTarget<'_>) -> Result<(), DpopError> {
         let invalid = |why: &str| Err(DpopError::Invalid(why.to_owned()));
-        let mut parts = proof.split('.');
-        let (Some(h), Some(c), Some(s), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
+        let Ok(jws) = Jws::decode(proof) else {
             return invalid("the DPoP proof is not a JWT");
         };
-        let (Some(header), Some(claims)) = (decode_json(h), decode_json(c)) else {
-            return invalid("the DPoP proof is not a JWT");
-        };
-        if header["typ"] != "dpop+jwt" {
+        let header = &jws.header;
+        // Read as a `Value`, where a missing member is `null`.
+        let claims = Value::Object(jws.claims.clone());
+        if header.get("typ").and_then(Value::as_str) != Some("dpop+jwt") {
             return invalid("the DPoP proof's typ is not dpop+jwt");
         }
-        if header["alg"] != "ES256" {
+        if jws.alg() != Some("ES256") {
             return invalid("the DPoP proof is not signed with ES256");
         }
-        let jwk = &header["jwk"];
-        if jwk.get("d").is_some() {
-            return invalid("the DPoP proof's jwk contains a private key");
-        }
-        let (Some("EC"), Some("P-256"), Some(x), Some(y)) = (
-            jwk["kty"].as_str(),
-            jwk["crv"].as_str(),
-            jwk["x"].as_str(),
-            jwk["y"].as_str(),
-        ) else {
+        let Some(jwk) = header.get("jwk").and_then(Value::as_object) else {
             return invalid("the DPoP proof's jwk is not a P-256 public key");
         };
-        let mut point = vec![4u8];
-        for coordinate in [x, y] {
-            match URL_SAFE_NO_PAD.decode(coordinate) {
-                Ok(b) if b.len() == 32 => point.extend(b),
-                _ => return invalid("the DPoP proof's jwk is not a P-256 public key"),
-            }
+        if jwk.contains_key("d") {
+            return invalid("the DPoP proof's jwk contains a private key");
         }
-        let Ok(signature) = URL_SAFE_NO_PAD.decode(s) else {
-            return invalid("the DPoP proof's signature is not base64url");
+        let field = |name: &str| jwk.get(name).and_then(Value::as_str);
+        let (Some("EC"), Some("P-256"), Some(x), Some(y)) =
+            (field("kty"), field("crv"), field("x"), field("y"))
+        else {
+            return invalid("the DPoP proof's jwk is not a P-256 public key");
         };
-        let input = &proof[..h.len() + 1 + c.len()];
-        if UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &point)
-            .verify(input.as_bytes(), &signature)
-            .is_err()
-        {
-            return invalid("the DPoP proof's signature does not verify");
+        match jws.verify(jwk) {
+            Ok(()) => {}
+            Err(JwsError::Signature) => {
+                return invalid("the DPoP proof's signature does not verify");
+            }
+            Err(_) => return invalid("the DPoP proof's jwk is not a P-256 public key"),
         }
         if claims["htm"] != target.method {
             return invalid("the DPoP proof is for another HTTP method");
@@ -252,13 +240,6 @@ impl DpopVerifier {
 /// The `cnf.jkt` of a token's claims: `Some` for a DPoP-bound token.
 pub(crate) fn bound_key(claims: &serde_json::Map<String, Value>) -> Option<&str> {
     claims.get("cnf")?.get("jkt")?.as_str()
-}
-
-fn decode_json(part: &str) -> Option<Value> {
-    let bytes = URL_SAFE_NO_PAD.decode(part).ok()?;
-    serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .filter(Value::is_object)
 }
 
 /// The URLs agree once query and fragment are dropped; scheme and host

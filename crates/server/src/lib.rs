@@ -68,6 +68,7 @@ mod error;
 mod fast;
 mod handler;
 mod input;
+pub mod jws;
 mod legacy;
 mod notify;
 mod outcome;
@@ -102,7 +103,7 @@ pub use resource::{
     IntoReadResult, ReadOutcome, ReadResult, ResourceHandler, ResourceSpec, TemplateHandler,
     TemplateSpec, blob_contents, text_contents,
 };
-pub use server::{Server, ServerBuilder};
+pub use server::{Server, ServerBuilder, ToolFilter};
 pub use state::StateHandles;
 pub use task::{TaskContext, TaskHandler, TaskSupport, TaskWork};
 pub use tool::{

@@ -83,7 +83,14 @@ pub(crate) struct Inner {
     pub(crate) discover: Vec<u8>,
     pub(crate) sessions: Option<Sessions>,
     pub(crate) tasks: crate::task::TaskStore,
+    /// Which tools `tools/list` shows to whom ([`Server::set_tool_filter`]).
+    pub(crate) tool_filter: RwLock<Option<ToolFilter>>,
 }
+
+/// Decides whether a tool is listed for a caller: the caller's
+/// [`Principal`](crate::Principal) (`None` on stdio or without
+/// authentication) and the tool's name.
+pub type ToolFilter = Arc<dyn Fn(Option<&crate::Principal>, &str) -> bool + Send + Sync>;
 
 /// Server-wide settings.
 #[derive(Clone, Debug)]
@@ -359,6 +366,31 @@ impl Server {
         })?;
         self.inner.notifier.tools_list_changed();
         Ok(())
+    }
+
+    /// Lists to each caller only the tools `filter` keeps for it (by its
+    /// principal and the tool's name); the others are left out of its
+    /// `tools/list`. Calls are not filtered here: the handler decides (a
+    /// gateway's gate refuses a call its principal may not make). Replaces
+    /// any earlier filter.
+    pub fn set_tool_filter(
+        &self,
+        filter: impl Fn(Option<&crate::Principal>, &str) -> bool + Send + Sync + 'static,
+    ) {
+        *self
+            .inner
+            .tool_filter
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(filter));
+    }
+
+    /// The tool filter, if one is set.
+    pub(crate) fn tool_filter(&self) -> Option<ToolFilter> {
+        self.inner
+            .tool_filter
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Removes a tool while running; `true` if it existed.
@@ -770,6 +802,7 @@ impl ServerBuilder {
                 discover,
                 sessions,
                 tasks: crate::task::TaskStore::new(self.task_options),
+                tool_filter: RwLock::new(None),
             }),
         })
     }

@@ -923,3 +923,32 @@ async fn malformed_authorization_header_is_400_invalid_request() {
     }
     p.http.stop().await;
 }
+
+// A tool filter hides tools per principal in `tools/list`; without a
+// principal (no filter match) the filter decides as well.
+#[tokio::test]
+async fn tool_filter_lists_per_principal() {
+    let (server, _) = server();
+    server.set_tool_filter(|principal, tool| {
+        principal.is_none_or(|p| p.subject != "alice" || tool == "whoami")
+    });
+    let prm = ProtectedResource::new("http://127.0.0.1/mcp", "http://127.0.0.1:1/issuer");
+    let http = start(server, HttpOptions::new().auth(Tokens, prm)).await;
+    let names = |r: &Resp| -> Vec<String> {
+        r.result()["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let alice = call_as(&http, "alice-token", "tools/list", json!({})).await;
+    assert_eq!(names(&alice), ["whoami"]);
+    let bob = call_as(&http, "bob-token", "tools/list", json!({})).await;
+    let bob = names(&bob);
+    assert!(
+        bob.len() > 1 && bob.iter().any(|n| n == "whoami"),
+        "{bob:?}"
+    );
+    http.stop().await;
+}

@@ -1,17 +1,28 @@
-//! `switchboard serve [--stdio | --http ADDR]`: the gateway
-//! (`switchboard-gateway`) over the config's mounted host. This module only
-//! turns flags into the gateway's options and runs it until stdin ends
-//! (stdio) or Ctrl-C / SIGTERM.
+//! `switchboard serve [--stdio | --http ADDR [--auth token|oauth]]`: the
+//! gateway (`switchboard-gateway`) over the config's mounted host. This
+//! module only turns flags into the gateway's options and runs it until
+//! stdin ends (stdio) or Ctrl-C / SIGTERM.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use anyhow::Context as _;
-use switchboard_gateway::{ConfigSource, Gateway, GatewayOptions, Telemetry, watch_config};
+use switchboard_gateway::{
+    ConfigSource, Gateway, GatewayOptions, InboundAuth, Introspection, OAuthInbound, StaticTokens,
+    Telemetry, watch_config,
+};
 use switchboard_host::MountOptions;
 
 use crate::exit::Failure;
+use crate::flags::{ServeArgs, ServeAuth};
 use crate::session::Session;
-use crate::settings::{ServeOps, Settings};
+use crate::settings::Settings;
+
+/// The variable holding tokens when there is no `--tokens-file`.
+const TOKENS_VAR: &str = "SWITCHBOARD_GATEWAY_TOKENS";
+/// The introspection client's id and secret.
+const INTROSPECTION_ID_VAR: &str = "SWITCHBOARD_INTROSPECTION_CLIENT_ID";
+const INTROSPECTION_SECRET_VAR: &str = "SWITCHBOARD_INTROSPECTION_CLIENT_SECRET";
 
 /// The environment variable holding the state key replicas share.
 const STATE_KEY_VAR: &str = "SWITCHBOARD_STATE_KEY";
@@ -19,38 +30,174 @@ const STATE_KEY_VAR: &str = "SWITCHBOARD_STATE_KEY";
 /// The shortest state key accepted, in bytes.
 const MIN_STATE_KEY: usize = 32;
 
+/// `serve`, checked.
+#[derive(Debug)]
+pub(crate) struct ServeSettings {
+    http: Option<SocketAddr>,
+    yes: bool,
+    auth: Option<AuthPlan>,
+    resource: Option<String>,
+    /// Serve `/metrics`.
+    metrics: bool,
+    /// The replica's name for the audit log.
+    replica: Option<String>,
+    /// Where the shared state key is.
+    state_key_file: Option<PathBuf>,
+    /// Watch the config file.
+    watch: bool,
+}
+
+/// How callers will authenticate, before the address is bound (the
+/// default resource URL needs the bound port).
+#[derive(Debug)]
+enum AuthPlan {
+    Tokens(StaticTokens),
+    OAuth {
+        issuer: String,
+        jwks_url: Option<String>,
+        scopes: Vec<String>,
+        introspection: Option<Introspection>,
+    },
+}
+
+/// Checks the flags: authentication settings that fit together, tokens
+/// that parse, and no unauthenticated non-loopback address unless
+/// `--insecure-no-auth`.
+///
+/// # Errors
+/// A usage [`Failure`] (exit 1) saying what to change.
+pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
+    let oauth_only = [
+        ("--issuer", a.issuer.is_some()),
+        ("--jwks-url", a.jwks_url.is_some()),
+        ("--introspection-url", a.introspection_url.is_some()),
+        ("--scope", !a.scopes.is_empty()),
+    ];
+    if a.auth != Some(ServeAuth::Oauth) {
+        if let Some((flag, _)) = oauth_only.iter().find(|(_, given)| *given) {
+            return Err(Failure::usage(format!("{flag} needs --auth oauth")));
+        }
+    }
+    if a.auth != Some(ServeAuth::Token) && a.tokens_file.is_some() {
+        return Err(Failure::usage("--tokens-file needs --auth token"));
+    }
+    if a.http.is_none() && (a.resource.is_some() || a.insecure_no_auth) {
+        return Err(Failure::usage(
+            "--resource and --insecure-no-auth need --http",
+        ));
+    }
+    let auth = match a.auth {
+        None => None,
+        Some(ServeAuth::Token) => Some(AuthPlan::Tokens(tokens(a.tokens_file)?)),
+        Some(ServeAuth::Oauth) => {
+            let Some(issuer) = a.issuer else {
+                return Err(Failure::usage(
+                    "--auth oauth needs --issuer URL (the authorization server)",
+                ));
+            };
+            let introspection = match a.introspection_url {
+                None => None,
+                Some(url) => Some(introspection_client(url)?),
+            };
+            Some(AuthPlan::OAuth {
+                issuer,
+                jwks_url: a.jwks_url,
+                scopes: a.scopes,
+                introspection,
+            })
+        }
+    };
+    if let Some(addr) = a.http {
+        if auth.is_none() && !addr.ip().is_loopback() {
+            if !a.insecure_no_auth {
+                return Err(Failure::usage(format!(
+                    "refusing to serve {addr} without authentication: anyone who can reach it could call your tools. \
+                     Add --auth token (or --auth oauth), or --insecure-no-auth to serve it open anyway"
+                )));
+            }
+            crate::out::note(format!(
+                "WARNING: serving {addr} without authentication (--insecure-no-auth): anyone who can reach it can call your tools"
+            ));
+        }
+    }
+    Ok(ServeSettings {
+        http: a.http,
+        yes: a.yes,
+        auth,
+        resource: a.resource,
+        metrics: a.metrics,
+        replica: a.replica,
+        state_key_file: a.state_key_file,
+        watch: !a.no_watch,
+    })
+}
+
+/// The tokens of `--tokens-file`, else of `$SWITCHBOARD_GATEWAY_TOKENS`.
+fn tokens(file: Option<PathBuf>) -> Result<StaticTokens, Failure> {
+    let (text, source) = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                Failure::usage(format!("cannot read --tokens-file {}: {e}", path.display()))
+            })?;
+            (text, path.display().to_string())
+        }
+        None => match std::env::var(TOKENS_VAR) {
+            Ok(text) if !text.trim().is_empty() => (text, format!("${TOKENS_VAR}")),
+            _ => {
+                return Err(Failure::usage(format!(
+                    "--auth token needs --tokens-file FILE or ${TOKENS_VAR} (one `NAME TOKEN` per line)"
+                )));
+            }
+        },
+    };
+    StaticTokens::parse(&text, &source).map_err(|e| Failure::usage(e.to_string()))
+}
+
+/// The introspection endpoint with the client credentials of the
+/// environment.
+fn introspection_client(url: String) -> Result<Introspection, Failure> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let (Some(client_id), Some(secret)) =
+        (var(INTROSPECTION_ID_VAR), var(INTROSPECTION_SECRET_VAR))
+    else {
+        return Err(Failure::usage(format!(
+            "--introspection-url needs ${INTROSPECTION_ID_VAR} and ${INTROSPECTION_SECRET_VAR}"
+        )));
+    };
+    Ok(Introspection {
+        url,
+        client_id,
+        client_secret: secret.into(),
+    })
+}
+
 /// Mounts the config and serves its table until stdin ends (stdio) or
-/// Ctrl-C / SIGTERM.
+/// Ctrl-C / SIGTERM; the config file is watched (and `SIGHUP` reloads it).
 ///
 /// # Errors
 /// When the config is bad, the address cannot be bound, or stdin fails.
-pub(crate) async fn run(
-    settings: &Settings,
-    http: Option<SocketAddr>,
-    yes: bool,
-    ops: &ServeOps,
-) -> anyhow::Result<()> {
-    let state_key = state_key(ops)?;
-    let telemetry = Telemetry::from_env(ops.metrics && http.is_some())?;
+pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::Result<()> {
+    let state_key = state_key(serve)?;
+    let telemetry = Telemetry::from_env(serve.metrics && serve.http.is_some())?;
     let loaded = settings.load_config()?;
     let watched = loaded.config.origin.path().map(ConfigSource::new);
     let mut options = MountOptions::default();
     options.input_handler = crate::ask::for_command(settings, &loaded.config);
     options.observer = telemetry.observer();
-    options.replica = Some(ops.replica.clone().unwrap_or_else(host_name));
+    options.replica = Some(serve.replica.clone().unwrap_or_else(host_name));
     let session = Session::mount(loaded, options).await?;
     let options = GatewayOptions::default()
-        .assume_yes(yes)
+        .assume_yes(serve.yes)
         .state_key(state_key)
         .telemetry(telemetry.clone());
     // SIGHUP reloads even with --no-watch; only the file is not polled.
     let watcher = watched.map(|mut source| {
-        if !ops.watch {
+        if !serve.watch {
             source.poll = std::time::Duration::from_secs(365 * 24 * 3600);
         }
         watch_config(&session.host, source)
     });
-    let result = serve(&session, http, options).await;
+    let result = run_on(&session, serve, options).await;
     if let Some(w) = watcher {
         w.abort();
     }
@@ -59,45 +206,79 @@ pub(crate) async fn run(
     result
 }
 
-async fn serve(
+async fn run_on(
     session: &Session,
-    http: Option<SocketAddr>,
-    options: GatewayOptions,
+    serve: &ServeSettings,
+    mut options: GatewayOptions,
 ) -> anyhow::Result<()> {
     let metrics = options.telemetry.has_metrics();
-    let gateway = Gateway::new(&session.host, options)?;
-    match http {
-        None => {
-            tokio::select! {
-                r = gateway.serve_stdio() => r.context("stdio gateway"),
-                () = crate::shutdown_signal() => Ok(()),
-            }
+    let Some(addr) = serve.http else {
+        let gateway = Gateway::new(&session.host, options)?;
+        return tokio::select! {
+            r = gateway.serve_stdio() => r.context("stdio gateway"),
+            () = crate::shutdown_signal() => Ok(()),
+        };
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let local = listener.local_addr().unwrap_or(addr);
+    let resource = match &serve.resource {
+        Some(url) => url.clone(),
+        None if serve.auth.is_some() && local.ip().is_unspecified() => {
+            return Err(Failure::usage(format!(
+                "--http {addr} listens on every address: give --resource URL, the gateway's URL as clients reach it (the tokens' audience)"
+            ))
+            .into());
         }
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("cannot listen on {addr}"))?;
-            let local = listener.local_addr().unwrap_or(addr);
-            // The address goes to stderr: stdout is not used.
-            crate::out::note(format!(
-                "switchboard gateway: http://{local}/mcp ({} tools; Ctrl-C stops it)",
-                gateway.tool_count()
-            ));
-            if metrics {
-                crate::out::note(format!("metrics: http://{local}/metrics"));
-            }
-            gateway
-                .serve_http(listener, crate::shutdown_signal())
-                .await
-                .context("HTTP gateway")
-        }
+        None => format!("http://{local}/mcp"),
+    };
+    let mut how = "no authentication";
+    if let Some(plan) = &serve.auth {
+        let auth = inbound(plan, &resource)?;
+        how = auth.kind();
+        options = options.auth(auth);
     }
+    let gateway = Gateway::new(&session.host, options)?;
+    // The address goes to stderr: stdout is not used.
+    crate::out::note(format!(
+        "switchboard gateway: http://{local}/mcp ({} tools; {how}; Ctrl-C stops it)",
+        gateway.tool_count()
+    ));
+    if metrics {
+        crate::out::note(format!("metrics: http://{local}/metrics"));
+    }
+    gateway
+        .serve_http(listener, crate::shutdown_signal())
+        .await
+        .context("HTTP gateway")
+}
+
+fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
+    Ok(match plan {
+        AuthPlan::Tokens(tokens) => InboundAuth::tokens(tokens.clone(), resource),
+        AuthPlan::OAuth {
+            issuer,
+            jwks_url,
+            scopes,
+            introspection,
+        } => {
+            let mut settings = OAuthInbound::new(issuer, resource).scopes(scopes.clone());
+            if let Some(url) = jwks_url {
+                settings = settings.jwks_url(url);
+            }
+            if let Some(i) = introspection {
+                settings = settings.introspection(i.clone());
+            }
+            InboundAuth::oauth(settings)?
+        }
+    })
 }
 
 /// The state key: `--state-key-file`, else `SWITCHBOARD_STATE_KEY`, else
 /// none (a random key per process).
-fn state_key(ops: &ServeOps) -> Result<Option<Vec<u8>>, Failure> {
-    let (key, from) = match &ops.state_key_file {
+fn state_key(serve: &ServeSettings) -> Result<Option<Vec<u8>>, Failure> {
+    let (key, from) = match &serve.state_key_file {
         Some(path) => {
             let bytes = std::fs::read(path).map_err(|e| {
                 Failure::usage(format!(

@@ -78,6 +78,10 @@ pub struct Config {
     /// Enterprise identity providers (`"identityProviders"`), by name; a
     /// server's `"oauth": {"idp": NAME}` signs in through one of them.
     pub identity_providers: BTreeMap<String, IdentityProviderConfig>,
+    /// Per-caller rules of an authenticated gateway (`"principals"`), by
+    /// principal name: `allow` and `deny` rules that narrow what that
+    /// caller may call (see [`crate::gate::principal_allows`]).
+    pub principals: BTreeMap<String, Vec<Rule>>,
 }
 
 /// One entry of `identityProviders`: the enterprise IdP whose ID token is
@@ -167,6 +171,10 @@ pub struct ServerConfig {
     pub task_timeout: Option<Duration>,
     /// Whether and how it authorizes with OAuth (HTTP servers only).
     pub oauth: OAuthSetting,
+    /// Whether a gateway is ready only once it is mounted (`"required"`,
+    /// default `true`): `/readyz` answers 503 while a required, enabled
+    /// server is down.
+    pub required: bool,
 }
 
 /// Whether and how an HTTP server authorizes with OAuth 2.1.
@@ -358,6 +366,7 @@ impl ServerConfig {
             tool_timeouts: BTreeMap::new(),
             task_timeout: None,
             oauth: OAuthSetting::Auto,
+            required: true,
         }
     }
 }
@@ -453,6 +462,7 @@ impl Config {
             model: None,
             roots: None,
             identity_providers: BTreeMap::new(),
+            principals: BTreeMap::new(),
         }
     }
 

@@ -145,6 +145,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "model",
     "roots",
     "identityProviders",
+    "principals",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -165,6 +166,7 @@ const SERVER_KEYS: &[&str] = &[
     "disabledTools",
     "transportType",
     "oauth",
+    "required",
 ];
 const OAUTH_KEYS: &[&str] = &[
     "clientId",
@@ -322,6 +324,10 @@ impl Parser<'_> {
                     });
                 }
             }
+        }
+
+        if let Some(v) = root.get("principals") {
+            config.principals = self.principals(v, &aliases);
         }
 
         if let Some(v) = root.get("budgetChars") {
@@ -594,6 +600,12 @@ impl Parser<'_> {
                 None => self.bad_type(&sub("enabled"), "true or false"),
             }
         }
+        if let Some(v) = obj.get("required") {
+            match v.as_bool() {
+                Some(b) => server.required = b,
+                None => self.bad_type(&sub("required"), "true or false"),
+            }
+        }
         if let Some(v) = obj.get("disabled") {
             match v.as_bool() {
                 Some(b) if obj.contains_key("enabled") && server.enabled == b => self.problem(
@@ -811,6 +823,44 @@ impl Parser<'_> {
             {
                 out.push((kind, text, format!("{k}[{i}]")));
             }
+        }
+        out
+    }
+
+    /// `"principals": {"NAME": {"allow": [...], "deny": [...]}}`: rules
+    /// in the syntax of the top-level `permissions`; `ask` has no meaning
+    /// for a caller's narrowing and is refused.
+    fn principals(&mut self, value: &Value, aliases: &[String]) -> BTreeMap<String, Vec<Rule>> {
+        let mut out = BTreeMap::new();
+        let Some(obj) = value.as_object() else {
+            self.bad_type(
+                "principals",
+                "an object mapping principal names to allow and deny lists",
+            );
+            return out;
+        };
+        for (name, entry) in obj {
+            let key = key_path("principals", name);
+            let mut rules = Vec::new();
+            for (kind, text, source) in self.permission_lists(entry, &key) {
+                if kind == RuleKind::Ask {
+                    self.problem(
+                        ProblemKind::BadValue,
+                        &source,
+                        "a principal's rules only allow or deny".into(),
+                        "move the pattern to allow or deny (questions are asked by the top-level rules)",
+                    );
+                    continue;
+                }
+                if let Some(pattern) = self.pattern(&text, &source, aliases, None) {
+                    rules.push(Rule {
+                        kind,
+                        pattern,
+                        source,
+                    });
+                }
+            }
+            out.insert(name.clone(), rules);
         }
         out
     }

@@ -531,3 +531,43 @@ fn identity_provider_problems() {
         .unwrap();
     assert!(both.problem.contains("not both"), "{}", both.problem);
 }
+
+#[test]
+fn principals_and_required() {
+    let config = parse(
+        r#"{
+          "mcpServers": {"notes": {"command": "x"}, "extra": {"command": "y", "required": false}},
+          "principals": {
+            "ci-bot": {"allow": ["mcp__notes"], "deny": ["mcp__notes__delete"]},
+            "alice": {}
+          }
+        }"#,
+        &[],
+    )
+    .unwrap();
+    assert!(config.servers[0].required);
+    assert!(!config.servers[1].required);
+    let bot = &config.principals["ci-bot"];
+    assert_eq!(bot.len(), 2);
+    assert_eq!(bot[0].source, "principals.ci-bot.allow[0]");
+    assert_eq!(bot[1].pattern.as_str(), "mcp__notes__delete");
+    assert!(config.principals["alice"].is_empty());
+
+    let err = parse(
+        r#"{
+          "mcpServers": {"notes": {"command": "x", "required": "yes"}},
+          "principals": {"bot": {"ask": ["mcp__notes"], "deny": ["mcp__nope"], "alow": []}}
+        }"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        [
+            (ProblemKind::BadValue, "mcpServers.notes.required"),
+            (ProblemKind::UnknownKey, "principals.bot.alow"),
+            (ProblemKind::BadValue, "principals.bot.ask[0]"),
+            (ProblemKind::BadPattern, "principals.bot.deny[0]"),
+        ]
+    );
+}

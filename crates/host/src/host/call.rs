@@ -56,6 +56,10 @@ pub struct CallOptions {
     /// The answers to a question relayed by an earlier call, sent with
     /// this one.
     pub resume: Option<switchboard_client::Resume>,
+    /// Who is calling, when the call comes through an authenticated
+    /// gateway: its `principals` rules narrow what it may call, and the
+    /// audit line names it.
+    pub principal: Option<String>,
 }
 
 impl CallOptions {
@@ -65,6 +69,13 @@ impl CallOptions {
             approver: Some(Arc::new(approver)),
             ..CallOptions::default()
         }
+    }
+
+    /// The same options, for a call made by `principal`.
+    #[must_use]
+    pub fn with_principal(mut self, principal: impl Into<String>) -> Self {
+        self.principal = Some(principal.into());
+        self
     }
 
     /// The same options, with a progress sink.
@@ -87,6 +98,7 @@ impl std::fmt::Debug for CallOptions {
             .field("trace", &self.trace)
             .field("relay_input", &self.relay_input)
             .field("resume", &self.resume.is_some())
+            .field("principal", &self.principal)
             .finish()
     }
 }
@@ -291,6 +303,7 @@ impl Host {
             if record.replica.is_none() {
                 record.replica = audit.replica().map(str::to_owned);
             }
+            record.principal.clone_from(&options.principal);
             record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
             if let Err(e) = audit.append(record) {
                 error!(error = %e, tool = %local_name, "the audit line could not be written");
@@ -434,6 +447,24 @@ impl Host {
         arguments: Option<&JsonObject>,
         options: &CallOptions,
     ) -> (Decision, Option<String>) {
+        if let Some(principal) = options.principal.as_deref() {
+            if let Some(rule) = self.principal_refusal(principal, &entry.alias, &entry.tool.name) {
+                let why = match &rule {
+                    Some((at, pattern)) => format!("rule {pattern} at {at}"),
+                    None => format!("no rule at principals.{principal}.allow names it"),
+                };
+                let text = format!(
+                    "The gateway's rules do not let {principal} call {local_name} ({why}). \
+                     Do not retry it; if you need it, tell the user why."
+                );
+                let decision = Decision {
+                    verdict: Verdict::Deny,
+                    decided_by: Decider::Rule,
+                    rule: rule.map(|r| r.0),
+                };
+                return (decision, Some(text));
+            }
+        }
         let assessment = {
             let config = self.config_read();
             gate::assess(&config.rules, &entry.alias, &entry.tool, pin)

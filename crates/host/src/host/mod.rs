@@ -38,6 +38,7 @@ mod background;
 mod call;
 mod mount;
 mod offer;
+mod principal;
 mod reload;
 
 pub use call::{CallOptions, CallReport};

@@ -1,0 +1,617 @@
+//! `serve --http` with inbound authorization: named bearer tokens, OAuth
+//! access tokens (JWT checked with the issuer's keys, or introspection),
+//! per-principal rules, `/healthz` and `/readyz`, and the refusal to serve
+//! a non-loopback address without authentication.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_authkit::jwt::{Signer, now};
+use switchboard_authkit::{AuthServer, AuthServerConfig, TestClient};
+use switchboard_client::{
+    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+};
+
+use crate::util::{Sandbox, collect, spawn, wait_for};
+
+const CI_TOKEN: &str = "ci-bot-token-0123456789";
+const ALICE_TOKEN: &str = "alice-token-9876543210";
+
+/// A running gateway: its URL, its stderr, the process.
+struct Running {
+    url: String,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    child: Child,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Running {
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// `host:port`.
+    fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+}
+
+/// Starts `serve --http 127.0.0.1:0 --yes` with `args` and waits for its URL.
+async fn serve(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut all = vec!["--yes"];
+    all.extend_from_slice(args);
+    serve_asking(sb, config, &all, env).await
+}
+
+/// Starts `serve --http 127.0.0.1:0` with `args` (questions go upstream).
+async fn serve_asking(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut all = vec!["--config", config, "serve", "--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let mut cmd = sb.cmd(&all);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let stderr = collect(child.stderr.take().unwrap());
+    let seen = Arc::clone(&stderr);
+    let text =
+        tokio::task::spawn_blocking(move || wait_for(&seen, "/mcp", Duration::from_secs(60)))
+            .await
+            .unwrap();
+    let url = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_owned();
+    Running { url, stderr, child }
+}
+
+/// One raw HTTP/1.1 exchange: status, headers (lower-cased names), body.
+fn raw(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A `tools/list` POST with `authorization`, as raw HTTP.
+fn list_raw(gw: &Running, authorization: Option<&str>) -> (u16, Vec<(String, String)>, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(a) = authorization {
+        headers.push(("Authorization", a));
+    }
+    raw(&gw.authority(), "POST", "/mcp", &headers, &body)
+}
+
+/// An MCP client presenting `token`.
+async fn client(gw: &Running, token: &str) -> Client {
+    let transport = HttpTransport::builder("gateway", &gw.url)
+        .header("Authorization", format!("Bearer {token}"))
+        .build()
+        .unwrap();
+    Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap()
+}
+
+async fn tool_names(client: &Client) -> Vec<String> {
+    client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
+    v.as_object().cloned()
+}
+
+/// notes, every tool allowed; ci-bot may call list_notes and read_note
+/// but read_note is denied to it; alice has no entry.
+fn token_config(sb: &Sandbox) -> String {
+    sb.config(
+        json!({}),
+        json!({
+            "permissions": {"allow": ["mcp__notes"]},
+            "audit": "audit.jsonl",
+            "principals": {"ci-bot": {
+                "allow": ["mcp__notes__list_notes", "mcp__notes__read_note"],
+                "deny": ["mcp__notes__read_note"]
+            }}
+        }),
+    )
+    .to_str()
+    .unwrap()
+    .to_owned()
+}
+
+// Tokens: a missing or wrong token is 401 with a Bearer challenge; each
+// token's name is the principal (audit line, per-principal rules); tokens
+// appear in no log; health and readiness need no token.
+#[tokio::test(flavor = "multi_thread")]
+async fn token_auth_names_the_principal() {
+    let sb = Sandbox::new();
+    let cfg = token_config(&sb);
+    let tokens = sb.write(
+        "tokens.txt",
+        &format!("# gateway callers\nci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
+    );
+    let gw = serve(
+        &sb,
+        &cfg,
+        &["--auth", "token", "--tokens-file", tokens.to_str().unwrap()],
+        &[],
+    )
+    .await;
+
+    let (status, headers, _) = list_raw(&gw, None);
+    assert_eq!(status, 401);
+    let challenge = header(&headers, "www-authenticate").unwrap();
+    assert!(
+        challenge.starts_with("Bearer ") && challenge.contains("resource_metadata=\""),
+        "{challenge}"
+    );
+    assert!(!challenge.contains("error="), "{challenge}");
+    let (status, headers, _) = list_raw(&gw, Some("Bearer wrong-token-0000000000"));
+    assert_eq!(status, 401);
+    let challenge = header(&headers, "www-authenticate").unwrap();
+    assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    // A token in the URL is refused outright.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
+    let (status, _, _) = raw(
+        &gw.authority(),
+        "POST",
+        &format!("/mcp?access_token={ALICE_TOKEN}"),
+        &[("Content-Type", "application/json")],
+        &body,
+    );
+    assert_eq!(status, 400);
+
+    // Health and readiness answer without a token.
+    let (status, _, body) = raw(&gw.authority(), "GET", "/healthz", &[], "");
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"ready\":true"), "{body}");
+
+    // alice has no principals entry: the whole table.
+    let alice = client(&gw, ALICE_TOKEN).await;
+    assert_eq!(tool_names(&alice).await.len(), 4);
+    let r = alice
+        .call_tool("mcp__notes__read_note", args(json!({"id": "handbook"})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+
+    // ci-bot: allow list narrows, deny wins; refused by name too.
+    let bot = client(&gw, CI_TOKEN).await;
+    assert_eq!(tool_names(&bot).await, ["mcp__notes__list_notes"]);
+    let r = bot
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    for denied in ["mcp__notes__read_note", "mcp__notes__search"] {
+        let r = bot
+            .call_tool(denied, args(json!({"id": "handbook", "query": "vpn"})))
+            .await
+            .unwrap();
+        assert!(r.is_error(), "{denied}: {r:?}");
+        assert!(r.joined_text().contains("ci-bot"), "{r:?}");
+    }
+
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let lines: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let by =
+        |who: &str| -> Vec<&Value> { lines.iter().filter(|l| l["principal"] == who).collect() };
+    assert_eq!(by("alice").len(), 1, "{audit}");
+    assert_eq!(by("alice")[0]["outcome"], "ok");
+    let bot_lines = by("ci-bot");
+    assert_eq!(bot_lines.len(), 3, "{audit}");
+    assert_eq!(
+        bot_lines.iter().filter(|l| l["decision"] == "deny").count(),
+        2
+    );
+    drop((alice, bot));
+    let stderr = gw.stderr();
+    for text in [&audit, &stderr] {
+        assert!(!text.contains(CI_TOKEN) && !text.contains(ALICE_TOKEN));
+    }
+    assert!(stderr.contains("token"), "{stderr}");
+}
+
+// The token list may come from the environment; a bad list is refused at
+// start with exit 1, without quoting a token.
+#[tokio::test(flavor = "multi_thread")]
+async fn tokens_from_the_environment_and_bad_lists() {
+    let sb = Sandbox::new();
+    let cfg = token_config(&sb);
+    let env = format!("ci-bot {CI_TOKEN}; alice {ALICE_TOKEN}");
+    let gw = serve(
+        &sb,
+        &cfg,
+        &["--auth", "token"],
+        &[("SWITCHBOARD_GATEWAY_TOKENS", &env)],
+    )
+    .await;
+    let alice = client(&gw, ALICE_TOKEN).await;
+    assert_eq!(tool_names(&alice).await.len(), 4);
+    drop(alice);
+    drop(gw);
+
+    let short = sb.write("short.txt", "alice tooshort\n");
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--auth",
+        "token",
+        "--tokens-file",
+        short.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("shorter than"), "{run:?}");
+    assert!(!run.stderr.contains("tooshort"), "{run:?}");
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--auth",
+        "token",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("SWITCHBOARD_GATEWAY_TOKENS"), "{run:?}");
+}
+
+// A non-loopback address without --auth refuses to start (exit 1, naming
+// the fix); --insecure-no-auth starts it with a loud warning.
+#[tokio::test(flavor = "multi_thread")]
+async fn open_non_loopback_needs_insecure_no_auth() {
+    let sb = Sandbox::new();
+    let cfg = token_config(&sb);
+    let run = sb.run(&["--config", &cfg, "serve", "--http", "0.0.0.0:0"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("without authentication") && run.stderr.contains("--auth"),
+        "{run:?}"
+    );
+    let mut cmd = sb.cmd(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "0.0.0.0:0",
+        "--insecure-no-auth",
+    ]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let stderr = collect(child.stderr.take().unwrap());
+    let text =
+        tokio::task::spawn_blocking(move || wait_for(&stderr, "/mcp", Duration::from_secs(60)))
+            .await
+            .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        text.contains("WARNING") && text.contains("--insecure-no-auth"),
+        "{text}"
+    );
+}
+
+// /readyz: 503 naming a required server that is down; a server marked
+// "required": false does not count.
+#[tokio::test(flavor = "multi_thread")]
+async fn readyz_names_required_servers_that_are_down() {
+    let sb = Sandbox::new();
+    let missing = sb.path().join("no-such-server");
+    let missing = missing.to_str().unwrap();
+    let cfg = sb.config(
+        json!({
+            "broken": {"command": missing},
+            "optional": {"command": missing, "required": false}
+        }),
+        json!({}),
+    );
+    let gw = serve(&sb, cfg.to_str().unwrap(), &[], &[]).await;
+    let (status, headers, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(header(&headers, "content-type"), Some("application/json"));
+    let doc: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(doc["ready"], false);
+    let names: Vec<&str> = doc["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["server"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["broken"], "{doc}");
+    let (status, _, _) = raw(&gw.authority(), "GET", "/healthz", &[], "");
+    assert_eq!(status, 200);
+}
+
+/// The gateway's config for the OAuth tests: notes, all allowed.
+fn open_config(sb: &Sandbox) -> String {
+    sb.config(
+        json!({}),
+        json!({"permissions": {"allow": ["mcp__notes"]}, "audit": "audit.jsonl"}),
+    )
+    .to_str()
+    .unwrap()
+    .to_owned()
+}
+
+// OAuth JWTs: a token of the issuer for this gateway is accepted (its sub
+// is the principal); a forged signature, an expired token and one for
+// another audience are 401; a missing scope is 403; the Protected
+// Resource Metadata names the issuer.
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth_jwts_are_checked() {
+    let auth = AuthServer::start(AuthServerConfig::default()).await;
+    let sb = Sandbox::new();
+    let cfg = open_config(&sb);
+    let issuer = auth.issuer();
+    let gw = serve(
+        &sb,
+        &cfg,
+        &[
+            "--auth",
+            "oauth",
+            "--issuer",
+            &issuer,
+            "--scope",
+            "mcp:tools",
+        ],
+        &[],
+    )
+    .await;
+    let good = auth.mint_access_token(&gw.url, "mcp:tools", 300);
+    let c = client(&gw, &good).await;
+    assert_eq!(tool_names(&c).await.len(), 4);
+    let r = c
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    drop(c);
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    assert!(audit.contains("\"principal\":\"user-1\""), "{audit}");
+
+    // Same claims and kid, another key.
+    let forger = Signer::generate("as-key");
+    let forged = forger.sign(&json!({
+        "iss": issuer, "aud": gw.url, "sub": "root", "scope": "mcp:tools",
+        "iat": now(), "exp": now() + 300,
+    }));
+    let expired = auth.mint_access_token(&gw.url, "mcp:tools", -600);
+    let elsewhere = auth.mint_access_token("http://127.0.0.1:1/mcp", "mcp:tools", 300);
+    for (what, token) in [
+        ("forged", &forged),
+        ("expired", &expired),
+        ("wrong audience", &elsewhere),
+    ] {
+        let (status, headers, body) = list_raw(&gw, Some(&format!("Bearer {token}")));
+        assert_eq!(status, 401, "{what}: {body}");
+        let challenge = header(&headers, "www-authenticate").unwrap();
+        assert!(
+            challenge.contains("error=\"invalid_token\""),
+            "{what}: {challenge}"
+        );
+    }
+    let unscoped = auth.mint_access_token(&gw.url, "other", 300);
+    let (status, headers, _) = list_raw(&gw, Some(&format!("Bearer {unscoped}")));
+    assert_eq!(status, 403);
+    assert!(
+        header(&headers, "www-authenticate")
+            .unwrap()
+            .contains("insufficient_scope")
+    );
+
+    let (status, _, body) = raw(
+        &gw.authority(),
+        "GET",
+        "/.well-known/oauth-protected-resource/mcp",
+        &[],
+        "",
+    );
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(body.trim()).unwrap();
+    assert_eq!(doc["resource"], gw.url.as_str());
+    assert_eq!(doc["authorization_servers"][0], issuer.as_str());
+    let stderr = gw.stderr();
+    assert!(!stderr.contains(&good), "{stderr}");
+}
+
+// Introspection (RFC 7662): an active token is accepted, anything the
+// issuer does not vouch for is 401; the gateway authenticates as its
+// client from the environment.
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth_introspection() {
+    let auth = AuthServer::start(AuthServerConfig::default()).await;
+    auth.add_client(TestClient::basic("gateway", "gateway-secret", &[]));
+    let sb = Sandbox::new();
+    let cfg = open_config(&sb);
+    let issuer = auth.issuer();
+    let endpoint = format!("{issuer}/introspect");
+    let gw = serve(
+        &sb,
+        &cfg,
+        &[
+            "--auth",
+            "oauth",
+            "--issuer",
+            &issuer,
+            "--introspection-url",
+            &endpoint,
+        ],
+        &[
+            ("SWITCHBOARD_INTROSPECTION_CLIENT_ID", "gateway"),
+            ("SWITCHBOARD_INTROSPECTION_CLIENT_SECRET", "gateway-secret"),
+        ],
+    )
+    .await;
+    let good = auth.mint_access_token(&gw.url, "", 300);
+    let c = client(&gw, &good).await;
+    assert_eq!(tool_names(&c).await.len(), 4);
+    drop(c);
+    let forged = Signer::generate("as-key").sign(&json!({
+        "iss": issuer, "aud": gw.url, "sub": "root", "exp": now() + 300,
+    }));
+    let (status, _, body) = list_raw(&gw, Some(&format!("Bearer {forged}")));
+    assert_eq!(status, 401, "{body}");
+    let introspected = auth
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/introspect"))
+        .count();
+    assert!(introspected >= 2, "{introspected}");
+
+    // Without the client credentials, --introspection-url refuses to start.
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--auth",
+        "oauth",
+        "--issuer",
+        &issuer,
+        "--introspection-url",
+        &endpoint,
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("SWITCHBOARD_INTROSPECTION_CLIENT_ID"),
+        "{run:?}"
+    );
+}
+
+/// Answers every approval question with "approve", recording it.
+#[derive(Clone, Debug, Default)]
+struct Approve {
+    asked: Arc<Mutex<Vec<Value>>>,
+}
+
+impl InputHandler for Approve {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.asked.lock().unwrap().push(params);
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"approve": true}})) })
+    }
+}
+
+// A call the caller's principals rules refuse is denied without putting
+// an approval question to its user; an allowed one is still asked about.
+#[tokio::test(flavor = "multi_thread")]
+async fn refused_calls_are_not_asked_about() {
+    let sb = Sandbox::new();
+    let cfg = sb.config(
+        json!({}),
+        json!({"principals": {"ci-bot": {"allow": ["mcp__notes__list_notes"]}}}),
+    );
+    let tokens = sb.write("tokens.txt", &format!("ci-bot {CI_TOKEN}\n"));
+    let gw = serve_asking(
+        &sb,
+        cfg.to_str().unwrap(),
+        &["--auth", "token", "--tokens-file", tokens.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let answer = Approve::default();
+    let transport = HttpTransport::builder("gateway", &gw.url)
+        .header("Authorization", format!("Bearer {CI_TOKEN}"))
+        .build()
+        .unwrap();
+    let bot = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .input_handler(answer.clone())
+        .connect()
+        .await
+        .unwrap();
+    let r = bot
+        .call_tool("mcp__notes__read_note", args(json!({"id": "handbook"})))
+        .await
+        .unwrap();
+    assert!(r.is_error(), "{r:?}");
+    assert!(answer.asked.lock().unwrap().is_empty());
+    let r = bot
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    assert_eq!(answer.asked.lock().unwrap().len(), 1);
+}

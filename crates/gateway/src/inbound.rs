@@ -1,0 +1,611 @@
+//! Who may use the HTTP gateway: bearer tokens checked by the server
+//! framework's [`TokenValidator`] hook, so refusals are the framework's
+//! (401 with `WWW-Authenticate: Bearer resource_metadata=…`, 403 for
+//! missing scope, 400 for a token in the URL) and the Protected Resource
+//! Metadata document is served.
+//!
+//! Two kinds of token:
+//! - [`StaticTokens`]: named shared secrets (`serve --auth token`). The
+//!   token's name is the principal. Each presented token is hashed and
+//!   compared with every configured one in constant time, without stopping
+//!   at a match, so timing tells neither which token nor how much of it
+//!   matched.
+//! - OAuth access tokens (`serve --auth oauth`, [`OAuthInbound`]): JWTs
+//!   verified with the issuer's JWK set (from `--jwks-url`, else its
+//!   metadata's `jwks_uri`; cached, fetched again on an unknown `kid` at
+//!   most every [`JWKS_MIN_REFETCH`]), or RFC 7662 introspection answers
+//!   cached for [`INTROSPECTION_TTL`]. Then [`ClaimsValidator`] checks
+//!   `iss`, `aud` = the gateway's resource URL, `exp`/`nbf` (30 s leeway)
+//!   and the required scopes. The principal is `sub` (else `client_id`).
+//!
+//! Tokens never reach logs or handlers: handlers see the principal.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use subtle::{ConditionallySelectable, ConstantTimeEq};
+use switchboard_oauth::{IssuerClient, Secret};
+use switchboard_server::jws::{Jws, JwsError};
+use switchboard_server::{
+    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource,
+    TokenValidator,
+};
+use switchboard_wire::JsonObject;
+use tokio::sync::Mutex;
+
+use crate::GatewayError;
+
+/// The shortest static token accepted, in bytes.
+pub const MIN_TOKEN_LEN: usize = 16;
+/// The JWK set is fetched again on an unknown `kid` at most this often.
+pub const JWKS_MIN_REFETCH: Duration = Duration::from_secs(30);
+/// The JWK set is fetched again when older than this, whatever the `kid`s.
+pub const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// How long an introspection answer is reused.
+pub const INTROSPECTION_TTL: Duration = Duration::from_secs(30);
+/// Introspection answers kept at most; older ones are dropped beyond.
+const INTROSPECTION_CACHE: usize = 10_000;
+/// Time allowed for one exchange with the authorization server.
+const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the HTTP gateway authenticates its callers.
+#[derive(Clone)]
+pub struct InboundAuth {
+    validator: Arc<dyn TokenValidator>,
+    metadata: ProtectedResource,
+    kind: &'static str,
+}
+
+impl fmt::Debug for InboundAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InboundAuth")
+            .field("kind", &self.kind)
+            .field("resource", &self.metadata.resource)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InboundAuth {
+    /// Callers present one of `tokens`; `resource` is the gateway's MCP
+    /// URL, named in the metadata document (which lists no authorization
+    /// server: these tokens are handed out by hand).
+    pub fn tokens(tokens: StaticTokens, resource: impl Into<String>) -> InboundAuth {
+        InboundAuth {
+            validator: Arc::new(tokens),
+            metadata: ProtectedResource {
+                resource: resource.into(),
+                authorization_servers: Vec::new(),
+                scopes_supported: Vec::new(),
+                extra: JsonObject::new(),
+            },
+            kind: "token",
+        }
+    }
+
+    /// Callers present OAuth access tokens of `settings.issuer`.
+    ///
+    /// # Errors
+    /// [`GatewayError::Auth`] when the HTTP client for the issuer cannot be
+    /// built.
+    pub fn oauth(settings: OAuthInbound) -> Result<InboundAuth, GatewayError> {
+        let client = IssuerClient::new(ISSUER_TIMEOUT)
+            .map_err(|e| GatewayError::Auth(format!("cannot reach the issuer: {e}")))?;
+        let metadata = ProtectedResource::new(settings.resource.clone(), settings.issuer.clone())
+            .with_scopes(settings.scopes.clone());
+        let source = Arc::new(match settings.introspection {
+            Some(i) => Source::Introspection(Introspector {
+                client,
+                issuer: settings.issuer.clone(),
+                endpoint: i.url,
+                client_id: i.client_id,
+                client_secret: i.client_secret,
+                cache: Mutex::new(HashMap::new()),
+            }),
+            None => Source::Jwks(JwksKeys {
+                client,
+                issuer: settings.issuer.clone(),
+                url: settings.jwks_url,
+                state: Mutex::new(KeySet::default()),
+            }),
+        });
+        let kind = match *source {
+            Source::Introspection(_) => "oauth (introspection)",
+            Source::Jwks(_) => "oauth (JWT)",
+        };
+        let validator = ClaimsValidator::for_resource(&metadata, move |token: String| {
+            let source = Arc::clone(&source);
+            async move { source.claims(&token).await }
+        })
+        .require_scopes(settings.scopes);
+        Ok(InboundAuth {
+            validator: Arc::new(validator),
+            metadata,
+            kind,
+        })
+    }
+
+    /// The Protected Resource Metadata served.
+    pub fn metadata(&self) -> &ProtectedResource {
+        &self.metadata
+    }
+
+    /// `token`, `oauth (JWT)` or `oauth (introspection)`.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// The validator, as the HTTP runner takes it.
+    pub(crate) fn validator(&self) -> SharedValidator {
+        SharedValidator(Arc::clone(&self.validator))
+    }
+}
+
+/// One validator shared by every runner of a gateway.
+pub(crate) struct SharedValidator(Arc<dyn TokenValidator>);
+
+impl TokenValidator for SharedValidator {
+    fn validate<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
+        self.0.validate(token)
+    }
+
+    fn authorize(&self, principal: &Principal, request: &AuthRequest<'_>) -> Result<(), AuthError> {
+        self.0.authorize(principal, request)
+    }
+
+    fn scopes_needed(&self, request: Option<&AuthRequest<'_>>) -> Option<Vec<String>> {
+        self.0.scopes_needed(request)
+    }
+}
+
+// -- static tokens ----------------------------------------------------------
+
+/// Named bearer tokens (`serve --auth token`).
+///
+/// The text format, of `--tokens-file` and of `SWITCHBOARD_GATEWAY_TOKENS`:
+/// one `NAME TOKEN` pair per line (the environment variable may also
+/// separate pairs with `;`), blank lines and lines starting with `#`
+/// ignored. Names are the principals: letters, digits, `_`, `-`, `.`, `@`.
+/// Tokens are at least [`MIN_TOKEN_LEN`] bytes without spaces; names and
+/// tokens are each unique.
+#[derive(Clone)]
+pub struct StaticTokens {
+    /// (name, SHA-256 of the token).
+    entries: Vec<(String, [u8; 32])>,
+}
+
+impl fmt::Debug for StaticTokens {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.entries.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("StaticTokens")
+            .field("names", &names)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StaticTokens {
+    /// Reads the pairs of `text`; `source` names it in errors (a file, the
+    /// environment variable). Errors name the line, never the token.
+    ///
+    /// # Errors
+    /// [`GatewayError::Auth`] for a malformed line, a short token, a
+    /// repeated name or token, or no token at all.
+    pub fn parse(text: &str, source: &str) -> Result<StaticTokens, GatewayError> {
+        let bad =
+            |line: usize, why: &str| GatewayError::Auth(format!("{source}, entry {line}: {why}"));
+        let mut entries: Vec<(String, [u8; 32])> = Vec::new();
+        for (i, line) in text.split(['\n', ';']).enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut words = line.split_whitespace();
+            let (Some(name), Some(token), None) = (words.next(), words.next(), words.next()) else {
+                return Err(bad(i + 1, "write NAME TOKEN (two words)"));
+            };
+            let name_ok = name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
+            if !name_ok {
+                return Err(bad(i + 1, "a name is letters, digits, _, -, . and @"));
+            }
+            if token.len() < MIN_TOKEN_LEN {
+                return Err(bad(
+                    i + 1,
+                    &format!("the token is shorter than {MIN_TOKEN_LEN} characters"),
+                ));
+            }
+            let digest = sha256(token);
+            if entries.iter().any(|(n, _)| n == name) {
+                return Err(bad(i + 1, &format!("the name {name:?} is given twice")));
+            }
+            if entries.iter().any(|(_, d)| *d == digest) {
+                return Err(bad(i + 1, "this token is also another name's"));
+            }
+            entries.push((name.to_owned(), digest));
+        }
+        if entries.is_empty() {
+            return Err(GatewayError::Auth(format!("{source} holds no token")));
+        }
+        Ok(StaticTokens { entries })
+    }
+
+    /// How many tokens there are.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether there are none (never true for a parsed list).
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The name of `token`, compared with every entry in constant time.
+    fn name_of(&self, token: &str) -> Option<&str> {
+        let presented = sha256(token);
+        // 0: no match; i + 1: entry i. Every entry is compared.
+        let mut found = 0u32;
+        for (i, (_, digest)) in self.entries.iter().enumerate() {
+            let index = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            found.conditional_assign(&index, presented.ct_eq(digest));
+        }
+        let i = usize::try_from(found).ok()?.checked_sub(1)?;
+        self.entries.get(i).map(|(n, _)| n.as_str())
+    }
+}
+
+impl TokenValidator for StaticTokens {
+    fn validate<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
+        let answer = match self.name_of(token) {
+            Some(name) => Ok(Principal::new(name)),
+            None => Err(AuthError::Unauthorized("unknown token".into())),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+fn sha256(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+// -- OAuth access tokens ------------------------------------------------------
+
+/// The settings of `serve --auth oauth`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct OAuthInbound {
+    /// The authorization server's issuer URL (`--issuer`).
+    pub issuer: String,
+    /// The gateway's canonical MCP URL, the tokens' audience (`--resource`).
+    pub resource: String,
+    /// Where its keys are (`--jwks-url`); else its metadata's `jwks_uri`.
+    pub jwks_url: Option<String>,
+    /// Scopes every request needs (`--scope`).
+    pub scopes: Vec<String>,
+    /// Ask the issuer about each token (RFC 7662) instead of checking a
+    /// JWT signature.
+    pub introspection: Option<Introspection>,
+}
+
+impl OAuthInbound {
+    /// Tokens of `issuer` for the gateway at `resource`, checked as JWTs
+    /// with the issuer's published keys, no scope required.
+    pub fn new(issuer: impl Into<String>, resource: impl Into<String>) -> OAuthInbound {
+        OAuthInbound {
+            issuer: issuer.into(),
+            resource: resource.into(),
+            jwks_url: None,
+            scopes: Vec::new(),
+            introspection: None,
+        }
+    }
+
+    /// The keys are at `url`.
+    #[must_use]
+    pub fn jwks_url(mut self, url: impl Into<String>) -> Self {
+        self.jwks_url = Some(url.into());
+        self
+    }
+
+    /// Every request needs these scopes.
+    #[must_use]
+    pub fn scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Tokens are introspected instead.
+    #[must_use]
+    pub fn introspection(mut self, introspection: Introspection) -> Self {
+        self.introspection = Some(introspection);
+        self
+    }
+}
+
+/// Where and as whom tokens are introspected (RFC 7662).
+#[derive(Clone, Debug)]
+pub struct Introspection {
+    /// The introspection endpoint.
+    pub url: String,
+    /// The gateway's client id at the authorization server.
+    pub client_id: String,
+    /// Its secret (`client_secret_basic`).
+    pub client_secret: Secret,
+}
+
+/// Where a token's claims come from.
+enum Source {
+    Jwks(JwksKeys),
+    Introspection(Introspector),
+}
+
+impl Source {
+    async fn claims(&self, token: &str) -> Result<JsonObject, AuthError> {
+        match self {
+            Source::Jwks(keys) => keys.claims(token).await,
+            Source::Introspection(i) => i.claims(token).await,
+        }
+    }
+}
+
+/// The issuer's JWK set, fetched when first needed.
+struct JwksKeys {
+    client: IssuerClient,
+    issuer: String,
+    /// Explicit, or found in the metadata on the first fetch.
+    url: Option<String>,
+    state: Mutex<KeySet>,
+}
+
+#[derive(Default)]
+struct KeySet {
+    url: Option<String>,
+    keys: Vec<JsonObject>,
+    fetched: Option<Instant>,
+}
+
+impl JwksKeys {
+    /// Verifies `token` and returns its claims (the claims themselves are
+    /// [`ClaimsValidator`]'s to check).
+    async fn claims(&self, token: &str) -> Result<JsonObject, AuthError> {
+        let unauthorized = |why: String| AuthError::Unauthorized(why);
+        let jws =
+            Jws::decode(token).map_err(|_| unauthorized("the token is not a signed JWT".into()))?;
+        let key = self.key_for(&jws).await?;
+        jws.verify(&key).map_err(|e| match e {
+            JwsError::Signature => unauthorized("the token's signature does not verify".into()),
+            other => unauthorized(format!("the token cannot be checked: {other}")),
+        })?;
+        // RFC 9068: an access token JWT carries exp.
+        if !jws.claims.contains_key("exp") {
+            return Err(unauthorized("the token has no exp".into()));
+        }
+        Ok(jws.claims)
+    }
+
+    /// The key for `jws`: by `kid`, else the only key of a fitting type.
+    /// An unknown `kid` fetches the set again (rotation), at most every
+    /// [`JWKS_MIN_REFETCH`].
+    async fn key_for(&self, jws: &Jws<'_>) -> Result<JsonObject, AuthError> {
+        let mut state = self.state.lock().await;
+        let stale = state.fetched.is_none_or(|t| t.elapsed() >= JWKS_MAX_AGE);
+        if stale {
+            self.fetch(&mut state).await?;
+        }
+        if let Some(key) = pick(&state.keys, jws) {
+            return Ok(key);
+        }
+        let may_refetch = state
+            .fetched
+            .is_none_or(|t| t.elapsed() >= JWKS_MIN_REFETCH);
+        if !stale && may_refetch {
+            self.fetch(&mut state).await?;
+            if let Some(key) = pick(&state.keys, jws) {
+                return Ok(key);
+            }
+        }
+        Err(AuthError::Unauthorized(
+            "the token is signed with a key the issuer does not publish".into(),
+        ))
+    }
+
+    async fn fetch(&self, state: &mut KeySet) -> Result<(), AuthError> {
+        let unavailable = |e: switchboard_oauth::OAuthError| AuthError::Unavailable(e.to_string());
+        let url = match (&self.url, &state.url) {
+            (Some(url), _) | (None, Some(url)) => url.clone(),
+            (None, None) => {
+                let metadata = self
+                    .client
+                    .metadata(&self.issuer)
+                    .await
+                    .map_err(unavailable)?;
+                let Some(url) = metadata.jwks_uri else {
+                    return Err(AuthError::Unavailable(format!(
+                        "the metadata of {} names no jwks_uri; give --jwks-url",
+                        self.issuer
+                    )));
+                };
+                state.url = Some(url.clone());
+                url
+            }
+        };
+        let set = self
+            .client
+            .get_object(&url, "JWK set")
+            .await
+            .map_err(unavailable)?;
+        let keys: Vec<JsonObject> = set
+            .get("keys")
+            .and_then(serde_json::Value::as_array)
+            .map(|a| a.iter().filter_map(|k| k.as_object().cloned()).collect())
+            .unwrap_or_default();
+        tracing::debug!(url = %url, keys = keys.len(), "fetched the issuer's JWK set");
+        state.keys = keys;
+        state.fetched = Some(Instant::now());
+        Ok(())
+    }
+}
+
+/// The key of `keys` that `jws` names (`kid`), or without a `kid` the one
+/// signing key whose type fits its `alg`.
+fn pick(keys: &[JsonObject], jws: &Jws<'_>) -> Option<JsonObject> {
+    let field = |k: &JsonObject, name: &str| {
+        k.get(name)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    let signing = |k: &&JsonObject| field(k, "use").is_none_or(|u| u == "sig");
+    if let Some(kid) = jws.kid() {
+        return keys
+            .iter()
+            .filter(signing)
+            .find(|k| field(k, "kid").as_deref() == Some(kid))
+            .cloned();
+    }
+    let kty = match jws.alg()? {
+        a if a.starts_with("ES") => "EC",
+        a if a.starts_with("RS") => "RSA",
+        _ => return None,
+    };
+    let mut fitting = keys
+        .iter()
+        .filter(signing)
+        .filter(|k| field(k, "kty").as_deref() == Some(kty));
+    match (fitting.next(), fitting.next()) {
+        (Some(k), None) => Some(k.clone()),
+        _ => None,
+    }
+}
+
+/// RFC 7662 introspection with a short cache keyed by the token's hash.
+struct Introspector {
+    client: IssuerClient,
+    issuer: String,
+    endpoint: String,
+    client_id: String,
+    client_secret: Secret,
+    cache: Mutex<HashMap<[u8; 32], (Instant, JsonObject)>>,
+}
+
+impl Introspector {
+    async fn claims(&self, token: &str) -> Result<JsonObject, AuthError> {
+        let key = sha256(token);
+        {
+            let cache = self.cache.lock().await;
+            if let Some((at, claims)) = cache.get(&key) {
+                if at.elapsed() < INTROSPECTION_TTL {
+                    return Ok(claims.clone());
+                }
+            }
+        }
+        let mut claims = self
+            .client
+            .introspect(&self.endpoint, &self.client_id, &self.client_secret, token)
+            .await
+            .map_err(|e| AuthError::Unavailable(e.to_string()))?;
+        // The answer comes from the issuer itself: an answer without `iss`
+        // is the issuer's.
+        claims
+            .entry("iss")
+            .or_insert_with(|| serde_json::Value::String(self.issuer.clone()));
+        let mut cache = self.cache.lock().await;
+        if cache.len() >= INTROSPECTION_CACHE {
+            cache.retain(|_, (at, _)| at.elapsed() < INTROSPECTION_TTL);
+            if cache.len() >= INTROSPECTION_CACHE {
+                cache.clear();
+            }
+        }
+        cache.insert(key, (Instant::now(), claims.clone()));
+        Ok(claims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_tokens_parse_and_match() {
+        let t = StaticTokens::parse(
+            "# team\nci-bot  aaaaaaaaaaaaaaaaaaaa\n\nalice bbbbbbbbbbbbbbbbbbbbbbbb\n",
+            "f",
+        )
+        .unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.name_of("aaaaaaaaaaaaaaaaaaaa"), Some("ci-bot"));
+        assert_eq!(t.name_of("bbbbbbbbbbbbbbbbbbbbbbbb"), Some("alice"));
+        assert_eq!(t.name_of("aaaaaaaaaaaaaaaaaaa"), None);
+        assert_eq!(t.name_of(""), None);
+        let env = StaticTokens::parse("a 0123456789abcdef; b fedcba9876543210", "env").unwrap();
+        assert_eq!(env.name_of("fedcba9876543210"), Some("b"));
+        // The Debug form shows names only.
+        assert!(!format!("{env:?}").contains("0123456789abcdef"));
+    }
+
+    #[test]
+    fn bad_token_lists_are_refused_without_quoting_tokens() {
+        for (text, why) in [
+            ("", "holds no token"),
+            ("alice", "two words"),
+            ("alice short", "shorter than"),
+            ("al!ce 0123456789abcdef", "a name is"),
+            ("a 0123456789abcdef\na fedcba9876543210", "given twice"),
+            ("a 0123456789abcdef\nb 0123456789abcdef", "also another"),
+        ] {
+            let e = StaticTokens::parse(text, "tokens.txt")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why) && e.starts_with("tokens.txt"), "{e}");
+            assert!(!e.contains("0123456789abcdef"), "{e}");
+        }
+    }
+
+    #[test]
+    fn keys_are_picked_by_kid_else_by_type() {
+        let key = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let keys = vec![
+            key(serde_json::json!({"kty": "EC", "kid": "a"})),
+            key(serde_json::json!({"kty": "EC", "kid": "b", "use": "enc"})),
+            key(serde_json::json!({"kty": "RSA", "kid": "c"})),
+        ];
+        let token = |header: serde_json::Value| {
+            use base64::Engine as _;
+            let b64 = |v: String| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+            format!("{}.{}.", b64(header.to_string()), b64("{}".into()))
+        };
+        let kid_of = |header: serde_json::Value| {
+            let t = token(header);
+            let jws = Jws::decode(&t).unwrap();
+            pick(&keys, &jws).map(|k| k["kid"].as_str().unwrap().to_owned())
+        };
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "ES256", "kid": "a"})).as_deref(),
+            Some("a")
+        );
+        // An encryption key never verifies; an unknown kid finds nothing.
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "ES256", "kid": "b"})),
+            None
+        );
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "ES256", "kid": "z"})),
+            None
+        );
+        // Without a kid: the one signing key of the fitting type.
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "RS256"})).as_deref(),
+            Some("c")
+        );
+        assert_eq!(
+            kid_of(serde_json::json!({"alg": "ES256"})).as_deref(),
+            Some("a")
+        );
+        assert_eq!(kid_of(serde_json::json!({"alg": "HS256"})), None);
+    }
+}
