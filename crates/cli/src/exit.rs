@@ -49,7 +49,9 @@ impl Code {
         match outcome {
             Outcome::Ok => Code::Ok,
             Outcome::ToolError => Code::ToolError,
-            Outcome::Denied => Code::Denied,
+            // A question handed back did not run either (only the gateway
+            // hands questions back).
+            Outcome::Denied | Outcome::Asked => Code::Denied,
             Outcome::UnknownTool => Code::Usage,
             Outcome::AuthRequired => Code::Auth,
             Outcome::Timeout | Outcome::Transport | Outcome::Breaker => Code::Unreachable,

@@ -54,6 +54,11 @@ pub enum Outcome {
     /// The server needs authorization first (an OAuth login, or valid
     /// credentials); the call did not run.
     AuthRequired,
+    /// The gate asked and the approver handed the question back to the
+    /// caller ([`crate::Approval::Defer`]: the gateway put it to its
+    /// upstream user); the call did not run. The answer comes as another
+    /// call, with its own line.
+    Asked,
 }
 
 impl Outcome {
@@ -76,6 +81,9 @@ pub enum Decider {
     Yes,
     /// No one could be asked (no terminal, no `--yes`).
     NoApprover,
+    /// The question was handed back to be put to the gateway's upstream
+    /// user ([`crate::Approval::Defer`]).
+    Upstream,
     /// No decision was needed (unknown tool, breaker open).
     None,
 }

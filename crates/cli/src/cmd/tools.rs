@@ -12,6 +12,7 @@ use crate::out;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ToolView<'a> {
     name: &'a str,
+    title: Option<&'a str>,
     server: &'a str,
     original_name: &'a str,
     description: &'a str,
@@ -24,6 +25,7 @@ impl<'a> From<&'a ModelTool> for ToolView<'a> {
     fn from(t: &'a ModelTool) -> Self {
         ToolView {
             name: &t.name,
+            title: t.title.as_deref(),
             server: &t.server,
             original_name: &t.original_name,
             description: &t.description,
@@ -34,12 +36,14 @@ impl<'a> From<&'a ModelTool> for ToolView<'a> {
     }
 }
 
-/// Prints the tool table (or its JSON) and, for people, the outages.
+/// Prints the tool table the model sees (or with `all`, every tool as
+/// served now, denied ones included), or its JSON, and, for people, the
+/// outages.
 ///
 /// # Errors
 /// When stdout is closed.
-pub(crate) fn run(host: &Host, json: bool) -> std::io::Result<()> {
-    let tools = host.tools();
+pub(crate) fn run(host: &Host, json: bool, all: bool) -> std::io::Result<()> {
+    let tools = if all { host.all_tools() } else { host.tools() };
     if json {
         let views: Vec<ToolView<'_>> = tools.iter().map(ToolView::from).collect();
         return out::json(&views);

@@ -1,0 +1,15 @@
+//! The gateway's integration tests: one binary, one module per topic.
+
+// Tests may unwrap: a panic is the failure report.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    missing_docs,
+    unreachable_pub
+)]
+
+mod approvals;
+mod harness;
+mod identity;
+mod least_privilege;
+mod live_status;
