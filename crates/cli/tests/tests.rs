@@ -17,6 +17,7 @@ mod eval;
 mod input;
 mod inspect;
 mod listing;
+mod privilege;
 mod serve;
 mod state;
 mod tasks;

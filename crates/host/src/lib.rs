@@ -94,8 +94,8 @@ pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
 pub use host::{
-    CHANGED_TITLE, CallOptions, CallReport, DroppedReport, Host, ModelTool, MountOptions,
-    PinReport, ServerReport, ServerState, ServerStatus, TableChange, ToolStatus,
+    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, DroppedReport, Host, ModelTool,
+    MountOptions, PinReport, ServerReport, ServerState, ServerStatus, TableChange, ToolStatus,
 };
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,

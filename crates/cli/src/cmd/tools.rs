@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use switchboard_host::{Host, ModelTool, ToolStatus};
+use switchboard_host::{CHANGED_NOTICE, Host, ModelTool, ToolStatus};
 use switchboard_wire::{JsonObject, ToolAnnotations};
 
 use crate::out;
@@ -74,7 +74,13 @@ pub(crate) fn human(tools: &[ModelTool]) -> Vec<String> {
         if t.status.pin == "changed" {
             gate.push_str(" (changed)");
         }
-        let mut description = out::clip(&out::plain_description(&t.description), 64);
+        // The gate column says "changed": the notice would fill the column.
+        let text = t
+            .description
+            .strip_prefix(CHANGED_NOTICE)
+            .unwrap_or(&t.description)
+            .trim_start();
+        let mut description = out::clip(&out::plain_description(text), 64);
         if let Some(hints) = hints(t.annotations.as_ref()) {
             description.push_str(&format!(" [{hints}]"));
         }

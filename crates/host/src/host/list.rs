@@ -151,8 +151,8 @@ impl Host {
     }
 }
 
-/// What a changed tool's description starts with.
-const CHANGED_NOTICE: &str =
+/// What a changed tool's description starts with (then a space).
+pub const CHANGED_NOTICE: &str =
     "[changed since the user approved it: the user will be asked before it runs]";
 
 /// A tool as its server serves it now.

@@ -38,7 +38,7 @@ mod list;
 mod mount;
 
 pub use call::{CallOptions, CallReport};
-pub use list::{CHANGED_TITLE, ServerState};
+pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
 
 /// A tool as the model sees it, plus where it comes from.
