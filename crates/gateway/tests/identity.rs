@@ -8,6 +8,7 @@ use switchboard_wire::meta::SERVER_INFO;
 
 use crate::harness::*;
 
+// WIRE-17, WIRE-18: the gateway's serverInfo on every result it returns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relayed_results_carry_the_gateways_server_info() {
     let dir = Dir::new();
