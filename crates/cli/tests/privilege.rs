@@ -56,6 +56,10 @@ fn tools_leaves_out_denied_tools_unless_all() {
         model.contains(&"mcp__notes__search".to_owned()),
         "{model:?}"
     );
+    // People are told what is left out.
+    let run = sb.run(&["--config", config, "tools"]);
+    assert!(!run.stdout.contains("mcp__notes__read_note"), "{run:?}");
+    assert!(run.stderr.contains("1 tool(s) denied"), "{run:?}");
     let all = tools_json(&sb, config, &["--all"]);
     let denied = all
         .iter()

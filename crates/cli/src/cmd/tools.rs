@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use switchboard_host::{CHANGED_NOTICE, Host, ModelTool, ToolStatus};
+use switchboard_host::{CHANGED_NOTICE, Host, ModelTool, ToolStatus, Verdict};
 use switchboard_wire::{JsonObject, ToolAnnotations};
 
 use crate::out;
@@ -50,6 +50,18 @@ pub(crate) fn run(host: &Host, json: bool, all: bool) -> std::io::Result<()> {
     }
     for line in human(&tools) {
         out::line(line)?;
+    }
+    if !all {
+        let denied = host
+            .all_tools()
+            .iter()
+            .filter(|t| t.status.gate == Verdict::Deny)
+            .count();
+        if denied > 0 {
+            out::note(format!(
+                "{denied} tool(s) denied by the permission rules are not shown (the model does not see them); `switchboard tools --all` lists them."
+            ));
+        }
     }
     if let Some(outages) = host.outage_text() {
         out::note(outages);
