@@ -50,7 +50,9 @@ impl Code {
             // Only a relaying front end (the gateway) stops at a question.
             Outcome::Ok | Outcome::InputRequired => Code::Ok,
             Outcome::ToolError => Code::ToolError,
-            Outcome::Denied => Code::Denied,
+            // A question handed back did not run either (only the gateway
+            // hands questions back).
+            Outcome::Denied | Outcome::Asked => Code::Denied,
             Outcome::UnknownTool => Code::Usage,
             Outcome::AuthRequired => Code::Auth,
             Outcome::Timeout | Outcome::Transport | Outcome::Breaker => Code::Unreachable,

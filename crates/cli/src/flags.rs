@@ -54,8 +54,9 @@ pub(crate) enum RawCommand {
     /// Talk to a model that uses the tools (interactive, or one prompt
     /// with -p).
     Chat(ChatArgs),
-    /// List the tools the model sees, with where they come from.
-    Tools,
+    /// List the tools the model sees, with where they come from (denied
+    /// tools are left out; a changed one shows its approved text).
+    Tools(ToolsArgs),
     /// List the servers: up, down (and why) or tripped.
     Servers,
     /// Call one tool by its namespaced name (mcp__ALIAS__TOOL).
@@ -165,6 +166,15 @@ pub(crate) struct ChatArgs {
     /// (0: never).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub(crate) loop_guard: u32,
+}
+
+/// `tools`.
+#[derive(Debug, Args)]
+pub(crate) struct ToolsArgs {
+    /// Every tool of the table, denied ones included, each as its server
+    /// serves it now (for reviewing, not what the model sees).
+    #[arg(long)]
+    pub(crate) all: bool,
 }
 
 /// `call`.

@@ -112,7 +112,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::Doctor => cmd::doctor::run(&settings).await,
         Command::Serve(serve) => cmd::serve::run(&settings, serve).await,
         Command::Eval(eval) => cmd::eval::run(&settings, eval).await,
-        Command::Tools
+        Command::Tools { .. }
         | Command::Servers
         | Command::Call { .. }
         | Command::PinsList
@@ -130,7 +130,7 @@ async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
     let host = &session.host;
     let json = settings.json;
     match &settings.command {
-        Command::Tools => Ok(cmd::tools::run(host, json)?),
+        Command::Tools { all } => Ok(cmd::tools::run(host, json, *all)?),
         Command::Servers => Ok(cmd::servers::run(host, json)?),
         Command::Call {
             tool,

@@ -40,7 +40,9 @@ pub(crate) enum Command {
         yes: bool,
     },
     Chat(Chat),
-    Tools,
+    Tools {
+        all: bool,
+    },
     Servers,
     Call {
         tool: String,
@@ -188,7 +190,7 @@ impl Settings {
                     loop_guard: a.loop_guard,
                 })
             }
-            RawCommand::Tools => Command::Tools,
+            RawCommand::Tools(t) => Command::Tools { all: t.all },
             RawCommand::Servers => Command::Servers,
             RawCommand::Call(a) => {
                 let reads_stdin = a.args.as_deref() == Some("-");

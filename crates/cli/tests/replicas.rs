@@ -262,11 +262,19 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
     let text_a = std::fs::read_to_string(&audit_a).unwrap();
     let text_b = std::fs::read_to_string(&audit_b).unwrap();
     let (lines_a, lines_b) = (text_a.lines().count(), text_b.lines().count());
+    // One line per call, and two per approval: the question (`asked`)
+    // and the answered call.
     assert_eq!(
         lines_a + lines_b,
-        CALLS + APPROVALS,
+        CALLS + 2 * APPROVALS,
         "a {lines_a}, b {lines_b}"
     );
+    let asked = text_a
+        .lines()
+        .chain(text_b.lines())
+        .filter(|l| l.contains("\"outcome\":\"asked\""))
+        .count();
+    assert_eq!(asked, APPROVALS);
     assert!(lines_a > 0 && lines_b > 0);
     assert!(text_a.lines().all(|l| l.contains(r#""replica":"a""#)));
     assert!(text_b.lines().all(|l| l.contains(r#""replica":"b""#)));

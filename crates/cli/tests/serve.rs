@@ -13,11 +13,12 @@ use switchboard_client::{
 
 use crate::util::{Sandbox, bin, collect, spawn, wait_for};
 
-/// notes, with `list_notes` allowed and everything else asked about.
+/// notes, with `list_notes` allowed and everything else asked about; the
+/// audit log in `audit.jsonl`.
 fn config(sb: &Sandbox) -> String {
     sb.config(
         json!({}),
-        json!({"permissions": {"allow": ["mcp__notes__list_notes"]}}),
+        json!({"permissions": {"allow": ["mcp__notes__list_notes"]}, "audit": "audit.jsonl"}),
     )
     .to_str()
     .unwrap()
@@ -165,6 +166,19 @@ async fn serve_asks_the_upstream_user_through_elicitation() {
             assert!(result.is_error());
             assert!(result.joined_text().contains("declined"), "{result:?}");
         }
+        // One gate evaluation per round, in the host: the question handed
+        // back (`asked`), then the answered call.
+        let audit: Vec<Value> = std::fs::read_to_string(sb.path().join("audit.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let round = &audit[audit.len() - 2..];
+        assert_eq!(audit.len(), if approve { 2 } else { 4 }, "{audit:?}");
+        assert_eq!(round[0]["outcome"], "asked");
+        assert_eq!(round[0]["decidedBy"], "upstream");
+        assert_eq!(round[1]["decidedBy"], "human");
+        assert_eq!(round[1]["decision"], if approve { "allow" } else { "deny" });
     }
 }
 

@@ -19,6 +19,7 @@ mod input;
 mod inspect;
 mod listing;
 mod ops;
+mod privilege;
 mod replicas;
 mod serve;
 mod state;

@@ -3,9 +3,9 @@
 //! allow the tool.
 
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_host::approver::BoxFuture;
-use switchboard_host::{Approval, ApprovalRequest, Approver, Decider, Host, Verdict};
+use switchboard_host::{Approval, ApprovalRequest, Approver, Decider};
 use switchboard_server::{Elicitation, InputRequired};
 
 /// The key of the approval question in `inputRequests`.
@@ -19,19 +19,26 @@ pub(crate) struct ApprovalForm {
     pub(crate) approve: bool,
 }
 
-/// Whether the gate would ask about `name` (a pin change asks too).
-pub(crate) fn gate_asks(host: &Host, name: &str) -> bool {
-    host.tools()
-        .iter()
-        .find(|t| t.name == name)
-        .is_some_and(|t| t.status.gate == Verdict::Ask)
-}
-
-/// The elicitation that puts the gate's question to the upstream user.
-pub(crate) fn ask(name: &str, arguments: Option<&switchboard_wire::JsonObject>) -> InputRequired {
-    let args =
-        serde_json::to_string_pretty(&arguments.cloned().unwrap_or_default()).unwrap_or_default();
-    let message = format!("Switchboard: allow the tool call {name} with these arguments?\n{args}");
+/// The elicitation that puts the gate's question to the upstream user:
+/// the tool, the exact arguments, and why the gate asks (a changed
+/// definition's diff included: the user is the reviewer).
+pub(crate) fn ask(
+    name: &str,
+    arguments: &Value,
+    request: Option<&ApprovalRequest>,
+) -> InputRequired {
+    let args = serde_json::to_string_pretty(arguments).unwrap_or_default();
+    let mut message =
+        format!("Switchboard: allow the tool call {name} with these arguments?\n{args}");
+    if let Some(request) = request {
+        for reason in &request.reasons {
+            message.push_str(&format!("\nWhy asked: {reason}"));
+        }
+        if let Some(diff) = &request.diff {
+            message.push_str("\nThe tool's definition changed since it was approved:\n");
+            message.push_str(diff);
+        }
+    }
     InputRequired::new()
         .elicit(
             APPROVAL_KEY,
@@ -51,6 +58,21 @@ pub(crate) fn ask(name: &str, arguments: Option<&switchboard_wire::JsonObject>) 
             ),
         )
         .state(json!({ "tool": name }))
+}
+
+/// The upstream user can be asked: the host hands the gate's question back
+/// ([`Approval::Defer`]) and the gateway turns it into an elicitation.
+#[derive(Debug)]
+pub(crate) struct AskUpstream;
+
+impl Approver for AskUpstream {
+    fn approve<'a>(&'a self, _request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        Box::pin(async { Approval::Defer })
+    }
+
+    fn decider(&self) -> Decider {
+        Decider::Upstream
+    }
 }
 
 /// An answer already given (through elicitation).

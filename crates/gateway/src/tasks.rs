@@ -77,7 +77,14 @@ pub(crate) async fn call(
     });
     tokio::select! {
         // Answered at once (or stopped by the host): a plain result.
-        report = &mut call => Ok(finished(report).into()),
+        report = &mut call => {
+            // The gate's question, handed back: put to the upstream user
+            // like any call's.
+            if let Ok(CallReport { approval_needed: Some(request), .. }) = &report {
+                return Ok(crate::approval::ask(name, &request.arguments, Some(request)).into());
+            }
+            Ok(finished(report).into())
+        }
         // The downstream server made it a task: so does the gateway.
         Ok(downstream_id) = started_rx => {
             let following = Following {
@@ -283,7 +290,11 @@ fn status_text(task: &Value) -> String {
 /// result like any failure the host reports.
 fn finished(report: Result<CallReport, tokio::task::JoinError>) -> CallToolResult {
     match report {
-        Ok(report) => report.result,
+        Ok(report) => {
+            let mut result = report.result;
+            crate::identity::own_result(&mut result);
+            result
+        }
         Err(e) => CallToolResult::error(format!(
             "The gateway lost this call ({e}); its outcome is unknown. Tell the user."
         )),

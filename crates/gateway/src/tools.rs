@@ -5,12 +5,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool};
+use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
 use switchboard_server::{Context, Server, ToolResult, ToolSpec};
 use switchboard_wire::ProgressParams;
 use tokio::sync::{broadcast, mpsc};
 
-use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, NoOneUpstream, ask, gate_asks};
+use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask};
 use crate::relay;
 use crate::trace::CallTrace;
 use crate::{GatewayOptions, Telemetry};
@@ -26,23 +26,52 @@ pub(crate) fn register_all(
     options: &GatewayOptions,
 ) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for tool in host.tools() {
-        if register(server, host, &tool, options) {
+    for (tool, listed) in served(host) {
+        if register(server, host, &tool, listed, options) {
             names.insert(tool.name.clone());
         }
     }
     names
 }
 
-/// Registers one tool; `false` (with a warning) when the framework refuses
-/// its schema.
-fn register(server: &Server, host: &Host, tool: &ModelTool, options: &GatewayOptions) -> bool {
-    let mut spec = ToolSpec::new(&tool.name)
-        .description(&tool.description)
-        .input_schema(Value::Object(tool.input_schema.clone()));
-    if let Some(title) = &tool.title {
-        spec = spec.title(title);
-    }
+/// What the gateway serves: the model's view of the table (no denied
+/// tools, approved definitions only), listed; and each denied tool,
+/// unlisted, so that a call by name reaches the gate and gets its refusal
+/// (audited) rather than "unknown tool".
+fn served(host: &Host) -> Vec<(ModelTool, bool)> {
+    let mut tools: Vec<(ModelTool, bool)> = host.tools().into_iter().map(|t| (t, true)).collect();
+    tools.extend(
+        host.all_tools()
+            .into_iter()
+            .filter(|t| t.status.gate == Verdict::Deny)
+            .map(|t| (t, false)),
+    );
+    tools
+}
+
+/// Registers one tool (`listed` or callable by name only); `false` (with a
+/// warning) when the framework refuses its schema.
+fn register(
+    server: &Server,
+    host: &Host,
+    tool: &ModelTool,
+    listed: bool,
+    options: &GatewayOptions,
+) -> bool {
+    let spec = if listed {
+        let mut spec = ToolSpec::new(&tool.name)
+            .description(&tool.description)
+            .input_schema(Value::Object(tool.input_schema.clone()));
+        if let Some(title) = &tool.title {
+            spec = spec.title(title);
+        }
+        spec
+    } else {
+        // Nothing of it is shown; any arguments reach the gate.
+        ToolSpec::new(&tool.name)
+            .input_schema(serde_json::json!({"type": "object"}))
+            .unlisted()
+    };
     let host = host.clone();
     let name = tool.name.clone();
     let yes = options.assume_yes;
@@ -73,18 +102,22 @@ pub(crate) async fn follow_changes(
     loop {
         match changes.recv().await {
             Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                // A reconnect or a login may have changed a server's state.
+                server
+                    .notifier()
+                    .resource_updated(crate::status::STATUS_URI);
                 // Re-read the whole table: simpler than replaying the
                 // change, and right after a lag too.
-                let tools = host.tools();
-                let now: BTreeSet<String> = tools.iter().map(|t| t.name.clone()).collect();
+                let tools = served(&host);
+                let now: BTreeSet<String> = tools.iter().map(|(t, _)| t.name.clone()).collect();
                 for gone in registered.difference(&now) {
                     server.remove_tool(gone);
                 }
                 registered.retain(|n| now.contains(n));
-                for tool in &tools {
+                for (tool, listed) in &tools {
                     // A changed definition is served anew, replacing the
                     // old one in one step: calls never miss the name.
-                    if register(&server, &host, tool, &options) {
+                    if register(&server, &host, tool, *listed, &options) {
                         registered.insert(tool.name.clone());
                     } else {
                         registered.remove(&tool.name);
@@ -122,7 +155,10 @@ async fn call(
         // The retry of a call whose approval we asked for.
         ctx.consume_state()?;
         match ctx.input().elicitation(APPROVAL_KEY)? {
-            None => return Ok(ask(name, arguments.as_ref()).into()),
+            None => {
+                let arguments = Value::Object(arguments.unwrap_or_default());
+                return Ok(ask(name, &arguments, None).into());
+            }
             Some(answer) => {
                 let approved = answer
                     .content_as::<ApprovalForm>()?
@@ -136,15 +172,9 @@ async fn call(
                 }))
             }
         }
-    } else if ctx.client_capabilities().supports_elicitation_form()
-        && gate_asks(host, name)
-        // A call the caller's `principals` rules refuse is denied by the
-        // host without a question: nobody is asked to approve it.
-        && ctx
-            .principal()
-            .is_none_or(|p| host.principal_may_call(&p.subject, name))
-    {
-        return Ok(ask(name, arguments.as_ref()).into());
+    } else if ctx.client_capabilities().supports_elicitation_form() {
+        // The host hands a question back; it is put to the upstream user.
+        Arc::new(AskUpstream)
     } else {
         Arc::new(NoOneUpstream)
     };
@@ -175,11 +205,16 @@ async fn call(
         }
     };
     telemetry.upstream_span(&trace, name, started, report.outcome);
-    match report.input_required {
-        Some(asked) => match relay::ask(name, &asked, ctx.client_capabilities()) {
+    if let Some(request) = &report.approval_needed {
+        return Ok(ask(name, &request.arguments, Some(request)).into());
+    }
+    if let Some(asked) = &report.input_required {
+        return match relay::ask(name, asked, ctx.client_capabilities()) {
             Ok(question) => Ok(question.into()),
             Err(why) => Ok(switchboard_wire::CallToolResult::error(why).into()),
-        },
-        None => Ok(report.result.into()),
+        };
     }
+    let mut result = report.result;
+    crate::identity::own_result(&mut result);
+    Ok(result.into())
 }

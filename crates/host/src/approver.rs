@@ -102,6 +102,11 @@ pub enum Approval {
     AllowAlways,
     /// Do not run it; the text (if any) says why, for the model.
     Deny(Option<String>),
+    /// No one here can answer: the call does not run, and ends with the
+    /// question in [`crate::CallReport::approval_needed`] so the caller can
+    /// put it to someone else (the gateway asks its upstream user) and call
+    /// again with the answer. The audit line's outcome is `asked`.
+    Defer,
 }
 
 /// Answers the gate's questions.

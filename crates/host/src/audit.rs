@@ -58,6 +58,11 @@ pub enum Outcome {
     /// ([`crate::CallOptions::relay_input`]); the retry with the answers is
     /// a call (and a line) of its own.
     InputRequired,
+    /// The gate asked and the approver handed the question back to the
+    /// caller ([`crate::Approval::Defer`]: the gateway put it to its
+    /// upstream user); the call did not run. The answer comes as another
+    /// call, with its own line.
+    Asked,
 }
 
 impl Outcome {
@@ -74,6 +79,7 @@ impl Outcome {
             Outcome::UnknownTool => "unknown_tool",
             Outcome::AuthRequired => "auth_required",
             Outcome::InputRequired => "input_required",
+            Outcome::Asked => "asked",
         }
     }
 
@@ -96,6 +102,9 @@ pub enum Decider {
     Yes,
     /// No one could be asked (no terminal, no `--yes`).
     NoApprover,
+    /// The question was handed back to be put to the gateway's upstream
+    /// user ([`crate::Approval::Defer`]).
+    Upstream,
     /// No decision was needed (unknown tool, breaker open).
     None,
 }

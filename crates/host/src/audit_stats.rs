@@ -106,6 +106,11 @@ pub fn stats<'a>(lines: impl IntoIterator<Item = &'a str>) -> AuditStats {
             }
         };
         out.records += 1;
+        // A question handed back to the gateway's user is not a call: the
+        // answered retry has its own line.
+        if record.outcome == Outcome::Asked {
+            continue;
+        }
         let acc = by_tool.entry(record.tool).or_default();
         if acc.alias.is_none() {
             acc.alias = record.alias;
@@ -235,6 +240,16 @@ mod tests {
         let s = stats([l.as_str()]);
         assert_eq!(s.tools[0].error_rate(), 0.0);
         assert_eq!(s.tools[0].p95_ms, None);
+    }
+
+    #[test]
+    fn a_question_handed_back_is_not_a_call() {
+        let asked = line("t", "asked", 5);
+        let ok = line("t", "ok", 7);
+        let s = stats([asked.as_str(), ok.as_str()]);
+        assert_eq!(s.records, 2);
+        assert_eq!((s.tools[0].calls, s.tools[0].errors), (1, 0));
+        assert_eq!(s.tools[0].p50_ms, Some(7));
     }
 
     #[test]

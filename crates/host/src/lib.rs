@@ -99,8 +99,9 @@ pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
 pub use host::{
-    CallOptions, CallReport, DroppedReport, Host, ModelTool, MountOptions, OfferError, PinReport,
-    ReloadReport, ServerReport, ServerStatus, TableChange, ToolStatus,
+    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, DroppedReport, Host, ModelTool,
+    MountOptions, OfferError, PinReport, ReloadReport, ServerReport, ServerState, ServerStatus,
+    TableChange, ToolStatus,
 };
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,

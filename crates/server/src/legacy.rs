@@ -240,7 +240,7 @@ impl Server {
             protocol_version: negotiated.to_owned(),
             capabilities: self.legacy_capabilities(),
             server_info: self.inner.info.clone(),
-            instructions: self.inner.options.instructions.clone(),
+            instructions: self.instructions_now(),
             extra: Map::new(),
         };
         let bytes = serde_json::to_vec(&result).unwrap_or_else(|_| b"{}".to_vec());

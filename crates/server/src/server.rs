@@ -81,6 +81,9 @@ pub(crate) struct Inner {
     pub(crate) server_info: Value,
     /// The complete `server/discover` result.
     pub(crate) discover: Vec<u8>,
+    /// With live instructions: the `server/discover` result to complete
+    /// with them on each request.
+    pub(crate) live_discover: Option<DiscoverResult>,
     pub(crate) sessions: Option<Sessions>,
     pub(crate) tasks: crate::task::TaskStore,
     /// Which tools `tools/list` shows to whom ([`Server::set_tool_filter`]).
@@ -101,6 +104,9 @@ pub(crate) struct Options {
     pub(crate) read_cache: CacheHints,
     pub(crate) state_ttl: Duration,
     pub(crate) instructions: Option<String>,
+    /// Instructions computed on each `server/discover` (and legacy
+    /// `initialize`), in place of `instructions`.
+    pub(crate) live_instructions: Option<LiveText>,
     pub(crate) logging: bool,
     pub(crate) legacy: bool,
     /// How long a legacy session waits for the client to answer a
@@ -117,10 +123,21 @@ impl Default for Options {
             read_cache: CacheHints::new(0, CacheScope::Private),
             state_ttl: Duration::from_secs(600),
             instructions: None,
+            live_instructions: None,
             logging: false,
             legacy: true,
             legacy_answer_timeout: Duration::from_secs(300),
         }
+    }
+}
+
+/// Text computed when it is sent (live instructions).
+#[derive(Clone)]
+pub(crate) struct LiveText(Arc<dyn Fn() -> String + Send + Sync>);
+
+impl std::fmt::Debug for LiveText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LiveText")
     }
 }
 
@@ -129,6 +146,8 @@ impl Default for Options {
 pub(crate) struct Registry {
     pub(crate) tools: Vec<Arc<ToolEntry>>,
     pub(crate) tool_index: HashMap<String, usize>,
+    /// Tools callable by name but not listed ([`ToolSpec::unlisted`]).
+    pub(crate) unlisted_tools: HashMap<String, Arc<ToolEntry>>,
     pub(crate) prompts: Vec<Arc<PromptEntry>>,
     pub(crate) prompt_index: HashMap<String, usize>,
     pub(crate) resources: Vec<Arc<ResourceEntry>>,
@@ -138,7 +157,10 @@ pub(crate) struct Registry {
 
 impl Registry {
     pub(crate) fn tool(&self, name: &str) -> Option<&Arc<ToolEntry>> {
-        self.tool_index.get(name).map(|i| &self.tools[*i])
+        match self.tool_index.get(name) {
+            Some(i) => Some(&self.tools[*i]),
+            None => self.unlisted_tools.get(name),
+        }
     }
 
     pub(crate) fn prompt(&self, name: &str) -> Option<&Arc<PromptEntry>> {
@@ -150,11 +172,16 @@ impl Registry {
     }
 
     fn add_tool(&mut self, entry: ToolEntry) -> Result<(), BuildError> {
-        if self.tool_index.contains_key(&entry.def.name) {
+        if self.tool(&entry.def.name).is_some() {
             return Err(BuildError::Duplicate {
                 kind: "tool",
                 name: entry.def.name,
             });
+        }
+        if entry.unlisted {
+            self.unlisted_tools
+                .insert(entry.def.name.clone(), Arc::new(entry));
+            return Ok(());
         }
         self.tool_index
             .insert(entry.def.name.clone(), self.tools.len());
@@ -213,6 +240,7 @@ impl Registry {
         Registry {
             tools: self.tools.clone(),
             tool_index: self.tool_index.clone(),
+            unlisted_tools: self.unlisted_tools.clone(),
             prompts: self.prompts.clone(),
             prompt_index: self.prompt_index.clone(),
             resources: self.resources.clone(),
@@ -340,8 +368,11 @@ impl Server {
         handler: H,
     ) -> Result<(), BuildError> {
         let entry = ToolEntry::new(spec, handler)?;
+        let listed = !entry.unlisted;
         self.update(|r| r.add_tool(entry))?;
-        self.inner.notifier.tools_list_changed();
+        if listed {
+            self.inner.notifier.tools_list_changed();
+        }
         Ok(())
     }
 
@@ -396,16 +427,19 @@ impl Server {
     /// Removes a tool while running; `true` if it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
         let mut found = false;
+        let mut unlisted = false;
         let _ = self.update(|r| {
             let before = r.tools.len();
             r.tools.retain(|t| t.def.name != name);
             found = r.tools.len() != before;
+            unlisted = r.unlisted_tools.remove(name).is_some();
             r.reindex();
             Ok(())
         });
         if found {
             self.inner.notifier.tools_list_changed();
         }
+        found |= unlisted;
         found
     }
 
@@ -521,6 +555,27 @@ impl Server {
         }
     }
 
+    /// The instructions to send now: the live ones when set, else the
+    /// fixed ones.
+    pub(crate) fn instructions_now(&self) -> Option<String> {
+        match &self.inner.options.live_instructions {
+            Some(LiveText(text)) => Some(text()),
+            None => self.inner.options.instructions.clone(),
+        }
+    }
+
+    /// The `server/discover` result, with the instructions of the moment.
+    pub(crate) fn discover_bytes(&self) -> Vec<u8> {
+        match &self.inner.live_discover {
+            None => self.inner.discover.clone(),
+            Some(template) => {
+                let mut discover = template.clone();
+                discover.instructions = self.instructions_now();
+                serde_json::to_vec(&discover).unwrap_or_default()
+            }
+        }
+    }
+
     /// Finishes a result object that has no `_meta` of its own: adds the
     /// `serverInfo` `_meta` (WIRE-17).
     pub(crate) fn finish_result(&self, mut bytes: Vec<u8>) -> Vec<u8> {
@@ -553,6 +608,16 @@ impl ServerBuilder {
     /// Natural-language guidance for the model, sent in `server/discover`.
     pub fn instructions(mut self, text: impl Into<String>) -> Self {
         self.options.instructions = Some(text.into());
+        self
+    }
+
+    /// Instructions computed by `text` each time they are sent (every
+    /// `server/discover`, and a legacy `initialize`), e.g. to report what
+    /// is currently unavailable; replaces [`ServerBuilder::instructions`].
+    /// Pair it with a short [`ServerBuilder::discover_cache`], or clients
+    /// may keep an old text for the default hour.
+    pub fn instructions_with(mut self, text: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        self.options.live_instructions = Some(LiveText(Arc::new(text)));
         self
     }
 
@@ -784,6 +849,11 @@ impl ServerBuilder {
                 extra: JsonObject::new(),
             },
         };
+        let live_discover = self
+            .options
+            .live_instructions
+            .is_some()
+            .then(|| discover.clone());
         let discover = serde_json::to_vec(&discover).unwrap_or_default();
         let sessions = self.options.legacy.then(Sessions::new);
         Ok(Server {
@@ -800,6 +870,7 @@ impl ServerBuilder {
                 meta_member,
                 server_info,
                 discover,
+                live_discover,
                 sessions,
                 tasks: crate::task::TaskStore::new(self.task_options),
                 tool_filter: RwLock::new(None),

@@ -39,6 +39,7 @@ pub type ToolResult = Result<ToolOutcome, HandlerError>;
 pub struct ToolSpec {
     pub(crate) tool: Tool,
     schema_given: bool,
+    unlisted: bool,
 }
 
 impl ToolSpec {
@@ -58,7 +59,16 @@ impl ToolSpec {
                 extra: JsonObject::new(),
             },
             schema_given: false,
+            unlisted: false,
         }
+    }
+
+    /// Callable by name, but left out of `tools/list` (a gateway's denied
+    /// tool: a call by name gets the gateway's own refusal, not "unknown
+    /// tool").
+    pub fn unlisted(mut self) -> Self {
+        self.unlisted = true;
+        self
     }
 
     /// What the tool does, for the model.
@@ -316,6 +326,8 @@ pub(crate) struct ToolEntry {
     pub(crate) output_validator: Option<ArgValidator>,
     pub(crate) header_params: Vec<HeaderParam>,
     pub(crate) handler: Box<dyn ErasedTool>,
+    /// Left out of `tools/list` ([`ToolSpec::unlisted`]).
+    pub(crate) unlisted: bool,
 }
 
 impl std::fmt::Debug for ToolEntry {
@@ -331,6 +343,7 @@ impl ToolEntry {
         spec: ToolSpec,
         handler: H,
     ) -> Result<ToolEntry, BuildError> {
+        let unlisted = spec.unlisted;
         let mut def = spec.tool;
         if def.name.is_empty() {
             return Err(BuildError::InvalidName {
@@ -389,6 +402,7 @@ impl ToolEntry {
                 f: handler,
                 _marker: PhantomData,
             }),
+            unlisted,
         })
     }
 }

@@ -203,3 +203,38 @@ fn server_without_legacy() -> (switchboard_server::Server, std::sync::Arc<Probe>
         probe,
     )
 }
+
+// Live instructions: computed on each discover (and legacy initialize),
+// not frozen at build time.
+#[tokio::test]
+async fn live_instructions_are_computed_on_each_discover() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let server = switchboard_server::Server::builder("test-server", "9.9.9")
+        .instructions("fixed text, replaced")
+        .instructions_with(move || {
+            format!("seen {} times", counter.fetch_add(1, Ordering::SeqCst) + 1)
+        })
+        .discover_cache(0, switchboard_server::CacheScope::Private)
+        .build()
+        .unwrap();
+    let http = start(server, HttpOptions::new()).await;
+    let first = http.call("server/discover", json!({})).await.result();
+    let second = http.call("server/discover", json!({})).await.result();
+    assert_eq!(first["instructions"], "seen 1 times");
+    assert_eq!(second["instructions"], "seen 2 times");
+    assert_eq!(second["ttlMs"], 0);
+    assert_eq!(
+        second["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "test-server"
+    );
+    // A legacy client's initialize gets the text of the moment too.
+    let params = json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}});
+    let r = http
+        .post(&legacy_headers(None), body(json!(0), "initialize", params))
+        .await;
+    assert_eq!(r.response()["result"]["instructions"], "seen 3 times");
+    http.stop().await;
+}

@@ -405,3 +405,42 @@ async fn unadvertised_features_are_method_not_found() {
     }
     http.stop().await;
 }
+
+// An unlisted tool: absent from tools/list, callable by name.
+#[tokio::test]
+async fn an_unlisted_tool_is_callable_but_not_listed() {
+    let server = Server::builder("test-server", "9.9.9")
+        .tool_spec(
+            switchboard_server::ToolSpec::new("hidden")
+                .input_schema(json!({"type": "object"}))
+                .unlisted(),
+            |_args: Value, _ctx: switchboard_server::Context| async { "hidden ran".to_owned() },
+        )
+        .tool_spec(
+            switchboard_server::ToolSpec::new("shown").input_schema(json!({"type": "object"})),
+            |_args: Value, _ctx: switchboard_server::Context| async { "shown ran".to_owned() },
+        )
+        .build()
+        .unwrap();
+    let http = start(server.clone(), HttpOptions::new()).await;
+    let list = http.call("tools/list", json!({})).await.result();
+    let names: Vec<&str> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["shown"]);
+    let r = http
+        .call("tools/call", json!({"name": "hidden", "arguments": {}}))
+        .await
+        .result();
+    assert_eq!(r["content"][0]["text"], "hidden ran");
+    // Removing it works like any tool; a second one of the name is refused.
+    assert!(server.remove_tool("hidden"));
+    let r = http
+        .call("tools/call", json!({"name": "hidden", "arguments": {}}))
+        .await;
+    assert_eq!(r.error_code(), -32602);
+    http.stop().await;
+}

@@ -78,9 +78,21 @@ pub struct PinnedViews {
 impl PinnedViews {
     /// Builds both lists from the host and its lockfile.
     pub fn new(host: &Host, pins: &Pins) -> PinnedViews {
+        // Every tool as served now: the host's full view (the model's own
+        // view shows changed tools as approved).
+        let all = host.all_tools();
         let mut now = EvalTools::from_host(host);
-        let changed: Vec<_> = host
-            .tools()
+        now.specs = all
+            .iter()
+            .filter(|t| now.specs.iter().any(|s| s.name == t.name))
+            .map(|t| ToolSpec {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                input_schema: t.input_schema.clone(),
+                server: Some(t.server.clone()),
+            })
+            .collect();
+        let changed: Vec<_> = all
             .into_iter()
             .filter(|t| t.status.pin == "changed")
             .collect();

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use switchboard_host::{Host, ModelTool, ToolStatus};
+use switchboard_host::{CHANGED_NOTICE, Host, ModelTool, ToolStatus, Verdict};
 use switchboard_wire::{JsonObject, ToolAnnotations};
 
 use crate::out;
@@ -12,6 +12,7 @@ use crate::out;
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ToolView<'a> {
     name: &'a str,
+    title: Option<&'a str>,
     server: &'a str,
     original_name: &'a str,
     description: &'a str,
@@ -24,6 +25,7 @@ impl<'a> From<&'a ModelTool> for ToolView<'a> {
     fn from(t: &'a ModelTool) -> Self {
         ToolView {
             name: &t.name,
+            title: t.title.as_deref(),
             server: &t.server,
             original_name: &t.original_name,
             description: &t.description,
@@ -34,18 +36,32 @@ impl<'a> From<&'a ModelTool> for ToolView<'a> {
     }
 }
 
-/// Prints the tool table (or its JSON) and, for people, the outages.
+/// Prints the tool table the model sees (or with `all`, every tool as
+/// served now, denied ones included), or its JSON, and, for people, the
+/// outages.
 ///
 /// # Errors
 /// When stdout is closed.
-pub(crate) fn run(host: &Host, json: bool) -> std::io::Result<()> {
-    let tools = host.tools();
+pub(crate) fn run(host: &Host, json: bool, all: bool) -> std::io::Result<()> {
+    let tools = if all { host.all_tools() } else { host.tools() };
     if json {
         let views: Vec<ToolView<'_>> = tools.iter().map(ToolView::from).collect();
         return out::json(&views);
     }
     for line in human(&tools) {
         out::line(line)?;
+    }
+    if !all {
+        let denied = host
+            .all_tools()
+            .iter()
+            .filter(|t| t.status.gate == Verdict::Deny)
+            .count();
+        if denied > 0 {
+            out::note(format!(
+                "{denied} tool(s) denied by the permission rules are not shown (the model does not see them); `switchboard tools --all` lists them."
+            ));
+        }
     }
     if let Some(outages) = host.outage_text() {
         out::note(outages);
@@ -70,7 +86,13 @@ pub(crate) fn human(tools: &[ModelTool]) -> Vec<String> {
         if t.status.pin == "changed" {
             gate.push_str(" (changed)");
         }
-        let mut description = out::clip(&out::plain_description(&t.description), 64);
+        // The gate column says "changed": the notice would fill the column.
+        let text = t
+            .description
+            .strip_prefix(CHANGED_NOTICE)
+            .unwrap_or(&t.description)
+            .trim_start();
+        let mut description = out::clip(&out::plain_description(text), 64);
         if let Some(hints) = hints(t.annotations.as_ref()) {
             description.push_str(&format!(" [{hints}]"));
         }

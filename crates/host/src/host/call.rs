@@ -115,6 +115,11 @@ pub struct CallReport {
     /// The server's question, when [`CallOptions::relay_input`] asked for
     /// it to be handed back (`result` then only says so).
     pub input_required: Option<Box<switchboard_wire::InputRequiredResult>>,
+    /// The gate's question, when the approver handed it back
+    /// ([`Approval::Defer`]): the call did not run (outcome
+    /// [`Outcome::Asked`]); put it to the user and call again with an
+    /// approver holding the answer.
+    pub approval_needed: Option<Box<ApprovalRequest>>,
 }
 
 /// What one governed call came to. The audit line ([`CallOutcome::record`])
@@ -130,8 +135,20 @@ pub(crate) struct CallOutcome {
     decision: Option<Decision>,
     /// The task the server turned the call into (the tasks extension).
     task_id: Option<String>,
+    /// The question handed back by the approver ([`Approval::Defer`]).
+    asked: Option<Box<ApprovalRequest>>,
     /// How the call ended.
     end: End,
+}
+
+/// What the gate (and the approver) let through.
+enum Gate {
+    /// The call may run.
+    Pass,
+    /// Denied: the text the model reads.
+    Refuse(String),
+    /// The approver handed the question back.
+    Defer(Box<ApprovalRequest>),
 }
 
 /// The gate's decision on one call (a question is answered by then).
@@ -182,6 +199,7 @@ impl CallOutcome {
             original: None,
             decision: None,
             task_id: None,
+            asked: None,
             end,
         }
     }
@@ -296,7 +314,7 @@ impl Host {
             .audit
             .as_ref()
             .map(|_| AuditRecord::for_arguments(local_name, arguments.as_ref()));
-        let outcome = self.govern(local_name, arguments, &options).await;
+        let mut outcome = self.govern(local_name, arguments, &options).await;
         let duration = started.elapsed();
         if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
             outcome.record(record);
@@ -319,6 +337,7 @@ impl Host {
         CallReport {
             outcome: outcome.outcome(),
             decided_by: outcome.decided_by(),
+            approval_needed: outcome.asked.take(),
             result: outcome.into_result(),
             input_required,
         }
@@ -373,6 +392,7 @@ impl Host {
                 original: Some(original),
                 decision: None,
                 task_id: None,
+                asked: None,
                 end: End::stopped(Outcome::UnknownTool, self.unknown_tool(local_name, &table)),
             };
         };
@@ -380,12 +400,20 @@ impl Host {
             .inner
             .pins
             .state_of(&alias, &entry.tool, &entry.fingerprint);
-        let (decision, denial) = self
+        let (decision, gate) = self
             .decide(local_name, entry, &pin, arguments.as_ref(), options)
             .await;
-        let (end, task_id) = match denial {
-            Some(text) => (End::stopped(Outcome::Denied, text), None),
-            None => {
+        let mut asked = None;
+        let (end, task_id) = match gate {
+            Gate::Refuse(text) => (End::stopped(Outcome::Denied, text), None),
+            Gate::Defer(request) => {
+                asked = Some(request);
+                let text = format!(
+                    "{local_name} needs the user's approval, which has been asked for; the call did not run."
+                );
+                (End::stopped(Outcome::Asked, text), None)
+            }
+            Gate::Pass => {
                 // First approval pins the definition (changed ones wait
                 // for accept).
                 if pin == PinState::Unpinned {
@@ -415,6 +443,7 @@ impl Host {
             original: Some(original),
             decision: Some(decision),
             task_id,
+            asked,
             end,
         }
     }
@@ -437,8 +466,8 @@ impl Host {
         }
     }
 
-    /// The gate, and the approver when the gate asks. Returns the decision,
-    /// and for a denial the text the model reads.
+    /// The gate, and the approver when the gate asks: the decision, and
+    /// whether the call may run. The gate is assessed once per call.
     async fn decide(
         &self,
         local_name: &str,
@@ -446,7 +475,7 @@ impl Host {
         pin: &PinState,
         arguments: Option<&JsonObject>,
         options: &CallOptions,
-    ) -> (Decision, Option<String>) {
+    ) -> (Decision, Gate) {
         if let Some(principal) = options.principal.as_deref() {
             if let Some(rule) = self.principal_refusal(principal, &entry.alias, &entry.tool.name) {
                 let why = match &rule {
@@ -462,7 +491,7 @@ impl Host {
                     decided_by: Decider::Rule,
                     rule: rule.map(|r| r.0),
                 };
-                return (decision, Some(text));
+                return (decision, Gate::Refuse(text));
             }
         }
         let assessment = {
@@ -482,9 +511,9 @@ impl Host {
                     "The user's permission rules deny calling {local_name} (rule {pattern} at {at}). \
                      Do not retry it; if you need it, tell the user why."
                 );
-                (decision, Some(text))
+                (decision, Gate::Refuse(text))
             }
-            Verdict::Allow => (by_rule(Verdict::Allow), None),
+            Verdict::Allow => (by_rule(Verdict::Allow), Gate::Pass),
             Verdict::Ask => {
                 let approver: Arc<dyn Approver> = options
                     .approver
@@ -513,11 +542,12 @@ impl Host {
                     rule: None,
                 };
                 match approval {
-                    Approval::AllowOnce => (by_approver(Verdict::Allow), None),
+                    Approval::AllowOnce => (by_approver(Verdict::Allow), Gate::Pass),
                     Approval::AllowAlways => {
                         self.allow_always(entry, &rule_text);
-                        (by_approver(Verdict::Allow), None)
+                        (by_approver(Verdict::Allow), Gate::Pass)
                     }
+                    Approval::Defer => (by_approver(Verdict::Ask), Gate::Defer(Box::new(request))),
                     Approval::Deny(text) => {
                         let text = text.unwrap_or_else(|| {
                             format!(
@@ -525,7 +555,7 @@ impl Host {
                                  ask them how to proceed or do without it."
                             )
                         });
-                        (by_approver(Verdict::Deny), Some(text))
+                        (by_approver(Verdict::Deny), Gate::Refuse(text))
                     }
                 }
             }

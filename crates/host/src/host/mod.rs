@@ -2,6 +2,8 @@
 //!
 //! - `mod.rs`: the [`Host`] handle, what it reports (tools, servers,
 //!   outages, pins) and its errors.
+//! - `list`: the model's tool list (no denied tools, approved
+//!   definitions only), the full list for people, live server states.
 //! - `mount`: mounting, reconnecting, rebuilding the table, shutting down.
 //! - `call`: the governed call (table, gate, breaker, connection, server),
 //!   which comes to one `CallOutcome`: the audit line and the model's text
@@ -26,7 +28,7 @@ use crate::budget::Budget;
 use crate::config::Config;
 use crate::connect::ConnectOptions;
 pub(crate) use crate::error::HostError;
-use crate::gate::{self, Verdict};
+use crate::gate::Verdict;
 use crate::permission::Pattern;
 use crate::pins::{PinState, Pins};
 use crate::reason::Reason;
@@ -36,12 +38,14 @@ use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 
 mod background;
 mod call;
+mod list;
 mod mount;
 mod offer;
 mod principal;
 mod reload;
 
 pub use call::{CallOptions, CallReport};
+pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
 pub use offer::OfferError;
 pub use reload::ReloadReport;
@@ -225,49 +229,6 @@ impl Drop for Inner {
 }
 
 impl Host {
-    /// The tools the model sees, in name order.
-    ///
-    /// Servers whose listing's `ttlMs` has passed are refreshed in the
-    /// background; [`Host::subscribe`] reports the result.
-    pub fn tools(&self) -> Vec<ModelTool> {
-        self.wake_stale();
-        let table = self.table();
-        let config = self.config_read();
-        table
-            .entries()
-            .iter()
-            .map(|e| {
-                let pin = self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint);
-                let gate = gate::assess(&config.rules, &e.alias, &e.tool, &pin).verdict;
-                ModelTool {
-                    name: e.local_name.clone(),
-                    description: match pin {
-                        PinState::Changed { .. } => format!(
-                            "[changed since the user approved it: the user will be asked before it runs] {}",
-                            e.description
-                        ),
-                        _ => e.description.clone(),
-                    },
-                    input_schema: e.input_schema.clone(),
-                    output_schema: e.tool.output_schema.clone(),
-                    server: e.alias.clone(),
-                    original_name: e.tool.name.clone(),
-                    title: e
-                        .tool
-                        .title
-                        .as_deref()
-                        .map(sanitize::clean_description),
-                    annotations: e.tool.annotations.clone(),
-                    status: ToolStatus {
-                        gate,
-                        pin: pin.as_str(),
-                        server: self.server_status(&e.alias),
-                    },
-                }
-            })
-            .collect()
-    }
-
     /// The servers, in config order, with their state.
     pub fn servers(&self) -> Vec<ServerReport> {
         let table = self.table();

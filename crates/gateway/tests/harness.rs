@@ -1,0 +1,168 @@
+//! What the gateway tests share: a config folder with the testkit's mock
+//! server, a gateway served over HTTP on loopback, a client that answers
+//! approval questions, the audit log's lines.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_client::{
+    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+};
+use switchboard_gateway::{Gateway, GatewayOptions};
+use switchboard_host::auth::TokenStore;
+use switchboard_host::{ConfigLoader, Host, MountOptions};
+use switchboard_testutil::{Artifacts, built};
+use tokio::sync::oneshot;
+
+/// The mock server's path, for config files.
+pub(crate) fn mock() -> String {
+    built("switchboard-testkit", Artifacts::Bins)
+        .join("mock-server")
+        .display()
+        .to_string()
+}
+
+/// A stdio server entry running the mock server with `flags`.
+pub(crate) fn stdio(flags: &[&str]) -> Value {
+    json!({"command": mock(), "args": flags})
+}
+
+/// A tool definition for a tools file.
+pub(crate) fn tool(name: &str, description: &str) -> Value {
+    json!({"name": name, "description": description, "inputSchema": {"type": "object"}})
+}
+
+/// A temporary folder with the config (`.mcp.json`), the lockfile, the
+/// audit log (`audit.jsonl`) and tools files.
+pub(crate) struct Dir {
+    dir: tempfile::TempDir,
+}
+
+impl Dir {
+    pub(crate) fn new() -> Dir {
+        Dir {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes a tools file for `--tools-file`; returns its path.
+    pub(crate) fn tools(&self, name: &str, tools: Value) -> String {
+        let path = self.path(name);
+        std::fs::write(&path, tools.to_string()).unwrap();
+        path.display().to_string()
+    }
+
+    /// Writes the config (with the audit log beside it) and mounts it.
+    pub(crate) async fn mount(&self, mut config: Value) -> Host {
+        config["audit"] = json!("audit.jsonl");
+        let path = self.path(".mcp.json");
+        std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
+        let config = ConfigLoader::new()
+            .explicit(path)
+            .vars(BTreeMap::new())
+            .load()
+            .unwrap();
+        let mut options = MountOptions::default();
+        options.token_store = Some(TokenStore::at(self.path("state").join("oauth.json")));
+        Host::mount(config, options).await.unwrap()
+    }
+
+    /// The audit log's lines.
+    pub(crate) fn audit(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.path("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+/// A gateway served over Streamable HTTP on loopback, until dropped.
+pub(crate) struct Running {
+    pub(crate) url: String,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Serves `host` through a gateway on `127.0.0.1:0`.
+pub(crate) async fn serve(host: &Host, options: GatewayOptions) -> Running {
+    let gateway = Gateway::new(host, options).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        let _ = gateway.serve_http(listener, shutdown).await;
+    });
+    Running {
+        url,
+        stop: Some(stop),
+    }
+}
+
+/// A client of the gateway; with `answer`, it declares form elicitation
+/// and answers approval questions.
+pub(crate) async fn client(url: &str, answer: Option<Answer>) -> Client {
+    let transport = HttpTransport::builder("gateway", url).build().unwrap();
+    let mut builder = Client::builder("gateway", transport).timeout(Duration::from_secs(60));
+    if let Some(answer) = answer {
+        builder = builder.input_handler(answer);
+    }
+    builder.connect().await.unwrap()
+}
+
+/// Answers the gateway's approval question, recording each one.
+#[derive(Debug, Clone)]
+pub(crate) struct Answer {
+    pub(crate) approve: bool,
+    pub(crate) asked: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Answer {
+    pub(crate) fn new(approve: bool) -> Answer {
+        Answer {
+            approve,
+            asked: Arc::default(),
+        }
+    }
+
+    pub(crate) fn questions(&self) -> Vec<Value> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+impl InputHandler for Answer {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.asked.lock().unwrap().push(params);
+        let approve = self.approve;
+        Box::pin(async move { Ok(json!({"action": "accept", "content": {"approve": approve}})) })
+    }
+}
+
+/// Arguments as a call takes them.
+pub(crate) fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
+    v.as_object().cloned()
+}
