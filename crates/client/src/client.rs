@@ -251,6 +251,19 @@ impl Client {
             )
             .await?;
         let mut dropped = Vec::new();
+        let max = self.inner.config.max_tool_bytes;
+        page.tools.retain(|tool| {
+            let size = serde_json::to_vec(tool).map_or(usize::MAX, |v| v.len());
+            if size <= max {
+                return true;
+            }
+            warn!(server = %self.inner.name, tool = %tool.name, size, "dropping an oversized tool definition");
+            dropped.push(Dropped {
+                name: tool.name.clone(),
+                reason: format!("its definition is {size} bytes, over the limit of {max}"),
+            });
+            false
+        });
         if self.inner.transport.mirrors_param_headers() {
             let mut table = self.lock_headers();
             page.tools.retain(|tool| match header_params(&tool.input_schema) {
@@ -843,6 +856,13 @@ impl Client {
             let (mut batch, next, hints, mut left_out) = page(cursor.take()).await?;
             pages += 1;
             items.append(&mut batch);
+            let max_items = self.inner.config.max_items;
+            if items.len() > max_items {
+                return Err(self.invalid(
+                    method,
+                    format!("the listing has more than {max_items} items"),
+                ));
+            }
             dropped.append(&mut left_out);
             cache = Some(match cache {
                 None => hints,

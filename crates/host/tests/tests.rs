@@ -18,5 +18,6 @@ mod mount;
 mod naming;
 mod outage;
 mod pins;
+mod soak;
 mod supervision;
 mod tasks;

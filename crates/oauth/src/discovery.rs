@@ -156,7 +156,7 @@ pub(crate) async fn protected_resource_metadata(
     }))
 }
 
-fn parse_prm(
+pub(crate) fn parse_prm(
     url: &str,
     body: &[u8],
     server: &HttpUrl,
@@ -241,7 +241,7 @@ pub(crate) async fn authorization_server_metadata(
     }))
 }
 
-fn parse_asm(
+pub(crate) fn parse_asm(
     url: &str,
     body: &[u8],
     issuer: &str,

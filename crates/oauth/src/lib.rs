@@ -84,6 +84,8 @@ mod discovery;
 mod dpop;
 mod error;
 mod flow;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod jwt;
 mod provider;

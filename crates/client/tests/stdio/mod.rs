@@ -4,6 +4,7 @@ mod util;
 
 mod client;
 mod era;
+mod hostile;
 mod lifecycle;
 mod tasks;
 mod transport;
