@@ -85,6 +85,7 @@ fn descendants() -> BTreeMap<u32, String> {
         }
     }
     found.remove(&me);
+    found.retain(|pid| !is_watchdog(*pid, parent.get(pid).copied().unwrap_or(0)));
     found
         .into_iter()
         .map(|pid| {
@@ -93,6 +94,16 @@ fn descendants() -> BTreeMap<u32, String> {
             (pid, cmd)
         })
         .collect()
+}
+
+/// Whether `pid` is the stdio transport's one watchdog process (a shell
+/// that kills the servers' process groups if this process dies): a child of
+/// ours running the watchdog script. It lives as long as this process, so
+/// it is not a leftover.
+fn is_watchdog(pid: u32, parent: u32) -> bool {
+    parent == std::process::id()
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| String::from_utf8_lossy(&c).contains("kill -KILL -"))
 }
 
 fn alive_tasks() -> usize {
@@ -197,15 +208,17 @@ struct Tally {
     mismatched: AtomicUsize,
 }
 
-/// Runs `n` concurrent calls; a call that has not ended after `limit`
-/// counts as lost.
-async fn run_calls(host: &Host, n: usize, limit: Duration) -> Arc<Tally> {
+/// Runs `n` concurrent calls, the i-th starting after `i/n` of `spread`;
+/// a call that has not ended after `limit` counts as lost.
+async fn run_calls(host: &Host, n: usize, spread: Duration, limit: Duration) -> Arc<Tally> {
     let tally = Arc::new(Tally::default());
     let mut set = tokio::task::JoinSet::new();
     for i in 0..n {
         let host = host.clone();
         let tally = tally.clone();
+        let start = spread.mul_f64(i as f64 / n as f64);
         set.spawn(async move {
+            tokio::time::sleep(start).await;
             let planned = plan(i);
             let arguments = planned.arguments.as_object().cloned();
             let call = host.call(planned.tool, arguments, CallOptions::default());
@@ -258,7 +271,15 @@ where
 {
     let notes = serve(switchboard_demo::notes::server().unwrap()).await;
     let tickets = serve(switchboard_demo::tickets::server().unwrap()).await;
-    body(Dir::new(), notes.url.clone(), tickets.url.clone()).await;
+    // Warm-up: the first spawn starts what lives as long as the process
+    // (the spawner thread and its one watchdog process, with its pipe), so
+    // the counts before and after compare like with like.
+    let dir = Dir::new();
+    dir.mount(json!({"mcpServers": {"m": stdio(&[])}}))
+        .await
+        .shutdown()
+        .await;
+    body(dir, notes.url.clone(), tickets.url.clone()).await;
 }
 
 /// The line the soak prints, and whether it is a pass.
@@ -313,7 +334,7 @@ async fn soak_steady() {
             }))
             .await;
         let started = Instant::now();
-        let tally = run_calls(&host, n, Duration::from_secs(300)).await;
+        let tally = run_calls(&host, n, Duration::ZERO, Duration::from_secs(300)).await;
         let elapsed = started.elapsed();
         host.shutdown().await;
         drop(host);
@@ -388,8 +409,11 @@ async fn soak_with_kills() {
                 }
             })
         };
+        // Calls spread over a few seconds (a millisecond per call, at
+        // least 3 s), so the kills land while calls are in flight.
+        let spread = Duration::from_millis(u64::try_from(n).unwrap_or(u64::MAX).max(3000));
         let started = Instant::now();
-        let tally = run_calls(&host, n, Duration::from_secs(300)).await;
+        let tally = run_calls(&host, n, spread, Duration::from_secs(300)).await;
         let elapsed = started.elapsed();
         done.store(true, Ordering::Relaxed);
         let _ = killer.await;
