@@ -8,6 +8,7 @@
 #   fuzz/campaign.sh [RUNS] [SECONDS] [TARGET...]
 #   fuzz/campaign.sh 10000000 3600            # the campaign in README.md
 #
+# FUZZ_PREBUILT=1 skips the build (runs the binaries already built).
 # New inputs go to a scratch folder ($FUZZ_WORK, default a temporary one),
 # never into corpus/; crashes land in artifacts/TARGET/.
 set -euo pipefail
@@ -22,7 +23,7 @@ fi
 work=${FUZZ_WORK:-$(mktemp -d)}
 # Build once; the runs then use the binaries directly, so editing the
 # sources while a campaign runs never rebuilds under it.
-cargo +nightly fuzz build --sanitizer none >&2
+[ -n "${FUZZ_PREBUILT:-}" ] || cargo +nightly fuzz build --sanitizer none >&2
 bins=${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-gnu/release
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- ../crates . || echo ' + local changes')" >&2
 echo "| target | executions | duration (s) | edges (cov) | features (ft) | crashes |"

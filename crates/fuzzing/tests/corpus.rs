@@ -2,6 +2,9 @@
 //! `fuzz/regressions/TARGET/` through its target on stable, so CI checks
 //! the fuzz properties without libFuzzer.
 
+// A test fails by panicking.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {

@@ -202,6 +202,8 @@ fn answers(planned: &Planned, result: &CallToolResult) -> bool {
 
 #[derive(Default)]
 struct Tally {
+    /// Each `isError` text (its start, per tool), counted.
+    why: std::sync::Mutex<BTreeMap<String, usize>>,
     ok: AtomicUsize,
     errors: AtomicUsize,
     lost: AtomicUsize,
@@ -228,6 +230,9 @@ async fn run_calls(host: &Host, n: usize, spread: Duration, limit: Duration) -> 
                 }
                 Ok(r) if r.is_error() => {
                     tally.errors.fetch_add(1, Ordering::Relaxed);
+                    let why: String = text(&r).chars().skip(60).take(240).collect();
+                    let key = format!("{}: {why}", planned.tool);
+                    *tally.why.lock().unwrap().entry(key).or_default() += 1;
                 }
                 Ok(r) if answers(&planned, &r) => {
                     tally.ok.fetch_add(1, Ordering::Relaxed);
@@ -308,6 +313,9 @@ fn report(
         tally.errors.load(Ordering::Relaxed),
         elapsed.as_secs_f64(),
     );
+    for (why, n) in tally.why.lock().unwrap().iter() {
+        eprintln!("  isError ×{n}: {why}");
+    }
     lost == 0
         && mismatched == 0
         && after.fds <= before.fds
