@@ -254,6 +254,19 @@ impl Client {
             )
             .await?;
         let mut dropped = Vec::new();
+        let max = self.inner.config.max_tool_bytes;
+        page.tools.retain(|tool| {
+            let size = serde_json::to_vec(tool).map_or(usize::MAX, |v| v.len());
+            if size <= max {
+                return true;
+            }
+            warn!(server = %self.inner.name, tool = %tool.name, size, "dropping an oversized tool definition");
+            dropped.push(Dropped {
+                name: tool.name.clone(),
+                reason: format!("its definition is {size} bytes, over the limit of {max}"),
+            });
+            false
+        });
         if self.inner.config.tasks {
             let mut support = self
                 .inner
@@ -891,6 +904,13 @@ impl Client {
             let (mut batch, next, hints, mut left_out) = page(cursor.take()).await?;
             pages += 1;
             items.append(&mut batch);
+            let max_items = self.inner.config.max_items;
+            if items.len() > max_items {
+                return Err(self.invalid(
+                    method,
+                    format!("the listing has more than {max_items} items"),
+                ));
+            }
             dropped.append(&mut left_out);
             cache = Some(match cache {
                 None => hints,

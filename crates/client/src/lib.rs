@@ -72,7 +72,10 @@ pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
 /// and platform roots), built once per process.
 #[cfg(feature = "http")]
 pub use net::default_tls;
-pub use options::{ClientConfig, EraPolicy, ProgressSink, RequestOptions, Resume};
+pub use options::{
+    ClientConfig, DEFAULT_MAX_ITEMS, DEFAULT_MAX_TOOL_BYTES, EraPolicy, ProgressSink,
+    RequestOptions, Resume,
+};
 pub use subscription::{Subscription, SubscriptionEnd};
 pub use task::{TaskList, ToolCallStart};
 #[cfg(feature = "http")]

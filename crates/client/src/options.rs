@@ -109,6 +109,12 @@ pub enum EraPolicy {
     AssumeModern,
 }
 
+/// Default of [`ClientConfig::max_items`].
+pub const DEFAULT_MAX_ITEMS: usize = 50_000;
+
+/// Default of [`ClientConfig::max_tool_bytes`]: 1 MiB.
+pub const DEFAULT_MAX_TOOL_BYTES: usize = 1024 * 1024;
+
 /// What a [`crate::Client`] is configured with.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
@@ -127,6 +133,12 @@ pub struct ClientConfig {
     pub max_input_rounds: u32,
     /// Most pages a `list_all_*` call fetches before failing.
     pub max_pages: usize,
+    /// Most items a `list_all_*` call collects before failing.
+    pub max_items: usize,
+    /// Largest tool definition (serialised JSON bytes) a tools listing
+    /// keeps; larger ones are left out, in [`crate::Listing::dropped`] with
+    /// the reason.
+    pub max_tool_bytes: usize,
     /// Declare the tasks extension (`io.modelcontextprotocol/tasks`) on
     /// every request, so servers may answer `tools/call` with a task.
     pub tasks: bool,
@@ -154,6 +166,8 @@ impl Default for ClientConfig {
             log_level: None,
             max_input_rounds: 8,
             max_pages: 1000,
+            max_items: DEFAULT_MAX_ITEMS,
+            max_tool_bytes: DEFAULT_MAX_TOOL_BYTES,
             tasks: false,
             task_timeout: Duration::from_secs(1800),
             max_poll_interval: Duration::from_secs(5),

@@ -134,3 +134,41 @@ async fn two_servers_with_the_same_self_reported_name() {
     assert_eq!(names_received(&log1), ["search"]);
     host.shutdown().await;
 }
+
+/// Hostile input (docs/LIMITS.md): tool names made of control characters
+/// (two that sanitise alike) get valid, distinct local names, and each
+/// call reaches the server under its original name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_character_names_get_distinct_valid_local_names() {
+    let dir = Dir::new();
+    let hostile = ["\u{1}\u{2}\u{3}", "\u{1b}[2J\u{7}", "\u{0}", "\u{7f}\n\r\t"];
+    let tools = dir.tools(
+        "tools.json",
+        json!(hostile.iter().map(|n| tool(n, "")).collect::<Vec<_>>()),
+    );
+    let log = dir.path("a.log");
+    let host = dir
+        .mount(json!({"mcpServers": {"a": stdio(&["--tools-file", &tools, "--log", &log.display().to_string()])}}))
+        .await;
+    let tools = host.tools();
+    assert_eq!(tools.len(), hostile.len(), "{tools:?}");
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.iter().all(|n| {
+        n.len() <= 64
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }));
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), hostile.len(), "local names are distinct");
+    for t in &tools {
+        let r = call(&host, &t.name).await;
+        assert!(!r.is_error(), "{}", text(&r));
+    }
+    let mut received = names_received(&log);
+    received.sort();
+    let mut originals: Vec<String> = hostile.iter().map(|n| (*n).to_owned()).collect();
+    originals.sort();
+    assert_eq!(received, originals);
+    host.shutdown().await;
+}

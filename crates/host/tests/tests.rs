@@ -20,5 +20,6 @@ mod naming;
 mod outage;
 mod pins;
 mod reload;
+mod soak;
 mod supervision;
 mod tasks;

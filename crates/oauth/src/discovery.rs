@@ -163,7 +163,7 @@ pub(crate) async fn protected_resource_metadata(
     }))
 }
 
-fn parse_prm(
+pub(crate) fn parse_prm(
     url: &str,
     body: &[u8],
     server: &HttpUrl,
@@ -248,7 +248,7 @@ pub(crate) async fn authorization_server_metadata(
     }))
 }
 
-fn parse_asm(
+pub(crate) fn parse_asm(
     url: &str,
     body: &[u8],
     issuer: &str,

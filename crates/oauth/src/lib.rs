@@ -87,6 +87,8 @@ mod discovery;
 mod dpop;
 mod error;
 mod flow;
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod inbound;
 mod jwt;

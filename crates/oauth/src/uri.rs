@@ -213,6 +213,11 @@ fn split_host_port(authority: &str) -> Result<(&str, Option<u16>), String> {
     if host.is_empty() || host == "[]" {
         return Err("the URL has no host".into());
     }
+    if !valid_host(host) {
+        return Err(format!(
+            "the URL host {host:?} is not a host name or IP address"
+        ));
+    }
     let port = match port {
         None | Some("") => None,
         Some(p) => Some(
@@ -223,9 +228,68 @@ fn split_host_port(authority: &str) -> Result<(&str, Option<u16>), String> {
     Ok((host, port))
 }
 
+/// RFC 3986 `host`: an IP literal in brackets (hex digits, `:` and `.`),
+/// or a registered name or IPv4 address (unreserved, sub-delims and
+/// percent-encoding; never `:`, brackets or other characters).
+fn valid_host(host: &str) -> bool {
+    if let Some(inner) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return inner.contains(':')
+            && inner
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+    }
+    host.bytes().all(|b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'%'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+            )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fuzz finding (`oauth_metadata`): a host holding `:`, a backquote and
+    /// a bracket parsed, and its canonical form no longer did.
+    #[test]
+    fn a_host_with_colons_or_brackets_is_refused() {
+        let found = "https://1:`:[::4444tps://[::1]:8443/a441]3";
+        assert!(HttpUrl::parse(found).is_err());
+        for bad in [
+            "https://a:b:80/",
+            "https://a`b/",
+            "https://a]b/",
+            "https://[zz]/",
+            "https://[]/",
+        ] {
+            assert!(HttpUrl::parse(bad).is_err(), "{bad}");
+        }
+        for good in [
+            "https://[::1]:8443/a",
+            "http://127.0.0.1:3000/mcp",
+            "https://a.example-b_c~d/",
+            "http://localhost:/x",
+        ] {
+            let u = url(good);
+            assert_eq!(url(&u.canonical()).canonical(), u.canonical(), "{good}");
+        }
+    }
 
     fn url(s: &str) -> HttpUrl {
         HttpUrl::parse(s).unwrap()

@@ -295,6 +295,49 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The general path's reading of `body`, in the fast path's terms; `None`
+/// when it is not a plain `tools/call` the fast path may take. Used by the
+/// property tests and the differential fuzz target.
+fn general(body: &[u8]) -> Option<(RequestId, String, Value, RequestMeta)> {
+    let Ok(switchboard_wire::Message::Request(request)) =
+        switchboard_wire::Message::from_slice(body)
+    else {
+        return None;
+    };
+    let params = request.params.as_ref()?.as_object()?;
+    if request.method != method::TOOLS_CALL
+        || params
+            .keys()
+            .any(|k| !["name", "arguments", "_meta"].contains(&k.as_str()))
+    {
+        return None;
+    }
+    let arguments = match params.get("arguments") {
+        None => Value::Object(Map::new()),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => return None,
+    };
+    let meta = RequestMeta::from_params(request.params.as_ref()).ok()?;
+    let name = params.get("name")?.as_str()?.to_owned();
+    Some((request.id, name, arguments, meta))
+}
+
+/// The fast path either declines `body` or reads exactly what the
+/// general path reads (`Ok(true)` when it took it); `Err` describes a
+/// disagreement.
+pub(crate) fn agrees(body: &[u8]) -> Result<bool, String> {
+    let Some(fast) = tool_call(body) else {
+        return Ok(false);
+    };
+    let text = String::from_utf8_lossy(body);
+    let (id, name, arguments, meta) = general(body)
+        .ok_or_else(|| format!("fast path took what the general path refuses: {text}"))?;
+    if (fast.id, fast.name, fast.arguments, (*fast.meta).clone()) != (id, name, arguments, meta) {
+        return Err(format!("the paths read {text} differently"));
+    }
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,46 +388,6 @@ mod tests {
             assert!(tool_call(&bytes(c.clone())).is_none(), "{c}");
         }
         assert!(tool_call(b"{\"method\":\"tools/call\"").is_none());
-    }
-
-    /// What the general path makes of `body`, in the fast path's terms;
-    /// `None` when it is not a plain `tools/call` the fast path may take.
-    fn general(body: &[u8]) -> Option<(RequestId, String, Value, RequestMeta)> {
-        let Ok(Message::Request(request)) = Message::from_slice(body) else {
-            return None;
-        };
-        let params = request.params.as_ref()?.as_object()?;
-        if request.method != method::TOOLS_CALL
-            || params
-                .keys()
-                .any(|k| !["name", "arguments", "_meta"].contains(&k.as_str()))
-        {
-            return None;
-        }
-        let arguments = match params.get("arguments") {
-            None => json!({}),
-            Some(v @ Value::Object(_)) => v.clone(),
-            Some(_) => return None,
-        };
-        let meta = RequestMeta::from_params(request.params.as_ref()).ok()?;
-        let name = params.get("name")?.as_str()?.to_owned();
-        Some((request.id, name, arguments, meta))
-    }
-
-    /// The fast path either declines `body` or reads exactly what the
-    /// general path reads.
-    fn agrees(body: &[u8]) -> Result<bool, String> {
-        let Some(fast) = tool_call(body) else {
-            return Ok(false);
-        };
-        let text = String::from_utf8_lossy(body);
-        let (id, name, arguments, meta) = general(body)
-            .ok_or_else(|| format!("fast path took what the general path refuses: {text}"))?;
-        if (fast.id, fast.name, fast.arguments, (*fast.meta).clone()) != (id, name, arguments, meta)
-        {
-            return Err(format!("the paths read {text} differently"));
-        }
-        Ok(true)
     }
 
     #[test]

@@ -66,6 +66,8 @@ mod dispatch;
 mod dpop;
 mod error;
 mod fast;
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 mod input;
 pub mod jws;

@@ -11,6 +11,7 @@ mod util;
 mod auth;
 mod auth_logs;
 mod headers;
+mod hostile;
 mod legacy;
 mod listen;
 mod mrtr;

@@ -186,6 +186,16 @@ impl MessageError {
             MessageError::Invalid { id, .. } => id.as_ref(),
         }
     }
+
+    /// The id of a malformed *response* (no `method`; `result` null, both
+    /// `result` and `error`, or neither), so a client can fail the request
+    /// it answers at once instead of waiting for its timeout.
+    pub fn response_id(&self) -> Option<&RequestId> {
+        match self {
+            MessageError::Invalid { reason, id } if RESPONSE_SHAPE.contains(reason) => id.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 impl Request {
@@ -522,6 +532,13 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Option<V
     Option::<Value>::deserialize(deserializer).map(Some)
 }
 
+const RESULT_NULL: &str = "result must not be null";
+const RESULT_AND_ERROR: &str = "a response has result or error, not both";
+const NEITHER: &str = "a response needs result or error";
+/// The reasons that describe a message shaped as a response (an id and no
+/// `method`).
+const RESPONSE_SHAPE: [&str; 3] = [RESULT_NULL, RESULT_AND_ERROR, NEITHER];
+
 impl RawMessage {
     fn into_message(self) -> Result<Message, MessageError> {
         let id = match &self.id {
@@ -573,15 +590,15 @@ impl RawMessage {
             },
             (None, Some(error)) => Ok(Message::Response(Response::error(id, error))),
             (Some(None), None) => Err(MessageError::Invalid {
-                reason: "result must not be null",
+                reason: RESULT_NULL,
                 id,
             }),
             (Some(_), Some(_)) => Err(MessageError::Invalid {
-                reason: "a response has result or error, not both",
+                reason: RESULT_AND_ERROR,
                 id,
             }),
             (None, None) => Err(MessageError::Invalid {
-                reason: "a response needs result or error",
+                reason: NEITHER,
                 id,
             }),
         }
@@ -592,6 +609,21 @@ impl RawMessage {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_malformed_response_names_its_id_a_malformed_request_does_not() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":7}"#,
+        ] {
+            let e = Message::from_slice(line.as_bytes()).unwrap_err();
+            assert_eq!(e.response_id(), Some(&RequestId::from(7)), "{line}");
+        }
+        let e = Message::from_slice(br#"{"jsonrpc":"1.0","id":7,"method":"m"}"#).unwrap_err();
+        assert_eq!(e.id(), Some(&RequestId::from(7)));
+        assert_eq!(e.response_id(), None);
+    }
 
     #[test]
     fn classifies_the_three_shapes() {

@@ -506,6 +506,18 @@ impl Shared {
             Err(e) => {
                 self.junk_lines.fetch_add(1, Ordering::Relaxed);
                 warn!(server = %self.name, error = %e, line = %preview(line), "skipped a stdout line that is not a JSON-RPC message");
+                // A malformed answer to a request in flight fails that
+                // request now, with the reason, rather than at its timeout.
+                let entry = e
+                    .response_id()
+                    .and_then(|id| lock(&self.pending).remove(id));
+                if let Some(entry) = entry {
+                    let _ = entry.tx.send(Err(TransportError::Exchange {
+                        server: self.name.clone(),
+                        cause: format!("the server's response is malformed: {e}"),
+                        source: None,
+                    }));
+                }
             }
         }
     }

@@ -636,3 +636,44 @@ async fn modern_only_reports_the_http_refusal() {
     assert!(err.to_string().contains("No valid session ID"), "{err}");
     assert!(server.posts(method::INITIALIZE).is_empty());
 }
+
+// Hostile input (docs/LIMITS.md): an SSE stream that never ends an event
+// fails that call once the event passes the body limit; the same client
+// then calls again as usual.
+#[tokio::test]
+async fn an_sse_event_that_never_ends_fails_the_call_at_the_limit() {
+    let server = modern(
+        json!([{"name": "endless", "inputSchema": {"type": "object"}}]),
+        |seen| {
+            if seen.json()["params"]["name"] != "endless" {
+                return ok_text(seen, "fine");
+            }
+            let (tx, reply) = channel_sse();
+            tokio::spawn(async move {
+                let chunk = bytes::Bytes::from(format!("data: {}\n", "x".repeat(64 * 1024)));
+                // Until the client goes away: one event, never ended.
+                while tx.send(Ok(chunk.clone())).is_ok() {
+                    tokio::task::yield_now().await;
+                    if tx.is_closed() {
+                        break;
+                    }
+                }
+            });
+            reply
+        },
+    )
+    .await;
+    let transport = HttpTransport::builder("srv", server.url())
+        .remember_era(false)
+        .max_body_bytes(1024 * 1024)
+        .build()
+        .unwrap();
+    let client = within(Client::builder("srv", transport).connect())
+        .await
+        .unwrap();
+    let err = within(client.call_tool("endless", None)).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("1048576"), "{text}");
+    let ok = within(client.call_tool("other", None)).await.unwrap();
+    assert_eq!(ok.joined_text(), "fine");
+}

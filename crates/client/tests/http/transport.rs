@@ -787,3 +787,35 @@ async fn malformed_answers_are_clear_errors() {
     let ok = within(t.request(call(4, "fine"))).await.unwrap();
     assert_eq!(ok.outcome.unwrap()["fine"], true);
 }
+
+/// Soak finding: 10,000 concurrent calls opened 10,000 connections at once
+/// and most connects timed out. Requests in flight (and so connections)
+/// are bounded by `max_in_flight`; the rest wait for a slot and all end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_in_flight_and_connections_are_bounded() {
+    let server = serve(|seen| async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        json_reply(200, result_for(&seen, json!({"content": []})))
+    })
+    .await;
+    let t = Arc::new(
+        HttpTransport::builder("srv", server.url())
+            .remember_era(false)
+            .max_in_flight(4)
+            .build()
+            .unwrap(),
+    );
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let t = t.clone();
+        set.spawn(async move {
+            let request = modern_request(i, method::TOOLS_CALL, json!({"name": "x"}));
+            t.request(Outgoing::new(request)).await
+        });
+    }
+    while let Some(r) = set.join_next().await {
+        within(async { r.unwrap().unwrap() }).await;
+    }
+    let opened = server.connections.load(Ordering::SeqCst);
+    assert!(opened <= 4, "{opened} connections for 4 slots");
+}

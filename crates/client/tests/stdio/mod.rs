@@ -4,6 +4,7 @@ mod util;
 
 mod client;
 mod era;
+mod hostile;
 mod legacy_tasks;
 mod lifecycle;
 mod tasks;

@@ -377,6 +377,21 @@ impl Shared {
         F: FnOnce(Server, Incoming) -> Fut,
         Fut: Future<Output = Reply> + Send + 'static,
     {
+        // JSON-RPC ids are unique among requests in flight: a second
+        // request under a pending id is refused (its answer names the id,
+        // which is all JSON-RPC allows) and never run, so the first keeps
+        // its cancellation.
+        if lock(&self.in_flight).contains_key(&id) {
+            tracing::warn!(%id, "refusing a request whose id is already in flight");
+            let error = ErrorObject::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "request id {id} is already in flight; ids must be unique among pending requests"
+                ),
+            );
+            self.write_line(frame_error(Some(&id), &error));
+            return;
+        }
         let cancel = Cancellation::new();
         let shared: Arc<dyn LineSink> = Arc::<Shared>::clone(self);
         let incoming = Incoming {

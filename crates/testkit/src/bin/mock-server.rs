@@ -17,6 +17,7 @@
 //! | `--chatty` | before every response: a `notifications/message`, a `tools/list_changed` without subscription, progress for an unknown token; after it: progress for the request's own (now finished) token |
 //! | `--junk` | write junk lines (non-JSON text, a JSON array, a bare number, a blank line) at start-up and before every response |
 //! | `--delay-ms N` | answer every request N ms late |
+//! | `--jitter-ms N` | answer every request after a random 0..N ms more, so concurrent requests are answered in random order (the soak) |
 //! | `--startup-delay-ms N` | sleep N ms before reading stdin |
 //! | `--ignore-cancel` | answer requests even after the client cancelled them (a late response) |
 //! | `--page-size N` | page `tools/list` N at a time (default 2; 0 = one page). The second page's cursor is the empty string `""`; later ones are `"2"`, `"3"`, …; a bad cursor gets -32602 |
@@ -51,6 +52,7 @@
 //! | `fail` | — | a tool error (`isError: true`) |
 //! | `error` | — | JSON-RPC error -32602 with `data` |
 //! | `weird` | — | a result with an unknown `resultType` |
+//! | `hostile` | `kind`, `size?` | instead of an answer: `long-line` writes `size` (100,000,000) bytes without a newline, then one; `deep` answers with arrays nested `size` (100,000) deep; `both` answers with `result` and `error`; `unsolicited` first answers three requests never sent, then answers properly |
 //! | `pids` | — | `structuredContent` = `{"pid": …, "grandchild": …}` |
 //! | `task` | `work_ms?` (200), `never?`, `poll_ms?`, `inputs?` (0), `ttl_ms?` | with the tasks extension declared: a task handle (`resultType: "task"`, `pollIntervalMs` = `poll_ms` when given, `ttlMs` = `ttl_ms`). The task asks `inputs` times for input (`inputRequests.confirm`, a new message each round) through `tasks/update`, then works `work_ms` (forever with `never`) and completes with the answers; after `ttl_ms` it is gone (-32602). `tasks/cancel` marks it cancelled. Without the extension: works `work_ms` inside the call |
 //! | `task` with `notify: true` (and `bare?`) | as `task`, but driven by its listen stream: it stays `working` until a `subscriptions/listen` named it in `taskIds` and a `tasks/get` followed; then each step (an input request, the completion) comes `work_ms` later (and `work_ms` after each `tasks/update`) and is announced by a `notifications/tasks` on that stream with the full task (the completion without `result` with `bare`) |
@@ -93,6 +95,7 @@ struct Opts {
     chatty: bool,
     junk: bool,
     delay_ms: u64,
+    jitter_ms: u64,
     ignore_cancel: bool,
     startup_delay_ms: u64,
     page_size: usize,
@@ -136,6 +139,7 @@ fn parse_opts() -> anyhow::Result<Opts> {
             "--chatty" => o.chatty = true,
             "--junk" => o.junk = true,
             "--delay-ms" => o.delay_ms = value()?.parse()?,
+            "--jitter-ms" => o.jitter_ms = value()?.parse()?,
             "--ignore-cancel" => o.ignore_cancel = true,
             "--startup-delay-ms" => o.startup_delay_ms = value()?.parse()?,
             "--page-size" => o.page_size = value()?.parse()?,
@@ -448,6 +452,71 @@ impl Server {
         }
     }
 
+    /// The `hostile` tool: writes what `args.kind` names instead of a
+    /// proper answer (see the table in the module docs).
+    fn hostile(
+        &self,
+        req: &Request,
+        args: &Value,
+    ) -> Option<Result<Value, switchboard_wire::ErrorObject>> {
+        let kind = args.get("kind").and_then(Value::as_str).unwrap_or("");
+        let count = |d: u64| {
+            usize::try_from(args.get("size").and_then(Value::as_u64).unwrap_or(d)).unwrap_or(0)
+        };
+        let id = req.id.to_value().to_string();
+        let mut out = lock(&self.out);
+        match kind {
+            "long-line" => {
+                let chunk = vec![b'x'; 1 << 20];
+                let mut left = count(100_000_000);
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    self.write_raw(&mut out, &chunk[..n]);
+                    left -= n;
+                }
+                self.write_raw(&mut out, b"\n");
+                None
+            }
+            "deep" => {
+                let depth = count(100_000);
+                let mut line = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"structuredContent":{{"deep":"#
+                );
+                line.push_str(&"[".repeat(depth));
+                line.push_str(&"]".repeat(depth));
+                line.push_str("}}}\n");
+                self.write_raw(&mut out, line.as_bytes());
+                None
+            }
+            "both" => {
+                let line = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[]}},"error":{{"code":-32603,"message":"and an error"}}}}"#
+                ) + "\n";
+                self.write_raw(&mut out, line.as_bytes());
+                None
+            }
+            "unsolicited" => {
+                for ghost in ["987654321", r#""ghost""#, "-1"] {
+                    let line = format!(
+                        r#"{{"jsonrpc":"2.0","id":{ghost},"result":{{"content":[{{"type":"text","text":"ghost"}}]}}}}"#
+                    ) + "\n";
+                    self.write_raw(&mut out, line.as_bytes());
+                }
+                drop(out);
+                Some(Ok(self.complete(
+                    json!({"content": [{"type": "text", "text": "the real answer"}]}),
+                )))
+            }
+            _ => {
+                drop(out);
+                Some(Err(switchboard_wire::ErrorObject::new(
+                    switchboard_wire::ErrorCode::InvalidParams,
+                    format!("unknown hostile kind {kind:?}"),
+                )))
+            }
+        }
+    }
+
     fn send(&self, message: &Message) {
         let line = message.to_line();
         let mut out = lock(&self.out);
@@ -542,6 +611,9 @@ impl Server {
     fn handle(&self, req: Request) {
         if self.opts.delay_ms > 0 {
             std::thread::sleep(Duration::from_millis(self.opts.delay_ms));
+        }
+        if self.opts.jitter_ms > 0 {
+            std::thread::sleep(Duration::from_millis(random_below(self.opts.jitter_ms)));
         }
         let params = req.params.clone().unwrap_or_else(|| json!({}));
         let token = params
@@ -831,6 +903,7 @@ impl Server {
                 return Some(Err(rpc_error(-32602, "bad arguments for the error tool").with_data(json!({"field": "x"}))));
             }
             "weird" => json!({"content": [], "resultType": "mystery"}),
+            "hostile" => return self.hostile(req, &args),
             "task" => return self.start_task(req, &args, caps),
             "pids" => json!({"content": [], "structuredContent": {"pid": std::process::id(), "grandchild": self.grandchild}}),
             n if n.starts_with("filler_") => json!({"content": [{"type": "text", "text": n}]}),
@@ -1419,4 +1492,13 @@ fn input_request(key: &str) -> Value {
         }}),
         _ => json!({"method": "roots/list", "params": {}}),
     }
+}
+
+/// A random number in `0..n` (`n > 0`): std's per-instance random hasher
+/// keys, enough for jitter.
+fn random_below(n: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(n);
+    h.finish() % n
 }

@@ -60,6 +60,9 @@ pub const DEFAULT_MAX_BODY: usize = 16 * 1024 * 1024;
 /// Default bound on a response head (status line and headers): 64 KiB.
 pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
 
+/// Default of [`HttpTransportBuilder::max_in_flight`].
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
+
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
@@ -98,6 +101,7 @@ pub struct HttpTransportBuilder {
     connect_timeout: Duration,
     drain_grace: Duration,
     remember_era: bool,
+    max_in_flight: usize,
 }
 
 impl HttpTransportBuilder {
@@ -128,6 +132,15 @@ impl HttpTransportBuilder {
     /// [`DEFAULT_MAX_BODY`]).
     pub fn max_body_bytes(mut self, limit: usize) -> Self {
         self.max_body = limit;
+        self
+    }
+
+    /// Bounds the requests this transport has in flight at once, and so
+    /// its connections (default [`DEFAULT_MAX_IN_FLIGHT`]); more wait for
+    /// a slot, within their own timeout. An open `subscriptions/listen`
+    /// stream holds a slot.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
         self
     }
 
@@ -215,6 +228,7 @@ impl HttpTransportBuilder {
                 events: Arc::new(RwLock::new(None)),
                 closed: AtomicBool::new(false),
                 remembered_modern: AtomicBool::new(false),
+                in_flight: tokio::sync::Semaphore::new(self.max_in_flight),
             }),
         })
     }
@@ -246,6 +260,9 @@ struct Inner {
     closed: AtomicBool,
     /// Whether the era memory already knows this endpoint is modern.
     remembered_modern: AtomicBool,
+    /// Slots for requests in flight (and so connections): 10,000 calls at
+    /// once must not mean 10,000 connects at once.
+    in_flight: tokio::sync::Semaphore,
 }
 
 impl Inner {
@@ -319,6 +336,7 @@ impl HttpTransport {
             connect_timeout: Duration::from_secs(10),
             drain_grace: Duration::from_secs(2),
             remember_era: true,
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 
@@ -354,6 +372,7 @@ impl Transport for HttpTransport {
     fn request(&self, outgoing: Outgoing) -> BoxFuture<'_, Result<Response, TransportError>> {
         Box::pin(async move {
             let inner = &*self.inner;
+            let _slot = inner.in_flight.acquire().await.ok();
             unless_closed!(inner, inner.request(outgoing))
         })
     }

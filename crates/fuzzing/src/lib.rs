@@ -1,0 +1,300 @@
+//! The bodies of Switchboard's fuzz targets.
+//!
+//! Every parser that reads bytes from outside the process has one function
+//! here taking arbitrary bytes. It panics when a property breaks (that is
+//! how libFuzzer sees a failure) and returns otherwise. The cargo-fuzz
+//! binaries in `fuzz/` call these on nightly; `tests/corpus.rs` replays
+//! every file of `fuzz/corpus/` and `fuzz/regressions/` through them on
+//! stable, so the properties are checked in CI without libFuzzer.
+//!
+//! | target | parser |
+//! |---|---|
+//! | `framer` | stdio line framer, any chunking and bound |
+//! | `sse` | SSE decoder, any chunking |
+//! | `message` | JSON-RPC message parsing and its round trip |
+//! | `header` | the `=?base64?…?=` header-value codec |
+//! | `x_mcp_header` | `x-mcp-header` extraction from a tool schema and the values mirrored from arguments |
+//! | `www_authenticate` | `WWW-Authenticate` challenges |
+//! | `oauth_metadata` | protected-resource and authorization-server metadata, the URLs in them |
+//! | `uri_template` | RFC 6570 templates and matching |
+//! | `config` | the config file (JSON with comments, `${VAR}` expansion, every key) |
+//! | `cursor` | pagination cursor unsealing (forged and altered tokens) |
+//! | `request_state` | MRTR `requestState` unsealing (forged, altered, misbound tokens) |
+//! | `fast_path` | differential: the server's `tools/call` fast path against the general path |
+
+#![allow(clippy::print_stderr)]
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use switchboard_host::config::{Config, ConfigOrigin};
+use switchboard_server::UriTemplate;
+use switchboard_wire::header::{decode_value, encode_value, header_params};
+use switchboard_wire::{FrameError, LineFramer, Message, SseDecoder};
+
+/// A fuzz target: its name (the binary's and the corpus folder's) and body.
+pub type Target = (&'static str, fn(&[u8]));
+
+/// Every target, by name.
+pub const TARGETS: &[Target] = &[
+    ("framer", framer),
+    ("sse", sse),
+    ("message", message),
+    ("header", header),
+    ("x_mcp_header", x_mcp_header),
+    ("www_authenticate", www_authenticate),
+    ("oauth_metadata", oauth_metadata),
+    ("uri_template", uri_template),
+    ("config", config),
+    ("cursor", cursor),
+    ("request_state", request_state),
+    ("fast_path", fast_path),
+];
+
+/// The target named `name`.
+pub fn target(name: &str) -> Option<fn(&[u8])> {
+    TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+}
+
+fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Result<Vec<u8>, FrameError>> {
+    let mut framer = LineFramer::with_max_line(max_line);
+    let mut out = Vec::new();
+    for piece in pieces {
+        framer.push(piece);
+        assert!(framer.buffered() <= max_line + piece.len() + 1);
+        loop {
+            match framer.next_line() {
+                Ok(Some(line)) => out.push(Ok(line.to_vec())),
+                Ok(None) => break,
+                Err(e) => out.push(Err(e)),
+            }
+        }
+    }
+    match framer.finish() {
+        Ok(Some(line)) => out.push(Ok(line.to_vec())),
+        Ok(None) => {}
+        Err(e) => out.push(Err(e)),
+    }
+    out
+}
+
+/// The line framer: no panic, bounded memory, the same lines and errors
+/// however the bytes are split. First byte: the bound; second: the chunk
+/// size; the rest: the stream.
+pub fn framer(data: &[u8]) {
+    let [bound, chunk, stream @ ..] = data else {
+        return;
+    };
+    let max_line = usize::from(*bound) + 1;
+    let chunk = usize::from(*chunk).max(1);
+    let whole = frame(&[stream], max_line);
+    let pieces: Vec<&[u8]> = stream.chunks(chunk).collect();
+    assert_eq!(whole, frame(&pieces, max_line));
+    let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+    assert_eq!(whole, frame(&bytes, max_line));
+}
+
+fn decode_sse(pieces: &[&[u8]]) -> Vec<String> {
+    let mut decoder = SseDecoder::with_max_event(4096);
+    let mut out = Vec::new();
+    for piece in pieces {
+        decoder.push(piece);
+        loop {
+            match decoder.next_event() {
+                Ok(Some(e)) => out.push(format!("{e:?}")),
+                Ok(None) => break,
+                Err(e) => {
+                    out.push(format!("error {e}"));
+                    return out;
+                }
+            }
+        }
+    }
+    decoder.finish();
+    out
+}
+
+/// The SSE decoder: no panic, the same events however the bytes are
+/// split. First byte: the chunk size.
+pub fn sse(data: &[u8]) {
+    let [chunk, stream @ ..] = data else {
+        return;
+    };
+    let chunk = usize::from(*chunk).max(1);
+    let whole = decode_sse(&[stream]);
+    let pieces: Vec<&[u8]> = stream.chunks(chunk).collect();
+    assert_eq!(whole, decode_sse(&pieces));
+}
+
+/// Message parsing: no panic; an error carries -32700 or -32600; a parsed
+/// message serialises to one line that parses back to itself.
+pub fn message(data: &[u8]) {
+    match Message::from_slice(data) {
+        Ok(message) => {
+            let line = message.to_line();
+            assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+            let again = match Message::from_slice(&line[..line.len() - 1]) {
+                Ok(m) => m,
+                Err(e) => panic!("our own output does not parse: {e}"),
+            };
+            assert_eq!(again.to_vec(), message.to_vec());
+        }
+        Err(e) => assert!(matches!(e.code().code(), -32700 | -32600), "{e}"),
+    }
+}
+
+/// The header-value codec: a value that decodes re-encodes to something
+/// that decodes to it again; any text encodes to a plain-safe header that
+/// decodes back to it.
+pub fn header(data: &[u8]) {
+    if let Ok(decoded) = decode_value(data) {
+        let encoded = encode_value(&decoded);
+        match decode_value(encoded.as_bytes()) {
+            Ok(again) => assert_eq!(again, decoded),
+            Err(e) => panic!("re-encoded {decoded:?} as {encoded:?}, which fails: {e}"),
+        }
+    }
+    let text = String::from_utf8_lossy(data);
+    let encoded = encode_value(&text);
+    assert!(
+        encoded.bytes().all(|b| (0x20..=0x7e).contains(&b)),
+        "encoded {text:?} to {encoded:?}, not visible ASCII"
+    );
+    match decode_value(encoded.as_bytes()) {
+        Ok(back) => assert_eq!(back, text),
+        Err(e) => panic!("encoded {text:?} as {encoded:?}, which fails: {e}"),
+    }
+}
+
+/// `x-mcp-header` extraction: the input is a tool's input schema, a
+/// newline, and arguments. The annotations either fail with a reason or
+/// give unique, valid header names; every value mirrored from the
+/// arguments round-trips through the codec and matches the argument the
+/// way a server compares them.
+pub fn x_mcp_header(data: &[u8]) {
+    let (schema, args) = match data.iter().position(|b| *b == b'\n') {
+        Some(at) => (&data[..at], &data[at + 1..]),
+        None => (data, &b"{}"[..]),
+    };
+    let Ok(Value::Object(schema)) = serde_json::from_slice::<Value>(schema) else {
+        return;
+    };
+    let Ok(params) = header_params(&schema) else {
+        return;
+    };
+    for (i, p) in params.iter().enumerate() {
+        assert!(switchboard_wire::header::is_token(&p.name), "{:?}", p.name);
+        assert!(
+            params[..i]
+                .iter()
+                .all(|q| !q.name.eq_ignore_ascii_case(&p.name))
+        );
+    }
+    let args = match serde_json::from_slice::<Value>(args) {
+        Ok(Value::Object(a)) => a,
+        _ => return,
+    };
+    for p in &params {
+        let Ok(Some(value)) = p.value(Some(&args)) else {
+            continue;
+        };
+        let encoded = encode_value(&value);
+        let decoded = match decode_value(encoded.as_bytes()) {
+            Ok(d) => d,
+            Err(e) => panic!("header value {value:?} does not decode: {e}"),
+        };
+        let body = p.lookup(Some(&args));
+        assert!(
+            body.is_some_and(|b| p.matches(&decoded, b)),
+            "header {} = {decoded:?} does not match its own argument {body:?}",
+            p.name
+        );
+    }
+}
+
+/// `WWW-Authenticate` values.
+pub fn www_authenticate(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Err(e) = switchboard_oauth::fuzzing::www_authenticate(text) {
+        panic!("{e}");
+    }
+}
+
+/// OAuth metadata documents and the URLs in them.
+pub fn oauth_metadata(data: &[u8]) {
+    if let Err(e) = switchboard_oauth::fuzzing::metadata(data) {
+        panic!("{e}");
+    }
+}
+
+/// URI templates: the input is a template, a newline, and a URI. A
+/// template that parses keeps its text; a match reports the URI it
+/// matched and only variables the template names.
+pub fn uri_template(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (template, uri) = text.split_once('\n').unwrap_or((text, ""));
+    let Ok(t) = UriTemplate::parse(template) else {
+        return;
+    };
+    assert_eq!(t.as_str(), template);
+    if let Some(m) = t.matches(uri) {
+        assert_eq!(m.uri, uri);
+        for name in m.vars.keys() {
+            assert!(
+                template.contains(&format!("{{{name}}}"))
+                    || template.contains(&format!("{{+{name}}}")),
+                "variable {name:?} is not in {template:?}"
+            );
+        }
+    }
+    let _ = t.matches(template);
+}
+
+/// The config file: any text is either a config or a list of problems,
+/// never a panic, and an error always names at least one problem.
+pub fn config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let vars: BTreeMap<String, String> = [
+        ("HOME", "/home/user"),
+        ("TOKEN", "secret-${TOKEN}"),
+        ("EMPTY", ""),
+        ("PORT", "8080"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let origin = ConfigOrigin::Flag("fuzz/config.json".into());
+    if let Err(e) = Config::parse(text, origin, &vars) {
+        let problems = e.config_problems().map_or(0, |p| p.problems.len());
+        assert!(problems > 0, "a config error without problems: {e}");
+    }
+}
+
+/// Cursor unsealing never accepts a forged or altered cursor.
+pub fn cursor(data: &[u8]) {
+    if let Err(e) = switchboard_server::fuzzing::cursors(data) {
+        panic!("{e}");
+    }
+}
+
+/// `requestState` unsealing never accepts a forged, altered or misbound
+/// token.
+pub fn request_state(data: &[u8]) {
+    if let Err(e) = switchboard_server::fuzzing::request_state(data) {
+        panic!("{e}");
+    }
+}
+
+/// The server's `tools/call` fast path never reads a request differently
+/// from the general path.
+pub fn fast_path(data: &[u8]) {
+    if let Err(e) = switchboard_server::fuzzing::fast_path_agrees(data) {
+        panic!("{e}");
+    }
+}
