@@ -20,3 +20,4 @@ mod listing;
 mod serve;
 mod state;
 mod tasks;
+mod ts_client;
