@@ -12,7 +12,10 @@
 # input-required-result-unsupported-methods,
 # input-required-result-ignore-extra-params,
 # input-required-result-validate-input, and the pending
-# http-header-validation and http-custom-header-server-validation.
+# http-header-validation and http-custom-header-server-validation; then, for
+# legacy (2025-11-25, initialize-handshake) clients: server-initialize
+# logging-set-level ping tools-list server-sse-multiple-streams
+# dns-rebinding-protection.
 #
 # Excluded, and why:
 # - The gateway names every tool mcp__ALIAS__TOOL (here mcp__conformance__…),
@@ -27,8 +30,8 @@
 #   input-required-result-multi-round input-required-result-result-type
 #   input-required-result-tampered-state
 #   input-required-result-capability-check json-schema-2020-12, the ten
-#   tasks-extension scenarios, and in the 2025-11-25 set the tools-call-*,
-#   elicitation-* scenarios.
+#   tasks-extension scenarios, and in the 2025-11-25 set the tools-call-*
+#   and elicitation-* scenarios.
 # - Prompts, resources and completions of mounted servers are not served
 #   by the gateway on this branch (tools only): completion-complete
 #   resources-list resources-read-text resources-read-binary
@@ -36,7 +39,8 @@
 #   prompts-get-with-args prompts-get-embedded-resource
 #   prompts-get-with-image input-required-result-non-tool-request caching
 #   (its prompts and resources checks), and the 2025-11-25 resources-* and
-#   prompts-* scenarios. Once they are served, these belong in the run.
+#   prompts-* scenarios (resources-subscribe and resources-unsubscribe
+#   included). Once they are served, these belong in the run.
 #
 # Usage: ./scripts/conformance-gateway.sh
 #   ALL=1 runs the whole 2026-07-28 set instead (to see what the exclusions
@@ -53,6 +57,8 @@ scenarios="server-stateless tools-list server-sse-multiple-streams
  input-required-result-unsupported-methods
  input-required-result-ignore-extra-params input-required-result-validate-input
  http-header-validation http-custom-header-server-validation"
+legacy="server-initialize logging-set-level ping tools-list server-sse-multiple-streams
+ dns-rebinding-protection"
 
 cargo build --locked --quiet -p switchboard --bin switchboard \
   -p switchboard-conformance-server --bin conformance-server
@@ -99,8 +105,16 @@ done
 echo "gateway at $url, mounting conformance-server"
 
 if [[ ${ALL:-0} == 1 ]]; then
-  conformance/server.sh "$url"
-else
-  MCP_CONFORMANCE_SCENARIOS=$(tr '\n' ' ' <<<"$scenarios") \
-    conformance/server.sh "$url" conformance/gateway-expected-failures.yaml
+  status=0
+  conformance/server.sh "$url" || status=1
+  MCP_CONFORMANCE_REVISION=2025-11-25 conformance/server.sh "$url" || status=1
+  exit $status
 fi
+status=0
+echo "== 2026-07-28 (the scenarios meaningful through a proxy)"
+MCP_CONFORMANCE_SCENARIOS=$(tr '\n' ' ' <<<"$scenarios") \
+  conformance/server.sh "$url" conformance/gateway-expected-failures.yaml || status=1
+echo "== 2025-11-25 (legacy clients; the scenarios meaningful through a proxy)"
+MCP_CONFORMANCE_REVISION=2025-11-25 MCP_CONFORMANCE_SCENARIOS=$(tr '\n' ' ' <<<"$legacy") \
+  conformance/server.sh "$url" || status=1
+exit $status

@@ -75,7 +75,10 @@ fn check(report: &Value) {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert!(tools.contains(&ALLOWED) && tools.contains(&ASKED), "{tools:?}");
+    assert!(
+        tools.contains(&ALLOWED) && tools.contains(&ASKED),
+        "{tools:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -91,7 +94,15 @@ async fn the_official_typescript_client_drives_the_gateway_over_stdio() {
     let cfg = config(&sb);
     let report = tokio::task::spawn_blocking(move || {
         let args = [
-            "stdio", ALLOWED, ASKED, "--", bin(), "--config", &cfg, "serve", "--stdio",
+            "stdio",
+            ALLOWED,
+            ASKED,
+            "--",
+            bin(),
+            "--config",
+            &cfg,
+            "serve",
+            "--stdio",
         ];
         drive(&sb, &dir, &args)
     })
