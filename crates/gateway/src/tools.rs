@@ -128,12 +128,15 @@ async fn call(host: &Host, name: &str, args: Value, ctx: &Context, yes: bool) ->
 
     let mut options = CallOptions::default();
     options.approver = Some(approver);
-    let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
-    if ctx.wants_progress() {
-        options = options.with_progress(move |p| {
-            let _ = tx.try_send(p);
-        });
+    if !ctx.wants_progress() {
+        // Nothing to relay: no queue, no second future to poll.
+        let report = host.call_detailed(name, arguments, options).await;
+        return Ok(report.result.into());
     }
+    let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
+    options = options.with_progress(move |p| {
+        let _ = tx.try_send(p);
+    });
     let call = host.call_detailed(name, arguments, options);
     tokio::pin!(call);
     let report = loop {
