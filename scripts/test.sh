@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: unit and integration tests, doc tests, the
 # selftest, the demo eval set, and the official MCP conformance suite
-# against our server and client (needs npm; the suite is installed into
+# against our server, our client and the gateway (needs npm; the suite is installed into
 # the user cache on first use).
 # Usage: ./scripts/test.sh
 set -euo pipefail
@@ -54,3 +54,5 @@ echo "== official MCP conformance suite: our server"
 ./scripts/conformance-server.sh
 echo "== official MCP conformance suite: our client"
 ./scripts/conformance-client.sh
+echo "== official MCP conformance suite: through the gateway"
+./scripts/conformance-gateway.sh

@@ -24,3 +24,4 @@ mod replicas;
 mod serve;
 mod state;
 mod tasks;
+mod ts_client;

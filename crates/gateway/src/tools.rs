@@ -190,19 +190,22 @@ async fn call(
     }
     options.relay_input = true;
     options.resume = resume;
-    let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
-    if ctx.wants_progress() {
+    let report = if ctx.wants_progress() {
+        let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
         options = options.with_progress(move |p| {
             let _ = tx.try_send(p);
         });
-    }
-    let call = host.call_detailed(name, arguments, options);
-    tokio::pin!(call);
-    let report = loop {
-        tokio::select! {
-            report = &mut call => break report,
-            Some(p) = rx.recv() => ctx.progress(p.progress, p.total, p.message.as_deref()).await,
+        let call = host.call_detailed(name, arguments, options);
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                report = &mut call => break report,
+                Some(p) = rx.recv() => ctx.progress(p.progress, p.total, p.message.as_deref()).await,
+            }
         }
+    } else {
+        // Nothing to relay: no queue, no second future to poll.
+        host.call_detailed(name, arguments, options).await
     };
     telemetry.upstream_span(&trace, name, started, report.outcome);
     if let Some(request) = &report.approval_needed {

@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# gateway.sh — the gateway's own cost per call. The tickets demo server is
+# loaded by wrk (the bench suite's http-load.sh with mcp-call.lua) directly,
+# then through `switchboard serve --http` mounting it (an allow rule, so no
+# call waits for an approval; an audit log, as a team gateway keeps one).
+# Both servers are pinned to one CPU, wrk to another. For each figure:
+# req/s, p50, p99 and the CPU each process spent per request (utime+stime
+# from /proc/PID/stat before and after, divided by the requests served).
+#
+# It prints the ratios issue 13's targets use, medians over the rounds:
+#   cpu ratio    gateway CPU per proxied call / tickets CPU per direct request
+#                (target <= 2)
+#   added p50    (proxied p50 - direct p50) / direct p50 at one connection
+#                (target <= 1)
+#   throughput   proxied req/s / direct req/s at 64 connections
+# With OBS_FLAGS or OBS_ENV set, a second gateway runs with those extra
+# serve flags / environment (e.g. OBS_FLAGS="--metrics" or
+# OBS_ENV="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318"), and its CPU
+# per call is compared with the plain gateway's (target <= 1.05).
+#
+# Usage: bench/gateway.sh
+# Env:
+#   BENCH_DIR     the bench suite (default ../shared/bench, relative to the repo)
+#   BIN           a built switchboard binary (default: built with PROFILE)
+#   PROFILE       cargo profile to build (default dist: what ships)
+#   SERVER_CPU    the CPU both servers are pinned to (default 0)
+#   LOADGEN_CPUS  the CPU(s) wrk is pinned to (default 1)
+#   SECS          seconds per figure (default 5)    REPS  rounds (default 3)
+#   PORT          first of three ports used (default 18391)
+#   QUIET_WAIT    seconds to wait for the machine to go quiet before a figure
+#                 (default 10)
+#   AUDIT=0       no audit log
+#   OBS_FLAGS     extra serve flags for the observed gateway (split on spaces)
+#   OBS_ENV       extra environment for it (NAME=VALUE, space separated)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH_DIR=$(cd "${BENCH_DIR:-../shared/bench}" && pwd)
+SERVER_CPU=${SERVER_CPU:-0}; LOADGEN_CPUS=${LOADGEN_CPUS:-1}
+SECS=${SECS:-5}; REPS=${REPS:-3}; PORT=${PORT:-18391}
+QUIET_WAIT=${QUIET_WAIT:-10}; PROFILE=${PROFILE:-dist}
+TICKS=$(getconf CLK_TCK)
+
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+if [[ -z ${BIN:-} ]]; then
+  cargo build --locked --quiet --profile "$PROFILE" -p switchboard --bin switchboard
+  target_dir=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  BIN=$target_dir/$PROFILE/switchboard
+fi
+[[ -x $BIN ]] || { echo "no switchboard binary at $BIN" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/gateway-bench.XXXXXX")
+pids=()
+stop() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap stop EXIT
+
+# Waits until URL answers a POST with any HTTP status.
+wait_up() {
+  for _ in $(seq 100); do
+    curl -s -o /dev/null -X POST "$1" -d '{}' && return 0
+    sleep 0.1
+  done
+  echo "nothing answers at $1" >&2
+  exit 2
+}
+
+tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2))
+taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
+tickets_pid=$!; pids+=("$tickets_pid")
+wait_up "http://127.0.0.1:$tickets_port/mcp"
+
+audit_line='"audit": "audit.jsonl",'
+[[ ${AUDIT:-1} == 0 ]] && audit_line=""
+cat >"$work/config.json" <<EOF
+{
+  $audit_line
+  "mcpServers": {
+    "tickets": {
+      "url": "http://127.0.0.1:$tickets_port/mcp",
+      "permissions": {"allow": ["*"]}
+    }
+  }
+}
+EOF
+# A gateway of its own state (token store, lockfile) under $work.
+start_gateway() { # PORT LOG [ENV...] -- [FLAGS...]
+  local port=$1 log=$2; shift 2
+  local env=()
+  while [[ $# -gt 0 && $1 != -- ]]; do env+=("$1"); shift; done
+  [[ ${1:-} == -- ]] && shift
+  env SWITCHBOARD_CONFIG="$work/config.json" SWITCHBOARD_STATE_DIR="$work/state" "${env[@]}" \
+    taskset -c "$SERVER_CPU" "$BIN" serve --http "127.0.0.1:$port" "$@" 2>"$log" &
+  pids+=("$!")
+  wait_up "http://127.0.0.1:$port/mcp"
+}
+start_gateway "$gw_port" "$work/gw.log"
+gw_pid=${pids[-1]}
+obs_pid=""
+if [[ -n ${OBS_FLAGS:-}${OBS_ENV:-} ]]; then
+  # shellcheck disable=SC2086 # split on purpose
+  start_gateway "$obs_port" "$work/obs.log" ${OBS_ENV:-} -- ${OBS_FLAGS:-}
+  obs_pid=${pids[-1]}
+fi
+
+jiffies() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+busy_jiffies() { awk '/^cpu / {print $2+$3+$4+$7+$8}' /proc/stat; }
+child_centis() { # user+sys of this shell's finished children, in 1/100 s
+  times | tail -n 1 | awk '{ for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 6000 + a[2] * 100 } } END { printf "%d", t }'
+}
+busy_now() { local b; b=$(busy_jiffies); sleep 0.5; echo $(( ($(busy_jiffies) - b) * 200 / TICKS )); }
+wait_quiet() { # until the whole machine is < 10 % busy, or QUIET_WAIT s
+  local end=$((SECONDS + QUIET_WAIT))
+  while (( SECONDS < end )); do
+    (( $(busy_now) < 10 )) && return 0
+  done
+  return 0
+}
+field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<" $2"; }
+us_per() { echo "$1 * 1000000 / $TICKS / $2" | bc -l; } # jiffies, requests
+
+# One figure: wrk at URL with C connections calling TOOL; sets R (the
+# RESULT line), T_US / G_US (tickets / gateway CPU µs per request) and
+# OTHER (% of one CPU used by anything else meanwhile).
+figure() { # URL C TOOL GATEWAY_PID
+  local url=$1 c=$2 tool=$3 gw=${4:-}
+  wait_quiet
+  local t0 g0=0 b0 c0 t1 g1=0 b1 c1 s0 s1
+  t0=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g0=$(jiffies "$gw")
+  b0=$(busy_jiffies); c0=$(child_centis); s0=$(date +%s%N)
+  R=$(MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
+    "$BENCH_DIR/http-load.sh" "$url" "$c" "$SECS")
+  t1=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g1=$(jiffies "$gw")
+  b1=$(busy_jiffies); c1=$(child_centis); s1=$(date +%s%N)
+  local n; n=$(field requests "$R")
+  local errs; errs=$(( $(field err_connect "$R") + $(field err_read "$R") + $(field err_write "$R") + $(field err_status "$R") + $(field err_timeout "$R") ))
+  (( errs == 0 )) || { echo "wrk saw $errs errors at $url: $R" >&2; exit 1; }
+  T_US=$(us_per $((t1 - t0)) "$n"); G_US=$(us_per $((g1 - g0)) "$n")
+  local wall_ticks=$(( (s1 - s0) * TICKS / 1000000000 ))
+  local ours=$(( (t1 - t0) + (g1 - g0) + (c1 - c0) * TICKS / 100 ))
+  OTHER=$(( ((b1 - b0) - ours) * 100 / (wall_ticks > 0 ? wall_ticks : 1) ))
+  (( OTHER < 0 )) && OTHER=0
+  return 0
+}
+
+declare -A RPS P50 P99 TUS GUS
+echo "servers on CPU $SERVER_CPU, wrk on CPU $LOADGEN_CPUS; $SECS s per figure, $REPS rounds; tool get_ticket; binary $BIN"
+[[ ${AUDIT:-1} == 0 ]] && echo "no audit log" || echo "audit log on"
+[[ -n $obs_pid ]] && echo "observed gateway: flags '${OBS_FLAGS:-}' env '${OBS_ENV:-}'"
+# Warm-up, discarded.
+for url in "http://127.0.0.1:$tickets_port/mcp" "http://127.0.0.1:$gw_port/mcp"; do
+  tool=get_ticket; [[ $url == *":$gw_port/"* ]] && tool=mcp__tickets__get_ticket
+  MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
+    "$BENCH_DIR/http-load.sh" "$url" 64 2 >/dev/null
+done
+kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed)
+for r in $(seq "$REPS"); do
+  for c in 1 64; do
+    for k in "${kinds[@]}"; do
+      case $k in
+        direct) figure "http://127.0.0.1:$tickets_port/mcp" "$c" get_ticket ;;
+        gateway) figure "http://127.0.0.1:$gw_port/mcp" "$c" mcp__tickets__get_ticket "$gw_pid" ;;
+        observed) figure "http://127.0.0.1:$obs_port/mcp" "$c" mcp__tickets__get_ticket "$obs_pid" ;;
+      esac
+      RPS[$k,$c,$r]=$(field rps "$R"); P50[$k,$c,$r]=$(field p50_us "$R"); P99[$k,$c,$r]=$(field p99_us "$R")
+      TUS[$k,$c,$r]=$T_US; GUS[$k,$c,$r]=$G_US
+      printf 'round %s c%-2s %-8s %9.1f req/s  p50 %6s us  p99 %6s us  CPU/req: tickets %6.1f us  gateway %6.1f us  other load %s%%\n' \
+        "$r" "$c" "$k" "${RPS[$k,$c,$r]}" "${P50[$k,$c,$r]}" "${P99[$k,$c,$r]}" "$T_US" "$G_US" "$OTHER"
+    done
+  done
+done
+
+med() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# The median over the rounds of an expression of one round's figures.
+over_rounds() { # EXPR-FUNCTION ARGS...
+  local f=$1; shift
+  local vals=()
+  for r in $(seq "$REPS"); do vals+=("$("$f" "$r" "$@")"); done
+  med "${vals[@]}"
+}
+cpu_ratio() { echo "${GUS[$2,$3,$1]} / ${TUS[direct,$3,$1]}" | bc -l; }
+added_p50() { echo "(${P50[$2,1,$1]} - ${P50[direct,1,$1]}) / ${P50[direct,1,$1]}" | bc -l; }
+tput() { echo "${RPS[$2,$3,$1]} / ${RPS[direct,$3,$1]}" | bc -l; }
+obs_cost() { echo "${GUS[observed,$2,$1]} / ${GUS[gateway,$2,$1]}" | bc -l; }
+pick() { local -n arr=$2; echo "${arr[$3,$4,$1]}"; } # round ARRAY kind c
+
+echo "medians over $REPS rounds:"
+for k in "${kinds[@]}"; do
+  for c in 1 64; do
+    printf '  c%-2s %-8s %9.1f req/s  p50 %6s us  p99 %6s us  CPU/req: tickets %6.1f us  gateway %6.1f us\n' "$c" "$k" \
+      "$(over_rounds pick RPS "$k" "$c")" "$(over_rounds pick P50 "$k" "$c")" "$(over_rounds pick P99 "$k" "$c")" \
+      "$(over_rounds pick TUS "$k" "$c")" "$(over_rounds pick GUS "$k" "$c")"
+  done
+done
+for k in "${kinds[@]:1}"; do
+  printf '%s: cpu ratio (gateway CPU/call / tickets CPU/direct request) c1 %.2f  c64 %.2f  (target <= 2)\n' "$k" \
+    "$(over_rounds cpu_ratio "$k" 1)" "$(over_rounds cpu_ratio "$k" 64)"
+  printf '%s: added p50 at c1 / direct p50 %.2f  (target <= 1)\n' "$k" "$(over_rounds added_p50 "$k")"
+  printf '%s: throughput ratio c1 %.2f  c64 %.2f\n' "$k" "$(over_rounds tput "$k" 1)" "$(over_rounds tput "$k" 64)"
+done
+if [[ -n $obs_pid ]]; then
+  printf 'observed / plain gateway CPU per call: c1 %.3f  c64 %.3f  (target <= 1.05)\n' \
+    "$(over_rounds obs_cost 1)" "$(over_rounds obs_cost 64)"
+fi

@@ -1,0 +1,143 @@
+//! The official MCP TypeScript client (`@modelcontextprotocol/client`,
+//! `tests/ts-client/drive.mjs`) driving the gateway over stdio and over
+//! Streamable HTTP: it lists the tools, calls an allowed one, and answers
+//! the approval question the gate asks about another.
+//!
+//! Skipped, with the reason printed, when `node` or the client's
+//! `node_modules` is missing (`npm ci` in `tests/ts-client`; CI does it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::util::{Sandbox, bin, collect, run, spawn, wait_for};
+
+const ALLOWED: &str = "mcp__notes__list_notes";
+const ASKED: &str = "mcp__notes__search";
+
+/// The driver's folder, or why it cannot run here.
+fn driver() -> Result<PathBuf, String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/ts-client");
+    let installed = dir.join("node_modules/@modelcontextprotocol/client/package.json");
+    if !installed.is_file() {
+        return Err(format!(
+            "{} is missing (run `npm ci` in tests/ts-client)",
+            installed.display()
+        ));
+    }
+    match Command::new("node").arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(dir),
+        _ => Err("node is not installed".into()),
+    }
+}
+
+/// notes, with `list_notes` allowed and everything else asked about.
+fn config(sb: &Sandbox) -> String {
+    sb.config(json!({}), json!({"permissions": {"allow": [ALLOWED]}}))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Runs the driver in the sandbox's environment and returns its report.
+fn drive(sb: &Sandbox, dir: &Path, args: &[&str]) -> Value {
+    let cmd = sb.cmd(&[]);
+    let mut node = Command::new("node");
+    node.arg(dir.join("drive.mjs"))
+        .args(args)
+        .current_dir(sb.path())
+        .stdin(Stdio::null());
+    // The sandbox's environment (config and state folders), for the
+    // gateway the driver starts over stdio.
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => node.env(key, v),
+            None => node.env_remove(key),
+        };
+    }
+    let out = run(node);
+    let last = out.stdout.lines().last().unwrap_or_default().to_owned();
+    let report: Value = serde_json::from_str(&last)
+        .unwrap_or_else(|e| panic!("no report from the driver ({e}):\n{out:?}"));
+    assert_eq!(report["ok"], json!(true), "{report:#}\n{out:?}");
+    report
+}
+
+fn check(report: &Value) {
+    assert_eq!(report["negotiated"], json!("2026-07-28"), "{report:#}");
+    assert_eq!(report["server"], json!("switchboard"), "{report:#}");
+    assert_eq!(report["questions"], json!(1), "{report:#}");
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&ALLOWED) && tools.contains(&ASKED),
+        "{tools:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_client_drives_the_gateway_over_stdio() {
+    let dir = match driver() {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let sb = Sandbox::new();
+    let cfg = config(&sb);
+    let report = tokio::task::spawn_blocking(move || {
+        let args = [
+            "stdio",
+            ALLOWED,
+            ASKED,
+            "--",
+            bin(),
+            "--config",
+            &cfg,
+            "serve",
+            "--stdio",
+        ];
+        drive(&sb, &dir, &args)
+    })
+    .await
+    .unwrap();
+    check(&report);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_client_drives_the_gateway_over_http() {
+    let dir = match driver() {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let sb = Sandbox::new();
+    let cfg = config(&sb);
+    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let err = collect(child.stderr.take().unwrap());
+    let report = tokio::task::spawn_blocking(move || {
+        let text = wait_for(&err, "/mcp", Duration::from_secs(60));
+        let url = text
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap()
+            .to_owned();
+        drive(&sb, &dir, &["http", &url, ALLOWED, ASKED])
+    })
+    .await
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    check(&report);
+}
