@@ -11,8 +11,10 @@
 # dns-rebinding-protection, input-required-result-missing-input-response,
 # input-required-result-unsupported-methods,
 # input-required-result-ignore-extra-params,
-# input-required-result-validate-input, and the pending
-# http-header-validation and http-custom-header-server-validation; then, for
+# input-required-result-validate-input, resources-list, resources-read-text,
+# resources-read-binary, resources-templates-read, prompts-list, and the
+# pending http-header-validation and http-custom-header-server-validation;
+# then, for
 # legacy (2025-11-25, initialize-handshake) clients: server-initialize
 # logging-set-level ping tools-list server-sse-multiple-streams
 # dns-rebinding-protection.
@@ -32,15 +34,16 @@
 #   input-required-result-capability-check json-schema-2020-12, the ten
 #   tasks-extension scenarios, and in the 2025-11-25 set the tools-call-*
 #   and elicitation-* scenarios.
-# - Prompts, resources and completions of mounted servers are not served
-#   by the gateway on this branch (tools only): completion-complete
+# - Prompts, resources and completions pass through the gateway: the
+#   resources keep their URIs (no collision with one server), so
 #   resources-list resources-read-text resources-read-binary
-#   resources-templates-read prompts-list prompts-get-simple
+#   resources-templates-read and prompts-list run. Excluded: the scenarios
+#   that name a prompt or a completion reference by its fixed name (the
+#   gateway serves prompts as mcp__ALIAS__PROMPT): prompts-get-simple
 #   prompts-get-with-args prompts-get-embedded-resource
-#   prompts-get-with-image input-required-result-non-tool-request caching
-#   (its prompts and resources checks), and the 2025-11-25 resources-* and
-#   prompts-* scenarios (resources-subscribe and resources-unsubscribe
-#   included). Once they are served, these belong in the run.
+#   prompts-get-with-image completion-complete
+#   input-required-result-non-tool-request caching, and the 2025-11-25
+#   resources-* and prompts-* scenarios (not run on the legacy era here).
 #
 # Usage: ./scripts/conformance-gateway.sh
 #   ALL=1 runs the whole 2026-07-28 set instead (to see what the exclusions
@@ -56,7 +59,9 @@ scenarios="server-stateless tools-list server-sse-multiple-streams
  input-required-result-missing-input-response
  input-required-result-unsupported-methods
  input-required-result-ignore-extra-params input-required-result-validate-input
- http-header-validation http-custom-header-server-validation"
+ http-header-validation http-custom-header-server-validation
+ resources-list resources-read-text resources-read-binary resources-templates-read
+ prompts-list"
 legacy="server-initialize logging-set-level ping tools-list server-sse-multiple-streams
  dns-rebinding-protection"
 
