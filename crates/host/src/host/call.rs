@@ -172,7 +172,7 @@ enum End {
     /// `isError` or not.
     Answered(CallToolResult),
     /// The server asked a question, handed back to the caller.
-    Asked(Box<switchboard_wire::InputRequiredResult>),
+    InputRequired(Box<switchboard_wire::InputRequiredResult>),
     /// The host ended the call: what happened, and what the model reads.
     Stopped {
         /// As in the audit line.
@@ -209,7 +209,7 @@ impl CallOutcome {
         match &self.end {
             End::Answered(result) if result.is_error() => Outcome::ToolError,
             End::Answered(_) => Outcome::Ok,
-            End::Asked(_) => Outcome::InputRequired,
+            End::InputRequired(_) => Outcome::InputRequired,
             End::Stopped { outcome, .. } => *outcome,
         }
     }
@@ -236,7 +236,7 @@ impl CallOutcome {
         record.outcome = self.outcome();
         record.is_error = match &self.end {
             End::Answered(result) => result.is_error(),
-            End::Asked(_) => false,
+            End::InputRequired(_) => false,
             End::Stopped { .. } => true,
         };
     }
@@ -272,7 +272,7 @@ impl CallOutcome {
     pub(crate) fn into_result(self) -> CallToolResult {
         match self.end {
             End::Answered(result) => result,
-            End::Asked(_) => CallToolResult::error(
+            End::InputRequired(_) => CallToolResult::error(
                 "The server asked a question before it can finish this call; it was handed to the caller.",
             ),
             End::Stopped { text, .. } => CallToolResult::error(text),
@@ -331,7 +331,7 @@ impl Host {
             observer.call_ended(&outcome.event(local_name, started_at, duration, &options));
         }
         let input_required = match &outcome.end {
-            End::Asked(asked) => Some(asked.clone()),
+            End::InputRequired(asked) => Some(asked.clone()),
             _ => None,
         };
         CallReport {
@@ -634,7 +634,7 @@ impl Host {
             }
             Err(switchboard_client::ClientError::InputRequired { result, .. }) => {
                 server.breaker().record(None, Instant::now());
-                End::Asked(result)
+                End::InputRequired(result)
             }
             Err(error) => failure(server, &link, local_name, original, timeout, &error),
         }
