@@ -107,9 +107,11 @@ impl HttpUrl {
         }
     }
 
-    /// The path without a trailing `/` (so `/` becomes empty).
+    /// The path without its trailing slashes (so `/` and `//` become
+    /// empty). Trimming them all keeps the canonical form stable: `//`
+    /// trimmed once would leave `/`, which trims again.
     pub(crate) fn trimmed_path(&self) -> &str {
-        self.path.strip_suffix('/').unwrap_or(&self.path)
+        self.path.trim_end_matches('/')
     }
 
     /// The canonical form (RFC 8707, MCP "Canonical Server URI"): origin
@@ -288,6 +290,22 @@ mod tests {
         ] {
             let u = url(good);
             assert_eq!(url(&u.canonical()).canonical(), u.canonical(), "{good}");
+        }
+    }
+
+    /// Fuzz finding (`oauth_metadata`): `https://tps://#f` has the path
+    /// `//`; trimming one slash gave the canonical `https://tps/`, whose own
+    /// canonical form is `https://tps`.
+    #[test]
+    fn a_path_of_slashes_has_a_stable_canonical_form() {
+        for (input, canonical) in [
+            ("https://tps://#f", "https://tps"),
+            ("https://a.example///", "https://a.example"),
+            ("https://a.example/b//?q", "https://a.example/b?q"),
+        ] {
+            let u = url(input);
+            assert_eq!(u.canonical(), canonical, "{input}");
+            assert_eq!(url(&u.canonical()).canonical(), canonical, "{input}");
         }
     }
 
