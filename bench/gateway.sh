@@ -26,12 +26,17 @@
 #   SERVER_CPU    the CPU both servers are pinned to (default 0)
 #   LOADGEN_CPUS  the CPU(s) wrk is pinned to (default 1)
 #   SECS          seconds per figure (default 5)    REPS  rounds (default 3)
-#   PORT          first of three ports used (default 18391)
+#   PORT          first of four ports used (default 18391)
 #   QUIET_WAIT    seconds to wait for the machine to go quiet before a figure
 #                 (default 10)
 #   AUDIT=0       no audit log
 #   OBS_FLAGS     extra serve flags for the observed gateway (split on spaces)
 #   OBS_ENV       extra environment for it (NAME=VALUE, space separated)
+#   OTLP_SINK=1   start bench/otlp-sink.py and point the observed gateway's
+#                 OTEL_EXPORTER_OTLP_ENDPOINT at it (adds to OBS_ENV)
+#   RT_PRIO       run the servers and wrk at SCHED_FIFO priority N (needs
+#                 root): other work on the machine (builds) then cannot
+#                 take their CPUs in the middle of a figure
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=$(cd "${BENCH_DIR:-../shared/bench}" && pwd)
@@ -39,6 +44,7 @@ SERVER_CPU=${SERVER_CPU:-0}; LOADGEN_CPUS=${LOADGEN_CPUS:-1}
 SECS=${SECS:-5}; REPS=${REPS:-3}; PORT=${PORT:-18391}
 QUIET_WAIT=${QUIET_WAIT:-10}; PROFILE=${PROFILE:-dist}
 TICKS=$(getconf CLK_TCK)
+rt=(); [[ -n ${RT_PRIO:-} ]] && rt=(chrt -f "$RT_PRIO")
 
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 if [[ -z ${BIN:-} ]]; then
@@ -69,7 +75,7 @@ wait_up() {
 }
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2))
-taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
+"${rt[@]}" taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
 tickets_pid=$!; pids+=("$tickets_pid")
 wait_up "http://127.0.0.1:$tickets_port/mcp"
 
@@ -93,13 +99,19 @@ start_gateway() { # PORT LOG [ENV...] -- [FLAGS...]
   while [[ $# -gt 0 && $1 != -- ]]; do env+=("$1"); shift; done
   [[ ${1:-} == -- ]] && shift
   env SWITCHBOARD_CONFIG="$work/config.json" SWITCHBOARD_STATE_DIR="$work/state" "${env[@]}" \
-    taskset -c "$SERVER_CPU" "$BIN" serve --http "127.0.0.1:$port" "$@" 2>"$log" &
+    "${rt[@]}" taskset -c "$SERVER_CPU" "$BIN" serve --http "127.0.0.1:$port" "$@" 2>"$log" &
   pids+=("$!")
   wait_up "http://127.0.0.1:$port/mcp"
 }
 start_gateway "$gw_port" "$work/gw.log"
 gw_pid=${pids[-1]}
 obs_pid=""
+if [[ -n ${OTLP_SINK:-} ]]; then
+  sink_port=$((PORT + 3))
+  python3 bench/otlp-sink.py "$sink_port" 2>"$work/otlp-sink.log" &
+  pids+=("$!")
+  OBS_ENV="${OBS_ENV:-} OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$sink_port"
+fi
 if [[ -n ${OBS_FLAGS:-}${OBS_ENV:-} ]]; then
   # shellcheck disable=SC2086 # split on purpose
   start_gateway "$obs_port" "$work/obs.log" ${OBS_ENV:-} -- ${OBS_FLAGS:-}
@@ -132,7 +144,7 @@ figure() { # URL C TOOL GATEWAY_PID
   t0=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g0=$(jiffies "$gw")
   b0=$(busy_jiffies); c0=$(child_centis); s0=$(date +%s%N)
   R=$(MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
-    "$BENCH_DIR/http-load.sh" "$url" "$c" "$SECS")
+    "${rt[@]}" "$BENCH_DIR/http-load.sh" "$url" "$c" "$SECS")
   t1=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g1=$(jiffies "$gw")
   b1=$(busy_jiffies); c1=$(child_centis); s1=$(date +%s%N)
   local n; n=$(field requests "$R")
@@ -147,7 +159,7 @@ figure() { # URL C TOOL GATEWAY_PID
 }
 
 declare -A RPS P50 P99 TUS GUS
-echo "servers on CPU $SERVER_CPU, wrk on CPU $LOADGEN_CPUS; $SECS s per figure, $REPS rounds; tool get_ticket; binary $BIN"
+echo "servers on CPU $SERVER_CPU, wrk on CPU $LOADGEN_CPUS${RT_PRIO:+, SCHED_FIFO $RT_PRIO}; $SECS s per figure, $REPS rounds; tool get_ticket; binary $BIN"
 [[ ${AUDIT:-1} == 0 ]] && echo "no audit log" || echo "audit log on"
 [[ -n $obs_pid ]] && echo "observed gateway: flags '${OBS_FLAGS:-}' env '${OBS_ENV:-}'"
 # Warm-up, discarded.

@@ -107,31 +107,61 @@ fn parse(text: &str) -> Option<Parsed> {
 }
 
 /// `N` random bytes, never all zero (an all-zero id is invalid).
+///
+/// Trace ids need to be unique and unpredictable enough not to collide,
+/// not secret: a per-thread SplitMix64 stream seeded once from the system's
+/// randomness gives them without a system call per id.
 fn random<const N: usize>() -> [u8; N] {
+    use std::cell::Cell;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(seed());
+    }
     let mut bytes = [0u8; N];
-    if getrandom::fill(&mut bytes).is_err() || bytes.iter().all(|b| *b == 0) {
-        // No randomness: an id unique in this process still keeps the
-        // trace well-formed.
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let time = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let seed = (time ^ u128::from(n)).to_be_bytes();
-        for (i, b) in bytes.iter_mut().enumerate() {
-            *b = seed[i % seed.len()];
-        }
-        bytes[N - 1] |= 1;
+    for chunk in bytes.chunks_mut(8) {
+        let word = STATE.with(|state| {
+            let next = state.get().wrapping_add(0x9E37_79B9_7F4A_7C15);
+            state.set(next);
+            mix(next)
+        });
+        chunk.copy_from_slice(&word.to_le_bytes()[..chunk.len()]);
+    }
+    if bytes.iter().all(|b| *b == 0) {
+        bytes[N - 1] = 1;
     }
     bytes
 }
 
+/// The seed of one thread's id stream: system randomness, or (without
+/// any) the time and a process-wide counter, which still keep ids unique.
+fn seed() -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_ok() {
+        return u64::from_le_bytes(bytes);
+    }
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let time = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    // Any 64 bits of the time serve as a seed.
+    mix(time as u64 ^ n.rotate_left(32))
+}
+
+/// SplitMix64's output function: every bit of the input reaches every bit
+/// of the output.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// Lowercase hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        let _ = write!(out, "{b:02x}");
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
     }
     out
 }
@@ -184,6 +214,23 @@ mod tests {
             assert_eq!(t.tracestate, None, "{tp:?}");
             assert!(parse(&t.downstream().traceparent).is_some());
         }
+    }
+
+    #[test]
+    fn ids_are_distinct_nonzero_lowercase_hex() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..10_000 {
+            let t = CallTrace::of(&meta(None, None));
+            for id in [&t.trace_id, &t.span_id, &t.downstream_span_id] {
+                assert!(
+                    id.bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                );
+                assert!(id.bytes().any(|b| b != b'0'));
+                assert!(seen.insert(id.clone()), "repeated id {id}");
+            }
+        }
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
     }
 
     #[test]
