@@ -85,6 +85,7 @@ mod inbound;
 mod metrics;
 mod offer;
 mod otel;
+mod parked;
 mod relay;
 mod reload;
 mod run;
@@ -105,6 +106,7 @@ pub use inbound::{
     INTROSPECTION_TTL, InboundAuth, Introspection, JWKS_MAX_AGE, JWKS_MIN_REFETCH, MIN_TOKEN_LEN,
     OAuthInbound, StaticTokens,
 };
+pub use parked::{PARK_LIMIT, PARK_TTL};
 pub use relay::relay_input_handler;
 
 pub use status::STATUS_URI;
@@ -132,6 +134,17 @@ pub struct GatewayOptions {
     pub state_key: Option<Vec<u8>>,
     /// Metrics and traces (`/metrics` is served when metrics are on).
     pub telemetry: Telemetry,
+    /// This gateway's name among replicas, named in the error a retry
+    /// gets when it reaches another replica than the one holding its
+    /// parked call; `None`: the process id.
+    pub replica: Option<String>,
+    /// How long a call parked on a legacy server's question waits for the
+    /// retry ([`PARK_TTL`] when `None`).
+    pub park_ttl: Option<Duration>,
+    /// How many calls may be parked at once ([`PARK_LIMIT`] when `None`).
+    pub park_limit: Option<usize>,
+    /// The calls parked on this gateway (each [`Gateway`] makes its own).
+    parking: parked::Parking,
 }
 
 impl std::fmt::Debug for GatewayOptions {
@@ -141,6 +154,9 @@ impl std::fmt::Debug for GatewayOptions {
             .field("state_key", &self.state_key.as_ref().map(|_| ".."))
             .field("telemetry", &self.telemetry)
             .field("auth", &self.auth)
+            .field("replica", &self.replica)
+            .field("park_ttl", &self.park_ttl)
+            .field("park_limit", &self.park_limit)
             .finish()
     }
 }
@@ -164,6 +180,13 @@ impl GatewayOptions {
     #[must_use]
     pub fn state_key(mut self, key: Option<Vec<u8>>) -> Self {
         self.state_key = key;
+        self
+    }
+
+    /// Options naming this gateway `replica` among replicas.
+    #[must_use]
+    pub fn replica(mut self, replica: impl Into<String>) -> Self {
+        self.replica = Some(replica.into());
         self
     }
 
@@ -218,7 +241,15 @@ impl Gateway {
     ///
     /// # Errors
     /// [`GatewayError::Build`] when the server cannot be built.
-    pub fn new(host: &Host, options: GatewayOptions) -> Result<Gateway, GatewayError> {
+    pub fn new(host: &Host, mut options: GatewayOptions) -> Result<Gateway, GatewayError> {
+        options.parking = parked::Parking::new(
+            options
+                .replica
+                .clone()
+                .unwrap_or_else(|| format!("process {}", std::process::id())),
+            options.park_ttl.unwrap_or(PARK_TTL),
+            options.park_limit.unwrap_or(PARK_LIMIT),
+        );
         let server = build_server(host, &options)?;
         // An authenticated caller sees only the tools its `principals`
         // rules let it call.
