@@ -218,7 +218,29 @@ impl fmt::Debug for Parking {
     }
 }
 
+/// The handler to give a call's options ([`CallOptions::call_input`]),
+/// and where its questions arrive.
+pub(crate) fn questions() -> (Arc<dyn InputHandler>, mpsc::Receiver<Question>) {
+    // One question at a time: a legacy server waits for each answer.
+    let (tx, rx) = mpsc::channel(1);
+    (Arc::new(Questions { tx }), rx)
+}
+
 impl Running {
+    /// A call already on a task of its own, its questions arriving on
+    /// `questions`.
+    pub(crate) fn spawned(
+        call: JoinHandle<CallReport>,
+        questions: mpsc::Receiver<Question>,
+    ) -> Running {
+        Running {
+            call: Call::Spawned(call),
+            questions,
+            progress: None,
+            asked: 0,
+        }
+    }
+
     /// Starts the governed call, its legacy server's questions coming here
     /// and its progress (when `progress`) too.
     pub(crate) fn start(
@@ -228,9 +250,8 @@ impl Running {
         mut options: CallOptions,
         progress: bool,
     ) -> Running {
-        // One question at a time: a legacy server waits for each answer.
-        let (tx, questions) = mpsc::channel(1);
-        options.call_input = Some(Arc::new(Questions { tx }));
+        let (handler, questions) = questions();
+        options.call_input = Some(handler);
         let progress = progress.then(|| {
             let (tx, rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
             options = std::mem::take(&mut options).with_progress(move |p| {
@@ -283,7 +304,7 @@ impl Running {
 
     /// Puts the question to the upstream client, parking the call; or
     /// declines it (the client cannot answer, or the parking is full).
-    fn ask(
+    pub(crate) fn ask(
         mut self,
         question: Question,
         ctx: &Context,
@@ -369,6 +390,11 @@ impl Call {
 }
 
 impl Question {
+    /// The question's method, params and the way back to the server.
+    pub(crate) fn into_parts(self) -> (String, Value, oneshot::Sender<Result<Value, String>>) {
+        (self.method, self.params, self.reply)
+    }
+
     /// Answers the server's request with `answer` (the client's, verbatim).
     fn answer(self, answer: Value) {
         let _ = self.reply.send(Ok(answer));

@@ -194,7 +194,9 @@ async fn call(
     options.principal = ctx.principal().map(|p| p.subject.clone());
     // An upstream that follows tasks gets the downstream server's tasks.
     if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
-        return crate::tasks::call(host, name, arguments, options, ctx).await;
+        options.relay_input = true;
+        options.resume = resume;
+        return crate::tasks::call(host, name, arguments, options, ctx, parking).await;
     }
     options.relay_input = true;
     options.resume = resume;

@@ -112,10 +112,21 @@ impl InputHandler for Upstream {
 
 /// A client of the gateway at `url` answering through `upstream`.
 async fn upstream_client(url: &str, upstream: &Upstream, policy: EraPolicy) -> Client {
+    upstream_client_with(url, upstream, policy, false).await
+}
+
+/// [`upstream_client`], declaring the tasks extension when `tasks`.
+async fn upstream_client_with(
+    url: &str,
+    upstream: &Upstream,
+    policy: EraPolicy,
+    tasks: bool,
+) -> Client {
     let transport = HttpTransport::builder("gateway", url).build().unwrap();
     Client::builder("gateway", transport)
         .timeout(Duration::from_secs(60))
         .era_policy(policy)
+        .tasks(tasks)
         .input_handler(upstream.clone())
         .connect()
         .await
@@ -142,12 +153,12 @@ fn answers(result: &switchboard_wire::CallToolResult) -> Value {
 
 /// Checks one relayed call end to end: three questions, three rounds, the
 /// answers back in the result, one audit line.
-async fn relays_every_question(policy: EraPolicy) {
+async fn relays_every_question(policy: EraPolicy, tasks: bool) {
     let dir = Dir::new();
     let host = legacy_host(&dir).await;
     let gateway = serve(&host, GatewayOptions::default().assume_yes(true)).await;
     let upstream = Upstream::all();
-    let c = upstream_client(&gateway.url, &upstream, policy).await;
+    let c = upstream_client_with(&gateway.url, &upstream, policy, tasks).await;
 
     let r = c.call_tool(TOOL, None).await.unwrap();
     assert!(!r.is_error(), "{r:?}");
@@ -175,7 +186,14 @@ async fn relays_every_question(policy: EraPolicy) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_servers_questions_are_relayed_round_by_round_to_a_modern_client() {
-    relays_every_question(EraPolicy::Probe).await;
+    relays_every_question(EraPolicy::Probe, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_declaring_client_gets_a_legacy_servers_questions_on_a_plain_call() {
+    // The gateway's task path: the call is no task, its questions are
+    // relayed and the call parked the same way.
+    relays_every_question(EraPolicy::Probe, true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -183,7 +201,7 @@ async fn a_legacy_client_gets_a_legacy_servers_questions_as_requests() {
     // The gateway's framework turns each input_required into a request of
     // its own on the legacy session, and calls the tool again with the
     // answer: the parked call goes on.
-    relays_every_question(EraPolicy::LegacyOnly).await;
+    relays_every_question(EraPolicy::LegacyOnly, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
