@@ -41,15 +41,16 @@
 //! are served from the host's [`Catalog`](switchboard_host::Catalog), with
 //! completions routed to the owning server and resource updates passed to
 //! listen streams. A server's question on a tool call (MRTR elicitation,
-//! sampling, roots) is relayed to the upstream client when it declared the
-//! capability: mount the host with [`relay_input_handler`].
+//! sampling, roots; or a legacy server's own request, the call parked on
+//! this replica until the retry) is relayed to the upstream client when it
+//! declared the capability: mount the host with [`relay_input_handler`].
 //!
 //! Modules: `tools` keeps the served tools in step with the table and
 //! runs each call, `approval` puts the gate's question upstream, `identity`
 //! strips downstream `_meta`, `status` the live instructions and status
 //! resource, `tasks` hands downstream tasks on to upstream clients that declared the tasks
 //! extension, `offer` serves prompts, resources, templates and
-//! completions, `relay` relays servers' questions, `run` serves the
+//! completions, `relay` relays servers' questions (`parked` holds the calls of legacy servers that asked), `run` serves the
 //! gateway over stdio or Streamable HTTP, `inbound` checks callers'
 //! tokens, `health` answers liveness and readiness.
 //! Observability:
@@ -65,7 +66,11 @@
 //! the tool, the arguments and the principal, and lapses after
 //! [`APPROVAL_STATE_TTL`]. Its single use is enforced by the replica that
 //! redeems it (a replay on another replica within the lapse would run the
-//! same approved call, with the same arguments, again).
+//! same approved call, with the same arguments, again). The one exception
+//! is a legacy (2025-11-25) server's question: its call waits in the memory
+//! of the replica that asked, so the retry needs load-balancer affinity
+//! ([`GatewayOptions::replica`] is named in the error another replica
+//! gives).
 //!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {

@@ -18,8 +18,11 @@
 //! - the final result (or the host's `isError` text) completes the
 //!   upstream task.
 //!
-//! A call the downstream server answers at once stays a plain result, and a
-//! client without the extension gets the final result as before.
+//! A call the downstream server answers at once stays a plain result (a
+//! question on it is relayed as on any call: `relay`, `parked`); a legacy
+//! (2025-11-25) task's questions, asked while its result is awaited, go to
+//! the upstream task like a modern task's. A client without the extension
+//! gets the final result as before.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
