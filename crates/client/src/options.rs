@@ -44,7 +44,9 @@ pub struct RequestOptions {
     /// [`InputHandler`], when the client can tie them to it: this call was
     /// the client's only request in flight when the server's request
     /// arrived (nothing in a legacy request names the call it is for).
-    /// It can only answer what the client's handler declared.
+    /// A 2025-11-25 task the call becomes keeps it for its `tasks/result`,
+    /// which carries the task's questions. It can only answer what the
+    /// client's handler declared.
     pub call_input: Option<Arc<dyn InputHandler>>,
     /// Hand an `input_required` answer back to the caller (as
     /// [`crate::ClientError::InputRequired`]) instead of answering it

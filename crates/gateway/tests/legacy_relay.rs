@@ -337,3 +337,48 @@ async fn a_parked_call_without_a_retry_lapses_and_still_writes_its_audit_line() 
     assert!(err.to_string().contains("lapsed"), "{err}");
     host.shutdown().await;
 }
+
+/// Runs the legacy mock's `job` task (2025-11-25 tasks), which asks
+/// `elicitation/create` while `tasks/result` is awaited, through the
+/// gateway for a client that follows tasks or not.
+async fn a_legacy_task_question(tasks: bool) {
+    let dir = Dir::new();
+    let host = dir
+        .mount_with(
+            json!({"mcpServers": {"old": stdio(&["--legacy", "--legacy-tasks"])}}),
+            Some(relay_input_handler(None)),
+        )
+        .await;
+    let gateway = serve(&host, GatewayOptions::default().assume_yes(true)).await;
+    let upstream = Upstream::all();
+    let c = upstream_client_with(&gateway.url, &upstream, EraPolicy::Probe, tasks).await;
+    let r = c
+        .call_tool(
+            "mcp__old__job",
+            Some(
+                json!({"ask": true, "work_ms": 10})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+            ),
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    assert_eq!(upstream.methods(), ["elicitation/create"], "{r:?}");
+    assert!(r.joined_text().contains("job done"), "{r:?}");
+    let audit = audit_lines(&dir, 1).await;
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(audit[0]["outcome"], "ok");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_tasks_question_reaches_a_plain_client_through_a_parked_call() {
+    a_legacy_task_question(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_tasks_question_reaches_a_task_following_client_as_its_tasks() {
+    a_legacy_task_question(true).await;
+}
