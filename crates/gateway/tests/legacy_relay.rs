@@ -298,13 +298,13 @@ async fn a_retry_on_another_replica_is_told_the_call_needs_affinity() {
 
     // The same retry on the replica holding the call goes on: the next
     // question comes.
-    let asked = first_round_retry(&c1, &answer).await;
+    let asked = retry_round(&c1, &answer).await;
     let (_, method) = only_request(&asked);
     assert_eq!(method, "sampling/createMessage");
     host.shutdown().await;
 }
 
-async fn first_round_retry(
+async fn retry_round(
     c: &Client,
     options: &RequestOptions,
 ) -> switchboard_wire::InputRequiredResult {
@@ -381,4 +381,33 @@ async fn a_legacy_tasks_question_reaches_a_plain_client_through_a_parked_call() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_tasks_question_reaches_a_task_following_client_as_its_tasks() {
     a_legacy_task_question(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_that_cannot_be_tied_to_one_call_reaches_no_client() {
+    let dir = Dir::new();
+    let host = legacy_host(&dir).await;
+    let gateway = serve(&host, GatewayOptions::default().assume_yes(true)).await;
+    let first = Upstream::all();
+    let second = Upstream::all();
+    let a = upstream_client(&gateway.url, &first, EraPolicy::Probe).await;
+    let b = upstream_client(&gateway.url, &second, EraPolicy::Probe).await;
+
+    // A's call waits on its first question, its tools/call still in flight
+    // on the server's stdio connection.
+    let asked = first_round(&a).await;
+    let (key, _) = only_request(&asked);
+    // B's call runs meanwhile: with two calls in flight, nothing in the
+    // server's requests says whose they are, so none reaches any client
+    // (neither A's nor B's): each is declined, saying why.
+    let r = b.call_tool(TOOL, None).await.unwrap();
+    let got = answers(&r);
+    let declined = got["roots/list"]["error"]["message"].as_str().unwrap_or("");
+    assert!(declined.contains("in flight"), "{got}");
+    assert!(second.methods().is_empty(), "{:?}", second.methods());
+    assert!(first.methods().is_empty(), "{:?}", first.methods());
+    // A, alone again, goes on: its next question comes to its client.
+    let next = retry_round(&a, &retry(&asked, &key, roots_answer())).await;
+    assert_eq!(only_request(&next).1, "sampling/createMessage");
+    host.shutdown().await;
 }
