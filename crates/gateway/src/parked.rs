@@ -18,7 +18,8 @@
 //! dropped: its question is answered with a cancel (elicitation) or an
 //! error, and the call, still running, ends as the server decides and
 //! writes its one audit line. So does a call whose upstream request goes
-//! away (a cancelled retry). At most [`GatewayOptions::park_limit`] calls
+//! away (a cancelled retry). The question is asked inside the downstream
+//! `tools/call`, so the call's own timeout keeps running while it waits. At most [`GatewayOptions::park_limit`] calls
 //! are parked at once; beyond that a question is declined with a text
 //! saying why.
 //!
