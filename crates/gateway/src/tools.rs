@@ -192,14 +192,12 @@ async fn call(
     options.approver = Some(approver);
     options.trace = Some(trace.downstream());
     options.principal = ctx.principal().map(|p| p.subject.clone());
-    // An upstream that follows tasks gets the downstream server's tasks.
-    if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
-        options.relay_input = true;
-        options.resume = resume;
-        return crate::tasks::call(host, name, arguments, options, ctx, parking).await;
-    }
     options.relay_input = true;
     options.resume = resume;
+    // An upstream that follows tasks gets the downstream server's tasks.
+    if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
+        return crate::tasks::call(host, name, arguments, options, ctx, parking).await;
+    }
     // A legacy server's questions come back here (the call is parked
     // when one is put upstream).
     let running = Running::start(host, name, arguments, options, ctx.wants_progress());
