@@ -326,7 +326,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, requires = "http")]
     pub(crate) metrics: bool,
     /// This gateway's name among replicas behind one URL: written into
-    /// every audit line (default: the host name).
+    /// every audit line, and named when a retry for a call parked here
+    /// reaches another replica (default: the host name).
     #[arg(long, value_name = "NAME")]
     pub(crate) replica: Option<String>,
     /// The key `requestState` is sealed with, read from FILE; replicas

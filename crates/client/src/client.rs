@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
@@ -35,6 +35,7 @@ use crate::options::{ClientConfig, EraPolicy, RequestOptions};
 use crate::subscription::Subscription;
 use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transport};
 
+mod calls;
 mod era;
 mod mrtr;
 
@@ -139,6 +140,11 @@ struct Inner {
     /// `execution.taskSupport` of the tools last listed (2025-11-25 tasks),
     /// by tool name; kept only when the client follows tasks.
     task_support: Mutex<HashMap<String, String>>,
+    /// Whether the session is legacy (2025-11-25): only then are requests
+    /// in flight tracked, to tie the server's requests to a call.
+    legacy: AtomicBool,
+    /// The requests in flight on a legacy session.
+    in_flight: calls::InFlight,
 }
 
 /// The wire in force.
@@ -643,6 +649,9 @@ impl Client {
     }
 
     fn set_session(&self, session: Session) {
+        self.inner
+            .legacy
+            .store(session.era == Era::Legacy, Ordering::Relaxed);
         let session = Arc::new(session);
         match self.inner.session.write() {
             Ok(mut s) => *s = session,
@@ -793,6 +802,13 @@ impl Client {
         options: &RequestOptions,
     ) -> Result<Value, ClientError> {
         let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
+        // On a legacy session the request counts as in flight, so that the
+        // server's questions can be tied to it.
+        let _in_flight = self.inner.legacy.load(Ordering::Relaxed).then(|| {
+            self.inner
+                .in_flight
+                .enter(method, options.call_input.clone())
+        });
         // Dropping the transport's future on expiry is what cancels the
         // request (notifications/cancelled on stdio, stream close on HTTP).
         let response = tokio::time::timeout(timeout, self.inner.transport.request(outgoing))
@@ -1086,6 +1102,8 @@ impl ClientBuilder {
             header_params: Mutex::new(HashMap::new()),
             task_support: Mutex::new(HashMap::new()),
             cancels: crate::task::Cancels::default(),
+            legacy: AtomicBool::new(false),
+            in_flight: calls::InFlight::default(),
         });
         inner
             .transport
@@ -1171,10 +1189,13 @@ fn event_sink(inner: Weak<Inner>) -> EventSink {
                 None => log_notification(&inner.name, &n),
             },
             Incoming::Request(request) => {
+                // Tied to a call here, on the reader, before a later request
+                // can make it ambiguous.
+                let call = inner.in_flight.sole_handler();
                 let client = Client { inner };
                 // The handler may take long (a user answering a form): answer
                 // on a task of its own, never on the transport's reader.
-                tokio::spawn(async move { client.answer_server_request(request).await });
+                tokio::spawn(async move { client.answer_server_request(request, call).await });
             }
         }
     })
@@ -1182,10 +1203,12 @@ fn event_sink(inner: Weak<Inner>) -> EventSink {
 
 impl Client {
     /// Answers a request a legacy server sent (sampling, elicitation, roots,
-    /// ping) through the same [`InputHandler`]. A modern server must not send
-    /// requests (WIRE-13) and the client must not answer one on stdio
-    /// (STDIO-04), so those are logged and dropped.
-    async fn answer_server_request(&self, request: Request) {
+    /// ping) through the same [`InputHandler`], or through the handler of
+    /// the call it was tied to (`call`: that call's method and
+    /// [`RequestOptions::call_input`]), within what the client declared. A
+    /// modern server must not send requests (WIRE-13) and the client must
+    /// not answer one on stdio (STDIO-04), so those are logged and dropped.
+    async fn answer_server_request(&self, request: Request, call: Option<calls::TiedCall>) {
         let name = &self.inner.name;
         if self.era() == Era::Modern {
             warn!(server = %name, method = %request.method, "a modern server sent a request; ignored");
@@ -1195,12 +1218,16 @@ impl Client {
         let outcome = match request.method.as_str() {
             method::PING => Ok(json!({})),
             m if support.covers(m, request.params.as_ref()) => {
+                let (method, handler) = match call {
+                    Some((method, handler)) => (Some(method), handler),
+                    None => (None, Arc::clone(&self.inner.handler)),
+                };
                 let cx = InputContext {
                     server: name.clone(),
-                    method: None,
+                    method,
                     era: Era::Legacy,
                 };
-                input::answer(&*self.inner.handler, cx, m, request.params)
+                input::answer(&*handler, cx, m, request.params)
                     .await
                     .map_err(|e| ErrorObject::new(ErrorCode::InternalError, e.0))
             }

@@ -95,7 +95,8 @@ pub struct InputContext {
     /// The server's name (alias).
     pub server: String,
     /// The request the input is for (`tools/call`, …), when known; a legacy
-    /// server's request arrives outside any call the client can name.
+    /// server's request names no call, so it is known only when the client
+    /// tied it to one ([`crate::RequestOptions::call_input`]).
     pub method: Option<String>,
     /// The era of the server.
     pub era: Era,

@@ -39,6 +39,15 @@ pub struct RequestOptions {
     /// only answer what the client's handler declared. For a caller that
     /// relays the questions elsewhere, e.g. a gateway to its own client.
     pub task_input: Option<Arc<dyn InputHandler>>,
+    /// Answers the requests a legacy (2025-11-25) server sends during this
+    /// call (elicitation, sampling, roots), instead of the client's own
+    /// [`InputHandler`], when the client can tie them to it: this call was
+    /// the client's only request in flight when the server's request
+    /// arrived (nothing in a legacy request names the call it is for).
+    /// A 2025-11-25 task the call becomes keeps it for its `tasks/result`,
+    /// which carries the task's questions. It can only answer what the
+    /// client's handler declared.
+    pub call_input: Option<Arc<dyn InputHandler>>,
     /// Hand an `input_required` answer back to the caller (as
     /// [`crate::ClientError::InputRequired`]) instead of answering it
     /// through the client's input handler: for a gateway that relays the
@@ -84,6 +93,7 @@ impl fmt::Debug for RequestOptions {
             .field("traceparent", &self.traceparent)
             .field("meta", &self.meta)
             .field("task_input", &self.task_input)
+            .field("call_input", &self.call_input)
             .field("relay_input", &self.relay_input)
             .field("resume", &self.resume.is_some())
             .finish()

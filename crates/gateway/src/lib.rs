@@ -41,15 +41,16 @@
 //! are served from the host's [`Catalog`](switchboard_host::Catalog), with
 //! completions routed to the owning server and resource updates passed to
 //! listen streams. A server's question on a tool call (MRTR elicitation,
-//! sampling, roots) is relayed to the upstream client when it declared the
-//! capability: mount the host with [`relay_input_handler`].
+//! sampling, roots; or a legacy server's own request, the call parked on
+//! this replica until the retry) is relayed to the upstream client when it
+//! declared the capability: mount the host with [`relay_input_handler`].
 //!
 //! Modules: `tools` keeps the served tools in step with the table and
 //! runs each call, `approval` puts the gate's question upstream, `identity`
 //! strips downstream `_meta`, `status` the live instructions and status
 //! resource, `tasks` hands downstream tasks on to upstream clients that declared the tasks
 //! extension, `offer` serves prompts, resources, templates and
-//! completions, `relay` relays servers' questions, `run` serves the
+//! completions, `relay` relays servers' questions (`parked` holds the calls of legacy servers that asked), `run` serves the
 //! gateway over stdio or Streamable HTTP, `inbound` checks callers'
 //! tokens, `health` answers liveness and readiness.
 //! Observability:
@@ -65,7 +66,11 @@
 //! the tool, the arguments and the principal, and lapses after
 //! [`APPROVAL_STATE_TTL`]. Its single use is enforced by the replica that
 //! redeems it (a replay on another replica within the lapse would run the
-//! same approved call, with the same arguments, again).
+//! same approved call, with the same arguments, again). The one exception
+//! is a legacy (2025-11-25) server's question: its call waits in the memory
+//! of the replica that asked, so the retry needs load-balancer affinity
+//! ([`GatewayOptions::replica`] is named in the error another replica
+//! gives).
 //!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {
@@ -85,6 +90,7 @@ mod inbound;
 mod metrics;
 mod offer;
 mod otel;
+mod parked;
 mod relay;
 mod reload;
 mod run;
@@ -105,6 +111,7 @@ pub use inbound::{
     INTROSPECTION_TTL, InboundAuth, Introspection, JWKS_MAX_AGE, JWKS_MIN_REFETCH, MIN_TOKEN_LEN,
     OAuthInbound, StaticTokens,
 };
+pub use parked::{PARK_LIMIT, PARK_TTL};
 pub use relay::relay_input_handler;
 
 pub use status::STATUS_URI;
@@ -132,6 +139,17 @@ pub struct GatewayOptions {
     pub state_key: Option<Vec<u8>>,
     /// Metrics and traces (`/metrics` is served when metrics are on).
     pub telemetry: Telemetry,
+    /// This gateway's name among replicas, named in the error a retry
+    /// gets when it reaches another replica than the one holding its
+    /// parked call; `None`: the process id.
+    pub replica: Option<String>,
+    /// How long a call parked on a legacy server's question waits for the
+    /// retry ([`PARK_TTL`] when `None`).
+    pub park_ttl: Option<Duration>,
+    /// How many calls may be parked at once ([`PARK_LIMIT`] when `None`).
+    pub park_limit: Option<usize>,
+    /// The calls parked on this gateway (each [`Gateway`] makes its own).
+    parking: parked::Parking,
 }
 
 impl std::fmt::Debug for GatewayOptions {
@@ -141,6 +159,9 @@ impl std::fmt::Debug for GatewayOptions {
             .field("state_key", &self.state_key.as_ref().map(|_| ".."))
             .field("telemetry", &self.telemetry)
             .field("auth", &self.auth)
+            .field("replica", &self.replica)
+            .field("park_ttl", &self.park_ttl)
+            .field("park_limit", &self.park_limit)
             .finish()
     }
 }
@@ -164,6 +185,13 @@ impl GatewayOptions {
     #[must_use]
     pub fn state_key(mut self, key: Option<Vec<u8>>) -> Self {
         self.state_key = key;
+        self
+    }
+
+    /// Options naming this gateway `replica` among replicas.
+    #[must_use]
+    pub fn replica(mut self, replica: impl Into<String>) -> Self {
+        self.replica = Some(replica.into());
         self
     }
 
@@ -218,7 +246,15 @@ impl Gateway {
     ///
     /// # Errors
     /// [`GatewayError::Build`] when the server cannot be built.
-    pub fn new(host: &Host, options: GatewayOptions) -> Result<Gateway, GatewayError> {
+    pub fn new(host: &Host, mut options: GatewayOptions) -> Result<Gateway, GatewayError> {
+        options.parking = parked::Parking::new(
+            options
+                .replica
+                .clone()
+                .unwrap_or_else(|| format!("process {}", std::process::id())),
+            options.park_ttl.unwrap_or(PARK_TTL),
+            options.park_limit.unwrap_or(PARK_LIMIT),
+        );
         let server = build_server(host, &options)?;
         // An authenticated caller sees only the tools its `principals`
         // rules let it call.

@@ -10,14 +10,24 @@
 //! replica sharing the signing key — calls the tool again with the answers
 //! and the server's state: nothing is remembered in between.
 //!
+//! A legacy (2025-11-25) server asks with a request of its own in the
+//! middle of the call. The host ties it to the call
+//! ([`CallOptions::call_input`]) and the gateway relays it the same way,
+//! one question per round, but the call itself has to wait: it is parked
+//! on this replica, and the sealed state names it and the replica (see
+//! `parked`). A retry reaching another replica gets an error saying that
+//! such servers need load-balancer affinity.
+//!
 //! When the gateway's client did not declare what the server asks for,
-//! the call ends with an `isError` text saying so. A legacy (2025-11-25)
-//! server asks with a request of its own in the middle of the call; that
-//! would need the call parked on one replica, so such questions are
-//! declined ([`relay_input_handler`]), as are questions asked during
-//! `prompts/get` or `resources/read`.
+//! the call ends with an `isError` text saying so (a legacy server's
+//! request is answered with an error saying the same). A question the
+//! host cannot tie to a tool call — asked during `prompts/get` or
+//! `resources/read`, or by a legacy server while several requests are in
+//! flight on its connection — reaches [`relay_input_handler`] and is
+//! declined.
 //!
 //! [`CallOptions::relay_input`]: switchboard_host::CallOptions::relay_input
+//! [`CallOptions::call_input`]: switchboard_host::CallOptions::call_input
 
 use std::sync::Arc;
 
@@ -26,7 +36,9 @@ use serde_json::Value;
 use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport, Resume};
 use switchboard_server::{Context, HandlerError, InputRequired};
 use switchboard_wire::types::method;
-use switchboard_wire::{ClientCapabilities, InputRequiredResult};
+use switchboard_wire::{ClientCapabilities, InputRequiredResult, JsonObject};
+
+use crate::parked::ParkedAt;
 
 /// What the gateway seals into its `requestState` for a relayed question.
 #[derive(Debug, Serialize, Deserialize)]
@@ -42,6 +54,18 @@ struct RelayState {
     /// The server's `requestState`, verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     state: Option<String>,
+    /// Where the call waits, when a legacy server asked (the call is
+    /// parked rather than called again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parked: Option<ParkedAt>,
+}
+
+/// What the retry of a relayed question carries on.
+pub(crate) enum Retry {
+    /// A modern server's question: call again with these.
+    Call(Resume),
+    /// A legacy server's question: the parked call, and the answers.
+    Parked(ParkedAt, JsonObject),
 }
 
 /// The answers of a relayed question, when this request is the retry of
@@ -49,7 +73,7 @@ struct RelayState {
 ///
 /// # Errors
 /// A bad state, or an answer missing for one of the server's keys.
-pub(crate) fn resume(ctx: &Context) -> Result<Option<Resume>, HandlerError> {
+pub(crate) fn resume(ctx: &Context) -> Result<Option<Retry>, HandlerError> {
     if !ctx.has_state() {
         return Ok(None);
     }
@@ -67,10 +91,13 @@ pub(crate) fn resume(ctx: &Context) -> Result<Option<Resume>, HandlerError> {
         };
         responses.insert(key.clone(), answer.clone());
     }
-    Ok(Some(Resume {
+    if let Some(at) = relayed.relay.parked {
+        return Ok(Some(Retry::Parked(at, responses)));
+    }
+    Ok(Some(Retry::Call(Resume {
         input_responses: (!responses.is_empty()).then_some(responses),
         request_state: relayed.relay.state,
-    }))
+    })))
 }
 
 /// The gateway's answer to a server's question: the same requests put to
@@ -91,12 +118,7 @@ pub(crate) fn ask(
         };
         let params = request.params.unwrap_or_else(|| serde_json::json!({}));
         if let Some(missing) = uncovered(&request.method, &params, caps) {
-            return Err(format!(
-                "The server behind {tool} asked for {missing} ({}), and the gateway cannot pass the question on: \
-                 its client did not declare that capability. The call did not finish; \
-                 use a client that supports {missing}, or do without this tool.",
-                request.method
-            ));
+            return Err(cannot_ask(tool, missing, &request.method));
         }
         keys.push(key.to_owned());
         out = out.request(key, &request.method, params);
@@ -105,12 +127,38 @@ pub(crate) fn ask(
         relay: RelayState {
             keys,
             state: asked.request_state.clone(),
+            parked: None,
         },
     }))
 }
 
+/// A parked call's question put to the client (its one request under
+/// `key`), the state naming where the call waits.
+pub(crate) fn parked_question(asked: InputRequired, key: String, at: ParkedAt) -> InputRequired {
+    asked.state(Relayed {
+        relay: RelayState {
+            keys: vec![key],
+            state: None,
+            parked: Some(at),
+        },
+    })
+}
+
+/// The text for a question the client cannot answer.
+pub(crate) fn cannot_ask(tool: &str, missing: &str, method: &str) -> String {
+    format!(
+        "The server behind {tool} asked for {missing} ({method}), and the gateway cannot pass the question on: \
+         its client did not declare that capability. The call did not finish; \
+         use a client that supports {missing}, or do without this tool."
+    )
+}
+
 /// What the client lacks to answer `method`, in words; `None` when it can.
-fn uncovered(method: &str, params: &Value, caps: &ClientCapabilities) -> Option<&'static str> {
+pub(crate) fn uncovered(
+    method: &str,
+    params: &Value,
+    caps: &ClientCapabilities,
+) -> Option<&'static str> {
     match method {
         method::ELICITATION_CREATE => {
             let url = params.get("mode").and_then(Value::as_str) == Some("url");
@@ -138,9 +186,10 @@ fn uncovered(method: &str, params: &Value, caps: &ClientCapabilities) -> Option<
 /// The input handler to mount a gateway's host with: it declares
 /// elicitation (form and URL), sampling and roots, so that servers ask
 /// their questions and the gateway can relay them; a question that reaches
-/// it (a legacy server's own request, or one asked outside a tool call) is
-/// passed to `inner` when that handler can answer it, and declined with a
-/// text saying why otherwise.
+/// it (one the host could not tie to a tool call: asked during
+/// `prompts/get` or `resources/read`, or by a legacy server with several
+/// requests in flight on its connection) is passed to `inner` when that
+/// handler can answer it, and declined with a text saying why otherwise.
 pub fn relay_input_handler(inner: Option<Arc<dyn InputHandler>>) -> Arc<dyn InputHandler> {
     Arc::new(RelayInput { inner })
 }
@@ -160,8 +209,9 @@ impl RelayInput {
 
 fn declined(cx: &InputContext, what: &str) -> InputError {
     InputError(format!(
-        "the gateway relays {what} requests of {} only when they come as input_required on a tool call \
-         (a 2026-07-28 server); this one cannot reach the gateway's client",
+        "the gateway relays {what} requests of {} only during a tool call it can tie them to \
+         (not during prompts/get or resources/read, nor while several requests are in flight \
+         on a 2025-11-25 connection); this one cannot reach the gateway's client",
         cx.server
     ))
 }

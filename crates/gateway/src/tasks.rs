@@ -18,8 +18,11 @@
 //! - the final result (or the host's `isError` text) completes the
 //!   upstream task.
 //!
-//! A call the downstream server answers at once stays a plain result, and a
-//! client without the extension gets the final result as before.
+//! A call the downstream server answers at once stays a plain result (a
+//! question on it is relayed as on any call: `relay`, `parked`); a legacy
+//! (2025-11-25) task's questions, asked while its result is awaited, go to
+//! the upstream task like a modern task's. A client without the extension
+//! gets the final result as before.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -32,6 +35,9 @@ use switchboard_server::{
 use switchboard_wire::{JsonObject, Notification};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
+
+use crate::parked::{self, Parking, Running};
+use crate::relay;
 
 /// How many status changes may wait for the upstream task; older ones are
 /// dropped (only the latest status message matters).
@@ -49,6 +55,7 @@ pub(crate) async fn call(
     arguments: Option<JsonObject>,
     mut options: CallOptions,
     ctx: &Context,
+    parking: &Parking,
 ) -> ToolResult {
     let (started_tx, started_rx) = oneshot::channel::<String>();
     let (status_tx, status_rx) = mpsc::channel::<String>(STATUS_QUEUE);
@@ -66,10 +73,14 @@ pub(crate) async fn call(
         }
         let _ = status_tx.try_send(status_text(&params));
     }));
+    let forward = input_tx.clone();
     options.task_input = Some(Arc::new(Relay {
         asks: input_tx,
         support: upstream_support(ctx),
     }));
+    // A legacy server's own questions come here too.
+    let (handler, mut questions) = parked::questions();
+    options.call_input = Some(handler);
     let mut call = tokio::spawn({
         let host = host.clone();
         let name = name.to_owned();
@@ -83,10 +94,33 @@ pub(crate) async fn call(
             if let Ok(CallReport { approval_needed: Some(request), .. }) = &report {
                 return Ok(crate::approval::ask(name, &request.arguments, Some(request)).into());
             }
+            // A modern server's question on a call that is no task:
+            // relayed like any call's.
+            if let Ok(CallReport { input_required: Some(asked), .. }) = &report {
+                return match relay::ask(name, asked, ctx.client_capabilities()) {
+                    Ok(question) => Ok(question.into()),
+                    Err(why) => Ok(CallToolResult::error(why).into()),
+                };
+            }
             Ok(finished(report).into())
+        }
+        // A legacy server asks during a call that is no task: the call is
+        // parked like any call's.
+        Some(question) = questions.recv() => {
+            Running::spawned(call, questions).ask(question, ctx, name, parking)
         }
         // The downstream server made it a task: so does the gateway.
         Ok(downstream_id) = started_rx => {
+            // A legacy task's questions (asked while its result is
+            // awaited) go to the upstream task like a modern task's.
+            tokio::spawn(async move {
+                while let Some(question) = questions.recv().await {
+                    let (method, params, reply) = question.into_parts();
+                    if forward.send(Ask { method, params, reply }).await.is_err() {
+                        break;
+                    }
+                }
+            });
             let following = Following {
                 host: host.clone(),
                 name: name.to_owned(),

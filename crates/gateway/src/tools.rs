@@ -7,17 +7,13 @@ use std::sync::Arc;
 use serde_json::Value;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
 use switchboard_server::{Context, Server, ToolResult, ToolSpec};
-use switchboard_wire::ProgressParams;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
 use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask};
-use crate::relay;
+use crate::parked::{Parking, Round, Running};
+use crate::relay::{self, Retry};
 use crate::trace::CallTrace;
 use crate::{GatewayOptions, Telemetry};
-
-/// How many progress notifications may wait for the upstream stream; more
-/// are dropped (progress is advisory, the result is not).
-const PROGRESS_QUEUE: usize = 32;
 
 /// Registers every tool of the table; returns the names registered.
 pub(crate) fn register_all(
@@ -76,11 +72,13 @@ fn register(
     let name = tool.name.clone();
     let yes = options.assume_yes;
     let telemetry = options.telemetry.clone();
+    let parking = options.parking.clone();
     let handler = move |args: Value, ctx: Context| {
         let host = host.clone();
         let name = name.clone();
         let telemetry = telemetry.clone();
-        async move { call(&host, &name, args, &ctx, yes, &telemetry).await }
+        let parking = parking.clone();
+        async move { call(&host, &name, args, &ctx, yes, &telemetry, &parking).await }
     };
     match server.put_tool(spec, handler) {
         Ok(()) => true,
@@ -138,6 +136,7 @@ async fn call(
     ctx: &Context,
     yes: bool,
     telemetry: &Telemetry,
+    parking: &Parking,
 ) -> ToolResult {
     let started = std::time::SystemTime::now();
     let arguments = match args {
@@ -146,7 +145,16 @@ async fn call(
     };
     // The retry of a call whose server asked a question we relayed: the
     // call was allowed then, and the sealed state is bound to it.
-    let resume = relay::resume(ctx)?;
+    let resume = match relay::resume(ctx)? {
+        Some(Retry::Parked(at, answers)) => {
+            // A legacy server's question: its call waits here.
+            let round = crate::parked::resume(&at, &answers, ctx, name, parking).await?;
+            let trace = CallTrace::of(ctx.meta());
+            return answer(round, name, ctx, &trace, started, telemetry);
+        }
+        Some(Retry::Call(resume)) => Some(resume),
+        None => None,
+    };
     let approver: Arc<dyn Approver> = if yes {
         Arc::new(AssumeYes)
     } else if resume.is_some() {
@@ -184,30 +192,41 @@ async fn call(
     options.approver = Some(approver);
     options.trace = Some(trace.downstream());
     options.principal = ctx.principal().map(|p| p.subject.clone());
-    // An upstream that follows tasks gets the downstream server's tasks.
-    if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
-        return crate::tasks::call(host, name, arguments, options, ctx).await;
-    }
     options.relay_input = true;
     options.resume = resume;
-    let report = if ctx.wants_progress() {
-        let (tx, mut rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
-        options = options.with_progress(move |p| {
-            let _ = tx.try_send(p);
-        });
-        let call = host.call_detailed(name, arguments, options);
-        tokio::pin!(call);
-        loop {
-            tokio::select! {
-                report = &mut call => break report,
-                Some(p) = rx.recv() => ctx.progress(p.progress, p.total, p.message.as_deref()).await,
-            }
+    // An upstream that follows tasks gets the downstream server's tasks.
+    if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
+        return crate::tasks::call(host, name, arguments, options, ctx, parking).await;
+    }
+    // A legacy server's questions come back here (the call is parked
+    // when one is put upstream).
+    let running = Running::start(host, name, arguments, options, ctx.wants_progress());
+    let round = running.round(ctx, name, parking).await;
+    answer(round, name, ctx, &trace, started, telemetry)
+}
+
+/// The upstream answer for one round of a call: the host's report made
+/// the gateway's (the gate's question, a modern server's question, the
+/// result), or the round's own reply.
+fn answer(
+    round: Round,
+    name: &str,
+    ctx: &Context,
+    trace: &CallTrace,
+    started: std::time::SystemTime,
+    telemetry: &Telemetry,
+) -> ToolResult {
+    let report = match round {
+        Round::Reply(reply) => return reply,
+        Round::Done(Ok(report)) => report,
+        Round::Done(Err(e)) => {
+            return Ok(switchboard_wire::CallToolResult::error(format!(
+                "The gateway lost this call ({e}); its outcome is unknown. Tell the user."
+            ))
+            .into());
         }
-    } else {
-        // Nothing to relay: no queue, no second future to poll.
-        host.call_detailed(name, arguments, options).await
     };
-    telemetry.upstream_span(&trace, name, started, report.outcome);
+    telemetry.upstream_span(trace, name, started, report.outcome);
     if let Some(request) = &report.approval_needed {
         return Ok(ask(name, &request.arguments, Some(request)).into());
     }

@@ -60,7 +60,16 @@ impl Dir {
     }
 
     /// Writes the config (with the audit log beside it) and mounts it.
-    pub(crate) async fn mount(&self, mut config: Value) -> Host {
+    pub(crate) async fn mount(&self, config: Value) -> Host {
+        self.mount_with(config, None).await
+    }
+
+    /// [`Dir::mount`] with `input` as the mount-time input handler.
+    pub(crate) async fn mount_with(
+        &self,
+        mut config: Value,
+        input: Option<Arc<dyn InputHandler>>,
+    ) -> Host {
         config["audit"] = json!("audit.jsonl");
         let path = self.path(".mcp.json");
         std::fs::write(&path, serde_json::to_string_pretty(&config).unwrap()).unwrap();
@@ -71,6 +80,7 @@ impl Dir {
             .unwrap();
         let mut options = MountOptions::default();
         options.token_store = Some(TokenStore::at(self.path("state").join("oauth.json")));
+        options.input_handler = input;
         Host::mount(config, options).await.unwrap()
     }
 

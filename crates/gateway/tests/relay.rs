@@ -8,7 +8,7 @@ use switchboard_gateway::{GatewayOptions, relay_input_handler};
 use switchboard_server::{Context, Elicitation, InputRequired, Sampling, Server, ToolResult};
 use switchboard_wire::CallToolResult;
 
-use crate::util::{front, mount, serve};
+use crate::util::{front, front_with, mount, serve};
 
 /// A server whose tools each ask one question, and answer with what they
 /// got back (and the state they kept across the round trip).
@@ -153,5 +153,31 @@ async fn a_question_the_client_cannot_answer_is_declined_saying_why() {
     let text = r.joined_text();
     assert!(text.contains("form elicitation"), "{text}");
     assert!(text.contains("did not declare"), "{text}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_on_a_call_that_is_no_task_is_relayed_to_a_task_declaring_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _t) = serve(asker()).await;
+    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
+    // The client follows tasks; the server answers with a question, not a
+    // task, and the question is relayed all the same.
+    let front = front_with(
+        &host,
+        GatewayOptions::default().assume_yes(true),
+        Some(Box::new(Answers)),
+        true,
+    )
+    .await;
+    let r = front
+        .client
+        .call_tool("mcp__ops__confirm", None)
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    let text = r.joined_text();
+    assert!(text.contains(r#"{"go":true}"#), "{text}");
+    assert!(text.contains(r#"kept={"step":"asked"}"#), "{text}");
     host.shutdown().await;
 }

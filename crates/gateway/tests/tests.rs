@@ -12,6 +12,7 @@ mod approvals;
 mod harness;
 mod identity;
 mod least_privilege;
+mod legacy_relay;
 mod live_status;
 mod offer;
 mod relay;

@@ -81,6 +81,16 @@ pub(crate) async fn front(
     options: GatewayOptions,
     input: Option<Box<dyn InputHandler>>,
 ) -> Front {
+    front_with(host, options, input, false).await
+}
+
+/// [`front`], the client declaring the tasks extension when `tasks`.
+pub(crate) async fn front_with(
+    host: &Host,
+    options: GatewayOptions,
+    input: Option<Box<dyn InputHandler>>,
+    tasks: bool,
+) -> Front {
     let gateway = std::sync::Arc::new(Gateway::new(host, options).unwrap());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -89,7 +99,9 @@ pub(crate) async fn front(
         let _ = g.serve_http(listener, std::future::pending()).await;
     });
     let transport = HttpTransport::builder("gateway", &url).build().unwrap();
-    let mut builder = Client::builder("gateway", transport).timeout(Duration::from_secs(20));
+    let mut builder = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(20))
+        .tasks(tasks);
     if let Some(input) = input {
         builder = builder.input_handler(BoxedInput(input));
     }

@@ -184,9 +184,11 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     let mut options = MountOptions::default();
     options.input_handler = crate::ask::for_command(settings, &loaded.config);
     options.observer = telemetry.observer();
-    options.replica = Some(serve.replica.clone().unwrap_or_else(host_name));
+    let replica = serve.replica.clone().unwrap_or_else(host_name);
+    options.replica = Some(replica.clone());
     let session = Session::mount(loaded, options).await?;
     let options = GatewayOptions::default()
+        .replica(replica)
         .assume_yes(serve.yes)
         .state_key(state_key)
         .telemetry(telemetry.clone());

@@ -82,6 +82,35 @@ async fn legacy_server_requests_are_answered_by_the_input_handler() {
     assert_eq!(d.supported_versions, [version::LEGACY]);
 }
 
+// A call's own handler (`call_input`) answers the legacy server's requests
+// made during it, the client's handler the others.
+#[tokio::test]
+async fn a_calls_own_handler_answers_the_legacy_requests_made_during_it() {
+    let (builder, _t) = util::builder(&["--legacy"]).await;
+    let own = Answers::all();
+    let own_asked = own.asked.clone();
+    let client = builder.input_handler(own).connect().await.unwrap();
+    let call = Answers::all();
+    let call_asked = call.asked.clone();
+    let options = switchboard_client::RequestOptions {
+        call_input: Some(std::sync::Arc::new(call)),
+        ..Default::default()
+    };
+    let r = client
+        .call_tool_with("sample", None, &options)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.structured_content.unwrap()["elicitation/create"]["action"],
+        "accept"
+    );
+    assert_eq!(call_asked.lock().unwrap().len(), 3);
+    assert!(own_asked.lock().unwrap().is_empty());
+    let _ = client.call_tool("sample", None).await.unwrap();
+    assert_eq!(own_asked.lock().unwrap().len(), 3);
+    assert_eq!(call_asked.lock().unwrap().len(), 3);
+}
+
 // Without declared capabilities the client refuses a legacy server's
 // sampling request instead of inventing an answer.
 #[tokio::test]

@@ -45,6 +45,12 @@ pub struct CallOptions {
     /// Answers the input requests of that task instead of the host's input
     /// handler (a gateway relaying them to its own client).
     pub task_input: Option<Arc<dyn switchboard_client::InputHandler>>,
+    /// Answers the questions a legacy (2025-11-25) server asks with
+    /// requests of its own during this call, instead of the host's input
+    /// handler, when the client can tie them to the call (see the client's
+    /// `RequestOptions::call_input`): a gateway relaying them to its own
+    /// client.
+    pub call_input: Option<Arc<dyn switchboard_client::InputHandler>>,
     /// The trace context the downstream request carries (`traceparent`,
     /// `tracestate` in `_meta`); observers see it too.
     pub trace: Option<TraceContext>,
@@ -95,6 +101,7 @@ impl std::fmt::Debug for CallOptions {
             .field("progress", &self.progress.is_some())
             .field("on_task", &self.on_task.is_some())
             .field("task_input", &self.task_input)
+            .field("call_input", &self.call_input)
             .field("trace", &self.trace)
             .field("relay_input", &self.relay_input)
             .field("resume", &self.resume.is_some())
@@ -601,6 +608,7 @@ impl Host {
         client_options.on_progress = options.progress.clone();
         client_options.on_notification = Some(notifications);
         client_options.task_input = options.task_input.clone();
+        client_options.call_input = options.call_input.clone();
         if let Some(trace) = &options.trace {
             client_options.traceparent = Some(trace.traceparent.clone());
             if let Some(state) = &trace.tracestate {
