@@ -4,7 +4,7 @@
 //! `{var}` matches one or more characters up to the next `/`, `?` or `#`
 //! and is percent-decoded; `{+var}` (reserved expansion) may also span `/`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A parsed URI template.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,10 +97,18 @@ impl UriTemplate {
         &self.text
     }
 
-    /// Matches `uri`, binding the variables.
+    /// Matches `uri`, binding the variables. A match that would take more
+    /// than [`MATCH_STEPS`] steps (a hostile template or URI built to make
+    /// the search backtrack) is no match.
     pub fn matches(&self, uri: &str) -> Option<TemplateMatch> {
+        let mut search = Search {
+            parts: &self.parts,
+            input: uri,
+            failed: HashSet::new(),
+            steps: 0,
+        };
         let mut vars = HashMap::new();
-        if match_parts(&self.parts, uri, &mut vars) {
+        if search.from(0, 0, &mut vars) {
             Some(TemplateMatch {
                 uri: uri.to_owned(),
                 vars,
@@ -111,34 +119,80 @@ impl UriTemplate {
     }
 }
 
-fn match_parts(parts: &[Part], input: &str, vars: &mut HashMap<String, String>) -> bool {
-    match parts.split_first() {
-        None => input.is_empty(),
-        Some((Part::Literal(lit), rest)) => input
-            .strip_prefix(lit.as_str())
-            .is_some_and(|tail| match_parts(rest, tail, vars)),
-        Some((Part::Var { name, reserved }, rest)) => {
-            // Candidate ends: the longest value first, then shorter ones.
-            let limit = if *reserved {
-                input.len()
-            } else {
-                input.find(['/', '?', '#']).unwrap_or(input.len())
-            };
-            let mut end = limit;
-            while end > 0 {
-                if input.is_char_boundary(end) && match_parts(rest, &input[end..], vars) {
-                    match percent_decode(&input[..end]) {
-                        Some(v) => {
-                            vars.insert(name.clone(), v);
-                            return true;
-                        }
-                        None => return false,
-                    }
-                }
-                end -= 1;
-            }
-            false
+/// The most steps (a literal compared, or a variable's end tried) one match
+/// may take; ordinary templates and URIs need a few dozen.
+pub const MATCH_STEPS: u32 = 100_000;
+
+/// One match of a template against an input: a backtracking search over
+/// where each variable ends (the longest value first), remembering the
+/// (part, position) pairs that cannot match, so that no pair is searched
+/// twice, and giving up after [`MATCH_STEPS`].
+struct Search<'a> {
+    parts: &'a [Part],
+    input: &'a str,
+    /// (part index, input position) pairs known not to match.
+    failed: HashSet<(usize, usize)>,
+    steps: u32,
+}
+
+impl Search<'_> {
+    /// Whether `parts[part..]` matches `input[at..]`; binds the variables
+    /// on success (failures bind nothing, so remembering them is sound).
+    fn from(&mut self, part: usize, at: usize, vars: &mut HashMap<String, String>) -> bool {
+        if self.steps >= MATCH_STEPS || self.failed.contains(&(part, at)) {
+            return false;
         }
+        self.steps += 1;
+        let input = &self.input[at..];
+        let matched = match self.parts.get(part) {
+            None => input.is_empty(),
+            Some(Part::Literal(lit)) => {
+                input.starts_with(lit.as_str()) && self.from(part + 1, at + lit.len(), vars)
+            }
+            Some(Part::Var { name, reserved }) => {
+                let limit = if *reserved {
+                    input.len()
+                } else {
+                    input.find(['/', '?', '#']).unwrap_or(input.len())
+                };
+                self.variable(part, at, limit, name, vars)
+            }
+        };
+        if !matched {
+            self.failed.insert((part, at));
+        }
+        matched
+    }
+
+    /// A variable at `input[at..]`: its value ends at most `limit` bytes
+    /// on, and the rest of the template matches after it.
+    fn variable(
+        &mut self,
+        part: usize,
+        at: usize,
+        limit: usize,
+        name: &str,
+        vars: &mut HashMap<String, String>,
+    ) -> bool {
+        let input = &self.input[at..];
+        let mut end = limit;
+        while end > 0 {
+            if self.steps >= MATCH_STEPS {
+                return false;
+            }
+            self.steps += 1;
+            if input.is_char_boundary(end) && self.from(part + 1, at + end, vars) {
+                return match percent_decode(&input[..end]) {
+                    Some(v) => {
+                        vars.insert(name.to_owned(), v);
+                        true
+                    }
+                    None => false,
+                };
+            }
+            end -= 1;
+        }
+        false
     }
 }
 
@@ -186,6 +240,41 @@ mod tests {
         let m = t.matches("db://users/x/y.json").unwrap();
         assert_eq!(m.get("table"), Some("users"));
         assert_eq!(m.get("key"), Some("x/y"));
+    }
+
+    /// Fuzz finding (`uri_template`, a 580 s input): many variables with
+    /// one-character literals between them made the search try every way
+    /// to split the URI. Failed (part, position) pairs are now remembered
+    /// and a match is bounded by `MATCH_STEPS`.
+    #[test]
+    fn a_backtracking_template_ends_quickly() {
+        let template = "x{a}-{b}-{c}-{d}-{e}-{f}-{g}-{h}-{i}-{j}-{k}-{l}-{m}!";
+        let t = UriTemplate::parse(template).unwrap();
+        let uri = format!("x{}", "-".repeat(400));
+        // Without the memo this is about 400^12 tries; with it, the search
+        // visits each (part, position) pair once and finds no match.
+        assert!(t.matches(&uri).is_none());
+        let fine = "x1-2-3-4-5-6-7-8-9-10-11-12-13!";
+        assert_eq!(t.matches(fine).unwrap().get("m"), Some("13"));
+        // The longest value first, as before.
+        let t = UriTemplate::parse("a/{+x}/{y}").unwrap();
+        let m = t.matches("a/b/c/d").unwrap();
+        assert_eq!((m.get("x"), m.get("y")), (Some("b/c"), Some("d")));
+    }
+
+    #[test]
+    fn the_fuzzers_slow_inputs_end_within_the_step_bound() {
+        for input in [
+            include_bytes!("../../../fuzz/regressions/uri_template/slow-unit-02a08a0f7c765e1b5100ed623026f0b5b9b2cc27").as_slice(),
+            include_bytes!("../../../fuzz/regressions/uri_template/slow-unit-a7265d1166b3d124b00031e7ea20bbff26dddd74").as_slice(),
+        ] {
+            let text = String::from_utf8_lossy(input);
+            let (template, uri) = text.split_once('\n').unwrap_or((&text, ""));
+            if let Ok(t) = UriTemplate::parse(template) {
+                let _ = t.matches(uri);
+                let _ = t.matches(template);
+            }
+        }
     }
 
     #[test]
