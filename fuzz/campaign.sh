@@ -26,8 +26,8 @@ work=${FUZZ_WORK:-$(mktemp -d)}
 [ -n "${FUZZ_PREBUILT:-}" ] || cargo +nightly fuzz build --sanitizer none >&2
 bins=${CARGO_TARGET_DIR:-target}/x86_64-unknown-linux-gnu/release
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- ../crates . || echo ' + local changes')" >&2
-echo "| target | executions | duration (s) | edges (cov) | features (ft) | crashes |"
-echo "|---|---:|---:|---:|---:|---|"
+echo "| target | executions | duration (s) | edges (cov) | features (ft) | slowest input (s) | crashes |"
+echo "|---|---:|---:|---:|---:|---:|---|"
 for t in "${targets[@]}"; do
   mkdir -p "$work/$t"
   log="$work/$t.log"
@@ -37,6 +37,7 @@ for t in "${targets[@]}"; do
     -artifact_prefix="artifacts/$t/" "$work/$t" "corpus/$t" >"$log" 2>&1 || status=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  slowest=$(sed -n 's/^stat::slowest_unit_time_sec: *//p' "$log" | tail -1)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1)
   cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
   ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
@@ -44,6 +45,10 @@ for t in "${targets[@]}"; do
   if [ "$status" -ne 0 ]; then
     crash="exit $status: $(grep -m1 -E 'panicked|ERROR: libFuzzer' "$log" | cut -c1-120)"
   fi
-  echo "| \`$t\` | ${execs:-?} | ${secs:-?} | ${cov:-?} | ${ft:-?} | $crash |"
+  # libFuzzer keeps inputs slower than -report_slow_units (10 s) as
+  # slow-unit-* files: each is a finding, like a crash.
+  slow=$(find "artifacts/$t" -name 'slow-unit-*' | wc -l)
+  (( slow == 0 )) || crash="$crash; $slow slow inputs in artifacts/$t"
+  echo "| \`$t\` | ${execs:-?} | ${secs:-?} | ${cov:-?} | ${ft:-?} | ${slowest:-?} | $crash |"
 done
 echo "(logs and new inputs: $work)" >&2
