@@ -33,6 +33,10 @@ use switchboard_wire::{JsonObject, Notification};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+/// Told of the host's call once it ends (for an upstream task: when the
+/// downstream task ends), e.g. to write the upstream span.
+pub(crate) type OnEnd = Box<dyn FnOnce(&CallReport) + Send>;
+
 /// How many status changes may wait for the upstream task; older ones are
 /// dropped (only the latest status message matters).
 const STATUS_QUEUE: usize = 16;
@@ -49,6 +53,7 @@ pub(crate) async fn call(
     arguments: Option<JsonObject>,
     mut options: CallOptions,
     ctx: &Context,
+    on_end: OnEnd,
 ) -> ToolResult {
     let (started_tx, started_rx) = oneshot::channel::<String>();
     let (status_tx, status_rx) = mpsc::channel::<String>(STATUS_QUEUE);
@@ -73,7 +78,11 @@ pub(crate) async fn call(
     let mut call = tokio::spawn({
         let host = host.clone();
         let name = name.to_owned();
-        async move { host.call_detailed(&name, arguments, options).await }
+        async move {
+            let report = host.call_detailed(&name, arguments, options).await;
+            on_end(&report);
+            report
+        }
     });
     tokio::select! {
         // Answered at once (or stopped by the host): a plain result.
