@@ -5,8 +5,9 @@
 //! - the **reader** owns stdout: it frames lines ([`LineFramer`]), skips and
 //!   counts lines that are not JSON-RPC (failing at once the request an
 //!   unparseable or over-long answer names: [`scan::response_id`]),
-//!   completes requests by id, drops late responses, and routes notifications (progress by token, listen-stream
-//!   notifications by subscription id, the rest to the event sink);
+//!   completes requests by id, drops late responses, and routes
+//!   notifications (progress by token, listen-stream notifications by
+//!   subscription id, the rest to the event sink);
 //! - the **stderr** task logs each line with the server's name (never as an
 //!   error; STDIO-06) and keeps the last few for diagnostics;
 //! - the **writer** runs in two cases: when several requests are in flight
