@@ -199,8 +199,36 @@ struct State {
 
 struct Shared {
     base: String,
-    signer: Signer,
+    /// The key tokens are signed with now, then the retired ones, which
+    /// stay published (the JWK set lists them all).
+    keys: Mutex<Vec<Arc<Signer>>>,
     state: Mutex<State>,
+}
+
+impl Shared {
+    /// The key tokens are signed with.
+    fn signer(&self) -> Arc<Signer> {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())[0].clone()
+    }
+
+    /// Every published key as a JWK set.
+    fn jwks(&self) -> Value {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        json!({"keys": keys.iter().map(|k| k.jwk()).collect::<Vec<_>>()})
+    }
+
+    /// Verifies one of this server's own tokens with any published key.
+    fn verify(&self, token: &str) -> Result<(Value, Value), jwt::JwtError> {
+        let keys = self.keys.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut last = "no key".to_owned();
+        for key in keys {
+            match jwt::verify(token, &key.verifying_key()) {
+                Ok(v) => return Ok(v),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
 }
 
 /// A running test authorization server on `127.0.0.1`; stops on drop.
@@ -239,7 +267,7 @@ impl AuthServer {
         let running = h::serve(handler).await.expect("bind 127.0.0.1:0");
         let shared = Arc::new(Shared {
             base: format!("http://127.0.0.1:{}", running.addr.port()),
-            signer: Signer::generate("as-key"),
+            keys: Mutex::new(vec![Arc::new(Signer::generate("as-key"))]),
             state: Mutex::new(State {
                 config,
                 clients: HashMap::new(),
@@ -270,7 +298,23 @@ impl AuthServer {
 
     /// The key resource servers verify access tokens with.
     pub fn public_key(&self) -> PublicKey {
-        PublicKey::Es256(self.shared.signer.public_key())
+        self.shared.signer().verifying_key()
+    }
+
+    /// Key rotation: `signer` (with a new `kid`) signs every token from now
+    /// on and is published first in the JWK set; the keys before it stay
+    /// published.
+    pub fn rotate_key(&self, signer: Signer) {
+        self.shared
+            .keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(0, Arc::new(signer));
+    }
+
+    /// The requests for the JWK set.
+    pub fn jwks_requests(&self) -> Vec<Seen> {
+        self.requests_to("/jwks")
     }
 
     /// An ID token for `subject`, issued to `client_id` (its `aud`),
@@ -278,7 +322,7 @@ impl AuthServer {
     /// exchange at this server as an identity provider.
     pub fn mint_id_token(&self, subject: &str, client_id: &str, ttl_secs: i64) -> String {
         let now = jwt::now();
-        self.shared.signer.sign(&json!({
+        self.shared.signer().sign(&json!({
             "iss": self.issuer(), "sub": subject, "aud": client_id,
             "iat": now, "exp": now.saturating_add_signed(ttl_secs),
         }))
@@ -348,7 +392,7 @@ impl AuthServer {
         } else {
             now.saturating_sub(ttl_secs.unsigned_abs())
         };
-        self.shared.signer.sign(&json!({
+        self.shared.signer().sign(&json!({
             "iss": self.issuer(), "aud": audience, "sub": "user-1", "client_id": "minted",
             "scope": scope, "iat": now, "exp": exp, "jti": random(12),
         }))
@@ -409,7 +453,7 @@ fn handle(shared: &Shared, seen: Seen) -> Reply {
         return revoke(shared, &mut st, &seen);
     }
     if h::is(&seen, Method::GET, &format!("{p}/jwks")) {
-        return h::json(StatusCode::OK, &shared.signer.jwks());
+        return h::json(StatusCode::OK, &shared.jwks());
     }
     if h::is(&seen, Method::POST, &format!("{p}/introspect")) {
         return introspect(shared, &mut st, &seen);
@@ -919,8 +963,7 @@ fn exchange(shared: &Shared, st: &State, seen: &Seen, client_id: &str) -> Reply 
     if f("audience").is_empty() || f("resource").is_empty() {
         return bad("audience and resource are required");
     }
-    let key = PublicKey::Es256(shared.signer.public_key());
-    let claims = match jwt::verify(&f("subject_token"), &key) {
+    let claims = match shared.verify(&f("subject_token")) {
         Ok((_, c)) => c,
         Err(e) => {
             return oauth_error(
@@ -938,7 +981,7 @@ fn exchange(shared: &Shared, st: &State, seen: &Seen, client_id: &str) -> Reply 
         );
     }
     let now = jwt::now();
-    let jag = shared.signer.sign(&json!({
+    let jag = shared.signer().sign(&json!({
         "iss": issuer(shared, &st.config), "sub": claims["sub"], "aud": f("audience"),
         "resource": f("resource"), "client_id": client_id, "scope": f("scope"),
         "iat": now, "exp": now + 300, "jti": random(12),
@@ -984,7 +1027,7 @@ fn issue(
         }
         None => "Bearer",
     };
-    let access = shared.signer.sign(&claims);
+    let access = shared.signer().sign(&claims);
     st.issued += 1;
     let mut reply = json!({"access_token": access, "token_type": token_type, "expires_in": ttl});
     if !scope.is_empty() {
@@ -993,7 +1036,7 @@ fn issue(
     // OpenID Connect: an ID token for the client, which this server as an
     // identity provider takes back in token exchange.
     if has_scope(Some(scope), "openid") {
-        reply["id_token"] = json!(shared.signer.sign(&json!({
+        reply["id_token"] = json!(shared.signer().sign(&json!({
             "iss": iss, "sub": "user-1", "aud": client_id, "iat": now, "exp": now + ttl,
         })));
     }
@@ -1034,7 +1077,7 @@ fn introspect(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client", &why);
     }
     let token = seen.form_param("token").unwrap_or_default();
-    match jwt::verify(token, &PublicKey::Es256(shared.signer.public_key())) {
+    match shared.verify(token) {
         Ok((_, mut claims)) => {
             claims["active"] = json!(true);
             h::json(StatusCode::OK, &claims)

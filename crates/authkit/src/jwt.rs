@@ -1,7 +1,8 @@
 //! JWTs for the test servers, written independently of the client so the
-//! tests check one implementation against another: ES256 access tokens
-//! the authorization server signs and resource servers verify (audience
-//! included), and verification of client assertions (ES256, RS256, EdDSA).
+//! tests check one implementation against another: ES256 (or RS256, with
+//! the fixed test key) access tokens the authorization server signs and
+//! resource servers verify (audience included), and verification of client
+//! assertions (ES256, RS256, EdDSA).
 
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -9,7 +10,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use ring::rand::SystemRandom;
-use ring::signature::{self, EcdsaKeyPair, KeyPair as _, UnparsedPublicKey};
+use ring::signature::{
+    self, EcdsaKeyPair, KeyPair as _, RsaKeyPair, RsaPublicKeyComponents, UnparsedPublicKey,
+};
 use serde_json::{Value, json};
 
 /// Seconds since the Unix epoch.
@@ -20,10 +23,21 @@ pub fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// An ES256 key pair that signs access tokens.
+/// The RSA private key of the tests (PKCS#8 PEM), shared with the OAuth
+/// client's tests. Test-only: it is public, never use it for anything else.
+/// ring cannot generate RSA keys, so the tests use this fixed one.
+pub const RSA_TEST_KEY_PEM: &str = include_str!("../../oauth/src/testdata/rsa-test-key.pem");
+
+/// A key pair that signs access tokens: ES256 (a fresh key) or RS256 (the
+/// fixed test key).
 pub struct Signer {
-    pair: EcdsaKeyPair,
+    pair: Pair,
     kid: String,
+}
+
+enum Pair {
+    Es256(EcdsaKeyPair),
+    Rs256(RsaKeyPair),
 }
 
 impl fmt::Debug for Signer {
@@ -45,24 +59,74 @@ impl Signer {
         let der = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("random key");
         let pair = EcdsaKeyPair::from_pkcs8(alg, der.as_ref(), &rng).expect("own key parses");
         Signer {
-            pair,
+            pair: Pair::Es256(pair),
             kid: kid.to_owned(),
         }
     }
 
-    /// The public key (uncompressed P-256 point).
+    /// The RS256 signer of [`RSA_TEST_KEY_PEM`] under `kid`.
+    ///
+    /// # Panics
+    /// If the fixed key does not load (tests only).
+    pub fn rs256_test_key(kid: &str) -> Signer {
+        let body: String = RSA_TEST_KEY_PEM
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect();
+        let der = STANDARD.decode(body).expect("the test key is base64");
+        let pair = RsaKeyPair::from_pkcs8(&der).expect("the test key loads");
+        Signer {
+            pair: Pair::Rs256(pair),
+            kid: kid.to_owned(),
+        }
+    }
+
+    /// The key id (`kid`).
+    pub fn kid(&self) -> &str {
+        &self.kid
+    }
+
+    /// The public key (uncompressed P-256 point, or PKCS#1 DER for RSA).
     pub fn public_key(&self) -> Vec<u8> {
-        self.pair.public_key().as_ref().to_vec()
+        match &self.pair {
+            Pair::Es256(p) => p.public_key().as_ref().to_vec(),
+            Pair::Rs256(p) => p.public_key().as_ref().to_vec(),
+        }
+    }
+
+    /// The public key, typed for [`verify`].
+    pub fn verifying_key(&self) -> PublicKey {
+        match &self.pair {
+            Pair::Es256(_) => PublicKey::Es256(self.public_key()),
+            Pair::Rs256(_) => PublicKey::Rs256(self.public_key()),
+        }
+    }
+
+    /// The public key as one JWK.
+    pub fn jwk(&self) -> Value {
+        match &self.pair {
+            Pair::Es256(p) => {
+                let point = p.public_key().as_ref();
+                json!({
+                    "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": self.kid,
+                    "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
+                    "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+                })
+            }
+            Pair::Rs256(p) => {
+                let public: RsaPublicKeyComponents<Vec<u8>> = p.public().into();
+                json!({
+                    "kty": "RSA", "alg": "RS256", "use": "sig", "kid": self.kid,
+                    "n": URL_SAFE_NO_PAD.encode(&public.n),
+                    "e": URL_SAFE_NO_PAD.encode(&public.e),
+                })
+            }
+        }
     }
 
     /// The public key as a JWK set.
     pub fn jwks(&self) -> Value {
-        let point = self.public_key();
-        json!({"keys": [{
-            "kty": "EC", "crv": "P-256", "alg": "ES256", "use": "sig", "kid": self.kid,
-            "x": URL_SAFE_NO_PAD.encode(&point[1..33]),
-            "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
-        }]})
+        json!({"keys": [self.jwk()]})
     }
 
     /// Signs `claims` as an `at+jwt`.
@@ -70,17 +134,36 @@ impl Signer {
     /// # Panics
     /// If signing fails (tests only).
     pub fn sign(&self, claims: &Value) -> String {
-        let header = json!({"alg": "ES256", "typ": "at+jwt", "kid": self.kid});
+        let alg = match self.pair {
+            Pair::Es256(_) => "ES256",
+            Pair::Rs256(_) => "RS256",
+        };
+        let header = json!({"alg": alg, "typ": "at+jwt", "kid": self.kid});
         let input = format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(header.to_string()),
             URL_SAFE_NO_PAD.encode(claims.to_string())
         );
-        let sig = self
-            .pair
-            .sign(&SystemRandom::new(), input.as_bytes())
-            .expect("signing works");
-        format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
+        let rng = SystemRandom::new();
+        let sig = match &self.pair {
+            Pair::Es256(p) => p
+                .sign(&rng, input.as_bytes())
+                .expect("signing works")
+                .as_ref()
+                .to_vec(),
+            Pair::Rs256(p) => {
+                let mut sig = vec![0; p.public().modulus_len()];
+                p.sign(
+                    &signature::RSA_PKCS1_SHA256,
+                    &rng,
+                    input.as_bytes(),
+                    &mut sig,
+                )
+                .expect("signing works");
+                sig
+            }
+        };
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig))
     }
 }
 

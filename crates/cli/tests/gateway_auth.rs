@@ -489,6 +489,84 @@ async fn oauth_jwts_are_checked() {
     assert!(!stderr.contains(&good), "{stderr}");
 }
 
+// RS256 and key rotation end to end: the issuer starts with an ES256 key;
+// the gateway fetches its JWK set for the first token. The issuer then
+// rotates to an RS256 key with a new kid (the old key stays published):
+// the gateway, which cached the old set, fetches it again for the unknown
+// kid and accepts the RS256 token without a restart, and still accepts the
+// old key's. A token signed by a key the issuer does not publish is 401
+// with a challenge; tokens spraying made-up kids cause no further fetch
+// (the refetch is rate-limited: one, then one per 30 s).
+#[tokio::test(flavor = "multi_thread")]
+async fn oauth_rs256_and_key_rotation() {
+    let auth = AuthServer::start(AuthServerConfig::default()).await;
+    let sb = Sandbox::new();
+    let cfg = open_config(&sb);
+    let issuer = auth.issuer();
+    let gw = serve(&sb, &cfg, &["--auth", "oauth", "--issuer", &issuer], &[]).await;
+    let claims = |sub: &str| {
+        json!({
+            "iss": issuer, "aud": gw.url, "sub": sub, "scope": "mcp:tools",
+            "iat": now(), "exp": now() + 300,
+        })
+    };
+    let accepted = async |token: &str| {
+        let c = client(&gw, token).await;
+        let names = tool_names(&c).await;
+        assert_eq!(names.len(), 4, "{names:?}");
+    };
+
+    let old = auth.mint_access_token(&gw.url, "mcp:tools", 300);
+    accepted(&old).await;
+    assert_eq!(auth.jwks_requests().len(), 1);
+
+    let rsa = Signer::rs256_test_key("rsa-2026");
+    let rotated = rsa.sign(&claims("after-rotation"));
+    auth.rotate_key(rsa);
+    accepted(&rotated).await;
+    assert_eq!(auth.jwks_requests().len(), 2, "one fetch for the new kid");
+    // Minted by the issuer's current key: RS256 now.
+    let minted = auth.mint_access_token(&gw.url, "mcp:tools", 300);
+    // (The same header: alg RS256, kid rsa-2026.)
+    assert_eq!(minted.split('.').next(), rotated.split('.').next());
+    accepted(&minted).await;
+    accepted(&old).await;
+    let c = client(&gw, &rotated).await;
+    let r = c
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    drop(c);
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    assert!(
+        audit.contains("\"principal\":\"after-rotation\""),
+        "{audit}"
+    );
+    assert_eq!(auth.jwks_requests().len(), 2, "known kids fetch nothing");
+
+    // A key the issuer does not publish, under a new kid, then a spray of
+    // made-up kids: all refused, and the JWK set is not fetched again.
+    let mut refused = vec![Signer::generate("intruder").sign(&claims("intruder"))];
+    refused.extend((0..20).map(|i| Signer::generate(&format!("spray-{i}")).sign(&claims("x"))));
+    for token in &refused {
+        let (status, headers, body) = list_raw(&gw, Some(&format!("Bearer {token}")));
+        assert_eq!(status, 401, "{body}");
+        let challenge = header(&headers, "www-authenticate").unwrap();
+        assert!(
+            challenge.starts_with("Bearer ") && challenge.contains("error=\"invalid_token\""),
+            "{challenge}"
+        );
+        assert!(challenge.contains("resource_metadata="), "{challenge}");
+    }
+    assert_eq!(
+        auth.jwks_requests().len(),
+        2,
+        "unknown kids within 30 s of the last refetch fetch nothing"
+    );
+    accepted(&rotated).await;
+}
+
 // Introspection (RFC 7662): an active token is accepted, anything the
 // issuer does not vouch for is 401; the gateway authenticates as its
 // client from the environment.

@@ -365,6 +365,59 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
         0x9c,
     ];
     assert!(contains(&body, &trace_id), "the upstream's trace id");
+
+    // A task-augmented call (tasks extension): the same server span, with
+    // the downstream call as its child, ended when the task ends.
+    let transport = HttpTransport::builder("gateway", served.url())
+        .build()
+        .unwrap();
+    let tasks = Client::builder("gateway", transport)
+        .tasks(true)
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let options = RequestOptions {
+        traceparent: Some("00-1bf7651916cd43dd8448eb211c80319d-c7ad6b7169203332-01".into()),
+        ..RequestOptions::default()
+    };
+    let r = tasks
+        .call_tool_with(
+            "mcp__mock__task",
+            object(json!({"work_ms": 300, "poll_ms": 20})),
+            &options,
+        )
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    let task_trace = [
+        0x1b, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31,
+        0x9d,
+    ];
+    let start = Instant::now();
+    loop {
+        let all: Vec<u8> = collector
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|(_, b)| b.clone())
+            .collect();
+        if contains(&all, b"tools/call mcp__mock__task") && contains(&all, b"call mock/task") {
+            // Both spans of the task's trace: the server span (the remote
+            // parent c7ad…) and the downstream call.
+            assert!(contains(&all, &task_trace), "the task call's trace id");
+            let remote_parent = [0xc7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x32];
+            assert!(contains(&all, &remote_parent), "the traceparent continued");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no span for the task call arrived; stderr:\n{}",
+            served.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `framer` | stdio line framer, any chunking and bound |
 //! | `sse` | SSE decoder, any chunking |
-//! | `message` | JSON-RPC message parsing and its round trip |
+//! | `message` | JSON-RPC message parsing and its round trip; the id scan for unparseable answers |
 //! | `header` | the `=?base64?…?=` header-value codec |
 //! | `x_mcp_header` | `x-mcp-header` extraction from a tool schema and the values mirrored from arguments |
 //! | `www_authenticate` | `WWW-Authenticate` challenges |
@@ -30,7 +30,7 @@ use serde_json::Value;
 use switchboard_host::config::{Config, ConfigOrigin};
 use switchboard_server::UriTemplate;
 use switchboard_wire::header::{decode_value, encode_value, header_params};
-use switchboard_wire::{FrameError, LineFramer, Message, SseDecoder};
+use switchboard_wire::{FrameError, LineFramer, Message, Response, SseDecoder, scan};
 
 /// A fuzz target: its name (the binary's and the corpus folder's) and body.
 pub type Target = (&'static str, fn(&[u8]));
@@ -127,8 +127,27 @@ pub fn sse(data: &[u8]) {
 }
 
 /// Message parsing: no panic; an error carries -32700 or -32600; a parsed
-/// message serialises to one line that parses back to itself.
+/// message serialises to one line that parses back to itself. The id scan
+/// for unparseable answers (`scan::response_id`) never panics, finds the id
+/// of every response that parses (a prefix finds the same or nothing), and
+/// reads nothing from a request or a notification.
 pub fn message(data: &[u8]) {
+    let scanned = scan::response_id(data);
+    let early = scan::response_id(&data[..data.len() / 2]);
+    match Message::from_slice(data) {
+        Ok(Message::Response(Response { id: Some(id), .. })) => {
+            assert_eq!(scanned.as_ref(), Some(&id));
+            // With one `"id"` in the bytes, a prefix finds it or nothing.
+            if data.windows(4).filter(|w| w == b"\"id\"").count() == 1 {
+                assert!(
+                    early.is_none() || early == scanned,
+                    "{early:?} from a prefix"
+                );
+            }
+        }
+        Ok(Message::Request(_) | Message::Notification(_)) => assert_eq!(scanned, None),
+        _ => {}
+    }
     match Message::from_slice(data) {
         Ok(message) => {
             let line = message.to_line();

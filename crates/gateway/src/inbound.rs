@@ -12,8 +12,8 @@
 //!   matched.
 //! - OAuth access tokens (`serve --auth oauth`, [`OAuthInbound`]): JWTs
 //!   verified with the issuer's JWK set (from `--jwks-url`, else its
-//!   metadata's `jwks_uri`; cached, fetched again on an unknown `kid` at
-//!   most every [`JWKS_MIN_REFETCH`]), or RFC 7662 introspection answers
+//!   metadata's `jwks_uri`; cached, fetched again on an unknown `kid`: the
+//!   first at once, then at most once every [`JWKS_MIN_REFETCH`]), or RFC 7662 introspection answers
 //!   cached for [`INTROSPECTION_TTL`]. Then [`ClaimsValidator`] checks
 //!   `iss`, `aud` = the gateway's resource URL, `exp`/`nbf` (30 s leeway)
 //!   and the required scopes. The principal is `sub` (else `client_id`).
@@ -40,7 +40,8 @@ use crate::GatewayError;
 
 /// The shortest static token accepted, in bytes.
 pub const MIN_TOKEN_LEN: usize = 16;
-/// The JWK set is fetched again on an unknown `kid` at most this often.
+/// After an unknown `kid` made the gateway fetch the JWK set again, the
+/// next such fetch waits this long.
 pub const JWKS_MIN_REFETCH: Duration = Duration::from_secs(30);
 /// The JWK set is fetched again when older than this, whatever the `kid`s.
 pub const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
@@ -368,6 +369,8 @@ struct KeySet {
     url: Option<String>,
     keys: Vec<JsonObject>,
     fetched: Option<Instant>,
+    /// When an unknown `kid` last caused a fetch (the rate limit).
+    refetched: Option<Instant>,
 }
 
 impl JwksKeys {
@@ -390,8 +393,9 @@ impl JwksKeys {
     }
 
     /// The key for `jws`: by `kid`, else the only key of a fitting type.
-    /// An unknown `kid` fetches the set again (rotation), at most every
-    /// [`JWKS_MIN_REFETCH`].
+    /// An unknown `kid` fetches the set again (rotation): the first one at
+    /// once, then at most one every [`JWKS_MIN_REFETCH`], so tokens with
+    /// made-up `kid`s cannot make the gateway hammer the issuer.
     async fn key_for(&self, jws: &Jws<'_>) -> Result<JsonObject, AuthError> {
         let mut state = self.state.lock().await;
         let stale = state.fetched.is_none_or(|t| t.elapsed() >= JWKS_MAX_AGE);
@@ -402,9 +406,10 @@ impl JwksKeys {
             return Ok(key);
         }
         let may_refetch = state
-            .fetched
+            .refetched
             .is_none_or(|t| t.elapsed() >= JWKS_MIN_REFETCH);
         if !stale && may_refetch {
+            state.refetched = Some(Instant::now());
             self.fetch(&mut state).await?;
             if let Some(key) = pick(&state.keys, jws) {
                 return Ok(key);

@@ -39,6 +39,10 @@ use tokio::task::JoinHandle;
 use crate::parked::{self, Parking, Running};
 use crate::relay;
 
+/// Told of the host's call once it ends (for an upstream task: when the
+/// downstream task ends), e.g. to write the upstream span.
+pub(crate) type OnEnd = Box<dyn FnOnce(&CallReport) + Send>;
+
 /// How many status changes may wait for the upstream task; older ones are
 /// dropped (only the latest status message matters).
 const STATUS_QUEUE: usize = 16;
@@ -56,6 +60,7 @@ pub(crate) async fn call(
     mut options: CallOptions,
     ctx: &Context,
     parking: &Parking,
+    on_end: OnEnd,
 ) -> ToolResult {
     let (started_tx, started_rx) = oneshot::channel::<String>();
     let (status_tx, status_rx) = mpsc::channel::<String>(STATUS_QUEUE);
@@ -84,7 +89,11 @@ pub(crate) async fn call(
     let mut call = tokio::spawn({
         let host = host.clone();
         let name = name.to_owned();
-        async move { host.call_detailed(&name, arguments, options).await }
+        async move {
+            let report = host.call_detailed(&name, arguments, options).await;
+            on_end(&report);
+            report
+        }
     });
     tokio::select! {
         // Answered at once (or stopped by the host): a plain result.

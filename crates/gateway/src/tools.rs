@@ -196,7 +196,13 @@ async fn call(
     options.resume = resume;
     // An upstream that follows tasks gets the downstream server's tasks.
     if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
-        return crate::tasks::call(host, name, arguments, options, ctx, parking).await;
+        // The same upstream span as a plain call's, ended when the call
+        // (and so the downstream task) ends.
+        let (telemetry, tool) = (telemetry.clone(), name.to_owned());
+        let on_end: crate::tasks::OnEnd = Box::new(move |report| {
+            telemetry.upstream_span(&trace, &tool, started, report.outcome);
+        });
+        return crate::tasks::call(host, name, arguments, options, ctx, parking, on_end).await;
     }
     // A legacy server's questions come back here (the call is parked
     // when one is put upstream).

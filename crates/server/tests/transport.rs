@@ -110,6 +110,54 @@ async fn body_size_limit() {
     http.stop().await;
 }
 
+// The default limit (4 MiB, docs/LIMITS.md): a body one byte over it gets
+// 413 with the limit named, declared or streamed in; a body at the limit is
+// served, and so is the next request on a new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_body_limit_is_4_mib() {
+    const LIMIT: usize = 4 * 1024 * 1024;
+    let (server, _) = server();
+    let http = start(server, HttpOptions::new()).await;
+    // A tools/call body of exactly `size` bytes: the text fills the rest.
+    let sized = |id: i64, size: usize| {
+        let params = |text: &str| with_meta(json!({"name": "echo", "arguments": {"text": text}}));
+        let overhead = body(json!(id), "tools/call", params("")).len();
+        let params = params(&"x".repeat(size - overhead));
+        let bytes = body(json!(id), "tools/call", params.clone());
+        assert_eq!(bytes.len(), size);
+        (standard_headers("tools/call", &params), bytes)
+    };
+    let (headers, over) = sized(1, LIMIT + 1);
+    let r = http.post(&headers, over.clone()).await;
+    assert_eq!(r.status, 413);
+    let msg = r.response()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(msg.contains("limit of 4194304 bytes"), "{msg}");
+    let (status, answer) = post_chunked(&http, &headers, &over, 64 * 1024).await;
+    assert_eq!(status, 413, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limit of 4194304 bytes")),
+        "{answer}"
+    );
+    let (headers, at) = sized(2, LIMIT);
+    let r = http.post(&headers, at).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.response()["id"], 2);
+    assert!(r.result()["content"][0]["text"].as_str().unwrap().len() > LIMIT - 1024);
+    let r = http
+        .call(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "next"}}),
+        )
+        .await;
+    assert_eq!(r.result()["content"][0]["text"], "next");
+    http.stop().await;
+}
+
 /// Posts `payload` to `/mcp` in chunked pieces of `piece` bytes on a raw
 /// socket: a body with no declared length, read frame by frame. Answers
 /// the status and the body.

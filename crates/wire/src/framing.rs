@@ -5,12 +5,18 @@
 //! `\r`, skips blank lines, and refuses a line longer than its bound with an
 //! error that names the size. Refusing a line does not lose what follows it:
 //! the oversized bytes are discarded as they arrive (memory stays bounded)
-//! and framing resumes after the next newline.
+//! and framing resumes after the next newline. The first bytes of a refused
+//! line are kept ([`LineFramer::take_refused_head`]), so a reader can still
+//! tell which request the line answered.
 
 use memchr::memchr;
 
 /// Default bound on one line: 64 MiB.
 pub const DEFAULT_MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// How much of a refused line's start is kept for
+/// [`LineFramer::take_refused_head`]: 64 KiB.
+pub const REFUSED_HEAD: usize = 64 * 1024;
 
 /// Start compacting the buffer once this many consumed bytes sit before the
 /// unread data, so a long stream of small lines does not grow it.
@@ -58,6 +64,8 @@ pub struct LineFramer {
     skipped_cr: bool,
     /// An error to report before any further line.
     pending: Option<FrameError>,
+    /// The start of the line last refused, until taken.
+    refused_head: Option<Vec<u8>>,
 }
 
 impl Default for LineFramer {
@@ -82,12 +90,24 @@ impl LineFramer {
             discarding: None,
             skipped_cr: false,
             pending: None,
+            refused_head: None,
         }
     }
 
     /// Bytes received but not yet returned as lines.
     pub fn buffered(&self) -> usize {
         self.buf.len() - self.start
+    }
+
+    /// The first bytes (at most [`REFUSED_HEAD`]) of the line last found
+    /// too long, once per line.
+    ///
+    /// They are kept from the moment the framer knows the line is too long,
+    /// which may be long before its end arrives (and before
+    /// [`LineFramer::next_line`] reports it): call this after every
+    /// `next_line`.
+    pub fn take_refused_head(&mut self) -> Option<Vec<u8>> {
+        self.refused_head.take()
     }
 
     /// Feeds a chunk of bytes.
@@ -141,6 +161,7 @@ impl LineFramer {
                 if self.buffered() > self.max_line + slack {
                     // Too long already: drop what we hold and skip the rest
                     // of the line as it arrives.
+                    self.keep_head(self.start);
                     self.discarding = Some(self.buffered());
                     self.skipped_cr = self.buf.last() == Some(&b'\r');
                     self.buf.clear();
@@ -159,6 +180,7 @@ impl LineFramer {
             }
             let size = end - line_start;
             if size > self.max_line {
+                self.keep_head(line_start);
                 return Err(FrameError::LineTooLong {
                     size,
                     limit: self.max_line,
@@ -197,12 +219,19 @@ impl LineFramer {
         }
         let size = end - line_start;
         if size > self.max_line {
+            self.keep_head(line_start);
             return Err(FrameError::LineTooLong {
                 size,
                 limit: self.max_line,
             });
         }
         Ok((size > 0).then(|| &self.buf[line_start..end]))
+    }
+
+    /// Keeps the start of the refused line that begins at `from`.
+    fn keep_head(&mut self, from: usize) {
+        let end = self.buf.len().min(from + REFUSED_HEAD);
+        self.refused_head = Some(self.buf[from..end].to_vec());
     }
 
     /// Moves unread bytes to the front when enough consumed bytes pile up.
@@ -319,6 +348,28 @@ mod tests {
             f.finish(),
             Err(FrameError::LineTooLong { size: 8, limit: 2 })
         );
+    }
+
+    #[test]
+    fn keeps_the_head_of_a_refused_line_once() {
+        // Known too long before its end arrives: the head is there at once.
+        let mut f = LineFramer::with_max_line(8);
+        f.push(b"ok\n{\"id\":1,\"result\":\"");
+        assert_eq!(all_lines(&mut f), vec![Ok(b"ok".to_vec())]);
+        assert_eq!(
+            f.take_refused_head().as_deref(),
+            Some(&b"{\"id\":1,\"result\":\""[..])
+        );
+        assert_eq!(f.take_refused_head(), None);
+        f.push(&[b'x'; 3 * REFUSED_HEAD]);
+        assert!(all_lines(&mut f).is_empty());
+        assert_eq!(f.take_refused_head(), None);
+        // Refused whole, in one chunk: kept, cut to the bound.
+        f.push(b"\"}\n");
+        f.push(&[b'y'; 2 * REFUSED_HEAD]);
+        f.push(b"\n");
+        assert_eq!(all_lines(&mut f).len(), 2);
+        assert_eq!(f.take_refused_head(), Some(vec![b'y'; REFUSED_HEAD]));
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! - [`types`]: MCP result, params and content types, unknown members kept.
 //! - [`version`]: protocol revisions and eras.
 //! - [`framing`]: newline framing for stdio ([`LineFramer`]).
+//! - [`scan`]: the id of an answer too long or too deep to parse
+//!   ([`scan::response_id`]).
 //! - [`sse`]: the `text/event-stream` decoder and encoder ([`SseDecoder`]).
 //! - [`header`]: HTTP header mirroring, the `=?base64?…?=` codec and
 //!   `x-mcp-header`.
@@ -36,6 +38,7 @@ pub mod header;
 pub mod jsonrpc;
 pub mod meta;
 pub mod naming;
+pub mod scan;
 pub mod sse;
 pub mod tasks;
 pub mod types;

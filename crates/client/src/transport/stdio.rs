@@ -3,9 +3,11 @@
 //!
 //! Four tasks per server, each owning one thing:
 //! - the **reader** owns stdout: it frames lines ([`LineFramer`]), skips and
-//!   counts lines that are not JSON-RPC, completes requests by id, drops late
-//!   responses, and routes notifications (progress by token, listen-stream
-//!   notifications by subscription id, the rest to the event sink);
+//!   counts lines that are not JSON-RPC (failing at once the request an
+//!   unparseable or over-long answer names: [`scan::response_id`]),
+//!   completes requests by id, drops late responses, and routes
+//!   notifications (progress by token, listen-stream notifications by
+//!   subscription id, the rest to the event sink);
 //! - the **stderr** task logs each line with the server's name (never as an
 //!   error; STDIO-06) and keeps the last few for diagnostics;
 //! - the **writer** runs in two cases: when several requests are in flight
@@ -35,6 +37,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use switchboard_wire::framing::DEFAULT_MAX_LINE;
 use switchboard_wire::meta::{META, PROGRESS_TOKEN, SUBSCRIPTION_ID};
+use switchboard_wire::scan;
 use switchboard_wire::types::method;
 use switchboard_wire::{LineFramer, Message, Notification, Request, RequestId, Response};
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -62,7 +65,8 @@ pub struct StdioConfig {
     /// The working directory; the client's when `None`.
     pub cwd: Option<PathBuf>,
     /// The longest stdout line accepted; longer ones are skipped with an
-    /// error that names the size (default 64 MiB).
+    /// error that names the size (default 64 MiB), and the request one
+    /// answers fails at once when its first 64 KiB name it.
     pub max_line: usize,
     /// How many stderr lines to keep for [`StdioTransport::stderr_tail`]
     /// and for error causes.
@@ -508,17 +512,42 @@ impl Shared {
                 warn!(server = %self.name, error = %e, line = %preview(line), "skipped a stdout line that is not a JSON-RPC message");
                 // A malformed answer to a request in flight fails that
                 // request now, with the reason, rather than at its timeout.
-                let entry = e
-                    .response_id()
-                    .and_then(|id| lock(&self.pending).remove(id));
-                if let Some(entry) = entry {
-                    let _ = entry.tx.send(Err(TransportError::Exchange {
-                        server: self.name.clone(),
-                        cause: format!("the server's response is malformed: {e}"),
-                        source: None,
-                    }));
+                // Where the parser could not read the id (too deep, broken
+                // JSON), the scan can.
+                let id = e.response_id().cloned().or_else(|| scan::response_id(line));
+                if let Some(id) = id {
+                    self.fail(&id, format!("the server's response is malformed: {e}"));
                 }
             }
+        }
+    }
+
+    /// Handles the start of a stdout line that is over `max_line`: the
+    /// request it answers, when the start names one, fails now.
+    fn refused(&self, head: &[u8], max_line: usize) {
+        match scan::response_id(head) {
+            Some(id) => self.fail(
+                &id,
+                format!(
+                    "the server's answer was over {} (StdioConfig::max_line) and was skipped",
+                    size_text(max_line)
+                ),
+            ),
+            None => {
+                debug!(server = %self.name, head = %preview(head), "an over-long stdout line names no request in its start");
+            }
+        }
+    }
+
+    /// Fails the request `id` now with `cause`, if it is still pending.
+    fn fail(&self, id: &RequestId, cause: String) {
+        let entry = lock(&self.pending).remove(id);
+        if let Some(entry) = entry {
+            let _ = entry.tx.send(Err(TransportError::Exchange {
+                server: self.name.clone(),
+                cause,
+                source: None,
+            }));
         }
     }
 
@@ -629,6 +658,18 @@ impl Shared {
     }
 }
 
+/// A byte count as the limits are written: `64 MiB`, `16 KiB`, `1000 bytes`.
+fn size_text(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    match bytes {
+        0 => "0 bytes".to_owned(),
+        b if b % MIB == 0 => format!("{} MiB", b / MIB),
+        b if b % KIB == 0 => format!("{} KiB", b / KIB),
+        b => format!("{b} bytes"),
+    }
+}
+
 /// At most 200 bytes of a line, for logs.
 fn preview(line: &[u8]) -> String {
     let cut = line.len().min(200);
@@ -639,10 +680,21 @@ fn preview(line: &[u8]) -> String {
     s
 }
 
+/// What the framer made of the bytes so far.
+enum Framed<'a> {
+    /// A complete line.
+    Line(&'a [u8]),
+    /// A line was over the bound and skipped (reported at its end).
+    TooLong(String),
+    /// The start of a line found over the bound (reported as soon as the
+    /// framer knows, possibly long before the line ends).
+    Refusing(Vec<u8>),
+}
+
 async fn read_chunks(
     mut stream: impl AsyncRead + Unpin,
     framer: &mut LineFramer,
-    mut on_line: impl FnMut(Result<&[u8], String>),
+    mut on_line: impl FnMut(Framed<'_>),
 ) -> Option<io::Error> {
     let mut buf = vec![0u8; 64 * 1024];
     let error = loop {
@@ -651,10 +703,22 @@ async fn read_chunks(
             Ok(n) => {
                 framer.push(&buf[..n]);
                 loop {
-                    match framer.next_line() {
-                        Ok(Some(line)) => on_line(Ok(line)),
-                        Ok(None) => break,
-                        Err(e) => on_line(Err(e.to_string())),
+                    let more = match framer.next_line() {
+                        Ok(Some(line)) => {
+                            on_line(Framed::Line(line));
+                            true
+                        }
+                        Ok(None) => false,
+                        Err(e) => {
+                            on_line(Framed::TooLong(e.to_string()));
+                            true
+                        }
+                    };
+                    if let Some(head) = framer.take_refused_head() {
+                        on_line(Framed::Refusing(head));
+                    }
+                    if !more {
+                        break;
                     }
                 }
             }
@@ -663,9 +727,12 @@ async fn read_chunks(
         }
     };
     match framer.finish() {
-        Ok(Some(line)) => on_line(Ok(line)),
+        Ok(Some(line)) => on_line(Framed::Line(line)),
         Ok(None) => {}
-        Err(e) => on_line(Err(e.to_string())),
+        Err(e) => on_line(Framed::TooLong(e.to_string())),
+    }
+    if let Some(head) = framer.take_refused_head() {
+        on_line(Framed::Refusing(head));
     }
     error
 }
@@ -673,11 +740,12 @@ async fn read_chunks(
 async fn read_loop(shared: Arc<Shared>, stdout: impl AsyncRead + Unpin, max_line: usize) {
     let mut framer = LineFramer::with_max_line(max_line);
     let error = read_chunks(stdout, &mut framer, |line| match line {
-        Ok(line) => shared.dispatch(line),
-        Err(e) => {
+        Framed::Line(line) => shared.dispatch(line),
+        Framed::TooLong(e) => {
             shared.junk_lines.fetch_add(1, Ordering::Relaxed);
             warn!(server = %shared.name, error = %e, "skipped a stdout line");
         }
+        Framed::Refusing(head) => shared.refused(&head, max_line),
     })
     .await;
     shared.stdout_done.send_replace(true);
@@ -702,8 +770,10 @@ async fn stderr_loop(shared: Arc<Shared>, stderr: impl AsyncRead + Unpin) {
     let name = shared.name.clone();
     read_chunks(stderr, &mut framer, |line| {
         let text = match line {
-            Ok(line) => String::from_utf8_lossy(line).into_owned(),
-            Err(e) => format!("<{e}>"),
+            Framed::Line(line) => String::from_utf8_lossy(line).into_owned(),
+            Framed::TooLong(e) => format!("<{e}>"),
+            // The line is logged (cut) when it ends.
+            Framed::Refusing(_) => return,
         };
         // The server's log, tagged with its name; never an error signal.
         info!(target: "switchboard::server", server = %name, "{text}");

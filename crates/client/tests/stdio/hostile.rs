@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_client::{Client, ClientConfig};
+use switchboard_client::{Client, ClientConfig, RequestOptions};
 
 use super::util::*;
 
@@ -22,7 +22,9 @@ async fn open(flags: &[&str], config: ClientConfig) -> Client {
     let (builder, _transport) = builder(flags).await;
     builder
         .config(config)
-        .timeout(Duration::from_secs(5))
+        // A regression that leaves a request to its timeout shows as a row
+        // running this long and failing on the text ("did not answer").
+        .timeout(Duration::from_secs(60))
         .connect()
         .await
         .expect("connect")
@@ -34,19 +36,35 @@ fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_answers_end_in_a_clear_bounded_error() {
-    let rows: [(&str, Value, Ends); 4] = [
-        // 100 MB without a newline: the framer discards it past its bound
-        // (64 MiB), so the request gets no answer and times out.
+    let rows: [(&str, Value, Ends); 6] = [
+        // 100 MB in one line: the framer discards it past its bound
+        // (64 MiB), and the id at its start fails the request at once.
         (
-            "a 100 MB line without a newline",
+            "a 100 MB line",
             json!({"kind": "long-line", "size": 100_000_000}),
-            Ends::Error("did not answer"),
+            Ends::Error(
+                "the server's answer was over 64 MiB (StdioConfig::max_line) and was skipped",
+            ),
         ),
-        // serde_json's depth limit (128) refuses the line: skipped, timeout.
+        // serde_json's depth limit (128) refuses the line; the scan reads
+        // the id and the request fails with the parser's reason.
         (
             "JSON nested 100,000 deep",
             json!({"kind": "deep", "size": 100_000}),
-            Ends::Error("did not answer"),
+            Ends::Error(
+                "the server's response is malformed: not valid JSON: recursion limit exceeded",
+            ),
+        ),
+        // The id after the deep part is found all the same.
+        (
+            "JSON nested 100,000 deep, the id last",
+            json!({"kind": "deep", "size": 100_000, "idLast": true}),
+            Ends::Error("recursion limit exceeded"),
+        ),
+        (
+            "a syntax error after the id",
+            json!({"kind": "bad-json"}),
+            Ends::Error("the server's response is malformed: not valid JSON"),
         ),
         // A malformed answer fails its request at once, with the reason.
         (
@@ -78,6 +96,48 @@ async fn hostile_answers_end_in_a_clear_bounded_error() {
             .await
             .unwrap_or_else(|e| panic!("after {what}: {e}"));
         assert_eq!(echo.joined_text(), "still here", "after {what}");
+    }
+}
+
+/// An over-long answer whose start does not name its request (the id
+/// after a huge result) cannot fail it early: it ends at its timeout, as
+/// `docs/LIMITS.md` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_over_long_answer_with_its_id_last_ends_at_the_timeout() {
+    let client = open(&[], ClientConfig::default()).await;
+    let options = RequestOptions {
+        timeout: Some(Duration::from_secs(3)),
+        ..RequestOptions::default()
+    };
+    let arguments = json!({"kind": "long-line", "size": 70_000_000, "idLast": true});
+    let err = client
+        .call_tool_with("hostile", args(arguments), &options)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("did not answer"), "{err}");
+    let echo = client
+        .call_tool("echo", args(json!({"text": "still here"})))
+        .await
+        .unwrap();
+    assert_eq!(echo.joined_text(), "still here");
+}
+
+/// While one request gets a hostile answer, another in flight on the same
+/// connection is untouched: it gets its own answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_answer_leaves_the_other_requests_in_flight_alone() {
+    let client = open(&[], ClientConfig::default()).await;
+    for kind in ["long-line", "deep", "bad-json"] {
+        let slow = client.call_tool("sleep", args(json!({"ms": 1500})));
+        let hostile = client.call_tool("hostile", args(json!({"kind": kind})));
+        let (slow, hostile) = tokio::join!(slow, hostile);
+        let err = hostile.unwrap_err().to_string();
+        assert!(
+            err.contains("over 64 MiB") || err.contains("malformed"),
+            "{kind}: {err}"
+        );
+        let slow = slow.unwrap_or_else(|e| panic!("{kind}: the other request failed: {e}"));
+        assert!(!slow.is_error(), "{kind}: {slow:?}");
     }
 }
 

@@ -52,7 +52,7 @@
 //! | `fail` | — | a tool error (`isError: true`) |
 //! | `error` | — | JSON-RPC error -32602 with `data` |
 //! | `weird` | — | a result with an unknown `resultType` |
-//! | `hostile` | `kind`, `size?` | instead of an answer: `long-line` writes `size` (100,000,000) bytes without a newline, then one; `deep` answers with arrays nested `size` (100,000) deep; `both` answers with `result` and `error`; `unsolicited` first answers three requests never sent, then answers properly |
+//! | `hostile` | `kind`, `size?`, `idLast?` | instead of an answer: `long-line` writes one answer line with `size` (100,000,000) `x` in its text, its `id` first (last with `idLast`); `deep` answers with arrays nested `size` (100,000) deep (the `id` last with `idLast`); `bad-json` answers with a syntax error after the `id`; `both` answers with `result` and `error`; `unsolicited` first answers three requests never sent, then answers properly |
 //! | `pids` | — | `structuredContent` = `{"pid": …, "grandchild": …}` |
 //! | `task` | `work_ms?` (200), `never?`, `poll_ms?`, `inputs?` (0), `ttl_ms?` | with the tasks extension declared: a task handle (`resultType: "task"`, `pollIntervalMs` = `poll_ms` when given, `ttlMs` = `ttl_ms`). The task asks `inputs` times for input (`inputRequests.confirm`, a new message each round) through `tasks/update`, then works `work_ms` (forever with `never`) and completes with the answers; after `ttl_ms` it is gone (-32602). `tasks/cancel` marks it cancelled. Without the extension: works `work_ms` inside the call |
 //! | `task` with `notify: true` (and `bare?`) | as `task`, but driven by its listen stream: it stays `working` until a `subscriptions/listen` named it in `taskIds` and a `tasks/get` followed; then each step (an input request, the completion) comes `work_ms` later (and `work_ms` after each `tasks/update`) and is announced by a `notifications/tasks` on that stream with the full task (the completion without `result` with `bare`) |
@@ -464,9 +464,20 @@ impl Server {
             usize::try_from(args.get("size").and_then(Value::as_u64).unwrap_or(d)).unwrap_or(0)
         };
         let id = req.id.to_value().to_string();
+        let id_last = args.get("idLast").and_then(Value::as_bool).unwrap_or(false);
+        // Where the id goes: among the first members, or after the result.
+        let (id_first, id_end) = if id_last {
+            (String::new(), format!(r#","id":{id}}}"#))
+        } else {
+            (format!(r#""id":{id},"#), "}".to_owned())
+        };
         let mut out = lock(&self.out);
         match kind {
             "long-line" => {
+                let start = format!(
+                    r#"{{"jsonrpc":"2.0",{id_first}"result":{{"content":[{{"type":"text","text":""#
+                );
+                self.write_raw(&mut out, start.as_bytes());
                 let chunk = vec![b'x'; 1 << 20];
                 let mut left = count(100_000_000);
                 while left > 0 {
@@ -474,17 +485,24 @@ impl Server {
                     self.write_raw(&mut out, &chunk[..n]);
                     left -= n;
                 }
+                self.write_raw(&mut out, format!(r#""}}]}}{id_end}"#).as_bytes());
                 self.write_raw(&mut out, b"\n");
                 None
             }
             "deep" => {
                 let depth = count(100_000);
                 let mut line = format!(
-                    r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[],"structuredContent":{{"deep":"#
+                    r#"{{"jsonrpc":"2.0",{id_first}"result":{{"content":[],"structuredContent":{{"deep":"#
                 );
                 line.push_str(&"[".repeat(depth));
                 line.push_str(&"]".repeat(depth));
-                line.push_str("}}}\n");
+                line.push_str(&format!("}}}}{id_end}\n"));
+                self.write_raw(&mut out, line.as_bytes());
+                None
+            }
+            "bad-json" => {
+                let line =
+                    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[}}}}"#) + "\n";
                 self.write_raw(&mut out, line.as_bytes());
                 None
             }
