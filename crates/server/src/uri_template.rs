@@ -98,7 +98,7 @@ impl UriTemplate {
     }
 
     /// Matches `uri`, binding the variables. A match that would take more
-    /// than [`MATCH_STEPS`] steps (a hostile template or URI built to make
+    /// than 100,000 steps (a hostile template or URI built to make
     /// the search backtrack) is no match.
     pub fn matches(&self, uri: &str) -> Option<TemplateMatch> {
         let mut search = Search {
@@ -121,7 +121,7 @@ impl UriTemplate {
 
 /// The most steps (a literal compared, or a variable's end tried) one match
 /// may take; ordinary templates and URIs need a few dozen.
-pub const MATCH_STEPS: u32 = 100_000;
+pub(crate) const MATCH_STEPS: u32 = 100_000;
 
 /// One match of a template against an input: a backtracking search over
 /// where each variable ends (the longest value first), remembering the
