@@ -163,6 +163,23 @@ async fn tool_names(client: &Client) -> Vec<String> {
         .collect()
 }
 
+/// Calls `list_notes` with `token` and checks the audit log in `dir`
+/// names `principal`.
+async fn call_is_audited_as(gw: &Running, token: &str, dir: &std::path::Path, principal: &str) {
+    let c = client(gw, token).await;
+    let r = c
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    drop(c);
+    let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    assert!(
+        audit.contains(&format!("\"principal\":\"{principal}\"")),
+        "{audit}"
+    );
+}
+
 fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
     v.as_object().cloned()
 }
@@ -435,14 +452,8 @@ async fn oauth_jwts_are_checked() {
     let good = auth.mint_access_token(&gw.url, "mcp:tools", 300);
     let c = client(&gw, &good).await;
     assert_eq!(tool_names(&c).await.len(), 4);
-    let r = c
-        .call_tool("mcp__notes__list_notes", args(json!({})))
-        .await
-        .unwrap();
-    assert!(!r.is_error(), "{r:?}");
     drop(c);
-    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
-    assert!(audit.contains("\"principal\":\"user-1\""), "{audit}");
+    call_is_audited_as(&gw, &good, sb.path(), "user-1").await;
 
     // Same claims and kid, another key.
     let forger = Signer::generate("as-key");
@@ -531,18 +542,7 @@ async fn oauth_rs256_and_key_rotation() {
     assert_eq!(minted.split('.').next(), rotated.split('.').next());
     accepted(&minted).await;
     accepted(&old).await;
-    let c = client(&gw, &rotated).await;
-    let r = c
-        .call_tool("mcp__notes__list_notes", args(json!({})))
-        .await
-        .unwrap();
-    assert!(!r.is_error(), "{r:?}");
-    drop(c);
-    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
-    assert!(
-        audit.contains("\"principal\":\"after-rotation\""),
-        "{audit}"
-    );
+    call_is_audited_as(&gw, &rotated, sb.path(), "after-rotation").await;
     assert_eq!(auth.jwks_requests().len(), 2, "known kids fetch nothing");
 
     // A key the issuer does not publish, under a new kid, then a spray of

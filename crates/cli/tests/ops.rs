@@ -268,6 +268,16 @@ impl Collector {
         });
         Collector { addr, requests }
     }
+
+    /// Every body received so far, end to end.
+    fn all_bodies(&self) -> Vec<u8> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .flat_map(|(_, b)| b.clone())
+            .collect()
+    }
 }
 
 /// One HTTP/1.1 request with a `content-length` body.
@@ -347,13 +357,7 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
             .contains("content-type: application/x-protobuf"),
         "{head}"
     );
-    let all: Vec<u8> = collector
-        .requests
-        .lock()
-        .unwrap()
-        .iter()
-        .flat_map(|(_, b)| b.clone())
-        .collect();
+    let all = collector.all_bodies();
     assert!(contains(&body, b"gateway-under-test"), "service name");
     assert!(
         contains(&all, b"tools/call mcp__mock__echo"),
@@ -396,13 +400,7 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
     ];
     let start = Instant::now();
     loop {
-        let all: Vec<u8> = collector
-            .requests
-            .lock()
-            .unwrap()
-            .iter()
-            .flat_map(|(_, b)| b.clone())
-            .collect();
+        let all = collector.all_bodies();
         if contains(&all, b"tools/call mcp__mock__task") && contains(&all, b"call mock/task") {
             // Both spans of the task's trace: the server span (the remote
             // parent c7ad…) and the downstream call.
