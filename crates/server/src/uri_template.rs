@@ -101,6 +101,15 @@ impl UriTemplate {
     /// than 100,000 steps (a hostile template or URI built to make
     /// the search backtrack) is no match.
     pub fn matches(&self, uri: &str) -> Option<TemplateMatch> {
+        self.search(uri).0.map(|vars| TemplateMatch {
+            uri: uri.to_owned(),
+            vars,
+        })
+    }
+
+    /// The variables bound when `uri` matches, and the steps the search
+    /// took.
+    fn search(&self, uri: &str) -> (Option<HashMap<String, String>>, u32) {
         let mut search = Search {
             parts: &self.parts,
             input: uri,
@@ -108,14 +117,8 @@ impl UriTemplate {
             steps: 0,
         };
         let mut vars = HashMap::new();
-        if search.from(0, 0, &mut vars) {
-            Some(TemplateMatch {
-                uri: uri.to_owned(),
-                vars,
-            })
-        } else {
-            None
-        }
+        let matched = search.from(0, 0, &mut vars);
+        (matched.then_some(vars), search.steps)
     }
 }
 
@@ -250,10 +253,16 @@ mod tests {
     fn a_backtracking_template_ends_quickly() {
         let template = "x{a}-{b}-{c}-{d}-{e}-{f}-{g}-{h}-{i}-{j}-{k}-{l}-{m}!";
         let t = UriTemplate::parse(template).unwrap();
-        let uri = format!("x{}", "-".repeat(400));
-        // Without the memo this is about 400^12 tries; with it, the search
-        // visits each (part, position) pair once and finds no match.
-        assert!(t.matches(&uri).is_none());
+        // No match (no `!`): without the memo, about C(40, 12) = 5.6e9
+        // splits; with it, each (part, position) pair is searched once.
+        let (vars, steps) = t.search(&format!("x{}?", "-".repeat(40)));
+        assert!(vars.is_none());
+        assert!(steps < MATCH_STEPS, "the memo: {steps} steps");
+        // 400 characters need more than the bound even with the memo
+        // (13 variables x 400 positions x 400 ends): the search stops there.
+        let (vars, steps) = t.search(&format!("x{}?", "-".repeat(400)));
+        assert!(vars.is_none());
+        assert_eq!(steps, MATCH_STEPS, "the bound");
         let fine = "x1-2-3-4-5-6-7-8-9-10-11-12-13!";
         assert_eq!(t.matches(fine).unwrap().get("m"), Some("13"));
         // The longest value first, as before.
