@@ -51,6 +51,8 @@
 # Exit status: 0 when every scenario run passed, 1 otherwise (2 on a setup
 # error). Needs npm (the runner installs the pinned suite on first use).
 set -euo pipefail
+# shellcheck source=listening.sh
+. "$(dirname "$0")/listening.sh"
 cd "$(dirname "$0")/.."
 
 # The scenarios meaningful through a proxy (see above for the others).
@@ -95,18 +97,7 @@ stop() {
 trap stop EXIT
 
 # The gateway prints its address once it listens.
-url=""
-for _ in $(seq 300); do
-  url=$(grep -o 'http://[^ ]*/mcp' "$work/gateway.log" | head -n1 || true)
-  [[ -n $url ]] && break
-  if ! kill -0 "$pid" 2>/dev/null; then
-    cat "$work/gateway.log" >&2
-    echo "the gateway exited before listening" >&2
-    exit 2
-  fi
-  sleep 0.1
-done
-[[ -n $url ]] || { cat "$work/gateway.log" >&2; echo "the gateway did not start" >&2; exit 2; }
+url=$(listening_url "$work/gateway.log" "$pid" "the gateway")
 echo "gateway at $url, mounting conformance-server"
 
 if [[ ${ALL:-0} == 1 ]]; then

@@ -10,6 +10,8 @@
 # Needs npm (the runner installs the pinned suite on first use; see
 # conformance/).
 set -euo pipefail
+# shellcheck source=listening.sh
+. "$(dirname "$0")/listening.sh"
 cd "$(dirname "$0")/.."
 
 cargo build --locked --quiet -p switchboard-conformance-server --bin conformance-server
@@ -28,18 +30,7 @@ stop() {
 trap stop EXIT
 
 # The server prints its address once it listens.
-url=""
-for _ in $(seq 200); do
-  url=$(grep -o 'http://[^ ]*/mcp' "$log" | head -n1 || true)
-  [[ -n $url ]] && break
-  if ! kill -0 "$pid" 2>/dev/null; then
-    cat "$log" >&2
-    echo "conformance-server exited before listening" >&2
-    exit 2
-  fi
-  sleep 0.1
-done
-[[ -n $url ]] || { cat "$log" >&2; echo "conformance-server did not start" >&2; exit 2; }
+url=$(listening_url "$log" "$pid" "conformance-server")
 echo "conformance-server at $url"
 
 status=0
