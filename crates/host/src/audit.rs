@@ -9,16 +9,20 @@
 //! with a copy kept elsewhere to catch that.
 //!
 //! A line is written (under an exclusive file lock shared with other
-//! Switchboard processes) before the call's result is returned: records are
-//! never queued, so none is dropped under load. Arguments are recorded as
-//! their field names and a sha256 of their canonical JSON, never their
-//! values.
+//! Switchboard processes) before the call's result is returned, so none is
+//! dropped under load. Calls that end together share one write
+//! ([`AuditLog::append_grouped`]): the first waits for the others once and
+//! writes every waiting line under one lock, each caller still returning
+//! only when its own line is in the file. Arguments are recorded as their
+//! field names and a sha256 of their canonical JSON, never their values.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
+
+use tokio::sync::oneshot;
 
 use fs4::fs_std::FileExt;
 use serde::{Deserialize, Serialize};
@@ -214,6 +218,43 @@ pub struct AuditLog {
     path: PathBuf,
     replica: Option<String>,
     state: Mutex<WriterState>,
+    group: Mutex<Group>,
+    /// Writes made (one per group), for the tests of grouping.
+    writes: std::sync::atomic::AtomicU64,
+}
+
+/// The lines waiting for the next group write.
+#[derive(Debug, Default)]
+struct Group {
+    /// Each record's serialised fields, and whom to tell once written.
+    waiting: Vec<(String, oneshot::Sender<Result<(), std::io::ErrorKind>>)>,
+    /// Whether a caller has taken on writing what waits.
+    writer: bool,
+}
+
+/// The caller writing the group; dropped (even with its call cancelled),
+/// it writes whatever waits, so no queued line is lost.
+struct GroupWriter<'a>(&'a AuditLog);
+
+impl Drop for GroupWriter<'_> {
+    fn drop(&mut self) {
+        let log = self.0;
+        loop {
+            let batch = {
+                let mut group = log.lock_group();
+                if group.waiting.is_empty() {
+                    group.writer = false;
+                    return;
+                }
+                std::mem::take(&mut group.waiting)
+            };
+            let (lines, waiters): (Vec<String>, Vec<_>) = batch.into_iter().unzip();
+            let written = log.write_locked(&lines).map_err(|e| e.kind());
+            for waiter in waiters {
+                let _ = waiter.send(written);
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -258,6 +299,8 @@ impl AuditLog {
             path: path.to_path_buf(),
             replica: None,
             state: Mutex::new(state),
+            group: Mutex::default(),
+            writes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -285,19 +328,75 @@ impl AuditLog {
     /// # Errors
     /// [`HostError`] when the line cannot be written.
     pub fn append(&self, record: &AuditRecord) -> Result<(), HostError> {
-        let io = |source| HostError::AuditIo {
+        let fields = fields_of(record).map_err(|e| self.io_error(e))?;
+        self.write_locked(&[fields]).map_err(|e| self.io_error(e))
+    }
+
+    /// [`AuditLog::append`] for a call ending among others: the line joins
+    /// those waiting, and the first of them writes them all under one lock
+    /// and one `write` once the tasks ready alongside it had their turn.
+    /// Returns when this record's line is in the file (a cancelled caller's
+    /// line is written all the same).
+    ///
+    /// # Errors
+    /// [`HostError`] when the group's lines cannot be written.
+    pub async fn append_grouped(&self, record: &AuditRecord) -> Result<(), HostError> {
+        let fields = fields_of(record).map_err(|e| self.io_error(e))?;
+        let (done, written) = oneshot::channel();
+        let writes = {
+            let mut group = self.lock_group();
+            group.waiting.push((fields, done));
+            !std::mem::replace(&mut group.writer, true)
+        };
+        if writes {
+            let writer = GroupWriter(self);
+            tokio::task::yield_now().await;
+            drop(writer);
+        }
+        match written.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(kind)) => Err(self.io_error(std::io::Error::new(
+                kind,
+                "the group of audit lines this one was in could not be written",
+            ))),
+            Err(_) => Err(self.io_error(std::io::Error::other(
+                "the audit writer stopped before writing this line",
+            ))),
+        }
+    }
+
+    fn io_error(&self, source: std::io::Error) -> HostError {
+        HostError::AuditIo {
             path: self.path.clone(),
             source,
-        };
+        }
+    }
+
+    fn lock_group(&self) -> std::sync::MutexGuard<'_, Group> {
+        self.group
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Writes `lines` (each a record's serialised fields) as the next
+    /// lines of the chain, in one `write` under the exclusive file lock.
+    fn write_locked(&self, lines: &[String]) -> std::io::Result<()> {
         let mut state = self
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        FileExt::lock_exclusive(&state.file).map_err(io)?;
-        let written = state.write_line(record);
+        FileExt::lock_exclusive(&state.file)?;
+        let written = state.write_lines(lines);
         let _ = FileExt::unlock(&state.file);
-        written.map_err(io)
+        self.writes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        written
     }
+}
+
+/// A record's fields, serialised once (`{…}`).
+fn fields_of(record: &AuditRecord) -> std::io::Result<String> {
+    serde_json::to_string(record).map_err(std::io::Error::other)
 }
 
 impl WriterState {
@@ -341,36 +440,42 @@ impl WriterState {
         Ok(())
     }
 
-    fn write_line(&mut self, record: &AuditRecord) -> std::io::Result<()> {
+    /// Chains `records` (each a record's serialised fields) after the
+    /// file's last line and appends them in one write.
+    fn write_lines(&mut self, records: &[String]) -> std::io::Result<()> {
         self.resync()?;
-        let seq = self.seq + 1;
-        // `{"seq":N,<the record's fields>,"prev":"…"`, then the hash of
-        // exactly that, then the closing brace: serialised once.
-        let fields = serde_json::to_string(record).map_err(std::io::Error::other)?;
-        let inner = fields
-            .strip_prefix('{')
-            .and_then(|f| f.strip_suffix('}'))
-            .unwrap_or_default();
-        let mut line = String::with_capacity(fields.len() + 2 * 64 + 48);
-        line.push_str("{\"seq\":");
-        line.push_str(&seq.to_string());
-        if !inner.is_empty() {
-            line.push(',');
-            line.push_str(inner);
+        let (mut seq, mut prev) = (self.seq, self.prev.clone());
+        let size: usize = records.iter().map(|r| r.len() + 2 * 64 + 48).sum();
+        let mut out = String::with_capacity(size);
+        for fields in records {
+            seq += 1;
+            // `{"seq":N,<the record's fields>,"prev":"…"`, then the hash of
+            // exactly that, then the closing brace: serialised once.
+            let inner = fields
+                .strip_prefix('{')
+                .and_then(|f| f.strip_suffix('}'))
+                .unwrap_or_default();
+            let start = out.len();
+            out.push_str("{\"seq\":");
+            out.push_str(&seq.to_string());
+            if !inner.is_empty() {
+                out.push(',');
+                out.push_str(inner);
+            }
+            out.push_str(",\"prev\":\"");
+            out.push_str(&prev);
+            out.push('"');
+            let hash = sha256_hex(&out.as_bytes()[start..]);
+            out.push_str(HASH_KEY);
+            out.push_str(&hash);
+            out.push_str("\"}");
+            prev = sha256_hex(&out.as_bytes()[start..]);
+            out.push('\n');
         }
-        line.push_str(",\"prev\":\"");
-        line.push_str(&self.prev);
-        line.push('"');
-        let hash = sha256_hex(line.as_bytes());
-        line.push_str(HASH_KEY);
-        line.push_str(&hash);
-        line.push_str("\"}");
-        self.prev = sha256_hex(line.as_bytes());
-        line.push('\n');
-        self.file.write_all(line.as_bytes())?;
-        self.seq = seq;
+        self.file.write_all(out.as_bytes())?;
+        (self.seq, self.prev) = (seq, prev);
         // Appended under the exclusive lock: the file grew by exactly this.
-        self.known_len += line.len() as u64;
+        self.known_len += out.len() as u64;
         Ok(())
     }
 }
@@ -567,5 +672,72 @@ mod tests {
         assert_eq!(report.lines, 3);
         assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
         assert_eq!(report.problems[0].line, 2);
+    }
+
+    fn seqs(path: &Path) -> Vec<u64> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["seq"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn calls_ending_together_share_one_write_and_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = std::sync::Arc::new(AuditLog::open(&path).unwrap());
+        // A second writer (another replica's process, say) in between.
+        AuditLog::open(&path)
+            .unwrap()
+            .append(&record("first"))
+            .unwrap();
+        let tasks: Vec<_> = (0..40)
+            .map(|i| {
+                let log = log.clone();
+                tokio::spawn(async move { log.append_grouped(&record(&format!("t{i}"))).await })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+        AuditLog::open(&path)
+            .unwrap()
+            .append(&record("last"))
+            .unwrap();
+        let report = verify(&path).unwrap();
+        assert!(report.is_intact(), "{:?}", report.problems);
+        assert_eq!(seqs(&path), (1..=42).collect::<Vec<_>>());
+        // Forty lines ready in one scheduler turn: far fewer writes.
+        let writes = log.writes.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(writes < 10, "{writes} writes for 40 grouped lines");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_group_writer_still_writes_every_waiting_line() {
+        use std::future::Future;
+        use std::task::{Context, Waker};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let mut cx = Context::from_waker(Waker::noop());
+        let (a, b) = (record("a"), record("b"));
+        let mut writer = Box::pin(log.append_grouped(&a));
+        assert!(writer.as_mut().poll(&mut cx).is_pending());
+        let mut waiter = Box::pin(log.append_grouped(&b));
+        assert!(waiter.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        // The writing caller goes away before writing (its call cancelled).
+        drop(writer);
+        waiter.await.unwrap();
+        assert_eq!(seqs(&path), [1, 2]);
+        assert!(verify(&path).unwrap().is_intact());
+        // And the group goes on with a writer of its own next time.
+        log.append_grouped(&record("c")).await.unwrap();
+        assert_eq!(seqs(&path), [1, 2, 3]);
     }
 }

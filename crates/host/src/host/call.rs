@@ -330,7 +330,7 @@ impl Host {
             }
             record.principal.clone_from(&options.principal);
             record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
-            if let Err(e) = audit.append(record) {
+            if let Err(e) = audit.append_grouped(record).await {
                 error!(error = %e, tool = %local_name, "the audit line could not be written");
             }
         }

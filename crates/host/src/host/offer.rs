@@ -150,7 +150,7 @@ impl Host {
             };
             record.is_error = result.is_err();
             record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            if let Err(e) = audit.append(record) {
+            if let Err(e) = audit.append_grouped(record).await {
                 error!(error = %e, prompt = %name, "the audit line could not be written");
             }
         }
