@@ -37,6 +37,10 @@
 #   RT_PRIO       run the servers and wrk at SCHED_FIFO priority N (needs
 #                 root): other work on the machine (builds) then cannot
 #                 take their CPUs in the middle of a figure
+#   FLOOR=1       also measure nginx (one process, pinned like the
+#                 gateway, keep-alive to tickets) proxying the same calls:
+#                 what a proxy that only forwards bytes costs on this
+#                 machine, the floor under any gateway's figures
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=$(cd "${BENCH_DIR:-../shared/bench}" && pwd)
@@ -74,7 +78,7 @@ wait_up() {
   exit 2
 }
 
-tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2))
+tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2)); floor_port=$((PORT + 4))
 "${rt[@]}" taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
 tickets_pid=$!; pids+=("$tickets_pid")
 wait_up "http://127.0.0.1:$tickets_port/mcp"
@@ -116,6 +120,38 @@ if [[ -n ${OBS_FLAGS:-}${OBS_ENV:-} ]]; then
   # shellcheck disable=SC2086 # split on purpose
   start_gateway "$obs_port" "$work/obs.log" ${OBS_ENV:-} -- ${OBS_FLAGS:-}
   obs_pid=${pids[-1]}
+fi
+
+floor_pid=""
+if [[ -n ${FLOOR:-} ]]; then
+  command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq nginx; }
+  cat >"$work/nginx.conf" <<NGINX
+daemon off;
+master_process off;
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx-body;
+  proxy_temp_path $work/nginx-proxy;
+  upstream tickets { server 127.0.0.1:$tickets_port; keepalive 64; }
+  server {
+    listen 127.0.0.1:$floor_port;
+    location / {
+      proxy_pass http://tickets;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host 127.0.0.1:$tickets_port;
+      proxy_buffering off;
+    }
+  }
+}
+NGINX
+  "${rt[@]}" taskset -c "$SERVER_CPU" nginx -c "$work/nginx.conf" -p "$work" &
+  floor_pid=$!; pids+=("$floor_pid")
+  wait_up "http://127.0.0.1:$floor_port/mcp"
 fi
 
 jiffies() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -162,13 +198,16 @@ declare -A RPS P50 P99 TUS GUS
 echo "servers on CPU $SERVER_CPU, wrk on CPU $LOADGEN_CPUS${RT_PRIO:+, SCHED_FIFO $RT_PRIO}; $SECS s per figure, $REPS rounds; tool get_ticket; binary $BIN"
 [[ ${AUDIT:-1} == 0 ]] && echo "no audit log" || echo "audit log on"
 [[ -n $obs_pid ]] && echo "observed gateway: flags '${OBS_FLAGS:-}' env '${OBS_ENV:-}'"
+[[ -n $floor_pid ]] && echo "floor: nginx proxying to tickets (its CPU in the gateway column)"
 # Warm-up, discarded.
-for url in "http://127.0.0.1:$tickets_port/mcp" "http://127.0.0.1:$gw_port/mcp"; do
+warm=("http://127.0.0.1:$tickets_port/mcp" "http://127.0.0.1:$gw_port/mcp")
+[[ -n $floor_pid ]] && warm+=("http://127.0.0.1:$floor_port/mcp")
+for url in "${warm[@]}"; do
   tool=get_ticket; [[ $url == *":$gw_port/"* ]] && tool=mcp__tickets__get_ticket
   MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
     "$BENCH_DIR/http-load.sh" "$url" 64 2 >/dev/null
 done
-kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed)
+kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $floor_pid ]] && kinds+=(nginx)
 for r in $(seq "$REPS"); do
   for c in 1 64; do
     for k in "${kinds[@]}"; do
@@ -176,6 +215,7 @@ for r in $(seq "$REPS"); do
         direct) figure "http://127.0.0.1:$tickets_port/mcp" "$c" get_ticket ;;
         gateway) figure "http://127.0.0.1:$gw_port/mcp" "$c" mcp__tickets__get_ticket "$gw_pid" ;;
         observed) figure "http://127.0.0.1:$obs_port/mcp" "$c" mcp__tickets__get_ticket "$obs_pid" ;;
+        nginx) figure "http://127.0.0.1:$floor_port/mcp" "$c" get_ticket "$floor_pid" ;;
       esac
       RPS[$k,$c,$r]=$(field rps "$R"); P50[$k,$c,$r]=$(field p50_us "$R"); P99[$k,$c,$r]=$(field p99_us "$R")
       TUS[$k,$c,$r]=$T_US; GUS[$k,$c,$r]=$G_US
@@ -213,6 +253,11 @@ for k in "${kinds[@]:1}"; do
   printf '%s: added p50 at c1 / direct p50 %.2f  (target <= 1)\n' "$k" "$(over_rounds added_p50 "$k")"
   printf '%s: throughput ratio c1 %.2f  c64 %.2f\n' "$k" "$(over_rounds tput "$k" 1)" "$(over_rounds tput "$k" 64)"
 done
+floor_cost() { echo "${GUS[gateway,$2,$1]} / ${GUS[nginx,$2,$1]}" | bc -l; }
+if [[ -n $floor_pid ]]; then
+  printf 'gateway / nginx CPU per call: c1 %.2f  c64 %.2f\n' \
+    "$(over_rounds floor_cost 1)" "$(over_rounds floor_cost 64)"
+fi
 if [[ -n $obs_pid ]]; then
   printf 'observed / plain gateway CPU per call: c1 %.3f  c64 %.3f  (target <= 1.05)\n' \
     "$(over_rounds obs_cost 1)" "$(over_rounds obs_cost 64)"
