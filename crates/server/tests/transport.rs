@@ -209,6 +209,49 @@ async fn post_chunked(
     (status, json)
 }
 
+// A client that sends the whole of a refused body before it reads gets the
+// 413, not a reset connection: the server reads and drops the rest (up to a
+// bound) before answering. 8 MiB is more than the loopback socket buffers
+// hold, so a server that closed at once would fail the client's write.
+#[tokio::test]
+async fn a_refused_body_is_drained_so_the_413_arrives() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (server, _) = server();
+    let http = start(server, HttpOptions::new().max_body(1024)).await;
+    let params = with_meta(json!({"name": "echo", "arguments": {"text": "w".repeat(8 << 20)}}));
+    let payload = body(json!(1), "tools/call", params.clone());
+    for chunked in [false, true] {
+        let mut stream = tokio::net::TcpStream::connect(http.addr).await.unwrap();
+        let mut head = format!("POST /mcp HTTP/1.1\r\nhost: {}\r\n", http.addr);
+        for (k, v) in standard_headers("tools/call", &params) {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        let mut bytes = Vec::with_capacity(payload.len() + 64);
+        if chunked {
+            head.push_str("transfer-encoding: chunked\r\n\r\n");
+            bytes.extend_from_slice(head.as_bytes());
+            bytes.extend_from_slice(format!("{:x}\r\n", payload.len()).as_bytes());
+            bytes.extend_from_slice(&payload);
+            bytes.extend_from_slice(b"\r\n0\r\n\r\n");
+        } else {
+            head.push_str(&format!("content-length: {}\r\n\r\n", payload.len()));
+            bytes.extend_from_slice(head.as_bytes());
+            bytes.extend_from_slice(&payload);
+        }
+        stream
+            .write_all(&bytes)
+            .await
+            .unwrap_or_else(|e| panic!("chunked={chunked}: the body could not be sent: {e}"));
+        let mut head = vec![0u8; 12];
+        stream
+            .read_exact(&mut head)
+            .await
+            .unwrap_or_else(|e| panic!("chunked={chunked}: no answer: {e}"));
+        assert_eq!(&head, b"HTTP/1.1 413", "chunked={chunked}");
+    }
+    http.stop().await;
+}
+
 // A body without a declared length, sent in many pieces, is read whole;
 // one that grows past the limit is refused with 413 as it streams in.
 #[tokio::test]

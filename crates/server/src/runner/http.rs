@@ -454,7 +454,7 @@ enum BodyError {
 /// Reads a whole request body of at most `limit` bytes. A body that comes
 /// in one piece, as small ones do, is kept as it came: no buffer list, no
 /// copy.
-async fn read_body(mut body: hyper::body::Incoming, limit: usize) -> Result<Bytes, BodyError> {
+async fn read_body(body: &mut hyper::body::Incoming, limit: usize) -> Result<Bytes, BodyError> {
     let mut first: Option<Bytes> = None;
     let mut joined: Vec<u8> = Vec::new();
     let mut total = 0usize;
@@ -482,6 +482,29 @@ async fn read_body(mut body: hyper::body::Incoming, limit: usize) -> Result<Byte
         }
     }
     Ok(first.unwrap_or_else(|| Bytes::from(joined)))
+}
+
+/// How much of a refused body, past the limit, is read and thrown away
+/// before the 413 goes out, and for how long at most. A connection closed
+/// while the client is still sending is reset, and the reset can reach the
+/// client before the 413 does: it would see a broken pipe instead of the
+/// reason. Bodies declared larger than the limit by more get the 413 at
+/// once.
+const DISCARD_AT_MOST: usize = 16 * 1024 * 1024;
+const DISCARD_FOR: Duration = Duration::from_secs(2);
+
+/// Reads and drops the rest of a refused body (see [`DISCARD_AT_MOST`]).
+async fn discard(body: &mut hyper::body::Incoming) {
+    let drain = async {
+        let mut read = 0usize;
+        while let Some(Ok(frame)) = body.frame().await {
+            read = read.saturating_add(frame.data_ref().map_or(0, Bytes::len));
+            if read > DISCARD_AT_MOST {
+                return;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(DISCARD_FOR, drain).await;
 }
 
 /// Cancels a token when dropped: a request whose connection closed before
@@ -596,19 +619,25 @@ impl State {
                 Err(r) => return r,
             },
         };
-        let (parts, body) = req.into_parts();
+        let (parts, mut body) = req.into_parts();
         let limit = self.options.max_body;
         let declared = parts
             .headers
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        if declared.is_some_and(|n| n > limit as u64) {
+        if let Some(declared) = declared.filter(|n| *n > limit as u64) {
+            if declared - limit as u64 <= DISCARD_AT_MOST as u64 {
+                discard(&mut body).await;
+            }
             return too_large(limit);
         }
-        let body = match read_body(body, limit).await {
+        let body = match read_body(&mut body, limit).await {
             Ok(b) => b,
-            Err(BodyError::TooLarge) => return too_large(limit),
+            Err(BodyError::TooLarge) => {
+                discard(&mut body).await;
+                return too_large(limit);
+            }
             Err(BodyError::Unreadable) => {
                 return refuse(
                     StatusCode::BAD_REQUEST,
