@@ -335,6 +335,11 @@ pub(crate) struct ServeArgs {
     /// key per process).
     #[arg(long, value_name = "FILE")]
     pub(crate) state_key_file: Option<PathBuf>,
+    /// Record each used approval in FILE, shared by the replicas behind
+    /// one URL, so an answered approval runs once across all of them
+    /// (default: each replica remembers its own).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) replay_ledger: Option<PathBuf>,
     /// Do not watch the config file (SIGHUP still reloads it).
     #[arg(long)]
     pub(crate) no_watch: bool,

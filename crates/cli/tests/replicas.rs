@@ -1,6 +1,7 @@
 //! Two gateways behind nginx (round-robin, no affinity): calls and
 //! approvals spread over both replicas with no failure, an approval asked
-//! by one replica completed by the other, and both audit logs verify.
+//! by one replica completed by the other, each approval recorded once in
+//! the replicas' shared replay ledger, and both audit logs verify.
 //! Skipped, saying so, when nginx is not installed (CI installs it).
 
 use std::path::{Path, PathBuf};
@@ -171,17 +172,18 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
         .to_string();
     let audit_a = sb.path().join("audit-a.jsonl").display().to_string();
     let audit_b = sb.path().join("audit-b.jsonl").display().to_string();
+    let ledger = sb.path().join("used-states").display().to_string();
     let a = serve(
         &sb,
         &cfg,
-        &["--replica", "a"],
+        &["--replica", "a", "--replay-ledger", &ledger],
         &[("SB_AUDIT", &audit_a), ("SWITCHBOARD_STATE_KEY", STATE_KEY)],
     )
     .await;
     let b = serve(
         &sb,
         &cfg,
-        &["--replica", "b"],
+        &["--replica", "b", "--replay-ledger", &ledger],
         &[("SB_AUDIT", &audit_b), ("SWITCHBOARD_STATE_KEY", STATE_KEY)],
     )
     .await;
@@ -232,6 +234,9 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
         failures[0]
     );
     assert_eq!(*approve.asked.lock().unwrap(), APPROVALS);
+    // Each answered approval was recorded once in the shared ledger.
+    let used = std::fs::read_to_string(&ledger).unwrap_or_default();
+    assert_eq!(used.lines().count(), APPROVALS, "{used}");
 
     // Both replicas served traffic, and approvals crossed: the retry
     // carrying the requestState went to the other replica than the

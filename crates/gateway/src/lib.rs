@@ -137,6 +137,10 @@ pub struct GatewayOptions {
     /// The key `requestState` and cursors are sealed with; replicas behind
     /// one URL share it. `None`: a random key for this process.
     pub state_key: Option<Vec<u8>>,
+    /// A file shared by the replicas behind one URL where each used
+    /// approval `requestState` is recorded, so an answered approval runs
+    /// once across all of them. `None`: each gateway remembers its own.
+    pub replay_ledger: Option<std::path::PathBuf>,
     /// Metrics and traces (`/metrics` is served when metrics are on).
     pub telemetry: Telemetry,
     /// This gateway's name among replicas, named in the error a retry
@@ -157,6 +161,7 @@ impl std::fmt::Debug for GatewayOptions {
         f.debug_struct("GatewayOptions")
             .field("assume_yes", &self.assume_yes)
             .field("state_key", &self.state_key.as_ref().map(|_| ".."))
+            .field("replay_ledger", &self.replay_ledger)
             .field("telemetry", &self.telemetry)
             .field("auth", &self.auth)
             .field("replica", &self.replica)
@@ -185,6 +190,14 @@ impl GatewayOptions {
     #[must_use]
     pub fn state_key(mut self, key: Option<Vec<u8>>) -> Self {
         self.state_key = key;
+        self
+    }
+
+    /// Options recording used approvals in the ledger at `path` (shared
+    /// by replicas).
+    #[must_use]
+    pub fn replay_ledger(mut self, path: Option<std::path::PathBuf>) -> Self {
+        self.replay_ledger = path;
         self
     }
 
@@ -365,6 +378,9 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
     let mut builder = Server::builder("switchboard", env!("CARGO_PKG_VERSION"));
     if let Some(key) = &options.state_key {
         builder = builder.signing_key(key.clone());
+    }
+    if let Some(path) = &options.replay_ledger {
+        builder = builder.replay_ledger(path);
     }
     let builder = builder
         .request_state_ttl(APPROVAL_STATE_TTL)

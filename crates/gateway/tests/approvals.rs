@@ -82,3 +82,102 @@ async fn without_elicitation_the_question_is_denied_in_one_line() {
     client.close().await;
     host.shutdown().await;
 }
+
+/// Posts one `tools/call` of `params` to the gateway at `url` as raw
+/// HTTP, the way any client would, and returns the JSON-RPC answer.
+async fn post_call(url: &str, params: &serde_json::Value) -> serde_json::Value {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix("/mcp"))
+        .unwrap();
+    let body = serde_json::to_vec(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}),
+    )
+    .unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-method: tools/call\r\n\
+         mcp-name: {}\r\nmcp-protocol-version: 2026-07-28\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n",
+        params["name"].as_str().unwrap(),
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    let json = text.find("\r\n\r\n").map_or("", |at| &text[at + 4..]);
+    let json = &json[json.find('{').unwrap_or(0)..=json.rfind('}').unwrap_or(0)];
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+// MRTR-10 across replicas: two gateways with one state key answer each
+// other's approvals; with a shared replay ledger, the answered retry runs
+// the call once between them, and a replay to the other one is refused.
+// Without the ledger each would run it once (the control).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_ledger_makes_an_answered_approval_run_once_across_replicas() {
+    const KEY: &[u8] = b"0123456789abcdef0123456789abcdef-test-only";
+    for shared in [true, false] {
+        let dir = Dir::new();
+        let log = dir.path("calls.log").display().to_string();
+        let host = dir
+            .mount(json!({"mcpServers": {"m": stdio(&["--log", &log])}}))
+            .await;
+        let replica = |name: &str| {
+            let ledger = shared.then(|| dir.path("used-states"));
+            GatewayOptions::default()
+                .state_key(Some(KEY.to_vec()))
+                .replay_ledger(ledger)
+                .replica(name)
+        };
+        let (a, b) = (
+            serve(&host, replica("a")).await,
+            serve(&host, replica("b")).await,
+        );
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"}
+        });
+        let call = json!({"name": "mcp__m__echo", "arguments": {"text": "once"}, "_meta": meta});
+        let asked = post_call(&a.url, &call).await;
+        let result = &asked["result"];
+        assert_eq!(result["resultType"], "input_required", "{asked}");
+        let key = result["inputRequests"]
+            .as_object()
+            .and_then(|m| m.keys().next().cloned())
+            .unwrap();
+        let mut retry = call.clone();
+        retry["inputResponses"] =
+            json!({ key: {"action": "accept", "content": {"approve": true}} });
+        retry["requestState"] = result["requestState"].clone();
+
+        let first = post_call(&b.url, &retry).await;
+        assert_eq!(first["result"]["isError"], json!(null), "{first}");
+        let again = post_call(&a.url, &retry).await;
+        let calls = || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .filter(|l| l.contains("\"tools/call\""))
+                .count()
+        };
+        if shared {
+            let message = again["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("already used"), "{again}");
+            assert_eq!(calls(), 1);
+            // And on the replica that ran it.
+            let third = post_call(&b.url, &retry).await;
+            assert!(third["error"]["message"].as_str().is_some(), "{third}");
+            assert_eq!(calls(), 1);
+        } else {
+            assert_eq!(again["result"]["isError"], json!(null), "{again}");
+            assert_eq!(calls(), 2);
+        }
+        host.shutdown().await;
+    }
+}

@@ -25,6 +25,7 @@ use crate::notify::Notifier;
 use crate::seal::OpenedState;
 use crate::server::Server;
 use crate::sink::Sink;
+use crate::state::StateUse;
 
 /// No progress reported yet.
 const NO_PROGRESS: u64 = u64::MAX;
@@ -310,15 +311,16 @@ impl Context {
     pub fn consume_state(&self) -> Result<(), HandlerError> {
         match &self.state {
             None => Ok(()),
-            Some(s) => {
-                if self.server.replay_guard().consume(s.nonce, s.expires_at_ms) {
-                    Ok(())
-                } else {
-                    Err(HandlerError::invalid_params(
-                        "requestState was already used; start the request again without it",
-                    ))
-                }
-            }
+            Some(s) => match self.server.replay_guard().consume(s.nonce, s.expires_at_ms) {
+                StateUse::First => Ok(()),
+                StateUse::Again => Err(HandlerError::invalid_params(
+                    "requestState was already used; start the request again without it",
+                )),
+                StateUse::Unrecorded(why) => Err(HandlerError::msg(format!(
+                    "this server cannot record that requestState was used ({why}), so it is not accepted; \
+                     try again later"
+                ))),
+            },
         }
     }
 }

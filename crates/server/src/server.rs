@@ -265,6 +265,7 @@ pub struct ServerBuilder {
     registry: Registry,
     completion: Option<Box<dyn ErasedCompletion>>,
     key: Option<Vec<u8>>,
+    replay_ledger: Option<std::path::PathBuf>,
     extensions: JsonObject,
     experimental: Option<JsonObject>,
     declare_tools: bool,
@@ -292,6 +293,7 @@ impl Server {
             registry: Registry::default(),
             completion: None,
             key: None,
+            replay_ledger: None,
             extensions: JsonObject::new(),
             experimental: None,
             declare_tools: false,
@@ -655,6 +657,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Records each used single-use `requestState` in the file at `path`
+    /// as well as in memory, so that servers sharing the file (replicas
+    /// behind one URL, with one [`ServerBuilder::signing_key`]) accept such
+    /// a state once between them. The file is created if missing; a use
+    /// that cannot be recorded is refused.
+    pub fn replay_ledger(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.replay_ledger = Some(path.into());
+        self
+    }
+
     /// How long a `requestState` stays valid (default 10 minutes).
     pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
         self.options.state_ttl = ttl;
@@ -799,6 +811,15 @@ impl ServerBuilder {
         }
         let keys = Keys::new(self.key.as_deref())
             .map_err(|e| BuildError::Config(format!("no operating-system randomness: {}", e.0)))?;
+        let replay = match &self.replay_ledger {
+            None => ReplayGuard::default(),
+            Some(path) => ReplayGuard::with_ledger(path).map_err(|e| {
+                BuildError::Config(format!(
+                    "cannot open the replay ledger {}: {e}",
+                    path.display()
+                ))
+            })?,
+        };
         let list_changed = || {
             Some(ListChangedCapability {
                 list_changed: Some(true),
@@ -864,7 +885,7 @@ impl ServerBuilder {
                 registry: RwLock::new(Arc::new(self.registry)),
                 completion: self.completion,
                 keys,
-                replay: ReplayGuard::default(),
+                replay,
                 notifier: Notifier::new(),
                 shutdown: Cancellation::new(),
                 meta_member,

@@ -8,8 +8,13 @@
 //! possessing it is never enough.
 
 use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use fs4::fs_std::FileExt;
 
 use crate::auth::Principal;
 use crate::error::HandlerError;
@@ -183,21 +188,135 @@ fn owner_matches(owner: &Option<String>, caller: Option<&Principal>) -> bool {
 }
 
 /// Remembers which sealed states were used, until they expire, so a state
-/// that must be single-use cannot be replayed (MRTR-10).
+/// that must be single-use cannot be replayed (MRTR-10). With a ledger
+/// file ([`crate::ServerBuilder::replay_ledger`]) the memory is shared by
+/// every server that opens the same file: replicas behind one URL refuse a
+/// state any of them has accepted.
 #[derive(Debug, Default)]
 pub(crate) struct ReplayGuard {
     seen: Mutex<HashMap<[u8; 16], u64>>,
+    ledger: Option<Ledger>,
+}
+
+/// What [`ReplayGuard::consume`] found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum StateUse {
+    /// The first use: go on.
+    First,
+    /// Used before (here, or by another server sharing the ledger).
+    Again,
+    /// The shared ledger could not be read or written, so the use could
+    /// not be recorded; refused rather than risk a replay.
+    Unrecorded(String),
 }
 
 impl ReplayGuard {
-    /// Records a use of `nonce`; `false` if it was used before.
-    pub(crate) fn consume(&self, nonce: [u8; 16], expires_at_ms: u64) -> bool {
+    /// A guard whose uses are also recorded in the file at `path`, shared
+    /// with every other server that opens it.
+    pub(crate) fn with_ledger(path: &Path) -> std::io::Result<ReplayGuard> {
+        Ok(ReplayGuard {
+            seen: Mutex::default(),
+            ledger: Some(Ledger::open(path)?),
+        })
+    }
+
+    /// Records a use of `nonce`, a state valid until `expires_at_ms`.
+    pub(crate) fn consume(&self, nonce: [u8; 16], expires_at_ms: u64) -> StateUse {
         let now = seal::now_ms();
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        if seen.len() > 4096 {
-            seen.retain(|_, exp| *exp > now);
+        {
+            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            if seen.len() > 4096 {
+                seen.retain(|_, exp| *exp > now);
+            }
+            if seen.contains_key(&nonce) {
+                return StateUse::Again;
+            }
         }
-        seen.insert(nonce, expires_at_ms).is_none()
+        if let Some(ledger) = &self.ledger {
+            match ledger.record(&nonce, expires_at_ms, now) {
+                Ok(true) => {}
+                Ok(false) => return StateUse::Again,
+                Err(e) => return StateUse::Unrecorded(e.to_string()),
+            }
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        match seen.insert(nonce, expires_at_ms) {
+            None => StateUse::First,
+            Some(_) => StateUse::Again,
+        }
+    }
+}
+
+/// The shared record of used states: one line per use, `NONCE EXPIRES_MS`
+/// (the nonce in hex), read and appended under an exclusive file lock, and
+/// rewritten without the expired lines once they are most of it.
+#[derive(Debug)]
+struct Ledger {
+    file: Mutex<File>,
+}
+
+/// Lines in the ledger before expired ones are dropped.
+const LEDGER_COMPACT_AT: usize = 256;
+
+impl Ledger {
+    fn open(path: &Path) -> std::io::Result<Ledger> {
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        Ok(Ledger {
+            file: Mutex::new(options.open(path)?),
+        })
+    }
+
+    /// Records `nonce`; `false` when a live line already names it.
+    fn record(&self, nonce: &[u8; 16], expires_at_ms: u64, now: u64) -> std::io::Result<bool> {
+        // The mutex orders this process's threads; the file lock, other
+        // processes (a lock is held per open file, not per thread).
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        FileExt::lock_exclusive(&*file)?;
+        let recorded = Ledger::record_locked(&mut file, nonce, expires_at_ms, now);
+        let _ = FileExt::unlock(&*file);
+        recorded
+    }
+
+    fn record_locked(
+        file: &mut File,
+        nonce: &[u8; 16],
+        expires_at_ms: u64,
+        now: u64,
+    ) -> std::io::Result<bool> {
+        let mut text = String::new();
+        file.seek(SeekFrom::Start(0))?;
+        file.read_to_string(&mut text)?;
+        let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
+        let is_live = |line: &str| {
+            line.split_once(' ')
+                .and_then(|(_, exp)| exp.parse::<u64>().ok())
+                .is_some_and(|exp| exp > now)
+        };
+        let lines = text.lines().count();
+        let live: Vec<&str> = text.lines().filter(|l| is_live(l)).collect();
+        if live
+            .iter()
+            .any(|l| l.split_once(' ').is_some_and(|(n, _)| n == hex))
+        {
+            return Ok(false);
+        }
+        let entry = format!("{hex} {expires_at_ms}\n");
+        if lines >= LEDGER_COMPACT_AT && live.len() * 2 < lines {
+            let mut out: String = live.iter().flat_map(|l| [*l, "\n"]).collect();
+            out.push_str(&entry);
+            file.set_len(0)?;
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(out.as_bytes())?;
+        } else {
+            // A line torn by a crash is ended first, so this one stays whole.
+            let torn = !text.is_empty() && !text.ends_with('\n');
+            file.seek(SeekFrom::End(0))?;
+            file.write_all(format!("{}{entry}", if torn { "\n" } else { "" }).as_bytes())?;
+        }
+        Ok(true)
     }
 }
 
@@ -233,8 +352,67 @@ mod tests {
     fn replay_guard_allows_one_use() {
         let g = ReplayGuard::default();
         let exp = seal::now_ms() + 60_000;
-        assert!(g.consume([1; 16], exp));
-        assert!(!g.consume([1; 16], exp));
-        assert!(g.consume([2; 16], exp));
+        assert_eq!(g.consume([1; 16], exp), StateUse::First);
+        assert_eq!(g.consume([1; 16], exp), StateUse::Again);
+        assert_eq!(g.consume([2; 16], exp), StateUse::First);
+    }
+
+    // MRTR-10 across replicas: two guards on one ledger file (as two
+    // processes would open it) accept a state once between them.
+    #[test]
+    fn a_shared_ledger_allows_one_use_across_guards() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("used");
+        let (a, b) = (
+            ReplayGuard::with_ledger(&path).unwrap(),
+            ReplayGuard::with_ledger(&path).unwrap(),
+        );
+        let exp = seal::now_ms() + 60_000;
+        assert_eq!(a.consume([7; 16], exp), StateUse::First);
+        assert_eq!(b.consume([7; 16], exp), StateUse::Again);
+        assert_eq!(a.consume([7; 16], exp), StateUse::Again);
+        assert_eq!(b.consume([8; 16], exp), StateUse::First);
+        assert_eq!(a.consume([8; 16], exp), StateUse::Again);
+        // A torn last line (a crash mid-write) does not swallow the next.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"0123").unwrap();
+        assert_eq!(a.consume([9; 16], exp), StateUse::First);
+        assert_eq!(b.consume([9; 16], exp), StateUse::Again);
+    }
+
+    #[test]
+    fn the_ledger_drops_expired_lines_once_they_are_most_of_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("used");
+        let g = ReplayGuard::with_ledger(&path).unwrap();
+        let past = seal::now_ms() - 1;
+        for i in 0..LEDGER_COMPACT_AT {
+            let mut nonce = [0u8; 16];
+            nonce[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            assert_eq!(g.consume(nonce, past), StateUse::First);
+        }
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap().lines().count(),
+            LEDGER_COMPACT_AT
+        );
+        let live = seal::now_ms() + 60_000;
+        assert_eq!(g.consume([0xee; 16], live), StateUse::First);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        // An expired line no longer blocks its nonce in another guard.
+        let other = ReplayGuard::with_ledger(&path).unwrap();
+        assert_eq!(other.consume([0u8; 16], live), StateUse::First);
+        assert_eq!(other.consume([0xee; 16], live), StateUse::Again);
+    }
+
+    #[test]
+    fn an_unwritable_ledger_refuses_the_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("used");
+        let g = ReplayGuard::with_ledger(&path).unwrap();
+        // Swap the open file for a read-only one: writes fail.
+        *g.ledger.as_ref().unwrap().file.lock().unwrap() = File::open(&path).unwrap();
+        let exp = seal::now_ms() + 60_000;
+        assert!(matches!(g.consume([3; 16], exp), StateUse::Unrecorded(_)));
     }
 }

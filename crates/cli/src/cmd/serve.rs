@@ -43,6 +43,8 @@ pub(crate) struct ServeSettings {
     replica: Option<String>,
     /// Where the shared state key is.
     state_key_file: Option<PathBuf>,
+    /// Where used approvals are recorded for every replica.
+    replay_ledger: Option<PathBuf>,
     /// Watch the config file.
     watch: bool,
 }
@@ -128,6 +130,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         metrics: a.metrics,
         replica: a.replica,
         state_key_file: a.state_key_file,
+        replay_ledger: a.replay_ledger,
         watch: !a.no_watch,
     })
 }
@@ -191,6 +194,7 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         .replica(replica)
         .assume_yes(serve.yes)
         .state_key(state_key)
+        .replay_ledger(serve.replay_ledger.clone())
         .telemetry(telemetry.clone());
     // SIGHUP reloads even with --no-watch; only the file is not polled.
     let watcher = watched.map(|mut source| {
