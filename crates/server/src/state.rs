@@ -286,9 +286,11 @@ impl Ledger {
         expires_at_ms: u64,
         now: u64,
     ) -> std::io::Result<bool> {
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         file.seek(SeekFrom::Start(0))?;
-        file.read_to_string(&mut text)?;
+        file.read_to_end(&mut bytes)?;
+        // Anything that is not a line of ours counts as expired.
+        let text = String::from_utf8_lossy(&bytes);
         let hex: String = nonce.iter().map(|b| format!("{b:02x}")).collect();
         let is_live = |line: &str| {
             line.split_once(' ')
@@ -373,9 +375,10 @@ mod tests {
         assert_eq!(a.consume([7; 16], exp), StateUse::Again);
         assert_eq!(b.consume([8; 16], exp), StateUse::First);
         assert_eq!(a.consume([8; 16], exp), StateUse::Again);
-        // A torn last line (a crash mid-write) does not swallow the next.
+        // A torn last line (a crash mid-write), even one that is not
+        // UTF-8, does not swallow the next.
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"0123").unwrap();
+        f.write_all(b"0123\xff").unwrap();
         assert_eq!(a.consume([9; 16], exp), StateUse::First);
         assert_eq!(b.consume([9; 16], exp), StateUse::Again);
     }
