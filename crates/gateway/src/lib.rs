@@ -382,6 +382,9 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
     if let Some(path) = &options.replay_ledger {
         builder = builder.replay_ledger(path);
     }
+    if let Some(replica) = &options.replica {
+        builder = builder.task_origin(replica);
+    }
     let builder = builder
         .request_state_ttl(APPROVAL_STATE_TTL)
         .title("Switchboard gateway")

@@ -3,8 +3,9 @@
 //! (the testkit's mock) turns into a task, follows it to its end through
 //! the gateway (the downstream question relayed up and the answer down),
 //! and cancels it through the gateway; another principal's task id, the
-//! downstream id and a made-up one are refused like unknown ones; a client
-//! without the extension gets the final result.
+//! downstream id and a made-up one are refused like unknown ones; a task
+//! asked of another replica gets an error naming the replica holding it; a
+//! client without the extension gets the final result.
 
 // Helpers outside #[test] functions panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -98,19 +99,7 @@ impl Setup {
         let host_asked = Arc::clone(&host_input.asked);
         options.input_handler = Some(Arc::new(host_input));
         let host = Host::mount(config, options).await.unwrap();
-        let gateway = Gateway::new(&host, GatewayOptions::default()).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let prm = ProtectedResource::new(url.clone(), "http://127.0.0.1:1/issuer");
-        let (stop, stopped) = oneshot::channel::<()>();
-        let server = gateway.server().clone();
-        tokio::spawn(async move {
-            let shutdown = async {
-                let _ = stopped.await;
-            };
-            let options = HttpOptions::new().auth(Tokens, prm);
-            let _ = switchboard_server::http::serve(server, listener, options, shutdown).await;
-        });
+        let (url, gateway, stop) = serve(&host, "a").await;
         Setup {
             dir,
             host_asked,
@@ -123,7 +112,37 @@ impl Setup {
 
     /// Our client as `who`, with or without the tasks extension.
     async fn client(&self, who: &str, tasks: bool, input: Yes) -> Client {
-        let transport = HttpTransport::builder(who, &self.url)
+        client_at(&self.url, who, tasks, input).await
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// A gateway of `host` named `replica`, on HTTP with bearer tokens: its
+/// URL, and what keeps it serving.
+async fn serve(host: &Host, replica: &str) -> (String, Gateway, oneshot::Sender<()>) {
+    let gateway = Gateway::new(host, GatewayOptions::default().replica(replica)).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let prm = ProtectedResource::new(url.clone(), "http://127.0.0.1:1/issuer");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let server = gateway.server().clone();
+    tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        let options = HttpOptions::new().auth(Tokens, prm);
+        let _ = switchboard_server::http::serve(server, listener, options, shutdown).await;
+    });
+    (url, gateway, stop)
+}
+
+/// Our client of the gateway at `url` as `who`.
+async fn client_at(url: &str, who: &str, tasks: bool, input: Yes) -> Client {
+    {
+        let transport = HttpTransport::builder(who, url)
             .header("Authorization", format!("Bearer {who}-token"))
             .remember_era(false)
             .build()
@@ -136,10 +155,6 @@ impl Setup {
         )
         .await
         .unwrap()
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
     }
 }
 
@@ -292,5 +307,43 @@ async fn a_client_without_the_extension_gets_the_final_result() {
     // Downstream it was a task, which the gateway followed itself.
     let log = lines(&setup.path("requests.jsonl"));
     assert!(!requests(&log, "tasks/get").is_empty());
+    setup.host.shutdown().await;
+}
+
+// A task lives in the replica that started it: its id names that replica,
+// and a request for it reaching another replica says where it lives
+// (and what to do) instead of only "not found".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_asked_of_another_replica_names_the_one_holding_it() {
+    let setup = Setup::start().await;
+    let (url_b, _b, _stop_b) = serve(&setup.host, "b").await;
+    let alice = setup.client("alice", true, Yes::default()).await;
+    let start = within(alice.call_tool_start(
+        TOOL,
+        args(json!({"never": true, "poll_ms": 20})),
+        &RequestOptions::default(),
+    ))
+    .await
+    .unwrap();
+    let ToolCallStart::Task(task) = start else {
+        panic!("expected a task: {start:?}");
+    };
+    assert!(task.task_id.starts_with("a."), "{}", task.task_id);
+    let alice_at_b = client_at(&url_b, "alice", true, Yes::default()).await;
+    let err = within(alice_at_b.get_task(&task.task_id))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(-32602), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("replica a started it") && text.contains("affinity"),
+        "{text}"
+    );
+    // A made-up id is only unknown, and replica a still has the task.
+    let err = within(alice_at_b.get_task("made-up")).await.unwrap_err();
+    assert!(!err.to_string().contains("replica"), "{err}");
+    let here = within(alice.get_task(&task.task_id)).await.unwrap();
+    assert_eq!(here.status.as_str(), "working");
+    within(alice.cancel_task(&task.task_id)).await.unwrap();
     setup.host.shutdown().await;
 }

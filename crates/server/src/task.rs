@@ -359,13 +359,16 @@ pub(crate) struct TaskStore {
     tasks: Mutex<HashMap<String, Arc<TaskEntry>>>,
     ttl: Duration,
     poll_interval: Duration,
+    origin: Option<String>,
 }
 
 /// Task settings of a server.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct TaskOptions {
     pub(crate) ttl: Duration,
     pub(crate) poll_interval: Duration,
+    /// This server's name among replicas, leading its task ids.
+    pub(crate) origin: Option<String>,
 }
 
 impl Default for TaskOptions {
@@ -373,6 +376,7 @@ impl Default for TaskOptions {
         TaskOptions {
             ttl: DEFAULT_TTL,
             poll_interval: DEFAULT_POLL_INTERVAL,
+            origin: None,
         }
     }
 }
@@ -383,6 +387,7 @@ impl TaskStore {
             tasks: Mutex::new(HashMap::new()),
             ttl: options.ttl,
             poll_interval: options.poll_interval,
+            origin: options.origin,
         }
     }
 
@@ -409,7 +414,10 @@ impl TaskStore {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes)
             .map_err(|e| Fault::internal(format!("no randomness for a task id: {e}")))?;
-        let id = crate::seal::encode(&bytes);
+        let id = match &self.origin {
+            Some(origin) => format!("{origin}.{}", crate::seal::encode(&bytes)),
+            None => crate::seal::encode(&bytes),
+        };
         let now = Instant::now();
         let now_ms = now_ms();
         let entry = Arc::new(TaskEntry {
@@ -459,7 +467,27 @@ impl TaskStore {
             Some(e) if e.owner.as_deref() == caller.map(|p| p.subject.as_str()) => {
                 Ok(Arc::clone(e))
             }
-            _ => Err(Fault::invalid_params(NOT_FOUND)),
+            _ => Err(self.not_found(id)),
+        }
+    }
+
+    /// The error for an id this store does not hold: the plain one, or,
+    /// when the id names another replica as its origin, one saying that
+    /// the task lives there.
+    fn not_found(&self, id: &str) -> Fault {
+        let elsewhere = id
+            .split_once('.')
+            .map(|(origin, _)| origin)
+            .filter(|origin| {
+                !origin.is_empty() && self.origin.as_deref().is_some_and(|own| own != *origin)
+            });
+        match (elsewhere, &self.origin) {
+            (Some(origin), Some(own)) => Fault::invalid_params(format!(
+                "{NOT_FOUND} on this replica ({own}): the id says replica {origin} started it, and a task \
+                 lives in the memory of the replica that started it; send this client's requests to one \
+                 replica (load-balancer affinity)"
+            )),
+            _ => Fault::invalid_params(NOT_FOUND),
         }
     }
 }
@@ -787,7 +815,22 @@ impl ServerBuilder {
     /// minutes), and the polling interval suggested to clients (default
     /// 500 ms).
     pub fn task_options(mut self, ttl: Duration, poll_interval: Duration) -> Self {
-        self.task_options = TaskOptions { ttl, poll_interval };
+        self.task_options.ttl = ttl;
+        self.task_options.poll_interval = poll_interval;
+        self
+    }
+
+    /// Names this server among replicas behind one URL: its task ids start
+    /// with `name` (letters, digits, `-` and `_` of it, at most 64), so a
+    /// request for a task that reaches another replica is told which one
+    /// holds it rather than only "not found".
+    pub fn task_origin(mut self, name: &str) -> Self {
+        let origin: String = name
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+            .take(64)
+            .collect();
+        self.task_options.origin = (!origin.is_empty()).then_some(origin);
         self
     }
 }
