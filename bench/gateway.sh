@@ -32,7 +32,7 @@
 #   AUDIT=0       no audit log
 #   OBS_FLAGS     extra serve flags for the observed gateway (split on spaces)
 #   OBS_ENV       extra environment for it (NAME=VALUE, space separated)
-#   OTLP_SINK=1   start bench/otlp-sink.py and point the observed gateway's
+#   OTLP_SINK=1   start bench/otlp-sink.py (on wrk's CPU) and point the observed gateway's
 #                 OTEL_EXPORTER_OTLP_ENDPOINT at it (adds to OBS_ENV)
 #   RT_PRIO       run the servers and wrk at SCHED_FIFO priority N (needs
 #                 root): other work on the machine (builds) then cannot
@@ -112,7 +112,9 @@ gw_pid=${pids[-1]}
 obs_pid=""
 if [[ -n ${OTLP_SINK:-} ]]; then
   sink_port=$((PORT + 3))
-  python3 bench/otlp-sink.py "$sink_port" 2>"$work/otlp-sink.log" &
+  # On wrk's CPU: the sink is load, like wrk; on the servers' CPU it would
+  # take time from the gateway it measures.
+  taskset -c "$LOADGEN_CPUS" python3 bench/otlp-sink.py "$sink_port" 2>"$work/otlp-sink.log" &
   pids+=("$!")
   OBS_ENV="${OBS_ENV:-} OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$sink_port"
 fi
