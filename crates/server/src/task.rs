@@ -821,16 +821,55 @@ impl ServerBuilder {
     }
 
     /// Names this server among replicas behind one URL: its task ids start
-    /// with `name` (letters, digits, `-` and `_` of it, at most 64), so a
-    /// request for a task that reaches another replica is told which one
-    /// holds it rather than only "not found".
+    /// with `name` (at most 64 characters; any but ASCII letters, digits,
+    /// `-` and `_` become `-`), so a request for a task that reaches another
+    /// replica is told which one holds it rather than only "not found".
     pub fn task_origin(mut self, name: &str) -> Self {
         let origin: String = name
             .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
             .take(64)
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    c
+                } else {
+                    '-'
+                }
+            })
             .collect();
         self.task_options.origin = (!origin.is_empty()).then_some(origin);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A host name with dots and spaces still names the replica, readably,
+    // and never adds the `.` that separates the origin from the random part.
+    #[test]
+    fn a_task_origin_is_made_safe_and_leads_the_id() {
+        let builder = crate::Server::builder("s", "1").task_origin("ip-10.ec2 internal");
+        let store = TaskStore::new(builder.task_options.clone());
+        let task = store.create(None, &crate::notify::Notifier::new()).unwrap();
+        let (origin, random) = task.id.split_once('.').unwrap();
+        assert_eq!(origin, "ip-10-ec2-internal");
+        assert_eq!(random.len(), 43, "{}", task.id);
+        let other = TaskStore::new(TaskOptions {
+            origin: Some("b".into()),
+            ..TaskOptions::default()
+        });
+        let Err(err) = other.get(None, &task.id) else {
+            panic!("another replica found the task");
+        };
+        assert!(
+            format!("{err:?}").contains("replica ip-10-ec2-internal"),
+            "{err:?}"
+        );
+        let plain = TaskStore::new(TaskOptions::default());
+        let Err(err) = plain.get(None, &task.id) else {
+            panic!("a server without the task found it");
+        };
+        assert!(!format!("{err:?}").contains("replica"), "{err:?}");
     }
 }
