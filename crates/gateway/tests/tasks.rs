@@ -259,11 +259,9 @@ async fn a_downstream_task_is_handed_on_and_followed_through_the_gateway() {
     setup.host.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cancelling_the_gateways_task_cancels_the_downstream_one() {
-    let setup = Setup::start().await;
-    let alice = setup.client("alice", true, Yes::default()).await;
-    let start = within(alice.call_tool_start(
+/// Starts a call the mock turns into a task that never ends by itself.
+async fn endless_task(client: &Client) -> switchboard_wire::tasks::Task {
+    let start = within(client.call_tool_start(
         TOOL,
         args(json!({"never": true, "poll_ms": 20})),
         &RequestOptions::default(),
@@ -273,6 +271,14 @@ async fn cancelling_the_gateways_task_cancels_the_downstream_one() {
     let ToolCallStart::Task(task) = start else {
         panic!("expected a task: {start:?}");
     };
+    task
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_the_gateways_task_cancels_the_downstream_one() {
+    let setup = Setup::start().await;
+    let alice = setup.client("alice", true, Yes::default()).await;
+    let task = endless_task(&alice).await;
     within(alice.cancel_task(&task.task_id)).await.unwrap();
     let log = eventually(&setup.path("requests.jsonl"), |l| {
         !requests(l, "tasks/cancel").is_empty()
@@ -318,16 +324,7 @@ async fn a_task_asked_of_another_replica_names_the_one_holding_it() {
     let setup = Setup::start().await;
     let (url_b, _b, _stop_b) = serve(&setup.host, "b").await;
     let alice = setup.client("alice", true, Yes::default()).await;
-    let start = within(alice.call_tool_start(
-        TOOL,
-        args(json!({"never": true, "poll_ms": 20})),
-        &RequestOptions::default(),
-    ))
-    .await
-    .unwrap();
-    let ToolCallStart::Task(task) = start else {
-        panic!("expected a task: {start:?}");
-    };
+    let task = endless_task(&alice).await;
     assert!(task.task_id.starts_with("a."), "{}", task.task_id);
     let alice_at_b = client_at(&url_b, "alice", true, Yes::default()).await;
     let err = within(alice_at_b.get_task(&task.task_id))
