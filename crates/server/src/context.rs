@@ -318,7 +318,7 @@ impl Context {
                 )),
                 StateUse::Unrecorded(why) => Err(HandlerError::msg(format!(
                     "this server cannot record that requestState was used ({why}), so it is not accepted; \
-                     try again later"
+                     the server's operator must make the ledger writable, then the request can be retried"
                 ))),
             },
         }

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -236,7 +236,12 @@ impl ReplayGuard {
             match ledger.record(&nonce, expires_at_ms, now) {
                 Ok(true) => {}
                 Ok(false) => return StateUse::Again,
-                Err(e) => return StateUse::Unrecorded(e.to_string()),
+                Err(e) => {
+                    return StateUse::Unrecorded(format!(
+                        "the replay ledger {}: {e}",
+                        ledger.path.display()
+                    ));
+                }
             }
         }
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
@@ -252,6 +257,7 @@ impl ReplayGuard {
 /// rewritten without the expired lines once they are most of it.
 #[derive(Debug)]
 struct Ledger {
+    path: PathBuf,
     file: Mutex<File>,
 }
 
@@ -265,6 +271,7 @@ impl Ledger {
         #[cfg(unix)]
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         Ok(Ledger {
+            path: path.to_owned(),
             file: Mutex::new(options.open(path)?),
         })
     }
@@ -416,6 +423,9 @@ mod tests {
         // Swap the open file for a read-only one: writes fail.
         *g.ledger.as_ref().unwrap().file.lock().unwrap() = File::open(&path).unwrap();
         let exp = seal::now_ms() + 60_000;
-        assert!(matches!(g.consume([3; 16], exp), StateUse::Unrecorded(_)));
+        let StateUse::Unrecorded(why) = g.consume([3; 16], exp) else {
+            panic!("an unwritable ledger accepted the use");
+        };
+        assert!(why.contains(&path.display().to_string()), "{why}");
     }
 }

@@ -475,18 +475,14 @@ impl TaskStore {
     /// when the id names another replica as its origin, one saying that
     /// the task lives there.
     fn not_found(&self, id: &str) -> Fault {
-        let elsewhere = id
-            .split_once('.')
-            .map(|(origin, _)| origin)
-            .filter(|origin| {
-                !origin.is_empty() && self.origin.as_deref().is_some_and(|own| own != *origin)
-            });
-        match (elsewhere, &self.origin) {
-            (Some(origin), Some(own)) => Fault::invalid_params(format!(
-                "{NOT_FOUND} on this replica ({own}): the id says replica {origin} started it, and a task \
+        match (self.origin.as_deref(), id.split_once('.')) {
+            (Some(own), Some((origin, _))) if !origin.is_empty() && origin != own => {
+                Fault::invalid_params(format!(
+                    "{NOT_FOUND} on this replica ({own}): the id says replica {origin} started it, and a task \
                  lives in the memory of the replica that started it; send this client's requests to one \
                  replica (load-balancer affinity)"
-            )),
+                ))
+            }
             _ => Fault::invalid_params(NOT_FOUND),
         }
     }
