@@ -145,6 +145,18 @@ struct Inner {
     legacy: AtomicBool,
     /// The requests in flight on a legacy session.
     in_flight: calls::InFlight,
+    /// The last narrowed `_meta` ([`Client::narrowed_base`]): the session's
+    /// `_meta` it was made from, the capabilities it was narrowed to, and
+    /// the result. A gateway's callers mostly declare the same.
+    narrowed: Mutex<Option<Narrowed>>,
+}
+
+/// One narrowed session `_meta`, kept for the next request like it
+/// (`None`: the caller's capabilities narrow nothing).
+struct Narrowed {
+    base: Arc<JsonObject>,
+    caller: ClientCapabilities,
+    meta: Option<Arc<JsonObject>>,
 }
 
 /// The wire in force.
@@ -530,13 +542,27 @@ impl Client {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<GetPromptResult, ClientError> {
+        self.get_prompt_with(name, arguments, &RequestOptions::default())
+            .await
+    }
+
+    /// [`Client::get_prompt`] with per-request options (e.g. a relayed
+    /// `input_required`: [`RequestOptions::relay_input`]).
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &RequestOptions,
+    ) -> Result<GetPromptResult, ClientError> {
         let mut params = JsonObject::new();
         params.insert("name".into(), Value::from(name));
         if let Some(arguments) = arguments {
             params.insert("arguments".into(), Value::Object(arguments));
         }
-        self.typed(method::PROMPTS_GET, params, &RequestOptions::default())
-            .await
+        self.typed(method::PROMPTS_GET, params, options).await
     }
 
     /// Asks for completions of one argument. `reference` is the
@@ -730,7 +756,8 @@ impl Client {
         // Only this request's keys go in `params._meta`: the session's are
         // shared with every request, and the call's keys
         // and the caller's own `_meta` never override them.
-        let base = &session.base_meta;
+        let narrowed = self.narrowed_base(session, options);
+        let base = narrowed.as_ref().unwrap_or(&session.base_meta);
         let mut meta = JsonObject::new();
         if let Some(extra) = &options.meta {
             for (k, v) in extra {
@@ -776,11 +803,51 @@ impl Client {
             params.insert("_meta".into(), Value::Object(meta));
         }
         let request = Request::new(id, method, Some(Value::Object(params)));
-        if session.base_meta.is_empty() {
+        if base.is_empty() {
             request
         } else {
-            request.with_shared_meta(Arc::clone(&session.base_meta))
+            request.with_shared_meta(Arc::clone(base))
         }
+    }
+
+    /// The session's `_meta` declaring only the capabilities that
+    /// [`RequestOptions::capabilities`] shares with the client's own;
+    /// `None` when that is all of them (or the server is a legacy one).
+    fn narrowed_base(
+        &self,
+        session: &Session,
+        options: &RequestOptions,
+    ) -> Option<Arc<JsonObject>> {
+        let caller = options.capabilities.as_ref()?;
+        if session.era != Era::Modern {
+            return None;
+        }
+        let mut last = self
+            .inner
+            .narrowed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = last.as_ref() {
+            if Arc::ptr_eq(&n.base, &session.base_meta) && n.caller == *caller {
+                return n.meta.clone();
+            }
+        }
+        let narrowed = self.inner.capabilities.narrowed_to(caller);
+        let meta = (narrowed != self.inner.capabilities).then(|| {
+            let mut base = (*session.base_meta).clone();
+            base.insert(
+                CLIENT_CAPABILITIES.into(),
+                serde_json::to_value(&narrowed)
+                    .unwrap_or_else(|_| Value::Object(JsonObject::new())),
+            );
+            Arc::new(base)
+        });
+        *last = Some(Narrowed {
+            base: Arc::clone(&session.base_meta),
+            caller: caller.clone(),
+            meta: meta.clone(),
+        });
+        meta
     }
 
     /// One request, one response: the raw result value, or the error.
@@ -1104,6 +1171,7 @@ impl ClientBuilder {
             cancels: crate::task::Cancels::default(),
             legacy: AtomicBool::new(false),
             in_flight: calls::InFlight::default(),
+            narrowed: Mutex::new(None),
         });
         inner
             .transport

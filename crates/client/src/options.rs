@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use switchboard_wire::types::JsonObject;
 use switchboard_wire::types::ProgressParams;
-use switchboard_wire::{Implementation, LoggingLevel};
+use switchboard_wire::{ClientCapabilities, Implementation, LoggingLevel};
 
 use crate::input::InputHandler;
 use crate::transport::NotificationSink;
@@ -56,6 +56,13 @@ pub struct RequestOptions {
     /// The answers to a relayed `input_required`, sent with this request
     /// (`inputResponses` and the echoed `requestState`).
     pub resume: Option<Resume>,
+    /// The capabilities of whoever the answers to this request's questions
+    /// come from, when that is not this client alone (a gateway relaying
+    /// them to its own client): the request then declares only the
+    /// questions both can answer (`ClientCapabilities::narrowed_to`), so a
+    /// modern server asks nothing that cannot be passed on. A 2025-11-25
+    /// server learnt the client's capabilities once, at `initialize`.
+    pub capabilities: Option<ClientCapabilities>,
 }
 
 /// The answers to an `input_required` that was relayed, for the retry.
@@ -96,6 +103,7 @@ impl fmt::Debug for RequestOptions {
             .field("call_input", &self.call_input)
             .field("relay_input", &self.relay_input)
             .field("resume", &self.resume.is_some())
+            .field("capabilities", &self.capabilities)
             .finish()
     }
 }

@@ -313,6 +313,7 @@ impl Client {
             timeout: options.timeout,
             traceparent: options.traceparent.clone(),
             meta: options.meta.clone(),
+            capabilities: options.capabilities.clone(),
             // A 2025-11-25 task's questions come during `tasks/result`:
             // they belong to the call.
             call_input: options.call_input.clone(),

@@ -11,17 +11,20 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use switchboard_client::RequestOptions;
 use switchboard_host::offer::{OfferedPrompt, OfferedResource, OfferedTemplate};
 use switchboard_host::{Catalog, Host, OfferChange, OfferError};
 use switchboard_server::{
-    CompleteRequest, CompletionRef, Context, HandlerError, PromptSpec, ResourceSpec, Server,
-    TemplateMatch, TemplateSpec,
+    CompleteRequest, CompletionRef, Context, HandlerError, PromptOutcome, PromptSpec, ResourceSpec,
+    Server, TemplateMatch, TemplateSpec,
 };
 use switchboard_wire::{
-    CacheHints, Completion, GetPromptResult, JsonObject, Prompt, ReadResourceResult, Resource,
-    ResourceTemplate, ResultHeader,
+    CacheHints, Completion, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    ResultHeader,
 };
 use tokio::sync::broadcast;
+
+use crate::relay;
 
 /// What this module registered, with the definitions served.
 #[derive(Debug, Default)]
@@ -131,7 +134,7 @@ fn add_prompt(server: &Server, host: &Host, offered: &OfferedPrompt) -> bool {
     }
     let host = host.clone();
     let name = p.name.clone();
-    let handler = move |args: Value, _ctx: Context| {
+    let handler = move |args: Value, ctx: Context| {
         let host = host.clone();
         let name = name.clone();
         async move {
@@ -139,13 +142,28 @@ fn add_prompt(server: &Server, host: &Host, offered: &OfferedPrompt) -> bool {
                 Value::Object(m) if !m.is_empty() => Some(m),
                 _ => None,
             };
-            let mut result: GetPromptResult = host
-                .get_prompt(&name, arguments)
-                .await
-                .map_err(handler_error)?;
-            // The gateway's identity, never the server's.
-            result.header = ResultHeader::complete();
-            Ok::<_, HandlerError>(result)
+            // The server's questions are relayed to the upstream client,
+            // as during a tool call (`relay`).
+            let options = RequestOptions {
+                relay_input: true,
+                resume: relay::resume_call(&ctx)?,
+                capabilities: Some(ctx.client_capabilities().clone()),
+                ..RequestOptions::default()
+            };
+            match host.get_prompt_with(&name, arguments, &options).await {
+                Ok(mut result) => {
+                    // The gateway's identity, never the server's.
+                    result.header = ResultHeader::complete();
+                    Ok(PromptOutcome::Complete(result))
+                }
+                Err(OfferError::Server(e)) => match e.input_required() {
+                    Some(asked) => relay::ask(&name, asked, ctx.client_capabilities())
+                        .map(PromptOutcome::from)
+                        .map_err(HandlerError::msg),
+                    None => Err(handler_error(OfferError::Server(e))),
+                },
+                Err(e) => Err(handler_error(e)),
+            }
         }
     };
     match server.add_prompt(spec, handler) {

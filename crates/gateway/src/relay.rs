@@ -18,13 +18,18 @@
 //! `parked`). A retry reaching another replica gets an error saying that
 //! such servers need load-balancer affinity.
 //!
+//! A modern server's question during `prompts/get` is relayed the same
+//! way. The downstream request declares only the questions the gateway's
+//! client can answer (`CallOptions::client_capabilities`), so a server
+//! that needs another one refuses with -32021, which goes back as is.
+//!
 //! When the gateway's client did not declare what the server asks for,
 //! the call ends with an `isError` text saying so (a legacy server's
 //! request is answered with an error saying the same). A question the
-//! host cannot tie to a tool call — asked during `prompts/get` or
-//! `resources/read`, or by a legacy server while several requests are in
-//! flight on its connection — reaches [`relay_input_handler`] and is
-//! declined.
+//! host cannot tie to a tool call or a modern `prompts/get` — asked
+//! during `resources/read`, or by a legacy server during a prompt or
+//! while several requests are in flight on its connection — reaches
+//! [`relay_input_handler`] and is declined.
 //!
 //! [`CallOptions::relay_input`]: switchboard_host::CallOptions::relay_input
 //! [`CallOptions::call_input`]: switchboard_host::CallOptions::call_input
@@ -100,6 +105,22 @@ pub(crate) fn resume(ctx: &Context) -> Result<Option<Retry>, HandlerError> {
     })))
 }
 
+/// [`resume`] for a request that is never parked (`prompts/get`): the
+/// answers to pass on, if this is the retry of a relayed question.
+///
+/// # Errors
+/// As [`resume`]; and a state naming a parked call, which only a tool
+/// call can be.
+pub(crate) fn resume_call(ctx: &Context) -> Result<Option<Resume>, HandlerError> {
+    match resume(ctx)? {
+        None => Ok(None),
+        Some(Retry::Call(resume)) => Ok(Some(resume)),
+        Some(Retry::Parked(..)) => Err(HandlerError::invalid_params(
+            "requestState belongs to a tool call, not to this request",
+        )),
+    }
+}
+
 /// The gateway's answer to a server's question: the same requests put to
 /// its client, or (when the client cannot answer one) an `isError` text
 /// saying why.
@@ -148,8 +169,8 @@ pub(crate) fn parked_question(asked: InputRequired, key: String, at: ParkedAt) -
 pub(crate) fn cannot_ask(tool: &str, missing: &str, method: &str) -> String {
     format!(
         "The server behind {tool} asked for {missing} ({method}), and the gateway cannot pass the question on: \
-         its client did not declare that capability. The call did not finish; \
-         use a client that supports {missing}, or do without this tool."
+         its client did not declare that capability. The request did not finish; \
+         use a client that supports {missing}, or do without {tool}."
     )
 }
 
@@ -186,9 +207,9 @@ pub(crate) fn uncovered(
 /// The input handler to mount a gateway's host with: it declares
 /// elicitation (form and URL), sampling and roots, so that servers ask
 /// their questions and the gateway can relay them; a question that reaches
-/// it (one the host could not tie to a tool call: asked during
-/// `prompts/get` or `resources/read`, or by a legacy server with several
-/// requests in flight on its connection) is passed to `inner` when that
+/// it (one the host could not tie to a tool call or a modern
+/// `prompts/get`: asked during `resources/read`, or by a legacy server
+/// during a prompt or with several requests in flight on its connection) is passed to `inner` when that
 /// handler can answer it, and declined with a text saying why otherwise.
 pub fn relay_input_handler(inner: Option<Arc<dyn InputHandler>>) -> Arc<dyn InputHandler> {
     Arc::new(RelayInput { inner })
@@ -210,8 +231,9 @@ impl RelayInput {
 fn declined(cx: &InputContext, what: &str) -> InputError {
     InputError(format!(
         "the gateway relays {what} requests of {} only during a tool call it can tie them to \
-         (not during prompts/get or resources/read, nor while several requests are in flight \
-         on a 2025-11-25 connection); this one cannot reach the gateway's client",
+         or a modern server's prompts/get (not during resources/read, nor a 2025-11-25 \
+         server's prompts/get, nor while several requests are in flight on a 2025-11-25 \
+         connection); this one cannot reach the gateway's client",
         cx.server
     ))
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
-use switchboard_server::{Context, Server, ToolResult, ToolSpec};
+use switchboard_server::{Context, HandlerError, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
 
 use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask};
@@ -194,6 +194,9 @@ async fn call(
     options.principal = ctx.principal().map(|p| p.subject.clone());
     options.relay_input = true;
     options.resume = resume;
+    // The server is told only of the questions the upstream client can
+    // answer (the gateway relays them there).
+    options.client_capabilities = Some(ctx.client_capabilities().clone());
     // An upstream that follows tasks gets the downstream server's tasks.
     if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
         // The same upstream span as a plain call's, ended when the call
@@ -233,6 +236,10 @@ fn answer(
         }
     };
     telemetry.upstream_span(trace, name, started, report.outcome);
+    if let Some(error) = report.missing_capability {
+        // About the upstream client's capabilities: its error to handle.
+        return Err(HandlerError::rpc(*error));
+    }
     if let Some(request) = &report.approval_needed {
         return Ok(ask(name, &request.arguments, Some(request)).into());
     }

@@ -5,8 +5,11 @@
 use serde_json::{Value, json};
 use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
 use switchboard_gateway::{GatewayOptions, relay_input_handler};
-use switchboard_server::{Context, Elicitation, InputRequired, Sampling, Server, ToolResult};
-use switchboard_wire::CallToolResult;
+use switchboard_server::{
+    Context, Elicitation, HandlerError, InputRequired, PromptOutcome, PromptSpec, Sampling, Server,
+    ToolResult, user,
+};
+use switchboard_wire::{CallToolResult, ContentBlock, GetPromptResult, ResultHeader};
 
 use crate::util::{front, front_with, mount, serve};
 
@@ -138,21 +141,25 @@ async fn elicitation_sampling_and_roots_are_relayed_to_a_client_that_declared_th
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_question_the_client_cannot_answer_is_declined_saying_why() {
+async fn a_question_the_client_cannot_answer_gets_the_servers_missing_capability_error() {
     let dir = tempfile::tempdir().unwrap();
     let (url, _t) = serve(asker()).await;
     let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    // This client declares nothing.
+    // This client declares nothing, so neither does the downstream
+    // request: the server refuses to ask (-32021) and the client gets that
+    // refusal, as it would from the server itself.
     let front = front(&host, GatewayOptions::default().assume_yes(true), None).await;
-    let r = front
+    let err = front
         .client
         .call_tool("mcp__ops__confirm", None)
         .await
-        .unwrap();
-    assert!(r.is_error(), "{r:?}");
-    let text = r.joined_text();
-    assert!(text.contains("form elicitation"), "{text}");
-    assert!(text.contains("did not declare"), "{text}");
+        .unwrap_err();
+    let error = err.protocol_error().expect("a JSON-RPC error");
+    assert_eq!(error.code, -32021, "{err}");
+    assert_eq!(
+        error.data.as_ref().unwrap()["requiredCapabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
     host.shutdown().await;
 }
 
@@ -179,5 +186,195 @@ async fn a_question_on_a_call_that_is_no_task_is_relayed_to_a_task_declaring_cli
     let text = r.joined_text();
     assert!(text.contains(r#"{"go":true}"#), "{text}");
     assert!(text.contains(r#"kept={"step":"asked"}"#), "{text}");
+    host.shutdown().await;
+}
+
+/// A 1×1 PNG.
+const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// A server with a prompt that asks the user a question first, a tool
+/// saying which questions its request declared it can answer, a tool that
+/// returns an image, and a tool that needs sampling.
+fn picky() -> Server {
+    Server::builder("picky", "1.0.0")
+        .prompt_spec(
+            PromptSpec::new("brief"),
+            |_args: Value, ctx: Context| async move {
+                let outcome: Result<PromptOutcome, HandlerError> =
+                    match ctx.input().elicitation("ok")? {
+                        None => Ok(InputRequired::new()
+                            .elicit(
+                                "ok",
+                                Elicitation::form(
+                                    "Deploy to production?",
+                                    json!({"type": "object", "properties": {"go": {"type": "boolean"}}}),
+                                ),
+                            )
+                            .into()),
+                        Some(a) => Ok(PromptOutcome::Complete(GetPromptResult {
+                            description: None,
+                            messages: vec![user(ContentBlock::text(format!(
+                                "answered {}",
+                                Value::Object(a.content.unwrap_or_default())
+                            )))],
+                            header: ResultHeader::complete(),
+                        })),
+                    };
+                outcome
+            },
+        )
+        .tool("declared", "Says what the request declared", |ctx: Context| async move {
+            let caps = ctx.client_capabilities();
+            let result: ToolResult = Ok(CallToolResult::text(format!(
+                "form={} sampling={} roots={}",
+                caps.supports_elicitation_form(),
+                caps.supports_sampling(),
+                caps.supports_roots()
+            ))
+            .into());
+            result
+        })
+        .tool("snapshot", "Returns an image", || async {
+            let result: ToolResult = Ok(CallToolResult {
+                content: vec![
+                    ContentBlock::text("the dashboard"),
+                    ContentBlock::image(PNG_BASE64, "image/png"),
+                ],
+                ..CallToolResult::text("")
+            }
+            .into());
+            result
+        })
+        .tool("needs_sampling", "Needs sampling", |ctx: Context| async move {
+            ctx.require_sampling()?;
+            let result: ToolResult = Ok(CallToolResult::text("could sample").into());
+            result
+        })
+        .build()
+        .unwrap()
+}
+
+/// An upstream client that answers form elicitation only.
+#[derive(Debug)]
+struct FormOnly;
+
+impl InputHandler for FormOnly {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        _params: Value,
+    ) -> BoxFuture<'_, Result<Value, InputError>> {
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"go": true}})) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_during_prompts_get_is_relayed_and_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _t) = serve(picky()).await;
+    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
+    let front = front(
+        &host,
+        GatewayOptions::default().assume_yes(true),
+        Some(Box::new(FormOnly)),
+    )
+    .await;
+    let got = front
+        .client
+        .get_prompt("mcp__ops__brief", None)
+        .await
+        .unwrap();
+    assert_eq!(
+        got.messages[0].content,
+        ContentBlock::text(r#"answered {"go":true}"#)
+    );
+    // A client that cannot answer gets an error saying why.
+    let silent = front_with(
+        &host,
+        GatewayOptions::default().assume_yes(true),
+        None,
+        false,
+    )
+    .await;
+    let err = silent
+        .client
+        .get_prompt("mcp__ops__brief", None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(-32021), "{err}");
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _t) = serve(picky()).await;
+    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
+    let front = front(
+        &host,
+        GatewayOptions::default().assume_yes(true),
+        Some(Box::new(FormOnly)),
+    )
+    .await;
+    let c = &front.client;
+    // The gateway's host declares sampling and roots too; the downstream
+    // request declares only what the upstream client can answer.
+    let r = c.call_tool("mcp__ops__declared", None).await.unwrap();
+    assert!(
+        r.joined_text()
+            .contains("form=true sampling=false roots=false"),
+        "{r:?}"
+    );
+    // Another caller, another narrowing (the client keeps the last one;
+    // it must not serve it to a caller that declared something else).
+    let bare = crate::util::front(&host, GatewayOptions::default().assume_yes(true), None).await;
+    let r = bare
+        .client
+        .call_tool("mcp__ops__declared", None)
+        .await
+        .unwrap();
+    assert!(
+        r.joined_text()
+            .contains("form=false sampling=false roots=false"),
+        "{r:?}"
+    );
+    let r = c.call_tool("mcp__ops__declared", None).await.unwrap();
+    assert!(r.joined_text().contains("form=true"), "{r:?}");
+    // The server's -32021 refusal is about the upstream client: it gets
+    // the error itself, not a tool result.
+    let err = c
+        .call_tool("mcp__ops__needs_sampling", None)
+        .await
+        .unwrap_err();
+    let error = err.protocol_error().expect("a JSON-RPC error");
+    assert_eq!(error.code, -32021, "{err}");
+    assert_eq!(
+        error.data.as_ref().unwrap()["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_within_the_media_allowance_reaches_the_upstream_client_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _t) = serve(picky()).await;
+    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
+    let front = front(&host, GatewayOptions::default().assume_yes(true), None).await;
+    let r = front
+        .client
+        .call_tool("mcp__ops__snapshot", None)
+        .await
+        .unwrap();
+    assert_eq!(r.content.len(), 2, "{r:?}");
+    assert!(r.joined_text().contains("the dashboard"), "{r:?}");
+    assert_eq!(r.content[1], ContentBlock::image(PNG_BASE64, "image/png"));
     host.shutdown().await;
 }

@@ -2,9 +2,11 @@
 //!
 //! The text of a result (text blocks and embedded text resources, in order)
 //! may carry at most `chars` characters to the model; what is over is cut
-//! and one line at the end says how much. Blocks that are not text (images,
-//! audio, binary resources, unknown kinds) are replaced by a one-line
-//! summary of what they were, never dropped silently. `structuredContent`
+//! and one line at the end says how much. Media (images, audio, binary
+//! resources) pass unchanged while their decoded bytes fit the result's
+//! media allowance (`budgetMediaBytes`; none for [`Budget::new`]); a block
+//! over it, and a block of an unknown kind, is replaced by a one-line
+//! summary of what it was, never dropped silently. `structuredContent`
 //! larger than the budget is removed, and the same line says so.
 //!
 //! The same [`Budget`] serves results of remote tools (through the host)
@@ -17,17 +19,36 @@ use switchboard_wire::{CallToolResult, ContentBlock, ResourceContents};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     chars: usize,
+    media_bytes: usize,
 }
 
 impl Budget {
-    /// A budget of `chars` characters of text per result.
+    /// A budget of `chars` characters of text per result, every media
+    /// block summarised.
     pub fn new(chars: usize) -> Budget {
-        Budget { chars }
+        Budget {
+            chars,
+            media_bytes: 0,
+        }
+    }
+
+    /// The same budget, letting media blocks through unchanged while their
+    /// decoded bytes, added up over one result, stay within `bytes`.
+    pub fn with_media_bytes(self, bytes: usize) -> Budget {
+        Budget {
+            media_bytes: bytes,
+            ..self
+        }
     }
 
     /// The budget in characters.
     pub fn chars(&self) -> usize {
         self.chars
+    }
+
+    /// The media allowance per result, in decoded bytes.
+    pub fn media_bytes(&self) -> usize {
+        self.media_bytes
     }
 
     /// Fits `result` into the budget (see the module docs).
@@ -44,6 +65,7 @@ impl Budget {
         present: impl Fn(String) -> String,
     ) -> CallToolResult {
         let mut left = self.chars;
+        let mut media_left = self.media_bytes;
         let mut total = 0usize;
         let mut cut = 0usize;
         let mut take = |text: String| -> Option<String> {
@@ -104,7 +126,13 @@ impl Budget {
                         result.content.push(ContentBlock::text(present(text)));
                     }
                 }
-                other => result.content.push(ContentBlock::text(summary(&other))),
+                other => match media_size(&other) {
+                    Some(size) if size <= media_left => {
+                        media_left -= size;
+                        result.content.push(other);
+                    }
+                    _ => result.content.push(ContentBlock::text(summary(&other))),
+                },
             }
         }
 
@@ -131,6 +159,18 @@ impl Budget {
             )));
         }
         result
+    }
+}
+
+/// The decoded size of a media block (image, audio, binary resource);
+/// `None` for any other kind.
+fn media_size(block: &ContentBlock) -> Option<usize> {
+    match block {
+        ContentBlock::Image { data, .. } | ContentBlock::Audio { data, .. } => {
+            Some(decoded_len(data))
+        }
+        ContentBlock::Resource { resource, .. } => resource.blob.as_deref().map(decoded_len),
+        _ => None,
     }
 }
 
@@ -251,6 +291,43 @@ mod tests {
                 "[content block of type unknown type not shown]"
             ]
         );
+    }
+
+    #[test]
+    fn media_pass_unchanged_within_the_allowance_and_are_summarised_beyond_it() {
+        // 5, 5 and 6 decoded bytes against an allowance of 10: the first
+        // two fit, the third would go over and is summarised, as is the
+        // unknown kind, which is never media.
+        let r = CallToolResult {
+            content: vec![
+                ContentBlock::image("aGVsbG8=", "image/png"),
+                ContentBlock::Audio {
+                    data: "aGVsbG8=".into(),
+                    mime_type: "audio/wav".into(),
+                    extra: JsonObject::new(),
+                },
+                ContentBlock::image("aGVsbG8h", "image/gif"),
+                ContentBlock::Other(
+                    serde_json::json!({"type": "hologram", "data": ""})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_else(JsonObject::new),
+                ),
+            ],
+            ..CallToolResult::text("")
+        };
+        let out = Budget::new(100).with_media_bytes(10).apply(r.clone());
+        assert_eq!(out.content[..2], r.content[..2]);
+        assert_eq!(
+            text_of(&out)[2..],
+            [
+                "[image (image/gif, 6 bytes) not shown]",
+                "[content block of type hologram not shown]"
+            ]
+        );
+        // No allowance: every media block is summarised.
+        let none = Budget::new(100).apply(r);
+        assert_eq!(text_of(&none)[0], "[image (image/png, 5 bytes) not shown]");
     }
 
     #[test]

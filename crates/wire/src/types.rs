@@ -288,6 +288,51 @@ impl ClientCapabilities {
     pub fn supports_roots(&self) -> bool {
         self.roots.is_some()
     }
+
+    /// These capabilities keeping only the questions `other` can answer
+    /// too: the elicitation modes, sampling (with its `context` and
+    /// `tools`) and roots (with `listChanged`) that both declare. The rest
+    /// (experimental, extensions, other members) is kept as it is here. A
+    /// gateway declares this to a server, narrowed to its caller's, so
+    /// that the server asks only what the gateway can pass on.
+    pub fn narrowed_to(&self, other: &ClientCapabilities) -> ClientCapabilities {
+        let form = self.supports_elicitation_form() && other.supports_elicitation_form();
+        let url = self.supports_elicitation_url() && other.supports_elicitation_url();
+        let elicitation = self
+            .elicitation
+            .as_ref()
+            .filter(|_| form || url)
+            .map(|own| {
+                Box::new(ElicitationCapability {
+                    form: form.then(|| own.form.clone().unwrap_or_default()),
+                    url: if url { own.url.clone() } else { None },
+                    extra: own.extra.clone(),
+                })
+            });
+        let sampling = match (&self.sampling, &other.sampling) {
+            (Some(own), Some(theirs)) => Some(Box::new(SamplingCapability {
+                context: own.context.clone().filter(|_| theirs.context.is_some()),
+                tools: own.tools.clone().filter(|_| theirs.tools.is_some()),
+                extra: own.extra.clone(),
+            })),
+            _ => None,
+        };
+        let roots = match (&self.roots, &other.roots) {
+            (Some(own), Some(theirs)) => Some(
+                own.iter()
+                    .filter(|(key, _)| theirs.contains_key(*key))
+                    .map(|(key, value)| (key.clone(), value.clone()))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        ClientCapabilities {
+            elicitation,
+            sampling,
+            roots,
+            ..self.clone()
+        }
+    }
 }
 
 /// `listChanged` flag of a server capability.
@@ -1196,6 +1241,44 @@ pub struct InitializeResult {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn caps(v: Value) -> ClientCapabilities {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn narrowing_keeps_only_the_questions_both_sides_answer() {
+        let own = caps(json!({
+            "elicitation": {"form": {}, "url": {}},
+            "sampling": {"tools": {}},
+            "roots": {"listChanged": true},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}
+        }));
+        // `{}` elicitation is form only; no roots; sampling without tools.
+        let caller = caps(json!({"elicitation": {}, "sampling": {}}));
+        let narrowed = serde_json::to_value(own.narrowed_to(&caller)).unwrap();
+        assert_eq!(
+            narrowed,
+            json!({
+                "elicitation": {"form": {}},
+                "sampling": {},
+                "extensions": {"io.modelcontextprotocol/tasks": {}}
+            })
+        );
+        // A caller that answers nothing leaves only what is not a question.
+        let bare = serde_json::to_value(own.narrowed_to(&ClientCapabilities::default())).unwrap();
+        assert_eq!(
+            bare,
+            json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+        );
+        // Nothing is added that the client itself does not declare.
+        let form_only = caps(json!({"elicitation": {"form": {}}}));
+        let wide = caps(json!({"elicitation": {"url": {}, "form": {}}, "roots": {}}));
+        assert_eq!(form_only.narrowed_to(&wide), form_only);
+        let url_only = caps(json!({"elicitation": {"url": {}}}));
+        assert!(!url_only.narrowed_to(&caller).supports_elicitation_form());
+        assert_eq!(url_only.narrowed_to(&caller).elicitation, None);
+    }
 
     fn round_trip<T: Serialize + for<'de> Deserialize<'de>>(v: Value) -> Value {
         let t: T = serde_json::from_value(v).unwrap();

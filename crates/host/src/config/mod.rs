@@ -29,6 +29,9 @@ pub(crate) use parse::{did_you_mean, key_path};
 
 /// Built-in budget for tool results, in characters of text.
 pub const DEFAULT_BUDGET_CHARS: usize = 8_000;
+/// Built-in media allowance of a tool result: decoded bytes of images,
+/// audio and binary resources passed on unchanged.
+pub const DEFAULT_BUDGET_MEDIA_BYTES: usize = 1 << 20;
 /// Characters per token when `MAX_MCP_OUTPUT_TOKENS` sets the budget.
 pub const CHARS_PER_TOKEN: usize = 4;
 /// Built-in time a server has to start and list its tools.
@@ -59,6 +62,9 @@ pub struct Config {
     pub rules: Vec<Rule>,
     /// Characters of text a tool result may carry to the model.
     pub budget_chars: usize,
+    /// Decoded bytes of media (images, audio, binary resources) a tool
+    /// result may carry unchanged; media over it are summarised.
+    pub budget_media_bytes: usize,
     /// Where the audit log goes; `None` keeps no log.
     pub audit: Option<PathBuf>,
     /// Where pins are kept; `None` keeps them in memory only.
@@ -447,6 +453,7 @@ impl Config {
             servers: Vec::new(),
             rules: Vec::new(),
             budget_chars: DEFAULT_BUDGET_CHARS,
+            budget_media_bytes: DEFAULT_BUDGET_MEDIA_BYTES,
             audit: None,
             lockfile: None,
             timeouts: Timeouts {

@@ -136,6 +136,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "servers",
     "permissions",
     "budgetChars",
+    "budgetMediaBytes",
     "audit",
     "lockfile",
     "timeoutMs",
@@ -333,6 +334,17 @@ impl Parser<'_> {
         if let Some(v) = root.get("budgetChars") {
             if let Some(n) = self.positive(v, "budgetChars", u64::MAX) {
                 config.budget_chars = usize::try_from(n).unwrap_or(usize::MAX);
+            }
+        }
+        if let Some(v) = root.get("budgetMediaBytes") {
+            match v.as_u64() {
+                Some(n) => config.budget_media_bytes = usize::try_from(n).unwrap_or(usize::MAX),
+                None => self.problem(
+                    ProblemKind::BadValue,
+                    "budgetMediaBytes",
+                    format!("{v} is not a whole number of bytes"),
+                    "write a whole number (0 summarises every image, audio and binary resource)",
+                ),
             }
         }
         if let Some(v) = root.get("timeoutMs") {

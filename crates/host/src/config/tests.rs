@@ -160,6 +160,17 @@ fn environment_defaults() {
 }
 
 #[test]
+fn the_media_allowance_defaults_to_a_mebibyte_and_zero_is_allowed() {
+    let c = parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#, &[]).unwrap();
+    assert_eq!(c.budget_media_bytes, 1 << 20);
+    let text = r#"{"mcpServers": {"a": {"command": "x"}}, "budgetMediaBytes": 0}"#;
+    assert_eq!(parse(text, &[]).unwrap().budget_media_bytes, 0);
+    let text = r#"{"mcpServers": {"a": {"command": "x"}}, "budgetMediaBytes": "1MB"}"#;
+    let err = parse(text, &[]).unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::BadValue, "budgetMediaBytes")]);
+}
+
+#[test]
 fn every_problem_is_reported_at_once() {
     let text = r#"{
       "mcpServers": {

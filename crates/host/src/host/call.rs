@@ -66,6 +66,11 @@ pub struct CallOptions {
     /// gateway: its `principals` rules narrow what it may call, and the
     /// audit line names it.
     pub principal: Option<String>,
+    /// The capabilities of the client the server's questions are relayed
+    /// to (a gateway's caller): a modern server is told only of the
+    /// questions both that client and the host can answer, and its -32021
+    /// refusal comes back as [`CallReport::missing_capability`].
+    pub client_capabilities: Option<switchboard_wire::ClientCapabilities>,
 }
 
 impl CallOptions {
@@ -127,6 +132,11 @@ pub struct CallReport {
     /// [`Outcome::Asked`]); put it to the user and call again with an
     /// approver holding the answer.
     pub approval_needed: Option<Box<ApprovalRequest>>,
+    /// The server's -32021 refusal of a call made with
+    /// [`CallOptions::client_capabilities`]: it needs a capability that
+    /// client did not declare. A gateway passes it on as its own error
+    /// (`result` says the same for a model).
+    pub missing_capability: Option<Box<switchboard_wire::ErrorObject>>,
 }
 
 /// What one governed call came to. The audit line ([`CallOutcome::record`])
@@ -187,6 +197,10 @@ enum End {
         /// For the model: what happened and what it can do.
         text: String,
     },
+    /// The server refused (-32021) a call that declared the relaying
+    /// client's capabilities: the error, for that client, and the text a
+    /// model reads.
+    MissingCapability(Box<switchboard_wire::ErrorObject>, String),
 }
 
 impl End {
@@ -218,6 +232,7 @@ impl CallOutcome {
             End::Answered(_) => Outcome::Ok,
             End::InputRequired(_) => Outcome::InputRequired,
             End::Stopped { outcome, .. } => *outcome,
+            End::MissingCapability(..) => Outcome::ProtocolError,
         }
     }
 
@@ -244,7 +259,7 @@ impl CallOutcome {
         record.is_error = match &self.end {
             End::Answered(result) => result.is_error(),
             End::InputRequired(_) => false,
-            End::Stopped { .. } => true,
+            End::Stopped { .. } | End::MissingCapability(..) => true,
         };
     }
 
@@ -282,7 +297,9 @@ impl CallOutcome {
             End::InputRequired(_) => CallToolResult::error(
                 "The server asked a question before it can finish this call; it was handed to the caller.",
             ),
-            End::Stopped { text, .. } => CallToolResult::error(text),
+            End::Stopped { text, .. } | End::MissingCapability(_, text) => {
+                CallToolResult::error(text)
+            }
         }
     }
 }
@@ -341,12 +358,17 @@ impl Host {
             End::InputRequired(asked) => Some(asked.clone()),
             _ => None,
         };
+        let missing_capability = match &outcome.end {
+            End::MissingCapability(error, _) => Some(error.clone()),
+            _ => None,
+        };
         CallReport {
             outcome: outcome.outcome(),
             decided_by: outcome.decided_by(),
             approval_needed: outcome.asked.take(),
             result: outcome.into_result(),
             input_required,
+            missing_capability,
         }
     }
 
@@ -622,6 +644,9 @@ impl Host {
         }
         client_options.relay_input = options.relay_input;
         client_options.resume.clone_from(&options.resume);
+        client_options
+            .capabilities
+            .clone_from(&options.client_capabilities);
         let outcome = link
             .client
             .call_tool_with(original, arguments, &client_options)
@@ -644,7 +669,19 @@ impl Host {
                 server.breaker().record(None, Instant::now());
                 End::InputRequired(result)
             }
-            Err(error) => failure(server, &link, local_name, original, timeout, &error),
+            Err(error) => {
+                let end = failure(server, &link, local_name, original, timeout, &error);
+                let missing = error.protocol_error().filter(|e| {
+                    options.client_capabilities.is_some()
+                        && e.code == ErrorCode::MissingRequiredClientCapability.code()
+                });
+                match (missing, end) {
+                    (Some(e), End::Stopped { text, .. }) => {
+                        End::MissingCapability(Box::new(e.clone()), text)
+                    }
+                    (_, end) => end,
+                }
+            }
         }
     }
 

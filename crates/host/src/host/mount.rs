@@ -116,7 +116,7 @@ impl Host {
             .map(|s| Arc::new(upstream_of(&config, s)))
             .collect();
         let inner = Arc::new(Inner {
-            budget: Budget::new(config.budget_chars),
+            budget: Budget::new(config.budget_chars).with_media_bytes(config.budget_media_bytes),
             config: RwLock::new(config),
             servers: RwLock::new(Arc::new(servers)),
             table: RwLock::new(Arc::new(ToolTable::default())),

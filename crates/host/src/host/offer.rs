@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_client::{Client, ClientError};
+use switchboard_client::{Client, ClientError, RequestOptions};
 use switchboard_wire::types::method;
 use switchboard_wire::{
     CompleteResult, Era, GetPromptResult, JsonObject, ReadResourceResult, SubscriptionFilter,
@@ -103,6 +103,24 @@ impl Host {
         name: &str,
         arguments: Option<JsonObject>,
     ) -> Result<GetPromptResult, OfferError> {
+        self.get_prompt_with(name, arguments, &RequestOptions::default())
+            .await
+    }
+
+    /// [`Host::get_prompt`] with the request's options: a gateway relaying
+    /// the server's questions sets `relay_input` (an `input_required`
+    /// answer then comes back as the [`OfferError::Server`] error
+    /// [`ClientError::InputRequired`](switchboard_client::ClientError::InputRequired)),
+    /// `resume` and `capabilities`.
+    ///
+    /// # Errors
+    /// As [`Host::get_prompt`].
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Option<JsonObject>,
+        options: &RequestOptions,
+    ) -> Result<GetPromptResult, OfferError> {
         let started = Instant::now();
         let mut record = self
             .inner
@@ -130,7 +148,7 @@ impl Host {
             (Some(text), _) => Err(OfferError::Denied(text)),
             (None, Err(e)) => Err(e),
             (None, Ok(client)) => client
-                .get_prompt(&prompt.original_name, arguments)
+                .get_prompt_with(&prompt.original_name, arguments, options)
                 .await
                 .map_err(OfferError::from),
         };
@@ -144,11 +162,17 @@ impl Host {
                     record.decided_by = crate::audit::Decider::Rule;
                     Outcome::Denied
                 }
+                Err(OfferError::Server(e)) if e.input_required().is_some() => {
+                    Outcome::InputRequired
+                }
                 Err(OfferError::Server(e)) if e.is_timeout() => Outcome::Timeout,
                 Err(OfferError::Server(e)) if e.is_protocol() => Outcome::ProtocolError,
                 Err(_) => Outcome::Transport,
             };
-            record.is_error = result.is_err();
+            record.is_error = match &result {
+                Err(OfferError::Server(e)) => e.input_required().is_none(),
+                other => other.is_err(),
+            };
             record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             if let Err(e) = audit.append_grouped(record).await {
                 error!(error = %e, prompt = %name, "the audit line could not be written");

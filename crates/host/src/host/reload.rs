@@ -164,7 +164,7 @@ fn needs_restart(old: &Config, new: &Config) -> Vec<String> {
                 .into(),
         );
     }
-    if old.budget_chars != new.budget_chars {
+    if old.budget_chars != new.budget_chars || old.budget_media_bytes != new.budget_media_bytes {
         out.push("the result budget changed; it applies after a restart".into());
     }
     if old.breaker != new.breaker {
