@@ -254,6 +254,23 @@ fn picky() -> Server {
         .unwrap()
 }
 
+/// [`picky`] served, mounted as `ops` by a host behind a gateway (every
+/// call allowed) and a client of that gateway answering with `input`.
+async fn picky_behind_a_gateway(
+    input: Option<Box<dyn InputHandler>>,
+) -> (
+    tempfile::TempDir,
+    tokio::task::JoinHandle<()>,
+    switchboard_host::Host,
+    crate::util::Front,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, server) = serve(picky()).await;
+    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
+    let front = front(&host, GatewayOptions::default().assume_yes(true), input).await;
+    (dir, server, host, front)
+}
+
 /// An upstream client that answers form elicitation only.
 #[derive(Debug)]
 struct FormOnly;
@@ -277,15 +294,7 @@ impl InputHandler for FormOnly {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_during_prompts_get_is_relayed_and_answered() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _t) = serve(picky()).await;
-    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    let front = front(
-        &host,
-        GatewayOptions::default().assume_yes(true),
-        Some(Box::new(FormOnly)),
-    )
-    .await;
+    let (_dir, _server, host, front) = picky_behind_a_gateway(Some(Box::new(FormOnly))).await;
     let got = front
         .client
         .get_prompt("mcp__ops__brief", None)
@@ -314,15 +323,7 @@ async fn a_question_during_prompts_get_is_relayed_and_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _t) = serve(picky()).await;
-    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    let front = front(
-        &host,
-        GatewayOptions::default().assume_yes(true),
-        Some(Box::new(FormOnly)),
-    )
-    .await;
+    let (_dir, _server, host, front) = picky_behind_a_gateway(Some(Box::new(FormOnly))).await;
     let c = &front.client;
     // The gateway's host declares sampling and roots too; the downstream
     // request declares only what the upstream client can answer.
@@ -364,10 +365,7 @@ async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_within_the_media_allowance_reaches_the_upstream_client_unchanged() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _t) = serve(picky()).await;
-    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    let front = front(&host, GatewayOptions::default().assume_yes(true), None).await;
+    let (_dir, _server, host, front) = picky_behind_a_gateway(None).await;
     let r = front
         .client
         .call_tool("mcp__ops__snapshot", None)
