@@ -253,26 +253,49 @@ impl ReplayGuard {
 }
 
 /// The shared record of used states: one line per use, `NONCE EXPIRES_MS`
-/// (the nonce in hex), read and appended under an exclusive file lock, and
-/// rewritten without the expired lines once they are most of it.
+/// (the nonce in hex), read and appended under an exclusive lock of the
+/// file beside it (`PATH.lock`), and rewritten without the expired lines
+/// once they are most of it. A rewrite goes to `PATH.tmp`, is synced and
+/// then renamed over the ledger, so a crash at any point leaves either the
+/// old ledger or the new one whole, never one missing live lines.
 #[derive(Debug)]
 struct Ledger {
     path: PathBuf,
-    file: Mutex<File>,
+    /// `PATH.lock`, held open: every server locks it around its read and
+    /// write of the ledger (the ledger itself is replaced when rewritten,
+    /// so it cannot carry the lock).
+    lock: Mutex<File>,
 }
 
 /// Lines in the ledger before expired ones are dropped.
 const LEDGER_COMPACT_AT: usize = 256;
 
+/// `path` with `suffix` appended to its file name.
+fn beside(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Opens `path` for reading and writing, created (owner-only) if missing.
+fn open_private(path: &Path, options: &mut OpenOptions) -> std::io::Result<File> {
+    options.create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(options, 0o600);
+    options.open(path)
+}
+
 impl Ledger {
     fn open(path: &Path) -> std::io::Result<Ledger> {
-        let mut options = OpenOptions::new();
-        options.read(true).write(true).create(true).truncate(false);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let lock = open_private(
+            &beside(path, ".lock"),
+            OpenOptions::new().read(true).write(true).truncate(false),
+        )?;
+        // The ledger must be writable from the start, not at the first use.
+        open_private(path, OpenOptions::new().append(true))?;
         Ok(Ledger {
             path: path.to_owned(),
-            file: Mutex::new(options.open(path)?),
+            lock: Mutex::new(lock),
         })
     }
 
@@ -280,21 +303,21 @@ impl Ledger {
     fn record(&self, nonce: &[u8; 16], expires_at_ms: u64, now: u64) -> std::io::Result<bool> {
         // The mutex orders this process's threads; the file lock, other
         // processes (a lock is held per open file, not per thread).
-        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        FileExt::lock_exclusive(&*file)?;
-        let recorded = Ledger::record_locked(&mut file, nonce, expires_at_ms, now);
-        let _ = FileExt::unlock(&*file);
+        let lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        FileExt::lock_exclusive(&*lock)?;
+        let recorded = self.record_locked(nonce, expires_at_ms, now);
+        let _ = FileExt::unlock(&*lock);
         recorded
     }
 
     fn record_locked(
-        file: &mut File,
+        &self,
         nonce: &[u8; 16],
         expires_at_ms: u64,
         now: u64,
     ) -> std::io::Result<bool> {
+        let mut file = open_private(&self.path, OpenOptions::new().read(true).append(true))?;
         let mut bytes = Vec::new();
-        file.seek(SeekFrom::Start(0))?;
         file.read_to_end(&mut bytes)?;
         // Anything that is not a line of ours counts as expired.
         let text = String::from_utf8_lossy(&bytes);
@@ -316,13 +339,14 @@ impl Ledger {
         if lines >= LEDGER_COMPACT_AT && live.len() * 2 < lines {
             let mut out: String = live.iter().flat_map(|l| [*l, "\n"]).collect();
             out.push_str(&entry);
-            file.set_len(0)?;
-            file.seek(SeekFrom::Start(0))?;
-            file.write_all(out.as_bytes())?;
+            let tmp = beside(&self.path, ".tmp");
+            let mut rewritten = open_private(&tmp, OpenOptions::new().write(true).truncate(true))?;
+            rewritten.write_all(out.as_bytes())?;
+            rewritten.sync_data()?;
+            std::fs::rename(&tmp, &self.path)?;
         } else {
             // A line torn by a crash is ended first, so this one stays whole.
             let torn = !text.is_empty() && !text.ends_with('\n');
-            file.seek(SeekFrom::End(0))?;
             file.write_all(format!("{}{entry}", if torn { "\n" } else { "" }).as_bytes())?;
         }
         Ok(true)
@@ -409,10 +433,40 @@ mod tests {
         assert_eq!(g.consume([0xee; 16], live), StateUse::First);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");
+        // The rewrite replaced the file whole: nothing is left beside it.
+        assert!(!beside(&path, ".tmp").exists());
         // An expired line no longer blocks its nonce in another guard.
         let other = ReplayGuard::with_ledger(&path).unwrap();
         assert_eq!(other.consume([0u8; 16], live), StateUse::First);
         assert_eq!(other.consume([0xee; 16], live), StateUse::Again);
+    }
+
+    // A crash in the middle of a rewrite leaves the old ledger and a
+    // partial `.tmp`: the ledger still holds every use, and the next
+    // rewrite starts the `.tmp` afresh.
+    #[test]
+    fn a_rewrite_cut_short_loses_no_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("used");
+        let g = ReplayGuard::with_ledger(&path).unwrap();
+        let live = seal::now_ms() + 60_000;
+        assert_eq!(g.consume([0xaa; 16], live), StateUse::First);
+        std::fs::write(beside(&path, ".tmp"), "half a rewri").unwrap();
+        let other = ReplayGuard::with_ledger(&path).unwrap();
+        assert_eq!(other.consume([0xaa; 16], live), StateUse::Again);
+        // With the live line, the file reaches the rewrite threshold.
+        let past = seal::now_ms() - 1;
+        for i in 0..LEDGER_COMPACT_AT - 1 {
+            let mut nonce = [0u8; 16];
+            nonce[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            assert_eq!(g.consume(nonce, past), StateUse::First);
+        }
+        assert_eq!(g.consume([0xbb; 16], live), StateUse::First);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(!text.contains("half"), "{text}");
+        assert_eq!(other.consume([0xaa; 16], live), StateUse::Again);
+        assert_eq!(other.consume([0xbb; 16], live), StateUse::Again);
     }
 
     #[test]
@@ -420,8 +474,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("used");
         let g = ReplayGuard::with_ledger(&path).unwrap();
-        // Swap the open file for a read-only one: writes fail.
-        *g.ledger.as_ref().unwrap().file.lock().unwrap() = File::open(&path).unwrap();
+        // The ledger becomes something that cannot be opened as a file.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
         let exp = seal::now_ms() + 60_000;
         let StateUse::Unrecorded(why) = g.consume([3; 16], exp) else {
             panic!("an unwritable ledger accepted the use");
