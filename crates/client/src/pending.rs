@@ -25,6 +25,9 @@ pub(crate) struct Entry {
     pub(crate) sink: Option<NotificationSink>,
     /// The request's `_meta.progressToken`, if it set one.
     pub(crate) progress_token: Option<RequestId>,
+    /// Whether it is a `subscriptions/listen` stream, which never carries
+    /// a request's log messages.
+    pub(crate) listen: bool,
 }
 
 /// Requests in flight, by id.
@@ -86,6 +89,17 @@ impl Pending {
         self.by_token.get(token).and_then(|id| self.sink(id))
     }
 
+    /// The sink of the one request in flight that is not a listen stream:
+    /// where a log message goes on a channel that does not say which
+    /// request it is about (stdio). `None` when there are several, or none.
+    pub(crate) fn sole_request_sink(&self) -> Option<NotificationSink> {
+        let mut requests = self.entries.values().filter(|e| !e.listen);
+        match (requests.next(), requests.next()) {
+            (Some(only), None) => only.sink.clone(),
+            _ => None,
+        }
+    }
+
     /// How many requests are in flight.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
@@ -121,9 +135,38 @@ mod tests {
                 tx,
                 sink: None,
                 progress_token: token.map(RequestId::from),
+                listen: false,
             },
             rx,
         )
+    }
+
+    #[test]
+    fn a_log_message_goes_to_the_one_request_in_flight_never_a_listen_stream() {
+        let heard = std::sync::Arc::new(std::sync::Mutex::new(0));
+        let with_sink = |listen: bool| {
+            let (mut e, _rx) = entry(None);
+            let heard = heard.clone();
+            e.sink = Some(std::sync::Arc::new(move |_| *heard.lock().unwrap() += 1));
+            e.listen = listen;
+            e
+        };
+        let mut p = Pending::default();
+        assert!(p.sole_request_sink().is_none());
+        p.insert("s", "listen".into(), with_sink(true)).unwrap();
+        assert!(
+            p.sole_request_sink().is_none(),
+            "a listen stream is no request"
+        );
+        p.insert("s", 1.into(), with_sink(false)).unwrap();
+        let sink = p.sole_request_sink().expect("the one call in flight");
+        sink(switchboard_wire::Notification::new(
+            "notifications/message",
+            None,
+        ));
+        assert_eq!(*heard.lock().unwrap(), 1);
+        p.insert("s", 2.into(), with_sink(false)).unwrap();
+        assert!(p.sole_request_sink().is_none(), "two calls: whose is it?");
     }
 
     #[test]

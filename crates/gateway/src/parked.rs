@@ -40,7 +40,7 @@ use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, Inpu
 use switchboard_host::{CallOptions, CallReport, Host};
 use switchboard_server::{Context, HandlerError, InputRequired, ToolResult};
 use switchboard_wire::types::method;
-use switchboard_wire::{CallToolResult, JsonObject, ProgressParams};
+use switchboard_wire::{CallToolResult, JsonObject, LoggingLevel, Notification, ProgressParams};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -55,6 +55,9 @@ pub const PARK_LIMIT: usize = 1024;
 /// How many progress notifications may wait for the upstream stream; more
 /// are dropped (progress is advisory, the result is not).
 const PROGRESS_QUEUE: usize = 32;
+/// How many of the server's log messages may wait for the upstream
+/// request; more are dropped.
+const LOG_QUEUE: usize = 64;
 
 /// What the sealed state says of a parked call: where it waits.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -101,6 +104,9 @@ pub(crate) struct Running {
     call: Call,
     questions: mpsc::Receiver<Question>,
     progress: Option<mpsc::Receiver<ProgressParams>>,
+    /// The server's log messages about the call, when the upstream request
+    /// asked for logs.
+    logs: Option<mpsc::Receiver<Notification>>,
     /// How many questions it asked so far (for the keys).
     asked: u32,
 }
@@ -219,6 +225,23 @@ impl fmt::Debug for Parking {
     }
 }
 
+/// Passes a server's log message on to the upstream request, at the
+/// server's level (the upstream level filters it again); a message that
+/// is not one is dropped.
+async fn relay_log(ctx: &Context, n: Notification) {
+    let params = n.params.unwrap_or(Value::Null);
+    let Some(level) = params
+        .get("level")
+        .and_then(|l| serde_json::from_value::<LoggingLevel>(l.clone()).ok())
+    else {
+        tracing::debug!("a log message without a valid level was dropped");
+        return;
+    };
+    let logger = params.get("logger").and_then(Value::as_str);
+    let data = params.get("data").cloned().unwrap_or(Value::Null);
+    ctx.log(level, logger, data).await;
+}
+
 /// The handler to give a call's options ([`CallOptions::call_input`]),
 /// and where its questions arrive.
 pub(crate) fn questions() -> (Arc<dyn InputHandler>, mpsc::Receiver<Question>) {
@@ -238,18 +261,21 @@ impl Running {
             call: Call::Spawned(call),
             questions,
             progress: None,
+            logs: None,
             asked: 0,
         }
     }
 
-    /// Starts the governed call, its legacy server's questions coming here
-    /// and its progress (when `progress`) too.
+    /// Starts the governed call, its legacy server's questions coming here,
+    /// and its progress (when `progress`) and log messages (when the
+    /// upstream request asked for logs at `log_level`) too.
     pub(crate) fn start(
         host: &Host,
         name: &str,
         arguments: Option<JsonObject>,
         mut options: CallOptions,
         progress: bool,
+        log_level: Option<LoggingLevel>,
     ) -> Running {
         let (handler, questions) = questions();
         options.call_input = Some(handler);
@@ -260,6 +286,15 @@ impl Running {
             });
             rx
         });
+        let logs = log_level.map(|level| {
+            let (tx, rx) = mpsc::channel::<Notification>(LOG_QUEUE);
+            options.log_level = Some(level);
+            // Dropped when the upstream falls behind: logs are advisory.
+            options.on_log = Some(Arc::new(move |n| {
+                let _ = tx.try_send(n);
+            }));
+            rx
+        });
         let host = host.clone();
         let name = name.to_owned();
         let call = Box::pin(async move { host.call_detailed(&name, arguments, options).await });
@@ -267,6 +302,7 @@ impl Running {
             call: Call::Here(call),
             questions,
             progress,
+            logs,
             asked: 0,
         }
     }
@@ -291,6 +327,12 @@ impl Running {
                     None => std::future::pending().await,
                 }
             };
+            let log = async {
+                match self.logs.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 report = self.call.wait() => return Next::Done(report),
                 Some(question) = self.questions.recv() => return Next::Asked(self, question),
@@ -299,6 +341,7 @@ impl Running {
                         ctx.progress(p.progress, p.total, p.message.as_deref()).await;
                     }
                 }
+                Some(n) = log => relay_log(ctx, n).await,
             }
         }
     }
@@ -528,6 +571,7 @@ mod tests {
             call: Call::Spawned(tokio::spawn(std::future::pending())),
             questions,
             progress: None,
+            logs: None,
             asked: 0,
         };
         let mut running = running;
@@ -556,6 +600,7 @@ mod tests {
                 call: Call::Ended,
                 questions: questions2,
                 progress: None,
+                logs: None,
                 asked: 0,
             },
             question: Question {

@@ -209,7 +209,14 @@ async fn call(
     }
     // A legacy server's questions come back here (the call is parked
     // when one is put upstream).
-    let running = Running::start(host, name, arguments, options, ctx.wants_progress());
+    let running = Running::start(
+        host,
+        name,
+        arguments,
+        options,
+        ctx.wants_progress(),
+        ctx.log_level(),
+    );
     let round = running.round(ctx, name, parking).await;
     answer(round, name, ctx, &trace, started, telemetry)
 }

@@ -2,14 +2,20 @@
 //! client and answered there; declined with a reason when that client
 //! cannot answer.
 
+use std::sync::{Arc, Mutex};
+
 use serde_json::{Value, json};
-use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
+use switchboard_client::{
+    BoxFuture, InputContext, InputError, InputHandler, InputSupport, RequestOptions,
+};
 use switchboard_gateway::{GatewayOptions, relay_input_handler};
 use switchboard_server::{
     Context, Elicitation, HandlerError, InputRequired, PromptOutcome, PromptSpec, Sampling, Server,
     ToolResult, user,
 };
-use switchboard_wire::{CallToolResult, ContentBlock, GetPromptResult, ResultHeader};
+use switchboard_wire::{
+    CallToolResult, ContentBlock, GetPromptResult, LoggingLevel, Notification, ResultHeader,
+};
 
 use crate::util::{front, front_with, mount, serve};
 
@@ -194,7 +200,7 @@ const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQV
 
 /// A server with a prompt that asks the user a question first, a tool
 /// saying which questions its request declared it can answer, a tool that
-/// returns an image, and a tool that needs sampling.
+/// returns an image, one that logs, and one that needs sampling.
 fn picky() -> Server {
     Server::builder("picky", "1.0.0")
         .prompt_spec(
@@ -242,6 +248,15 @@ fn picky() -> Server {
                 ],
                 ..CallToolResult::text("")
             }
+            .into());
+            result
+        })
+        .tool("chatty", "Logs while it works", |ctx: Context| async move {
+            ctx.info("warming up").await;
+            let result: ToolResult = Ok(CallToolResult::text(format!(
+                "asked for logs at {:?}",
+                ctx.log_level()
+            ))
             .into());
             result
         })
@@ -374,5 +389,43 @@ async fn an_image_within_the_media_allowance_reaches_the_upstream_client_unchang
     assert_eq!(r.content.len(), 2, "{r:?}");
     assert!(r.joined_text().contains("the dashboard"), "{r:?}");
     assert_eq!(r.content[1], ContentBlock::image(PNG_BASE64, "image/png"));
+    host.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_servers_log_messages_reach_a_client_that_asked_for_them() {
+    let (_dir, _server, host, front) = picky_behind_a_gateway(None).await;
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let sink = heard.clone();
+    let options = RequestOptions {
+        log_level: Some(LoggingLevel::Info),
+        on_notification: Some(Arc::new(move |n: Notification| {
+            sink.lock().unwrap().push(n);
+        })),
+        ..RequestOptions::default()
+    };
+    let r = front
+        .client
+        .call_tool_with("mcp__ops__chatty", None, &options)
+        .await
+        .unwrap();
+    // The level went down with the call, and the message came back up.
+    assert!(r.joined_text().contains("Some(Info)"), "{r:?}");
+    let heard = heard.lock().unwrap().clone();
+    let logs: Vec<&Notification> = heard
+        .iter()
+        .filter(|n| n.method == "notifications/message")
+        .collect();
+    assert_eq!(logs.len(), 1, "{heard:?}");
+    let params = logs[0].params.as_ref().unwrap();
+    assert_eq!(params["level"], "info");
+    assert_eq!(params["data"], "warming up");
+    // A client that asked for no logs: the server is not asked either.
+    let r = front
+        .client
+        .call_tool("mcp__ops__chatty", None)
+        .await
+        .unwrap();
+    assert!(r.joined_text().contains("asked for logs at None"), "{r:?}");
     host.shutdown().await;
 }

@@ -12,6 +12,7 @@ use switchboard_wire::types::method;
 use switchboard_wire::{JsonObject, Notification, ProgressParams, RequestId};
 use tracing::debug;
 
+use crate::host::CallOptions;
 use crate::upstream::Upstream;
 
 /// What one call learned about its task.
@@ -31,15 +32,17 @@ impl TaskWatch {
 }
 
 /// A per-call notification sink: task statuses are recorded, handed to
-/// `on_task` and their messages go to `progress` (the status count as the
-/// position);
+/// the call's `on_task` and their messages go to the call's progress sink (the status
+/// count as the position); log messages go to the call's `on_log`;
 /// `tools/list_changed` wakes the server's refresher as the server-wide
 /// sink would; anything else is logged.
 pub(crate) fn watch(
     server: &Arc<Upstream>,
-    progress: Option<ProgressSink>,
-    on_task: Option<NotificationSink>,
+    options: &CallOptions,
 ) -> (NotificationSink, TaskWatch) {
+    let progress: Option<ProgressSink> = options.progress.clone();
+    let on_task = options.on_task.clone();
+    let on_log = options.on_log.clone();
     let watch = TaskWatch::default();
     let seen = watch.clone();
     let server = Arc::downgrade(server);
@@ -75,6 +78,11 @@ pub(crate) fn watch(
                 message: Some(message),
                 extra: JsonObject::new(),
             });
+        }
+        method::MESSAGE if on_log.is_some() => {
+            if let Some(on_log) = &on_log {
+                on_log(n);
+            }
         }
         method::TOOLS_LIST_CHANGED => {
             if let Some(server) = server.upgrade() {

@@ -220,6 +220,12 @@ impl Context {
         self.notify(method::PROGRESS, params).await;
     }
 
+    /// The log level the request asked for (`io.modelcontextprotocol/logLevel`,
+    /// or a 2025-11-25 session's `logging/setLevel`); `None`: no logs.
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        self.meta.log_level
+    }
+
     /// Whether a log message at `level` would be sent: only when the
     /// request set `io.modelcontextprotocol/logLevel` at or below it
     /// (LOG-03).

@@ -7,7 +7,8 @@
 //!   unparseable or over-long answer names: [`scan::response_id`]),
 //!   completes requests by id, drops late responses, and routes
 //!   notifications (progress by token, listen-stream notifications by
-//!   subscription id, the rest to the event sink);
+//!   subscription id, a log message to the only request in flight when
+//!   there is just one, the rest to the event sink);
 //! - the **stderr** task logs each line with the server's name (never as an
 //!   error; STDIO-06) and keeps the last few for diagnostics;
 //! - the **writer** runs in two cases: when several requests are in flight
@@ -302,6 +303,7 @@ impl Transport for StdioTransport {
                     tx,
                     sink: outgoing.sink,
                     progress_token: progress_token(&outgoing.request),
+                    listen: outgoing.request.method == method::SUBSCRIPTIONS_LISTEN,
                 },
             )?;
             let mut guard = CancelOnDrop {
@@ -607,6 +609,16 @@ impl Shared {
                 debug!(server = %self.name, "ignored a cancellation for no active request");
             }
             return;
+        }
+        if n.method == method::MESSAGE {
+            // A log message names no request: it is about the one in
+            // flight, when there is one (a listen stream never carries
+            // them; with several requests it stays unclaimed).
+            let sink = lock(&self.pending).sole_request_sink();
+            if let Some(sink) = sink {
+                sink(n);
+                return;
+            }
         }
         let subscription = params
             .and_then(|p| p.get(META))

@@ -71,6 +71,13 @@ pub struct CallOptions {
     /// questions both that client and the host can answer, and its -32021
     /// refusal comes back as [`CallReport::missing_capability`].
     pub client_capabilities: Option<switchboard_wire::ClientCapabilities>,
+    /// The log level to ask the server for on this call
+    /// (`io.modelcontextprotocol/logLevel`), overriding the client's.
+    pub log_level: Option<switchboard_wire::LoggingLevel>,
+    /// Receives the server's log messages about this call
+    /// (`notifications/message`): a gateway passes them to its own client.
+    /// Without it they go to the host's log.
+    pub on_log: Option<NotificationSink>,
 }
 
 impl CallOptions {
@@ -452,8 +459,7 @@ impl Host {
                 }
                 // Task statuses reach the progress sink; the task id, the
                 // audit line.
-                let (notifications, task) =
-                    crate::task::watch(&server, options.progress.clone(), options.on_task.clone());
+                let (notifications, task) = crate::task::watch(&server, options);
                 let end = self
                     .run(
                         &server,
@@ -629,6 +635,7 @@ impl Host {
         let mut client_options = switchboard_client::RequestOptions::timeout(timeout);
         client_options.on_progress = options.progress.clone();
         client_options.on_notification = Some(notifications);
+        client_options.log_level = options.log_level;
         client_options.task_input = options.task_input.clone();
         client_options.call_input = options.call_input.clone();
         if let Some(trace) = &options.trace {
