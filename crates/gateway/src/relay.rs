@@ -39,9 +39,10 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport, Resume};
+use switchboard_host::CallReport;
 use switchboard_server::{Context, HandlerError, InputRequired};
 use switchboard_wire::types::method;
-use switchboard_wire::{ClientCapabilities, InputRequiredResult, JsonObject};
+use switchboard_wire::{ClientCapabilities, ErrorCode, InputRequiredResult, JsonObject};
 
 use crate::parked::ParkedAt;
 
@@ -119,6 +120,17 @@ pub(crate) fn resume_call(ctx: &Context) -> Result<Option<Resume>, HandlerError>
             "requestState belongs to a tool call, not to this request",
         )),
     }
+}
+
+/// The server's -32021 refusal of a call, as the gateway's own error: the
+/// request declared the upstream client's capabilities, so the capability
+/// missing is that client's, and the error is its to handle.
+pub(crate) fn missing_capability(report: &CallReport) -> Option<HandlerError> {
+    report
+        .protocol_error
+        .as_ref()
+        .filter(|e| e.code == ErrorCode::MissingRequiredClientCapability.code())
+        .map(|e| HandlerError::rpc((**e).clone()))
 }
 
 /// The gateway's answer to a server's question: the same requests put to

@@ -16,7 +16,8 @@
 //! - an upstream `tasks/cancel` goes down as `tasks/cancel`; the call
 //!   following the downstream task sees it end and writes its audit line;
 //! - the final result (or the host's `isError` text) completes the
-//!   upstream task.
+//!   upstream task; a downstream task that failed with an error fails the
+//!   upstream one with the same error.
 //!
 //! A call the downstream server answers at once stays a plain result (a
 //! question on it is relayed as on any call: `relay`, `parked`); a legacy
@@ -111,6 +112,9 @@ pub(crate) async fn call(
                     Err(why) => Ok(CallToolResult::error(why).into()),
                 };
             }
+            if let Some(refusal) = report.as_ref().ok().and_then(relay::missing_capability) {
+                return Err(refusal);
+            }
             Ok(finished(report).into())
         }
         // A legacy server asks during a call that is no task: the call is
@@ -179,7 +183,7 @@ impl Following {
             match step {
                 Step::Done(report) => {
                     self.call = None;
-                    return Ok(finished(report));
+                    return task_end(report);
                 }
                 Step::Status(status) => task.set_status(status),
                 Step::Ask(ask) => {
@@ -201,7 +205,7 @@ impl Following {
                         Ok(answers) => answers,
                         Err(report) => {
                             self.call = None;
-                            return Ok(finished(report));
+                            return task_end(report);
                         }
                     };
                     let answer = match answers {
@@ -326,6 +330,21 @@ fn status_text(task: &Value) -> String {
     match task.get("statusMessage").and_then(Value::as_str) {
         Some(message) => format!("{status}: {message}"),
         None => status.to_owned(),
+    }
+}
+
+/// How the upstream task ends: failed with the downstream server's error
+/// when its task failed with one (or the server rejected the call), else
+/// completed with the call's result.
+fn task_end(
+    report: Result<CallReport, tokio::task::JoinError>,
+) -> Result<CallToolResult, HandlerError> {
+    match report {
+        Ok(CallReport {
+            protocol_error: Some(error),
+            ..
+        }) => Err(HandlerError::rpc(*error)),
+        other => Ok(finished(other)),
     }
 }
 

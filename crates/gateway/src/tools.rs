@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
-use switchboard_server::{Context, HandlerError, Server, ToolResult, ToolSpec};
+use switchboard_server::{Context, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
 
 use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask};
@@ -243,9 +243,8 @@ fn answer(
         }
     };
     telemetry.upstream_span(trace, name, started, report.outcome);
-    if let Some(error) = report.missing_capability {
-        // About the upstream client's capabilities: its error to handle.
-        return Err(HandlerError::rpc(*error));
+    if let Some(refusal) = relay::missing_capability(&report) {
+        return Err(refusal);
     }
     if let Some(request) = &report.approval_needed {
         return Ok(ask(name, &request.arguments, Some(request)).into());

@@ -259,6 +259,34 @@ async fn a_downstream_task_is_handed_on_and_followed_through_the_gateway() {
     setup.host.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_downstream_task_that_fails_fails_the_gateways_task_with_its_error() {
+    let setup = Setup::start().await;
+    let alice = setup.client("alice", true, Yes::default()).await;
+    let start = within(alice.call_tool_start(
+        TOOL,
+        args(json!({"fail": true, "work_ms": 20, "poll_ms": 20})),
+        &RequestOptions::default(),
+    ))
+    .await
+    .unwrap();
+    let ToolCallStart::Task(task) = start else {
+        panic!("expected a task: {start:?}");
+    };
+    let err = within(alice.wait_task(task.clone(), &RequestOptions::default()))
+        .await
+        .unwrap_err();
+    let error = err.protocol_error().expect("the task's error");
+    assert_eq!(error.code, -32603, "{err}");
+    assert!(error.message.contains("the mock task failed"), "{err}");
+    let now = within(alice.get_task(&task.task_id)).await.unwrap();
+    assert_eq!(now.status.as_str(), "failed");
+    // Audited as the protocol error it was.
+    let audit = eventually(&setup.path("audit.jsonl"), |a| !a.is_empty()).await;
+    assert_eq!(audit[0]["outcome"], "protocol_error");
+    setup.host.shutdown().await;
+}
+
 /// Starts a call the mock turns into a task that never ends by itself.
 async fn endless_task(client: &Client) -> switchboard_wire::tasks::Task {
     let start = within(client.call_tool_start(

@@ -68,8 +68,8 @@ pub struct CallOptions {
     pub principal: Option<String>,
     /// The capabilities of the client the server's questions are relayed
     /// to (a gateway's caller): a modern server is told only of the
-    /// questions both that client and the host can answer, and its -32021
-    /// refusal comes back as [`CallReport::missing_capability`].
+    /// questions both that client and the host can answer (so it may
+    /// refuse with -32021, in [`CallReport::protocol_error`]).
     pub client_capabilities: Option<switchboard_wire::ClientCapabilities>,
     /// The log level to ask the server for on this call
     /// (`io.modelcontextprotocol/logLevel`), overriding the client's.
@@ -139,11 +139,12 @@ pub struct CallReport {
     /// [`Outcome::Asked`]); put it to the user and call again with an
     /// approver holding the answer.
     pub approval_needed: Option<Box<ApprovalRequest>>,
-    /// The server's -32021 refusal of a call made with
-    /// [`CallOptions::client_capabilities`]: it needs a capability that
-    /// client did not declare. A gateway passes it on as its own error
-    /// (`result` says the same for a model).
-    pub missing_capability: Option<Box<switchboard_wire::ErrorObject>>,
+    /// The server's JSON-RPC error, verbatim, when it rejected the call or
+    /// the task the call became failed with one (`result` says the same
+    /// for a model). A gateway passes a -32021 (a capability its caller
+    /// did not declare) on as its own error, and fails a task it handed on
+    /// with the error the server's task failed with.
+    pub protocol_error: Option<Box<switchboard_wire::ErrorObject>>,
 }
 
 /// What one governed call came to. The audit line ([`CallOutcome::record`])
@@ -204,10 +205,9 @@ enum End {
         /// For the model: what happened and what it can do.
         text: String,
     },
-    /// The server refused (-32021) a call that declared the relaying
-    /// client's capabilities: the error, for that client, and the text a
-    /// model reads.
-    MissingCapability(Box<switchboard_wire::ErrorObject>, String),
+    /// The server answered with a JSON-RPC error (or its task failed with
+    /// one): the error, and the text a model reads.
+    Rejected(Box<switchboard_wire::ErrorObject>, String),
 }
 
 impl End {
@@ -239,7 +239,7 @@ impl CallOutcome {
             End::Answered(_) => Outcome::Ok,
             End::InputRequired(_) => Outcome::InputRequired,
             End::Stopped { outcome, .. } => *outcome,
-            End::MissingCapability(..) => Outcome::ProtocolError,
+            End::Rejected(..) => Outcome::ProtocolError,
         }
     }
 
@@ -266,7 +266,7 @@ impl CallOutcome {
         record.is_error = match &self.end {
             End::Answered(result) => result.is_error(),
             End::InputRequired(_) => false,
-            End::Stopped { .. } | End::MissingCapability(..) => true,
+            End::Stopped { .. } | End::Rejected(..) => true,
         };
     }
 
@@ -304,9 +304,7 @@ impl CallOutcome {
             End::InputRequired(_) => CallToolResult::error(
                 "The server asked a question before it can finish this call; it was handed to the caller.",
             ),
-            End::Stopped { text, .. } | End::MissingCapability(_, text) => {
-                CallToolResult::error(text)
-            }
+            End::Stopped { text, .. } | End::Rejected(_, text) => CallToolResult::error(text),
         }
     }
 }
@@ -365,8 +363,8 @@ impl Host {
             End::InputRequired(asked) => Some(asked.clone()),
             _ => None,
         };
-        let missing_capability = match &outcome.end {
-            End::MissingCapability(error, _) => Some(error.clone()),
+        let protocol_error = match &outcome.end {
+            End::Rejected(error, _) => Some(error.clone()),
             _ => None,
         };
         CallReport {
@@ -375,7 +373,7 @@ impl Host {
             approval_needed: outcome.asked.take(),
             result: outcome.into_result(),
             input_required,
-            missing_capability,
+            protocol_error,
         }
     }
 
@@ -678,14 +676,14 @@ impl Host {
             }
             Err(error) => {
                 let end = failure(server, &link, local_name, original, timeout, &error);
-                let missing = error.protocol_error().filter(|e| {
-                    options.client_capabilities.is_some()
-                        && e.code == ErrorCode::MissingRequiredClientCapability.code()
-                });
-                match (missing, end) {
-                    (Some(e), End::Stopped { text, .. }) => {
-                        End::MissingCapability(Box::new(e.clone()), text)
-                    }
+                match (error.protocol_error(), end) {
+                    (
+                        Some(e),
+                        End::Stopped {
+                            outcome: Outcome::ProtocolError,
+                            text,
+                        },
+                    ) => End::Rejected(Box::new(e.clone()), text),
                     (_, end) => end,
                 }
             }

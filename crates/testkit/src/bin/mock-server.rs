@@ -54,7 +54,7 @@
 //! | `weird` | — | a result with an unknown `resultType` |
 //! | `hostile` | `kind`, `size?`, `idLast?` | instead of an answer: `long-line` writes one answer line with `size` (100,000,000) `x` in its text, its `id` first (last with `idLast`); `deep` answers with arrays nested `size` (100,000) deep (the `id` last with `idLast`); `bad-json` answers with a syntax error after the `id`; `both` answers with `result` and `error`; `unsolicited` first answers three requests never sent, then answers properly |
 //! | `pids` | — | `structuredContent` = `{"pid": …, "grandchild": …}` |
-//! | `task` | `work_ms?` (200), `never?`, `poll_ms?`, `inputs?` (0), `ttl_ms?` | with the tasks extension declared: a task handle (`resultType: "task"`, `pollIntervalMs` = `poll_ms` when given, `ttlMs` = `ttl_ms`). The task asks `inputs` times for input (`inputRequests.confirm`, a new message each round) through `tasks/update`, then works `work_ms` (forever with `never`) and completes with the answers; after `ttl_ms` it is gone (-32602). `tasks/cancel` marks it cancelled. Without the extension: works `work_ms` inside the call |
+//! | `task` | `work_ms?` (200), `never?`, `poll_ms?`, `inputs?` (0), `ttl_ms?`, `fail?` | with the tasks extension declared: a task handle (`resultType: "task"`, `pollIntervalMs` = `poll_ms` when given, `ttlMs` = `ttl_ms`). The task asks `inputs` times for input (`inputRequests.confirm`, a new message each round) through `tasks/update`, then works `work_ms` (forever with `never`) and completes with the answers (with `fail`: fails, `error` -32603 "the mock task failed"); after `ttl_ms` it is gone (-32602). `tasks/cancel` marks it cancelled. Without the extension: works `work_ms` inside the call |
 //! | `task` with `notify: true` (and `bare?`) | as `task`, but driven by its listen stream: it stays `working` until a `subscriptions/listen` named it in `taskIds` and a `tasks/get` followed; then each step (an input request, the completion) comes `work_ms` later (and `work_ms` after each `tasks/update`) and is announced by a `notifications/tasks` on that stream with the full task (the completion without `result` with `bare`) |
 //! | `job`, `maybe_job` | `work_ms?` (100), `ask?` | `--legacy-tasks` only. With a `task` param: `{"task": {…}}` (`ttl`, `pollInterval` 20); the task works `work_ms`, then with `ask` goes `input_required` until `tasks/result` has asked `elicitation/create` (with the `related-task` `_meta`) and got the answer, then completes with `"job done: <answer>"` (`tasks/result` waits for the end). Without: `job` is -32601, `maybe_job` answers `"job done at once"` |
 //! | `sample` | — | legacy only: sends `roots/list`, `sampling/createMessage`, `elicitation/create` (those declared in `initialize`) and `ping` to the client, returns the answers |
@@ -392,6 +392,8 @@ struct MockTask {
     round: u64,
     answers: Vec<Value>,
     cancelled: bool,
+    /// `fail`: the task ends `failed`, not `completed`.
+    fail: bool,
     /// `notify`: the task is driven by its listen stream, not by time.
     notify: Option<NotifyTask>,
 }
@@ -974,6 +976,7 @@ impl Server {
             round: 1,
             answers: Vec::new(),
             cancelled: false,
+            fail: args.get("fail").and_then(Value::as_bool) == Some(true),
             notify: (args.get("notify").and_then(Value::as_bool) == Some(true)).then(|| {
                 NotifyTask {
                     bare: args.get("bare").and_then(Value::as_bool) == Some(true),
@@ -1162,6 +1165,9 @@ impl Server {
             let mut request = input_request("confirm");
             request["params"]["message"] = json!(format!("Proceed with step {}?", t.round));
             v["inputRequests"] = json!({"confirm": request});
+        } else if t.fail && t.work.is_some_and(|w| t.working_since.elapsed() >= w) {
+            v["status"] = json!("failed");
+            v["error"] = json!({"code": -32603, "message": "the mock task failed"});
         } else if asking.is_some() || t.work.is_some_and(|w| t.working_since.elapsed() >= w) {
             v["status"] = json!("completed");
             v["result"] = json!({
