@@ -145,6 +145,40 @@ pub trait InputHandler: Send + Sync + fmt::Debug {
         let _ = cx;
         Box::pin(async { Err(InputError("roots are not supported".into())) })
     }
+
+    /// Answers every request of one `input_required` round and returns the
+    /// answers by key. By default one after another, each through the
+    /// method above; a handler that passes the requests on to someone who
+    /// can take them all at once (a gateway's client) overrides it.
+    ///
+    /// # Errors
+    /// [`InputError`] when one of them cannot be answered.
+    fn answer_round(
+        &self,
+        cx: InputContext,
+        requests: Vec<InputQuestion>,
+    ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
+        Box::pin(async move {
+            let mut answers = JsonObject::new();
+            for q in requests {
+                let answer = answer(self, cx.clone(), &q.method, Some(q.params)).await?;
+                answers.insert(q.key, answer);
+            }
+            Ok(answers)
+        })
+    }
+}
+
+/// One request of an `input_required` round, for
+/// [`InputHandler::answer_round`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputQuestion {
+    /// The server's key for it (`inputRequests` key).
+    pub key: String,
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub method: String,
+    /// Its `params`, verbatim (`{}` when it had none).
+    pub params: Value,
 }
 
 /// A handler that supports nothing: the client declares no capabilities and
@@ -159,8 +193,8 @@ impl InputHandler for NoInput {
 }
 
 /// Dispatches one input request to the handler method for its kind.
-pub(crate) async fn answer(
-    handler: &dyn InputHandler,
+pub(crate) async fn answer<H: InputHandler + ?Sized>(
+    handler: &H,
     cx: InputContext,
     method: &str,
     params: Option<Value>,

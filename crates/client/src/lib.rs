@@ -67,7 +67,7 @@ pub mod transport;
 
 pub use client::{Client, ClientBuilder, Dropped, Listing, ServerDescription, ToolsPage};
 pub use error::{ClientError, Source, TransportError};
-pub use input::{InputContext, InputError, InputHandler, InputSupport, NoInput};
+pub use input::{InputContext, InputError, InputHandler, InputQuestion, InputSupport, NoInput};
 /// The TLS configuration HTTP clients of the workspace share (ring; webpki
 /// and platform roots), built once per process.
 #[cfg(feature = "http")]

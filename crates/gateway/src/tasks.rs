@@ -11,8 +11,9 @@
 //! - every downstream status change becomes the upstream task's status
 //!   message, so upstream `tasks/get` and listen streams follow it;
 //! - a downstream `input_required` is put to the upstream client as the
-//!   upstream task's `input_required` (one request at a time, keys unique
-//!   over the task); its `tasks/update` answers go down as `tasks/update`;
+//!   upstream task's `input_required` (a round's requests together, under
+//!   keys unique over the task, so the upstream client may answer some and
+//!   then the rest); its `tasks/update` answers go down as `tasks/update`;
 //! - an upstream `tasks/cancel` goes down as `tasks/cancel`; the call
 //!   following the downstream task sees it end and writes its audit line;
 //! - the final result (or the host's `isError` text) completes the
@@ -28,7 +29,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
-use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
+use switchboard_client::{
+    BoxFuture, InputContext, InputError, InputHandler, InputQuestion, InputSupport,
+};
 use switchboard_host::{CallOptions, CallReport, Host};
 use switchboard_server::{
     CallToolResult, Context, HandlerError, InputRequired, Outcome, TaskContext, ToolResult,
@@ -129,9 +132,19 @@ pub(crate) async fn call(
             tokio::spawn(async move {
                 while let Some(question) = questions.recv().await {
                     let (method, params, reply) = question.into_parts();
-                    if forward.send(Ask { method, params, reply }).await.is_err() {
+                    let (tx, answer) = oneshot::channel();
+                    let ask = Ask {
+                        questions: vec![InputQuestion { key: ONE.into(), method, params }],
+                        reply: tx,
+                    };
+                    if forward.send(ask).await.is_err() {
                         break;
                     }
+                    // One at a time: a legacy server waits for each answer.
+                    let answer = answer
+                        .await
+                        .unwrap_or_else(|_| Err("the upstream task has ended".to_owned()));
+                    let _ = reply.send(only_answer(answer));
                 }
             });
             let following = Following {
@@ -175,7 +188,7 @@ impl Following {
                     return Err(HandlerError::internal("the call already ended"));
                 };
                 tokio::select! {
-                    report = call => Step::Done(report),
+                    report = call => Step::Done(Box::new(report)),
                     Some(status) = statuses.recv() => Step::Status(status),
                     Some(ask) = asks.recv() => Step::Ask(ask),
                 }
@@ -183,13 +196,20 @@ impl Following {
             match step {
                 Step::Done(report) => {
                     self.call = None;
-                    return task_end(report);
+                    return task_end(*report);
                 }
                 Step::Status(status) => task.set_status(status),
                 Step::Ask(ask) => {
-                    keys += 1;
-                    let key = format!("input-{keys}");
-                    let question = InputRequired::new().request(&key, &ask.method, ask.params);
+                    // Every request of the round is put to the upstream
+                    // client at once, under keys unique over the task.
+                    let mut question = InputRequired::new();
+                    let mut ours = Vec::with_capacity(ask.questions.len());
+                    for q in ask.questions {
+                        keys += 1;
+                        let key = format!("input-{keys}");
+                        question = question.request(&key, &q.method, q.params);
+                        ours.push((key, q.key));
+                    }
                     // The downstream task may end while the upstream client
                     // thinks: then the question is moot.
                     let answered = {
@@ -209,10 +229,13 @@ impl Following {
                         }
                     };
                     let answer = match answers {
-                        Ok(answers) => answers
-                            .raw(&key)
-                            .cloned()
-                            .ok_or_else(|| "the client answered without this request".to_owned()),
+                        Ok(answers) => ours
+                            .into_iter()
+                            .map(|(key, theirs)| match answers.raw(&key) {
+                                Some(a) => Ok((theirs, a.clone())),
+                                None => Err(format!("the client answered without request {key}")),
+                            })
+                            .collect(),
                         Err(e) => Err(e.to_string()),
                     };
                     let _ = ask.reply.send(answer);
@@ -224,7 +247,7 @@ impl Following {
 
 /// What the relay loop saw next.
 enum Step {
-    Done(Result<CallReport, tokio::task::JoinError>),
+    Done(Box<Result<CallReport, tokio::task::JoinError>>),
     Status(String),
     Ask(Ask),
 }
@@ -254,12 +277,22 @@ impl Drop for Following {
     }
 }
 
-/// One downstream input request on its way upstream.
+/// One round of downstream input requests on its way upstream.
 struct Ask {
-    method: String,
-    params: Value,
-    /// The upstream client's answer, or why there is none.
-    reply: oneshot::Sender<Result<Value, String>>,
+    questions: Vec<InputQuestion>,
+    /// The upstream client's answers by the server's keys, or why there
+    /// are none.
+    reply: oneshot::Sender<Result<JsonObject, String>>,
+}
+
+/// The key of a request that is asked alone.
+const ONE: &str = "request";
+
+/// The answer to a round of one request ([`ONE`]).
+fn only_answer(answers: Result<JsonObject, String>) -> Result<Value, String> {
+    answers?
+        .remove(ONE)
+        .ok_or_else(|| "the client answered without this request".to_owned())
 }
 
 /// The input handler given to the host for the downstream task: it puts
@@ -271,22 +304,33 @@ struct Relay {
 }
 
 impl Relay {
-    fn relay(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        let method = method.to_owned();
+    /// Puts a round of requests to the upstream task; the answers by key.
+    fn relay(
+        &self,
+        questions: Vec<InputQuestion>,
+    ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
         Box::pin(async move {
             let (reply, answer) = oneshot::channel();
             self.asks
-                .send(Ask {
-                    method,
-                    params,
-                    reply,
-                })
+                .send(Ask { questions, reply })
                 .await
                 .map_err(|_| InputError("the upstream task has ended".into()))?;
             answer
                 .await
                 .map_err(|_| InputError("the upstream task has ended".into()))?
                 .map_err(InputError)
+        })
+    }
+
+    /// One request alone.
+    fn relay_one(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        let questions = vec![InputQuestion {
+            key: ONE.into(),
+            method: method.to_owned(),
+            params,
+        }];
+        Box::pin(async move {
+            only_answer(self.relay(questions).await.map_err(|e| e.0)).map_err(InputError)
         })
     }
 }
@@ -297,15 +341,25 @@ impl InputHandler for Relay {
     }
 
     fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay("elicitation/create", params)
+        self.relay_one("elicitation/create", params)
     }
 
     fn sample(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay("sampling/createMessage", params)
+        self.relay_one("sampling/createMessage", params)
     }
 
     fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay("roots/list", json!({}))
+        self.relay_one("roots/list", json!({}))
+    }
+
+    /// The round's requests go upstream together, as one question of the
+    /// upstream task, so its client sees them all at once.
+    fn answer_round(
+        &self,
+        _cx: InputContext,
+        requests: Vec<InputQuestion>,
+    ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
+        self.relay(requests)
     }
 }
 

@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, InputContext, InputError, InputHandler, InputSupport, RequestOptions,
+    BoxFuture, InputContext, InputError, InputHandler, InputQuestion, InputSupport, RequestOptions,
 };
 use switchboard_gateway::{GatewayOptions, relay_input_handler};
 use switchboard_server::{
-    Context, Elicitation, HandlerError, InputRequired, PromptOutcome, PromptSpec, Sampling, Server,
-    ToolResult, user,
+    Context, Elicitation, HandlerError, InputRequired, NoArgs, PromptOutcome, PromptSpec, Sampling,
+    Server, TaskContext, ToolResult, user,
 };
 use switchboard_wire::{
     CallToolResult, ContentBlock, GetPromptResult, LoggingLevel, Notification, ResultHeader,
@@ -200,7 +200,8 @@ const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQV
 
 /// A server with a prompt that asks the user a question first, a tool
 /// saying which questions its request declared it can answer, a tool that
-/// returns an image, one that logs, and one that needs sampling.
+/// returns an image, one that logs, a task asking two questions at once,
+/// and a tool that needs sampling.
 fn picky() -> Server {
     Server::builder("picky", "1.0.0")
         .prompt_spec(
@@ -260,6 +261,28 @@ fn picky() -> Server {
             .into());
             result
         })
+        .task_tool(
+            "pair",
+            "As a task, asks two questions at once",
+            |_: NoArgs, task: TaskContext| async move {
+                let form = || {
+                    Elicitation::form(
+                        "Go?",
+                        json!({"type": "object", "properties": {"go": {"type": "boolean"}}}),
+                    )
+                };
+                let answers = task
+                    .ask(InputRequired::new().elicit("first", form()).elicit("second", form()))
+                    .await?;
+                let go = |key: &str| -> Result<Value, HandlerError> {
+                    Ok(answers
+                        .elicitation(key)?
+                        .and_then(|a| a.content)
+                        .map_or(Value::Null, Value::Object))
+                };
+                Ok::<_, HandlerError>(format!("first={} second={}", go("first")?, go("second")?))
+            },
+        )
         .tool("needs_sampling", "Needs sampling", |ctx: Context| async move {
             ctx.require_sampling()?;
             let result: ToolResult = Ok(CallToolResult::text("could sample").into());
@@ -427,5 +450,65 @@ async fn a_servers_log_messages_reach_a_client_that_asked_for_them() {
         .await
         .unwrap();
     assert!(r.joined_text().contains("asked for logs at None"), "{r:?}");
+    host.shutdown().await;
+}
+
+/// An upstream client that answers forms, recording how many requests
+/// each round put to it at once.
+#[derive(Debug, Default)]
+struct Rounds {
+    sizes: Arc<Mutex<Vec<usize>>>,
+}
+
+impl InputHandler for Rounds {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn answer_round(
+        &self,
+        _cx: InputContext,
+        requests: Vec<InputQuestion>,
+    ) -> BoxFuture<'_, Result<switchboard_wire::JsonObject, InputError>> {
+        self.sizes.lock().unwrap().push(requests.len());
+        Box::pin(async move {
+            Ok(requests
+                .into_iter()
+                .map(|q| (q.key, json!({"action": "accept", "content": {"go": true}})))
+                .collect())
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_questions_asked_together_reach_the_upstream_client_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _t) = serve(picky()).await;
+    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
+    let rounds = Rounds::default();
+    let sizes = rounds.sizes.clone();
+    // The client follows tasks: it gets the gateway's task and its
+    // questions.
+    let front = front_with(
+        &host,
+        GatewayOptions::default().assume_yes(true),
+        Some(Box::new(rounds)),
+        true,
+    )
+    .await;
+    let r = front
+        .client
+        .call_tool("mcp__ops__pair", None)
+        .await
+        .unwrap();
+    assert!(
+        r.joined_text()
+            .contains(r#"first={"go":true} second={"go":true}"#),
+        "{r:?}"
+    );
+    assert_eq!(*sizes.lock().unwrap(), [2], "one round of both questions");
     host.shutdown().await;
 }

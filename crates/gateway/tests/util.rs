@@ -141,6 +141,16 @@ impl InputHandler for BoxedInput {
     ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
         self.0.roots(cx)
     }
+    fn answer_round(
+        &self,
+        cx: switchboard_client::InputContext,
+        requests: Vec<switchboard_client::InputQuestion>,
+    ) -> switchboard_client::BoxFuture<
+        '_,
+        Result<switchboard_wire::JsonObject, switchboard_client::InputError>,
+    > {
+        self.0.answer_round(cx, requests)
+    }
 }
 
 /// Polls `check` until it holds (a generous bound, never asserted as a

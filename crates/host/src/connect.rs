@@ -266,4 +266,12 @@ impl InputHandler for SharedInput {
     fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<serde_json::Value, InputError>> {
         self.0.roots(cx)
     }
+
+    fn answer_round(
+        &self,
+        cx: InputContext,
+        requests: Vec<switchboard_client::InputQuestion>,
+    ) -> BoxFuture<'_, Result<switchboard_wire::JsonObject, InputError>> {
+        self.0.answer_round(cx, requests)
+    }
 }

@@ -109,7 +109,7 @@ impl Client {
             return Ok(None);
         };
         let support = self.inner.handler.support();
-        let mut responses = JsonObject::new();
+        let mut round = Vec::with_capacity(requests.len());
         for (key, request) in required.requests() {
             let request = request.map_err(|v| {
                 self.invalid(method, format!("input request {key:?} is malformed: {v}"))
@@ -121,21 +121,30 @@ impl Client {
                     what: format!("{} (input request {key:?})", request.method),
                 });
             }
-            let cx = InputContext {
-                server: self.inner.name.clone(),
-                method: Some(method.into()),
-                era: Era::Modern,
-            };
-            let answer = input::answer(handler, cx, &request.method, request.params)
-                .await
-                .map_err(|e| ClientError::Input {
-                    server: self.inner.name.clone(),
-                    method: method.into(),
-                    reason: e.0,
-                })?;
-            responses.insert(key.to_owned(), answer);
+            round.push(InputQuestion {
+                key: key.to_owned(),
+                method: request.method,
+                params: request.params.unwrap_or_else(|| json!({})),
+            });
         }
-        debug_assert_eq!(responses.len(), requests.len());
+        let cx = InputContext {
+            server: self.inner.name.clone(),
+            method: Some(method.into()),
+            era: Era::Modern,
+        };
+        let input_error = |reason: String| ClientError::Input {
+            server: self.inner.name.clone(),
+            method: method.into(),
+            reason,
+        };
+        let responses = handler
+            .answer_round(cx, round)
+            .await
+            .map_err(|e| input_error(e.0))?;
+        // Every request answered, under its own key.
+        if let Some(key) = requests.keys().find(|k| !responses.contains_key(*k)) {
+            return Err(input_error(format!("no answer to input request {key:?}")));
+        }
         Ok(Some(responses))
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, Client, EraPolicy, HttpTransport, InputContext, InputError, InputHandler,
-    InputSupport, RequestOptions,
+    BoxFuture, Client, ClientError, EraPolicy, HttpTransport, InputContext, InputError,
+    InputHandler, InputQuestion, InputSupport, RequestOptions,
 };
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
@@ -107,6 +107,75 @@ impl InputHandler for Ada {
         _params: Value,
     ) -> BoxFuture<'_, Result<Value, InputError>> {
         Box::pin(async { Ok(json!({"action": "accept", "content": {"name": "Ada"}})) })
+    }
+}
+
+/// Answers a whole round at once; with `forget`, leaves every answer out.
+#[derive(Debug)]
+struct Round {
+    forget: bool,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl InputHandler for Round {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn answer_round(
+        &self,
+        _cx: InputContext,
+        requests: Vec<InputQuestion>,
+    ) -> BoxFuture<'_, Result<switchboard_wire::JsonObject, InputError>> {
+        let mut seen = self.seen.lock().unwrap();
+        seen.extend(requests.iter().map(|q| format!("{} {}", q.key, q.method)));
+        let answers = requests
+            .into_iter()
+            .filter(|_| !self.forget)
+            .map(|q| {
+                (
+                    q.key,
+                    json!({"action": "accept", "content": {"name": "Grace"}}),
+                )
+            })
+            .collect();
+        Box::pin(async move { Ok(answers) })
+    }
+}
+
+// MRTR: the client hands a round's requests to the handler together, and
+// refuses to send a round that leaves one of them unanswered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_is_answered_together_and_every_request_must_be_answered() {
+    let (url, _stop) = start().await;
+    for forget in [false, true] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let transport = HttpTransport::builder("e2e", &url).build().unwrap();
+        let client = within(
+            Client::builder("e2e", transport)
+                .input_handler(Round {
+                    forget,
+                    seen: seen.clone(),
+                })
+                .connect(),
+        )
+        .await
+        .unwrap();
+        let outcome = within(client.call_tool("greet", None)).await;
+        assert_eq!(*seen.lock().unwrap(), ["who elicitation/create"]);
+        match outcome {
+            Ok(r) if !forget => assert_eq!(r.joined_text(), "Hello, Grace!"),
+            Err(ClientError::Input { reason, .. }) if forget => {
+                assert!(
+                    reason.contains(r#"no answer to input request "who""#),
+                    "{reason}"
+                );
+            }
+            other => panic!("forget={forget}: {other:?}"),
+        }
     }
 }
 
