@@ -51,14 +51,18 @@ pub(super) async fn connect(flags: &[&str]) -> (Client, StdioTransport) {
     (builder.connect().await.expect("connect"), transport)
 }
 
-/// A fresh path for a request log.
+/// A fresh path for a request log. A file left there by an earlier
+/// process with the same id (ids are reused) is removed first: the mock
+/// appends, and its old lines would be read as this test's.
 pub(super) fn log_path() -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
-    std::env::temp_dir().join(format!(
+    let path = std::env::temp_dir().join(format!(
         "switchboard-client-test-{}-{}.jsonl",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
-    ))
+    ));
+    let _ = std::fs::remove_file(&path);
+    path
 }
 
 /// Every message the mock server received, in order.
