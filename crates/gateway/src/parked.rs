@@ -334,7 +334,16 @@ impl Running {
                 }
             };
             tokio::select! {
-                report = self.call.wait() => return Next::Done(report),
+                report = self.call.wait() => {
+                    // The server's logs came before its answer: they go
+                    // out before it too.
+                    if let Some(logs) = self.logs.as_mut() {
+                        while let Ok(n) = logs.try_recv() {
+                            relay_log(ctx, n).await;
+                        }
+                    }
+                    return Next::Done(report);
+                }
                 Some(question) = self.questions.recv() => return Next::Asked(self, question),
                 Some(p) = progress => {
                     if ctx.wants_progress() {
