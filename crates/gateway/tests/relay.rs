@@ -293,9 +293,11 @@ fn picky() -> Server {
 }
 
 /// [`picky`] served, mounted as `ops` by a host behind a gateway (every
-/// call allowed) and a client of that gateway answering with `input`.
+/// call allowed) and a client of that gateway answering with `input`
+/// (declaring the tasks extension when `tasks`).
 async fn picky_behind_a_gateway(
     input: Option<Box<dyn InputHandler>>,
+    tasks: bool,
 ) -> (
     tempfile::TempDir,
     tokio::task::JoinHandle<()>,
@@ -305,7 +307,13 @@ async fn picky_behind_a_gateway(
     let dir = tempfile::tempdir().unwrap();
     let (url, server) = serve(picky()).await;
     let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    let front = front(&host, GatewayOptions::default().assume_yes(true), input).await;
+    let front = front_with(
+        &host,
+        GatewayOptions::default().assume_yes(true),
+        input,
+        tasks,
+    )
+    .await;
     (dir, server, host, front)
 }
 
@@ -332,7 +340,8 @@ impl InputHandler for FormOnly {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_during_prompts_get_is_relayed_and_answered() {
-    let (_dir, _server, host, front) = picky_behind_a_gateway(Some(Box::new(FormOnly))).await;
+    let (_dir, _server, host, front) =
+        picky_behind_a_gateway(Some(Box::new(FormOnly)), false).await;
     let got = front
         .client
         .get_prompt("mcp__ops__brief", None)
@@ -361,7 +370,8 @@ async fn a_question_during_prompts_get_is_relayed_and_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
-    let (_dir, _server, host, front) = picky_behind_a_gateway(Some(Box::new(FormOnly))).await;
+    let (_dir, _server, host, front) =
+        picky_behind_a_gateway(Some(Box::new(FormOnly)), false).await;
     let c = &front.client;
     // The gateway's host declares sampling and roots too; the downstream
     // request declares only what the upstream client can answer.
@@ -403,7 +413,7 @@ async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_within_the_media_allowance_reaches_the_upstream_client_unchanged() {
-    let (_dir, _server, host, front) = picky_behind_a_gateway(None).await;
+    let (_dir, _server, host, front) = picky_behind_a_gateway(None, false).await;
     let r = front
         .client
         .call_tool("mcp__ops__snapshot", None)
@@ -417,7 +427,7 @@ async fn an_image_within_the_media_allowance_reaches_the_upstream_client_unchang
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_log_messages_reach_a_client_that_asked_for_them() {
-    let (_dir, _server, host, front) = picky_behind_a_gateway(None).await;
+    let (_dir, _server, host, front) = picky_behind_a_gateway(None, false).await;
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = heard.clone();
     let options = RequestOptions {
@@ -485,20 +495,11 @@ impl InputHandler for Rounds {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasks_questions_asked_together_reach_the_upstream_client_together() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _t) = serve(picky()).await;
-    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
     let rounds = Rounds::default();
     let sizes = rounds.sizes.clone();
     // The client follows tasks: it gets the gateway's task and its
     // questions.
-    let front = front_with(
-        &host,
-        GatewayOptions::default().assume_yes(true),
-        Some(Box::new(rounds)),
-        true,
-    )
-    .await;
+    let (_dir, _server, host, front) = picky_behind_a_gateway(Some(Box::new(rounds)), true).await;
     let r = front
         .client
         .call_tool("mcp__ops__pair", None)
