@@ -225,6 +225,15 @@ impl fmt::Debug for Parking {
     }
 }
 
+/// Passes a server's progress on to the upstream request, when it asked
+/// for progress.
+async fn relay_progress(ctx: &Context, p: ProgressParams) {
+    if ctx.wants_progress() {
+        ctx.progress(p.progress, p.total, p.message.as_deref())
+            .await;
+    }
+}
+
 /// Passes a server's log message on to the upstream request, at the
 /// server's level (the upstream level filters it again); a message that
 /// is not one is dropped.
@@ -335,8 +344,13 @@ impl Running {
             };
             tokio::select! {
                 report = self.call.wait() => {
-                    // The server's logs came before its answer: they go
-                    // out before it too.
+                    // The server's progress and logs came before its
+                    // answer: they go out before it too.
+                    if let Some(progress) = self.progress.as_mut() {
+                        while let Ok(p) = progress.try_recv() {
+                            relay_progress(ctx, p).await;
+                        }
+                    }
                     if let Some(logs) = self.logs.as_mut() {
                         while let Ok(n) = logs.try_recv() {
                             relay_log(ctx, n).await;
@@ -345,11 +359,7 @@ impl Running {
                     return Next::Done(report);
                 }
                 Some(question) = self.questions.recv() => return Next::Asked(self, question),
-                Some(p) = progress => {
-                    if ctx.wants_progress() {
-                        ctx.progress(p.progress, p.total, p.message.as_deref()).await;
-                    }
-                }
+                Some(p) = progress => relay_progress(ctx, p).await,
                 Some(n) = log => relay_log(ctx, n).await,
             }
         }

@@ -17,7 +17,9 @@ use switchboard_wire::{
     CallToolResult, ContentBlock, GetPromptResult, LoggingLevel, Notification, ResultHeader,
 };
 
-use crate::util::{front, front_with, mount, serve};
+use switchboard_testutil::{Artifacts, built};
+
+use crate::util::{front, front_with, mount, mount_servers, serve};
 
 /// A server whose tools each ask one question, and answer with what they
 /// got back (and the state they kept across the round trip).
@@ -511,5 +513,34 @@ async fn a_tasks_questions_asked_together_reach_the_upstream_client_together() {
         "{r:?}"
     );
     assert_eq!(*sizes.lock().unwrap(), [2], "one round of both questions");
+    host.shutdown().await;
+}
+
+// Progress sent just before the answer reaches the client before the
+// answer, every time: the gateway drains what is queued first. Over stdio
+// the progress lines and the answer are often read in one go, which is
+// when a select between them could take the answer first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_progress_step_reaches_the_client_before_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    let mut servers = serde_json::Map::new();
+    servers.insert("m".into(), json!({"command": mock}));
+    let host = mount_servers(&dir, servers, None, json!({"allow": ["mcp__m__progress"]})).await;
+    let front = front(&host, GatewayOptions::default(), None).await;
+    for round in 0..100 {
+        let steps = Arc::new(Mutex::new(Vec::new()));
+        let sink = steps.clone();
+        let options = RequestOptions::default().with_progress(move |p| {
+            sink.lock().unwrap().push(p.progress);
+        });
+        let r = front
+            .client
+            .call_tool_with("mcp__m__progress", None, &options)
+            .await
+            .unwrap();
+        assert!(r.joined_text().contains("3 steps done"), "{r:?}");
+        assert_eq!(*steps.lock().unwrap(), [1.0, 2.0, 3.0], "round {round}");
+    }
     host.shutdown().await;
 }

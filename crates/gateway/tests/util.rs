@@ -54,8 +54,19 @@ pub(crate) async fn mount_with(
             serde_json::json!({"type": "http", "url": url}),
         );
     }
+    mount_servers(dir, map, input, permissions).await
+}
+
+/// A host mounting these `mcpServers` entries (any transport), with its
+/// files in `dir`.
+pub(crate) async fn mount_servers(
+    dir: &tempfile::TempDir,
+    servers: serde_json::Map<String, Value>,
+    input: Option<std::sync::Arc<dyn InputHandler>>,
+    permissions: Value,
+) -> Host {
     let config = serde_json::json!({
-        "mcpServers": map,
+        "mcpServers": servers,
         "permissions": permissions,
         "audit": dir.path().join("audit.jsonl").display().to_string(),
     });
