@@ -353,7 +353,8 @@ async fn a_question_during_prompts_get_is_relayed_and_answered() {
         got.messages[0].content,
         ContentBlock::text(r#"answered {"go":true}"#)
     );
-    // A client that cannot answer gets an error saying why.
+    // A client that cannot answer: the server refuses to ask (-32021),
+    // and the client gets that refusal.
     let silent = front_with(
         &host,
         GatewayOptions::default().assume_yes(true),

@@ -414,17 +414,23 @@ mod tests {
         assert_eq!(b.consume([9; 16], exp), StateUse::Again);
     }
 
+    /// Records `count` uses of distinct states that have already expired
+    /// (nonces 0, 1, …).
+    fn use_expired(g: &ReplayGuard, count: usize) {
+        let past = seal::now_ms() - 1;
+        for i in 0..count {
+            let mut nonce = [0u8; 16];
+            nonce[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            assert_eq!(g.consume(nonce, past), StateUse::First);
+        }
+    }
+
     #[test]
     fn the_ledger_drops_expired_lines_once_they_are_most_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("used");
         let g = ReplayGuard::with_ledger(&path).unwrap();
-        let past = seal::now_ms() - 1;
-        for i in 0..LEDGER_COMPACT_AT {
-            let mut nonce = [0u8; 16];
-            nonce[..8].copy_from_slice(&(i as u64).to_le_bytes());
-            assert_eq!(g.consume(nonce, past), StateUse::First);
-        }
+        use_expired(&g, LEDGER_COMPACT_AT);
         assert_eq!(
             std::fs::read_to_string(&path).unwrap().lines().count(),
             LEDGER_COMPACT_AT
@@ -455,12 +461,7 @@ mod tests {
         let other = ReplayGuard::with_ledger(&path).unwrap();
         assert_eq!(other.consume([0xaa; 16], live), StateUse::Again);
         // With the live line, the file reaches the rewrite threshold.
-        let past = seal::now_ms() - 1;
-        for i in 0..LEDGER_COMPACT_AT - 1 {
-            let mut nonce = [0u8; 16];
-            nonce[..8].copy_from_slice(&(i as u64).to_le_bytes());
-            assert_eq!(g.consume(nonce, past), StateUse::First);
-        }
+        use_expired(&g, LEDGER_COMPACT_AT - 1);
         assert_eq!(g.consume([0xbb; 16], live), StateUse::First);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 2, "{text}");
