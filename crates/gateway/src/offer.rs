@@ -146,7 +146,7 @@ fn add_prompt(server: &Server, host: &Host, offered: &OfferedPrompt) -> bool {
             // as during a tool call (`relay`).
             let options = RequestOptions {
                 relay_input: true,
-                resume: relay::resume_call(&ctx)?,
+                resume: relay::resume_call(&ctx).await?,
                 capabilities: Some(ctx.client_capabilities().clone()),
                 ..RequestOptions::default()
             };

@@ -79,7 +79,7 @@ pub(crate) enum Retry {
 ///
 /// # Errors
 /// A bad state, or an answer missing for one of the server's keys.
-pub(crate) fn resume(ctx: &Context) -> Result<Option<Retry>, HandlerError> {
+pub(crate) async fn resume(ctx: &Context) -> Result<Option<Retry>, HandlerError> {
     if !ctx.has_state() {
         return Ok(None);
     }
@@ -87,7 +87,7 @@ pub(crate) fn resume(ctx: &Context) -> Result<Option<Retry>, HandlerError> {
     let Ok(relayed) = serde_json::from_value::<Relayed>(state) else {
         return Ok(None);
     };
-    ctx.consume_state()?;
+    ctx.consume_state().await?;
     let mut responses = serde_json::Map::new();
     for key in &relayed.relay.keys {
         let Some(answer) = ctx.input().raw(key) else {
@@ -112,8 +112,8 @@ pub(crate) fn resume(ctx: &Context) -> Result<Option<Retry>, HandlerError> {
 /// # Errors
 /// As [`resume`]; and a state naming a parked call, which only a tool
 /// call can be.
-pub(crate) fn resume_call(ctx: &Context) -> Result<Option<Resume>, HandlerError> {
-    match resume(ctx)? {
+pub(crate) async fn resume_call(ctx: &Context) -> Result<Option<Resume>, HandlerError> {
+    match resume(ctx).await? {
         None => Ok(None),
         Some(Retry::Call(resume)) => Ok(Some(resume)),
         Some(Retry::Parked(..)) => Err(HandlerError::invalid_params(

@@ -145,7 +145,7 @@ async fn call(
     };
     // The retry of a call whose server asked a question we relayed: the
     // call was allowed then, and the sealed state is bound to it.
-    let resume = match relay::resume(ctx)? {
+    let resume = match relay::resume(ctx).await? {
         Some(Retry::Parked(at, answers)) => {
             // A legacy server's question: its call waits here.
             let round = crate::parked::resume(&at, &answers, ctx, name, parking).await?;
@@ -161,7 +161,7 @@ async fn call(
         Arc::new(Answered(Approval::AllowOnce))
     } else if ctx.has_state() {
         // The retry of a call whose approval we asked for.
-        ctx.consume_state()?;
+        ctx.consume_state().await?;
         match ctx.input().elicitation(APPROVAL_KEY)? {
             None => {
                 let arguments = Value::Object(arguments.unwrap_or_default());

@@ -310,14 +310,20 @@ impl Context {
 
     /// Marks the request's `requestState` as used; a second use of the same
     /// state fails. Call it in handlers whose state must be redeemed at most
-    /// once (MRTR-10). Without a state it does nothing.
+    /// once (MRTR-10). Without a state it does nothing. With a replay
+    /// ledger the file work runs on the blocking pool.
     ///
     /// # Errors
     /// -32602 when this state was used before.
-    pub fn consume_state(&self) -> Result<(), HandlerError> {
+    pub async fn consume_state(&self) -> Result<(), HandlerError> {
         match &self.state {
             None => Ok(()),
-            Some(s) => match self.server.replay_guard().consume(s.nonce, s.expires_at_ms) {
+            Some(s) => match self
+                .server
+                .replay_guard()
+                .consume(s.nonce, s.expires_at_ms)
+                .await
+            {
                 StateUse::First => Ok(()),
                 StateUse::Again => Err(HandlerError::invalid_params(
                     "requestState was already used; start the request again without it",

@@ -195,7 +195,7 @@ fn owner_matches(owner: &Option<String>, caller: Option<&Principal>) -> bool {
 #[derive(Debug, Default)]
 pub(crate) struct ReplayGuard {
     seen: Mutex<HashMap<[u8; 16], u64>>,
-    ledger: Option<Ledger>,
+    ledger: Option<Arc<Ledger>>,
 }
 
 /// What [`ReplayGuard::consume`] found.
@@ -216,12 +216,14 @@ impl ReplayGuard {
     pub(crate) fn with_ledger(path: &Path) -> std::io::Result<ReplayGuard> {
         Ok(ReplayGuard {
             seen: Mutex::default(),
-            ledger: Some(Ledger::open(path)?),
+            ledger: Some(Arc::new(Ledger::open(path)?)),
         })
     }
 
-    /// Records a use of `nonce`, a state valid until `expires_at_ms`.
-    pub(crate) fn consume(&self, nonce: [u8; 16], expires_at_ms: u64) -> StateUse {
+    /// Records a use of `nonce`, a state valid until `expires_at_ms`. The
+    /// ledger's file work (a lock another replica may hold, a read, a
+    /// write) runs on the blocking pool, never on the caller's thread.
+    pub(crate) async fn consume(&self, nonce: [u8; 16], expires_at_ms: u64) -> StateUse {
         let now = seal::now_ms();
         {
             let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
@@ -233,7 +235,12 @@ impl ReplayGuard {
             }
         }
         if let Some(ledger) = &self.ledger {
-            match ledger.record(&nonce, expires_at_ms, now) {
+            let shared = Arc::clone(ledger);
+            let recorded =
+                tokio::task::spawn_blocking(move || shared.record(&nonce, expires_at_ms, now))
+                    .await
+                    .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+            match recorded {
                 Ok(true) => {}
                 Ok(false) => return StateUse::Again,
                 Err(e) => {
@@ -381,19 +388,19 @@ mod tests {
         assert!(full.create(None, ()).is_err());
     }
 
-    #[test]
-    fn replay_guard_allows_one_use() {
+    #[tokio::test]
+    async fn replay_guard_allows_one_use() {
         let g = ReplayGuard::default();
         let exp = seal::now_ms() + 60_000;
-        assert_eq!(g.consume([1; 16], exp), StateUse::First);
-        assert_eq!(g.consume([1; 16], exp), StateUse::Again);
-        assert_eq!(g.consume([2; 16], exp), StateUse::First);
+        assert_eq!(g.consume([1; 16], exp).await, StateUse::First);
+        assert_eq!(g.consume([1; 16], exp).await, StateUse::Again);
+        assert_eq!(g.consume([2; 16], exp).await, StateUse::First);
     }
 
     // MRTR-10 across replicas: two guards on one ledger file (as two
     // processes would open it) accept a state once between them.
-    #[test]
-    fn a_shared_ledger_allows_one_use_across_guards() {
+    #[tokio::test]
+    async fn a_shared_ledger_allows_one_use_across_guards() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("used");
         let (a, b) = (
@@ -401,77 +408,105 @@ mod tests {
             ReplayGuard::with_ledger(&path).unwrap(),
         );
         let exp = seal::now_ms() + 60_000;
-        assert_eq!(a.consume([7; 16], exp), StateUse::First);
-        assert_eq!(b.consume([7; 16], exp), StateUse::Again);
-        assert_eq!(a.consume([7; 16], exp), StateUse::Again);
-        assert_eq!(b.consume([8; 16], exp), StateUse::First);
-        assert_eq!(a.consume([8; 16], exp), StateUse::Again);
+        assert_eq!(a.consume([7; 16], exp).await, StateUse::First);
+        assert_eq!(b.consume([7; 16], exp).await, StateUse::Again);
+        assert_eq!(a.consume([7; 16], exp).await, StateUse::Again);
+        assert_eq!(b.consume([8; 16], exp).await, StateUse::First);
+        assert_eq!(a.consume([8; 16], exp).await, StateUse::Again);
         // A torn last line (a crash mid-write), even one that is not
         // UTF-8, does not swallow the next.
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(b"0123\xff").unwrap();
-        assert_eq!(a.consume([9; 16], exp), StateUse::First);
-        assert_eq!(b.consume([9; 16], exp), StateUse::Again);
+        assert_eq!(a.consume([9; 16], exp).await, StateUse::First);
+        assert_eq!(b.consume([9; 16], exp).await, StateUse::Again);
+    }
+
+    // While another replica holds the ledger's lock, a use waits for it on
+    // the blocking pool: the runtime's own thread goes on serving.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_ledger_locked_elsewhere_does_not_stall_the_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("used");
+        let g = ReplayGuard::with_ledger(&path).unwrap();
+        let other = File::open(beside(&path, ".lock")).unwrap();
+        FileExt::lock_exclusive(&other).unwrap();
+        let holder = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(600));
+            FileExt::unlock(&other).unwrap();
+        });
+        let exp = seal::now_ms() + 60_000;
+        let mut ticks = 0;
+        let mut using = std::pin::pin!(g.consume([5; 16], exp));
+        let used = loop {
+            tokio::select! {
+                used = &mut using => break used,
+                () = tokio::time::sleep(Duration::from_millis(20)) => ticks += 1,
+            }
+        };
+        holder.join().unwrap();
+        assert_eq!(used, StateUse::First);
+        // Blocked on the lock, this thread would have ticked once at most.
+        assert!(ticks >= 10, "the runtime ticked {ticks} times in 600 ms");
     }
 
     /// Records `count` uses of distinct states that have already expired
     /// (nonces 0, 1, …).
-    fn use_expired(g: &ReplayGuard, count: usize) {
+    async fn use_expired(g: &ReplayGuard, count: usize) {
         let past = seal::now_ms() - 1;
         for i in 0..count {
             let mut nonce = [0u8; 16];
             nonce[..8].copy_from_slice(&(i as u64).to_le_bytes());
-            assert_eq!(g.consume(nonce, past), StateUse::First);
+            assert_eq!(g.consume(nonce, past).await, StateUse::First);
         }
     }
 
-    #[test]
-    fn the_ledger_drops_expired_lines_once_they_are_most_of_it() {
+    #[tokio::test]
+    async fn the_ledger_drops_expired_lines_once_they_are_most_of_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("used");
         let g = ReplayGuard::with_ledger(&path).unwrap();
-        use_expired(&g, LEDGER_COMPACT_AT);
+        use_expired(&g, LEDGER_COMPACT_AT).await;
         assert_eq!(
             std::fs::read_to_string(&path).unwrap().lines().count(),
             LEDGER_COMPACT_AT
         );
         let live = seal::now_ms() + 60_000;
-        assert_eq!(g.consume([0xee; 16], live), StateUse::First);
+        assert_eq!(g.consume([0xee; 16], live).await, StateUse::First);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");
         // The rewrite replaced the file whole: nothing is left beside it.
         assert!(!beside(&path, ".tmp").exists());
         // An expired line no longer blocks its nonce in another guard.
         let other = ReplayGuard::with_ledger(&path).unwrap();
-        assert_eq!(other.consume([0u8; 16], live), StateUse::First);
-        assert_eq!(other.consume([0xee; 16], live), StateUse::Again);
+        assert_eq!(other.consume([0u8; 16], live).await, StateUse::First);
+        assert_eq!(other.consume([0xee; 16], live).await, StateUse::Again);
     }
 
     // A crash in the middle of a rewrite leaves the old ledger and a
     // partial `.tmp`: the ledger still holds every use, and the next
     // rewrite starts the `.tmp` afresh.
-    #[test]
-    fn a_rewrite_cut_short_loses_no_use() {
+    #[tokio::test]
+    async fn a_rewrite_cut_short_loses_no_use() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("used");
         let g = ReplayGuard::with_ledger(&path).unwrap();
         let live = seal::now_ms() + 60_000;
-        assert_eq!(g.consume([0xaa; 16], live), StateUse::First);
+        assert_eq!(g.consume([0xaa; 16], live).await, StateUse::First);
         std::fs::write(beside(&path, ".tmp"), "half a rewri").unwrap();
         let other = ReplayGuard::with_ledger(&path).unwrap();
-        assert_eq!(other.consume([0xaa; 16], live), StateUse::Again);
+        assert_eq!(other.consume([0xaa; 16], live).await, StateUse::Again);
         // With the live line, the file reaches the rewrite threshold.
-        use_expired(&g, LEDGER_COMPACT_AT - 1);
-        assert_eq!(g.consume([0xbb; 16], live), StateUse::First);
+        use_expired(&g, LEDGER_COMPACT_AT - 1).await;
+        assert_eq!(g.consume([0xbb; 16], live).await, StateUse::First);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count(), 2, "{text}");
         assert!(!text.contains("half"), "{text}");
-        assert_eq!(other.consume([0xaa; 16], live), StateUse::Again);
-        assert_eq!(other.consume([0xbb; 16], live), StateUse::Again);
+        assert_eq!(other.consume([0xaa; 16], live).await, StateUse::Again);
+        assert_eq!(other.consume([0xbb; 16], live).await, StateUse::Again);
     }
 
-    #[test]
-    fn an_unwritable_ledger_refuses_the_use() {
+    #[tokio::test]
+    async fn an_unwritable_ledger_refuses_the_use() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("used");
         let g = ReplayGuard::with_ledger(&path).unwrap();
@@ -479,7 +514,7 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::fs::create_dir(&path).unwrap();
         let exp = seal::now_ms() + 60_000;
-        let StateUse::Unrecorded(why) = g.consume([3; 16], exp) else {
+        let StateUse::Unrecorded(why) = g.consume([3; 16], exp).await else {
             panic!("an unwritable ledger accepted the use");
         };
         assert!(why.contains(&path.display().to_string()), "{why}");

@@ -98,7 +98,7 @@ pub(crate) struct SleepArgs {
 async fn book(ctx: Context) -> ToolResult {
     let state: Option<Value> = ctx.state()?;
     if let Some(state) = state {
-        ctx.consume_state()?;
+        ctx.consume_state().await?;
         return Ok(CallToolResult::text(format!("booked seat {}", state["seat"])).into());
     }
     match ctx.input().elicitation("seat")? {
