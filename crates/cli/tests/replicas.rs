@@ -1,8 +1,11 @@
 //! Two gateways behind nginx (round-robin, no affinity): calls and
 //! approvals spread over both replicas with no failure, an approval asked
 //! by one replica completed by the other, each approval recorded once in
-//! the replicas' shared replay ledger, and both audit logs verify.
-//! Skipped, saying so, when nginx is not installed (CI installs it).
+//! the replicas' shared replay ledger, and both audit logs verify. Tasks
+//! handed on by either replica are followed to their end through the same
+//! balancer, which sends `tasks/*` requests to the replica their id names
+//! (the rule README.md gives). Skipped, saying so, when nginx is not
+//! installed (CI installs it).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,13 +15,15 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use switchboard_client::{
     BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+    RequestOptions, ToolCallStart,
 };
 
-use crate::ops::{mock_server, serve};
+use crate::ops::{Served, mock_server, serve};
 use crate::util::{Sandbox, empty_port, spawn};
 
 const CALLS: usize = 1000;
 const APPROVALS: usize = 50;
+const TASKS: usize = 20;
 /// A state key both replicas share (tests only).
 const STATE_KEY: &str = "0123456789abcdef0123456789abcdef-test-only-key";
 
@@ -53,14 +58,17 @@ fn nginx() -> Option<PathBuf> {
         .find(|p| p.exists())
 }
 
-/// nginx in front of `backends`, on `port`, all its files in `dir`.
+/// nginx in front of `backends` (replica name, address), round-robin, on
+/// `port`, all its files in `dir`. Requests for a task go to the replica
+/// its id names: the rule README.md gives, a `map` on the `Mcp-Method` and
+/// `Mcp-Name` headers (a task id is `REPLICA.RANDOM`).
 struct Nginx {
     child: Child,
     dir: PathBuf,
 }
 
 impl Nginx {
-    fn start(bin: &Path, dir: &Path, port: u16, backends: &[&str]) -> Nginx {
+    fn start(bin: &Path, dir: &Path, port: u16, backends: &[(&str, &str)]) -> Nginx {
         for sub in ["body", "proxy", "fastcgi", "uwsgi", "scgi"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
@@ -74,7 +82,19 @@ impl Nginx {
         let d = dir.display();
         let servers: String = backends
             .iter()
-            .map(|b| format!("    server {b};\n"))
+            .map(|(_, addr)| format!("    server {addr};\n"))
+            .collect();
+        let task_routes: String = backends
+            .iter()
+            .map(|(name, _)| format!("    \"~^tasks/[a-z]+ {name}\\.\" replica_{name};\n"))
+            .collect();
+        let replicas: String = backends
+            .iter()
+            .map(|(name, addr)| {
+                format!(
+                    "  upstream replica_{name} {{\n    server {addr};\n    keepalive 8;\n  }}\n"
+                )
+            })
             .collect();
         let conf = format!(
             r#"daemon off;
@@ -90,15 +110,18 @@ http {{
   uwsgi_temp_path {d}/uwsgi;
   scgi_temp_path {d}/scgi;
   client_body_buffer_size 64k;
-  log_format replicas '$upstream_addr $request_body';
+  log_format replicas '$upstream_addr $http_mcp_method $http_mcp_name $request_body';
   upstream switchboard {{
 {servers}    keepalive 8;
   }}
+{replicas}  map "$http_mcp_method $http_mcp_name" $switchboard_upstream {{
+    default switchboard;
+{task_routes}  }}
   server {{
     listen 127.0.0.1:{port};
     access_log {d}/access.log replicas;
     location / {{
-      proxy_pass http://switchboard;
+      proxy_pass http://$switchboard_upstream;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
@@ -152,18 +175,33 @@ impl Drop for Nginx {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn two_replicas_behind_nginx_share_calls_and_approvals() {
+/// Two replicas, `a` and `b`, of one config (the mock server, `allow`,
+/// an audit log each, a shared state key and replay ledger) behind nginx.
+/// Fields drop in order: the servers before their sandbox.
+struct Balanced {
+    proxy: Nginx,
+    a: Served,
+    b: Served,
+    url: String,
+    audit_a: String,
+    audit_b: String,
+    ledger: String,
+    sb: Sandbox,
+}
+
+/// [`Balanced`], or `None` (saying so) when nginx is not installed.
+#[allow(clippy::print_stderr)] // a skipped test says why
+async fn balanced(allow: &[&str]) -> Option<Balanced> {
     let Some(nginx_bin) = nginx() else {
         eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
-        return;
+        return None;
     };
     let sb = Sandbox::new();
     let cfg = sb
         .config(
             json!({"mock": {"command": mock_server(), "args": ["--name", "mock"]}}),
             json!({
-                "permissions": {"allow": ["mcp__mock__echo"]},
+                "permissions": {"allow": allow},
                 "audit": "${SB_AUDIT}",
                 "lockfile": "switchboard.lock"
             }),
@@ -192,11 +230,36 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
         &nginx_bin,
         &sb.path().join("nginx"),
         port,
-        &[&a.addr, &b.addr],
+        &[("a", &a.addr), ("b", &b.addr)],
     );
+    Some(Balanced {
+        proxy,
+        a,
+        b,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        audit_a,
+        audit_b,
+        ledger,
+        sb,
+    })
+}
 
+#[tokio::test(flavor = "multi_thread")]
+async fn two_replicas_behind_nginx_share_calls_and_approvals() {
+    let Some(Balanced {
+        proxy,
+        a,
+        b,
+        url,
+        audit_a,
+        audit_b,
+        ledger,
+        sb,
+    }) = balanced(&["mcp__mock__echo"]).await
+    else {
+        return;
+    };
     let approve = Approve::default();
-    let url = format!("http://127.0.0.1:{port}/mcp");
     let transport = HttpTransport::builder("balanced", &url).build().unwrap();
     let client = Client::builder("balanced", transport)
         .timeout(Duration::from_secs(60))
@@ -294,5 +357,115 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
     assert_eq!(run.stdout.matches("chain intact").count(), 2, "{run:?}");
     eprintln!(
         "replicas: a served {by_a} requests, b {by_b}; {crossed} of {APPROVALS} approvals completed on the other replica"
+    );
+}
+
+/// Our client of `url`, declaring the tasks extension and approving forms.
+async fn tasks_client(url: &str, approve: Approve) -> Client {
+    let transport = HttpTransport::builder("balanced", url).build().unwrap();
+    Client::builder("balanced", transport)
+        .timeout(Duration::from_secs(60))
+        .tasks(true)
+        .input_handler(approve)
+        .connect()
+        .await
+        .unwrap()
+}
+
+// A task lives on the replica that handed it on; the balancer's rule on
+// `Mcp-Method` and `Mcp-Name` (which the client sets to the task id,
+// SEP-2663) sends its `tasks/get`, `tasks/update` and `tasks/cancel` there,
+// while every other request stays round-robin.
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_behind_nginx_reach_the_replica_holding_them() {
+    let Some(pair) = balanced(&["mcp__mock__task"]).await else {
+        return;
+    };
+    let approve = Approve::default();
+    let client = tasks_client(&pair.url, approve.clone()).await;
+    let options = RequestOptions::default();
+    let mut failures = Vec::new();
+    let mut origins = Vec::new();
+    for i in 0..TASKS {
+        // Each task takes two round-robin requests (the call and the
+        // client's listen stream); one more on every other task makes the
+        // calls alternate between the replicas.
+        if i % 2 == 1 {
+            if let Err(e) = client.list_tools(None).await {
+                failures.push(format!("tools/list: {e}"));
+            }
+        }
+        let args = json!({"inputs": 1, "work_ms": 20, "poll_ms": 10});
+        let start = client
+            .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
+            .await;
+        let task = match start {
+            Ok(ToolCallStart::Task(task)) => task,
+            other => {
+                failures.push(format!("task {i} did not start as a task: {other:?}"));
+                continue;
+            }
+        };
+        origins.push(task.task_id.split('.').next().unwrap_or("").to_owned());
+        match client.wait_task(task, &options).await {
+            Ok(r) if r.joined_text().contains("task done after 1 inputs") => {}
+            other => failures.push(format!("task {i}: {other:?}")),
+        }
+    }
+    // One that never ends, cancelled through the balancer.
+    let args = json!({"never": true, "poll_ms": 10});
+    match client
+        .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
+        .await
+    {
+        Ok(ToolCallStart::Task(task)) => {
+            if let Err(e) = client.cancel_task(&task.task_id).await {
+                failures.push(format!("cancel: {e}"));
+            }
+            match client.get_task(&task.task_id).await {
+                Ok(t) if t.status.as_str() == "cancelled" => {}
+                other => failures.push(format!("after cancel: {other:?}")),
+            }
+        }
+        other => failures.push(format!("the endless task did not start: {other:?}")),
+    }
+    client.close().await;
+    assert!(
+        failures.is_empty(),
+        "{} failure(s), first: {}",
+        failures.len(),
+        failures[0]
+    );
+    assert_eq!(*approve.asked.lock().unwrap(), TASKS);
+    // Both replicas handed tasks on (round-robin), so requests for half of
+    // them would have reached the wrong replica without the rule.
+    let on = |name: &str| origins.iter().filter(|o| *o == name).count();
+    assert!(on("a") > 0 && on("b") > 0, "{origins:?}");
+    // Every request for a task went to the replica its id names.
+    let log = pair.proxy.access_log();
+    let mut routed = 0;
+    for line in log.lines() {
+        let mut fields = line.split_whitespace();
+        let (addr, method, name) = (fields.next(), fields.next(), fields.next());
+        let (Some(addr), Some(method), Some(name)) = (addr, method, name) else {
+            continue;
+        };
+        if !method.starts_with("tasks/") {
+            continue;
+        }
+        let holder = match name.split('.').next() {
+            Some("a") => &pair.a.addr,
+            Some("b") => &pair.b.addr,
+            _ => panic!("a task request without a replica's task id: {line}"),
+        };
+        assert_eq!(addr, holder.as_str(), "{line}");
+        routed += 1;
+    }
+    // At least a tasks/get and a tasks/update per task, and the cancel.
+    assert!(routed > 2 * TASKS, "{routed} task requests:\n{log}");
+    eprintln!(
+        "replicas: tasks handed on by a {}, by b {}; {routed} task requests routed",
+        on("a"),
+        on("b")
     );
 }

@@ -361,7 +361,7 @@ async fn a_task_asked_of_another_replica_names_the_one_holding_it() {
     assert_eq!(err.code(), Some(-32602), "{err}");
     let text = err.to_string();
     assert!(
-        text.contains("replica a started it") && text.contains("affinity"),
+        text.contains("replica a started it") && text.contains("Mcp-Name"),
         "{text}"
     );
     // A made-up id is only unknown, and replica a still has the task.

@@ -479,8 +479,9 @@ impl TaskStore {
             (Some(own), Some((origin, _))) if !origin.is_empty() && origin != own => {
                 Fault::invalid_params(format!(
                     "{NOT_FOUND} on this replica ({own}): the id says replica {origin} started it, and a task \
-                 lives in the memory of the replica that started it; send this client's requests to one \
-                 replica (load-balancer affinity)"
+                 lives in the memory of the replica that started it; have the load balancer send tasks/* \
+                 requests to the replica named before the first '.' of their Mcp-Name header, or give \
+                 this client affinity to one replica"
                 ))
             }
             _ => Fault::invalid_params(NOT_FOUND),
