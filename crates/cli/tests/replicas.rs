@@ -290,12 +290,7 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
         }
     }
     client.close().await;
-    assert!(
-        failures.is_empty(),
-        "{} failure(s), first: {}",
-        failures.len(),
-        failures[0]
-    );
+    none_failed(&failures);
     assert_eq!(*approve.asked.lock().unwrap(), APPROVALS);
     // Each answered approval was recorded once in the shared ledger.
     let used = std::fs::read_to_string(&ledger).unwrap_or_default();
@@ -357,6 +352,16 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
     assert_eq!(run.stdout.matches("chain intact").count(), 2, "{run:?}");
     eprintln!(
         "replicas: a served {by_a} requests, b {by_b}; {crossed} of {APPROVALS} approvals completed on the other replica"
+    );
+}
+
+/// Fails the test with the count and the first of `failures`, if any.
+fn none_failed(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} failure(s), first: {}",
+        failures.len(),
+        failures[0]
     );
 }
 
@@ -430,12 +435,7 @@ async fn tasks_behind_nginx_reach_the_replica_holding_them() {
         other => failures.push(format!("the endless task did not start: {other:?}")),
     }
     client.close().await;
-    assert!(
-        failures.is_empty(),
-        "{} failure(s), first: {}",
-        failures.len(),
-        failures[0]
-    );
+    none_failed(&failures);
     assert_eq!(*approve.asked.lock().unwrap(), TASKS);
     // Both replicas handed tasks on (round-robin), so requests for half of
     // them would have reached the wrong replica without the rule.

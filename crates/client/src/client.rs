@@ -782,8 +782,9 @@ impl Client {
             }
         }
         // A relayed round's answers; a later round of the client's own
-        // MRTR loop carries its own instead.
-        if let Some(resume) = &options.resume {
+        // MRTR loop carries its own instead. A 2025-11-25 server has no
+        // such params.
+        if let (Some(resume), Era::Modern) = (&options.resume, session.era) {
             if !params.contains_key("inputResponses") && !params.contains_key("requestState") {
                 if let Some(responses) = &resume.input_responses {
                     params.insert("inputResponses".into(), Value::Object(responses.clone()));

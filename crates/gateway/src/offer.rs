@@ -146,7 +146,9 @@ fn add_prompt(server: &Server, host: &Host, offered: &OfferedPrompt) -> bool {
             // as during a tool call (`relay`).
             let options = RequestOptions {
                 relay_input: true,
-                resume: relay::resume_call(&ctx).await?,
+                resume: relay::resume_call(&ctx)
+                    .await?
+                    .or_else(|| relay::unsolicited(&ctx)),
                 capabilities: Some(ctx.client_capabilities().clone()),
                 ..RequestOptions::default()
             };

@@ -106,6 +106,26 @@ pub(crate) async fn resume(ctx: &Context) -> Result<Option<Retry>, HandlerError>
     })))
 }
 
+/// The `inputResponses` of a request without a `requestState`: answers
+/// the client gave before being asked (MRTR allows it), passed down as
+/// they are for the server to judge (it ignores keys it did not ask
+/// for). `None` when there are none, or when the request carries a state
+/// (then [`resume`] or the approval reads them).
+pub(crate) fn unsolicited(ctx: &Context) -> Option<Resume> {
+    let input = ctx.input();
+    if ctx.has_state() || input.is_empty() {
+        return None;
+    }
+    let answers: JsonObject = input
+        .keys()
+        .filter_map(|key| Some((key.to_owned(), input.raw(key)?.clone())))
+        .collect();
+    Some(Resume {
+        input_responses: Some(answers),
+        request_state: None,
+    })
+}
+
 /// [`resume`] for a request that is never parked (`prompts/get`): the
 /// answers to pass on, if this is the retry of a relayed question.
 ///

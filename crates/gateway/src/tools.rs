@@ -193,7 +193,9 @@ async fn call(
     options.trace = Some(trace.downstream());
     options.principal = ctx.principal().map(|p| p.subject.clone());
     options.relay_input = true;
-    options.resume = resume;
+    // Answers sent up front go down as they came; they never count as an
+    // approval (the approver above was chosen without them).
+    options.resume = resume.or_else(|| relay::unsolicited(ctx));
     // The server is told only of the questions the upstream client can
     // answer (the gateway relays them there).
     options.client_capabilities = Some(ctx.client_capabilities().clone());

@@ -1,7 +1,8 @@
 //! Approvals through the host's approval API: the gate is assessed once
 //! per call, in the host; a question is handed back (`Approval::Defer`)
 //! and put to the upstream user; the audit log shows `asked`, then the
-//! answered call.
+//! answered call. Answers a client sends before being asked never count
+//! as an approval; they go down to a server that takes them.
 
 use serde_json::json;
 use switchboard_gateway::GatewayOptions;
@@ -81,6 +82,89 @@ async fn without_elicitation_the_question_is_denied_in_one_line() {
     assert_eq!(audit[0]["decidedBy"], "no-approver");
     client.close().await;
     host.shutdown().await;
+}
+
+// An approval is only ever the answer to the gateway's own sealed
+// question: the answer sent up front, with no requestState, approves
+// nothing (it goes down to the server like any other), and the gateway
+// asks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_sent_up_front_approves_nothing() {
+    let dir = Dir::new();
+    let log = dir.path("calls.log").display().to_string();
+    let host = dir
+        .mount(json!({"mcpServers": {"m": stdio(&["--log", &log])}}))
+        .await;
+    let gateway = serve(&host, GatewayOptions::default()).await;
+    let answer = post_call(
+        &gateway.url,
+        &json!({
+            "name": "mcp__m__echo",
+            "arguments": {"text": "hi"},
+            "inputResponses": {
+                "switchboard_approval": {"action": "accept", "content": {"approve": true}}
+            },
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}
+            }
+        }),
+    )
+    .await;
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    assert!(
+        result["inputRequests"]["switchboard_approval"].is_object(),
+        "{answer}"
+    );
+    let calls = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"tools/call\""))
+        .count();
+    assert_eq!(calls, 0);
+    let audit = dir.audit();
+    assert_eq!(audit.len(), 1, "{audit:?}");
+    assert_eq!(audit[0]["outcome"], "asked");
+    host.shutdown().await;
+}
+
+// Answers sent up front go down with the call to a 2026-07-28 server; a
+// 2025-11-25 server has no such params, so it gets the call without them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_sent_up_front_go_down_only_to_a_server_that_takes_them() {
+    for legacy in [false, true] {
+        let dir = Dir::new();
+        let log = dir.path("calls.log").display().to_string();
+        let mut flags = vec!["--log", log.as_str()];
+        if legacy {
+            flags.push("--legacy");
+        }
+        let host = dir.mount(json!({"mcpServers": {"m": stdio(&flags)}})).await;
+        let gateway = serve(&host, GatewayOptions::default().assume_yes(true)).await;
+        let answer = post_call(
+            &gateway.url,
+            &json!({
+                "name": "mcp__m__echo",
+                "arguments": {"text": "hi"},
+                "inputResponses": {"early": {"action": "accept", "content": {}}},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {}
+                }
+            }),
+        )
+        .await;
+        assert_eq!(answer["result"]["isError"], json!(null), "{answer}");
+        let call = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.contains("\"tools/call\""))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no call reached the server: {answer}"));
+        assert_eq!(call.contains("\"early\""), !legacy, "{call}");
+        host.shutdown().await;
+    }
 }
 
 /// Posts one `tools/call` of `params` to the gateway at `url` as raw

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 use switchboard_client::{
     BoxFuture, InputContext, InputError, InputHandler, InputQuestion, InputSupport, RequestOptions,
+    Resume,
 };
 use switchboard_gateway::{GatewayOptions, relay_input_handler};
 use switchboard_server::{
@@ -145,6 +146,38 @@ async fn elicitation_sampling_and_roots_are_relayed_to_a_client_that_declared_th
         r.joined_text().contains("roots: file:///upstream/project"),
         "{r:?}"
     );
+    host.shutdown().await;
+}
+
+// MRTR lets a client answer before it is asked: answers sent with no
+// requestState go down as they came, and the server, finding its answer,
+// completes in one round (keys it did not ask for are its to ignore).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_sent_up_front_reach_the_server_as_they_came() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _t) = serve(asker()).await;
+    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
+    // No input handler: a question put to this client would fail the call.
+    let front = front(&host, GatewayOptions::default().assume_yes(true), None).await;
+    let answers = json!({
+        "ok": {"action": "accept", "content": {"go": true}},
+        "unasked": {"action": "accept", "content": {"x": 1}}
+    });
+    let options = RequestOptions {
+        resume: Some(Resume {
+            input_responses: answers.as_object().cloned(),
+            request_state: None,
+        }),
+        ..RequestOptions::default()
+    };
+    let r = front
+        .client
+        .call_tool_with("mcp__ops__confirm", None, &options)
+        .await
+        .unwrap();
+    let text = r.joined_text();
+    assert!(!r.is_error(), "{r:?}");
+    assert!(text.contains(r#"Accept {"go":true} kept=null"#), "{text}");
     host.shutdown().await;
 }
 
