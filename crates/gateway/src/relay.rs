@@ -153,6 +153,17 @@ pub(crate) fn missing_capability(report: &CallReport) -> Option<HandlerError> {
         .map(|e| HandlerError::rpc((**e).clone()))
 }
 
+/// The server's -32602 refusal of a call that carried the upstream
+/// client's answers, as the gateway's own error: the answers (which went
+/// down as they came) are the likely cause, and the client's to correct.
+pub(crate) fn invalid_params(report: &CallReport) -> Option<HandlerError> {
+    report
+        .protocol_error
+        .as_ref()
+        .filter(|e| e.code == ErrorCode::InvalidParams.code())
+        .map(|e| HandlerError::rpc((**e).clone()))
+}
+
 /// The gateway's answer to a server's question: the same requests put to
 /// its client, or (when the client cannot answer one) an `isError` text
 /// saying why.

@@ -66,6 +66,8 @@ pub(crate) async fn call(
     parking: &Parking,
     on_end: OnEnd,
 ) -> ToolResult {
+    // The upstream client's answers went down with the call.
+    let answered = options.resume.is_some();
     let (started_tx, started_rx) = oneshot::channel::<String>();
     let (status_tx, status_rx) = mpsc::channel::<String>(STATUS_QUEUE);
     let (input_tx, input_rx) = mpsc::channel::<Ask>(INPUT_QUEUE);
@@ -116,6 +118,14 @@ pub(crate) async fn call(
                 };
             }
             if let Some(refusal) = report.as_ref().ok().and_then(relay::missing_capability) {
+                return Err(refusal);
+            }
+            if let Some(refusal) = report
+                .as_ref()
+                .ok()
+                .filter(|_| answered)
+                .and_then(relay::invalid_params)
+            {
                 return Err(refusal);
             }
             Ok(finished(report).into())

@@ -150,7 +150,7 @@ async fn call(
             // A legacy server's question: its call waits here.
             let round = crate::parked::resume(&at, &answers, ctx, name, parking).await?;
             let trace = CallTrace::of(ctx.meta());
-            return answer(round, name, ctx, &trace, started, telemetry);
+            return answer(round, name, ctx, &trace, started, telemetry, false);
         }
         Some(Retry::Call(resume)) => Some(resume),
         None => None,
@@ -196,6 +196,7 @@ async fn call(
     // Answers sent up front go down as they came; they never count as an
     // approval (the approver above was chosen without them).
     options.resume = resume.or_else(|| relay::unsolicited(ctx));
+    let answered = options.resume.is_some();
     // The server is told only of the questions the upstream client can
     // answer (the gateway relays them there).
     options.client_capabilities = Some(ctx.client_capabilities().clone());
@@ -220,12 +221,13 @@ async fn call(
         ctx.log_level(),
     );
     let round = running.round(ctx, name, parking).await;
-    answer(round, name, ctx, &trace, started, telemetry)
+    answer(round, name, ctx, &trace, started, telemetry, answered)
 }
 
 /// The upstream answer for one round of a call: the host's report made
 /// the gateway's (the gate's question, a modern server's question, the
-/// result), or the round's own reply.
+/// result), or the round's own reply. `answered`: the upstream client's
+/// `inputResponses` went down with the call.
 fn answer(
     round: Round,
     name: &str,
@@ -233,6 +235,7 @@ fn answer(
     trace: &CallTrace,
     started: std::time::SystemTime,
     telemetry: &Telemetry,
+    answered: bool,
 ) -> ToolResult {
     let report = match round {
         Round::Reply(reply) => return reply,
@@ -246,6 +249,9 @@ fn answer(
     };
     telemetry.upstream_span(trace, name, started, report.outcome);
     if let Some(refusal) = relay::missing_capability(&report) {
+        return Err(refusal);
+    }
+    if let Some(refusal) = answered.then(|| relay::invalid_params(&report)).flatten() {
         return Err(refusal);
     }
     if let Some(request) = &report.approval_needed {

@@ -154,31 +154,50 @@ async fn elicitation_sampling_and_roots_are_relayed_to_a_client_that_declared_th
 // completes in one round (keys it did not ask for are its to ignore).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_sent_up_front_reach_the_server_as_they_came() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _t) = serve(asker()).await;
-    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    // No input handler: a question put to this client would fail the call.
-    let front = front(&host, GatewayOptions::default().assume_yes(true), None).await;
-    let answers = json!({
-        "ok": {"action": "accept", "content": {"go": true}},
-        "unasked": {"action": "accept", "content": {"x": 1}}
-    });
-    let options = RequestOptions {
-        resume: Some(Resume {
-            input_responses: answers.as_object().cloned(),
-            request_state: None,
-        }),
-        ..RequestOptions::default()
-    };
-    let r = front
-        .client
-        .call_tool_with("mcp__ops__confirm", None, &options)
-        .await
-        .unwrap();
-    let text = r.joined_text();
-    assert!(!r.is_error(), "{r:?}");
-    assert!(text.contains(r#"Accept {"go":true} kept=null"#), "{text}");
-    host.shutdown().await;
+    // Through the plain path and, for a client declaring tasks, the tasks
+    // path (the asker answers at once, so no task is made).
+    for tasks in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let (url, _t) = serve(asker()).await;
+        let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
+        // No input handler: a question put to this client would fail the call.
+        let options = GatewayOptions::default().assume_yes(true);
+        let front = front_with(&host, options, None, tasks).await;
+        let answers = json!({
+            "ok": {"action": "accept", "content": {"go": true}},
+            "unasked": {"action": "accept", "content": {"x": 1}}
+        });
+        let options = RequestOptions {
+            resume: Some(Resume {
+                input_responses: answers.as_object().cloned(),
+                request_state: None,
+            }),
+            ..RequestOptions::default()
+        };
+        let r = front
+            .client
+            .call_tool_with("mcp__ops__confirm", None, &options)
+            .await
+            .unwrap();
+        let text = r.joined_text();
+        assert!(!r.is_error(), "{r:?}");
+        assert!(text.contains(r#"Accept {"go":true} kept=null"#), "{text}");
+        // An answer the server finds malformed: its -32602, as it came.
+        let options = RequestOptions {
+            resume: Some(Resume {
+                input_responses: json!({"ok": 12345}).as_object().cloned(),
+                request_state: None,
+            }),
+            ..RequestOptions::default()
+        };
+        let err = front
+            .client
+            .call_tool_with("mcp__ops__confirm", None, &options)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Some(-32602), "tasks {tasks}: {err}");
+        host.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
