@@ -13,6 +13,38 @@ use switchboard_server::{
     blob_contents, text_contents, user,
 };
 
+/// The tool `test_trigger_tool_change` adds and removes.
+const DYNAMIC_TOOL: &str = "test_dynamic_tool";
+/// The prompt `test_trigger_prompt_change` adds and removes.
+const DYNAMIC_PROMPT: &str = "test_dynamic_prompt";
+
+/// Removes [`DYNAMIC_TOOL`], or adds it when absent: a real change of the
+/// list (the server framework tells listen streams), so a proxy that
+/// re-lists sees one too.
+fn toggle_dynamic_tool(server: &Server) -> Result<&'static str, HandlerError> {
+    if !server.remove_tool(DYNAMIC_TOOL) {
+        let spec = ToolSpec::new(DYNAMIC_TOOL).description("Added by test_trigger_tool_change");
+        server
+            .add_tool(spec, || async { "dynamic tool" })
+            .map_err(|e| HandlerError::msg(e.to_string()))?;
+    }
+    Ok("tools/list_changed sent")
+}
+
+/// [`toggle_dynamic_tool`] for [`DYNAMIC_PROMPT`].
+fn toggle_dynamic_prompt(server: &Server) -> Result<&'static str, HandlerError> {
+    if !server.remove_prompt(DYNAMIC_PROMPT) {
+        let spec =
+            PromptSpec::new(DYNAMIC_PROMPT).description("Added by test_trigger_prompt_change");
+        server
+            .add_prompt(spec, || async {
+                vec![user(ContentBlock::text("A prompt added while running."))]
+            })
+            .map_err(|e| HandlerError::msg(e.to_string()))?;
+    }
+    Ok("prompts/list_changed sent")
+}
+
 /// A 1×1 PNG.
 pub(crate) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A silent WAV.
@@ -122,19 +154,13 @@ fn tools(b: ServerBuilder) -> ServerBuilder {
     .tool("test_tool_with_logging", "Logs three messages at info", log_three)
     .tool(
         "test_trigger_tool_change",
-        "Announces that the tool list changed",
-        |ctx: Context| async move {
-            ctx.notifier().tools_list_changed();
-            "tools/list_changed sent"
-        },
+        "Changes the tool list (adds test_dynamic_tool, or removes it when there); listen streams are told",
+        |ctx: Context| async move { toggle_dynamic_tool(ctx.server()) },
     )
     .tool(
         "test_trigger_prompt_change",
-        "Announces that the prompt list changed",
-        |ctx: Context| async move {
-            ctx.notifier().prompts_list_changed();
-            "prompts/list_changed sent"
-        },
+        "Changes the prompt list (adds test_dynamic_prompt, or removes it when there); listen streams are told",
+        |ctx: Context| async move { toggle_dynamic_prompt(ctx.server()) },
     )
     .tool(
         "test_sampling",
