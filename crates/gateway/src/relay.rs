@@ -142,26 +142,18 @@ pub(crate) async fn resume_call(ctx: &Context) -> Result<Option<Resume>, Handler
     }
 }
 
-/// The server's -32021 refusal of a call, as the gateway's own error: the
-/// request declared the upstream client's capabilities, so the capability
-/// missing is that client's, and the error is its to handle.
-pub(crate) fn missing_capability(report: &CallReport) -> Option<HandlerError> {
-    report
-        .protocol_error
-        .as_ref()
-        .filter(|e| e.code == ErrorCode::MissingRequiredClientCapability.code())
-        .map(|e| HandlerError::rpc((**e).clone()))
-}
-
-/// The server's -32602 refusal of a call that carried the upstream
-/// client's answers, as the gateway's own error: the answers (which went
-/// down as they came) are the likely cause, and the client's to correct.
-pub(crate) fn invalid_params(report: &CallReport) -> Option<HandlerError> {
-    report
-        .protocol_error
-        .as_ref()
-        .filter(|e| e.code == ErrorCode::InvalidParams.code())
-        .map(|e| HandlerError::rpc((**e).clone()))
+/// A server's refusal of a call that goes upstream as the gateway's own
+/// JSON-RPC error, as it came: -32021 (the downstream request declared the
+/// upstream client's capabilities, so the capability missing is that
+/// client's), and, when the call carried the client's answers
+/// (`answered`: they went down as they came, so they are the likely
+/// cause), -32602. Other protocol errors stay the host's `isError` text.
+pub(crate) fn refusal(report: &CallReport, answered: bool) -> Option<HandlerError> {
+    let error = report.protocol_error.as_ref()?;
+    let code = error.code;
+    let relayed = code == ErrorCode::MissingRequiredClientCapability.code()
+        || (answered && code == ErrorCode::InvalidParams.code());
+    relayed.then(|| HandlerError::rpc((**error).clone()))
 }
 
 /// The gateway's answer to a server's question: the same requests put to

@@ -117,15 +117,7 @@ pub(crate) async fn call(
                     Err(why) => Ok(CallToolResult::error(why).into()),
                 };
             }
-            if let Some(refusal) = report.as_ref().ok().and_then(relay::missing_capability) {
-                return Err(refusal);
-            }
-            if let Some(refusal) = report
-                .as_ref()
-                .ok()
-                .filter(|_| answered)
-                .and_then(relay::invalid_params)
-            {
+            if let Some(refusal) = report.as_ref().ok().and_then(|r| relay::refusal(r, answered)) {
                 return Err(refusal);
             }
             Ok(finished(report).into())

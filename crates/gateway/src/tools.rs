@@ -248,10 +248,7 @@ fn answer(
         }
     };
     telemetry.upstream_span(trace, name, started, report.outcome);
-    if let Some(refusal) = relay::missing_capability(&report) {
-        return Err(refusal);
-    }
-    if let Some(refusal) = answered.then(|| relay::invalid_params(&report)).flatten() {
+    if let Some(refusal) = relay::refusal(&report, answered) {
         return Err(refusal);
     }
     if let Some(request) = &report.approval_needed {
