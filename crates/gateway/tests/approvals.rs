@@ -6,18 +6,14 @@
 
 use serde_json::json;
 use switchboard_gateway::GatewayOptions;
+use switchboard_host::Host;
 
 use crate::harness::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_goes_upstream_and_the_audit_shows_asked_then_the_answer() {
     for approve in [true, false] {
-        let dir = Dir::new();
-        let log = dir.path("calls.log").display().to_string();
-        let host = dir
-            .mount(json!({"mcpServers": {"m": stdio(&["--log", &log])}}))
-            .await;
-        let gateway = serve(&host, GatewayOptions::default()).await;
+        let (dir, log, host, gateway) = logged(&[], GatewayOptions::default()).await;
         let answer = Answer::new(approve);
         let client = client(&gateway.url, Some(answer.clone())).await;
         let r = client
@@ -40,11 +36,7 @@ async fn a_question_goes_upstream_and_the_audit_shows_asked_then_the_answer() {
         assert_eq!(audit[0]["decision"], "ask");
         assert_eq!(audit[0]["decidedBy"], "upstream");
         assert_eq!(audit[1]["decidedBy"], "human");
-        let calls = std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains("\"tools/call\""))
-            .count();
+        let calls = calls_in(&log).len();
         if approve {
             assert!(!r.is_error(), "{r:?}");
             assert_eq!(audit[1]["decision"], "allow");
@@ -90,12 +82,7 @@ async fn without_elicitation_the_question_is_denied_in_one_line() {
 // asks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_sent_up_front_approves_nothing() {
-    let dir = Dir::new();
-    let log = dir.path("calls.log").display().to_string();
-    let host = dir
-        .mount(json!({"mcpServers": {"m": stdio(&["--log", &log])}}))
-        .await;
-    let gateway = serve(&host, GatewayOptions::default()).await;
+    let (dir, log, host, gateway) = logged(&[], GatewayOptions::default()).await;
     let answer = post_call(
         &gateway.url,
         &json!({
@@ -117,12 +104,7 @@ async fn an_approval_sent_up_front_approves_nothing() {
         result["inputRequests"]["switchboard_approval"].is_object(),
         "{answer}"
     );
-    let calls = std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("\"tools/call\""))
-        .count();
-    assert_eq!(calls, 0);
+    assert_eq!(calls_in(&log).len(), 0);
     let audit = dir.audit();
     assert_eq!(audit.len(), 1, "{audit:?}");
     assert_eq!(audit[0]["outcome"], "asked");
@@ -134,14 +116,9 @@ async fn an_approval_sent_up_front_approves_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn answers_sent_up_front_go_down_only_to_a_server_that_takes_them() {
     for legacy in [false, true] {
-        let dir = Dir::new();
-        let log = dir.path("calls.log").display().to_string();
-        let mut flags = vec!["--log", log.as_str()];
-        if legacy {
-            flags.push("--legacy");
-        }
-        let host = dir.mount(json!({"mcpServers": {"m": stdio(&flags)}})).await;
-        let gateway = serve(&host, GatewayOptions::default().assume_yes(true)).await;
+        let flags: &[&str] = if legacy { &["--legacy"] } else { &[] };
+        let (_dir, log, host, gateway) =
+            logged(flags, GatewayOptions::default().assume_yes(true)).await;
         let answer = post_call(
             &gateway.url,
             &json!({
@@ -156,15 +133,36 @@ async fn answers_sent_up_front_go_down_only_to_a_server_that_takes_them() {
         )
         .await;
         assert_eq!(answer["result"]["isError"], json!(null), "{answer}");
-        let call = std::fs::read_to_string(&log)
-            .unwrap_or_default()
-            .lines()
-            .find(|l| l.contains("\"tools/call\""))
-            .map(str::to_owned)
+        let calls = calls_in(&log);
+        let call = calls
+            .first()
             .unwrap_or_else(|| panic!("no call reached the server: {answer}"));
         assert_eq!(call.contains("\"early\""), !legacy, "{call}");
         host.shutdown().await;
     }
+}
+
+/// A gateway of `options` in front of the mock server (with `flags`),
+/// which logs what it receives: the directory, the log's path, the host
+/// and the running gateway.
+async fn logged(flags: &[&str], options: GatewayOptions) -> (Dir, String, Host, Running) {
+    let dir = Dir::new();
+    let log = dir.path("calls.log").display().to_string();
+    let mut all = vec!["--log", log.as_str()];
+    all.extend_from_slice(flags);
+    let host = dir.mount(json!({"mcpServers": {"m": stdio(&all)}})).await;
+    let gateway = serve(&host, options).await;
+    (dir, log, host, gateway)
+}
+
+/// The `tools/call` lines the mock server logged to `log`.
+fn calls_in(log: &str) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"tools/call\""))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Posts one `tools/call` of `params` to the gateway at `url` as raw

@@ -149,6 +149,17 @@ async fn elicitation_sampling_and_roots_are_relayed_to_a_client_that_declared_th
     host.shutdown().await;
 }
 
+/// Options sending `answers` as `inputResponses` with no `requestState`.
+fn up_front(answers: &Value) -> RequestOptions {
+    RequestOptions {
+        resume: Some(Resume {
+            input_responses: answers.as_object().cloned(),
+            request_state: None,
+        }),
+        ..RequestOptions::default()
+    }
+}
+
 // MRTR lets a client answer before it is asked: answers sent with no
 // requestState go down as they came, and the server, finding its answer,
 // completes in one round (keys it did not ask for are its to ignore).
@@ -167,32 +178,18 @@ async fn answers_sent_up_front_reach_the_server_as_they_came() {
             "ok": {"action": "accept", "content": {"go": true}},
             "unasked": {"action": "accept", "content": {"x": 1}}
         });
-        let options = RequestOptions {
-            resume: Some(Resume {
-                input_responses: answers.as_object().cloned(),
-                request_state: None,
-            }),
-            ..RequestOptions::default()
-        };
         let r = front
             .client
-            .call_tool_with("mcp__ops__confirm", None, &options)
+            .call_tool_with("mcp__ops__confirm", None, &up_front(&answers))
             .await
             .unwrap();
         let text = r.joined_text();
         assert!(!r.is_error(), "{r:?}");
         assert!(text.contains(r#"Accept {"go":true} kept=null"#), "{text}");
         // An answer the server finds malformed: its -32602, as it came.
-        let options = RequestOptions {
-            resume: Some(Resume {
-                input_responses: json!({"ok": 12345}).as_object().cloned(),
-                request_state: None,
-            }),
-            ..RequestOptions::default()
-        };
         let err = front
             .client
-            .call_tool_with("mcp__ops__confirm", None, &options)
+            .call_tool_with("mcp__ops__confirm", None, &up_front(&json!({"ok": 12345})))
             .await
             .unwrap_err();
         assert_eq!(err.code(), Some(-32602), "tasks {tasks}: {err}");
