@@ -37,10 +37,14 @@
 #   RT_PRIO       run the servers and wrk at SCHED_FIFO priority N (needs
 #                 root): other work on the machine (builds) then cannot
 #                 take their CPUs in the middle of a figure
-#   FLOOR=1       also measure nginx (one process, pinned like the
-#                 gateway, keep-alive to tickets) proxying the same calls:
-#                 what a proxy that only forwards bytes costs on this
-#                 machine, the floor under any gateway's figures
+#   FLOOR=1       also measure two proxies that only forward the same
+#                 calls to tickets, pinned like the gateway, keep-alive to
+#                 tickets: nginx (one process), the floor under any
+#                 gateway's figures on this machine; and bare_proxy
+#                 (crates/gateway/examples), tokio + hyper + hyper-util's
+#                 pooled client with no MCP work, the floor under a gateway
+#                 built on the same crates as ours
+#   BARE_BIN      a built bare_proxy (default: built with PROFILE)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=$(cd "${BENCH_DIR:-../shared/bench}" && pwd)
@@ -58,6 +62,12 @@ if [[ -z ${BIN:-} ]]; then
   BIN=$target_dir/$PROFILE/switchboard
 fi
 [[ -x $BIN ]] || { echo "no switchboard binary at $BIN" >&2; exit 2; }
+if [[ -n ${FLOOR:-} && -z ${BARE_BIN:-} ]]; then
+  cargo build --locked --quiet --profile "$PROFILE" -p switchboard-gateway --example bare_proxy
+  target_dir=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  BARE_BIN=$target_dir/$PROFILE/examples/bare_proxy
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/gateway-bench.XXXXXX")
 pids=()
@@ -79,6 +89,7 @@ wait_up() {
 }
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2)); floor_port=$((PORT + 4))
+bare_port=$((PORT + 5))
 "${rt[@]}" taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
 tickets_pid=$!; pids+=("$tickets_pid")
 wait_up "http://127.0.0.1:$tickets_port/mcp"
@@ -154,6 +165,10 @@ NGINX
   "${rt[@]}" taskset -c "$SERVER_CPU" nginx -c "$work/nginx.conf" -p "$work" &
   floor_pid=$!; pids+=("$floor_pid")
   wait_up "http://127.0.0.1:$floor_port/mcp"
+  "${rt[@]}" taskset -c "$SERVER_CPU" "$BARE_BIN" "127.0.0.1:$bare_port" "http://127.0.0.1:$tickets_port" \
+    2>"$work/bare.log" &
+  bare_pid=$!; pids+=("$bare_pid")
+  wait_up "http://127.0.0.1:$bare_port/mcp"
 fi
 
 jiffies() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -200,16 +215,16 @@ declare -A RPS P50 P99 TUS GUS
 echo "servers on CPU $SERVER_CPU, wrk on CPU $LOADGEN_CPUS${RT_PRIO:+, SCHED_FIFO $RT_PRIO}; $SECS s per figure, $REPS rounds; tool get_ticket; binary $BIN"
 [[ ${AUDIT:-1} == 0 ]] && echo "no audit log" || echo "audit log on"
 [[ -n $obs_pid ]] && echo "observed gateway: flags '${OBS_FLAGS:-}' env '${OBS_ENV:-}'"
-[[ -n $floor_pid ]] && echo "floor: nginx proxying to tickets (its CPU in the gateway column)"
+[[ -n $floor_pid ]] && echo "floors: nginx and bare_proxy proxying to tickets (their CPU in the gateway column)"
 # Warm-up, discarded.
 warm=("http://127.0.0.1:$tickets_port/mcp" "http://127.0.0.1:$gw_port/mcp")
-[[ -n $floor_pid ]] && warm+=("http://127.0.0.1:$floor_port/mcp")
+[[ -n $floor_pid ]] && warm+=("http://127.0.0.1:$floor_port/mcp" "http://127.0.0.1:$bare_port/mcp")
 for url in "${warm[@]}"; do
   tool=get_ticket; [[ $url == *":$gw_port/"* ]] && tool=mcp__tickets__get_ticket
   MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
     "$BENCH_DIR/http-load.sh" "$url" 64 2 >/dev/null
 done
-kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $floor_pid ]] && kinds+=(nginx)
+kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $floor_pid ]] && kinds+=(nginx bare)
 for r in $(seq "$REPS"); do
   for c in 1 64; do
     for k in "${kinds[@]}"; do
@@ -218,6 +233,7 @@ for r in $(seq "$REPS"); do
         gateway) figure "http://127.0.0.1:$gw_port/mcp" "$c" mcp__tickets__get_ticket "$gw_pid" ;;
         observed) figure "http://127.0.0.1:$obs_port/mcp" "$c" mcp__tickets__get_ticket "$obs_pid" ;;
         nginx) figure "http://127.0.0.1:$floor_port/mcp" "$c" get_ticket "$floor_pid" ;;
+        bare) figure "http://127.0.0.1:$bare_port/mcp" "$c" get_ticket "$bare_pid" ;;
       esac
       RPS[$k,$c,$r]=$(field rps "$R"); P50[$k,$c,$r]=$(field p50_us "$R"); P99[$k,$c,$r]=$(field p99_us "$R")
       TUS[$k,$c,$r]=$T_US; GUS[$k,$c,$r]=$G_US
@@ -255,10 +271,12 @@ for k in "${kinds[@]:1}"; do
   printf '%s: added p50 at c1 / direct p50 %.2f  (target <= 1)\n' "$k" "$(over_rounds added_p50 "$k")"
   printf '%s: throughput ratio c1 %.2f  c64 %.2f\n' "$k" "$(over_rounds tput "$k" 1)" "$(over_rounds tput "$k" 64)"
 done
-floor_cost() { echo "${GUS[gateway,$2,$1]} / ${GUS[nginx,$2,$1]}" | bc -l; }
+floor_cost() { echo "${GUS[gateway,$2,$1]} / ${GUS[$3,$2,$1]}" | bc -l; }
 if [[ -n $floor_pid ]]; then
-  printf 'gateway / nginx CPU per call: c1 %.2f  c64 %.2f\n' \
-    "$(over_rounds floor_cost 1)" "$(over_rounds floor_cost 64)"
+  for k in nginx bare; do
+    printf 'gateway / %s CPU per call: c1 %.2f  c64 %.2f\n' "$k" \
+      "$(over_rounds floor_cost 1 "$k")" "$(over_rounds floor_cost 64 "$k")"
+  done
 fi
 if [[ -n $obs_pid ]]; then
   printf 'observed / plain gateway CPU per call: c1 %.3f  c64 %.3f  (target <= 1.05)\n' \
