@@ -330,6 +330,12 @@ pub(crate) struct ServeArgs {
     /// reaches another replica (default: the host name).
     #[arg(long, value_name = "NAME")]
     pub(crate) replica: Option<String>,
+    /// Another replica behind the same URL, by its --replica name and the
+    /// http:// URL of its MCP endpoint as this one reaches it (repeat for
+    /// each): requests for a task it handed on are sent on to it, so a
+    /// plain round-robin balancer needs no rule for tasks.
+    #[arg(long = "peer", value_name = "NAME=URL", requires = "http")]
+    pub(crate) peers: Vec<String>,
     /// The key `requestState` is sealed with, read from FILE; replicas
     /// behind one URL share it (else SWITCHBOARD_STATE_KEY; else a random
     /// key per process).

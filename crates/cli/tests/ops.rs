@@ -48,7 +48,19 @@ impl Drop for Served {
 /// Starts `switchboard --config CFG serve --http 127.0.0.1:0 ARGS` with
 /// `env`, and waits for its address.
 pub(crate) async fn serve(sb: &Sandbox, cfg: &str, args: &[&str], env: &[(&str, &str)]) -> Served {
-    let mut all = vec!["--config", cfg, "serve", "--http", "127.0.0.1:0"];
+    serve_on(sb, cfg, "127.0.0.1:0", args, env).await
+}
+
+/// [`serve`] on `addr` (a port chosen beforehand, when others must know
+/// it before the gateway starts).
+pub(crate) async fn serve_on(
+    sb: &Sandbox,
+    cfg: &str,
+    addr: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Served {
+    let mut all = vec!["--config", cfg, "serve", "--http", addr];
     all.extend_from_slice(args);
     let mut cmd = sb.cmd(&all);
     for (k, v) in env {

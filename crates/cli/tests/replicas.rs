@@ -18,7 +18,7 @@ use switchboard_client::{
     RequestOptions, ToolCallStart,
 };
 
-use crate::ops::{Served, mock_server, serve};
+use crate::ops::{Served, mock_server, serve_on};
 use crate::util::{Sandbox, empty_port, spawn};
 
 const CALLS: usize = 1000;
@@ -68,7 +68,16 @@ struct Nginx {
 }
 
 impl Nginx {
-    fn start(bin: &Path, dir: &Path, port: u16, backends: &[(&str, &str)]) -> Nginx {
+    /// nginx on `port`, round-robin over `backends` (name, address); with
+    /// `task_rule`, the README's rule sending `tasks/*` requests to the
+    /// replica their `Mcp-Name` names.
+    fn start(
+        bin: &Path,
+        dir: &Path,
+        port: u16,
+        backends: &[(&str, &str)],
+        task_rule: bool,
+    ) -> Nginx {
         for sub in ["body", "proxy", "fastcgi", "uwsgi", "scgi"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
@@ -86,6 +95,7 @@ impl Nginx {
             .collect();
         let task_routes: String = backends
             .iter()
+            .filter(|_| task_rule)
             .map(|(name, _)| format!("    \"~^tasks/[a-z]+ {name}\\.\" replica_{name};\n"))
             .collect();
         let replicas: String = backends
@@ -189,9 +199,19 @@ struct Balanced {
     sb: Sandbox,
 }
 
+/// How `tasks/*` requests reach the replica holding their task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TaskRouting {
+    /// nginx's rule on `Mcp-Method` and `Mcp-Name` (README).
+    BalancerRule,
+    /// Plain round-robin; each replica sends them on to its peer
+    /// (`serve --peer`).
+    Peers,
+}
+
 /// [`Balanced`], or `None` (saying so) when nginx is not installed.
 #[allow(clippy::print_stderr)] // a skipped test says why
-async fn balanced(allow: &[&str]) -> Option<Balanced> {
+async fn balanced(allow: &[&str], routing: TaskRouting) -> Option<Balanced> {
     let Some(nginx_bin) = nginx() else {
         eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
         return None;
@@ -211,17 +231,34 @@ async fn balanced(allow: &[&str]) -> Option<Balanced> {
     let audit_a = sb.path().join("audit-a.jsonl").display().to_string();
     let audit_b = sb.path().join("audit-b.jsonl").display().to_string();
     let ledger = sb.path().join("used-states").display().to_string();
-    let a = serve(
+    // Each replica knows the other's address before either starts.
+    let (addr_a, addr_b) = (
+        format!("127.0.0.1:{}", empty_port()),
+        format!("127.0.0.1:{}", empty_port()),
+    );
+    let (peer_a, peer_b) = (
+        format!("a=http://{addr_a}/mcp"),
+        format!("b=http://{addr_b}/mcp"),
+    );
+    let mut args_a = vec!["--replica", "a", "--replay-ledger", ledger.as_str()];
+    let mut args_b = vec!["--replica", "b", "--replay-ledger", ledger.as_str()];
+    if routing == TaskRouting::Peers {
+        args_a.extend(["--peer", peer_b.as_str()]);
+        args_b.extend(["--peer", peer_a.as_str()]);
+    }
+    let a = serve_on(
         &sb,
         &cfg,
-        &["--replica", "a", "--replay-ledger", &ledger],
+        &addr_a,
+        &args_a,
         &[("SB_AUDIT", &audit_a), ("SWITCHBOARD_STATE_KEY", STATE_KEY)],
     )
     .await;
-    let b = serve(
+    let b = serve_on(
         &sb,
         &cfg,
-        &["--replica", "b", "--replay-ledger", &ledger],
+        &addr_b,
+        &args_b,
         &[("SB_AUDIT", &audit_b), ("SWITCHBOARD_STATE_KEY", STATE_KEY)],
     )
     .await;
@@ -231,6 +268,7 @@ async fn balanced(allow: &[&str]) -> Option<Balanced> {
         &sb.path().join("nginx"),
         port,
         &[("a", &a.addr), ("b", &b.addr)],
+        routing == TaskRouting::BalancerRule,
     );
     Some(Balanced {
         proxy,
@@ -255,7 +293,7 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
         audit_b,
         ledger,
         sb,
-    }) = balanced(&["mcp__mock__echo"]).await
+    }) = balanced(&["mcp__mock__echo"], TaskRouting::BalancerRule).await
     else {
         return;
     };
@@ -377,15 +415,10 @@ async fn tasks_client(url: &str, approve: Approve) -> Client {
         .unwrap()
 }
 
-// A task lives on the replica that handed it on; the balancer's rule on
-// `Mcp-Method` and `Mcp-Name` (which the client sets to the task id,
-// SEP-2663) sends its `tasks/get`, `tasks/update` and `tasks/cancel` there,
-// while every other request stays round-robin.
-#[tokio::test(flavor = "multi_thread")]
-async fn tasks_behind_nginx_reach_the_replica_holding_them() {
-    let Some(pair) = balanced(&["mcp__mock__task"]).await else {
-        return;
-    };
+/// Follows [`TASKS`] tasks (each with a question answered) and one
+/// cancelled task through the balancer in front of `pair`, with no
+/// failure; returns which replica handed each task on.
+async fn follow_tasks(pair: &Balanced) -> Vec<String> {
     let approve = Approve::default();
     let client = tasks_client(&pair.url, approve.clone()).await;
     let options = RequestOptions::default();
@@ -438,12 +471,19 @@ async fn tasks_behind_nginx_reach_the_replica_holding_them() {
     none_failed(&failures);
     assert_eq!(*approve.asked.lock().unwrap(), TASKS);
     // Both replicas handed tasks on (round-robin), so requests for half of
-    // them would have reached the wrong replica without the rule.
-    let on = |name: &str| origins.iter().filter(|o| *o == name).count();
-    assert!(on("a") > 0 && on("b") > 0, "{origins:?}");
-    // Every request for a task went to the replica its id names.
+    // them reach the other replica unless something routes them.
+    assert!(
+        handed_on_by(&origins, "a") > 0 && handed_on_by(&origins, "b") > 0,
+        "{origins:?}"
+    );
+    origins
+}
+
+/// The balancer's `tasks/*` lines: (the replica's address it went to, the
+/// address of the replica the task id names).
+fn task_requests(pair: &Balanced) -> Vec<(String, String)> {
     let log = pair.proxy.access_log();
-    let mut routed = 0;
+    let mut requests = Vec::new();
     for line in log.lines() {
         let mut fields = line.split_whitespace();
         let (addr, method, name) = (fields.next(), fields.next(), fields.next());
@@ -458,14 +498,104 @@ async fn tasks_behind_nginx_reach_the_replica_holding_them() {
             Some("b") => &pair.b.addr,
             _ => panic!("a task request without a replica's task id: {line}"),
         };
-        assert_eq!(addr, holder.as_str(), "{line}");
-        routed += 1;
+        requests.push((addr.to_owned(), holder.clone()));
     }
     // At least a tasks/get and a tasks/update per task, and the cancel.
-    assert!(routed > 2 * TASKS, "{routed} task requests:\n{log}");
+    assert!(
+        requests.len() > 2 * TASKS,
+        "{} task requests:\n{log}",
+        requests.len()
+    );
+    requests
+}
+
+/// How many of `origins` name `replica`.
+fn handed_on_by(origins: &[String], replica: &str) -> usize {
+    origins.iter().filter(|o| *o == replica).count()
+}
+
+// A task lives on the replica that handed it on; the balancer's rule on
+// `Mcp-Method` and `Mcp-Name` (which the client sets to the task id,
+// SEP-2663) sends its `tasks/get`, `tasks/update` and `tasks/cancel` there,
+// while every other request stays round-robin.
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_behind_nginx_reach_the_replica_holding_them() {
+    let Some(pair) = balanced(&["mcp__mock__task"], TaskRouting::BalancerRule).await else {
+        return;
+    };
+    let origins = follow_tasks(&pair).await;
+    // Every request for a task went to the replica its id names.
+    let requests = task_requests(&pair);
+    for (addr, holder) in &requests {
+        assert_eq!(addr, holder);
+    }
     eprintln!(
-        "replicas: tasks handed on by a {}, by b {}; {routed} task requests routed",
-        on("a"),
-        on("b")
+        "replicas: tasks handed on by a {}, by b {}; {} task requests routed",
+        handed_on_by(&origins, "a"),
+        handed_on_by(&origins, "b"),
+        requests.len()
+    );
+}
+
+// With no rule in the balancer, a task request reaching the replica that
+// does not hold the task is sent on by it to its peer (`serve --peer`).
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_behind_a_plain_balancer_reach_the_replica_holding_them_through_its_peer() {
+    let Some(pair) = balanced(&["mcp__mock__task"], TaskRouting::Peers).await else {
+        return;
+    };
+    let origins = follow_tasks(&pair).await;
+    let requests = task_requests(&pair);
+    let sent_on = requests
+        .iter()
+        .filter(|(addr, holder)| addr != holder)
+        .count();
+    // Round-robin: about half reached the other replica, and were sent on.
+    assert!(
+        sent_on > TASKS / 2,
+        "{sent_on} of {} sent on",
+        requests.len()
+    );
+    eprintln!(
+        "replicas: tasks handed on by a {}, by b {}; {sent_on} of {} task requests sent on to the peer",
+        handed_on_by(&origins, "a"),
+        handed_on_by(&origins, "b"),
+        requests.len()
+    );
+}
+
+// `--peer` takes NAME=URL, the URL an http:// one: anything else stops
+// the gateway before it serves, saying what to write.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_peer_is_a_name_and_an_http_url() {
+    let sb = Sandbox::new();
+    let cfg = sb
+        .config(
+            json!({"mock": {"command": mock_server(), "args": ["--name", "mock"]}}),
+            json!({}),
+        )
+        .display()
+        .to_string();
+    let serve_with = |peer: &str| {
+        sb.run(&[
+            "--config",
+            &cfg,
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--replica",
+            "a",
+            "--peer",
+            peer,
+        ])
+    };
+    let run = serve_with("http://10.0.0.2:8080/mcp");
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("expected NAME=URL"), "{run:?}");
+    let run = serve_with("b=https://10.0.0.2/mcp");
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("peer b") && run.stderr.contains("http:// URL"),
+        "{run:?}"
     );
 }

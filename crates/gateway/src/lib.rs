@@ -68,9 +68,12 @@
 //! redeems it (a replay on another replica within the lapse would run the
 //! same approved call, with the same arguments, again). The one exception
 //! is a legacy (2025-11-25) server's question: its call waits in the memory
-//! of the replica that asked, so the retry needs load-balancer affinity
-//! ([`GatewayOptions::replica`] is named in the error another replica
-//! gives).
+//! of the replica that asked, so the retry must reach that replica. A
+//! replica that has the asking one among its [`GatewayOptions::peers`]
+//! sends the retry on to it (its `requestState` starts with the replica's
+//! name), as it does requests for another replica's tasks; without peers
+//! such calls need load-balancer affinity ([`GatewayOptions::replica`] is
+//! named in the error another replica gives).
 //!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {
@@ -147,6 +150,11 @@ pub struct GatewayOptions {
     /// gets when it reaches another replica than the one holding its
     /// parked call; `None`: the process id.
     pub replica: Option<String>,
+    /// The other replicas behind the same URL: each one's name (its
+    /// `replica`) and the `http://` URL of its MCP endpoint as this one
+    /// reaches it. A `tasks/*` request for a task another replica handed
+    /// on is sent on to it, so a plain round-robin balancer needs no rule.
+    pub peers: Vec<(String, String)>,
     /// How long a call parked on a legacy server's question waits for the
     /// retry ([`PARK_TTL`] when `None`).
     pub park_ttl: Option<Duration>,
@@ -165,6 +173,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("telemetry", &self.telemetry)
             .field("auth", &self.auth)
             .field("replica", &self.replica)
+            .field("peers", &self.peers)
             .field("park_ttl", &self.park_ttl)
             .field("park_limit", &self.park_limit)
             .finish()
@@ -205,6 +214,14 @@ impl GatewayOptions {
     #[must_use]
     pub fn replica(mut self, replica: impl Into<String>) -> Self {
         self.replica = Some(replica.into());
+        self
+    }
+
+    /// Options sending requests for another replica's tasks on to it:
+    /// `peers` are (name, `http://` URL of its MCP endpoint) pairs.
+    #[must_use]
+    pub fn peers(mut self, peers: Vec<(String, String)>) -> Self {
+        self.peers = peers;
         self
     }
 
@@ -385,6 +402,12 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
     if let Some(replica) = &options.replica {
         builder = builder.task_origin(replica);
     }
+    builder = builder.replica_peers(
+        options
+            .peers
+            .iter()
+            .map(|(name, url)| (name.as_str(), url.as_str())),
+    )?;
     let builder = builder
         .request_state_ttl(APPROVAL_STATE_TTL)
         .title("Switchboard gateway")

@@ -8,8 +8,10 @@
 //! carrying the question, and *parks* the call: the downstream call goes on
 //! running in a task of its own, waiting for the answer, and is kept in
 //! this replica's memory under a random id that the sealed `requestState`
-//! names with the replica. The retry (on this replica: such servers need
-//! load-balancer affinity) finds the call, hands the answer down as the
+//! names with the replica (the state starts with the replica's name, so a
+//! retry reaching a peer replica, [`GatewayOptions::peers`], is sent on
+//! here; without peers such servers need load-balancer affinity). The
+//! retry finds the call, hands the answer down as the
 //! response to the server's request, and follows the call again: to its
 //! result, or to its next question (another round).
 //!
@@ -192,8 +194,8 @@ impl Parking {
             None => Err(format!(
                 "this retry answers a question asked by a legacy (2025-11-25) server whose call is parked on replica {:?}, \
                  and this gateway ({:?}) does not hold it: it is on another replica, the gateway restarted, or the call \
-                 lapsed. Calls to such servers need load-balancer affinity (the same replica for the retry); \
-                 start the call again",
+                 lapsed. Calls to such servers need the retry on the same replica: name the replicas to each other \
+                 (serve --peer) or give the client load-balancer affinity; start the call again",
                 at.replica, self.inner.replica
             )),
             Some(parked) if parked.principal.as_deref() != principal => Err(

@@ -15,8 +15,9 @@
 //! ([`CallOptions::call_input`]) and the gateway relays it the same way,
 //! one question per round, but the call itself has to wait: it is parked
 //! on this replica, and the sealed state names it and the replica (see
-//! `parked`). A retry reaching another replica gets an error saying that
-//! such servers need load-balancer affinity.
+//! `parked`). A retry reaching a peer replica is sent on to it
+//! ([`crate::GatewayOptions::peers`]); one reaching another replica gets
+//! an error saying that such servers need the retry on the same replica.
 //!
 //! A modern server's question during `prompts/get` is relayed the same
 //! way. The downstream request declares only the questions the gateway's
@@ -191,7 +192,9 @@ pub(crate) fn ask(
 /// A parked call's question put to the client (its one request under
 /// `key`), the state naming where the call waits.
 pub(crate) fn parked_question(asked: InputRequired, key: String, at: ParkedAt) -> InputRequired {
-    asked.state(Relayed {
+    // The call waits in this process: a retry reaching a peer replica is
+    // sent on here.
+    asked.bound_to_this_replica().state(Relayed {
         relay: RelayState {
             keys: vec![key],
             state: None,

@@ -304,6 +304,71 @@ async fn a_retry_on_another_replica_is_told_the_call_needs_affinity() {
     host.shutdown().await;
 }
 
+// A replica that has the asking one among its peers sends the retry on to
+// it (the state starts with that replica's name), round after round, to
+// the result: no affinity needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_on_a_peer_replica_is_sent_on_to_the_one_holding_the_call() {
+    let dir = Dir::new();
+    let host = legacy_host(&dir).await;
+    let key = vec![7u8; 32];
+    let options = |name: &str| {
+        GatewayOptions::default()
+            .assume_yes(true)
+            .state_key(Some(key.clone()))
+            .replica(name)
+    };
+    let one = serve(&host, options("replica-one")).await;
+    let two = serve(
+        &host,
+        options("replica-two").peers(vec![("replica-one".into(), one.url.clone())]),
+    )
+    .await;
+    let upstream = Upstream::all();
+    let c1 = upstream_client(&one.url, &upstream, EraPolicy::Probe).await;
+    let c2 = upstream_client(&two.url, &upstream, EraPolicy::Probe).await;
+
+    // Asked on one; every retry goes to two, which sends it on to one.
+    let mut asked = first_round(&c1).await;
+    assert!(
+        asked
+            .request_state
+            .as_deref()
+            .is_some_and(|s| s.starts_with("replica-one.")),
+        "{asked:?}"
+    );
+    let mut methods = Vec::new();
+    let result = loop {
+        let (key, method) = only_request(&asked);
+        let answer = match method.as_str() {
+            "roots/list" => roots_answer(),
+            "sampling/createMessage" => sampling_answer(),
+            _ => elicitation_answer(),
+        };
+        methods.push(method);
+        match c2
+            .call_tool_with(TOOL, None, &retry(&asked, &key, answer))
+            .await
+        {
+            Ok(result) => break result,
+            Err(err) => {
+                asked = err
+                    .input_required()
+                    .cloned()
+                    .unwrap_or_else(|| panic!("the retry failed: {err}"));
+            }
+        }
+    };
+    assert_eq!(
+        methods,
+        ["roots/list", "sampling/createMessage", "elicitation/create"]
+    );
+    let text = result.joined_text();
+    assert!(text.contains("file:///upstream/project"), "{text}");
+    assert!(text.contains("from upstream"), "{text}");
+    host.shutdown().await;
+}
+
 async fn retry_round(
     c: &Client,
     options: &RequestOptions,

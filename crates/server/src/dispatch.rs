@@ -791,6 +791,9 @@ impl Server {
         incoming: &Incoming,
     ) -> Result<OpenedState, Fault> {
         let binding = self.binding(target, name, digest, incoming);
+        // A replica-bound state starts with the replica's name and a `.`;
+        // the name is routing only, outside the sealed part.
+        let token = token.split_once('.').map_or(token, |(_, sealed)| sealed);
         self.inner
             .keys
             .open_state(token, &binding)
@@ -812,11 +815,15 @@ impl Server {
             ))),
             Some(Ok(value)) => {
                 let binding = self.binding(target, name, digest, incoming);
-                Ok(Some(self.inner.keys.seal_state(
-                    &binding,
-                    value,
-                    self.inner.options.state_ttl,
-                )))
+                let sealed =
+                    self.inner
+                        .keys
+                        .seal_state(&binding, value, self.inner.options.state_ttl);
+                // `ORIGIN.TOKEN`: the token is base64url, never a `.`.
+                Ok(Some(match self.inner.tasks.origin() {
+                    Some(origin) if ask.replica_bound => format!("{origin}.{sealed}"),
+                    _ => sealed,
+                }))
             }
         }
     }

@@ -88,6 +88,8 @@ impl From<ReadResourceResult> for Outcome<ReadResourceResult> {
 pub struct InputRequired {
     pub(crate) requests: Vec<(String, String, Value)>,
     pub(crate) state: Option<Result<Value, String>>,
+    /// The retry must reach this replica ([`InputRequired::bound_to_this_replica`]).
+    pub(crate) replica_bound: bool,
 }
 
 impl InputRequired {
@@ -131,6 +133,17 @@ impl InputRequired {
     /// State to receive back on the retry, sealed into `requestState`.
     pub fn state(mut self, state: impl Serialize) -> Self {
         self.state = Some(serde_json::to_value(state).map_err(|e| e.to_string()));
+        self
+    }
+
+    /// Marks the state as meaningful only to this replica (it names work
+    /// held in this process's memory): when the server has a name among
+    /// replicas ([`crate::ServerBuilder::task_origin`]), the `requestState`
+    /// starts with it, and a retry reaching a peer replica
+    /// ([`crate::ServerBuilder::replica_peers`]) is sent on to this one.
+    #[must_use]
+    pub fn bound_to_this_replica(mut self) -> Self {
+        self.replica_bound = true;
         self
     }
 

@@ -360,6 +360,7 @@ pub(crate) struct TaskStore {
     ttl: Duration,
     poll_interval: Duration,
     origin: Option<String>,
+    peers: HashMap<String, http::Uri>,
 }
 
 /// Task settings of a server.
@@ -369,6 +370,8 @@ pub(crate) struct TaskOptions {
     pub(crate) poll_interval: Duration,
     /// This server's name among replicas, leading its task ids.
     pub(crate) origin: Option<String>,
+    /// The other replicas by name, each with the URL of its MCP endpoint.
+    pub(crate) peers: HashMap<String, http::Uri>,
 }
 
 impl Default for TaskOptions {
@@ -377,6 +380,7 @@ impl Default for TaskOptions {
             ttl: DEFAULT_TTL,
             poll_interval: DEFAULT_POLL_INTERVAL,
             origin: None,
+            peers: HashMap::new(),
         }
     }
 }
@@ -388,7 +392,27 @@ impl TaskStore {
             ttl: options.ttl,
             poll_interval: options.poll_interval,
             origin: options.origin,
+            peers: options.peers,
         }
+    }
+
+    /// The replica holding `id` (a task id, or a replica-bound
+    /// `requestState`: `ORIGIN.…`) and the URL it is reached at, when it
+    /// names another replica than this one among its peers.
+    pub(crate) fn holder(&self, id: &str) -> Option<(&str, &http::Uri)> {
+        let own = self.origin.as_deref()?;
+        let (origin, _) = id.split_once('.')?;
+        if origin == own {
+            return None;
+        }
+        self.peers
+            .get_key_value(origin)
+            .map(|(n, u)| (n.as_str(), u))
+    }
+
+    /// This server's name among replicas, if it has one.
+    pub(crate) fn origin(&self) -> Option<&str> {
+        self.origin.as_deref()
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<TaskEntry>>> {
@@ -479,9 +503,9 @@ impl TaskStore {
             (Some(own), Some((origin, _))) if !origin.is_empty() && origin != own => {
                 Fault::invalid_params(format!(
                     "{NOT_FOUND} on this replica ({own}): the id says replica {origin} started it, and a task \
-                 lives in the memory of the replica that started it; have the load balancer send tasks/* \
-                 requests to the replica named before the first '.' of their Mcp-Name header, or give \
-                 this client affinity to one replica"
+                 lives in the memory of the replica that started it; name the replicas to each other as \
+                 peers (serve --peer), have the load balancer send tasks/* requests to the replica named \
+                 before the first '.' of their Mcp-Name header, or give this client affinity to one replica"
                 ))
             }
             _ => Fault::invalid_params(NOT_FOUND),
@@ -822,20 +846,56 @@ impl ServerBuilder {
     /// `-` and `_` become `-`), so a request for a task that reaches another
     /// replica is told which one holds it rather than only "not found".
     pub fn task_origin(mut self, name: &str) -> Self {
-        let origin: String = name
-            .chars()
-            .take(64)
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
+        let origin = origin_name(name);
         self.task_options.origin = (!origin.is_empty()).then_some(origin);
         self
     }
+
+    /// The other replicas behind the same URL, each by its name (as given
+    /// to their [`ServerBuilder::task_origin`]) with the URL of its MCP
+    /// endpoint, reachable from this one. Over HTTP, a request whose work
+    /// lives in one of them is sent on to it (once: a request already
+    /// sent on is answered here): a `tasks/get`, `tasks/update` or
+    /// `tasks/cancel` for a task whose id names it, and a retry whose
+    /// `requestState` it made [bound to itself](crate::InputRequired::bound_to_this_replica).
+    /// So a plain round-robin balancer needs no rule. Only `http` URLs:
+    /// replicas reach each other inside their network.
+    ///
+    /// # Errors
+    /// [`BuildError::Config`](crate::BuildError::Config) naming the peer
+    /// whose URL is not an absolute `http` URL.
+    pub fn replica_peers<'a>(
+        mut self,
+        peers: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, crate::BuildError> {
+        for (name, url) in peers {
+            let uri: http::Uri = url.parse().map_err(|e| {
+                crate::BuildError::Config(format!("peer {name}: {url} is not a URL: {e}"))
+            })?;
+            if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+                return Err(crate::BuildError::Config(format!(
+                    "peer {name}: {url} must be an http:// URL of the replica's MCP endpoint"
+                )));
+            }
+            self.task_options.peers.insert(origin_name(name), uri);
+        }
+        Ok(self)
+    }
+}
+
+/// A replica's name as it leads task ids: at most 64 characters, any but
+/// ASCII letters, digits, `-` and `_` made `-`.
+fn origin_name(name: &str) -> String {
+    name.chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

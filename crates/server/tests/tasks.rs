@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
-    Elicitation, HandlerError, InputRequired, NoArgs, ProtectedResource, Server, TaskContext,
-    TaskSupport, ToolSpec,
+    BuildError, Elicitation, HandlerError, InputRequired, NoArgs, ProtectedResource, Server,
+    ServerBuilder, TaskContext, TaskSupport, ToolSpec,
 };
 
 use crate::auth::call_as;
@@ -22,6 +22,10 @@ fn tasks_meta() -> Value {
 }
 
 fn tasks_server(ttl: Duration) -> Server {
+    tasks_builder(ttl).build().unwrap()
+}
+
+fn tasks_builder(ttl: Duration) -> ServerBuilder {
     Server::builder("tasks-test", "1.0.0")
         .task_tool(
             "quick",
@@ -66,8 +70,6 @@ fn tasks_server(ttl: Duration) -> Server {
             |_: NoArgs, _t: TaskContext| async { "must done" },
         )
         .task_options(ttl, Duration::from_millis(50))
-        .build()
-        .unwrap()
 }
 
 async fn call(http: &Http, method: &str, mut params: Value) -> Resp {
@@ -318,4 +320,116 @@ async fn a_listen_stream_gets_the_status_of_the_callers_tasks() {
         )
         .await;
     assert_eq!(r.error_code(), -32021);
+}
+
+// Replicas behind one URL: a `tasks/*` request reaching a replica that
+// does not hold the task is sent on to the one its id names, when that one
+// is among the replica's peers, so a plain round-robin balancer needs no
+// rule. The answer is the holder's, as it came.
+#[tokio::test]
+async fn a_task_request_reaching_another_replica_is_sent_on_to_the_one_holding_it() {
+    let b = start(
+        tasks_builder(Duration::from_secs(60))
+            .task_origin("b")
+            .build()
+            .unwrap(),
+        HttpOptions::new(),
+    )
+    .await;
+    // Port 9 (discard) on loopback: nothing listens there.
+    let a = start(
+        tasks_builder(Duration::from_secs(60))
+            .task_origin("a")
+            .replica_peers([("b", b.url().as_str()), ("c", "http://127.0.0.1:9/mcp")])
+            .unwrap()
+            .build()
+            .unwrap(),
+        HttpOptions::new(),
+    )
+    .await;
+
+    // Questions and answers of b's task, all through a.
+    let id = start_task(&b, "asker").await;
+    assert!(id.starts_with("b."), "{id}");
+    let t = wait_for(&a, &id, "input_required").await;
+    assert_eq!(t["taskId"], id.as_str());
+    assert_eq!(t["inputRequests"]["a"]["method"], "elicitation/create");
+    let answers = json!({
+        "a": {"action": "accept", "content": {"v": "x"}},
+        "b": {"action": "accept", "content": {"v": "y"}},
+    });
+    let ack = call(
+        &a,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": answers}),
+    )
+    .await
+    .result();
+    assert_eq!(ack["resultType"], "complete");
+    let done = wait_for(&a, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "\"x\" \"y\"");
+
+    // Cancelled through a, seen cancelled on b.
+    let endless = start_task(&b, "forever").await;
+    let ack = call(&a, "tasks/cancel", json!({"taskId": endless}))
+        .await
+        .result();
+    assert_eq!(ack["resultType"], "complete");
+    assert_eq!(
+        wait_for(&b, &endless, "cancelled").await["status"],
+        "cancelled"
+    );
+
+    // a's own tasks stay on a.
+    let own = start_task(&a, "quick").await;
+    assert!(own.starts_with("a."), "{own}");
+    assert_eq!(wait_for(&a, &own, "completed").await["status"], "completed");
+
+    // A request another replica already sent on is answered where it
+    // arrives: never sent on again.
+    let params = with_meta(json!({"taskId": id, "_meta": tasks_meta()}));
+    let mut headers = standard_headers("tasks/get", &params);
+    headers.push(("switchboard-forwarded-by".into(), "z".into()));
+    let r = a.post(&headers, body(json!(8), "tasks/get", params)).await;
+    assert_eq!(r.error_code(), -32602);
+    let message = message_of(&r);
+    assert!(message.contains("replica b started it"), "{message}");
+
+    // A peer that cannot be reached: an error naming it and why.
+    let params = json!({"taskId": "c.abc"});
+    let r = call(&a, "tasks/get", params).await;
+    assert_eq!(r.error_code(), -32603);
+    let message = message_of(&r);
+    assert!(
+        message.contains("replica c") && message.contains("127.0.0.1:9"),
+        "{message}"
+    );
+
+    // A replica named in an id but not among the peers: the usual answer.
+    let r = call(&a, "tasks/get", json!({"taskId": "d.abc"})).await;
+    assert_eq!(r.error_code(), -32602);
+}
+
+/// The message of the JSON-RPC error `r` carries.
+fn message_of(r: &Resp) -> String {
+    r.response()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_peer_must_be_an_http_url() {
+    for url in ["https://10.0.0.2/mcp", "/mcp", "not a url"] {
+        let built = Server::builder("s", "1")
+            .task_origin("a")
+            .replica_peers([("b", url)]);
+        match built {
+            Err(BuildError::Config(message)) => {
+                assert!(message.contains("peer b"), "{message}");
+            }
+            Err(other) => panic!("{url}: {other}"),
+            Ok(_) => panic!("{url} was taken as a peer's URL"),
+        }
+    }
 }

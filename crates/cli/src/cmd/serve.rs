@@ -41,6 +41,8 @@ pub(crate) struct ServeSettings {
     metrics: bool,
     /// The replica's name for the audit log.
     replica: Option<String>,
+    /// The other replicas: (name, URL of the MCP endpoint).
+    peers: Vec<(String, String)>,
     /// Where the shared state key is.
     state_key_file: Option<PathBuf>,
     /// Where used approvals are recorded for every replica.
@@ -129,10 +131,26 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         resource: a.resource,
         metrics: a.metrics,
         replica: a.replica,
+        peers: peers(&a.peers)?,
         state_key_file: a.state_key_file,
         replay_ledger: a.replay_ledger,
         watch: !a.no_watch,
     })
+}
+
+/// The `--peer NAME=URL` flags, split.
+fn peers(flags: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    flags
+        .iter()
+        .map(|flag| match flag.split_once('=') {
+            Some((name, url)) if !name.trim().is_empty() && !url.trim().is_empty() => {
+                Ok((name.trim().to_owned(), url.trim().to_owned()))
+            }
+            _ => Err(Failure::usage(format!(
+                "--peer {flag}: expected NAME=URL, e.g. --peer b=http://10.0.0.2:8080/mcp"
+            ))),
+        })
+        .collect()
 }
 
 /// The tokens of `--tokens-file`, else of `$SWITCHBOARD_GATEWAY_TOKENS`.
@@ -192,6 +210,7 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     let session = Session::mount(loaded, options).await?;
     let options = GatewayOptions::default()
         .replica(replica)
+        .peers(serve.peers.clone())
         .assume_yes(serve.yes)
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())

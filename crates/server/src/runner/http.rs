@@ -47,6 +47,7 @@ use crate::fast::{self, ToolCall};
 use crate::legacy::Session;
 use crate::notify::Subscription;
 use crate::runner::body::Body;
+use crate::runner::forward;
 use crate::runner::headers::{self, Guard, Mirror};
 use crate::server::Server;
 use crate::sink::Sink;
@@ -659,6 +660,9 @@ impl State {
             // Boxed: the general path's future is several times the fast
             // path's, and hyper moves the request future by value.
             Message::Request(request) => {
+                if let Some((replica, url)) = self.holder_of(&request, &parts.headers) {
+                    return Box::pin(self.send_on(&request.id, &replica, &url, &parts, body)).await;
+                }
                 Box::pin(self.request(request, &parts.headers, principal, peer)).await
             }
             Message::Notification(_) => {
@@ -675,6 +679,50 @@ impl State {
                         "a JSON-RPC response here must answer a request this server sent",
                     )
                 }
+            }
+        }
+    }
+
+    /// The peer replica holding what the request is about, and its URL:
+    /// the task a `tasks/get`, `tasks/update` or `tasks/cancel` names, or
+    /// the work a replica-bound `requestState` belongs to. `None` for
+    /// anything else, and for a request another replica already sent on.
+    fn holder_of(&self, request: &Request, headers: &HeaderMap) -> Option<(String, http::Uri)> {
+        use switchboard_wire::tasks::{TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
+        if headers.contains_key(&forward::FORWARDED_BY) {
+            return None;
+        }
+        let params = request.params.as_ref()?;
+        let id = if [TASKS_GET, TASKS_UPDATE, TASKS_CANCEL].contains(&request.method.as_str()) {
+            params.get("taskId")
+        } else {
+            params.get("requestState")
+        }?
+        .as_str()?;
+        let (replica, url) = self.server.inner.tasks.holder(id)?;
+        Some((replica.to_owned(), url.clone()))
+    }
+
+    /// Sends the request on to `replica` at `url`, which holds its task,
+    /// and answers with what it answers; an error saying why when it
+    /// cannot be reached.
+    async fn send_on(
+        &self,
+        id: &RequestId,
+        replica: &str,
+        url: &http::Uri,
+        head: &http::request::Parts,
+        body: Bytes,
+    ) -> HttpResponse {
+        let own = self.server.inner.tasks.origin().unwrap_or_default();
+        match forward::to_peer(url, own, head, body).await {
+            Ok(answer) => answer,
+            Err(why) => {
+                tracing::warn!(replica, %url, error = %why, "a peer replica could not be reached");
+                let fault = Fault::internal(format!(
+                    "this request's work lives on replica {replica}, which this replica ({own}) could not reach: {why}"
+                ));
+                fault_response(Some(id), &fault)
             }
         }
     }

@@ -1,0 +1,115 @@
+//! Sending a request on to the replica that holds what it names
+//! ([`crate::ServerBuilder::replica_peers`]): a `tasks/*` request for a
+//! task another replica behind the same URL handed on, or a retry whose
+//! `requestState` belongs to work held in another replica's memory. The
+//! peer gets the request as it came (its credentials included: it
+//! authenticates the caller itself) and its answer goes back as it comes,
+//! streamed.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{
+    CONNECTION, CONTENT_LENGTH, HOST, HeaderName, HeaderValue, PROXY_AUTHORIZATION, TE, TRAILER,
+    TRANSFER_ENCODING, UPGRADE,
+};
+use http::{Method, Request, Response, Uri};
+use http_body_util::Full;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use super::body::Body;
+
+/// Names the replica that sent a request on. Such a request is answered
+/// where it arrives, never sent on again, so two replicas that each think
+/// the other holds a task cannot bounce it between them.
+pub(crate) const FORWARDED_BY: HeaderName = HeaderName::from_static("switchboard-forwarded-by");
+
+/// How long connecting to a peer may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a peer may take to start answering: a `tasks/*` request is
+/// answered at once, a retry may run a tool call to its end (a streamed
+/// answer starts with its headers at once).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Sends the request (`head`, `body`) to the peer's MCP endpoint at `url`,
+/// naming this replica `own` in [`FORWARDED_BY`], and returns the peer's
+/// response with its body streamed through.
+///
+/// # Errors
+/// What went wrong reaching the peer, for the caller's error message.
+pub(crate) async fn to_peer(
+    url: &Uri,
+    own: &str,
+    head: &http::request::Parts,
+    body: Bytes,
+) -> Result<Response<Body>, String> {
+    let authority = url
+        .authority()
+        .ok_or_else(|| format!("{url} names no host"))?;
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let port = authority.port_u16().unwrap_or(80);
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port)))
+        .await
+        .map_err(|_| format!("connecting to {url} took longer than {CONNECT_TIMEOUT:?}"))?
+        .map_err(|e| format!("cannot connect to {url}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("HTTP handshake with {url} failed: {e}"))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.await {
+            tracing::debug!(error = %e, "the connection to a peer replica ended with an error");
+        }
+    });
+    let mut request = Request::new(Full::new(body));
+    *request.method_mut() = Method::POST;
+    *request.uri_mut() = url
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .parse()
+        .map_err(|e| format!("{url}: {e}"))?;
+    let headers = request.headers_mut();
+    for (name, value) in &head.headers {
+        if !hop_by_hop(name) && *name != HOST && *name != CONTENT_LENGTH {
+            headers.append(name, value.clone());
+        }
+    }
+    let host = HeaderValue::from_str(authority.as_str()).map_err(|e| format!("{url}: {e}"))?;
+    headers.insert(HOST, host);
+    let own = HeaderValue::from_str(own).map_err(|e| format!("replica name {own}: {e}"))?;
+    headers.insert(FORWARDED_BY, own);
+    let answer = tokio::time::timeout(ANSWER_TIMEOUT, sender.send_request(request))
+        .await
+        .map_err(|_| format!("{url} did not answer within {ANSWER_TIMEOUT:?}"))?
+        .map_err(|e| format!("{url} did not answer: {e}"))?;
+    let (parts, incoming) = answer.into_parts();
+    let mut response = Response::new(Body::Peer(incoming));
+    *response.status_mut() = parts.status;
+    let headers = response.headers_mut();
+    for (name, value) in &parts.headers {
+        if !hop_by_hop(name) && *name != CONTENT_LENGTH {
+            headers.append(name, value.clone());
+        }
+    }
+    Ok(response)
+}
+
+/// Headers that describe one hop's connection, not the message (RFC 9110
+/// §7.6.1), and are never passed on.
+fn hop_by_hop(name: &HeaderName) -> bool {
+    [
+        CONNECTION,
+        TE,
+        TRAILER,
+        TRANSFER_ENCODING,
+        UPGRADE,
+        PROXY_AUTHORIZATION,
+    ]
+    .contains(name)
+        || name.as_str() == "keep-alive"
+        || name.as_str() == "proxy-connection"
+}
