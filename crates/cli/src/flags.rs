@@ -332,8 +332,9 @@ pub(crate) struct ServeArgs {
     pub(crate) replica: Option<String>,
     /// Another replica behind the same URL, by its --replica name and the
     /// http:// URL of its MCP endpoint as this one reaches it (repeat for
-    /// each): requests for a task it handed on are sent on to it, so a
-    /// plain round-robin balancer needs no rule for tasks.
+    /// each): requests whose work lives there (its tasks, its parked
+    /// calls, its legacy sessions) are sent on to it, so a plain
+    /// round-robin balancer needs no rule and no affinity.
     #[arg(long = "peer", value_name = "NAME=URL", requires = "http")]
     pub(crate) peers: Vec<String>,
     /// The key `requestState` is sealed with, read from FILE; replicas

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
-    RequestOptions, ToolCallStart,
+    BoxFuture, Client, EraPolicy, HttpTransport, InputContext, InputError, InputHandler,
+    InputSupport, RequestOptions, ToolCallStart,
 };
 
 use crate::ops::{Served, mock_server, serve_on};
@@ -598,4 +598,60 @@ async fn a_peer_is_a_name_and_an_http_url() {
         run.stderr.contains("peer b") && run.stderr.contains("http:// URL"),
         "{run:?}"
     );
+}
+
+// A 2025-11-25 client keeps a session, which lives in the replica that
+// opened it; behind a plain balancer, the other replica sends the
+// session's requests on to it (`serve --peer`): calls, approvals asked as
+// server-to-client requests and answered, and the session's end.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_legacy_client_behind_a_plain_balancer_keeps_its_session_through_the_peer() {
+    let Some(pair) = balanced(&["mcp__mock__echo"], TaskRouting::Peers).await else {
+        return;
+    };
+    let approve = Approve::default();
+    let transport = HttpTransport::builder("legacy", &pair.url).build().unwrap();
+    let client = Client::builder("legacy", transport)
+        .timeout(Duration::from_secs(60))
+        .era_policy(EraPolicy::LegacyOnly)
+        .input_handler(approve.clone())
+        .connect()
+        .await
+        .unwrap();
+    const LEGACY_CALLS: usize = 40;
+    const LEGACY_APPROVALS: usize = 5;
+    let mut failures = Vec::new();
+    for i in 0..LEGACY_CALLS {
+        let args = json!({"text": format!("call {i}")});
+        match client
+            .call_tool("mcp__mock__echo", args.as_object().cloned())
+            .await
+        {
+            Ok(r) if r.joined_text().contains(&format!("call {i}")) => {}
+            other => failures.push(format!("call {i}: {other:?}")),
+        }
+    }
+    for i in 0..LEGACY_APPROVALS {
+        let args = json!({"query": format!("approval {i}")});
+        match client
+            .call_tool("mcp__notes__search", args.as_object().cloned())
+            .await
+        {
+            Ok(r) if !r.is_error() => {}
+            other => failures.push(format!("approval {i}: {other:?}")),
+        }
+    }
+    client.close().await;
+    none_failed(&failures);
+    assert_eq!(*approve.asked.lock().unwrap(), LEGACY_APPROVALS);
+    // Round-robin put about half of the session's requests on the replica
+    // that does not hold it.
+    let log = pair.proxy.access_log();
+    let served_by = |addr: &str| log.lines().filter(|l| l.starts_with(addr)).count();
+    let (by_a, by_b) = (served_by(&pair.a.addr), served_by(&pair.b.addr));
+    assert!(
+        by_a > LEGACY_CALLS / 4 && by_b > LEGACY_CALLS / 4,
+        "a {by_a}, b {by_b}"
+    );
+    eprintln!("replicas: a legacy session's requests reached a {by_a} times, b {by_b} times");
 }

@@ -152,8 +152,11 @@ pub struct GatewayOptions {
     pub replica: Option<String>,
     /// The other replicas behind the same URL: each one's name (its
     /// `replica`) and the `http://` URL of its MCP endpoint as this one
-    /// reaches it. A `tasks/*` request for a task another replica handed
-    /// on is sent on to it, so a plain round-robin balancer needs no rule.
+    /// reaches it. A request whose work lives in another replica is sent
+    /// on to it (a `tasks/*` request for a task it handed on, the retry
+    /// answering a legacy server's question it parked, a request of a
+    /// legacy client's session it opened), so a plain round-robin
+    /// balancer needs no rule and no affinity.
     pub peers: Vec<(String, String)>,
     /// How long a call parked on a legacy server's question waits for the
     /// retry ([`PARK_TTL`] when `None`).

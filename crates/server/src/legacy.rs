@@ -223,7 +223,13 @@ impl Server {
         } else {
             version::LEGACY
         };
-        let id = seal::encode(&self.inner.keys.random()[..24]);
+        let random = seal::encode(&self.inner.keys.random()[..24]);
+        // `REPLICA.RANDOM` among replicas: a peer sends the session's
+        // requests on to this one.
+        let id = match self.inner.tasks.origin() {
+            Some(origin) => format!("{origin}.{random}"),
+            None => random,
+        };
         let session = Arc::new(Session {
             id,
             owner,

@@ -396,9 +396,10 @@ impl TaskStore {
         }
     }
 
-    /// The replica holding `id` (a task id, or a replica-bound
-    /// `requestState`: `ORIGIN.…`) and the URL it is reached at, when it
-    /// names another replica than this one among its peers.
+    /// The replica holding `id` (a task id, a replica-bound
+    /// `requestState` or a legacy session id: `ORIGIN.…`) and the URL it
+    /// is reached at, when it names another replica than this one among
+    /// its peers.
     pub(crate) fn holder(&self, id: &str) -> Option<(&str, &http::Uri)> {
         let own = self.origin.as_deref()?;
         let (origin, _) = id.split_once('.')?;
@@ -841,10 +842,12 @@ impl ServerBuilder {
         self
     }
 
-    /// Names this server among replicas behind one URL: its task ids start
+    /// Names this server among replicas behind one URL: its task ids, its
+    /// legacy session ids and the `requestState`s it binds to itself start
     /// with `name` (at most 64 characters; any but ASCII letters, digits,
-    /// `-` and `_` become `-`), so a request for a task that reaches another
-    /// replica is told which one holds it rather than only "not found".
+    /// `-` and `_` become `-`) and a `.`, so another replica can send their
+    /// requests on to it ([`ServerBuilder::replica_peers`]), or at least
+    /// say which replica holds a task rather than only "not found".
     pub fn task_origin(mut self, name: &str) -> Self {
         let origin = origin_name(name);
         self.task_options.origin = (!origin.is_empty()).then_some(origin);
@@ -856,8 +859,10 @@ impl ServerBuilder {
     /// endpoint, reachable from this one. Over HTTP, a request whose work
     /// lives in one of them is sent on to it (once: a request already
     /// sent on is answered here): a `tasks/get`, `tasks/update` or
-    /// `tasks/cancel` for a task whose id names it, and a retry whose
-    /// `requestState` it made [bound to itself](crate::InputRequired::bound_to_this_replica).
+    /// `tasks/cancel` for a task whose id names it, a retry whose
+    /// `requestState` it made [bound to itself](crate::InputRequired::bound_to_this_replica),
+    /// and a request (or `DELETE`) of a legacy (2025-11-25) session it
+    /// opened (session ids also start with the replica's name).
     /// So a plain round-robin balancer needs no rule. Only `http` URLs:
     /// replicas reach each other inside their network.
     ///

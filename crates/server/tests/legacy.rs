@@ -238,3 +238,85 @@ async fn live_instructions_are_computed_on_each_discover() {
     assert_eq!(r.response()["result"]["instructions"], "seen 3 times");
     http.stop().await;
 }
+
+// Replicas: a legacy session lives in the replica that opened it (its id
+// starts with the replica's name); a peer replica sends the session's
+// requests on to it, its server-to-client requests and their answers, and
+// its DELETE, so a plain round-robin balancer needs no session affinity.
+#[tokio::test]
+async fn a_session_reaching_a_peer_replica_is_sent_on_to_the_one_holding_it() {
+    let b = start(
+        builder(std::sync::Arc::default())
+            .task_origin("b")
+            .build()
+            .unwrap(),
+        HttpOptions::new(),
+    )
+    .await;
+    let a = start(
+        builder(std::sync::Arc::default())
+            .task_origin("a")
+            .replica_peers([("b", b.url().as_str())])
+            .unwrap()
+            .build()
+            .unwrap(),
+        HttpOptions::new(),
+    )
+    .await;
+    let session = initialize(&b, json!({"sampling": {}})).await;
+    assert!(session.starts_with("b."), "{session}");
+
+    // Everything of the session through a.
+    let note =
+        serde_json::to_vec(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).unwrap();
+    let r = a.post(&legacy_headers(Some(&session)), note).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let r = legacy_call(
+        &a,
+        &session,
+        json!(3),
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "old"}}),
+    )
+    .await;
+    assert_eq!(r.result()["content"][0]["text"], "old");
+    // A server-to-client request on the streamed answer, answered through a.
+    let mut stream = open_legacy(
+        &a,
+        &session,
+        json!(9),
+        "tools/call",
+        json!({"name": "need_sampling"}),
+    )
+    .await;
+    let ask = stream.next().await.unwrap();
+    assert_eq!(ask["method"], "sampling/createMessage");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}});
+    let r = a
+        .post(
+            &legacy_headers(Some(&session)),
+            serde_json::to_vec(&answer).unwrap(),
+        )
+        .await;
+    assert_eq!(r.status, 202);
+    let done = stream.next().await.unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "model said 4");
+
+    // Ended through a: gone on b.
+    let r = a
+        .raw(
+            http::Method::DELETE,
+            "/mcp",
+            &legacy_headers(Some(&session)),
+            Vec::new(),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = legacy_call(&b, &session, json!(5), "ping", json!({})).await;
+    assert_eq!(r.status, 404);
+    // a's own sessions stay on a.
+    let own = initialize(&a, json!({})).await;
+    assert!(own.starts_with("a."), "{own}");
+    let r = legacy_call(&a, &own, json!(6), "ping", json!({})).await;
+    assert_eq!(r.result(), json!({}));
+}

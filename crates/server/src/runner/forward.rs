@@ -1,7 +1,8 @@
 //! Sending a request on to the replica that holds what it names
 //! ([`crate::ServerBuilder::replica_peers`]): a `tasks/*` request for a
-//! task another replica behind the same URL handed on, or a retry whose
-//! `requestState` belongs to work held in another replica's memory. The
+//! task another replica behind the same URL handed on, a retry whose
+//! `requestState` belongs to work held in another replica's memory, or a
+//! request of a legacy (2025-11-25) session another replica opened. The
 //! peer gets the request as it came (its credentials included: it
 //! authenticates the caller itself) and its answer goes back as it comes,
 //! streamed.
@@ -13,7 +14,7 @@ use http::header::{
     CONNECTION, CONTENT_LENGTH, HOST, HeaderName, HeaderValue, PROXY_AUTHORIZATION, TE, TRAILER,
     TRANSFER_ENCODING, UPGRADE,
 };
-use http::{Method, Request, Response, Uri};
+use http::{Request, Response, Uri};
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
@@ -66,7 +67,7 @@ pub(crate) async fn to_peer(
         }
     });
     let mut request = Request::new(Full::new(body));
-    *request.method_mut() = Method::POST;
+    *request.method_mut() = head.method.clone();
     *request.uri_mut() = url
         .path_and_query()
         .map_or("/", |p| p.as_str())

@@ -580,6 +580,10 @@ impl State {
                         Err(r) => return r,
                     },
                 };
+                if let Some((replica, url)) = self.session_holder(req.headers()) {
+                    let (head, _) = req.into_parts();
+                    return Box::pin(self.send_on(None, &replica, &url, &head, Bytes::new())).await;
+                }
                 return self.delete(req.headers(), principal.as_ref(), peer);
             }
             _ => {
@@ -646,6 +650,10 @@ impl State {
                 );
             }
         };
+        // A legacy session lives in the replica that opened it.
+        if let Some((replica, url)) = self.session_holder(&parts.headers) {
+            return Box::pin(self.send_on(None, &replica, &url, &parts, body)).await;
+        }
         if let Some(call) = fast::tool_call(&body) {
             return self.tool_call(call, &parts.headers, principal).await;
         }
@@ -661,7 +669,8 @@ impl State {
             // path's, and hyper moves the request future by value.
             Message::Request(request) => {
                 if let Some((replica, url)) = self.holder_of(&request, &parts.headers) {
-                    return Box::pin(self.send_on(&request.id, &replica, &url, &parts, body)).await;
+                    let id = Some(&request.id);
+                    return Box::pin(self.send_on(id, &replica, &url, &parts, body)).await;
                 }
                 Box::pin(self.request(request, &parts.headers, principal, peer)).await
             }
@@ -708,7 +717,7 @@ impl State {
     /// cannot be reached.
     async fn send_on(
         &self,
-        id: &RequestId,
+        id: Option<&RequestId>,
         replica: &str,
         url: &http::Uri,
         head: &http::request::Parts,
@@ -722,9 +731,21 @@ impl State {
                 let fault = Fault::internal(format!(
                     "this request's work lives on replica {replica}, which this replica ({own}) could not reach: {why}"
                 ));
-                fault_response(Some(id), &fault)
+                fault_response(id, &fault)
             }
         }
+    }
+
+    /// The peer replica holding the legacy session the request names, and
+    /// its URL; `None` when it is this replica's or names no peer, and for
+    /// a request another replica already sent on.
+    fn session_holder(&self, headers: &HeaderMap) -> Option<(String, http::Uri)> {
+        if headers.contains_key(&forward::FORWARDED_BY) {
+            return None;
+        }
+        let id = headers.get(&headers::SESSION_ID)?.to_str().ok()?;
+        let (replica, url) = self.server.inner.tasks.holder(id.trim())?;
+        Some((replica.to_owned(), url.clone()))
     }
 
     /// Answers the paths the server does not know.
