@@ -3,9 +3,9 @@
 //! task another replica behind the same URL handed on, a retry whose
 //! `requestState` belongs to work held in another replica's memory, or a
 //! request of a legacy (2025-11-25) session another replica opened. The
-//! peer gets the request as it came (its credentials included: it
-//! authenticates the caller itself) and its answer goes back as it comes,
-//! streamed.
+//! peer gets the request as it came (its `Host` and credentials included:
+//! it checks and authenticates the caller itself) and its answer goes back
+//! as it comes, streamed.
 
 use std::time::Duration;
 
@@ -75,12 +75,16 @@ pub(crate) async fn to_peer(
         .map_err(|e| format!("{url}: {e}"))?;
     let headers = request.headers_mut();
     for (name, value) in &head.headers {
-        if !hop_by_hop(name) && *name != HOST && *name != CONTENT_LENGTH {
+        if !hop_by_hop(name) && *name != CONTENT_LENGTH {
             headers.append(name, value.clone());
         }
     }
-    let host = HeaderValue::from_str(authority.as_str()).map_err(|e| format!("{url}: {e}"))?;
-    headers.insert(HOST, host);
+    // The caller's `Host` stays: the peer checks it (and a DPoP proof's
+    // URL) as the first replica did.
+    if !headers.contains_key(HOST) {
+        let host = HeaderValue::from_str(authority.as_str()).map_err(|e| format!("{url}: {e}"))?;
+        headers.insert(HOST, host);
+    }
     let own = HeaderValue::from_str(own).map_err(|e| format!("replica name {own}: {e}"))?;
     headers.insert(FORWARDED_BY, own);
     let answer = tokio::time::timeout(ANSWER_TIMEOUT, sender.send_request(request))
