@@ -297,39 +297,7 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
     else {
         return;
     };
-    let approve = Approve::default();
-    let transport = HttpTransport::builder("balanced", &url).build().unwrap();
-    let client = Client::builder("balanced", transport)
-        .timeout(Duration::from_secs(60))
-        .input_handler(approve.clone())
-        .connect()
-        .await
-        .unwrap();
-
-    let mut failures = Vec::new();
-    for i in 0..CALLS {
-        let args = json!({"text": format!("call {i}")});
-        match client
-            .call_tool("mcp__mock__echo", args.as_object().cloned())
-            .await
-        {
-            Ok(r) if !r.is_error() => {}
-            other => failures.push(format!("call {i}: {other:?}")),
-        }
-    }
-    for i in 0..APPROVALS {
-        let args = json!({"query": format!("approval {i}")});
-        match client
-            .call_tool("mcp__notes__search", args.as_object().cloned())
-            .await
-        {
-            Ok(r) if !r.is_error() => {}
-            other => failures.push(format!("approval {i}: {other:?}")),
-        }
-    }
-    client.close().await;
-    none_failed(&failures);
-    assert_eq!(*approve.asked.lock().unwrap(), APPROVALS);
+    calls_and_approvals(&url, EraPolicy::Probe, CALLS, APPROVALS).await;
     // Each answered approval was recorded once in the shared ledger.
     let used = std::fs::read_to_string(&ledger).unwrap_or_default();
     assert_eq!(used.lines().count(), APPROVALS, "{used}");
@@ -391,6 +359,45 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
     eprintln!(
         "replicas: a served {by_a} requests, b {by_b}; {crossed} of {APPROVALS} approvals completed on the other replica"
     );
+}
+
+/// A client of `url` speaking the era `era` makes `calls` echo calls and
+/// `approvals` calls that need (and get) the user's approval, with no
+/// failure, and closes.
+async fn calls_and_approvals(url: &str, era: EraPolicy, calls: usize, approvals: usize) {
+    let approve = Approve::default();
+    let transport = HttpTransport::builder("balanced", url).build().unwrap();
+    let client = Client::builder("balanced", transport)
+        .timeout(Duration::from_secs(60))
+        .era_policy(era)
+        .input_handler(approve.clone())
+        .connect()
+        .await
+        .unwrap();
+    let mut failures = Vec::new();
+    for i in 0..calls {
+        let args = json!({"text": format!("call {i}")});
+        match client
+            .call_tool("mcp__mock__echo", args.as_object().cloned())
+            .await
+        {
+            Ok(r) if r.joined_text().contains(&format!("call {i}")) => {}
+            other => failures.push(format!("call {i}: {other:?}")),
+        }
+    }
+    for i in 0..approvals {
+        let args = json!({"query": format!("approval {i}")});
+        match client
+            .call_tool("mcp__notes__search", args.as_object().cloned())
+            .await
+        {
+            Ok(r) if !r.is_error() => {}
+            other => failures.push(format!("approval {i}: {other:?}")),
+        }
+    }
+    client.close().await;
+    none_failed(&failures);
+    assert_eq!(*approve.asked.lock().unwrap(), approvals);
 }
 
 /// Fails the test with the count and the first of `failures`, if any.
@@ -609,41 +616,8 @@ async fn a_legacy_client_behind_a_plain_balancer_keeps_its_session_through_the_p
     let Some(pair) = balanced(&["mcp__mock__echo"], TaskRouting::Peers).await else {
         return;
     };
-    let approve = Approve::default();
-    let transport = HttpTransport::builder("legacy", &pair.url).build().unwrap();
-    let client = Client::builder("legacy", transport)
-        .timeout(Duration::from_secs(60))
-        .era_policy(EraPolicy::LegacyOnly)
-        .input_handler(approve.clone())
-        .connect()
-        .await
-        .unwrap();
     const LEGACY_CALLS: usize = 40;
-    const LEGACY_APPROVALS: usize = 5;
-    let mut failures = Vec::new();
-    for i in 0..LEGACY_CALLS {
-        let args = json!({"text": format!("call {i}")});
-        match client
-            .call_tool("mcp__mock__echo", args.as_object().cloned())
-            .await
-        {
-            Ok(r) if r.joined_text().contains(&format!("call {i}")) => {}
-            other => failures.push(format!("call {i}: {other:?}")),
-        }
-    }
-    for i in 0..LEGACY_APPROVALS {
-        let args = json!({"query": format!("approval {i}")});
-        match client
-            .call_tool("mcp__notes__search", args.as_object().cloned())
-            .await
-        {
-            Ok(r) if !r.is_error() => {}
-            other => failures.push(format!("approval {i}: {other:?}")),
-        }
-    }
-    client.close().await;
-    none_failed(&failures);
-    assert_eq!(*approve.asked.lock().unwrap(), LEGACY_APPROVALS);
+    calls_and_approvals(&pair.url, EraPolicy::LegacyOnly, LEGACY_CALLS, 5).await;
     // Round-robin put about half of the session's requests on the replica
     // that does not hold it.
     let log = pair.proxy.access_log();

@@ -265,19 +265,20 @@ fn only_request(asked: &switchboard_wire::InputRequiredResult) -> (String, Strin
     (key.to_string(), request.clone().unwrap().method)
 }
 
+/// The options of replica `name` of a gateway pair sharing a state key.
+fn replica(name: &str) -> GatewayOptions {
+    GatewayOptions::default()
+        .assume_yes(true)
+        .state_key(Some(vec![7u8; 32]))
+        .replica(name)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_on_another_replica_is_told_the_call_needs_affinity() {
     let dir = Dir::new();
     let host = legacy_host(&dir).await;
-    let key = vec![7u8; 32];
-    let options = |name: &str| {
-        GatewayOptions::default()
-            .assume_yes(true)
-            .state_key(Some(key.clone()))
-            .replica(name)
-    };
-    let one = serve(&host, options("replica-one")).await;
-    let two = serve(&host, options("replica-two")).await;
+    let one = serve(&host, replica("replica-one")).await;
+    let two = serve(&host, replica("replica-two")).await;
     let upstream = Upstream::all();
     let c1 = upstream_client(&one.url, &upstream, EraPolicy::Probe).await;
     let c2 = upstream_client(&two.url, &upstream, EraPolicy::Probe).await;
@@ -311,17 +312,10 @@ async fn a_retry_on_another_replica_is_told_the_call_needs_affinity() {
 async fn a_retry_on_a_peer_replica_is_sent_on_to_the_one_holding_the_call() {
     let dir = Dir::new();
     let host = legacy_host(&dir).await;
-    let key = vec![7u8; 32];
-    let options = |name: &str| {
-        GatewayOptions::default()
-            .assume_yes(true)
-            .state_key(Some(key.clone()))
-            .replica(name)
-    };
-    let one = serve(&host, options("replica-one")).await;
+    let one = serve(&host, replica("replica-one")).await;
     let two = serve(
         &host,
-        options("replica-two").peers(vec![("replica-one".into(), one.url.clone())]),
+        replica("replica-two").peers(vec![("replica-one".into(), one.url.clone())]),
     )
     .await;
     let upstream = Upstream::all();

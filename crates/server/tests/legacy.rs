@@ -55,27 +55,11 @@ async fn session_lifecycle() {
     assert_eq!(r.result(), json!({}));
     let r = legacy_call(&http, &session, json!(2), "tools/list", json!({})).await;
     assert!(r.result()["tools"].as_array().unwrap().len() > 5);
-    let r = legacy_call(
-        &http,
-        &session,
-        json!(3),
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "old"}}),
-    )
-    .await;
-    assert_eq!(r.result()["content"][0]["text"], "old");
+    echo_old(&http, &session).await;
     // Unknown sessions are 404; DELETE ends a session.
     let r = legacy_call(&http, "nope", json!(4), "ping", json!({})).await;
     assert_eq!(r.status, 404);
-    let r = http
-        .raw(
-            http::Method::DELETE,
-            "/mcp",
-            &legacy_headers(Some(&session)),
-            Vec::new(),
-        )
-        .await;
-    assert_eq!(r.status, 200);
+    assert_eq!(end_session(&http, &session).await, 200);
     let r = legacy_call(&http, &session, json!(5), "ping", json!({})).await;
     assert_eq!(r.status, 404);
     // An ended (or never known) session is 404 on DELETE too (the legacy
@@ -141,9 +125,31 @@ async fn set_level_then_logs() {
 async fn input_requests_become_server_requests() {
     let (http, _) = start_default().await;
     let session = initialize(&http, json!({"sampling": {}})).await;
+    sampling_on_the_stream(&http, &session).await;
+    http.stop().await;
+}
+
+/// `echo` called in `session`, answered.
+async fn echo_old(http: &Http, session: &str) {
+    let params = json!({"name": "echo", "arguments": {"text": "old"}});
+    let r = legacy_call(http, session, json!(3), "tools/call", params).await;
+    assert_eq!(r.result()["content"][0]["text"], "old");
+}
+
+/// Ends `session` (`DELETE`); the HTTP status.
+async fn end_session(http: &Http, session: &str) -> u16 {
+    let headers = legacy_headers(Some(session));
+    http.raw(http::Method::DELETE, "/mcp", &headers, Vec::new())
+        .await
+        .status
+}
+
+/// A tool call of `session` that asks the client's model, on its
+/// streamed answer, and gets the answer the client posts.
+async fn sampling_on_the_stream(http: &Http, session: &str) {
     let mut stream = open_legacy(
-        &http,
-        &session,
+        http,
+        session,
         json!(9),
         "tools/call",
         json!({"name": "need_sampling"}),
@@ -154,7 +160,7 @@ async fn input_requests_become_server_requests() {
     let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}});
     let r = http
         .post(
-            &legacy_headers(Some(&session)),
+            &legacy_headers(Some(session)),
             serde_json::to_vec(&answer).unwrap(),
         )
         .await;
@@ -162,7 +168,6 @@ async fn input_requests_become_server_requests() {
     let done = stream.next().await.unwrap();
     assert_eq!(done["id"], 9);
     assert_eq!(done["result"]["content"][0]["text"], "model said 4");
-    http.stop().await;
 }
 
 async fn open_legacy(http: &Http, session: &str, id: Value, method: &str, params: Value) -> Stream {
@@ -245,24 +250,7 @@ async fn live_instructions_are_computed_on_each_discover() {
 // its DELETE, so a plain round-robin balancer needs no session affinity.
 #[tokio::test]
 async fn a_session_reaching_a_peer_replica_is_sent_on_to_the_one_holding_it() {
-    let b = start(
-        builder(std::sync::Arc::default())
-            .task_origin("b")
-            .build()
-            .unwrap(),
-        HttpOptions::new(),
-    )
-    .await;
-    let a = start(
-        builder(std::sync::Arc::default())
-            .task_origin("a")
-            .replica_peers([("b", b.url().as_str())])
-            .unwrap()
-            .build()
-            .unwrap(),
-        HttpOptions::new(),
-    )
-    .await;
+    let (a, b) = replicas(|| builder(std::sync::Arc::default()), &[]).await;
     let session = initialize(&b, json!({"sampling": {}})).await;
     assert!(session.starts_with("b."), "{session}");
 
@@ -271,47 +259,12 @@ async fn a_session_reaching_a_peer_replica_is_sent_on_to_the_one_holding_it() {
         serde_json::to_vec(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).unwrap();
     let r = a.post(&legacy_headers(Some(&session)), note).await;
     assert_eq!(r.status, 202, "{r:?}");
-    let r = legacy_call(
-        &a,
-        &session,
-        json!(3),
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "old"}}),
-    )
-    .await;
-    assert_eq!(r.result()["content"][0]["text"], "old");
+    echo_old(&a, &session).await;
     // A server-to-client request on the streamed answer, answered through a.
-    let mut stream = open_legacy(
-        &a,
-        &session,
-        json!(9),
-        "tools/call",
-        json!({"name": "need_sampling"}),
-    )
-    .await;
-    let ask = stream.next().await.unwrap();
-    assert_eq!(ask["method"], "sampling/createMessage");
-    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"}});
-    let r = a
-        .post(
-            &legacy_headers(Some(&session)),
-            serde_json::to_vec(&answer).unwrap(),
-        )
-        .await;
-    assert_eq!(r.status, 202);
-    let done = stream.next().await.unwrap();
-    assert_eq!(done["result"]["content"][0]["text"], "model said 4");
+    sampling_on_the_stream(&a, &session).await;
 
     // Ended through a: gone on b.
-    let r = a
-        .raw(
-            http::Method::DELETE,
-            "/mcp",
-            &legacy_headers(Some(&session)),
-            Vec::new(),
-        )
-        .await;
-    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(end_session(&a, &session).await, 200);
     let r = legacy_call(&b, &session, json!(5), "ping", json!({})).await;
     assert_eq!(r.status, 404);
     // a's own sessions stay on a.

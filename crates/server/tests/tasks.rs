@@ -328,23 +328,10 @@ async fn a_listen_stream_gets_the_status_of_the_callers_tasks() {
 // rule. The answer is the holder's, as it came.
 #[tokio::test]
 async fn a_task_request_reaching_another_replica_is_sent_on_to_the_one_holding_it() {
-    let b = start(
-        tasks_builder(Duration::from_secs(60))
-            .task_origin("b")
-            .build()
-            .unwrap(),
-        HttpOptions::new(),
-    )
-    .await;
     // Port 9 (discard) on loopback: nothing listens there.
-    let a = start(
-        tasks_builder(Duration::from_secs(60))
-            .task_origin("a")
-            .replica_peers([("b", b.url().as_str()), ("c", "http://127.0.0.1:9/mcp")])
-            .unwrap()
-            .build()
-            .unwrap(),
-        HttpOptions::new(),
+    let (a, b) = replicas(
+        || tasks_builder(Duration::from_secs(60)),
+        &[("c", "http://127.0.0.1:9/mcp")],
     )
     .await;
 

@@ -277,6 +277,26 @@ pub(crate) fn start_on(
     }
 }
 
+/// Two replicas of the server `make` builds: `b`, then `a` with `b` (and
+/// `more_peers`) among its peers. Returns (a, b).
+pub(crate) async fn replicas(
+    make: impl Fn() -> ServerBuilder,
+    more_peers: &[(&str, &str)],
+) -> (Http, Http) {
+    let b = start(make().task_origin("b").build().unwrap(), HttpOptions::new()).await;
+    let url = b.url();
+    let peers = [("b", url.as_str())]
+        .into_iter()
+        .chain(more_peers.iter().copied());
+    let a = make()
+        .task_origin("a")
+        .replica_peers(peers)
+        .unwrap()
+        .build()
+        .unwrap();
+    (start(a, HttpOptions::new()).await, b)
+}
+
 pub(crate) async fn start_default() -> (Http, Arc<Probe>) {
     let (server, probe) = server();
     (start(server, HttpOptions::new()).await, probe)
