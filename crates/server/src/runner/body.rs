@@ -1,6 +1,7 @@
 //! The HTTP response body: a whole buffer, nothing, a stream of SSE
-//! frames fed by a task, or a peer replica's answer passed on. Dropping a streamed body (the client went away)
-//! closes its channel, which the feeding task reads as cancellation.
+//! frames fed by a task, or a peer replica's answer passed on. Dropping a
+//! streamed body (the client went away) closes its channel, which the
+//! feeding task reads as cancellation.
 
 use std::convert::Infallible;
 use std::pin::Pin;

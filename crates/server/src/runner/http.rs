@@ -698,21 +698,34 @@ impl State {
     /// anything else, and for a request another replica already sent on.
     fn holder_of(&self, request: &Request, headers: &HeaderMap) -> Option<(String, http::Uri)> {
         use switchboard_wire::tasks::{TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
-        if headers.contains_key(&forward::FORWARDED_BY) {
-            return None;
-        }
         let params = request.params.as_ref()?;
         let id = if [TASKS_GET, TASKS_UPDATE, TASKS_CANCEL].contains(&request.method.as_str()) {
             params.get("taskId")
         } else {
             params.get("requestState")
-        }?
-        .as_str()?;
+        }?;
+        self.peer_holding(id.as_str()?, headers)
+    }
+
+    /// The peer replica holding the legacy session the request names, and
+    /// its URL; `None` when it is this replica's or names no peer, and for
+    /// a request another replica already sent on.
+    fn session_holder(&self, headers: &HeaderMap) -> Option<(String, http::Uri)> {
+        let id = headers.get(&headers::SESSION_ID)?.to_str().ok()?;
+        self.peer_holding(id.trim(), headers)
+    }
+
+    /// The peer `id` (`REPLICA.…`) names and its URL, unless another
+    /// replica already sent this request on (it is then answered here).
+    fn peer_holding(&self, id: &str, headers: &HeaderMap) -> Option<(String, http::Uri)> {
+        if headers.contains_key(&forward::FORWARDED_BY) {
+            return None;
+        }
         let (replica, url) = self.server.inner.tasks.holder(id)?;
         Some((replica.to_owned(), url.clone()))
     }
 
-    /// Sends the request on to `replica` at `url`, which holds its task,
+    /// Sends the request on to `replica` at `url`, which holds its work,
     /// and answers with what it answers; an error saying why when it
     /// cannot be reached.
     async fn send_on(
@@ -734,18 +747,6 @@ impl State {
                 fault_response(id, &fault)
             }
         }
-    }
-
-    /// The peer replica holding the legacy session the request names, and
-    /// its URL; `None` when it is this replica's or names no peer, and for
-    /// a request another replica already sent on.
-    fn session_holder(&self, headers: &HeaderMap) -> Option<(String, http::Uri)> {
-        if headers.contains_key(&forward::FORWARDED_BY) {
-            return None;
-        }
-        let id = headers.get(&headers::SESSION_ID)?.to_str().ok()?;
-        let (replica, url) = self.server.inner.tasks.holder(id.trim())?;
-        Some((replica.to_owned(), url.clone()))
     }
 
     /// Answers the paths the server does not know.
