@@ -809,6 +809,13 @@ impl ServerBuilder {
         if self.options.page_size == 0 {
             return Err(BuildError::Config("page size must be at least 1".into()));
         }
+        if !self.task_options.peers.is_empty() && self.task_options.origin.is_none() {
+            // Peers send work on by the replica names leading ids: a
+            // nameless replica's would never be found.
+            return Err(BuildError::Config(
+                "replica peers need this replica's own name (task_origin)".into(),
+            ));
+        }
         let keys = Keys::new(self.key.as_deref())
             .map_err(|e| BuildError::Config(format!("no operating-system randomness: {}", e.0)))?;
         let replay = match &self.replay_ledger {

@@ -868,7 +868,8 @@ impl ServerBuilder {
     ///
     /// # Errors
     /// [`BuildError::Config`](crate::BuildError::Config) naming the peer
-    /// whose URL is not an absolute `http` URL.
+    /// whose URL is not an absolute `http` URL. (Building a server with
+    /// peers but no [`ServerBuilder::task_origin`] fails too.)
     pub fn replica_peers<'a>(
         mut self,
         peers: impl IntoIterator<Item = (&'a str, &'a str)>,

@@ -419,4 +419,14 @@ fn a_peer_must_be_an_http_url() {
             Ok(_) => panic!("{url} was taken as a peer's URL"),
         }
     }
+    // And a replica with peers has a name of its own.
+    let nameless = Server::builder("s", "1")
+        .replica_peers([("b", "http://10.0.0.2/mcp")])
+        .unwrap()
+        .build();
+    assert!(
+        matches!(&nameless, Err(BuildError::Config(m)) if m.contains("task_origin")),
+        "{:?}",
+        nameless.err()
+    );
 }
