@@ -467,9 +467,21 @@ async fn follow_tasks(pair: &Balanced) -> Vec<String> {
             if let Err(e) = client.cancel_task(&task.task_id).await {
                 failures.push(format!("cancel: {e}"));
             }
-            match client.get_task(&task.task_id).await {
-                Ok(t) if t.status.as_str() == "cancelled" => {}
-                other => failures.push(format!("after cancel: {other:?}")),
+            // Cancellation is eventually consistent (the ack comes first):
+            // the task reads `cancelled` soon after, through the balancer.
+            let mut seen = None;
+            for _ in 0..200 {
+                match client.get_task(&task.task_id).await {
+                    Ok(t) if t.status.as_str() == "cancelled" => {
+                        seen = None;
+                        break;
+                    }
+                    other => seen = Some(format!("{other:?}")),
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            if let Some(last) = seen {
+                failures.push(format!("5 s after cancel: {last}"));
             }
         }
         other => failures.push(format!("the endless task did not start: {other:?}")),
