@@ -226,8 +226,12 @@ for url in "${warm[@]}"; do
 done
 kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $floor_pid ]] && kinds+=(nginx bare)
 for r in $(seq "$REPS"); do
+  # The plain and observed gateways take turns going first, so a machine
+  # that drifts during a round does not always favour the same one.
+  order=("${kinds[@]}")
+  if [[ -n $obs_pid ]] && (( r % 2 == 0 )); then order=(direct observed gateway "${kinds[@]:3}"); fi
   for c in 1 64; do
-    for k in "${kinds[@]}"; do
+    for k in "${order[@]}"; do
       case $k in
         direct) figure "http://127.0.0.1:$tickets_port/mcp" "$c" get_ticket ;;
         gateway) figure "http://127.0.0.1:$gw_port/mcp" "$c" mcp__tickets__get_ticket "$gw_pid" ;;

@@ -397,6 +397,33 @@ async fn a_task_request_reaching_another_replica_is_sent_on_to_the_one_holding_i
     assert_eq!(r.error_code(), -32602);
 }
 
+// The connections to a peer are kept open and reused: requests sent on
+// one after another share one connection, not one connect each.
+#[tokio::test]
+async fn requests_sent_on_to_a_peer_share_its_connection() {
+    let make = || tasks_builder(Duration::from_secs(60));
+    let b = start(make().task_origin("b").build().unwrap(), HttpOptions::new()).await;
+    let (relay, accepted) = counting_relay(b.addr).await;
+    let relay = format!("http://{relay}/mcp");
+    let a = make()
+        .task_origin("a")
+        .replica_peers([("b", relay.as_str())])
+        .unwrap()
+        .build()
+        .unwrap();
+    let a = start(a, HttpOptions::new()).await;
+    let id = start_task(&b, "quick").await;
+    for _ in 0..10 {
+        let task = call(&a, "tasks/get", json!({"taskId": id})).await.result();
+        assert_eq!(task["taskId"], id.as_str());
+    }
+    assert_eq!(
+        accepted.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "ten requests sent on to b took more than one connection"
+    );
+}
+
 /// The message of the JSON-RPC error `r` carries.
 fn message_of(r: &Resp) -> String {
     r.response()["error"]["message"]

@@ -297,6 +297,26 @@ pub(crate) async fn replicas(
     (start(a, HttpOptions::new()).await, b)
 }
 
+/// A TCP relay on loopback to `to` (`host:port`) that counts the
+/// connections it accepts: its address, and the count.
+pub(crate) async fn counting_relay(to: SocketAddr) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&accepted);
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = TcpStream::connect(to).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (addr, accepted)
+}
+
 pub(crate) async fn start_default() -> (Http, Arc<Probe>) {
     let (server, probe) = server();
     (start(server, HttpOptions::new()).await, probe)

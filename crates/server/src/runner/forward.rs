@@ -16,8 +16,9 @@ use http::header::{
 };
 use http::{Request, Response, Uri};
 use http_body_util::Full;
-use hyper_util::rt::TokioIo;
-use tokio::net::TcpStream;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 
 use super::body::Body;
 
@@ -32,75 +33,92 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// answered at once, a retry may run a tool call to its end (a streamed
 /// answer starts with its headers at once).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long a connection to a peer is kept open unused.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Sends the request (`head`, `body`) to the peer's MCP endpoint at `url`,
-/// naming this replica `own` in [`FORWARDED_BY`], and returns the peer's
-/// response with its body streamed through.
-///
-/// # Errors
-/// What went wrong reaching the peer, for the caller's error message.
-pub(crate) async fn to_peer(
-    url: &Uri,
-    own: &str,
-    head: &http::request::Parts,
-    body: Bytes,
-) -> Result<Response<Body>, String> {
-    let authority = url
-        .authority()
-        .ok_or_else(|| format!("{url} names no host"))?;
-    let host = authority
-        .host()
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let port = authority.port_u16().unwrap_or(80);
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect((host, port)))
-        .await
-        .map_err(|_| format!("connecting to {url} took longer than {CONNECT_TIMEOUT:?}"))?
-        .map_err(|e| format!("cannot connect to {url}: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| format!("HTTP handshake with {url} failed: {e}"))?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %e, "the connection to a peer replica ended with an error");
-        }
-    });
-    let mut request = Request::new(Full::new(body));
-    *request.method_mut() = head.method.clone();
-    *request.uri_mut() = url
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .parse()
-        .map_err(|e| format!("{url}: {e}"))?;
-    let headers = request.headers_mut();
-    for (name, value) in &head.headers {
-        if !hop_by_hop(name) && *name != CONTENT_LENGTH {
-            headers.append(name, value.clone());
-        }
+/// The connections to the peer replicas: kept open and reused, so a busy
+/// legacy session split across replicas, or an agent polling a task, pays
+/// one connect per peer rather than one per request.
+#[derive(Clone)]
+pub(crate) struct Peers {
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+impl Peers {
+    /// A pool with no connections yet (they are opened on first use).
+    pub(crate) fn new() -> Peers {
+        let mut tcp = HttpConnector::new();
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        let client = Client::builder(TokioExecutor::new())
+            .pool_idle_timeout(IDLE_TIMEOUT)
+            .pool_timer(hyper_util::rt::TokioTimer::new())
+            .build(tcp);
+        Peers { client }
     }
-    // The caller's `Host` stays: the peer checks it (and a DPoP proof's
-    // URL) as the first replica did.
-    if !headers.contains_key(HOST) {
-        let host = HeaderValue::from_str(authority.as_str()).map_err(|e| format!("{url}: {e}"))?;
-        headers.insert(HOST, host);
-    }
-    let own = HeaderValue::from_str(own).map_err(|e| format!("replica name {own}: {e}"))?;
-    headers.insert(FORWARDED_BY, own);
-    let answer = tokio::time::timeout(ANSWER_TIMEOUT, sender.send_request(request))
-        .await
-        .map_err(|_| format!("{url} did not answer within {ANSWER_TIMEOUT:?}"))?
-        .map_err(|e| format!("{url} did not answer: {e}"))?;
-    let (parts, incoming) = answer.into_parts();
-    let mut response = Response::new(Body::Peer(incoming));
-    *response.status_mut() = parts.status;
-    let headers = response.headers_mut();
-    for (name, value) in &parts.headers {
-        if !hop_by_hop(name) && *name != CONTENT_LENGTH {
-            headers.append(name, value.clone());
+
+    /// Sends the request (`head`, `body`) to the peer's MCP endpoint at
+    /// `url`, naming this replica `own` in [`FORWARDED_BY`], and returns
+    /// the peer's response with its body streamed through.
+    ///
+    /// # Errors
+    /// What went wrong reaching the peer, for the caller's error message.
+    pub(crate) async fn send(
+        &self,
+        url: &Uri,
+        own: &str,
+        head: &http::request::Parts,
+        body: Bytes,
+    ) -> Result<Response<Body>, String> {
+        let authority = url
+            .authority()
+            .ok_or_else(|| format!("{url} names no host"))?;
+        let mut request = Request::new(Full::new(body));
+        *request.method_mut() = head.method.clone();
+        *request.uri_mut() = url.clone();
+        let headers = request.headers_mut();
+        for (name, value) in &head.headers {
+            if !hop_by_hop(name) && *name != CONTENT_LENGTH {
+                headers.append(name, value.clone());
+            }
         }
+        // The caller's `Host` stays: the peer checks it (and a DPoP proof's
+        // URL) as the first replica did.
+        if !headers.contains_key(HOST) {
+            let host =
+                HeaderValue::from_str(authority.as_str()).map_err(|e| format!("{url}: {e}"))?;
+            headers.insert(HOST, host);
+        }
+        let own = HeaderValue::from_str(own).map_err(|e| format!("replica name {own}: {e}"))?;
+        headers.insert(FORWARDED_BY, own);
+        let answer = tokio::time::timeout(ANSWER_TIMEOUT, self.client.request(request))
+            .await
+            .map_err(|_| format!("{url} did not answer within {ANSWER_TIMEOUT:?}"))?
+            .map_err(|e| format!("{url} did not answer: {}", with_causes(&e)))?;
+        let (parts, incoming) = answer.into_parts();
+        let mut response = Response::new(Body::Peer(incoming));
+        *response.status_mut() = parts.status;
+        let headers = response.headers_mut();
+        for (name, value) in &parts.headers {
+            if !hop_by_hop(name) && *name != CONTENT_LENGTH {
+                headers.append(name, value.clone());
+            }
+        }
+        Ok(response)
     }
-    Ok(response)
+}
+
+/// An error and each of its causes, `: `-separated (the pool's own error
+/// says only which stage failed; the cause says why).
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
 }
 
 /// Headers that describe one hop's connection, not the message (RFC 9110

@@ -283,6 +283,7 @@ pub async fn serve(
         server: server.clone(),
         guard,
         options,
+        peers: forward::Peers::new(),
     });
     let permits = Arc::new(Semaphore::new(state.options.max_connections));
     // Every connection task holds a clone; when all are gone, `done` ends.
@@ -400,6 +401,8 @@ struct State {
     server: Server,
     guard: Guard,
     options: HttpOptions,
+    /// The open connections to the replica's peers.
+    peers: forward::Peers,
 }
 
 type HttpResponse = Response<Body>;
@@ -737,7 +740,7 @@ impl State {
         body: Bytes,
     ) -> HttpResponse {
         let own = self.server.inner.tasks.origin().unwrap_or_default();
-        match forward::to_peer(url, own, head, body).await {
+        match self.peers.send(url, own, head, body).await {
             Ok(answer) => answer,
             Err(why) => {
                 tracing::warn!(replica, %url, error = %why, "a peer replica could not be reached");
