@@ -397,6 +397,52 @@ async fn a_task_request_reaching_another_replica_is_sent_on_to_the_one_holding_i
     assert_eq!(r.error_code(), -32602);
 }
 
+// A listen following tasks that one peer holds is that peer's stream, so
+// their notifications reach a client whose balancer picked another
+// replica. A listen naming tasks of several replicas is answered where it
+// arrives, for that replica's own tasks (the client polls the others).
+#[tokio::test]
+async fn a_listen_for_a_peers_tasks_is_sent_on_to_it() {
+    let (a, b) = replicas(|| tasks_builder(Duration::from_secs(60)), &[]).await;
+    let theirs = start_task(&b, "forever").await;
+    let listen = |ids: Vec<&str>| json!({"notifications": {"taskIds": ids}, "_meta": tasks_meta()});
+    let mut s = a
+        .open(json!("L1"), "subscriptions/listen", listen(vec![&theirs]))
+        .await;
+    let ack = s.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([theirs]));
+    call(&a, "tasks/cancel", json!({"taskId": theirs}))
+        .await
+        .result();
+    let n = loop {
+        let n = s.next().await.unwrap();
+        if n["params"]["status"] == "cancelled" {
+            break n;
+        }
+    };
+    assert_eq!(n["method"], "notifications/tasks");
+    assert_eq!(n["params"]["taskId"], theirs.as_str());
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L1"
+    );
+    s.close();
+
+    let own = start_task(&a, "forever").await;
+    let other = start_task(&b, "forever").await;
+    let mut s = a
+        .open(
+            json!("L2"),
+            "subscriptions/listen",
+            listen(vec![&own, &other]),
+        )
+        .await;
+    let ack = s.next().await.unwrap();
+    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([own]));
+    s.close();
+}
+
 // The connections to a peer are kept open and reused: requests sent on
 // one after another share one connection, not one connect each.
 #[tokio::test]

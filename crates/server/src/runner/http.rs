@@ -696,18 +696,41 @@ impl State {
     }
 
     /// The peer replica holding what the request is about, and its URL:
-    /// the task a `tasks/get`, `tasks/update` or `tasks/cancel` names, or
-    /// the work a replica-bound `requestState` belongs to. `None` for
+    /// the task a `tasks/get`, `tasks/update` or `tasks/cancel` names, the
+    /// tasks a `subscriptions/listen` follows when one peer holds them all,
+    /// or the work a replica-bound `requestState` belongs to. `None` for
     /// anything else, and for a request another replica already sent on.
     fn holder_of(&self, request: &Request, headers: &HeaderMap) -> Option<(String, http::Uri)> {
         use switchboard_wire::tasks::{TASKS_CANCEL, TASKS_GET, TASKS_UPDATE};
         let params = request.params.as_ref()?;
-        let id = if [TASKS_GET, TASKS_UPDATE, TASKS_CANCEL].contains(&request.method.as_str()) {
+        let name = request.method.as_str();
+        let id = if [TASKS_GET, TASKS_UPDATE, TASKS_CANCEL].contains(&name) {
             params.get("taskId")
+        } else if name == method::SUBSCRIPTIONS_LISTEN {
+            return self.listen_holder(params, headers);
         } else {
             params.get("requestState")
         }?;
         self.peer_holding(id.as_str()?, headers)
+    }
+
+    /// The peer holding every task a `subscriptions/listen` asks to follow,
+    /// when they are all that one peer's: the stream is then the peer's,
+    /// which sees those tasks change. A listen naming this replica's tasks,
+    /// or several replicas', is answered here (its acknowledgment lists
+    /// the tasks this replica reports on; the client polls the others).
+    fn listen_holder(&self, params: &Value, headers: &HeaderMap) -> Option<(String, http::Uri)> {
+        let ids = params.get("notifications")?.get("taskIds")?.as_array()?;
+        let mut holder: Option<(String, http::Uri)> = None;
+        for id in ids {
+            let (replica, url) = self.peer_holding(id.as_str()?, headers)?;
+            match &holder {
+                Some((held_by, _)) if *held_by != replica => return None,
+                Some(_) => {}
+                None => holder = Some((replica, url)),
+            }
+        }
+        holder
     }
 
     /// The peer replica holding the legacy session the request names, and
