@@ -350,6 +350,12 @@ pub(crate) struct ServeArgs {
     /// Do not watch the config file (SIGHUP still reloads it).
     #[arg(long)]
     pub(crate) no_watch: bool,
+    /// On Ctrl-C / SIGTERM, first drain for SECS seconds: /readyz answers
+    /// 503 so the load balancer stops sending new callers, while calls,
+    /// tasks and approvals in progress are still served; then stop. A
+    /// second signal stops at once (default 0: stop at once).
+    #[arg(long, value_name = "SECS", default_value_t = 0, requires = "http")]
+    pub(crate) drain: u64,
     /// How HTTP callers authenticate: named bearer tokens (token) or OAuth
     /// access tokens of an issuer (oauth).
     #[arg(long, value_enum, requires = "http")]

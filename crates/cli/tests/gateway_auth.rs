@@ -693,3 +693,58 @@ async fn refused_calls_are_not_asked_about() {
     assert!(!r.is_error(), "{r:?}");
     assert_eq!(answer.asked.lock().unwrap().len(), 1);
 }
+
+// --drain: at SIGTERM /readyz turns 503 ("draining") so a balancer takes
+// the replica out of rotation, while calls are still served; a second
+// SIGTERM stops it at once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draining_gateway_is_not_ready_but_still_serves() {
+    let sb = Sandbox::new();
+    let cfg = open_config(&sb);
+    let mut gw = serve(&sb, &cfg, &["--drain", "600"], &[]).await;
+    let (status, _, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
+    assert_eq!(status, 200, "{body}");
+    let term = || {
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &gw.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    term();
+    let stderr = Arc::clone(&gw.stderr);
+    tokio::task::spawn_blocking(move || wait_for(&stderr, "draining", Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let (status, _, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
+    assert_eq!(status, 503, "{body}");
+    let doc: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(doc, json!({"ready": false, "draining": true}));
+    // Still serving: a client connects and calls a tool.
+    let transport = HttpTransport::builder("gateway", &gw.url).build().unwrap();
+    let c = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let r = c
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    drop(c);
+    term();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = gw.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "a second SIGTERM did not stop the draining gateway: {}",
+            gw.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}: {}", gw.stderr());
+}

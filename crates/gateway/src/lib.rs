@@ -105,6 +105,7 @@ mod trace;
 
 use std::time::Duration;
 
+pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
 pub use reload::{ConfigSource, watch_config};
@@ -269,6 +270,7 @@ pub struct Gateway {
     telemetry: Telemetry,
     auth: Option<InboundAuth>,
     tool_count: usize,
+    drain: Drain,
     sync: JoinHandle<()>,
     offers: JoinHandle<()>,
 }
@@ -324,6 +326,7 @@ impl Gateway {
             telemetry,
             auth,
             tool_count,
+            drain: Drain::default(),
             sync,
             offers,
         })
@@ -361,7 +364,7 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
-        let mut options = health::routes(HttpOptions::new(), &self.host);
+        let mut options = health::routes(HttpOptions::new(), &self.host, &self.drain);
         if let Some(auth) = &self.auth {
             options = options.auth(auth.validator(), auth.metadata().clone());
         }
@@ -373,6 +376,14 @@ impl Gateway {
             });
         }
         run::http(&self.server, listener, options, shutdown).await
+    }
+
+    /// The gateway's drain switch: started, `/readyz` answers 503 so a
+    /// balancer stops sending new callers while everything is still
+    /// served (stop the gateway afterwards with the `shutdown` future).
+    #[must_use]
+    pub fn drain(&self) -> Drain {
+        self.drain.clone()
     }
 
     /// The gateway's telemetry (to flush traces at the end:

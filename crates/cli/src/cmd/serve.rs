@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use switchboard_gateway::{
-    ConfigSource, Gateway, GatewayOptions, InboundAuth, Introspection, OAuthInbound, StaticTokens,
-    Telemetry, watch_config,
+    ConfigSource, Drain, Gateway, GatewayOptions, InboundAuth, Introspection, OAuthInbound,
+    StaticTokens, Telemetry, watch_config,
 };
 use switchboard_host::MountOptions;
 
@@ -49,6 +49,8 @@ pub(crate) struct ServeSettings {
     replay_ledger: Option<PathBuf>,
     /// Watch the config file.
     watch: bool,
+    /// How long to drain before stopping.
+    drain: std::time::Duration,
 }
 
 /// How callers will authenticate, before the address is bound (the
@@ -135,6 +137,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         state_key_file: a.state_key_file,
         replay_ledger: a.replay_ledger,
         watch: !a.no_watch,
+        drain: std::time::Duration::from_secs(a.drain),
     })
 }
 
@@ -266,17 +269,46 @@ async fn run_on(
     }
     let gateway = Gateway::new(&session.host, options)?;
     // The address goes to stderr: stdout is not used.
+    let stopping = if serve.drain.is_zero() {
+        "Ctrl-C stops it".to_owned()
+    } else {
+        format!(
+            "Ctrl-C drains it for {} s, then stops it",
+            serve.drain.as_secs()
+        )
+    };
     crate::out::note(format!(
-        "switchboard gateway: http://{local}/mcp ({} tools; {how}; Ctrl-C stops it)",
+        "switchboard gateway: http://{local}/mcp ({} tools; {how}; {stopping})",
         gateway.tool_count()
     ));
     if metrics {
         crate::out::note(format!("metrics: http://{local}/metrics"));
     }
+    let stop = drain_then_stop(gateway.drain(), serve.drain);
     gateway
-        .serve_http(listener, crate::shutdown_signal())
+        .serve_http(listener, stop)
         .await
         .context("HTTP gateway")
+}
+
+/// Completes when the gateway is to stop: at Ctrl-C / SIGTERM, or with a
+/// drain period, that long after it (`/readyz` answering 503 meanwhile)
+/// or at a second signal, whichever comes first.
+async fn drain_then_stop(drain: Drain, period: std::time::Duration) {
+    crate::shutdown_signal().await;
+    if period.is_zero() {
+        return;
+    }
+    drain.start();
+    crate::out::note(format!(
+        "draining: /readyz answers 503; still serving for {} s (a second Ctrl-C / SIGTERM stops at once)",
+        period.as_secs()
+    ));
+    tokio::select! {
+        () = tokio::time::sleep(period) => {}
+        () = crate::shutdown_signal() => {}
+    }
+    crate::out::note("drained: stopping");
 }
 
 fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
