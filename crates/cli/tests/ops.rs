@@ -350,7 +350,7 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
             .lock()
             .unwrap()
             .iter()
-            .find(|(_, body)| contains(body, b"call mock/echo"))
+            .find(|(_, body)| contains(body, b"tools/call echo"))
             .cloned();
         if let Some(found) = found {
             break found;
@@ -375,6 +375,18 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
         contains(&all, b"tools/call mcp__mock__echo"),
         "upstream span"
     );
+    // OpenTelemetry's MCP attributes, and the server the call went to.
+    for attribute in [
+        &b"mcp.method.name"[..],
+        b"gen_ai.tool.name",
+        b"switchboard.server",
+    ] {
+        assert!(
+            contains(&all, attribute),
+            "{}",
+            String::from_utf8_lossy(attribute)
+        );
+    }
     // The trace id travels as 16 raw bytes.
     let trace_id = [
         0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31,
@@ -413,7 +425,7 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
     let start = Instant::now();
     loop {
         let all = collector.all_bodies();
-        if contains(&all, b"tools/call mcp__mock__task") && contains(&all, b"call mock/task") {
+        if contains(&all, b"tools/call mcp__mock__task") && contains(&all, b"tools/call task") {
             // Both spans of the task's trace: the server span (the remote
             // parent c7ad…) and the downstream call.
             assert!(contains(&all, &task_trace), "the task call's trace id");

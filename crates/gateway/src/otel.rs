@@ -4,11 +4,16 @@
 //! (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`,
 //! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, …).
 //!
-//! Each upstream `tools/call` is a server span (`tools/call TOOL`), and
-//! the downstream call a client span under it (`call ALIAS/TOOL`, with the
-//! server alias, the tool and the outcome), recorded by the host's
-//! [`CallObserver`] with the span id the downstream request carried in its
-//! `traceparent`. Batches go out through the workspace's hyper client
+//! Each upstream `tools/call` is a server span (`tools/call TOOL`, TOOL
+//! the namespaced name), and the downstream call a client span under it
+//! (`tools/call ORIGINAL`, with the server alias and the gate's decision),
+//! recorded by the host's [`CallObserver`] with the span id the downstream
+//! request carried in its `traceparent`. Names and attributes follow
+//! OpenTelemetry's MCP conventions (`mcp.method.name`, `gen_ai.tool.name`,
+//! `error.type`); a call that did not end ok also has
+//! `switchboard.outcome` (the audit log's word for it). Attributes are
+//! kept to those: each one is converted and encoded again for every span
+//! exported. Batches go out through the workspace's hyper client
 //! (rustls with ring), not a second HTTP stack.
 
 use std::time::{Duration, SystemTime};
@@ -116,16 +121,15 @@ impl Otel {
             ),
             None => opentelemetry::Context::new(),
         };
-        let mut builder = SpanBuilder::from_name(format!("tools/call {tool}"))
+        let mut attributes = Vec::with_capacity(4);
+        attributes.push(KeyValue::new(METHOD, TOOLS_CALL));
+        attributes.push(KeyValue::new(TOOL, tool.to_owned()));
+        push_outcome(&mut attributes, outcome);
+        let mut builder = SpanBuilder::from_name(format!("{TOOLS_CALL} {tool}"))
             .with_kind(SpanKind::Server)
             .with_trace_id(trace_id)
             .with_start_time(started)
-            .with_attributes([
-                KeyValue::new("rpc.system", "mcp"),
-                KeyValue::new("rpc.method", "tools/call"),
-                KeyValue::new("mcp.tool.name", tool.to_owned()),
-                KeyValue::new("switchboard.outcome", outcome.as_str()),
-            ]);
+            .with_attributes(attributes);
         builder.span_id = span_id(&trace.span_id);
         builder.status = status(outcome);
         let mut span = builder.start_with_context(&self.tracer, &parent);
@@ -161,23 +165,40 @@ impl CallObserver for Otel {
         ));
         let alias = call.alias.unwrap_or("");
         let original = call.original_tool.unwrap_or(call.tool);
-        let mut builder = SpanBuilder::from_name(format!("call {alias}/{original}"))
+        let mut attributes = Vec::with_capacity(6);
+        attributes.push(KeyValue::new(METHOD, TOOLS_CALL));
+        attributes.push(KeyValue::new(TOOL, original.to_owned()));
+        attributes.push(KeyValue::new("switchboard.server", alias.to_owned()));
+        if let Some(decision) = call.decision {
+            attributes.push(KeyValue::new("switchboard.decision", decision.as_str()));
+        }
+        push_outcome(&mut attributes, call.outcome);
+        let mut builder = SpanBuilder::from_name(format!("{TOOLS_CALL} {original}"))
             .with_kind(SpanKind::Client)
             .with_start_time(call.started)
-            .with_attributes([
-                KeyValue::new("switchboard.server", alias.to_owned()),
-                KeyValue::new("mcp.tool.name", original.to_owned()),
-                KeyValue::new("switchboard.tool", call.tool.to_owned()),
-                KeyValue::new("switchboard.outcome", call.outcome.as_str()),
-                KeyValue::new(
-                    "switchboard.decision",
-                    call.decision.map_or("none", |d| d.as_str()),
-                ),
-            ]);
+            .with_attributes(attributes);
         builder.span_id = Some(own);
         builder.status = status(call.outcome);
         let mut span = builder.start_with_context(&self.tracer, &parent);
         span.end_with_timestamp(call.started + call.duration);
+    }
+}
+
+/// The MCP method attribute, and the method both spans are about.
+const METHOD: &str = "mcp.method.name";
+const TOOLS_CALL: &str = "tools/call";
+/// The tool attribute.
+const TOOL: &str = "gen_ai.tool.name";
+
+/// What a call that did not end ok adds: its outcome, and for a failure
+/// its `error.type`.
+fn push_outcome(attributes: &mut Vec<KeyValue>, outcome: Outcome) {
+    if outcome == Outcome::Ok {
+        return;
+    }
+    attributes.push(KeyValue::new("switchboard.outcome", outcome.as_str()));
+    if outcome != Outcome::Denied {
+        attributes.push(KeyValue::new("error.type", outcome.as_str()));
     }
 }
 
