@@ -34,6 +34,10 @@
 #   OBS_ENV       extra environment for it (NAME=VALUE, space separated)
 #   OTLP_SINK=1   start bench/otlp-sink.py (on wrk's CPU) and point the observed gateway's
 #                 OTEL_EXPORTER_OTLP_ENDPOINT at it (adds to OBS_ENV)
+#   CONTROL=1     also run a second plain gateway, measured like the observed
+#                 one: its CPU per call over the plain gateway's is this
+#                 machine's noise floor for the observed/plain figure
+#                 (ideally 1.00)
 #   RT_PRIO       run the servers and wrk at SCHED_FIFO priority N (needs
 #                 root): other work on the machine (builds) then cannot
 #                 take their CPUs in the middle of a figure
@@ -89,7 +93,7 @@ wait_up() {
 }
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2)); floor_port=$((PORT + 4))
-bare_port=$((PORT + 5))
+bare_port=$((PORT + 5)); control_port=$((PORT + 6))
 "${rt[@]}" taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
 tickets_pid=$!; pids+=("$tickets_pid")
 wait_up "http://127.0.0.1:$tickets_port/mcp"
@@ -133,6 +137,11 @@ if [[ -n ${OBS_FLAGS:-}${OBS_ENV:-} ]]; then
   # shellcheck disable=SC2086 # split on purpose
   start_gateway "$obs_port" "$work/obs.log" ${OBS_ENV:-} -- ${OBS_FLAGS:-}
   obs_pid=${pids[-1]}
+fi
+control_pid=""
+if [[ -n ${CONTROL:-} ]]; then
+  start_gateway "$control_port" "$work/control.log"
+  control_pid=${pids[-1]}
 fi
 
 floor_pid=""
@@ -224,18 +233,24 @@ for url in "${warm[@]}"; do
   MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
     "$BENCH_DIR/http-load.sh" "$url" 64 2 >/dev/null
 done
-kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $floor_pid ]] && kinds+=(nginx bare)
+kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $control_pid ]] && kinds+=(control)
+[[ -n $floor_pid ]] && kinds+=(nginx bare)
 for r in $(seq "$REPS"); do
-  # The plain and observed gateways take turns going first, so a machine
-  # that drifts during a round does not always favour the same one.
+  # After the direct figure, the proxies go in one order in odd rounds and
+  # the reverse in even ones, so a machine that drifts during a round does
+  # not always favour the same one.
   order=("${kinds[@]}")
-  if [[ -n $obs_pid ]] && (( r % 2 == 0 )); then order=(direct observed gateway "${kinds[@]:3}"); fi
+  if (( r % 2 == 0 )); then
+    order=(direct)
+    for (( i = ${#kinds[@]} - 1; i >= 1; i-- )); do order+=("${kinds[$i]}"); done
+  fi
   for c in 1 64; do
     for k in "${order[@]}"; do
       case $k in
         direct) figure "http://127.0.0.1:$tickets_port/mcp" "$c" get_ticket ;;
         gateway) figure "http://127.0.0.1:$gw_port/mcp" "$c" mcp__tickets__get_ticket "$gw_pid" ;;
         observed) figure "http://127.0.0.1:$obs_port/mcp" "$c" mcp__tickets__get_ticket "$obs_pid" ;;
+        control) figure "http://127.0.0.1:$control_port/mcp" "$c" mcp__tickets__get_ticket "$control_pid" ;;
         nginx) figure "http://127.0.0.1:$floor_port/mcp" "$c" get_ticket "$floor_pid" ;;
         bare) figure "http://127.0.0.1:$bare_port/mcp" "$c" get_ticket "$bare_pid" ;;
       esac
@@ -258,7 +273,7 @@ over_rounds() { # EXPR-FUNCTION ARGS...
 cpu_ratio() { echo "${GUS[$2,$3,$1]} / ${TUS[direct,$3,$1]}" | bc -l; }
 added_p50() { echo "(${P50[$2,1,$1]} - ${P50[direct,1,$1]}) / ${P50[direct,1,$1]}" | bc -l; }
 tput() { echo "${RPS[$2,$3,$1]} / ${RPS[direct,$3,$1]}" | bc -l; }
-obs_cost() { echo "${GUS[observed,$2,$1]} / ${GUS[gateway,$2,$1]}" | bc -l; }
+obs_cost() { echo "${GUS[$3,$2,$1]} / ${GUS[gateway,$2,$1]}" | bc -l; }
 pick() { local -n arr=$2; echo "${arr[$3,$4,$1]}"; } # round ARRAY kind c
 
 echo "medians over $REPS rounds:"
@@ -284,5 +299,9 @@ if [[ -n $floor_pid ]]; then
 fi
 if [[ -n $obs_pid ]]; then
   printf 'observed / plain gateway CPU per call: c1 %.3f  c64 %.3f  (target <= 1.05)\n' \
-    "$(over_rounds obs_cost 1)" "$(over_rounds obs_cost 64)"
+    "$(over_rounds obs_cost 1 observed)" "$(over_rounds obs_cost 64 observed)"
+fi
+if [[ -n $control_pid ]]; then
+  printf 'control (a second plain gateway) / plain gateway CPU per call: c1 %.3f  c64 %.3f  (the noise floor; ideally 1)\n' \
+    "$(over_rounds obs_cost 1 control)" "$(over_rounds obs_cost 64 control)"
 fi

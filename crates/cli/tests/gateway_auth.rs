@@ -141,11 +141,16 @@ fn list_raw(gw: &Running, authorization: Option<&str>) -> (u16, Vec<(String, Str
 
 /// An MCP client presenting `token`.
 async fn client(gw: &Running, token: &str) -> Client {
-    let transport = HttpTransport::builder("gateway", &gw.url)
-        .header("Authorization", format!("Bearer {token}"))
-        .build()
-        .unwrap();
-    Client::builder("gateway", transport)
+    client_with(gw, Some(token)).await
+}
+
+/// An MCP client presenting `token`, or no `Authorization` at all.
+async fn client_with(gw: &Running, token: Option<&str>) -> Client {
+    let mut transport = HttpTransport::builder("gateway", &gw.url);
+    if let Some(token) = token {
+        transport = transport.header("Authorization", format!("Bearer {token}"));
+    }
+    Client::builder("gateway", transport.build().unwrap())
         .timeout(Duration::from_secs(60))
         .connect()
         .await
@@ -166,18 +171,21 @@ async fn tool_names(client: &Client) -> Vec<String> {
 /// Calls `list_notes` with `token` and checks the audit log in `dir`
 /// names `principal`.
 async fn call_is_audited_as(gw: &Running, token: &str, dir: &std::path::Path, principal: &str) {
-    let c = client(gw, token).await;
-    let r = c
-        .call_tool("mcp__notes__list_notes", args(json!({})))
-        .await
-        .unwrap();
-    assert!(!r.is_error(), "{r:?}");
-    drop(c);
+    lists_notes(&client(gw, token).await).await;
     let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
     assert!(
         audit.contains(&format!("\"principal\":\"{principal}\"")),
         "{audit}"
     );
+}
+
+/// Calls `list_notes` through `c` and checks it ran.
+async fn lists_notes(c: &Client) {
+    let r = c
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
 }
 
 fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
@@ -721,18 +729,7 @@ async fn a_draining_gateway_is_not_ready_but_still_serves() {
     let doc: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
     assert_eq!(doc, json!({"ready": false, "draining": true}));
     // Still serving: a client connects and calls a tool.
-    let transport = HttpTransport::builder("gateway", &gw.url).build().unwrap();
-    let c = Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap();
-    let r = c
-        .call_tool("mcp__notes__list_notes", args(json!({})))
-        .await
-        .unwrap();
-    assert!(!r.is_error(), "{r:?}");
-    drop(c);
+    lists_notes(&client_with(&gw, None).await).await;
     term();
     let started = std::time::Instant::now();
     let status = loop {

@@ -120,15 +120,21 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     fn from(error: E) -> Self {
-        let mut message = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        HandlerError::msg(message)
+        HandlerError::msg(with_causes(&error))
     }
+}
+
+/// An error and each of its causes, `: `-separated (a wrapping error's own
+/// text often says only what failed; its cause says why).
+pub(crate) fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 impl fmt::Debug for HandlerError {

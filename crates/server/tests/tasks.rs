@@ -299,18 +299,7 @@ async fn a_listen_stream_gets_the_status_of_the_callers_tasks() {
     call(&http, "tasks/cancel", json!({"taskId": id}))
         .await
         .result();
-    let n = loop {
-        let n = s.next().await.unwrap();
-        if n["params"]["status"] == "cancelled" {
-            break n;
-        }
-    };
-    assert_eq!(n["method"], "notifications/tasks");
-    assert_eq!(n["params"]["taskId"], json!(id));
-    assert_eq!(
-        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-        "L1"
-    );
+    cancelled_on_the_stream(&mut s, &id, "L1").await;
     s.close();
     // Without the extension, asking for task notifications is refused.
     let r = http
@@ -415,18 +404,7 @@ async fn a_listen_for_a_peers_tasks_is_sent_on_to_it() {
     call(&a, "tasks/cancel", json!({"taskId": theirs}))
         .await
         .result();
-    let n = loop {
-        let n = s.next().await.unwrap();
-        if n["params"]["status"] == "cancelled" {
-            break n;
-        }
-    };
-    assert_eq!(n["method"], "notifications/tasks");
-    assert_eq!(n["params"]["taskId"], theirs.as_str());
-    assert_eq!(
-        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
-        "L1"
-    );
+    cancelled_on_the_stream(&mut s, &theirs, "L1").await;
     s.close();
 
     let own = start_task(&a, "forever").await;
@@ -467,6 +445,23 @@ async fn requests_sent_on_to_a_peer_share_its_connection() {
         accepted.load(std::sync::atomic::Ordering::SeqCst),
         1,
         "ten requests sent on to b took more than one connection"
+    );
+}
+
+/// Reads the listen stream `s` until task `id` shows `cancelled`, in a
+/// `notifications/tasks` of subscription `subscription`.
+async fn cancelled_on_the_stream(s: &mut Stream, id: &str, subscription: &str) {
+    let n = loop {
+        let n = s.next().await.unwrap();
+        if n["params"]["status"] == "cancelled" {
+            break n;
+        }
+    };
+    assert_eq!(n["method"], "notifications/tasks");
+    assert_eq!(n["params"]["taskId"], id);
+    assert_eq!(
+        n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        subscription
     );
 }
 

@@ -21,6 +21,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
 use super::body::Body;
+use crate::error::with_causes;
 
 /// Names the replica that sent a request on. Such a request is answered
 /// where it arrives, never sent on again, so two replicas that each think
@@ -106,19 +107,6 @@ impl Peers {
         }
         Ok(response)
     }
-}
-
-/// An error and each of its causes, `: `-separated (the pool's own error
-/// says only which stage failed; the cause says why).
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        text.push_str(": ");
-        text.push_str(&c.to_string());
-        cause = c.source();
-    }
-    text
 }
 
 /// Headers that describe one hop's connection, not the message (RFC 9110
