@@ -446,6 +446,20 @@ async fn requests_sent_on_to_a_peer_share_its_connection() {
         1,
         "ten requests sent on to b took more than one connection"
     );
+
+    // b restarts on the same address: the closed connection is not reused,
+    // the next request reaches the new b (which no longer knows the task).
+    let addr = b.addr;
+    b.stop().await;
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
+    let _b = start_on(
+        listener,
+        make().task_origin("b").build().unwrap(),
+        HttpOptions::new(),
+    );
+    let r = call(&a, "tasks/get", json!({"taskId": id})).await;
+    assert_eq!(r.error_code(), -32602, "{:?}", r.response());
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
 
 /// Reads the listen stream `s` until task `id` shows `cancelled`, in a
