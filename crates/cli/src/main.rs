@@ -161,24 +161,55 @@ async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
 
 /// Completes on Ctrl-C or SIGTERM.
 pub(crate) async fn shutdown_signal() {
+    StopSignals::new().next().await;
+}
+
+/// Ctrl-C and SIGTERM, listened for from creation on: each
+/// [`StopSignals::next`] completes at the next one, so a second signal
+/// that arrives while the first is being handled is not missed.
+pub(crate) struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    /// Starts listening (inside the runtime).
+    pub(crate) fn new() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            StopSignals {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// Completes at the next Ctrl-C or SIGTERM.
+    pub(crate) async fn next(&mut self) {
+        #[cfg(unix)]
+        match (&mut self.interrupt, &mut self.terminate) {
+            (Some(interrupt), Some(terminate)) => {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
                 }
             }
-            Err(_) => {
+            (Some(only), None) | (None, Some(only)) => {
+                only.recv().await;
+            }
+            (None, None) => {
                 let _ = tokio::signal::ctrl_c().await;
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

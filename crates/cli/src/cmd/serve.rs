@@ -295,7 +295,8 @@ async fn run_on(
 /// drain period, that long after it (`/readyz` answering 503 meanwhile)
 /// or at a second signal, whichever comes first.
 async fn drain_then_stop(drain: Drain, period: std::time::Duration) {
-    crate::shutdown_signal().await;
+    let mut signals = crate::StopSignals::new();
+    signals.next().await;
     if period.is_zero() {
         return;
     }
@@ -306,7 +307,7 @@ async fn drain_then_stop(drain: Drain, period: std::time::Duration) {
     ));
     tokio::select! {
         () = tokio::time::sleep(period) => {}
-        () = crate::shutdown_signal() => {}
+        () = signals.next() => {}
     }
     crate::out::note("drained: stopping");
 }
