@@ -13,7 +13,9 @@
 //! dropped under load. Calls that end together share one write
 //! ([`AuditLog::append_grouped`]): the first waits for the others once and
 //! writes every waiting line under one lock, each caller still returning
-//! only when its own line is in the file. Arguments are recorded as their
+//! only when its own line is in the file. A call that is the only one in
+//! flight ([`AuditLog::call_in_flight`]) has nobody to wait for and writes
+//! at once. Arguments are recorded as their
 //! field names and a sha256 of their canonical JSON, never their values.
 
 use std::fs::{File, OpenOptions};
@@ -221,6 +223,20 @@ pub struct AuditLog {
     group: Mutex<Group>,
     /// Writes made (one per group), for the tests of grouping.
     writes: std::sync::atomic::AtomicU64,
+    /// Calls in flight that will write a line ([`AuditLog::call_in_flight`]).
+    in_flight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// One call in flight, counted by its log until dropped
+/// ([`AuditLog::call_in_flight`]).
+#[derive(Debug)]
+#[must_use = "the call counts as in flight only while this is held"]
+pub struct CallInFlight(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for CallInFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// The lines waiting for the next group write.
@@ -301,6 +317,7 @@ impl AuditLog {
             state: Mutex::new(state),
             group: Mutex::default(),
             writes: std::sync::atomic::AtomicU64::new(0),
+            in_flight: std::sync::Arc::default(),
         })
     }
 
@@ -332,6 +349,18 @@ impl AuditLog {
         self.write_locked(&[fields]).map_err(|e| self.io_error(e))
     }
 
+    /// Counts a call as in flight until the returned guard is dropped
+    /// (after its line is appended). [`AuditLog::append_grouped`] lets the
+    /// calls ready alongside join its write only when some are counted
+    /// besides its own: the only call in flight writes at once. When no
+    /// call is counted at all (a caller that does not count), it waits for
+    /// the others as before.
+    pub fn call_in_flight(&self) -> CallInFlight {
+        self.in_flight
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        CallInFlight(self.in_flight.clone())
+    }
+
     /// [`AuditLog::append`] for a call ending among others: the line joins
     /// those waiting, and the first of them writes them all under one lock
     /// and one `write` once the tasks ready alongside it had their turn.
@@ -350,7 +379,10 @@ impl AuditLog {
         };
         if writes {
             let writer = GroupWriter(self);
-            tokio::task::yield_now().await;
+            let alone = self.in_flight.load(std::sync::atomic::Ordering::Relaxed) == 1;
+            if !alone {
+                tokio::task::yield_now().await;
+            }
             drop(writer);
         }
         match written.await {
@@ -715,6 +747,32 @@ mod tests {
         // Forty lines ready in one scheduler turn: far fewer writes.
         let writes = log.writes.load(std::sync::atomic::Ordering::Relaxed);
         assert!(writes < 10, "{writes} writes for 40 grouped lines");
+    }
+
+    #[tokio::test]
+    async fn the_only_call_in_flight_writes_without_waiting_for_others() {
+        use std::future::Future;
+        use std::task::{Context, Waker};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let mut cx = Context::from_waker(Waker::noop());
+        let only = log.call_in_flight();
+        let r = record("alone");
+        let mut append = Box::pin(log.append_grouped(&r));
+        assert!(
+            append.as_mut().poll(&mut cx).is_ready(),
+            "the only call in flight waited for others"
+        );
+        drop(only);
+        // Two in flight: the first to end waits for the other once.
+        let (first, _second) = (log.call_in_flight(), log.call_in_flight());
+        let r = record("one of two");
+        let mut append = Box::pin(log.append_grouped(&r));
+        assert!(append.as_mut().poll(&mut cx).is_pending());
+        append.await.unwrap();
+        drop(first);
+        assert_eq!(seqs(&path), [1, 2]);
     }
 
     #[tokio::test]

@@ -89,7 +89,9 @@ mod task;
 mod upstream;
 
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
-pub use audit::{AuditLog, AuditRecord, Decider, Outcome, VerifyReport, verify as verify_audit};
+pub use audit::{
+    AuditLog, AuditRecord, CallInFlight, Decider, Outcome, VerifyReport, verify as verify_audit,
+};
 pub use budget::Budget;
 pub use config::{
     Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, OAuthClientConfig,

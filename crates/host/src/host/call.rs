@@ -343,6 +343,7 @@ impl Host {
             .audit
             .as_ref()
             .map(|_| AuditRecord::for_arguments(local_name, arguments.as_ref()));
+        let in_flight = self.inner.audit.as_ref().map(|a| a.call_in_flight());
         let mut outcome = self.govern(local_name, arguments, &options).await;
         let duration = started.elapsed();
         if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
@@ -356,6 +357,7 @@ impl Host {
                 error!(error = %e, tool = %local_name, "the audit line could not be written");
             }
         }
+        drop(in_flight);
         if let Some(observer) = &self.inner.observer {
             observer.call_ended(&outcome.event(local_name, started_at, duration, &options));
         }
