@@ -15,8 +15,8 @@
 //! writes every waiting line under one lock, each caller still returning
 //! only when its own line is in the file. A call that is the only one in
 //! flight ([`AuditLog::call_in_flight`]) has nobody to wait for and writes
-//! at once. Arguments are recorded as their
-//! field names and a sha256 of their canonical JSON, never their values.
+//! at once. Arguments are recorded as their field names and a sha256 of
+//! their canonical JSON, never their values.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};

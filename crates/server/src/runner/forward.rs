@@ -1,11 +1,12 @@
 //! Sending a request on to the replica that holds what it names
 //! ([`crate::ServerBuilder::replica_peers`]): a `tasks/*` request for a
-//! task another replica behind the same URL handed on, a retry whose
+//! task another replica behind the same URL handed on, a
+//! `subscriptions/listen` following such tasks, a retry whose
 //! `requestState` belongs to work held in another replica's memory, or a
 //! request of a legacy (2025-11-25) session another replica opened. The
 //! peer gets the request as it came (its `Host` and credentials included:
 //! it checks and authenticates the caller itself) and its answer goes back
-//! as it comes, streamed.
+//! as it comes, streamed, over a connection kept open for the next one.
 
 use std::time::Duration;
 
