@@ -34,7 +34,7 @@ use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use switchboard_host::{CallEvent, CallObserver, Outcome};
 
-use crate::trace::CallTrace;
+use crate::trace::{CallTrace, unhex};
 
 /// The variables that turn tracing on.
 const ENDPOINT_VARS: [&str; 2] = [
@@ -125,7 +125,7 @@ impl Otel {
         attributes.push(KeyValue::new(METHOD, TOOLS_CALL));
         attributes.push(KeyValue::new(TOOL, tool.to_owned()));
         push_outcome(&mut attributes, outcome);
-        let mut builder = SpanBuilder::from_name(format!("{TOOLS_CALL} {tool}"))
+        let mut builder = SpanBuilder::from_name(span_name(tool))
             .with_kind(SpanKind::Server)
             .with_trace_id(trace_id)
             .with_start_time(started)
@@ -173,7 +173,7 @@ impl CallObserver for Otel {
             attributes.push(KeyValue::new("switchboard.decision", decision.as_str()));
         }
         push_outcome(&mut attributes, call.outcome);
-        let mut builder = SpanBuilder::from_name(format!("{TOOLS_CALL} {original}"))
+        let mut builder = SpanBuilder::from_name(span_name(original))
             .with_kind(SpanKind::Client)
             .with_start_time(call.started)
             .with_attributes(attributes);
@@ -202,14 +202,27 @@ fn push_outcome(attributes: &mut Vec<KeyValue>, outcome: Outcome) {
     }
 }
 
+// Ids are decoded byte by byte (`unhex`): the SDK's `from_hex` goes
+// through an integer parse, which showed in profiles at one span per call.
 fn trace_id(hex: &str) -> Option<TraceId> {
-    TraceId::from_hex(hex)
-        .ok()
+    unhex::<16>(hex)
+        .map(TraceId::from_bytes)
         .filter(|t| *t != TraceId::INVALID)
 }
 
 fn span_id(hex: &str) -> Option<SpanId> {
-    SpanId::from_hex(hex).ok().filter(|s| *s != SpanId::INVALID)
+    unhex::<8>(hex)
+        .map(SpanId::from_bytes)
+        .filter(|s| *s != SpanId::INVALID)
+}
+
+/// `tools/call TOOL`, the spans' name.
+fn span_name(tool: &str) -> String {
+    let mut name = String::with_capacity(TOOLS_CALL.len() + 1 + tool.len());
+    name.push_str(TOOLS_CALL);
+    name.push(' ');
+    name.push_str(tool);
+    name
 }
 
 fn flags(trace: &CallTrace) -> TraceFlags {

@@ -166,9 +166,41 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The `N` bytes that `text` (exactly `2 * N` hex digits, either case)
+/// spells; `None` for anything else.
+pub(crate) fn unhex<const N: usize>(text: &str) -> Option<[u8; N]> {
+    fn nibble(c: u8) -> Option<u8> {
+        match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            b'A'..=b'F' => Some(c - b'A' + 10),
+            _ => None,
+        }
+    }
+    let text = text.as_bytes();
+    if text.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (byte, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
+        *byte = (nibble(pair[0])? << 4) | nibble(pair[1])?;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unhex_reads_back_what_hex_writes_and_nothing_else() {
+        let bytes = [0x00, 0x0a, 0xf7, 0x65, 0xff, 0x10, 0x9c, 0x01];
+        assert_eq!(unhex::<8>(&hex(&bytes)), Some(bytes));
+        assert_eq!(unhex::<2>("ABcd"), Some([0xab, 0xcd]));
+        for bad in ["abc", "abcdef", "0g00", "+1ab", " 1ab", "ab\u{e9}"] {
+            assert_eq!(unhex::<2>(bad), None, "{bad:?}");
+        }
+    }
 
     fn meta(tp: Option<&str>, ts: Option<&str>) -> RequestMeta {
         let mut m = RequestMeta::new("2026-07-28");
