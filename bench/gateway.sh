@@ -58,39 +58,15 @@ QUIET_WAIT=${QUIET_WAIT:-10}; PROFILE=${PROFILE:-dist}
 TICKS=$(getconf CLK_TCK)
 rt=(); [[ -n ${RT_PRIO:-} ]] && rt=(chrt -f "$RT_PRIO")
 
+# shellcheck source=bench/common.sh
+source bench/common.sh
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-if [[ -z ${BIN:-} ]]; then
-  cargo build --locked --quiet --profile "$PROFILE" -p switchboard --bin switchboard
-  target_dir=$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-  BIN=$target_dir/$PROFILE/switchboard
-fi
-[[ -x $BIN ]] || { echo "no switchboard binary at $BIN" >&2; exit 2; }
+build_switchboard
 if [[ -n ${FLOOR:-} && -z ${BARE_BIN:-} ]]; then
   cargo build --locked --quiet --profile "$PROFILE" -p switchboard-gateway --example bare_proxy
-  target_dir=$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-  BARE_BIN=$target_dir/$PROFILE/examples/bare_proxy
+  BARE_BIN=$(target_dir)/$PROFILE/examples/bare_proxy
 fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/gateway-bench.XXXXXX")
-pids=()
-stop() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap stop EXIT
-
-# Waits until URL answers a POST with any HTTP status.
-wait_up() {
-  for _ in $(seq 100); do
-    curl -s -o /dev/null -X POST "$1" -d '{}' && return 0
-    sleep 0.1
-  done
-  echo "nothing answers at $1" >&2
-  exit 2
-}
+start_scratch gateway-bench
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2)); floor_port=$((PORT + 4))
 bare_port=$((PORT + 5)); control_port=$((PORT + 6))

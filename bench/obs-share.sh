@@ -27,30 +27,11 @@ BENCH_DIR=$(cd "${BENCH_DIR:-../shared/bench}" && pwd)
 C=${C:-64}; SECS=${SECS:-5}; PORT=${PORT:-18421}; PROFILE=${PROFILE:-dist}
 SERVER_CPU=${SERVER_CPU:-0}; LOADGEN_CPUS=${LOADGEN_CPUS:-1}
 command -v perf >/dev/null || { echo "needs perf (linux-perf)" >&2; exit 2; }
+# shellcheck source=bench/common.sh
+source bench/common.sh
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-if [[ -z ${BIN:-} ]]; then
-  cargo build --locked --quiet --profile "$PROFILE" -p switchboard --bin switchboard
-  target_dir=$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-  BIN=$target_dir/$PROFILE/switchboard
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/obs-share.XXXXXX")
-pids=()
-stop() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap stop EXIT
-wait_up() {
-  for _ in $(seq 100); do
-    curl -s -o /dev/null -X POST "$1" -d '{}' && return 0
-    sleep 0.1
-  done
-  echo "nothing answers at $1" >&2
-  exit 2
-}
+build_switchboard
+start_scratch obs-share
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); sink_port=$((PORT + 2))
 taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
