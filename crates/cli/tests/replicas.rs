@@ -533,6 +533,15 @@ fn handed_on_by(origins: &[String], replica: &str) -> usize {
     origins.iter().filter(|o| *o == replica).count()
 }
 
+/// How the tasks were split between the replicas, for the test's log.
+fn split_of(origins: &[String]) -> String {
+    format!(
+        "tasks handed on by a {}, by b {}",
+        handed_on_by(origins, "a"),
+        handed_on_by(origins, "b")
+    )
+}
+
 // A task lives on the replica that handed it on; the balancer's rule on
 // `Mcp-Method` and `Mcp-Name` (which the client sets to the task id,
 // SEP-2663) sends its `tasks/get`, `tasks/update` and `tasks/cancel` there,
@@ -549,9 +558,8 @@ async fn tasks_behind_nginx_reach_the_replica_holding_them() {
         assert_eq!(addr, holder);
     }
     eprintln!(
-        "replicas: tasks handed on by a {}, by b {}; {} task requests routed",
-        handed_on_by(&origins, "a"),
-        handed_on_by(&origins, "b"),
+        "replicas: {}; {} task requests routed",
+        split_of(&origins),
         requests.len()
     );
 }
@@ -576,9 +584,8 @@ async fn tasks_behind_a_plain_balancer_reach_the_replica_holding_them_through_it
         requests.len()
     );
     eprintln!(
-        "replicas: tasks handed on by a {}, by b {}; {sent_on} of {} task requests sent on to the peer",
-        handed_on_by(&origins, "a"),
-        handed_on_by(&origins, "b"),
+        "replicas: {}; {sent_on} of {} task requests sent on to the peer",
+        split_of(&origins),
         requests.len()
     );
 }

@@ -224,16 +224,16 @@ pub struct AuditLog {
     /// Writes made (one per group), for the tests of grouping.
     writes: std::sync::atomic::AtomicU64,
     /// Calls in flight that will write a line ([`AuditLog::call_in_flight`]).
-    in_flight: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    in_flight: std::sync::atomic::AtomicUsize,
 }
 
 /// One call in flight, counted by its log until dropped
 /// ([`AuditLog::call_in_flight`]).
 #[derive(Debug)]
 #[must_use = "the call counts as in flight only while this is held"]
-pub struct CallInFlight(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+pub struct CallInFlight<'a>(&'a std::sync::atomic::AtomicUsize);
 
-impl Drop for CallInFlight {
+impl Drop for CallInFlight<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
@@ -317,7 +317,7 @@ impl AuditLog {
             state: Mutex::new(state),
             group: Mutex::default(),
             writes: std::sync::atomic::AtomicU64::new(0),
-            in_flight: std::sync::Arc::default(),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -355,10 +355,10 @@ impl AuditLog {
     /// besides its own: the only call in flight writes at once. When no
     /// call is counted at all (a caller that does not count), it waits for
     /// the others as before.
-    pub fn call_in_flight(&self) -> CallInFlight {
+    pub fn call_in_flight(&self) -> CallInFlight<'_> {
         self.in_flight
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        CallInFlight(self.in_flight.clone())
+        CallInFlight(&self.in_flight)
     }
 
     /// [`AuditLog::append`] for a call ending among others: the line joins
@@ -706,6 +706,14 @@ mod tests {
         assert_eq!(report.problems[0].line, 2);
     }
 
+    /// A new log in a directory of its own (kept while the guard lives).
+    fn fresh_log() -> (tempfile::TempDir, PathBuf, AuditLog) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        (dir, path, log)
+    }
+
     fn seqs(path: &Path) -> Vec<u64> {
         std::fs::read_to_string(path)
             .unwrap()
@@ -752,11 +760,8 @@ mod tests {
     #[tokio::test]
     async fn the_only_call_in_flight_writes_without_waiting_for_others() {
         use std::future::Future;
-        use std::task::{Context, Waker};
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&path).unwrap();
-        let mut cx = Context::from_waker(Waker::noop());
+        let (_dir, path, log) = fresh_log();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         let only = log.call_in_flight();
         let r = record("alone");
         let mut append = Box::pin(log.append_grouped(&r));
@@ -778,11 +783,8 @@ mod tests {
     #[tokio::test]
     async fn a_cancelled_group_writer_still_writes_every_waiting_line() {
         use std::future::Future;
-        use std::task::{Context, Waker};
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&path).unwrap();
-        let mut cx = Context::from_waker(Waker::noop());
+        let (_dir, path, log) = fresh_log();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         let (a, b) = (record("a"), record("b"));
         let mut writer = Box::pin(log.append_grouped(&a));
         assert!(writer.as_mut().poll(&mut cx).is_pending());

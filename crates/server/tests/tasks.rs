@@ -292,10 +292,8 @@ async fn a_listen_stream_gets_the_status_of_the_callers_tasks() {
             json!({"notifications": {"taskIds": [id, "not-a-task"]}, "_meta": tasks_meta()}),
         )
         .await;
-    let ack = s.next().await.unwrap();
-    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     // Unknown (or foreign) ids are left out.
-    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([id]));
+    assert_eq!(acknowledged_tasks(&mut s).await, json!([id]));
     call(&http, "tasks/cancel", json!({"taskId": id}))
         .await
         .result();
@@ -398,9 +396,7 @@ async fn a_listen_for_a_peers_tasks_is_sent_on_to_it() {
     let mut s = a
         .open(json!("L1"), "subscriptions/listen", listen(vec![&theirs]))
         .await;
-    let ack = s.next().await.unwrap();
-    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([theirs]));
+    assert_eq!(acknowledged_tasks(&mut s).await, json!([theirs]));
     call(&a, "tasks/cancel", json!({"taskId": theirs}))
         .await
         .result();
@@ -416,8 +412,7 @@ async fn a_listen_for_a_peers_tasks_is_sent_on_to_it() {
             listen(vec![&own, &other]),
         )
         .await;
-    let ack = s.next().await.unwrap();
-    assert_eq!(ack["params"]["notifications"]["taskIds"], json!([own]));
+    assert_eq!(acknowledged_tasks(&mut s).await, json!([own]));
     s.close();
 }
 
@@ -460,6 +455,13 @@ async fn requests_sent_on_to_a_peer_share_its_connection() {
     let r = call(&a, "tasks/get", json!({"taskId": id})).await;
     assert_eq!(r.error_code(), -32602, "{:?}", r.response());
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+/// The `taskIds` the acknowledgment opening listen stream `s` lists.
+async fn acknowledged_tasks(s: &mut Stream) -> Value {
+    let ack = s.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    ack["params"]["notifications"]["taskIds"].clone()
 }
 
 /// Reads the listen stream `s` until task `id` shows `cancelled`, in a
