@@ -34,6 +34,10 @@
 #   OBS_ENV       extra environment for it (NAME=VALUE, space separated)
 #   OTLP_SINK=1   start bench/otlp-sink.py (on wrk's CPU) and point the observed gateway's
 #                 OTEL_EXPORTER_OTLP_ENDPOINT at it (adds to OBS_ENV)
+#   UNAUDITED=1   also run a gateway with the same config but no audit log,
+#                 measured like the others: the issue's own setup (serve
+#                 mounting tickets, nothing more), and its CPU per call
+#                 beside the plain gateway's is what the audit log costs
 #   CONTROL=1     also run a second plain gateway, measured like the observed
 #                 one: its CPU per call over the plain gateway's is this
 #                 machine's noise floor for the observed/plain figure
@@ -69,7 +73,7 @@ fi
 start_scratch gateway-bench
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2)); floor_port=$((PORT + 4))
-bare_port=$((PORT + 5)); control_port=$((PORT + 6))
+bare_port=$((PORT + 5)); control_port=$((PORT + 6)); unaudited_port=$((PORT + 7))
 "${rt[@]}" taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
 tickets_pid=$!; pids+=("$tickets_pid")
 wait_up "http://127.0.0.1:$tickets_port/mcp"
@@ -87,6 +91,9 @@ cat >"$work/config.json" <<EOF
   }
 }
 EOF
+if [[ -n ${UNAUDITED:-} ]]; then
+  grep -v '"audit":' "$work/config.json" >"$work/config-unaudited.json"
+fi
 # A gateway of its own state (token store, lockfile) under $work.
 start_gateway() { # PORT LOG [ENV...] -- [FLAGS...]
   local port=$1 log=$2; shift 2
@@ -118,6 +125,12 @@ control_pid=""
 if [[ -n ${CONTROL:-} ]]; then
   start_gateway "$control_port" "$work/control.log"
   control_pid=${pids[-1]}
+fi
+
+unaudited_pid=""
+if [[ -n ${UNAUDITED:-} ]]; then
+  start_gateway "$unaudited_port" "$work/unaudited.log" SWITCHBOARD_CONFIG="$work/config-unaudited.json" --
+  unaudited_pid=${pids[-1]}
 fi
 
 floor_pid=""
@@ -200,16 +213,19 @@ declare -A RPS P50 P99 TUS GUS
 echo "servers on CPU $SERVER_CPU, wrk on CPU $LOADGEN_CPUS${RT_PRIO:+, SCHED_FIFO $RT_PRIO}; $SECS s per figure, $REPS rounds; tool get_ticket; binary $BIN"
 [[ ${AUDIT:-1} == 0 ]] && echo "no audit log" || echo "audit log on"
 [[ -n $obs_pid ]] && echo "observed gateway: flags '${OBS_FLAGS:-}' env '${OBS_ENV:-}'"
+[[ -n $unaudited_pid ]] && echo "unaudited: a gateway with the same config but no audit log"
 [[ -n $floor_pid ]] && echo "floors: nginx and bare_proxy proxying to tickets (their CPU in the gateway column)"
 # Warm-up, discarded.
 warm=("http://127.0.0.1:$tickets_port/mcp" "http://127.0.0.1:$gw_port/mcp")
+[[ -n $unaudited_pid ]] && warm+=("http://127.0.0.1:$unaudited_port/mcp")
 [[ -n $floor_pid ]] && warm+=("http://127.0.0.1:$floor_port/mcp" "http://127.0.0.1:$bare_port/mcp")
 for url in "${warm[@]}"; do
-  tool=get_ticket; [[ $url == *":$gw_port/"* ]] && tool=mcp__tickets__get_ticket
+  tool=get_ticket; [[ $url == *":$gw_port/"* || $url == *":$unaudited_port/"* ]] && tool=mcp__tickets__get_ticket
   MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
     "$BENCH_DIR/http-load.sh" "$url" 64 2 >/dev/null
 done
 kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $control_pid ]] && kinds+=(control)
+[[ -n $unaudited_pid ]] && kinds+=(unaudited)
 [[ -n $floor_pid ]] && kinds+=(nginx bare)
 for r in $(seq "$REPS"); do
   # After the direct figure, the proxies go in one order in odd rounds and
@@ -227,6 +243,7 @@ for r in $(seq "$REPS"); do
         gateway) figure "http://127.0.0.1:$gw_port/mcp" "$c" mcp__tickets__get_ticket "$gw_pid" ;;
         observed) figure "http://127.0.0.1:$obs_port/mcp" "$c" mcp__tickets__get_ticket "$obs_pid" ;;
         control) figure "http://127.0.0.1:$control_port/mcp" "$c" mcp__tickets__get_ticket "$control_pid" ;;
+        unaudited) figure "http://127.0.0.1:$unaudited_port/mcp" "$c" mcp__tickets__get_ticket "$unaudited_pid" ;;
         nginx) figure "http://127.0.0.1:$floor_port/mcp" "$c" get_ticket "$floor_pid" ;;
         bare) figure "http://127.0.0.1:$bare_port/mcp" "$c" get_ticket "$bare_pid" ;;
       esac
@@ -267,8 +284,10 @@ for k in "${kinds[@]:1}"; do
   printf '%s: throughput ratio c1 %.2f  c64 %.2f\n' "$k" "$(over_rounds tput "$k" 1)" "$(over_rounds tput "$k" 64)"
 done
 floor_cost() { echo "${GUS[gateway,$2,$1]} / ${GUS[$3,$2,$1]}" | bc -l; }
-if [[ -n $floor_pid ]]; then
-  for k in nginx bare; do
+[[ -n $unaudited_pid ]] && kinds_floor=(unaudited) || kinds_floor=()
+[[ -n $floor_pid ]] && kinds_floor+=(nginx bare)
+if (( ${#kinds_floor[@]} )); then
+  for k in "${kinds_floor[@]}"; do
     printf 'gateway / %s CPU per call: c1 %.2f  c64 %.2f\n' "$k" \
       "$(over_rounds floor_cost 1 "$k")" "$(over_rounds floor_cost 64 "$k")"
   done
