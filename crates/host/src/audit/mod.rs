@@ -10,7 +10,9 @@
 //!
 //! A line is written (under an exclusive file lock shared with other
 //! Switchboard processes) before the call's result is returned, so none is
-//! dropped under load. Calls that end together share one write
+//! dropped under load. A log writing lines back to back keeps the lock
+//! between them for a few milliseconds (`lease`), so other processes wait
+//! that long at most. Calls that end together share one write
 //! ([`AuditLog::append_grouped`]): the first waits for the others once and
 //! writes every waiting line under one lock, each caller still returning
 //! only when its own line is in the file. A call that is the only one in
@@ -21,8 +23,9 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::Thread;
+use std::time::{Instant, SystemTime};
 
 use tokio::sync::oneshot;
 
@@ -33,6 +36,8 @@ use switchboard_wire::JsonObject;
 
 use crate::HostError;
 use crate::digest::{canonical_object_sha256, canonical_sha256, sha256_hex};
+
+mod lease;
 
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const HASH_KEY: &str = ",\"hash\":\"";
@@ -219,12 +224,27 @@ impl AuditRecord {
 pub struct AuditLog {
     path: PathBuf,
     replica: Option<String>,
-    state: Mutex<WriterState>,
+    state: Arc<Mutex<WriterState>>,
+    /// The thread that drops the file lock kept between lines (`lease`),
+    /// started with the first write that keeps it; `None` when it could
+    /// not be started.
+    releaser: OnceLock<Option<Thread>>,
     group: Mutex<Group>,
     /// Writes made (one per group), for the tests of grouping.
     writes: std::sync::atomic::AtomicU64,
+    /// Times the file lock was taken for a write, for the tests of `lease`.
+    locks: std::sync::atomic::AtomicU64,
     /// Calls in flight that will write a line ([`AuditLog::call_in_flight`]).
     in_flight: std::sync::atomic::AtomicUsize,
+}
+
+impl Drop for AuditLog {
+    fn drop(&mut self) {
+        // Its releaser ends once it finds the log gone.
+        if let Some(Some(releaser)) = self.releaser.get() {
+            releaser.unpark();
+        }
+    }
 }
 
 /// One call in flight, counted by its log until dropped
@@ -265,7 +285,7 @@ impl Drop for GroupWriter<'_> {
                 std::mem::take(&mut group.waiting)
             };
             let (lines, waiters): (Vec<String>, Vec<_>) = batch.into_iter().unzip();
-            let written = log.write_locked(&lines).map_err(|e| e.kind());
+            let written = log.write_locked(&lines, true).map_err(|e| e.kind());
             for waiter in waiters {
                 let _ = waiter.send(written);
             }
@@ -280,6 +300,8 @@ struct WriterState {
     known_len: u64,
     prev: String,
     seq: u64,
+    /// The exclusive lock kept from an earlier line (`lease`).
+    held: Option<lease::Held>,
 }
 
 impl AuditLog {
@@ -306,6 +328,7 @@ impl AuditLog {
             known_len: u64::MAX,
             prev: GENESIS.into(),
             seq: 0,
+            held: None,
         };
         FileExt::lock_shared(&state.file).map_err(io)?;
         let synced = state.resync();
@@ -314,9 +337,11 @@ impl AuditLog {
         Ok(AuditLog {
             path: path.to_path_buf(),
             replica: None,
-            state: Mutex::new(state),
+            state: Arc::new(Mutex::new(state)),
+            releaser: OnceLock::new(),
             group: Mutex::default(),
             writes: std::sync::atomic::AtomicU64::new(0),
+            locks: std::sync::atomic::AtomicU64::new(0),
             in_flight: std::sync::atomic::AtomicUsize::new(0),
         })
     }
@@ -346,7 +371,8 @@ impl AuditLog {
     /// [`HostError`] when the line cannot be written.
     pub fn append(&self, record: &AuditRecord) -> Result<(), HostError> {
         let fields = fields_of(record).map_err(|e| self.io_error(e))?;
-        self.write_locked(&[fields]).map_err(|e| self.io_error(e))
+        self.write_locked(&[fields], false)
+            .map_err(|e| self.io_error(e))
     }
 
     /// Counts a call as in flight until the returned guard is dropped
@@ -371,6 +397,12 @@ impl AuditLog {
     /// [`HostError`] when the group's lines cannot be written.
     pub async fn append_grouped(&self, record: &AuditRecord) -> Result<(), HostError> {
         let fields = fields_of(record).map_err(|e| self.io_error(e))?;
+        if self.in_flight.load(std::sync::atomic::Ordering::Relaxed) == 1 {
+            // The only call in flight: nobody to wait for or to join.
+            return self
+                .write_locked(&[fields], true)
+                .map_err(|e| self.io_error(e));
+        }
         let (done, written) = oneshot::channel();
         let writes = {
             let mut group = self.lock_group();
@@ -379,10 +411,7 @@ impl AuditLog {
         };
         if writes {
             let writer = GroupWriter(self);
-            let alone = self.in_flight.load(std::sync::atomic::Ordering::Relaxed) == 1;
-            if !alone {
-                tokio::task::yield_now().await;
-            }
+            tokio::task::yield_now().await;
             drop(writer);
         }
         match written.await {
@@ -411,18 +440,45 @@ impl AuditLog {
     }
 
     /// Writes `lines` (each a record's serialised fields) as the next
-    /// lines of the chain, in one `write` under the exclusive file lock.
-    fn write_locked(&self, lines: &[String]) -> std::io::Result<()> {
+    /// lines of the chain, in one `write` under the exclusive file lock:
+    /// the one kept from an earlier line, or taken now (and the chain's
+    /// end looked up again, in case another process wrote since). With
+    /// `keep`, the lock is kept for the next lines (`lease`); without, it
+    /// is dropped.
+    fn write_locked(&self, lines: &[String], keep: bool) -> std::io::Result<()> {
         let mut state = self
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        FileExt::lock_exclusive(&state.file)?;
+        if !state.is_held() {
+            FileExt::lock_exclusive(&state.file)?;
+            self.locks
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if let Err(e) = state.resync() {
+                let _ = FileExt::unlock(&state.file);
+                return Err(e);
+            }
+        }
         let written = state.write_lines(lines);
-        let _ = FileExt::unlock(&state.file);
         self.writes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if keep && written.is_ok() && self.releaser().is_some() {
+            if state.keep(Instant::now()) {
+                if let Some(releaser) = self.releaser() {
+                    releaser.unpark();
+                }
+            }
+        } else {
+            state.release();
+        }
         written
+    }
+
+    /// The thread dropping the kept lock, started on first use.
+    fn releaser(&self) -> Option<&Thread> {
+        self.releaser
+            .get_or_init(|| lease::start_releaser(Arc::downgrade(&self.state)))
+            .as_ref()
     }
 }
 
@@ -474,8 +530,8 @@ impl WriterState {
 
     /// Chains `records` (each a record's serialised fields) after the
     /// file's last line and appends them in one write.
+    /// Call with the exclusive lock held and the chain's end known.
     fn write_lines(&mut self, records: &[String]) -> std::io::Result<()> {
-        self.resync()?;
         let (mut seq, mut prev) = (self.seq, self.prev.clone());
         let size: usize = records.iter().map(|r| r.len() + 2 * 64 + 48).sum();
         let mut out = String::with_capacity(size);
@@ -778,6 +834,104 @@ mod tests {
         append.await.unwrap();
         drop(first);
         assert_eq!(seqs(&path), [1, 2]);
+    }
+
+    /// The tools named by the file's lines, in order.
+    fn tools(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool"].to_string())
+            .collect()
+    }
+
+    /// Appends `tool`'s line through a second log on `path` (to the file
+    /// lock, another process) from a thread of its own; the receiver hears
+    /// once it is written.
+    fn append_from_another_log(path: &Path, tool: &'static str) -> std::sync::mpsc::Receiver<()> {
+        let (done, written) = std::sync::mpsc::channel();
+        let path = path.to_path_buf();
+        std::thread::spawn(move || {
+            AuditLog::open(&path)
+                .unwrap()
+                .append(&record(tool))
+                .unwrap();
+            let _ = done.send(());
+        });
+        written
+    }
+
+    #[tokio::test]
+    async fn back_to_back_lines_keep_the_file_lock() {
+        let (_dir, path, log) = fresh_log();
+        for i in 0..50 {
+            let _only = log.call_in_flight();
+            log.append_grouped(&record(&format!("t{i}"))).await.unwrap();
+        }
+        let locks = log.locks.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            locks < 10,
+            "the lock was taken {locks} times for 50 lines in a row"
+        );
+        assert_eq!(seqs(&path), (1..=50).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn another_writer_gets_the_lock_once_the_log_goes_quiet() {
+        let (_dir, path, log) = fresh_log();
+        log.append_grouped(&record("kept")).await.unwrap();
+        let written = append_from_another_log(&path, "other");
+        let waited = tokio::task::spawn_blocking(move || {
+            written.recv_timeout(std::time::Duration::from_secs(10))
+        });
+        assert!(
+            waited.await.unwrap().is_ok(),
+            "the other writer never got the lock"
+        );
+        // The log takes the lock again and chains after the other's line.
+        log.append_grouped(&record("after")).await.unwrap();
+        assert_eq!(tools(&path), ["\"kept\"", "\"other\"", "\"after\""]);
+        assert!(verify(&path).unwrap().is_intact());
+    }
+
+    #[test]
+    fn a_busy_log_lets_another_writer_in() {
+        let (_dir, path, log) = fresh_log();
+        let log = Arc::new(log);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // A line every millisecond: never quiet for long enough.
+        let busy = std::thread::spawn({
+            let (log, stop) = (log.clone(), stop.clone());
+            move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        log.append_grouped(&record("busy")).await.unwrap();
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                });
+            }
+        });
+        let started = std::time::Instant::now();
+        while !log.state.lock().unwrap().is_held() {
+            assert!(
+                started.elapsed().as_secs() < 10,
+                "the busy log never kept the lock"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let written = append_from_another_log(&path, "other");
+        let got_in = written.recv_timeout(std::time::Duration::from_secs(10));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        busy.join().unwrap();
+        assert!(got_in.is_ok(), "the other writer never got in");
+        let tools = tools(&path);
+        let other = tools.iter().position(|t| t == "\"other\"").unwrap();
+        assert!(other > 0 && other + 1 < tools.len(), "{tools:?}");
+        assert!(verify(&path).unwrap().is_intact());
     }
 
     #[tokio::test]
