@@ -735,16 +735,7 @@ mod tests {
         let report = verify(&path).unwrap();
         assert_eq!(report.lines, 4);
         assert!(report.is_intact(), "{:?}", report.problems);
-        let text = std::fs::read_to_string(&path).unwrap();
-        let seqs: Vec<u64> = text
-            .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["seq"]
-                    .as_u64()
-                    .unwrap()
-            })
-            .collect();
-        assert_eq!(seqs, [1, 2, 3, 4]);
+        assert_eq!(seqs(&path), [1, 2, 3, 4]);
     }
 
     #[test]
@@ -770,15 +761,19 @@ mod tests {
         (dir, path, log)
     }
 
-    fn seqs(path: &Path) -> Vec<u64> {
+    /// `key` of each of the file's lines, in order.
+    fn column(path: &Path, key: &str) -> Vec<Value> {
         std::fs::read_to_string(path)
             .unwrap()
             .lines()
-            .map(|l| {
-                serde_json::from_str::<Value>(l).unwrap()["seq"]
-                    .as_u64()
-                    .unwrap()
-            })
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()[key].clone())
+            .collect()
+    }
+
+    fn seqs(path: &Path) -> Vec<u64> {
+        column(path, "seq")
+            .iter()
+            .map(|seq| seq.as_u64().unwrap())
             .collect()
     }
 
@@ -836,15 +831,6 @@ mod tests {
         assert_eq!(seqs(&path), [1, 2]);
     }
 
-    /// The tools named by the file's lines, in order.
-    fn tools(path: &Path) -> Vec<String> {
-        std::fs::read_to_string(path)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool"].to_string())
-            .collect()
-    }
-
     /// Appends `tool`'s line through a second log on `path` (to the file
     /// lock, another process) from a thread of its own; the receiver hears
     /// once it is written.
@@ -890,7 +876,7 @@ mod tests {
         );
         // The log takes the lock again and chains after the other's line.
         log.append_grouped(&record("after")).await.unwrap();
-        assert_eq!(tools(&path), ["\"kept\"", "\"other\"", "\"after\""]);
+        assert_eq!(column(&path, "tool"), ["kept", "other", "after"]);
         assert!(verify(&path).unwrap().is_intact());
     }
 
@@ -928,8 +914,8 @@ mod tests {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         busy.join().unwrap();
         assert!(got_in.is_ok(), "the other writer never got in");
-        let tools = tools(&path);
-        let other = tools.iter().position(|t| t == "\"other\"").unwrap();
+        let tools = column(&path, "tool");
+        let other = tools.iter().position(|t| t == "other").unwrap();
         assert!(other > 0 && other + 1 < tools.len(), "{tools:?}");
         assert!(verify(&path).unwrap().is_intact());
     }
