@@ -316,6 +316,101 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     Some((head, body))
 }
 
+/// Waits (up to a minute) for an export whose body holds `needle`; its
+/// request head and body.
+async fn export_holding(
+    collector: &Collector,
+    served: &Served,
+    needle: &[u8],
+) -> (String, Vec<u8>) {
+    let start = Instant::now();
+    loop {
+        let found = collector
+            .requests
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(_, body)| contains(body, needle))
+            .cloned();
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no span export with {:?} arrived; stderr:\n{}",
+            String::from_utf8_lossy(needle),
+            served.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn by_default_a_proxied_call_is_one_span_the_downstream_servers_parent() {
+    let collector = Collector::start();
+    let sb = Sandbox::new();
+    let cfg = mock_config(&sb, json!({}));
+    let endpoint = format!("http://{}", collector.addr);
+    let served = serve(
+        &sb,
+        &cfg,
+        &["--yes"],
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    )
+    .await;
+    let client = client(&served.url()).await;
+    let options = RequestOptions {
+        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        ..RequestOptions::default()
+    };
+    let result = client
+        .call_tool_with("mcp__mock__echo", object(json!({"text": "x"})), &options)
+        .await
+        .unwrap();
+    assert!(!result.is_error(), "{result:?}");
+    // The parent the downstream server was given…
+    let meta = &result.structured_content.as_ref().unwrap()["params"]["_meta"];
+    let parent = meta["traceparent"]
+        .as_str()
+        .unwrap()
+        .split('-')
+        .nth(2)
+        .unwrap();
+    let parent: Vec<u8> = (0..8)
+        .map(|i| u8::from_str_radix(&parent[2 * i..2 * i + 2], 16).unwrap())
+        .collect();
+    // …is the gateway's span, exported; and no client span is (it would
+    // have ended first, so in this export or an earlier one).
+    let (_, body) = export_holding(&collector, &served, b"tools/call mcp__mock__echo").await;
+    assert!(
+        contains(&body, &parent),
+        "the downstream's parent is the exported span"
+    );
+    assert!(
+        !contains(&collector.all_bodies(), b"tools/call echo"),
+        "a client span was exported"
+    );
+}
+
+#[test]
+fn a_downstream_spans_setting_that_means_nothing_stops_the_gateway_at_start() {
+    let sb = Sandbox::new();
+    let cfg = mock_config(&sb, json!({}));
+    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0"]);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env("SWITCHBOARD_OTEL_DOWNSTREAM_SPANS", "maybe");
+    let run = crate::util::run(cmd);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("SWITCHBOARD_OTEL_DOWNSTREAM_SPANS")
+            && run.stderr.contains("\"maybe\""),
+        "{run:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
     let collector = Collector::start();
@@ -330,6 +425,8 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
             ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
             ("OTEL_SERVICE_NAME", "gateway-under-test"),
             ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            // A client span per downstream call too.
+            ("SWITCHBOARD_OTEL_DOWNSTREAM_SPANS", "1"),
         ],
     )
     .await;
@@ -343,25 +440,7 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
         .await
         .unwrap();
     assert!(!r.is_error(), "{r:?}");
-    let start = Instant::now();
-    let (head, body) = loop {
-        let found = collector
-            .requests
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|(_, body)| contains(body, b"tools/call echo"))
-            .cloned();
-        if let Some(found) = found {
-            break found;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "no span export arrived; stderr:\n{}",
-            served.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let (head, body) = export_holding(&collector, &served, b"tools/call echo").await;
     let first = head.lines().next().unwrap();
     assert!(first.starts_with("POST /v1/traces "), "{head}");
     assert!(

@@ -5,10 +5,16 @@
 //! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, …).
 //!
 //! Each upstream `tools/call` is a server span (`tools/call TOOL`, TOOL
-//! the namespaced name), and the downstream call a client span under it
+//! the namespaced name), the parent the downstream server sees. One span
+//! per proxied call, as proxies usually record: the span's work (building
+//! it here, converting and encoding it on the SDK's export thread) is most
+//! of what tracing costs per call. With `SWITCHBOARD_OTEL_DOWNSTREAM_SPANS`
+//! set (`1`/`true`), the downstream call is a client span of its own under
+//! it as well, as OpenTelemetry's MCP conventions model a gateway
 //! (`tools/call ORIGINAL`, with the server alias and the gate's decision),
 //! recorded by the host's [`CallObserver`] with the span id the downstream
-//! request carried in its `traceparent`. Names and attributes follow
+//! request carried in its `traceparent`: downstream time apart from the
+//! gateway's, for about twice the cost. Names and attributes follow
 //! OpenTelemetry's MCP conventions (`mcp.method.name`, `gen_ai.tool.name`,
 //! `error.type`); a call that did not end ok also has
 //! `switchboard.outcome` (the audit log's word for it). Attributes are
@@ -45,10 +51,15 @@ const ENDPOINT_VARS: [&str; 2] = [
 /// How long one export may take.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The variable that adds a client span per downstream call.
+const DOWNSTREAM_SPANS_VAR: &str = "SWITCHBOARD_OTEL_DOWNSTREAM_SPANS";
+
 /// The tracer and its provider (flushed at shutdown).
 pub(crate) struct Otel {
     provider: SdkTracerProvider,
     tracer: SdkTracer,
+    /// Whether each downstream call is a client span of its own.
+    downstream_spans: bool,
 }
 
 impl std::fmt::Debug for Otel {
@@ -100,7 +111,28 @@ impl Otel {
                 .with_version(env!("CARGO_PKG_VERSION"))
                 .build(),
         );
-        Ok(Some(Otel { provider, tracer }))
+        let downstream_spans = match std::env::var(DOWNSTREAM_SPANS_VAR) {
+            Err(_) => false,
+            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "" | "0" | "false" | "no" | "off" => false,
+                "1" | "true" | "yes" | "on" => true,
+                other => {
+                    return Err(OtelError(format!(
+                        "{DOWNSTREAM_SPANS_VAR}={other:?}: use 1 or true (a client span per downstream call) or 0 or false"
+                    )));
+                }
+            },
+        };
+        Ok(Some(Otel {
+            provider,
+            tracer,
+            downstream_spans,
+        }))
+    }
+
+    /// Whether each downstream call is a client span of its own.
+    pub(crate) fn downstream_spans(&self) -> bool {
+        self.downstream_spans
     }
 
     /// Records the gateway's span for one upstream request.

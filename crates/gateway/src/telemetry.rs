@@ -73,6 +73,12 @@ impl Telemetry {
         }
     }
 
+    /// Whether each downstream call gets a span of its own (traces on and
+    /// `SWITCHBOARD_OTEL_DOWNSTREAM_SPANS` set).
+    pub(crate) fn downstream_spans(&self) -> bool {
+        self.otel.as_ref().is_some_and(|o| o.downstream_spans())
+    }
+
     /// Records the gateway's span for one upstream request (traces on).
     pub(crate) fn upstream_span(
         &self,

@@ -149,7 +149,7 @@ async fn call(
         Some(Retry::Parked(at, answers)) => {
             // A legacy server's question: its call waits here.
             let round = crate::parked::resume(&at, &answers, ctx, name, parking).await?;
-            let trace = CallTrace::of(ctx.meta());
+            let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
             return answer(round, name, ctx, &trace, started, telemetry, false);
         }
         Some(Retry::Call(resume)) => Some(resume),
@@ -187,7 +187,7 @@ async fn call(
         Arc::new(NoOneUpstream)
     };
 
-    let trace = CallTrace::of(ctx.meta());
+    let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
     let mut options = CallOptions::default();
     options.approver = Some(approver);
     options.trace = Some(trace.downstream());

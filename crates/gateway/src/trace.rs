@@ -1,7 +1,9 @@
 //! W3C Trace Context through the gateway: the upstream request's
 //! `traceparent` (from `_meta`) is continued, or a trace is started when it
 //! is absent or malformed; the downstream call gets the same trace id with
-//! a span id of its own, and `tracestate` passes on unchanged.
+//! the gateway's span as its parent (or, when the gateway records a span
+//! for the downstream call too, that span), and `tracestate` passes on
+//! unchanged.
 
 use switchboard_host::TraceContext;
 use switchboard_wire::RequestMeta;
@@ -15,9 +17,10 @@ pub(crate) struct CallTrace {
     pub(crate) remote_parent: Option<String>,
     /// The gateway's span for the upstream request.
     pub(crate) span_id: String,
-    /// The span of the downstream call, the child of `span_id`: the one the
-    /// downstream server sees as its parent.
-    pub(crate) downstream_span_id: String,
+    /// The span of the downstream call, the child of `span_id`, when one
+    /// is recorded: the downstream server then sees it as its parent, and
+    /// `span_id` otherwise.
+    pub(crate) downstream_span_id: Option<String>,
     /// Trace flags, as two hex digits (`01`: sampled).
     pub(crate) flags: String,
     /// Vendor entries, passed on unchanged.
@@ -26,8 +29,9 @@ pub(crate) struct CallTrace {
 
 impl CallTrace {
     /// The trace of a request carrying `meta`: its trace continued, or a
-    /// new one (sampled) when it has none or a malformed one.
-    pub(crate) fn of(meta: &RequestMeta) -> CallTrace {
+    /// new one (sampled) when it has none or a malformed one; with a span
+    /// of its own for the downstream call when `downstream_span`.
+    pub(crate) fn of(meta: &RequestMeta, downstream_span: bool) -> CallTrace {
         let parsed = meta.traceparent.as_deref().and_then(parse);
         let (trace_id, remote_parent, flags, tracestate) = match parsed {
             Some(p) => (
@@ -44,21 +48,24 @@ impl CallTrace {
             trace_id,
             remote_parent,
             span_id: hex(&random::<8>()),
-            downstream_span_id: hex(&random::<8>()),
+            downstream_span_id: downstream_span.then(|| hex(&random::<8>())),
             flags,
             tracestate,
         }
     }
 
-    /// What the downstream request carries in `_meta`.
+    /// What the downstream request carries in `_meta` (and, when the
+    /// downstream call has a span of its own, that span's parent, for the
+    /// host's observer to record it).
     pub(crate) fn downstream(&self) -> TraceContext {
+        let parent = self.downstream_span_id.as_deref().unwrap_or(&self.span_id);
         TraceContext {
-            traceparent: format!(
-                "00-{}-{}-{}",
-                self.trace_id, self.downstream_span_id, self.flags
-            ),
+            traceparent: format!("00-{}-{parent}-{}", self.trace_id, self.flags),
             tracestate: self.tracestate.clone(),
-            parent_span_id: Some(self.span_id.clone()),
+            parent_span_id: self
+                .downstream_span_id
+                .is_some()
+                .then(|| self.span_id.clone()),
         }
     }
 }
@@ -212,19 +219,33 @@ mod tests {
     #[test]
     fn continues_a_valid_traceparent_with_new_span_ids() {
         let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-        let t = CallTrace::of(&meta(Some(tp), Some("congo=t61rcWkgMzE")));
+        let t = CallTrace::of(&meta(Some(tp), Some("congo=t61rcWkgMzE")), true);
         assert_eq!(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(t.remote_parent.as_deref(), Some("00f067aa0ba902b7"));
         assert_ne!(t.span_id, "00f067aa0ba902b7");
-        assert_ne!(t.downstream_span_id, t.span_id);
+        let own = t.downstream_span_id.clone().unwrap();
+        assert_ne!(own, t.span_id);
         let down = t.downstream();
-        assert!(
-            down.traceparent
-                .starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-")
+        assert_eq!(
+            down.traceparent,
+            format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{own}-01")
         );
-        assert!(down.traceparent.ends_with("-01"));
-        assert!(!down.traceparent.contains("00f067aa0ba902b7"));
+        assert_eq!(down.parent_span_id.as_deref(), Some(t.span_id.as_str()));
         assert_eq!(down.tracestate.as_deref(), Some("congo=t61rcWkgMzE"));
+    }
+
+    #[test]
+    fn without_a_downstream_span_the_gateways_span_is_the_parent() {
+        let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let t = CallTrace::of(&meta(Some(tp), None), false);
+        assert_eq!(t.downstream_span_id, None);
+        let down = t.downstream();
+        assert_eq!(
+            down.traceparent,
+            format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{}-01", t.span_id)
+        );
+        // Nothing for the host's observer to record as a span.
+        assert_eq!(down.parent_span_id, None);
     }
 
     #[test]
@@ -239,7 +260,7 @@ mod tests {
             Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-extra"),
         ];
         for tp in cases {
-            let t = CallTrace::of(&meta(tp, Some("a=b")));
+            let t = CallTrace::of(&meta(tp, Some("a=b")), false);
             assert_eq!(t.remote_parent, None, "{tp:?}");
             assert_eq!(t.trace_id.len(), 32);
             assert_ne!(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736", "{tp:?}");
@@ -252,8 +273,9 @@ mod tests {
     fn ids_are_distinct_nonzero_lowercase_hex() {
         let mut seen = std::collections::HashSet::new();
         for _ in 0..10_000 {
-            let t = CallTrace::of(&meta(None, None));
-            for id in [&t.trace_id, &t.span_id, &t.downstream_span_id] {
+            let t = CallTrace::of(&meta(None, None), true);
+            let own = t.downstream_span_id.as_ref().unwrap();
+            for id in [&t.trace_id, &t.span_id, own] {
                 assert!(
                     id.bytes()
                         .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
