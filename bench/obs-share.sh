@@ -21,6 +21,8 @@
 #   C             connections (default 64)    SECS  seconds sampled (default 5)
 #   SERVER_CPU    CPU of both servers (default 0)   LOADGEN_CPUS  wrk's (default 1)
 #   PORT          first of three ports used (default 18421)
+#   SWITCHBOARD_OTEL_DOWNSTREAM_SPANS=1  the gateway's two-span mode (a
+#                 client span per downstream call besides its server span)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=$(cd "${BENCH_DIR:-../shared/bench}" && pwd)
