@@ -316,6 +316,34 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
     Some((head, body))
 }
 
+/// A gateway on the mock server, `--yes`, exporting spans to `collector`
+/// every 100 ms, with `env` besides.
+async fn traced_gateway(sb: &Sandbox, collector: &Collector, env: &[(&str, &str)]) -> Served {
+    let cfg = mock_config(sb, json!({}));
+    let endpoint = format!("http://{}", collector.addr);
+    let mut all = vec![
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+    ];
+    all.extend_from_slice(env);
+    serve(sb, &cfg, &["--yes"], &all).await
+}
+
+/// The mock's echo called through `client` in the upstream trace
+/// `0af7…`, from its span `b7ad…`; its result, checked not to be an error.
+async fn echo_in_a_trace(client: &Client) -> switchboard_wire::CallToolResult {
+    let options = RequestOptions {
+        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        ..RequestOptions::default()
+    };
+    let result = client
+        .call_tool_with("mcp__mock__echo", object(json!({"text": "x"})), &options)
+        .await
+        .unwrap();
+    assert!(!result.is_error(), "{result:?}");
+    result
+}
+
 /// Waits (up to a minute) for an export whose body holds `needle`; its
 /// request head and body.
 async fn export_holding(
@@ -349,28 +377,9 @@ async fn export_holding(
 async fn by_default_a_proxied_call_is_one_span_the_downstream_servers_parent() {
     let collector = Collector::start();
     let sb = Sandbox::new();
-    let cfg = mock_config(&sb, json!({}));
-    let endpoint = format!("http://{}", collector.addr);
-    let served = serve(
-        &sb,
-        &cfg,
-        &["--yes"],
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
-            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
-        ],
-    )
-    .await;
+    let served = traced_gateway(&sb, &collector, &[]).await;
     let client = client(&served.url()).await;
-    let options = RequestOptions {
-        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
-        ..RequestOptions::default()
-    };
-    let result = client
-        .call_tool_with("mcp__mock__echo", object(json!({"text": "x"})), &options)
-        .await
-        .unwrap();
-    assert!(!result.is_error(), "{result:?}");
+    let result = echo_in_a_trace(&client).await;
     // The parent the downstream server was given…
     let meta = &result.structured_content.as_ref().unwrap()["params"]["_meta"];
     let parent = meta["traceparent"]
@@ -415,31 +424,18 @@ fn a_downstream_spans_setting_that_means_nothing_stops_the_gateway_at_start() {
 async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
     let collector = Collector::start();
     let sb = Sandbox::new();
-    let cfg = mock_config(&sb, json!({}));
-    let endpoint = format!("http://{}", collector.addr);
-    let served = serve(
+    let served = traced_gateway(
         &sb,
-        &cfg,
-        &["--yes"],
+        &collector,
         &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
             ("OTEL_SERVICE_NAME", "gateway-under-test"),
-            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
             // A client span per downstream call too.
             ("SWITCHBOARD_OTEL_DOWNSTREAM_SPANS", "1"),
         ],
     )
     .await;
     let client = client(&served.url()).await;
-    let options = RequestOptions {
-        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
-        ..RequestOptions::default()
-    };
-    let r = client
-        .call_tool_with("mcp__mock__echo", object(json!({"text": "x"})), &options)
-        .await
-        .unwrap();
-    assert!(!r.is_error(), "{r:?}");
+    echo_in_a_trace(&client).await;
     let (head, body) = export_holding(&collector, &served, b"tools/call echo").await;
     let first = head.lines().next().unwrap();
     assert!(first.starts_with("POST /v1/traces "), "{head}");
