@@ -455,21 +455,20 @@ impl AuditLog {
             self.locks
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if let Err(e) = state.resync() {
-                let _ = FileExt::unlock(&state.file);
+                state.release();
                 return Err(e);
             }
         }
         let written = state.write_lines(lines);
         self.writes
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if keep && written.is_ok() && self.releaser().is_some() {
-            if state.keep(Instant::now()) {
-                if let Some(releaser) = self.releaser() {
+        match (keep.then(|| self.releaser()).flatten(), &written) {
+            (Some(releaser), Ok(())) => {
+                if state.keep(Instant::now()) {
                     releaser.unpark();
                 }
             }
-        } else {
-            state.release();
+            _ => state.release(),
         }
         written
     }
