@@ -388,9 +388,7 @@ async fn by_default_a_proxied_call_is_one_span_the_downstream_servers_parent() {
         .split('-')
         .nth(2)
         .unwrap();
-    let parent: Vec<u8> = (0..8)
-        .map(|i| u8::from_str_radix(&parent[2 * i..2 * i + 2], 16).unwrap())
-        .collect();
+    let parent = u64::from_str_radix(parent, 16).unwrap().to_be_bytes();
     // …is the gateway's span, exported; and no client span is (it would
     // have ended first, so in this export or an earlier one).
     let (_, body) = export_holding(&collector, &served, b"tools/call mcp__mock__echo").await;
