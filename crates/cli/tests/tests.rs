@@ -21,6 +21,7 @@ mod listing;
 mod ops;
 mod privilege;
 mod replicas;
+mod resume;
 mod serve;
 mod state;
 mod tasks;

@@ -1196,7 +1196,7 @@ impl fmt::Debug for ClientBuilder {
 ///
 /// The same result `serde_json::from_value` gives (a test checks it), without
 /// the buffering serde's `flatten` does: a tool call is the hot path.
-fn call_tool_result(value: Value) -> Result<CallToolResult, String> {
+pub(crate) fn call_tool_result(value: Value) -> Result<CallToolResult, String> {
     let Value::Object(mut obj) = value else {
         return Err("a tool result must be a JSON object".into());
     };

@@ -63,6 +63,12 @@ pub struct RequestOptions {
     /// modern server asks nothing that cannot be passed on. A 2025-11-25
     /// server learnt the client's capabilities once, at `initialize`.
     pub capabilities: Option<ClientCapabilities>,
+    /// Leaves the task this call becomes running on the server when the
+    /// call is dropped before the task ended (no `tasks/cancel`): for a
+    /// caller that picks the task up again later
+    /// ([`crate::Client::follow_task_with`]), e.g. a gateway stopping for
+    /// a restart. Running out of the task deadline still cancels it.
+    pub leave_task_on_drop: bool,
 }
 
 /// The answers to an `input_required` that was relayed, for the retry.
@@ -104,6 +110,7 @@ impl fmt::Debug for RequestOptions {
             .field("relay_input", &self.relay_input)
             .field("resume", &self.resume.is_some())
             .field("capabilities", &self.capabilities)
+            .field("leave_task_on_drop", &self.leave_task_on_drop)
             .finish()
     }
 }

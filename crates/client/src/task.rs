@@ -33,7 +33,7 @@ use switchboard_wire::{
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::client::Client;
+use crate::client::{Client, call_tool_result};
 use crate::error::{ClientError, TransportError};
 use crate::options::RequestOptions;
 
@@ -74,6 +74,8 @@ pub enum ToolCallStart {
 struct CancelOnDrop {
     client: Client,
     task_id: Option<String>,
+    /// Whether dropping cancels ([`RequestOptions::leave_task_on_drop`]).
+    on_drop: bool,
 }
 
 impl CancelOnDrop {
@@ -84,7 +86,7 @@ impl CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        let Some(id) = self.task_id.take() else {
+        let Some(id) = self.task_id.take().filter(|_| self.on_drop) else {
             return;
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -231,6 +233,24 @@ impl Client {
         .map(drop)
     }
 
+    /// Picks up the server's task `task_id` (one this client's server made
+    /// of an earlier call, e.g. before the caller restarted) and follows it
+    /// to its end as [`Client::call_tool_with`] does, under `options`.
+    ///
+    /// # Errors
+    /// As [`Client::wait_task`]; -32602 from the server for a task it does
+    /// not know (any more).
+    pub async fn follow_task_with(
+        &self,
+        task_id: &str,
+        options: &RequestOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        let task = self.get_task_with(task_id, options).await?;
+        let value = self.drive(task, options).await?;
+        call_tool_result(Value::Object(value))
+            .map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
+    }
+
     /// Follows a task to its end, as [`Client::call_tool`] does: polling,
     /// input, status reports, cancellation when dropped or out of time.
     ///
@@ -272,6 +292,7 @@ impl Client {
         let mut guard = CancelOnDrop {
             client: self.clone(),
             task_id: Some(task.task_id.clone()),
+            on_drop: !options.leave_task_on_drop,
         };
         let deadline = Instant::now() + self.config().task_timeout;
         match tokio::time::timeout_at(deadline, self.follow(task, options)).await {

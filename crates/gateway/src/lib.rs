@@ -408,7 +408,11 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
     let completer = host.clone();
     let mut builder = Server::builder("switchboard", env!("CARGO_PKG_VERSION"));
     if let Some(key) = &options.state_key {
-        builder = builder.signing_key(key.clone());
+        // The key outlives the process: the tasks handed on upstream can
+        // be picked up again after a restart.
+        builder = builder
+            .signing_key(key.clone())
+            .task_resumer(tasks::resumer(host.clone()));
     }
     if let Some(path) = &options.replay_ledger {
         builder = builder.replay_ledger(path);

@@ -32,11 +32,12 @@ use serde_json::{Value, json};
 use switchboard_client::{
     BoxFuture, InputContext, InputError, InputHandler, InputQuestion, InputSupport,
 };
-use switchboard_host::{CallOptions, CallReport, Host};
+use switchboard_host::{CallOptions, CallReport, Host, TaskResumption};
 use switchboard_server::{
-    CallToolResult, Context, HandlerError, InputRequired, Outcome, TaskContext, ToolResult,
+    CallToolResult, Cancellation, Context, HandlerError, InputRequired, Outcome, Principal,
+    TaskContext, TaskWork, ToolResult,
 };
-use switchboard_wire::{JsonObject, Notification};
+use switchboard_wire::{ClientCapabilities, JsonObject, Notification};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
@@ -56,7 +57,11 @@ const INPUT_QUEUE: usize = 4;
 
 /// Runs a governed call for an upstream that declared the extension: a
 /// plain result when the downstream server answers at once, a task of the
-/// gateway's own when it makes the call a task.
+/// gateway's own when it makes the call a task. With `resumable`, that
+/// task's id carries what picks the call up again after a restart
+/// ([`resumer`]), and stopping the gateway leaves the downstream task
+/// running for it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn call(
     host: &Host,
     name: &str,
@@ -65,33 +70,23 @@ pub(crate) async fn call(
     ctx: &Context,
     parking: &Parking,
     on_end: OnEnd,
+    resumable: bool,
 ) -> ToolResult {
     // The upstream client's answers went down with the call.
     let answered = options.resume.is_some();
-    let (started_tx, started_rx) = oneshot::channel::<String>();
-    let (status_tx, status_rx) = mpsc::channel::<String>(STATUS_QUEUE);
-    let (input_tx, input_rx) = mpsc::channel::<Ask>(INPUT_QUEUE);
+    let (started_tx, started_rx) = oneshot::channel::<TaskResumption>();
     let started = Mutex::new(Some(started_tx));
-    options.on_task = Some(Arc::new(move |n: Notification| {
-        let params = n.params.unwrap_or(Value::Null);
+    options.on_task_started = Some(Arc::new(move |resumption| {
         if let Some(tx) = started
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take()
         {
-            let id = params.get("taskId").and_then(Value::as_str).unwrap_or("");
-            let _ = tx.send(id.to_owned());
+            let _ = tx.send(resumption);
         }
-        let _ = status_tx.try_send(status_text(&params));
     }));
-    let forward = input_tx.clone();
-    options.task_input = Some(Arc::new(Relay {
-        asks: input_tx,
-        support: upstream_support(ctx),
-    }));
-    // A legacy server's own questions come here too.
-    let (handler, mut questions) = parked::questions();
-    options.call_input = Some(handler);
+    options.leave_task_on_drop = resumable;
+    let (relay, mut questions) = Channels::attach(&mut options, ctx.client_capabilities());
     let mut call = tokio::spawn({
         let host = host.clone();
         let name = name.to_owned();
@@ -128,37 +123,142 @@ pub(crate) async fn call(
             Running::spawned(call, questions).ask(question, ctx, name, parking)
         }
         // The downstream server made it a task: so does the gateway.
-        Ok(downstream_id) = started_rx => {
-            // A legacy task's questions (asked while its result is
-            // awaited) go to the upstream task like a modern task's.
-            tokio::spawn(async move {
-                while let Some(question) = questions.recv().await {
-                    let (method, params, reply) = question.into_parts();
-                    let (tx, answer) = oneshot::channel();
-                    let ask = Ask {
-                        questions: vec![InputQuestion { key: ONE.into(), method, params }],
-                        reply: tx,
-                    };
-                    if forward.send(ask).await.is_err() {
-                        break;
-                    }
-                    // One at a time: a legacy server waits for each answer.
-                    let answer = answer
-                        .await
-                        .unwrap_or_else(|_| Err("the upstream task has ended".to_owned()));
-                    let _ = reply.send(only_answer(answer));
-                }
-            });
-            let following = Following {
-                host: host.clone(),
-                name: name.to_owned(),
-                downstream_id,
-                call: Some(call),
-            };
-            Ok(Outcome::Task(switchboard_server::TaskWork::new(move |task| {
-                following.relay(task, status_rx, input_rx)
-            })))
+        Ok(resumption) = started_rx => {
+            let note = resumable
+                .then(|| serde_json::to_value(&resumption).ok())
+                .flatten();
+            let following = Following::new(host, &resumption, call, resumable);
+            let work = relay.hand_on(following, questions);
+            Ok(Outcome::Task(match note {
+                Some(note) => work.resumable(note),
+                None => work,
+            }))
         }
+    }
+}
+
+/// What picks up a task of the gateway's that it no longer holds (it was
+/// restarted): the governed call goes on following the downstream task
+/// its id names ([`Host::resume_task`]: the same audit line, as the call
+/// started), mirrored into the upstream task as before.
+pub(crate) fn resumer(
+    host: Host,
+) -> impl Fn(Value, Option<&Principal>) -> Option<TaskWork> + Send + Sync + 'static {
+    move |note, _owner| {
+        let resumption: TaskResumption = match serde_json::from_value(note) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "a task id opened but its note did not read; answered as unknown");
+                return None;
+            }
+        };
+        let host = host.clone();
+        // Set up as the work is started, not when it is first polled: a
+        // task cancelled at once still finds the call to cancel.
+        Some(TaskWork::new(move |task: TaskContext| {
+            let mut options = CallOptions::default();
+            options.principal = task.principal().map(|p| p.subject.clone());
+            options.client_capabilities = Some(task.client_capabilities().clone());
+            options.leave_task_on_drop = true;
+            let (relay, questions) = Channels::attach(&mut options, task.client_capabilities());
+            tracing::info!(tool = %resumption.tool(), task = %resumption.task_id(), "following a downstream task again after a restart");
+            let call = tokio::spawn({
+                let host = host.clone();
+                let resumption = resumption.clone();
+                async move { host.resume_task(resumption, options).await }
+            });
+            let following = Following::new(&host, &resumption, call, true);
+            relay.run(following, questions, task)
+        }))
+    }
+}
+
+/// The receiving ends of what a governed call hands the upstream task:
+/// status changes and the downstream task's questions.
+struct Channels {
+    statuses: mpsc::Receiver<String>,
+    asks: mpsc::Receiver<Ask>,
+    /// Where a legacy task's questions are put to the upstream task.
+    forward: mpsc::Sender<Ask>,
+}
+
+impl Channels {
+    /// Gives the call's options the sending ends (`on_task`, `task_input`,
+    /// `call_input`, for a client that declared `caps`); a legacy server's
+    /// own questions come out of the receiver returned beside.
+    fn attach(
+        options: &mut CallOptions,
+        caps: &ClientCapabilities,
+    ) -> (Channels, mpsc::Receiver<parked::Question>) {
+        let (status_tx, statuses) = mpsc::channel::<String>(STATUS_QUEUE);
+        let (input_tx, asks) = mpsc::channel::<Ask>(INPUT_QUEUE);
+        options.on_task = Some(Arc::new(move |n: Notification| {
+            let params = n.params.unwrap_or(Value::Null);
+            let _ = status_tx.try_send(status_text(&params));
+        }));
+        let forward = input_tx.clone();
+        options.task_input = Some(Arc::new(Relay {
+            asks: input_tx,
+            support: upstream_support(caps),
+        }));
+        let (handler, questions) = parked::questions();
+        options.call_input = Some(handler);
+        (
+            Channels {
+                statuses,
+                asks,
+                forward,
+            },
+            questions,
+        )
+    }
+
+    /// The upstream task's work: mirroring the call that `following`
+    /// follows.
+    fn hand_on(
+        self,
+        following: Following,
+        questions: mpsc::Receiver<parked::Question>,
+    ) -> TaskWork {
+        TaskWork::new(move |task| self.run(following, questions, task))
+    }
+
+    /// Mirrors the downstream task into the upstream one until the call
+    /// ends. A legacy task's questions (asked while its result is
+    /// awaited) go to the upstream task like a modern task's. Everything is
+    /// set up before the future is first polled, so a task stopped before
+    /// that still knows whether it was cancelled ([`Following`]'s drop).
+    fn run(
+        self,
+        mut following: Following,
+        mut questions: mpsc::Receiver<parked::Question>,
+        task: TaskContext,
+    ) -> impl Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static {
+        following.upstream_cancel = Some(task.cancellation());
+        let forward = self.forward;
+        tokio::spawn(async move {
+            while let Some(question) = questions.recv().await {
+                let (method, params, reply) = question.into_parts();
+                let (tx, answer) = oneshot::channel();
+                let ask = Ask {
+                    questions: vec![InputQuestion {
+                        key: ONE.into(),
+                        method,
+                        params,
+                    }],
+                    reply: tx,
+                };
+                if forward.send(ask).await.is_err() {
+                    break;
+                }
+                // One at a time: a legacy server waits for each answer.
+                let answer = answer
+                    .await
+                    .unwrap_or_else(|_| Err("the upstream task has ended".to_owned()));
+                let _ = reply.send(only_answer(answer));
+            }
+        });
+        following.relay(task, self.statuses, self.asks)
     }
 }
 
@@ -172,9 +272,31 @@ struct Following {
     /// The host's call, following the downstream task; `None` once it
     /// ended.
     call: Option<JoinHandle<CallReport>>,
+    /// Whether the upstream task can be resumed after a restart: then a
+    /// gateway that stops leaves the downstream task running.
+    resumable: bool,
+    /// The upstream task's cancellation (a cancel or its TTL running out),
+    /// once its work has started.
+    upstream_cancel: Option<Cancellation>,
 }
 
 impl Following {
+    fn new(
+        host: &Host,
+        resumption: &TaskResumption,
+        call: JoinHandle<CallReport>,
+        resumable: bool,
+    ) -> Following {
+        Following {
+            host: host.clone(),
+            name: resumption.tool().to_owned(),
+            downstream_id: resumption.task_id().to_owned(),
+            call: Some(call),
+            resumable,
+            upstream_cancel: None,
+        }
+    }
+
     /// Mirrors the downstream task into the upstream one until the call
     /// ends, relaying its questions.
     async fn relay(
@@ -255,14 +377,29 @@ enum Step {
 }
 
 impl Drop for Following {
-    /// The upstream task was cancelled (or the gateway is stopping) while
-    /// the downstream one runs: cancel that too. The host's call goes on
-    /// until the downstream task ends, so its audit line is still written.
+    /// The upstream task was cancelled or expired (or the gateway is
+    /// stopping and the task cannot be resumed) while the downstream one
+    /// runs: cancel that too. The host's call goes on until the downstream
+    /// task ends, so its audit line is still written. A gateway stopping
+    /// with a resumable task stops the host's call instead and leaves the
+    /// downstream task running, for the restarted gateway to pick up
+    /// ([`resumer`]), which writes the call's one audit line.
     fn drop(&mut self) {
         let Some(call) = self.call.take() else {
             return;
         };
         if call.is_finished() {
+            return;
+        }
+        let upstream_cancelled = self
+            .upstream_cancel
+            .as_ref()
+            .is_none_or(Cancellation::is_cancelled);
+        if self.resumable && !upstream_cancelled {
+            // The host's call stops here, unconcluded (no audit line; its
+            // client leaves the task alone): the resumed call concludes it.
+            tracing::info!(tool = %self.name, task = %self.downstream_id, "stopping: the downstream task is left running, to be resumed");
+            call.abort();
             return;
         }
         let host = self.host.clone();
@@ -365,9 +502,8 @@ impl InputHandler for Relay {
     }
 }
 
-/// What the upstream client declared it can answer on this request.
-fn upstream_support(ctx: &Context) -> InputSupport {
-    let caps = ctx.client_capabilities();
+/// What the upstream client declared it can answer.
+fn upstream_support(caps: &ClientCapabilities) -> InputSupport {
     InputSupport {
         elicitation_form: caps.supports_elicitation_form(),
         elicitation_url: caps.elicitation.as_ref().is_some_and(|e| e.url.is_some()),

@@ -70,7 +70,12 @@ fn register(
     };
     let host = host.clone();
     let name = tool.name.clone();
-    let yes = options.assume_yes;
+    let settings = Settings {
+        yes: options.assume_yes,
+        // With a signing key that outlives the process, a task handed on
+        // can be picked up again after a restart.
+        resumable_tasks: options.state_key.is_some(),
+    };
     let telemetry = options.telemetry.clone();
     let parking = options.parking.clone();
     let handler = move |args: Value, ctx: Context| {
@@ -78,7 +83,7 @@ fn register(
         let name = name.clone();
         let telemetry = telemetry.clone();
         let parking = parking.clone();
-        async move { call(&host, &name, args, &ctx, yes, &telemetry, &parking).await }
+        async move { call(&host, &name, args, &ctx, settings, &telemetry, &parking).await }
     };
     match server.put_tool(spec, handler) {
         Ok(()) => true,
@@ -127,6 +132,15 @@ pub(crate) async fn follow_changes(
     }
 }
 
+/// How the gateway's tools are called.
+#[derive(Clone, Copy, Debug)]
+struct Settings {
+    /// `--yes`: every question of the gate is allowed.
+    yes: bool,
+    /// Whether a task handed on upstream can be resumed after a restart.
+    resumable_tasks: bool,
+}
+
 /// One `tools/call` through the host, its trace context continued on the
 /// downstream call.
 async fn call(
@@ -134,7 +148,7 @@ async fn call(
     name: &str,
     args: Value,
     ctx: &Context,
-    yes: bool,
+    settings: Settings,
     telemetry: &Telemetry,
     parking: &Parking,
 ) -> ToolResult {
@@ -155,7 +169,7 @@ async fn call(
         Some(Retry::Call(resume)) => Some(resume),
         None => None,
     };
-    let approver: Arc<dyn Approver> = if yes {
+    let approver: Arc<dyn Approver> = if settings.yes {
         Arc::new(AssumeYes)
     } else if resume.is_some() {
         Arc::new(Answered(Approval::AllowOnce))
@@ -208,7 +222,17 @@ async fn call(
         let on_end: crate::tasks::OnEnd = Box::new(move |report| {
             telemetry.upstream_span(&trace, &tool, started, report.outcome);
         });
-        return crate::tasks::call(host, name, arguments, options, ctx, parking, on_end).await;
+        return crate::tasks::call(
+            host,
+            name,
+            arguments,
+            options,
+            ctx,
+            parking,
+            on_end,
+            settings.resumable_tasks,
+        )
+        .await;
     }
     // A legacy server's questions come back here (the call is parked
     // when one is put upstream).

@@ -5,7 +5,10 @@
 //! and cancels it through the gateway; another principal's task id, the
 //! downstream id and a made-up one are refused like unknown ones; a task
 //! asked of another replica gets an error naming the replica holding it; a
-//! client without the extension gets the final result.
+//! client without the extension gets the final result; and a gateway with
+//! a lasting key that is stopped and replaced leaves the downstream task
+//! running for the new one, which resumes it (one audit line) or, asked to,
+//! cancels it.
 
 // Helpers outside #[test] functions panic on purpose: a panic is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -123,7 +126,15 @@ impl Setup {
 /// A gateway of `host` named `replica`, on HTTP with bearer tokens: its
 /// URL, and what keeps it serving.
 async fn serve(host: &Host, replica: &str) -> (String, Gateway, oneshot::Sender<()>) {
-    let gateway = Gateway::new(host, GatewayOptions::default().replica(replica)).unwrap();
+    serve_with(host, GatewayOptions::default().replica(replica)).await
+}
+
+/// [`serve`] with `options`.
+async fn serve_with(
+    host: &Host,
+    options: GatewayOptions,
+) -> (String, Gateway, oneshot::Sender<()>) {
+    let gateway = Gateway::new(host, options).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let prm = ProtectedResource::new(url.clone(), "http://127.0.0.1:1/issuer");
@@ -371,4 +382,90 @@ async fn a_task_asked_of_another_replica_names_the_one_holding_it() {
     assert_eq!(here.status.as_str(), "working");
     within(alice.cancel_task(&task.task_id)).await.unwrap();
     setup.host.shutdown().await;
+}
+
+/// Keeps a gateway serving.
+type Serving = (Gateway, oneshot::Sender<()>);
+
+/// A task of `work` handed on by a keyed gateway of `setup`'s host, which
+/// is then stopped and replaced by a new one (the same replica name and
+/// key): the task's id, and the new gateway's URL.
+async fn handed_on_then_replaced(setup: &Setup, work: Value) -> (String, String, Serving) {
+    let keyed = || {
+        GatewayOptions::default()
+            .replica("a")
+            .state_key(Some(b"kept across restarts".to_vec()))
+    };
+    let (url, gateway, stop) = serve_with(&setup.host, keyed()).await;
+    let alice = client_at(&url, "alice", true, Yes::default()).await;
+    let start = within(alice.call_tool_start(TOOL, args(work), &RequestOptions::default()))
+        .await
+        .unwrap();
+    let ToolCallStart::Task(task) = start else {
+        panic!("expected a task: {start:?}");
+    };
+    eventually(&setup.path("requests.jsonl"), |l| {
+        !requests(l, "tasks/get").is_empty()
+    })
+    .await;
+    // The gateway stops (its host goes on), and a new one takes its place.
+    drop(gateway);
+    let _ = stop.send(());
+    let (url, gateway, stop) = serve_with(&setup.host, keyed()).await;
+    (task.task_id, url, (gateway, stop))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_started_again_resumes_the_tasks_the_stopped_one_handed_on() {
+    let setup = Setup::start().await;
+    let work = json!({"work_ms": 800, "poll_ms": 20});
+    let (id, url, _serving) = handed_on_then_replaced(&setup, work).await;
+    let alice = client_at(&url, "alice", true, Yes::default()).await;
+    // Bob cannot pick up Alice's task.
+    let bob = client_at(&url, "bob", true, Yes::default()).await;
+    let err = within(bob.get_task(&id)).await.unwrap_err();
+    assert_eq!(err.code(), Some(-32602), "{err}");
+    let resumed = within(alice.get_task(&id)).await.unwrap();
+    let result = within(alice.wait_task(resumed, &RequestOptions::default()))
+        .await
+        .unwrap();
+    assert!(
+        result.joined_text().contains("task done after 0 inputs"),
+        "{}",
+        result.joined_text()
+    );
+    // Time for the stopped gateway's call, were it still following the
+    // task, to see it end and write a line of its own.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    setup.host.shutdown().await;
+    // The downstream task was left alone, and the call has one line: the
+    // stopped gateway's call ended unconcluded, the resumed one wrote it.
+    let log = lines(&setup.path("requests.jsonl"));
+    assert!(requests(&log, "tasks/cancel").is_empty(), "{log:#?}");
+    let audit = lines(&setup.path("audit.jsonl"));
+    assert_eq!(audit.len(), 1, "{audit:#?}");
+    assert_eq!(audit[0]["outcome"], "ok");
+    assert_eq!(audit[0]["principal"], "alice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_cancelled_first_thing_after_a_restart_cancels_the_downstream_one() {
+    let setup = Setup::start().await;
+    let work = json!({"never": true, "poll_ms": 20});
+    let (id, url, _serving) = handed_on_then_replaced(&setup, work).await;
+    let alice = client_at(&url, "alice", true, Yes::default()).await;
+    within(alice.cancel_task(&id)).await.unwrap();
+    let log = eventually(&setup.path("requests.jsonl"), |l| {
+        !requests(l, "tasks/cancel").is_empty()
+    })
+    .await;
+    let cancelled = &requests(&log, "tasks/cancel")[0]["params"]["taskId"];
+    // The resumed call saw the downstream task end: its one line.
+    let audit = eventually(&setup.path("audit.jsonl"), |a| !a.is_empty()).await;
+    assert_eq!(&audit[0]["taskId"], cancelled);
+    assert_ne!(audit[0]["outcome"], "ok");
+    let now = within(alice.get_task(&id)).await.unwrap();
+    assert_eq!(now.status.as_str(), "cancelled");
+    setup.host.shutdown().await;
+    assert_eq!(lines(&setup.path("audit.jsonl")).len(), 1);
 }

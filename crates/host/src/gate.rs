@@ -16,14 +16,14 @@
 //! that caller's `principals` rules ([`principal_allows`]): they can only
 //! narrow, never allow what the rules above would not.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use switchboard_wire::Tool;
 
 use crate::permission::{self, Rule, RuleKind, RuleVerdict};
 use crate::pins::PinState;
 
 /// The gate's verdict before anyone is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Call without asking.

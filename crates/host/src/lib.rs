@@ -103,7 +103,7 @@ pub use gate::Verdict;
 pub use host::{
     CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, DroppedReport, Host, ModelTool,
     MountOptions, OfferError, PinReport, ReloadReport, ServerReport, ServerState, ServerStatus,
-    TableChange, ToolStatus,
+    TableChange, TaskResumption, ToolStatus,
 };
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,

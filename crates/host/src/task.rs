@@ -15,6 +15,9 @@ use tracing::debug;
 use crate::host::CallOptions;
 use crate::upstream::Upstream;
 
+/// Told the task's id when the call first turns out to be a task.
+pub(crate) type OnStarted = Box<dyn FnOnce(&str) + Send>;
+
 /// What one call learned about its task.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TaskWatch {
@@ -31,15 +34,18 @@ impl TaskWatch {
     }
 }
 
-/// A per-call notification sink: task statuses are recorded, handed to
-/// the call's `on_task` and their messages go to the call's progress sink (the status
-/// count as the position); log messages go to the call's `on_log`;
+/// A per-call notification sink: task statuses are recorded (the first
+/// id also goes to `on_started`), handed to the call's `on_task` and their
+/// messages go to the call's progress sink (the status count as the
+/// position); log messages go to the call's `on_log`;
 /// `tools/list_changed` wakes the server's refresher as the server-wide
 /// sink would; anything else is logged.
 pub(crate) fn watch(
     server: &Arc<Upstream>,
     options: &CallOptions,
+    on_started: Option<OnStarted>,
 ) -> (NotificationSink, TaskWatch) {
+    let on_started = Mutex::new(on_started);
     let progress: Option<ProgressSink> = options.progress.clone();
     let on_task = options.on_task.clone();
     let on_log = options.on_log.clone();
@@ -57,6 +63,13 @@ pub(crate) fn watch(
                 return;
             };
             *seen.id.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
+            let started = on_started
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+            if let Some(started) = started {
+                started(id);
+            }
             let Some(progress) = &progress else {
                 return;
             };

@@ -1,12 +1,13 @@
 //! Calls the server turns into tasks (the tasks extension): the same gate
 //! and audit as any call, one audit line with the final outcome and the
-//! task id, status messages as progress, and `taskTimeoutMs` as the
-//! deadline of the whole task (the task is then cancelled).
+//! task id, status messages as progress, `taskTimeoutMs` as the deadline
+//! of the whole task (the task is then cancelled), and a call left running
+//! picked up again (`Host::resume_task`) with its one audit line.
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use switchboard_host::CallOptions;
+use switchboard_host::{CallOptions, TaskResumption};
 
 use crate::util::*;
 
@@ -84,4 +85,94 @@ async fn a_task_past_its_task_timeout_is_cancelled_and_reported_as_a_timeout() {
         .filter(|l| l.contains("\"tasks/cancel\""))
         .count();
     assert_eq!(cancels, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_left_running_is_resumed_and_audited_once_as_it_started() {
+    let dir = Dir::new();
+    let log = dir.path_str("requests.jsonl");
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"m": {"command": mock(), "args": ["--log", log]}},
+            "permissions": {"allow": ["mcp__m__task"]},
+            "audit": "audit.jsonl",
+        }))
+        .await;
+    let (tx, started) = tokio::sync::oneshot::channel();
+    let tx = Mutex::new(Some(tx));
+    let mut options = CallOptions::default();
+    options.on_task_started = Some(Arc::new(move |r: TaskResumption| {
+        if let Some(tx) = tx.lock().unwrap().take() {
+            let _ = tx.send(r);
+        }
+    }));
+    options.leave_task_on_drop = true;
+    let args = json!({"work_ms": 600, "poll_ms": 20}).as_object().cloned();
+    let call = tokio::spawn({
+        let host = host.clone();
+        async move { host.call_detailed("mcp__m__task", args, options).await }
+    });
+    let resumption = started.await.unwrap();
+    assert_eq!(resumption.tool(), "mcp__m__task");
+    assert!(resumption.task_id().starts_with("mock-task-"));
+    // Whoever followed the call stops (a gateway restarting)...
+    call.abort();
+    assert!(call.await.is_err());
+    // ...and picks it up again from what it kept (a gateway seals it).
+    let kept = serde_json::to_string(&resumption).unwrap();
+    let resumption: TaskResumption = serde_json::from_str(&kept).unwrap();
+    let report = host.resume_task(resumption, CallOptions::default()).await;
+    assert!(
+        text(&report.result).contains("task done after 0 inputs"),
+        "{}",
+        text(&report.result)
+    );
+    host.shutdown().await;
+    // One line, as the call started: its decision, its arguments, its
+    // start, the task id; the task was never cancelled.
+    let all = lines(&dir.path("audit.jsonl"));
+    assert_eq!(all.len(), 1, "{all:?}");
+    let line = &all[0];
+    assert_eq!(line["outcome"], "ok");
+    assert_eq!(line["decision"], "allow");
+    assert_eq!(line["decidedBy"], "rule");
+    assert_eq!(line["argumentNames"], json!(["work_ms", "poll_ms"]));
+    assert!(line["taskId"].as_str().unwrap().starts_with("mock-task-"));
+    assert!(line["durationMs"].as_u64().unwrap() >= 500, "{line}");
+    let cancels = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"tasks/cancel\""))
+        .count();
+    assert_eq!(cancels, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_call_whose_tool_is_gone_says_so_and_is_audited() {
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"m": stdio(&[])},
+            "permissions": {"allow": ["mcp__m__task"]},
+            "audit": "audit.jsonl",
+        }))
+        .await;
+    let resumption: TaskResumption = serde_json::from_value(json!({
+        "tool": "mcp__gone__task", "alias": "gone", "originalTool": "task",
+        "taskId": "t-1", "decision": {"verdict": "allow", "decidedBy": "rule"},
+        "startedMs": 1
+    }))
+    .unwrap();
+    let report = host.resume_task(resumption, CallOptions::default()).await;
+    assert!(report.result.is_error());
+    assert!(
+        text(&report.result).contains("task t-1"),
+        "{}",
+        text(&report.result)
+    );
+    host.shutdown().await;
+    let all = lines(&dir.path("audit.jsonl"));
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["outcome"], "unknown_tool");
+    assert_eq!(all[0]["taskId"], "t-1");
 }

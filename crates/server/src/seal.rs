@@ -5,6 +5,12 @@
 //! Both tokens are `base64url(payload || HMAC-SHA256 tag)`: the client can
 //! read them but not change them, and the server keeps no table of them.
 //! Verification is constant-time (`Mac::verify_slice`).
+//!
+//! A resumable task's id ([`Keys::seal_task`]) carries the application's
+//! note for resuming the task after a restart. Unlike the other tokens it
+//! is encrypted as well (ChaCha20-Poly1305, `ring`): the note may name
+//! things the client has no business reading, such as another server's
+//! task id.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -12,6 +18,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
+use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -21,6 +28,8 @@ type HmacSha256 = Hmac<Sha256>;
 pub(crate) struct Keys {
     state: [u8; 32],
     cursor: [u8; 32],
+    /// Seals resumable task ids.
+    task: LessSafeKey,
     ids: IdSource,
 }
 
@@ -53,6 +62,7 @@ impl Keys {
         Ok(Keys {
             state: derive(&master, b"switchboard request-state v1"),
             cursor: derive(&master, b"switchboard cursor v1"),
+            task: task_key(&derive(&master, b"switchboard task note v1")),
             ids: IdSource {
                 key: id_seed,
                 counter: AtomicU64::new(0),
@@ -79,6 +89,14 @@ impl IdSource {
         let mut mac = new_mac(&self.key);
         mac.update(&n.to_be_bytes());
         mac.finalize().into_bytes().into()
+    }
+}
+
+fn task_key(bytes: &[u8; 32]) -> LessSafeKey {
+    // A 32-byte key is the one length ChaCha20-Poly1305 takes.
+    match UnboundKey::new(&CHACHA20_POLY1305, bytes) {
+        Ok(key) => LessSafeKey::new(key),
+        Err(_) => unreachable!("ChaCha20-Poly1305 takes a 32-byte key"),
     }
 }
 
@@ -295,6 +313,105 @@ impl Keys {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Resumable task ids
+
+const TASK_VERSION: u8 = 1;
+/// version, created, expiry (Unix ms), nonce.
+const TASK_HEADER_LEN: usize = 1 + 8 + 8 + NONCE_LEN;
+/// ChaCha20-Poly1305's tag.
+const TASK_TAG_LEN: usize = 16;
+
+/// What a resumable task id carries, once opened.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct OpenedTask {
+    /// When the task was created, in Unix milliseconds.
+    pub(crate) created_ms: u64,
+    /// The application's note ([`crate::TaskWork::resumable`]).
+    pub(crate) note: Value,
+}
+
+impl Keys {
+    /// Seals `note` for a task `principal` owns, created at `created_ms`
+    /// and kept for `ttl`: the task id's unguessable part. Only this
+    /// server's key (or a replica's sharing it) opens it, only for the same
+    /// principal, and only until the task would have expired.
+    pub(crate) fn seal_task(
+        &self,
+        principal: Option<&str>,
+        created_ms: u64,
+        ttl: Duration,
+        note: &Value,
+    ) -> String {
+        let expires = created_ms.saturating_add(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        let random = self.random();
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&random[..NONCE_LEN]);
+        let mut out = Vec::with_capacity(TASK_HEADER_LEN + 64 + TASK_TAG_LEN);
+        out.push(TASK_VERSION);
+        out.extend_from_slice(&created_ms.to_be_bytes());
+        out.extend_from_slice(&expires.to_be_bytes());
+        out.extend_from_slice(&nonce);
+        let mut body = serde_json::to_vec(note).unwrap_or_else(|_| b"null".to_vec());
+        let aad = task_aad(&out, principal);
+        if self
+            .task
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(&aad),
+                &mut body,
+            )
+            .is_err()
+        {
+            // Only a body longer than ChaCha20 can count (256 GiB) fails.
+            body.clear();
+        }
+        out.extend_from_slice(&body);
+        encode(&out)
+    }
+
+    /// Opens a resumable task id's unguessable part for `principal`:
+    /// `None` when it is not one of ours, was altered, belongs to another
+    /// principal or has expired.
+    pub(crate) fn open_task(&self, token: &str, principal: Option<&str>) -> Option<OpenedTask> {
+        let raw = decode(token)?;
+        if raw.len() < TASK_HEADER_LEN + TASK_TAG_LEN || raw[0] != TASK_VERSION {
+            return None;
+        }
+        let (header, sealed) = raw.split_at(TASK_HEADER_LEN);
+        let mut nonce = [0u8; NONCE_LEN];
+        nonce.copy_from_slice(&header[17..]);
+        let aad = task_aad(header, principal);
+        let mut sealed = sealed.to_vec();
+        let body = self
+            .task
+            .open_in_place(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(&aad),
+                &mut sealed,
+            )
+            .ok()?;
+        let mut field = [0u8; 8];
+        field.copy_from_slice(&header[1..9]);
+        let created_ms = u64::from_be_bytes(field);
+        field.copy_from_slice(&header[9..17]);
+        if now_ms() >= u64::from_be_bytes(field) {
+            return None;
+        }
+        let note = serde_json::from_slice(body).ok()?;
+        Some(OpenedTask { created_ms, note })
+    }
+}
+
+/// What a task id's seal authenticates besides its body: the header and
+/// the owner.
+fn task_aad(header: &[u8], principal: Option<&str>) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(header.len() + 16);
+    aad.extend_from_slice(header);
+    aad.extend_from_slice(&principal_digest(principal));
+    aad
+}
+
 /// Digest of a request's salient params: everything but `_meta`,
 /// `inputResponses` and `requestState`, keys sorted, `arguments` absent,
 /// `null` and `{}` treated alike. A retry carries the same params (MRTR-14).
@@ -429,6 +546,49 @@ mod tests {
             principal,
             params,
         }
+    }
+
+    #[test]
+    fn a_task_note_opens_for_its_owner_on_any_replica_sharing_the_key() {
+        let note = json!({"task": "downstream-7", "tool": "mcp__s__export"});
+        let token = keys().seal_task(Some("alice"), now_ms(), Duration::from_secs(60), &note);
+        // Another process with the same master key (a restarted replica).
+        let opened = keys().open_task(&token, Some("alice")).unwrap();
+        assert_eq!(opened.note, note);
+        // The note is not readable in the id.
+        assert!(!String::from_utf8_lossy(&decode(&token).unwrap()).contains("downstream-7"));
+        // Another principal, no principal, another key: nothing.
+        assert!(keys().open_task(&token, Some("bob")).is_none());
+        assert!(keys().open_task(&token, None).is_none());
+        let other = Keys::new(Some(b"another key")).unwrap();
+        assert!(other.open_task(&token, Some("alice")).is_none());
+    }
+
+    #[test]
+    fn an_altered_or_expired_task_id_does_not_open() {
+        let k = keys();
+        let token = k.seal_task(None, now_ms(), Duration::from_secs(60), &json!(1));
+        let mut raw = decode(&token).unwrap();
+        for at in [0, 3, 12, TASK_HEADER_LEN, raw.len() - 1] {
+            raw[at] ^= 1;
+            assert!(
+                k.open_task(&encode(&raw), None).is_none(),
+                "byte {at} altered"
+            );
+            raw[at] ^= 1;
+        }
+        assert!(k.open_task(&encode(&raw), None).is_some());
+        // Created an hour ago with a minute to live.
+        let old = k.seal_task(
+            None,
+            now_ms() - 3_600_000,
+            Duration::from_secs(60),
+            &json!(1),
+        );
+        assert!(k.open_task(&old, None).is_none());
+        // A random id (not a sealed one) and garbage.
+        assert!(k.open_task(&encode(&k.random()), None).is_none());
+        assert!(k.open_task("not base64!", None).is_none());
     }
 
     #[test]

@@ -101,6 +101,8 @@ type ToolRun = Result<CallToolResult, HandlerError>;
 #[derive(Clone)]
 pub struct TaskWork {
     work: Arc<Mutex<Option<Work>>>,
+    /// What resumes the task after a restart ([`TaskWork::resumable`]).
+    note: Option<Value>,
 }
 
 impl std::fmt::Debug for TaskWork {
@@ -135,7 +137,22 @@ impl TaskWork {
     fn boxed(work: Work) -> Self {
         TaskWork {
             work: Arc::new(Mutex::new(Some(work))),
+            note: None,
         }
+    }
+
+    /// Makes the task resumable: `note` (what the application needs to
+    /// pick the work up again) is sealed into the task's id, encrypted
+    /// under the server's key ([`ServerBuilder::signing_key`]) and bound to
+    /// the caller. A server that no longer holds the task (it was
+    /// restarted; or, sharing the key, it is another replica the task was
+    /// routed to) and that has a [`ServerBuilder::task_resumer`] hands the
+    /// note to it when the client next asks about the task, and runs the
+    /// work it gets back under the same id, until the task's TTL (counted
+    /// from its first creation) runs out.
+    pub fn resumable(mut self, note: Value) -> Self {
+        self.note = Some(note);
+        self
     }
 
     /// Runs the work; a clone whose work already ran fails.
@@ -209,6 +226,14 @@ impl TaskContext {
                 entry.changed();
             }
         }
+    }
+
+    /// The task's cancellation, to check where the context itself cannot
+    /// go. It fires when the client cancels the task or its TTL runs out,
+    /// not when the server shuts down (the work is stopped then without
+    /// it): so work stopped uncancelled was stopped by a shutdown.
+    pub fn cancellation(&self) -> Cancellation {
+        self.cancel.clone()
     }
 
     /// Whether the task was cancelled (`tasks/cancel`, the call dropped,
@@ -361,6 +386,20 @@ pub(crate) struct TaskStore {
     poll_interval: Duration,
     origin: Option<String>,
     peers: HashMap<String, http::Uri>,
+    resumer: Option<Resumer>,
+}
+
+/// What picks up a resumable task this server does not hold
+/// ([`ServerBuilder::task_resumer`]).
+#[derive(Clone)]
+pub(crate) struct Resumer(Arc<ResumeFn>);
+
+type ResumeFn = dyn Fn(Value, Option<&Principal>) -> Option<TaskWork> + Send + Sync;
+
+impl std::fmt::Debug for Resumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Resumer(..)")
+    }
 }
 
 /// Task settings of a server.
@@ -372,6 +411,8 @@ pub(crate) struct TaskOptions {
     pub(crate) origin: Option<String>,
     /// The other replicas by name, each with the URL of its MCP endpoint.
     pub(crate) peers: HashMap<String, http::Uri>,
+    /// What resumes a task this server does not hold.
+    pub(crate) resumer: Option<Resumer>,
 }
 
 impl Default for TaskOptions {
@@ -381,6 +422,7 @@ impl Default for TaskOptions {
             poll_interval: DEFAULT_POLL_INTERVAL,
             origin: None,
             peers: HashMap::new(),
+            resumer: None,
         }
     }
 }
@@ -393,6 +435,7 @@ impl TaskStore {
             poll_interval: options.poll_interval,
             origin: options.origin,
             peers: options.peers,
+            resumer: options.resumer,
         }
     }
 
@@ -431,41 +474,46 @@ impl TaskStore {
         });
     }
 
-    fn create(
+    /// An unguessable id for a new task: 256 random bits, or, for a
+    /// resumable task, its sealed note; after this server's name among
+    /// replicas, if it has one.
+    fn new_id(
         &self,
+        keys: &crate::seal::Keys,
         owner: Option<&Principal>,
-        notifier: &crate::notify::Notifier,
-    ) -> Result<Arc<TaskEntry>, Fault> {
-        let mut bytes = [0u8; 32];
-        getrandom::fill(&mut bytes)
-            .map_err(|e| Fault::internal(format!("no randomness for a task id: {e}")))?;
-        let id = match &self.origin {
-            Some(origin) => format!("{origin}.{}", crate::seal::encode(&bytes)),
-            None => crate::seal::encode(&bytes),
+        created_ms: u64,
+        note: Option<&Value>,
+    ) -> String {
+        let unguessable = match note {
+            Some(note) => keys.seal_task(
+                owner.map(|p| p.subject.as_str()),
+                created_ms,
+                self.ttl,
+                note,
+            ),
+            None => crate::seal::encode(&keys.random()),
         };
+        match &self.origin {
+            Some(origin) => format!("{origin}.{unguessable}"),
+            None => unguessable,
+        }
+    }
+
+    /// Adds the task `id`, created `age` ago (at `created_ms`), or hands
+    /// back the one already under that id (a resumed task asked about
+    /// twice at once is resumed once): the entry, and whether it is new.
+    fn insert(
+        &self,
+        id: String,
+        owner: Option<&Principal>,
+        (age, created_ms): (Duration, u64),
+        notifier: &crate::notify::Notifier,
+    ) -> Result<(Arc<TaskEntry>, bool), Fault> {
         let now = Instant::now();
-        let now_ms = now_ms();
-        let entry = Arc::new(TaskEntry {
-            id: id.clone(),
-            owner: owner.map(|p| p.subject.clone()),
-            created: now,
-            created_at: tasks::iso8601_utc(now_ms),
-            ttl: self.ttl,
-            poll_interval: self.poll_interval,
-            cancel: Cancellation::new(),
-            notifier: notifier.clone(),
-            state: Mutex::new(State {
-                status: TaskStatus::Working,
-                message: None,
-                updated_ms: now_ms,
-                pending: Vec::new(),
-                answers: JsonObject::new(),
-                waiter: None,
-                result: None,
-                error: None,
-            }),
-        });
         let mut map = self.lock();
+        if let Some(existing) = map.get(&id) {
+            return Ok((Arc::clone(existing), false));
+        }
         if map.len() >= CAPACITY {
             Self::purge(&mut map, now);
         }
@@ -474,8 +522,28 @@ impl TaskStore {
                 "too many live tasks; try again when some have finished",
             ));
         }
+        let entry = Arc::new(TaskEntry {
+            id: id.clone(),
+            owner: owner.map(|p| p.subject.clone()),
+            created: now.checked_sub(age).unwrap_or(now),
+            created_at: tasks::iso8601_utc(created_ms),
+            ttl: self.ttl,
+            poll_interval: self.poll_interval,
+            cancel: Cancellation::new(),
+            notifier: notifier.clone(),
+            state: Mutex::new(State {
+                status: TaskStatus::Working,
+                message: None,
+                updated_ms: now_ms(),
+                pending: Vec::new(),
+                answers: JsonObject::new(),
+                waiter: None,
+                result: None,
+                error: None,
+            }),
+        });
         map.insert(id, Arc::clone(&entry));
-        Ok(entry)
+        Ok((entry, true))
     }
 
     /// The task `id` if `caller` owns it and it has not expired. Unknown,
@@ -597,18 +665,43 @@ impl Server {
             };
             return Ok(Started::Ran(Box::new(work.run(cx).await)));
         }
-        let entry = self
-            .inner
-            .tasks
-            .create(principal.as_deref(), self.notifier())?;
+        let tasks = &self.inner.tasks;
+        let created_ms = now_ms();
+        let id = tasks.new_id(
+            &self.inner.keys,
+            principal.as_deref(),
+            created_ms,
+            work.note.as_ref(),
+        );
+        let (entry, _) = tasks.insert(
+            id,
+            principal.as_deref(),
+            (Duration::ZERO, created_ms),
+            self.notifier(),
+        )?;
+        self.run_task(&entry, work, meta, principal);
+        let mut created = entry.snapshot(false);
+        created.result_type = Some(ResultType::task());
+        Ok(Started::Created(self.task_bytes(&created)))
+    }
+
+    /// Runs a task's work in the background until it ends, is cancelled or
+    /// the server shuts down.
+    fn run_task(
+        &self,
+        entry: &Arc<TaskEntry>,
+        work: TaskWork,
+        meta: Arc<RequestMeta>,
+        principal: Option<Arc<Principal>>,
+    ) {
         let cx = TaskContext {
-            entry: Some(Arc::clone(&entry)),
+            entry: Some(Arc::clone(entry)),
             cancel: entry.cancel.clone(),
             meta,
             principal,
         };
         let shutdown = self.inner.shutdown.clone();
-        let runner = Arc::clone(&entry);
+        let runner = Arc::clone(entry);
         tokio::spawn(async move {
             // The work runs in its own task so a panic fails the task
             // instead of leaving it working forever.
@@ -635,9 +728,60 @@ impl Server {
                 }
             }
         });
-        let mut created = entry.snapshot(false);
-        created.result_type = Some(ResultType::task());
-        Ok(Started::Created(self.task_bytes(&created)))
+    }
+
+    /// The caller's task `id`: one this server holds, or a resumable one
+    /// it picks up again ([`TaskWork::resumable`]). Unknown, expired,
+    /// foreign and altered ids are one error (-32602).
+    fn task_entry(
+        &self,
+        id: &str,
+        meta: &RequestMeta,
+        incoming: &Incoming,
+    ) -> Result<Arc<TaskEntry>, Fault> {
+        let caller = incoming.principal.as_deref();
+        let tasks = &self.inner.tasks;
+        let missing = match tasks.get(caller, id) {
+            Ok(entry) => return Ok(entry),
+            Err(missing) => missing,
+        };
+        let Some(resumer) = &tasks.resumer else {
+            return Err(missing);
+        };
+        // Only this replica's ids (or, without a name, unnamed ones).
+        let sealed = match (tasks.origin(), id.split_once('.')) {
+            (Some(own), Some((origin, sealed))) if origin == own => sealed,
+            (None, None) => id,
+            _ => return Err(missing),
+        };
+        let Some(opened) = self
+            .inner
+            .keys
+            .open_task(sealed, caller.map(|p| p.subject.as_str()))
+        else {
+            return Err(missing);
+        };
+        let Some(work) = (resumer.0)(opened.note, caller) else {
+            return Err(missing);
+        };
+        let age = Duration::from_millis(now_ms().saturating_sub(opened.created_ms));
+        let (entry, new) = tasks.insert(
+            id.to_owned(),
+            caller,
+            (age, opened.created_ms),
+            self.notifier(),
+        )?;
+        if new {
+            tracing::info!(task = %id, "resuming a task this server no longer held");
+            let mut meta = meta.clone();
+            // The resumed work is not part of this request's trace, nor
+            // does it report progress on it.
+            meta.traceparent = None;
+            meta.tracestate = None;
+            meta.progress_token = None;
+            self.run_task(&entry, work, Arc::new(meta), incoming.principal.clone());
+        }
+        Ok(entry)
     }
 
     /// A task as a result, with the `serverInfo` `_meta`.
@@ -670,12 +814,7 @@ impl Server {
         Ok(asked
             .iter()
             .filter_map(Value::as_str)
-            .filter(|id| {
-                self.inner
-                    .tasks
-                    .get(incoming.principal.as_deref(), id)
-                    .is_ok()
-            })
+            .filter(|id| self.task_entry(id, meta, incoming).is_ok())
             .map(str::to_owned)
             .collect())
     }
@@ -708,7 +847,7 @@ impl Server {
                 "{method} params need a \"taskId\" string"
             )));
         };
-        let entry = self.inner.tasks.get(incoming.principal.as_deref(), id)?;
+        let entry = self.task_entry(id, meta, incoming)?;
         match method {
             tasks::TASKS_GET => {
                 let mut task = entry.snapshot(true);
@@ -827,6 +966,23 @@ impl ServerBuilder {
         })
     }
 
+    /// What picks up a [resumable](TaskWork::resumable) task this server
+    /// does not hold: given the task's note and its owner, the work that
+    /// goes on with it (`None`: the task is answered as unknown). It runs
+    /// when a client asks about the task (`tasks/get`, `tasks/update`,
+    /// `tasks/cancel`, or a listen for it), on the replica its id names
+    /// (or, with no [`ServerBuilder::task_origin`], on any server sharing
+    /// the key), and at most once per id while the work runs. Give the
+    /// server a key ([`ServerBuilder::signing_key`]): with a random one per
+    /// process a restarted server cannot open its old ids.
+    pub fn task_resumer(
+        mut self,
+        resumer: impl Fn(Value, Option<&Principal>) -> Option<TaskWork> + Send + Sync + 'static,
+    ) -> Self {
+        self.task_options.resumer = Some(Resumer(Arc::new(resumer)));
+        self
+    }
+
     /// Declares the tasks extension (done by [`ServerBuilder::task_tool`];
     /// call it for tools that answer [`Outcome::Task`] themselves).
     pub fn tasks(self) -> Self {
@@ -914,7 +1070,16 @@ mod tests {
     fn a_task_origin_is_made_safe_and_leads_the_id() {
         let builder = crate::Server::builder("s", "1").task_origin("ip-10.ec2 internal");
         let store = TaskStore::new(builder.task_options.clone());
-        let task = store.create(None, &crate::notify::Notifier::new()).unwrap();
+        let keys = crate::seal::Keys::new(None).unwrap();
+        let id = store.new_id(&keys, None, now_ms(), None);
+        let (task, _) = store
+            .insert(
+                id,
+                None,
+                (Duration::ZERO, now_ms()),
+                &crate::notify::Notifier::new(),
+            )
+            .unwrap();
         let (origin, random) = task.id.split_once('.').unwrap();
         assert_eq!(origin, "ip-10-ec2-internal");
         assert_eq!(random.len(), 43, "{}", task.id);

@@ -1,15 +1,19 @@
 //! The tasks extension (`io.modelcontextprotocol/tasks`) over HTTP: task
 //! creation only for declaring clients, polling, input through
-//! `tasks/update`, cancellation, expiry after the TTL, and task ids bound to
-//! the principal that created them.
+//! `tasks/update`, cancellation, expiry after the TTL, task ids bound to
+//! the principal that created them, and resumable tasks picked up by a
+//! restarted server.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
-    BuildError, Elicitation, HandlerError, InputRequired, NoArgs, ProtectedResource, Server,
-    ServerBuilder, TaskContext, TaskSupport, ToolSpec,
+    BuildError, Context, Elicitation, HandlerError, InputRequired, NoArgs, Outcome,
+    ProtectedResource, Server, ServerBuilder, TaskContext, TaskSupport, TaskWork, ToolOutcome,
+    ToolSpec,
 };
 
 use crate::auth::call_as;
@@ -513,4 +517,107 @@ fn a_peer_must_be_an_http_url() {
         "{:?}",
         nameless.err()
     );
+}
+
+/// A server whose `export` tool makes a resumable task (the note names
+/// the step to go on from) that runs until cancelled; with `resumer`, the
+/// work that picks such a task up finishes with the note it was given.
+fn resumable_server(resumed: Option<Arc<AtomicUsize>>) -> Server {
+    let mut builder = Server::builder("resumable", "1.0.0")
+        .signing_key(b"shared by the restarts".to_vec())
+        .tasks()
+        .tool_spec(ToolSpec::new("export"), |_: NoArgs, _ctx: Context| async {
+            let work = TaskWork::new(|t: TaskContext| async move {
+                t.cancelled().await;
+                "unreachable"
+            });
+            Ok::<ToolOutcome, HandlerError>(Outcome::Task(work.resumable(json!({"step": 2}))))
+        })
+        .task_options(Duration::from_secs(60), Duration::from_millis(50));
+    if let Some(resumed) = resumed {
+        builder = builder.task_resumer(move |note, owner| {
+            resumed.fetch_add(1, Ordering::SeqCst);
+            let who = owner.map(|p| p.subject.clone()).unwrap_or_default();
+            Some(TaskWork::new(move |t: TaskContext| async move {
+                // Long enough for a second request to find it running.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                t.set_status("resumed");
+                format!("{who} resumed at step {}", note["step"])
+            }))
+        });
+    }
+    builder.build().unwrap()
+}
+
+#[tokio::test]
+async fn a_resumable_task_is_picked_up_by_a_restarted_server_for_its_owner_only() {
+    let prm = ProtectedResource::new("http://127.0.0.1/mcp", "http://127.0.0.1:1/issuer");
+    let as_ = |who: &'static str, method: &'static str, params: Value| {
+        let mut params = params;
+        params["_meta"] = tasks_meta();
+        (who, method, params)
+    };
+    let first = start(
+        resumable_server(None),
+        HttpOptions::new().auth(Tokens, prm.clone()),
+    )
+    .await;
+    let (who, method, params) = as_("alice-token", "tools/call", json!({"name": "export"}));
+    let created = call_as(&first, who, method, params).await.result();
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    drop(first);
+
+    // The restarted server holds no tasks; it has a resumer.
+    let resumed = Arc::new(AtomicUsize::new(0));
+    let second = start(
+        resumable_server(Some(Arc::clone(&resumed))),
+        HttpOptions::new().auth(Tokens, prm.clone()),
+    )
+    .await;
+    let get = |who: &'static str, id: &str| as_(who, "tasks/get", json!({"taskId": id}));
+    // Another principal, an altered id and a made-up one: unknown, and
+    // nothing is resumed.
+    let (w, m, p) = get("bob-token", &id);
+    let theirs = call_as(&second, w, m, p).await;
+    let mut altered = id.clone().into_bytes();
+    altered[10] = if altered[10] == b'A' { b'B' } else { b'A' };
+    let (w, m, p) = get("alice-token", std::str::from_utf8(&altered).unwrap());
+    let altered = call_as(&second, w, m, p).await;
+    let (w, m, p) = get("alice-token", "no-such-task");
+    let unknown = call_as(&second, w, m, p).await;
+    for r in [&theirs, &altered] {
+        assert_eq!(r.error_code(), -32602);
+        assert_eq!(r.response()["error"], unknown.response()["error"]);
+    }
+    assert_eq!(resumed.load(Ordering::SeqCst), 0);
+
+    // The owner asks twice at once: resumed once, under the same id, with
+    // the creation time it had.
+    let (w, m, p) = get("alice-token", &id);
+    let (w2, m2, p2) = get("alice-token", &id);
+    let (a, b) = tokio::join!(call_as(&second, w, m, p), call_as(&second, w2, m2, p2));
+    for r in [a.result(), b.result()] {
+        assert_eq!(r["taskId"], id.as_str());
+        assert_eq!(r["createdAt"], created["createdAt"]);
+    }
+    let mut done = Value::Null;
+    for _ in 0..400 {
+        let (w, m, p) = get("alice-token", &id);
+        done = call_as(&second, w, m, p).await.result();
+        if done["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        "alice resumed at step 2"
+    );
+    assert_eq!(resumed.load(Ordering::SeqCst), 1);
+
+    // A server with the key but no resumer does not know the task.
+    let third = start(resumable_server(None), HttpOptions::new().auth(Tokens, prm)).await;
+    let (w, m, p) = get("alice-token", &id);
+    assert_eq!(call_as(&third, w, m, p).await.error_code(), -32602);
 }

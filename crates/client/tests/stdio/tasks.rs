@@ -1,7 +1,8 @@
 //! The tasks extension against the mock server: a `tools/call` answered
 //! with a task is polled to its end at the server's interval, input comes
 //! through the input handler and `tasks/update`, and the task is cancelled
-//! (`tasks/cancel`) when the call is dropped or its deadline passes.
+//! (`tasks/cancel`) when the call is dropped (unless it asked to leave the
+//! task running, to follow it again by id) or its deadline passes.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -132,6 +133,42 @@ async fn dropping_the_call_cancels_the_task() {
         &requests(&log, "tasks/cancel")[0]["params"]["taskId"],
         task_id
     );
+}
+
+#[tokio::test]
+async fn a_call_that_leaves_its_task_on_drop_can_follow_it_again() {
+    let log = log_path();
+    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
+    let client = builder.tasks(true).connect().await.unwrap();
+    let leave = RequestOptions {
+        leave_task_on_drop: true,
+        ..RequestOptions::default()
+    };
+    let call = tokio::spawn({
+        let client = client.clone();
+        let leave = leave.clone();
+        async move {
+            client
+                .call_tool_with("task", args(json!({"work_ms": 600, "poll_ms": 20})), &leave)
+                .await
+        }
+    });
+    assert!(logged(&log, "tasks/get").await, "the task was never polled");
+    call.abort();
+    let task_id = requests(&read_log(&log), "tasks/get")[0]["params"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Picked up again by id, and followed to its end; never cancelled.
+    let result = client.follow_task_with(&task_id, &leave).await.unwrap();
+    assert_eq!(result.joined_text(), "task done after 0 inputs");
+    assert!(requests(&read_log(&log), "tasks/cancel").is_empty());
+    // An id the server does not know is its -32602.
+    let err = client
+        .follow_task_with("no-such-task", &leave)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some(-32602), "{err}");
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchboard_client::{ClientError, NotificationSink, ProgressSink, TransportError};
 use switchboard_oauth::OAuthProvider;
@@ -78,6 +79,50 @@ pub struct CallOptions {
     /// (`notifications/message`): a gateway passes them to its own client.
     /// Without it they go to the host's log.
     pub on_log: Option<NotificationSink>,
+    /// Told once the server has made the call a task: what picks the call
+    /// up again ([`Host::resume_task`]) if whoever follows it stops first
+    /// (a gateway restarting).
+    pub on_task_started: Option<Arc<dyn Fn(TaskResumption) + Send + Sync>>,
+    /// Leaves the server's task running when this call is dropped before
+    /// the task ended (no `tasks/cancel`), for [`Host::resume_task`] to
+    /// pick up later; running out of the task deadline still cancels it.
+    pub leave_task_on_drop: bool,
+    /// The server's task to follow instead of calling the tool (set by
+    /// [`Host::resume_task`]).
+    follow_task: Option<String>,
+}
+
+/// What picks a call the server made a task up again after whoever
+/// followed it stopped (a gateway restarting): the tool, where it went,
+/// the gate's decision, the server's task id and the start of the call's
+/// audit line. Handed out through [`CallOptions::on_task_started`],
+/// serializable (a gateway seals it into its own task id), and taken back
+/// by [`Host::resume_task`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskResumption {
+    tool: String,
+    alias: String,
+    original_tool: String,
+    task_id: String,
+    decision: Decision,
+    /// When the call started, in Unix milliseconds.
+    started_ms: u64,
+    /// The audit line as it stood when the call started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    record: Option<AuditRecord>,
+}
+
+impl TaskResumption {
+    /// The model-facing tool name of the call.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    /// The server's task id.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
 }
 
 impl CallOptions {
@@ -115,6 +160,9 @@ impl std::fmt::Debug for CallOptions {
             .field("task_input", &self.task_input)
             .field("call_input", &self.call_input)
             .field("trace", &self.trace)
+            .field("on_task_started", &self.on_task_started.is_some())
+            .field("leave_task_on_drop", &self.leave_task_on_drop)
+            .field("follow_task", &self.follow_task)
             .field("relay_input", &self.relay_input)
             .field("resume", &self.resume.is_some())
             .field("principal", &self.principal)
@@ -177,7 +225,8 @@ enum Gate {
 }
 
 /// The gate's decision on one call (a question is answered by then).
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Decision {
     /// [`Verdict::Allow`] or [`Verdict::Deny`].
     verdict: Verdict,
@@ -315,7 +364,9 @@ impl Host {
     /// failure or a protocol error each becomes an `isError` result saying
     /// what happened and what the model can do. A tool's own `isError`
     /// result passes through. Every result fits the shared budget, and one
-    /// audit line is written before this returns.
+    /// audit line is written before this returns (except for a task left
+    /// running for a resume, [`CallOptions::leave_task_on_drop`], when the
+    /// host shuts down under it: the resumed call writes it).
     pub async fn call(
         &self,
         local_name: &str,
@@ -338,14 +389,89 @@ impl Host {
         let started = Instant::now();
         let started_at = std::time::SystemTime::now();
         // Without a log, nothing about the arguments is worked out.
-        let mut record = self
+        let record = self
             .inner
             .audit
             .as_ref()
             .map(|_| AuditRecord::for_arguments(local_name, arguments.as_ref()));
         let in_flight = self.inner.audit.as_ref().map(|a| a.call_in_flight());
-        let mut outcome = self.govern(local_name, arguments, &options).await;
+        let outcome = self
+            .govern(
+                local_name,
+                arguments,
+                &options,
+                (record.as_ref(), started_at),
+            )
+            .await;
         let duration = started.elapsed();
+        let report = self
+            .conclude(
+                local_name,
+                record,
+                outcome,
+                (started_at, duration),
+                &options,
+            )
+            .await;
+        drop(in_flight);
+        report
+    }
+
+    /// Picks up a call the server made a task, which whoever followed it
+    /// stopped following (a gateway that restarted): follows the server's
+    /// task to its end as [`Host::call_detailed`] would have (breaker,
+    /// budget, `options`' sinks and input handlers), and writes the call's
+    /// one audit line, the decision and start as they were. The gate is not
+    /// asked again: the call was let through when it started. A tool that
+    /// no longer leads to the same server is an `isError` result.
+    pub async fn resume_task(
+        &self,
+        resumption: TaskResumption,
+        mut options: CallOptions,
+    ) -> CallReport {
+        let started_at = std::time::UNIX_EPOCH + Duration::from_millis(resumption.started_ms);
+        let record = self.inner.audit.as_ref().map(|_| {
+            resumption
+                .record
+                .clone()
+                .unwrap_or_else(|| AuditRecord::for_arguments(&resumption.tool, None))
+        });
+        let in_flight = self.inner.audit.as_ref().map(|a| a.call_in_flight());
+        options.follow_task = Some(resumption.task_id.clone());
+        let outcome = self.follow(&resumption, &options).await;
+        let duration = started_at.elapsed().unwrap_or_default();
+        let report = self
+            .conclude(
+                &resumption.tool,
+                record,
+                outcome,
+                (started_at, duration),
+                &options,
+            )
+            .await;
+        drop(in_flight);
+        report
+    }
+
+    /// Ends a call: its audit line, the observer, and the report.
+    async fn conclude(
+        &self,
+        local_name: &str,
+        mut record: Option<AuditRecord>,
+        mut outcome: CallOutcome,
+        (started_at, duration): (std::time::SystemTime, Duration),
+        options: &CallOptions,
+    ) -> CallReport {
+        // A call following a task it leaves running for a resume, cut off
+        // by the host's shutdown, has not ended: whoever resumes it
+        // ([`Host::resume_task`]) writes its one line.
+        let left_to_resume = options.leave_task_on_drop
+            && outcome.task_id.is_some()
+            && matches!(outcome.end, End::Stopped { .. })
+            && self.is_shut_down();
+        if left_to_resume {
+            record = None;
+        }
         if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
             outcome.record(record);
             if record.replica.is_none() {
@@ -357,9 +483,8 @@ impl Host {
                 error!(error = %e, tool = %local_name, "the audit line could not be written");
             }
         }
-        drop(in_flight);
-        if let Some(observer) = &self.inner.observer {
-            observer.call_ended(&outcome.event(local_name, started_at, duration, &options));
+        if let Some(observer) = self.inner.observer.as_ref().filter(|_| !left_to_resume) {
+            observer.call_ended(&outcome.event(local_name, started_at, duration, options));
         }
         let input_required = match &outcome.end {
             End::InputRequired(asked) => Some(asked.clone()),
@@ -409,6 +534,7 @@ impl Host {
         local_name: &str,
         arguments: Option<JsonObject>,
         options: &CallOptions,
+        (record, started_at): (Option<&AuditRecord>, std::time::SystemTime),
     ) -> CallOutcome {
         if self.is_shut_down() {
             return CallOutcome::unrouted(End::stopped(
@@ -458,8 +584,25 @@ impl Host {
                     }
                 }
                 // Task statuses reach the progress sink; the task id, the
-                // audit line.
-                let (notifications, task) = crate::task::watch(&server, options);
+                // audit line and whoever wants to resume the call.
+                let started = options.on_task_started.clone().map(|tell| {
+                    let resumption = TaskResumption {
+                        tool: local_name.to_owned(),
+                        alias: alias.clone(),
+                        original_tool: original.clone(),
+                        task_id: String::new(),
+                        decision: decision.clone(),
+                        started_ms: unix_ms(started_at),
+                        record: record.cloned(),
+                    };
+                    Box::new(move |task_id: &str| {
+                        tell(TaskResumption {
+                            task_id: task_id.to_owned(),
+                            ..resumption
+                        });
+                    }) as crate::task::OnStarted
+                });
+                let (notifications, task) = crate::task::watch(&server, options, started);
                 let end = self
                     .run(
                         &server,
@@ -479,6 +622,60 @@ impl Host {
             decision: Some(decision),
             task_id,
             asked,
+            end,
+        }
+    }
+
+    /// A resumed call ([`Host::resume_task`]): the same server, then
+    /// [`Host::run`] following its task.
+    async fn follow(&self, resumption: &TaskResumption, options: &CallOptions) -> CallOutcome {
+        let r = resumption;
+        let stopped = |outcome, text: String| CallOutcome {
+            alias: Some(r.alias.clone()),
+            original: Some(r.original_tool.clone()),
+            decision: Some(r.decision.clone()),
+            task_id: Some(r.task_id.clone()),
+            asked: None,
+            end: End::stopped(outcome, text),
+        };
+        if self.is_shut_down() {
+            return stopped(
+                Outcome::Transport,
+                "The tool host has shut down; no tool can be called any more.".into(),
+            );
+        }
+        let table = self.table();
+        let server = table
+            .get(&r.tool)
+            .filter(|e| e.alias == r.alias && e.tool.name == r.original_tool)
+            .and_then(|_| self.server(&r.alias));
+        let Some(server) = server else {
+            return stopped(
+                Outcome::UnknownTool,
+                format!(
+                    "{} no longer leads to tool {} of server {}, so its task {} there cannot be followed; \
+                     its outcome is unknown. Tell the user.",
+                    r.tool, r.original_tool, r.alias, r.task_id
+                ),
+            );
+        };
+        let (notifications, task) = crate::task::watch(&server, options, None);
+        let end = self
+            .run(
+                &server,
+                &r.tool,
+                &r.original_tool,
+                None,
+                options,
+                (notifications, &task),
+            )
+            .await;
+        CallOutcome {
+            alias: Some(r.alias.clone()),
+            original: Some(r.original_tool.clone()),
+            decision: Some(r.decision.clone()),
+            task_id: Some(r.task_id.clone()),
+            asked: None,
             end,
         }
     }
@@ -654,10 +851,15 @@ impl Host {
         client_options
             .capabilities
             .clone_from(&options.client_capabilities);
-        let outcome = link
-            .client
-            .call_tool_with(original, arguments, &client_options)
-            .await;
+        client_options.leave_task_on_drop = options.leave_task_on_drop;
+        let outcome = match &options.follow_task {
+            Some(task_id) => link.client.follow_task_with(task_id, &client_options).await,
+            None => {
+                link.client
+                    .call_tool_with(original, arguments, &client_options)
+                    .await
+            }
+        };
         // A tasked call runs under the task deadline, not the call timeout.
         let timeout = match task.task_id() {
             Some(_) => self.config_read().task_timeout(alias),
@@ -965,4 +1167,10 @@ fn args_value_or_empty(arguments: Option<&JsonObject>) -> Value {
 
 fn rule_text_is_persistable(rule: &str) -> bool {
     Pattern::parse(rule).is_ok_and(|p| p.is_exact())
+}
+
+/// Unix milliseconds of `at`.
+fn unix_ms(at: std::time::SystemTime) -> u64 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }

@@ -44,7 +44,7 @@ mod offer;
 mod principal;
 mod reload;
 
-pub use call::{CallOptions, CallReport};
+pub use call::{CallOptions, CallReport, TaskResumption};
 pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
 pub use offer::OfferError;
