@@ -73,7 +73,9 @@
 //! sends the retry on to it (its `requestState` starts with the replica's
 //! name), as it does requests for another replica's tasks; without peers
 //! such calls need load-balancer affinity ([`GatewayOptions::replica`] is
-//! named in the error another replica gives).
+//! named in the error another replica gives). A task handed on upstream
+//! lives in the replica that handed it on, and with the shared key
+//! survives that replica's restart (`tasks`).
 //!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {

@@ -2,7 +2,7 @@
 //!
 //! For an upstream client that declared the extension, a call the
 //! downstream server turns into a task is answered upstream with a task of
-//! the gateway's own (the server framework's: 256 random bits, bound to the
+//! the gateway's own (the server framework's: unguessable, bound to the
 //! upstream principal, so another principal's id or a made-up one is
 //! answered like an unknown task). Behind that id the governed call goes on
 //! following the downstream task (host: gate, breaker, budget, one audit
@@ -25,6 +25,14 @@
 //! (2025-11-25) task's questions, asked while its result is awaited, go to
 //! the upstream task like a modern task's. A client without the extension
 //! gets the final result as before.
+//!
+//! With a signing key that outlives the process, the upstream task is
+//! resumable: its id carries (sealed, encrypted) the host's
+//! [`TaskResumption`], a gateway that stops leaves the downstream task
+//! running (the host's call is stopped unconcluded), and the gateway
+//! started again under the same replica name picks the call up at the
+//! client's next request about the task ([`resumer`]), writing its one
+//! audit line when it ends.
 
 use std::sync::{Arc, Mutex, PoisonError};
 

@@ -32,7 +32,7 @@ use crate::form::Form;
 pub struct Elicitation {
     /// The server's alias.
     pub server: String,
-    /// The server's message, as it sent it (show it with [`visible`]-style
+    /// The server's message, as it sent it (show it with `visible`-style
     /// escaping: [`Elicitation::render`] does).
     pub message: String,
     /// A form to fill in, or a URL to visit.

@@ -17,6 +17,11 @@
 //! until its TTL (counted from creation) runs out; `tasks/cancel` stops the
 //! work and marks the task `cancelled`. Another principal's task id is
 //! answered exactly like an unknown one.
+//!
+//! A [resumable](TaskWork::resumable) task's id carries the application's
+//! note, sealed under the server's key; a server restarted with the same
+//! key and a [`ServerBuilder::task_resumer`] picks the task up again when
+//! its owner next asks about it.
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -356,7 +356,7 @@ impl Host {
     /// The model-facing names accepted.
     ///
     /// # Errors
-    /// [`HostError::NoMatch`] when nothing matches; [`HostError::Pins`] when
+    /// [`HostError::NoMatch`] when nothing matches; [`HostError::PinsIo`] when
     /// the lockfile cannot be written.
     pub fn accept_pins(&self, target: &str) -> Result<Vec<String>, HostError> {
         let table = self.table();

@@ -49,7 +49,7 @@ pub struct MountOptions {
     pub token_store: Option<TokenStore>,
     /// Who logs in when a remote server wants an OAuth login. `None` (the
     /// default): no one; the server is reported as
-    /// [`ServerStatus::NeedsLogin`] until `switchboard auth login ALIAS`
+    /// [`crate::ServerStatus::NeedsLogin`] until `switchboard auth login ALIAS`
     /// has been run. With one (e.g. a `LoopbackUserAgent`), the host starts
     /// the login itself; a login at mount must then finish within the
     /// server's start-up timeout, and one started by a call within the
