@@ -132,10 +132,8 @@ pub(crate) async fn call(
         }
         // The downstream server made it a task: so does the gateway.
         Ok(resumption) = started_rx => {
-            let note = resumable
-                .then(|| serde_json::to_value(&resumption).ok())
-                .flatten();
-            let following = Following::new(host, &resumption, call, resumable);
+            let note = resumable.then(|| resume_note(&resumption)).flatten();
+            let following = Following::new(host, &resumption, call, note.is_some());
             let work = relay.hand_on(following, questions);
             Ok(Outcome::Task(match note {
                 Some(note) => work.resumable(note),
@@ -143,6 +141,28 @@ pub(crate) async fn call(
             }))
         }
     }
+}
+
+/// The longest note (JSON) sealed into a task id: the id travels in the
+/// `Mcp-Name` header of every request about the task, and proxies limit
+/// header lines (nginx to 8 KiB by default); sealed and encoded, a note
+/// this long makes an id of under 3 KiB.
+const MAX_NOTE: usize = 2048;
+
+/// What the task id carries to resume the call, unless it is too long to
+/// travel in a header (a tool with very many arguments, a very long rule
+/// path): then the task is not resumable and says so in the log.
+fn resume_note(resumption: &TaskResumption) -> Option<Value> {
+    let text = serde_json::to_string(resumption).ok()?;
+    if text.len() > MAX_NOTE {
+        tracing::warn!(
+            tool = %resumption.tool(),
+            bytes = text.len(),
+            "this task cannot be resumed after a restart: what resumes it is longer than {MAX_NOTE} bytes"
+        );
+        return None;
+    }
+    serde_json::from_str(&text).ok()
 }
 
 /// What picks up a task of the gateway's that it no longer holds (it was
@@ -560,5 +580,34 @@ fn finished(report: Result<CallReport, tokio::task::JoinError>) -> CallToolResul
         Err(e) => CallToolResult::error(format!(
             "The gateway lost this call ({e}); its outcome is unknown. Tell the user."
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resumption(argument_names: Vec<String>) -> TaskResumption {
+        serde_json::from_value(json!({
+            "tool": "mcp__s__export", "alias": "s", "originalTool": "export",
+            "taskId": "t-1", "decision": {"verdict": "allow", "decidedBy": "rule"},
+            "startedMs": 1,
+            "record": {
+                "time": "2026-12-02T00:00:00.000Z", "alias": null, "tool": "mcp__s__export",
+                "originalTool": null, "argumentNames": argument_names,
+                "argumentsSha256": "00", "decision": null, "decidedBy": "none",
+                "outcome": "ok", "isError": false, "durationMs": 0
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_note_too_long_for_a_header_makes_the_task_not_resumable() {
+        let short = resumption(vec!["id".into(), "format".into()]);
+        let note = resume_note(&short).unwrap();
+        assert_eq!(serde_json::from_value::<TaskResumption>(note).unwrap(), short);
+        let many = (0..200).map(|i| format!("argument_{i}")).collect();
+        assert!(resume_note(&resumption(many)).is_none());
     }
 }
