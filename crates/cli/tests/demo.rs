@@ -1,9 +1,6 @@
 //! `demo`, `demo-server` and `selftest`.
 
-use std::process::Stdio;
-use std::time::Duration;
-
-use crate::util::{Sandbox, collect, spawn, wait_for};
+use crate::util::{Sandbox, spawn_serving};
 
 #[test]
 fn the_demo_shows_everything_and_does_not_wait_without_a_terminal() {
@@ -65,16 +62,7 @@ fn selftest_passes_all_fourteen_checks() {
 #[test]
 fn the_tickets_demo_server_runs_on_its_own() {
     let sb = Sandbox::new();
-    let mut cmd = sb.cmd(&["demo-server", "tickets", "--port", "0"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let err = collect(child.stderr.take().unwrap());
-    let text = wait_for(&err, "/mcp", Duration::from_secs(60));
-    let url = text
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
+    let (mut child, url) = spawn_serving(&mut sb.cmd(&["demo-server", "tickets", "--port", "0"]));
     let run = sb.run(&["inspect", "--http", &url, "--json"]);
     let _ = child.kill();
     let _ = child.wait();

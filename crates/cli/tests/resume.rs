@@ -8,7 +8,6 @@
 //! has exactly one audit line, the chain verifies, and the downstream task
 //! was never cancelled.
 
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -16,28 +15,13 @@ use switchboard_client::{Client, HttpTransport, RequestOptions, ToolCallStart};
 use switchboard_wire::tasks::TaskStatus;
 
 use crate::ops::serve_on;
-use crate::util::{Sandbox, collect, empty_port, spawn, wait_for};
+use crate::util::{Sandbox, empty_port, spawn_serving};
 
 /// The key the gateway's runs share (tests only).
 const STATE_KEY: &str = "fedcba9876543210fedcba9876543210-test-only-key";
 /// Tickets added to the demo's three, so the export (0.7 s a ticket)
 /// outlasts a restart.
 const MORE_TICKETS: usize = 5;
-
-/// The tickets demo server as a process of its own; its MCP URL.
-fn tickets(sb: &Sandbox) -> (Child, String) {
-    let mut cmd = sb.cmd(&["demo-server", "tickets", "--port", "0"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let err = collect(child.stderr.take().unwrap());
-    let text = wait_for(&err, "/mcp", Duration::from_secs(60));
-    let url = text
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    (child, url)
-}
 
 /// Our client of the gateway at `addr`, following tasks.
 async fn client(addr: &str) -> Client {
@@ -65,7 +49,9 @@ fn lines(path: &str) -> Vec<Value> {
 /// mid-task, starts it again and follows the task to its end.
 async fn a_task_outlives_the_gateway(signal: &str) {
     let sb = Sandbox::new();
-    let (mut downstream, url) = tickets(&sb);
+    // The tickets demo server as a process of its own.
+    let (mut downstream, url) =
+        spawn_serving(&mut sb.cmd(&["demo-server", "tickets", "--port", "0"]));
     let cfg = sb
         .config(
             json!({"tickets": {"url": url}}),

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::util::{Sandbox, bin, collect, run, spawn, wait_for};
+use crate::util::{Sandbox, bin, collect, run, spawn, url_in, wait_for};
 
 const ALLOWED: &str = "mcp__notes__list_notes";
 const ASKED: &str = "mcp__notes__search";
@@ -127,12 +127,7 @@ async fn the_official_typescript_client_drives_the_gateway_over_http() {
     let mut child = spawn(&mut cmd);
     let err = collect(child.stderr.take().unwrap());
     let report = tokio::task::spawn_blocking(move || {
-        let text = wait_for(&err, "/mcp", Duration::from_secs(60));
-        let url = text
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap()
-            .to_owned();
+        let url = url_in(&wait_for(&err, "/mcp", Duration::from_secs(60)));
         drive(&sb, &dir, &["http", &url, ALLOWED, ASKED])
     })
     .await

@@ -242,3 +242,21 @@ pub(crate) fn browser_get(url: &str) -> (u16, Option<String>) {
     });
     (status, location)
 }
+
+/// The first `http://` URL in `text` (a server's "listening on" line).
+pub(crate) fn url_in(text: &str) -> String {
+    text.split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {text:?}"))
+        .to_owned()
+}
+
+/// Spawns `cmd`, a server that says where it listens on stderr, and waits
+/// for that: the child and the URL of its MCP endpoint.
+pub(crate) fn spawn_serving(cmd: &mut Command) -> (Child, String) {
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(cmd);
+    let err = collect(child.stderr.take().unwrap());
+    let text = wait_for(&err, "/mcp", Duration::from_secs(60));
+    (child, url_in(&text))
+}

@@ -606,7 +606,10 @@ mod tests {
     fn a_note_too_long_for_a_header_makes_the_task_not_resumable() {
         let short = resumption(vec!["id".into(), "format".into()]);
         let note = resume_note(&short).unwrap();
-        assert_eq!(serde_json::from_value::<TaskResumption>(note).unwrap(), short);
+        assert_eq!(
+            serde_json::from_value::<TaskResumption>(note).unwrap(),
+            short
+        );
         let many = (0..200).map(|i| format!("argument_{i}")).collect();
         assert!(resume_note(&resumption(many)).is_none());
     }

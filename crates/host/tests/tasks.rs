@@ -19,6 +19,15 @@ fn lines(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// How many `tasks/cancel` requests the mock server's log holds.
+fn cancels(log: &str) -> usize {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"tasks/cancel\""))
+        .count()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasked_call_is_audited_once_with_its_task_id_and_reports_status() {
     let dir = Dir::new();
@@ -79,12 +88,7 @@ async fn a_task_past_its_task_timeout_is_cancelled_and_reported_as_a_timeout() {
     let all = lines(&dir.path("audit.jsonl"));
     assert_eq!(all[0]["outcome"], "timeout");
     assert!(all[0]["taskId"].is_string());
-    let cancels = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("\"tasks/cancel\""))
-        .count();
-    assert_eq!(cancels, 1);
+    assert_eq!(cancels(&log), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -139,12 +143,7 @@ async fn a_call_left_running_is_resumed_and_audited_once_as_it_started() {
     assert_eq!(line["argumentNames"], json!(["work_ms", "poll_ms"]));
     assert!(line["taskId"].as_str().unwrap().starts_with("mock-task-"));
     assert!(line["durationMs"].as_u64().unwrap() >= 500, "{line}");
-    let cancels = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains("\"tasks/cancel\""))
-        .count();
-    assert_eq!(cancels, 0);
+    assert_eq!(cancels(&log), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -404,17 +404,14 @@ impl Host {
             )
             .await;
         let duration = started.elapsed();
-        let report = self
-            .conclude(
-                local_name,
-                record,
-                outcome,
-                (started_at, duration),
-                &options,
-            )
-            .await;
-        drop(in_flight);
-        report
+        self.conclude(
+            local_name,
+            (record, in_flight),
+            outcome,
+            (started_at, duration),
+            &options,
+        )
+        .await
     }
 
     /// Picks up a call the server made a task, which whoever followed it
@@ -440,24 +437,23 @@ impl Host {
         options.follow_task = Some(resumption.task_id.clone());
         let outcome = self.follow(&resumption, &options).await;
         let duration = started_at.elapsed().unwrap_or_default();
-        let report = self
-            .conclude(
-                &resumption.tool,
-                record,
-                outcome,
-                (started_at, duration),
-                &options,
-            )
-            .await;
-        drop(in_flight);
-        report
+        let tool = &resumption.tool;
+        self.conclude(
+            tool,
+            (record, in_flight),
+            outcome,
+            (started_at, duration),
+            &options,
+        )
+        .await
     }
 
-    /// Ends a call: its audit line, the observer, and the report.
+    /// Ends a call: its audit line, the observer, and the report. The
+    /// call stops counting as in flight once its line is written.
     async fn conclude(
         &self,
         local_name: &str,
-        mut record: Option<AuditRecord>,
+        (mut record, in_flight): (Option<AuditRecord>, Option<crate::audit::CallInFlight<'_>>),
         mut outcome: CallOutcome,
         (started_at, duration): (std::time::SystemTime, Duration),
         options: &CallOptions,
@@ -483,6 +479,7 @@ impl Host {
                 error!(error = %e, tool = %local_name, "the audit line could not be written");
             }
         }
+        drop(in_flight);
         if let Some(observer) = self.inner.observer.as_ref().filter(|_| !left_to_resume) {
             observer.call_ended(&outcome.event(local_name, started_at, duration, options));
         }
