@@ -175,3 +175,46 @@ async fn a_resumed_call_whose_tool_is_gone_says_so_and_is_audited() {
     assert_eq!(all[0]["outcome"], "unknown_tool");
     assert_eq!(all[0]["taskId"], "t-1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_concluded_before_the_restart_keeps_its_one_line_when_resumed() {
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"m": stdio(&[])},
+            "permissions": {"allow": ["mcp__m__task", "mcp__m__echo"]},
+            "audit": "audit.jsonl",
+        }))
+        .await;
+    let (tx, started) = tokio::sync::oneshot::channel();
+    let tx = Mutex::new(Some(tx));
+    let mut options = CallOptions::default();
+    options.on_task_started = Some(Arc::new(move |r: TaskResumption| {
+        if let Some(tx) = tx.lock().unwrap().take() {
+            let _ = tx.send(r);
+        }
+    }));
+    // The call ends and is audited; other calls follow it.
+    let args = json!({"work_ms": 50, "poll_ms": 10}).as_object().cloned();
+    let report = host.call_detailed("mcp__m__task", args, options).await;
+    assert!(text(&report.result).contains("task done"));
+    for i in 0..3 {
+        let args = json!({"text": format!("after {i}")}).as_object().cloned();
+        host.call("mcp__m__echo", args, CallOptions::default())
+            .await;
+    }
+    let resumption = started.await.unwrap();
+    // Picked up again (the server still has the task): the result comes
+    // back, and no second line is written for the call.
+    let again = host.resume_task(resumption, CallOptions::default()).await;
+    assert!(
+        text(&again.result).contains("task done"),
+        "{}",
+        text(&again.result)
+    );
+    host.shutdown().await;
+    let all = lines(&dir.path("audit.jsonl"));
+    let tasked: Vec<&Value> = all.iter().filter(|l| l["tool"] == "mcp__m__task").collect();
+    assert_eq!(tasked.len(), 1, "{all:#?}");
+    assert_eq!(all.len(), 4, "{all:#?}");
+}

@@ -37,7 +37,10 @@ use switchboard_wire::JsonObject;
 use crate::HostError;
 use crate::digest::{canonical_object_sha256, canonical_sha256, sha256_hex};
 
+mod find;
 mod lease;
+
+pub(crate) use find::holds_task_line;
 
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const HASH_KEY: &str = ",\"hash\":\"";

@@ -418,9 +418,11 @@ impl Host {
     /// stopped following (a gateway that restarted): follows the server's
     /// task to its end as [`Host::call_detailed`] would have (breaker,
     /// budget, `options`' sinks and input handlers), and writes the call's
-    /// one audit line, the decision and start as they were. The gate is not
-    /// asked again: the call was let through when it started. A tool that
-    /// no longer leads to the same server is an `isError` result.
+    /// one audit line, the decision and start as they were, unless the log
+    /// already holds it (the earlier process concluded the call before it
+    /// stopped). The gate is not asked again: the call was let through when
+    /// it started. A tool that no longer leads to the same server is an
+    /// `isError` result.
     pub async fn resume_task(
         &self,
         resumption: TaskResumption,
@@ -437,6 +439,12 @@ impl Host {
         options.follow_task = Some(resumption.task_id.clone());
         let outcome = self.follow(&resumption, &options).await;
         let duration = started_at.elapsed().unwrap_or_default();
+        // The process that started the call may have concluded it before
+        // it stopped (the task had ended): then its line stands alone.
+        let record = match record {
+            Some(record) if self.audited_already(&record, &resumption.task_id).await => None,
+            record => record,
+        };
         let tool = &resumption.tool;
         self.conclude(
             tool,
@@ -446,6 +454,34 @@ impl Host {
             &options,
         )
         .await
+    }
+
+    /// Whether the audit log already holds the line of the call `record`
+    /// began, which became the server's task `task_id`. A log that cannot
+    /// be read counts as not holding it: a second line beats none.
+    async fn audited_already(&self, record: &AuditRecord, task_id: &str) -> bool {
+        let Some(audit) = &self.inner.audit else {
+            return false;
+        };
+        let (path, time, task) = (
+            audit.path().to_owned(),
+            record.time.clone(),
+            task_id.to_owned(),
+        );
+        let found =
+            tokio::task::spawn_blocking(move || crate::audit::holds_task_line(&path, &time, &task))
+                .await;
+        match found {
+            Ok(Ok(found)) => found,
+            Ok(Err(e)) => {
+                warn!(error = %e, task = %task_id, "could not search the audit log for a resumed call's line");
+                false
+            }
+            Err(e) => {
+                warn!(error = %e, task = %task_id, "the audit log search stopped");
+                false
+            }
+        }
     }
 
     /// Ends a call: its audit line, the observer, and the report. The
