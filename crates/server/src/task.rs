@@ -150,11 +150,12 @@ impl TaskWork {
     /// pick the work up again) is sealed into the task's id, encrypted
     /// under the server's key ([`ServerBuilder::signing_key`]) and bound to
     /// the caller. A server that no longer holds the task (it was
-    /// restarted; or, sharing the key, it is another replica the task was
-    /// routed to) and that has a [`ServerBuilder::task_resumer`] hands the
-    /// note to it when the client next asks about the task, and runs the
-    /// work it gets back under the same id, until the task's TTL (counted
-    /// from its first creation) runs out.
+    /// restarted under the same [`ServerBuilder::task_origin`], or, with
+    /// none, any server sharing the key) and that has a
+    /// [`ServerBuilder::task_resumer`] hands the note to it when the client
+    /// next asks about the task, and runs the work it gets back under the
+    /// same id, until the task's TTL (counted from its first creation)
+    /// runs out.
     pub fn resumable(mut self, note: Value) -> Self {
         self.note = Some(note);
         self

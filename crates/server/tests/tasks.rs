@@ -521,7 +521,8 @@ fn a_peer_must_be_an_http_url() {
 
 /// A server whose `export` tool makes a resumable task (the note names
 /// the step to go on from) that runs until cancelled; with `resumer`, the
-/// work that picks such a task up finishes with the note it was given.
+/// work that picks such a task up (counted in `resumed` when it starts)
+/// finishes with the note it was given.
 fn resumable_server(resumed: Option<Arc<AtomicUsize>>) -> Server {
     let mut builder = Server::builder("resumable", "1.0.0")
         .signing_key(b"shared by the restarts".to_vec())
@@ -536,13 +537,18 @@ fn resumable_server(resumed: Option<Arc<AtomicUsize>>) -> Server {
         .task_options(Duration::from_secs(60), Duration::from_millis(50));
     if let Some(resumed) = resumed {
         builder = builder.task_resumer(move |note, owner| {
-            resumed.fetch_add(1, Ordering::SeqCst);
             let who = owner.map(|p| p.subject.clone()).unwrap_or_default();
-            Some(TaskWork::new(move |t: TaskContext| async move {
-                // Long enough for a second request to find it running.
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                t.set_status("resumed");
-                format!("{who} resumed at step {}", note["step"])
+            let resumed = Arc::clone(&resumed);
+            Some(TaskWork::new(move |t: TaskContext| {
+                // Counted when the work starts: two requests may both ask
+                // the resumer, but only one work runs.
+                resumed.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    // Long enough for a second request to find it running.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    t.set_status("resumed");
+                    format!("{who} resumed at step {}", note["step"])
+                }
             }))
         });
     }
