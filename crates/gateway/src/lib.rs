@@ -414,7 +414,7 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         // be picked up again after a restart.
         builder = builder
             .signing_key(key.clone())
-            .task_resumer(tasks::resumer(host.clone()));
+            .task_resumer(tasks::resumer(host.clone(), options.telemetry.clone()));
     }
     if let Some(path) = &options.replay_ledger {
         builder = builder.replay_ledger(path);

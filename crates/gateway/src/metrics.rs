@@ -13,6 +13,7 @@
 //! | `switchboard_server_up` | `server` | 1 when mounted and reachable |
 //! | `switchboard_breaker_open` | `server` | 1 while the server's breaker is open |
 //! | `switchboard_server_status` | `server`, `status` | 1 for the server's current status |
+//! | `switchboard_tasks_resumed_total` | `server` | tasks handed on upstream that this process picked up again after a restart |
 //!
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
 //! cannot grow the label set without bound.
@@ -39,6 +40,7 @@ pub struct Metrics {
     up: Family<ServerLabels, Gauge>,
     breaker: Family<ServerLabels, Gauge>,
     status: Family<StatusLabels, Gauge>,
+    resumed: Family<ServerLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -109,6 +111,7 @@ impl Metrics {
         let up = Family::<ServerLabels, Gauge>::default();
         let breaker = Family::<ServerLabels, Gauge>::default();
         let status = Family::<StatusLabels, Gauge>::default();
+        let resumed = Family::<ServerLabels, Counter>::default();
         registry.register(
             "switchboard_calls",
             "Governed tool calls, by server, tool and outcome",
@@ -149,6 +152,11 @@ impl Metrics {
             "1 for the server's current status (up, down, tripped, disabled, needs_login)",
             status.clone(),
         );
+        registry.register(
+            "switchboard_tasks_resumed",
+            "Tasks handed on upstream that this process picked up again after a restart",
+            resumed.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -159,7 +167,17 @@ impl Metrics {
             up,
             breaker,
             status,
+            resumed,
         }
+    }
+
+    /// Counts a task of `server`'s picked up again after a restart.
+    pub(crate) fn task_resumed(&self, server: &str) {
+        self.resumed
+            .get_or_create(&ServerLabels {
+                server: server.to_owned(),
+            })
+            .inc();
     }
 
     /// The exposition, with the servers' states read from `host` now.

@@ -51,6 +51,7 @@ use tokio::task::JoinHandle;
 
 use crate::parked::{self, Parking, Running};
 use crate::relay;
+use crate::telemetry::Telemetry;
 
 /// Told of the host's call once it ends (for an upstream task: when the
 /// downstream task ends), e.g. to write the upstream span.
@@ -171,6 +172,7 @@ fn resume_note(resumption: &TaskResumption) -> Option<Value> {
 /// started), mirrored into the upstream task as before.
 pub(crate) fn resumer(
     host: Host,
+    telemetry: Telemetry,
 ) -> impl Fn(Value, Option<&Principal>) -> Option<TaskWork> + Send + Sync + 'static {
     move |note, _owner| {
         let resumption: TaskResumption = match serde_json::from_value(note) {
@@ -181,9 +183,11 @@ pub(crate) fn resumer(
             }
         };
         let host = host.clone();
+        let telemetry = telemetry.clone();
         // Set up as the work is started, not when it is first polled: a
         // task cancelled at once still finds the call to cancel.
         Some(TaskWork::new(move |task: TaskContext| {
+            telemetry.task_resumed(resumption.alias());
             let mut options = CallOptions::default();
             options.principal = task.principal().map(|p| p.subject.clone());
             options.client_capabilities = Some(task.client_capabilities().clone());

@@ -59,6 +59,13 @@ impl Telemetry {
         self.otel.is_some()
     }
 
+    /// Counts a task of `server`'s picked up again after a restart.
+    pub(crate) fn task_resumed(&self, server: &str) {
+        if let Some(m) = &self.metrics {
+            m.task_resumed(server);
+        }
+    }
+
     /// The metrics exposition, with server states read from `host`.
     #[must_use]
     pub fn render_metrics(&self, host: &Host) -> Option<String> {

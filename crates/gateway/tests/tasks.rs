@@ -22,7 +22,7 @@ use switchboard_client::{
     BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
     RequestOptions, ToolCallStart,
 };
-use switchboard_gateway::{Gateway, GatewayOptions};
+use switchboard_gateway::{Gateway, GatewayOptions, Telemetry};
 use switchboard_host::auth::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
 use switchboard_server::http::HttpOptions;
@@ -395,6 +395,7 @@ async fn handed_on_then_replaced(setup: &Setup, work: Value) -> (String, String,
         GatewayOptions::default()
             .replica("a")
             .state_key(Some(b"kept across restarts".to_vec()))
+            .telemetry(Telemetry::from_env(true).unwrap())
     };
     let (url, gateway, stop) = serve_with(&setup.host, keyed()).await;
     let alice = client_at(&url, "alice", true, Yes::default()).await;
@@ -419,7 +420,7 @@ async fn handed_on_then_replaced(setup: &Setup, work: Value) -> (String, String,
 async fn a_gateway_started_again_resumes_the_tasks_the_stopped_one_handed_on() {
     let setup = Setup::start().await;
     let work = json!({"work_ms": 800, "poll_ms": 20});
-    let (id, url, _serving) = handed_on_then_replaced(&setup, work).await;
+    let (id, url, serving) = handed_on_then_replaced(&setup, work).await;
     let alice = client_at(&url, "alice", true, Yes::default()).await;
     // Bob cannot pick up Alice's task.
     let bob = client_at(&url, "bob", true, Yes::default()).await;
@@ -433,6 +434,12 @@ async fn a_gateway_started_again_resumes_the_tasks_the_stopped_one_handed_on() {
         result.joined_text().contains("task done after 0 inputs"),
         "{}",
         result.joined_text()
+    );
+    // The new gateway counts the task it picked up.
+    let metrics = serving.0.telemetry().render_metrics(&setup.host).unwrap();
+    assert!(
+        metrics.contains("switchboard_tasks_resumed_total{server=\"m\"} 1"),
+        "{metrics}"
     );
     // Time for the stopped gateway's call, were it still following the
     // task, to see it end and write a line of its own.

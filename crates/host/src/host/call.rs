@@ -123,6 +123,11 @@ impl TaskResumption {
     pub fn task_id(&self) -> &str {
         &self.task_id
     }
+
+    /// The server's alias.
+    pub fn alias(&self) -> &str {
+        &self.alias
+    }
 }
 
 impl CallOptions {
