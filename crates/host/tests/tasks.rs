@@ -218,3 +218,55 @@ async fn a_call_concluded_before_the_restart_keeps_its_one_line_when_resumed() {
     assert_eq!(tasked.len(), 1, "{all:#?}");
     assert_eq!(all.len(), 4, "{all:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_call_the_rules_now_deny_is_stopped_and_its_task_cancelled() {
+    let dir = Dir::new();
+    let log = dir.path_str("requests.jsonl");
+    let server = json!({"command": mock(), "args": ["--log", log]});
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"m": server},
+            "permissions": {"allow": ["mcp__m__task"]},
+            "audit": "audit.jsonl",
+        }))
+        .await;
+    let (tx, started) = tokio::sync::oneshot::channel();
+    let tx = Mutex::new(Some(tx));
+    let mut options = CallOptions::default();
+    options.on_task_started = Some(Arc::new(move |r: TaskResumption| {
+        if let Some(tx) = tx.lock().unwrap().take() {
+            let _ = tx.send(r);
+        }
+    }));
+    options.leave_task_on_drop = true;
+    let args = json!({"never": true, "poll_ms": 20}).as_object().cloned();
+    let call = tokio::spawn({
+        let host = host.clone();
+        async move { host.call_detailed("mcp__m__task", args, options).await }
+    });
+    let resumption = started.await.unwrap();
+    call.abort();
+    assert!(call.await.is_err());
+    // Meanwhile the user denied the tool.
+    let denied = dir.config(json!({
+        "mcpServers": {"m": server},
+        "permissions": {"deny": ["mcp__m__task"]},
+        "audit": "audit.jsonl",
+    }));
+    host.reload(denied).await;
+    let report = host.resume_task(resumption, CallOptions::default()).await;
+    assert!(report.result.is_error());
+    assert!(
+        text(&report.result).contains("deny calling mcp__m__task"),
+        "{}",
+        text(&report.result)
+    );
+    host.shutdown().await;
+    assert_eq!(cancels(&log), 1);
+    let all = lines(&dir.path("audit.jsonl"));
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0]["outcome"], "denied");
+    assert_eq!(all[0]["decision"], "deny");
+    assert!(all[0]["taskId"].is_string());
+}

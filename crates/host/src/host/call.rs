@@ -425,9 +425,10 @@ impl Host {
     /// budget, `options`' sinks and input handlers), and writes the call's
     /// one audit line, the decision and start as they were, unless the log
     /// already holds it (the earlier process concluded the call before it
-    /// stopped). The gate is not asked again: the call was let through when
-    /// it started. A tool that no longer leads to the same server is an
-    /// `isError` result.
+    /// stopped). Nobody is asked again (the call was let through when it
+    /// started), but rules that deny it now (a caller's access revoked)
+    /// stop it: the server's task is cancelled, the result withheld. A tool
+    /// that no longer leads to the same server is an `isError` result.
     pub async fn resume_task(
         &self,
         resumption: TaskResumption,
@@ -683,11 +684,11 @@ impl Host {
             );
         }
         let table = self.table();
-        let server = table
+        let entry = table
             .get(&r.tool)
-            .filter(|e| e.alias == r.alias && e.tool.name == r.original_tool)
-            .and_then(|_| self.server(&r.alias));
-        let Some(server) = server else {
+            .filter(|e| e.alias == r.alias && e.tool.name == r.original_tool);
+        let server = entry.and_then(|_| self.server(&r.alias));
+        let (Some(entry), Some(server)) = (entry, server) else {
             return stopped(
                 Outcome::UnknownTool,
                 format!(
@@ -697,6 +698,24 @@ impl Host {
                 ),
             );
         };
+        // Rules that deny the call now (the caller's access was revoked
+        // meanwhile) stop it: the server's task is cancelled and its result
+        // is not handed on.
+        let pin = self
+            .inner
+            .pins
+            .state_of(&r.alias, &entry.tool, &entry.fingerprint);
+        if let Err((decision, text)) = self.refusal(&r.tool, entry, &pin, options) {
+            if let Some(link) = server.live_link() {
+                if let Err(e) = link.client.cancel_task(&r.task_id).await {
+                    warn!(task = %r.task_id, error = %e, "tasks/cancel of a call now denied failed");
+                }
+            }
+            return CallOutcome {
+                decision: Some(decision),
+                ..stopped(Outcome::Denied, text)
+            };
+        }
         let (notifications, task) = crate::task::watch(&server, options, None);
         let end = self
             .run(
@@ -736,16 +755,16 @@ impl Host {
         }
     }
 
-    /// The gate, and the approver when the gate asks: the decision, and
-    /// whether the call may run. The gate is assessed once per call.
-    async fn decide(
+    /// The rules' say on a call: the caller's `principals` rules, then the
+    /// gate's assessment; a denial is the decision and the text the model
+    /// reads.
+    fn refusal(
         &self,
         local_name: &str,
         entry: &TableEntry,
         pin: &PinState,
-        arguments: Option<&JsonObject>,
         options: &CallOptions,
-    ) -> (Decision, Gate) {
+    ) -> Result<gate::Assessment, (Decision, String)> {
         if let Some(principal) = options.principal.as_deref() {
             if let Some(rule) = self.principal_refusal(principal, &entry.alias, &entry.tool.name) {
                 let why = match &rule {
@@ -761,73 +780,93 @@ impl Host {
                     decided_by: Decider::Rule,
                     rule: rule.map(|r| r.0),
                 };
-                return (decision, Gate::Refuse(text));
+                return Err((decision, text));
             }
         }
         let assessment = {
             let config = self.config_read();
             gate::assess(&config.rules, &entry.alias, &entry.tool, pin)
         };
+        if assessment.verdict != Verdict::Deny {
+            return Ok(assessment);
+        }
+        let (at, pattern) = assessment.rule.unwrap_or_default();
+        let text = format!(
+            "The user's permission rules deny calling {local_name} (rule {pattern} at {at}). \
+             Do not retry it; if you need it, tell the user why."
+        );
+        let decision = Decision {
+            verdict: Verdict::Deny,
+            decided_by: Decider::Rule,
+            rule: Some(at).filter(|at| !at.is_empty()),
+        };
+        Err((decision, text))
+    }
+
+    /// The gate, and the approver when the gate asks: the decision, and
+    /// whether the call may run. The gate is assessed once per call.
+    async fn decide(
+        &self,
+        local_name: &str,
+        entry: &TableEntry,
+        pin: &PinState,
+        arguments: Option<&JsonObject>,
+        options: &CallOptions,
+    ) -> (Decision, Gate) {
+        let assessment = match self.refusal(local_name, entry, pin, options) {
+            Ok(assessment) => assessment,
+            Err((decision, text)) => return (decision, Gate::Refuse(text)),
+        };
         let by_rule = |verdict| Decision {
             verdict,
             decided_by: Decider::Rule,
             rule: assessment.rule.as_ref().map(|r| r.0.clone()),
         };
-        match assessment.verdict {
-            Verdict::Deny => {
-                let decision = by_rule(Verdict::Deny);
-                let (at, pattern) = assessment.rule.unwrap_or_default();
-                let text = format!(
-                    "The user's permission rules deny calling {local_name} (rule {pattern} at {at}). \
-                     Do not retry it; if you need it, tell the user why."
-                );
-                (decision, Gate::Refuse(text))
+        // A denial was a refusal: what is left is allow, or ask.
+        if assessment.verdict == Verdict::Allow {
+            return (by_rule(Verdict::Allow), Gate::Pass);
+        }
+        let approver: Arc<dyn Approver> = options
+            .approver
+            .clone()
+            .unwrap_or_else(|| Arc::new(NoApprover));
+        let rule_text = self.allow_rule_text(entry);
+        let config_file = {
+            let config = self.config_read();
+            config.origin.path().map(|p| p.display().to_string())
+        };
+        let request = ApprovalRequest {
+            local_name: local_name.to_owned(),
+            alias: entry.alias.clone(),
+            original_name: entry.tool.name.clone(),
+            arguments: args_value_or_empty(arguments),
+            reasons: assessment.reasons.clone(),
+            diff: assessment.diff.clone(),
+            annotations: entry.tool.annotations.clone(),
+            suggested_rule: rule_text.clone(),
+            config_file: config_file.filter(|_| rule_text_is_persistable(&rule_text)),
+        };
+        let approval = approver.approve(&request).await;
+        let by_approver = |verdict| Decision {
+            verdict,
+            decided_by: approver.decider(),
+            rule: None,
+        };
+        match approval {
+            Approval::AllowOnce => (by_approver(Verdict::Allow), Gate::Pass),
+            Approval::AllowAlways => {
+                self.allow_always(entry, &rule_text);
+                (by_approver(Verdict::Allow), Gate::Pass)
             }
-            Verdict::Allow => (by_rule(Verdict::Allow), Gate::Pass),
-            Verdict::Ask => {
-                let approver: Arc<dyn Approver> = options
-                    .approver
-                    .clone()
-                    .unwrap_or_else(|| Arc::new(NoApprover));
-                let rule_text = self.allow_rule_text(entry);
-                let config_file = {
-                    let config = self.config_read();
-                    config.origin.path().map(|p| p.display().to_string())
-                };
-                let request = ApprovalRequest {
-                    local_name: local_name.to_owned(),
-                    alias: entry.alias.clone(),
-                    original_name: entry.tool.name.clone(),
-                    arguments: args_value_or_empty(arguments),
-                    reasons: assessment.reasons.clone(),
-                    diff: assessment.diff.clone(),
-                    annotations: entry.tool.annotations.clone(),
-                    suggested_rule: rule_text.clone(),
-                    config_file: config_file.filter(|_| rule_text_is_persistable(&rule_text)),
-                };
-                let approval = approver.approve(&request).await;
-                let by_approver = |verdict| Decision {
-                    verdict,
-                    decided_by: approver.decider(),
-                    rule: None,
-                };
-                match approval {
-                    Approval::AllowOnce => (by_approver(Verdict::Allow), Gate::Pass),
-                    Approval::AllowAlways => {
-                        self.allow_always(entry, &rule_text);
-                        (by_approver(Verdict::Allow), Gate::Pass)
-                    }
-                    Approval::Defer => (by_approver(Verdict::Ask), Gate::Defer(Box::new(request))),
-                    Approval::Deny(text) => {
-                        let text = text.unwrap_or_else(|| {
+            Approval::Defer => (by_approver(Verdict::Ask), Gate::Defer(Box::new(request))),
+            Approval::Deny(text) => {
+                let text = text.unwrap_or_else(|| {
                             format!(
                                 "The user declined this call of {local_name}. Do not retry it unless the user asks; \
                                  ask them how to proceed or do without it."
                             )
                         });
-                        (by_approver(Verdict::Deny), Gate::Refuse(text))
-                    }
-                }
+                (by_approver(Verdict::Deny), Gate::Refuse(text))
             }
         }
     }
