@@ -175,6 +175,14 @@ async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
         .expect("did not finish in time")
 }
 
+/// Follows `task` to its end: the result's text.
+async fn finished_text(client: &Client, task: switchboard_wire::tasks::Task) -> String {
+    within(client.wait_task(task, &RequestOptions::default()))
+        .await
+        .unwrap()
+        .joined_text()
+}
+
 fn args(v: Value) -> Option<JsonObject> {
     v.as_object().cloned()
 }
@@ -224,14 +232,8 @@ async fn a_downstream_task_is_handed_on_and_followed_through_the_gateway() {
     };
     // The gateway's own id, not the downstream server's.
     assert!(!task.task_id.starts_with("mock-task-"), "{}", task.task_id);
-    let result = within(alice.wait_task(task.clone(), &RequestOptions::default()))
-        .await
-        .unwrap();
-    assert!(
-        result.joined_text().contains("task done after 1 inputs"),
-        "{}",
-        result.joined_text()
-    );
+    let text = finished_text(&alice, task.clone()).await;
+    assert!(text.contains("task done after 1 inputs"), "{text}");
     // The downstream question reached alice once (not the host's own
     // handler), and her answer went down.
     assert_eq!(asked.lock().unwrap().len(), 1);
@@ -427,14 +429,8 @@ async fn a_gateway_started_again_resumes_the_tasks_the_stopped_one_handed_on() {
     let err = within(bob.get_task(&id)).await.unwrap_err();
     assert_eq!(err.code(), Some(-32602), "{err}");
     let resumed = within(alice.get_task(&id)).await.unwrap();
-    let result = within(alice.wait_task(resumed, &RequestOptions::default()))
-        .await
-        .unwrap();
-    assert!(
-        result.joined_text().contains("task done after 0 inputs"),
-        "{}",
-        result.joined_text()
-    );
+    let text = finished_text(&alice, resumed).await;
+    assert!(text.contains("task done after 0 inputs"), "{text}");
     // The new gateway counts the task it picked up.
     let metrics = serving.0.telemetry().render_metrics(&setup.host).unwrap();
     assert!(

@@ -19,6 +19,37 @@ fn lines(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// Call options that hand out the call's [`TaskResumption`] once the
+/// server makes it a task.
+fn telling_resumption() -> (CallOptions, tokio::sync::oneshot::Receiver<TaskResumption>) {
+    let (tx, started) = tokio::sync::oneshot::channel();
+    let tx = Mutex::new(Some(tx));
+    let mut options = CallOptions::default();
+    options.on_task_started = Some(Arc::new(move |r: TaskResumption| {
+        if let Some(tx) = tx.lock().unwrap().take() {
+            let _ = tx.send(r);
+        }
+    }));
+    (options, started)
+}
+
+/// Calls the mock's `task` with `args`, leaving the task running, and
+/// stops following it once it is a task (a gateway restarting): what
+/// resumes the call.
+async fn left_running(host: &switchboard_host::Host, args: Value) -> TaskResumption {
+    let (mut options, started) = telling_resumption();
+    options.leave_task_on_drop = true;
+    let call = tokio::spawn({
+        let host = host.clone();
+        let args = args.as_object().cloned();
+        async move { host.call_detailed("mcp__m__task", args, options).await }
+    });
+    let resumption = started.await.unwrap();
+    call.abort();
+    assert!(call.await.is_err());
+    resumption
+}
+
 /// How many `tasks/cancel` requests the mock server's log holds.
 fn cancels(log: &str) -> usize {
     std::fs::read_to_string(log)
@@ -102,26 +133,10 @@ async fn a_call_left_running_is_resumed_and_audited_once_as_it_started() {
             "audit": "audit.jsonl",
         }))
         .await;
-    let (tx, started) = tokio::sync::oneshot::channel();
-    let tx = Mutex::new(Some(tx));
-    let mut options = CallOptions::default();
-    options.on_task_started = Some(Arc::new(move |r: TaskResumption| {
-        if let Some(tx) = tx.lock().unwrap().take() {
-            let _ = tx.send(r);
-        }
-    }));
-    options.leave_task_on_drop = true;
-    let args = json!({"work_ms": 600, "poll_ms": 20}).as_object().cloned();
-    let call = tokio::spawn({
-        let host = host.clone();
-        async move { host.call_detailed("mcp__m__task", args, options).await }
-    });
-    let resumption = started.await.unwrap();
+    // Whoever followed the call stops (a gateway restarting)...
+    let resumption = left_running(&host, json!({"work_ms": 600, "poll_ms": 20})).await;
     assert_eq!(resumption.tool(), "mcp__m__task");
     assert!(resumption.task_id().starts_with("mock-task-"));
-    // Whoever followed the call stops (a gateway restarting)...
-    call.abort();
-    assert!(call.await.is_err());
     // ...and picks it up again from what it kept (a gateway seals it).
     let kept = serde_json::to_string(&resumption).unwrap();
     let resumption: TaskResumption = serde_json::from_str(&kept).unwrap();
@@ -186,14 +201,7 @@ async fn a_call_concluded_before_the_restart_keeps_its_one_line_when_resumed() {
             "audit": "audit.jsonl",
         }))
         .await;
-    let (tx, started) = tokio::sync::oneshot::channel();
-    let tx = Mutex::new(Some(tx));
-    let mut options = CallOptions::default();
-    options.on_task_started = Some(Arc::new(move |r: TaskResumption| {
-        if let Some(tx) = tx.lock().unwrap().take() {
-            let _ = tx.send(r);
-        }
-    }));
+    let (options, started) = telling_resumption();
     // The call ends and is audited; other calls follow it.
     let args = json!({"work_ms": 50, "poll_ms": 10}).as_object().cloned();
     let report = host.call_detailed("mcp__m__task", args, options).await;
@@ -231,23 +239,7 @@ async fn a_resumed_call_the_rules_now_deny_is_stopped_and_its_task_cancelled() {
             "audit": "audit.jsonl",
         }))
         .await;
-    let (tx, started) = tokio::sync::oneshot::channel();
-    let tx = Mutex::new(Some(tx));
-    let mut options = CallOptions::default();
-    options.on_task_started = Some(Arc::new(move |r: TaskResumption| {
-        if let Some(tx) = tx.lock().unwrap().take() {
-            let _ = tx.send(r);
-        }
-    }));
-    options.leave_task_on_drop = true;
-    let args = json!({"never": true, "poll_ms": 20}).as_object().cloned();
-    let call = tokio::spawn({
-        let host = host.clone();
-        async move { host.call_detailed("mcp__m__task", args, options).await }
-    });
-    let resumption = started.await.unwrap();
-    call.abort();
-    assert!(call.await.is_err());
+    let resumption = left_running(&host, json!({"never": true, "poll_ms": 20})).await;
     // Meanwhile the user denied the tool.
     let denied = dir.config(json!({
         "mcpServers": {"m": server},
