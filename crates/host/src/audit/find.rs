@@ -56,20 +56,22 @@ pub(crate) fn holds_task_line(path: &Path, time: &str, task_id: &str) -> std::io
         file.read_exact(&mut buf)?;
         buf.extend_from_slice(&carry);
         // Before the first newline is the end of a line that began in an
-        // earlier chunk (unless this chunk starts the file).
-        let cut = match (start, buf.iter().position(|b| *b == b'\n')) {
-            (0, _) => 0,
-            (_, Some(i)) => i + 1,
-            (_, None) => buf.len(),
+        // earlier chunk (unless this chunk starts the file): it is carried
+        // to the next read, and the whole lines after it are judged.
+        let (head, whole) = match (start, buf.iter().position(|b| *b == b'\n')) {
+            (0, _) => (0, 0),
+            (_, Some(i)) => (i, i + 1),
+            (_, None) => (buf.len(), buf.len()),
         };
-        for line in buf[cut..].rsplit(|b| *b == b'\n') {
+        for line in buf[whole..].rsplit(|b| *b == b'\n') {
             match judge(line, time, task_id, started) {
                 Verdict::Found => return Ok(true),
                 Verdict::Earlier => return Ok(false),
                 Verdict::Other => {}
             }
         }
-        carry = buf[..cut.saturating_sub(1)].to_vec();
+        buf.truncate(head);
+        carry = buf;
         end = start;
     }
     Ok(false)
@@ -141,6 +143,22 @@ mod tests {
         assert!(!holds_task_line(&path, start, "t-2").unwrap());
         // A missing log holds nothing.
         assert!(!holds_task_line(&dir.path().join("none"), start, "t-1").unwrap());
+    }
+
+    #[test]
+    fn a_line_longer_than_a_chunk_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        let start = "2026-12-02T10:00:00.000Z";
+        // The call's own line is three chunks long (very many arguments).
+        let mut long = line(start, 10, Some("t-1"));
+        long.argument_names = (0..20_000).map(|i| format!("argument_{i}")).collect();
+        log.append(&long).unwrap();
+        log.append(&line("2026-12-02T10:00:01.000Z", 1, None))
+            .unwrap();
+        assert!(std::fs::metadata(&path).unwrap().len() > 3 * CHUNK);
+        assert!(holds_task_line(&path, start, "t-1").unwrap());
     }
 
     #[test]
