@@ -248,6 +248,37 @@ async fn updates_and_list_changes_reach_upstream_listeners() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_added_before_the_host_listens_is_not_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::builder("early", "1.0.0")
+        .resource(ResourceSpec::new("early://first", "first"), || async {
+            text_contents("early://first", "text/plain", "first")
+        })
+        .build()
+        .unwrap();
+    let (a, _ta) = serve(server.clone()).await;
+    let host = mount(&dir, &[("e", &a)], None).await;
+    // Added as soon as the host has listed the server: most likely before
+    // its listen stream is open, so no notification reaches it.
+    server
+        .add_resource(ResourceSpec::new("early://late", "late"), || async {
+            text_contents("early://late", "text/plain", "late")
+        })
+        .unwrap();
+    let front = front(&host, GatewayOptions::default(), None).await;
+    let c = &front.client;
+    eventually("the resource added before the listen is served", || async {
+        c.list_all_resources()
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|r| r.uri == "early://late")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateways_own_resources_live_beside_the_servers() {
     let dir = tempfile::tempdir().unwrap();
     // A server that claims the gateway's own status URI.

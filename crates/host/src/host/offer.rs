@@ -414,7 +414,9 @@ async fn list(client: &Client, last: &ServerOffer) -> ServerOffer {
 /// (modern servers that declare them): `list_changed` re-lists, a
 /// resource update is passed on under its served URI. The stream asks for
 /// updates of every listed resource, and is re-opened when that list
-/// changes. Ends with the connection.
+/// changes; each time it opens, the offer is listed once more (a change
+/// made before the stream was open was notified to no one). Ends with the
+/// connection.
 async fn watch(host: Weak<Inner>, alias: String, client: Client, mut offer: ServerOffer) {
     let mut backoff = Duration::from_millis(500);
     loop {
@@ -427,8 +429,8 @@ async fn watch(host: Weak<Inner>, alias: String, client: Client, mut offer: Serv
         };
         let prompts = caps.prompts.as_ref().and_then(|c| c.list_changed) == Some(true);
         let resources = caps.resources.as_ref().and_then(|c| c.list_changed) == Some(true);
-        let updates = caps.resources.as_ref().and_then(|c| c.subscribe) == Some(true)
-            && !offer.resources.is_empty();
+        let subscribe = caps.resources.as_ref().and_then(|c| c.subscribe) == Some(true);
+        let updates = subscribe && !offer.resources.is_empty();
         if client.era() != Era::Modern || !(prompts || resources || updates) {
             return;
         }
@@ -451,6 +453,24 @@ async fn watch(host: Weak<Inner>, alias: String, client: Client, mut offer: Serv
             }
         };
         backoff = Duration::from_millis(500);
+        // A change between the last listing and the stream's opening was
+        // notified to no one: list once more, now that changes are.
+        let fresh = list(&client, &offer).await;
+        if fresh != offer {
+            let reopen = subscribe
+                && !fresh
+                    .resources
+                    .iter()
+                    .map(|r| &r.uri)
+                    .eq(offer.resources.iter().map(|r| &r.uri));
+            offer = fresh;
+            if reopen {
+                // The stream watches the old URIs: open it again.
+                continue;
+            }
+            let Some(inner) = host.upgrade() else { return };
+            Host { inner }.set_offer(&alias, offer.clone());
+        }
         loop {
             let Some(n) = sub.next().await else {
                 // The stream ended: re-list (a change may have been
