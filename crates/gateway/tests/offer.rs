@@ -1,11 +1,12 @@
 //! Prompts, resources, templates, completions and updates through the
-//! gateway.
+//! gateway; a tool or resource a server adds before the host listens to
+//! it is not missed.
 
 use serde_json::{Value, json};
 use switchboard_gateway::GatewayOptions;
 use switchboard_server::{
     CompleteRequest, CompletionRef, PromptSpec, ResourceSpec, Server, TemplateMatch, TemplateSpec,
-    text_contents, user,
+    ToolSpec, text_contents, user,
 };
 use switchboard_wire::{ContentBlock, SubscriptionFilter};
 
@@ -274,6 +275,35 @@ async fn a_resource_added_before_the_host_listens_is_not_missed() {
             .items
             .iter()
             .any(|r| r.uri == "early://late")
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_added_before_the_host_listens_is_not_missed() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::builder("early", "1.0.0")
+        .tool("first", "The first tool", || async { "first" })
+        .build()
+        .unwrap();
+    let (a, _ta) = serve(server.clone()).await;
+    let host = mount(&dir, &[("e", &a)], None).await;
+    // Added as soon as the host has listed the server, most likely before
+    // its listen stream is open.
+    server
+        .put_tool(ToolSpec::new("late").description("Added late"), || async {
+            "late"
+        })
+        .unwrap();
+    let front = front(&host, GatewayOptions::default(), None).await;
+    let c = &front.client;
+    eventually("the tool added before the listen is served", || async {
+        c.list_all_tools()
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|t| t.name == "mcp__e__late")
     })
     .await;
 }
