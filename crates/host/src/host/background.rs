@@ -149,25 +149,22 @@ async fn refresher(host: Weak<Inner>, server: Arc<Upstream>) {
 }
 
 /// Keeps a `subscriptions/listen` stream open for `tools/list_changed`,
-/// re-opening it (and refreshing, in case a change was missed) when it
-/// drops.
+/// re-opening it when it drops. Each time it opens, the tools are
+/// refreshed: a change made before the stream was open (since the listing
+/// at connect, or while it was down) was notified to no one.
 async fn listener(client: switchboard_client::Client, server: Weak<Upstream>) {
     let filter = switchboard_wire::SubscriptionFilter {
         tools_list_changed: Some(true),
         ..Default::default()
     };
     let mut backoff = Duration::from_millis(500);
-    let mut first = true;
     loop {
         match client.listen(filter.clone()).await {
             Ok(mut sub) => {
                 backoff = Duration::from_millis(500);
-                if !first {
-                    if let Some(s) = server.upgrade() {
-                        s.refresh.notify_one();
-                    }
+                if let Some(s) = server.upgrade() {
+                    s.refresh.notify_one();
                 }
-                first = false;
                 while let Some(n) = sub.next().await {
                     if n.method == switchboard_wire::types::method::TOOLS_LIST_CHANGED {
                         match server.upgrade() {
