@@ -249,9 +249,10 @@ async fn updates_and_list_changes_reach_upstream_listeners() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resource_added_before_the_host_listens_is_not_missed() {
+async fn what_a_server_adds_before_the_host_listens_is_not_missed() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::builder("early", "1.0.0")
+        .tool("first", "The first tool", || async { "first" })
         .resource(ResourceSpec::new("early://first", "first"), || async {
             text_contents("early://first", "text/plain", "first")
         })
@@ -260,7 +261,12 @@ async fn a_resource_added_before_the_host_listens_is_not_missed() {
     let (a, _ta) = serve(server.clone()).await;
     let host = mount(&dir, &[("e", &a)], None).await;
     // Added as soon as the host has listed the server: most likely before
-    // its listen stream is open, so no notification reaches it.
+    // its listen streams are open, so no notification reaches it.
+    server
+        .put_tool(ToolSpec::new("late").description("Added late"), || async {
+            "late"
+        })
+        .unwrap();
     server
         .add_resource(ResourceSpec::new("early://late", "late"), || async {
             text_contents("early://late", "text/plain", "late")
@@ -268,43 +274,15 @@ async fn a_resource_added_before_the_host_listens_is_not_missed() {
         .unwrap();
     let front = front(&host, GatewayOptions::default(), None).await;
     let c = &front.client;
-    eventually("the resource added before the listen is served", || async {
-        c.list_all_resources()
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .any(|r| r.uri == "early://late")
-    })
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_added_before_the_host_listens_is_not_missed() {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::builder("early", "1.0.0")
-        .tool("first", "The first tool", || async { "first" })
-        .build()
-        .unwrap();
-    let (a, _ta) = serve(server.clone()).await;
-    let host = mount(&dir, &[("e", &a)], None).await;
-    // Added as soon as the host has listed the server, most likely before
-    // its listen stream is open.
-    server
-        .put_tool(ToolSpec::new("late").description("Added late"), || async {
-            "late"
-        })
-        .unwrap();
-    let front = front(&host, GatewayOptions::default(), None).await;
-    let c = &front.client;
-    eventually("the tool added before the listen is served", || async {
-        c.list_all_tools()
-            .await
-            .unwrap()
-            .items
-            .iter()
-            .any(|t| t.name == "mcp__e__late")
-    })
+    eventually(
+        "the tool and the resource added before the listen are served",
+        || async {
+            let tools = c.list_all_tools().await.unwrap().items;
+            let resources = c.list_all_resources().await.unwrap().items;
+            tools.iter().any(|t| t.name == "mcp__e__late")
+                && resources.iter().any(|r| r.uri == "early://late")
+        },
+    )
     .await;
 }
 
