@@ -50,6 +50,12 @@ async fn left_running(host: &switchboard_host::Host, args: Value) -> TaskResumpt
     resumption
 }
 
+/// Resumes the call with default options: the result's text.
+async fn resumed_text(host: &switchboard_host::Host, resumption: TaskResumption) -> String {
+    let report = host.resume_task(resumption, CallOptions::default()).await;
+    text(&report.result)
+}
+
 /// How many `tasks/cancel` requests the mock server's log holds.
 fn cancels(log: &str) -> usize {
     std::fs::read_to_string(log)
@@ -140,12 +146,8 @@ async fn a_call_left_running_is_resumed_and_audited_once_as_it_started() {
     // ...and picks it up again from what it kept (a gateway seals it).
     let kept = serde_json::to_string(&resumption).unwrap();
     let resumption: TaskResumption = serde_json::from_str(&kept).unwrap();
-    let report = host.resume_task(resumption, CallOptions::default()).await;
-    assert!(
-        text(&report.result).contains("task done after 0 inputs"),
-        "{}",
-        text(&report.result)
-    );
+    let result = resumed_text(&host, resumption).await;
+    assert!(result.contains("task done after 0 inputs"), "{result}");
     host.shutdown().await;
     // One line, as the call started: its decision, its arguments, its
     // start, the task id; the task was never cancelled.
@@ -214,12 +216,8 @@ async fn a_call_concluded_before_the_restart_keeps_its_one_line_when_resumed() {
     let resumption = started.await.unwrap();
     // Picked up again (the server still has the task): the result comes
     // back, and no second line is written for the call.
-    let again = host.resume_task(resumption, CallOptions::default()).await;
-    assert!(
-        text(&again.result).contains("task done"),
-        "{}",
-        text(&again.result)
-    );
+    let again = resumed_text(&host, resumption).await;
+    assert!(again.contains("task done"), "{again}");
     host.shutdown().await;
     let all = lines(&dir.path("audit.jsonl"));
     let tasked: Vec<&Value> = all.iter().filter(|l| l["tool"] == "mcp__m__task").collect();

@@ -119,14 +119,19 @@ mod tests {
         record
     }
 
-    #[test]
-    fn the_calls_line_is_found_among_later_ones_and_not_past_earlier_ones() {
+    /// An empty log in a directory of its own (kept alive by the caller).
+    fn fresh_log() -> (tempfile::TempDir, std::path::PathBuf, AuditLog) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let log = AuditLog::open(&path).unwrap();
+        (dir, path, log)
+    }
+
+    #[test]
+    fn the_calls_line_is_found_among_later_ones_and_not_past_earlier_ones() {
+        let (dir, path, log) = fresh_log();
         let start = "2026-12-02T10:00:00.000Z";
-        // Long before the call: a line naming the same task and start
-        // would never be reached past the line that ended before it.
+        // Lines of other calls, long before this one.
         log.append(&line("2026-12-02T08:00:00.000Z", 5, Some("other")))
             .unwrap();
         log.append(&line("2026-12-02T09:00:00.000Z", 10, None))
@@ -147,9 +152,7 @@ mod tests {
 
     #[test]
     fn a_line_longer_than_a_chunk_is_read_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&path).unwrap();
+        let (_dir, path, log) = fresh_log();
         let start = "2026-12-02T10:00:00.000Z";
         // The call's own line is three chunks long (very many arguments).
         let mut long = line(start, 10, Some("t-1"));
@@ -163,9 +166,7 @@ mod tests {
 
     #[test]
     fn the_search_stops_at_a_line_that_ended_before_the_call_started() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let log = AuditLog::open(&path).unwrap();
+        let (_dir, path, log) = fresh_log();
         let start = "2026-12-02T10:00:00.000Z";
         // A line for the call, then one that ended an hour before it
         // started: the search never goes past the second.
