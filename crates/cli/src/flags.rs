@@ -347,7 +347,8 @@ pub(crate) struct ServeArgs {
     /// (default: each replica remembers its own).
     #[arg(long, value_name = "FILE")]
     pub(crate) replay_ledger: Option<PathBuf>,
-    /// Do not watch the config file (SIGHUP still reloads it).
+    /// Do not watch the config and tokens files (SIGHUP still reloads
+    /// them).
     #[arg(long)]
     pub(crate) no_watch: bool,
     /// On Ctrl-C / SIGTERM, first drain for SECS seconds: /readyz answers
@@ -360,8 +361,8 @@ pub(crate) struct ServeArgs {
     /// access tokens of an issuer (oauth).
     #[arg(long, value_enum, requires = "http")]
     pub(crate) auth: Option<ServeAuth>,
-    /// --auth token: the tokens, one `NAME TOKEN` per line; else
-    /// $SWITCHBOARD_GATEWAY_TOKENS.
+    /// --auth token: the tokens, one `NAME TOKEN` per line, reloaded when
+    /// the file changes; else $SWITCHBOARD_GATEWAY_TOKENS.
     #[arg(long, value_name = "FILE")]
     pub(crate) tokens_file: Option<PathBuf>,
     /// --auth oauth: the authorization server's issuer URL.

@@ -356,6 +356,132 @@ async fn tokens_from_the_environment_and_bad_lists() {
     assert!(run.stderr.contains("SWITCHBOARD_GATEWAY_TOKENS"), "{run:?}");
 }
 
+const BOB_TOKEN: &str = "bob-token-5555555555555";
+
+/// Whether a raw request with `token` gets past authentication (the
+/// bare request itself may still be refused, with 400, for what it lacks).
+fn admitted(gw: &Running, token: &str) -> bool {
+    list_raw(gw, Some(&format!("Bearer {token}"))).0 != 401
+}
+
+/// Waits (up to 30 s) until `token` is `admitted`, or refused.
+async fn until_admitted(gw: &Running, token: &str, admitted_now: bool) {
+    let start = std::time::Instant::now();
+    while admitted(gw, token) != admitted_now {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "a token was never {}; stderr:\n{}",
+            if admitted_now { "admitted" } else { "refused" },
+            gw.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+// The tokens file is watched while serving: a token taken out is refused
+// from the next request on (a client already connected with it too), a
+// new one gets in under its name, and a broken file is reported (naming
+// no token) while the tokens in use are kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tokens_file_is_reloaded_while_serving() {
+    let sb = Sandbox::new();
+    let cfg = token_config(&sb);
+    let tokens = sb.write(
+        "tokens.txt",
+        &format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
+    );
+    // -v: the reload's own line (info) is logged.
+    let gw = serve(
+        &sb,
+        &cfg,
+        &[
+            "--auth",
+            "token",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "-v",
+        ],
+        &[],
+    )
+    .await;
+    let alice = client(&gw, ALICE_TOKEN).await;
+    lists_notes(&alice).await;
+    assert!(!admitted(&gw, BOB_TOKEN));
+
+    // alice's token leaked: it is taken out, and bob is added.
+    sb.write(
+        "tokens.txt",
+        &format!("ci-bot {CI_TOKEN}\nbob {BOB_TOKEN}\n"),
+    );
+    until_admitted(&gw, ALICE_TOKEN, false).await;
+    let refused = alice
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await;
+    assert!(refused.is_err(), "{refused:?}");
+    call_is_audited_as(&gw, BOB_TOKEN, sb.path(), "bob").await;
+    assert!(admitted(&gw, CI_TOKEN));
+    let stderr = gw.stderr();
+    let reloaded = stderr
+        .lines()
+        .find(|l| l.contains("reloaded the tokens"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        reloaded.contains("alice") && reloaded.contains("bob"),
+        "{reloaded}"
+    );
+
+    // A broken file: said so, and bob and ci-bot still get in.
+    sb.write("tokens.txt", "bob tooshort\n");
+    let start = std::time::Instant::now();
+    while !gw.stderr().contains("the tokens were not reloaded") {
+        assert!(start.elapsed() < Duration::from_secs(30), "{}", gw.stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for token in [BOB_TOKEN, CI_TOKEN] {
+        assert!(admitted(&gw, token));
+    }
+    let stderr = gw.stderr();
+    assert!(stderr.contains("shorter than"), "{stderr}");
+    for token in [CI_TOKEN, ALICE_TOKEN, BOB_TOKEN, "tooshort"] {
+        assert!(!stderr.contains(token), "{stderr}");
+    }
+}
+
+// Under --no-watch the tokens file is not looked at on its own; SIGHUP
+// reloads it.
+#[tokio::test(flavor = "multi_thread")]
+async fn sighup_reloads_the_tokens_file_when_it_is_not_watched() {
+    let sb = Sandbox::new();
+    let cfg = token_config(&sb);
+    let tokens = sb.write("tokens.txt", &format!("alice {ALICE_TOKEN}\n"));
+    let gw = serve(
+        &sb,
+        &cfg,
+        &[
+            "--auth",
+            "token",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "--no-watch",
+        ],
+        &[],
+    )
+    .await;
+    sb.write("tokens.txt", &format!("bob {BOB_TOKEN}\n"));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(
+        admitted(&gw, ALICE_TOKEN),
+        "the file was reloaded without SIGHUP"
+    );
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &gw.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    until_admitted(&gw, BOB_TOKEN, true).await;
+    until_admitted(&gw, ALICE_TOKEN, false).await;
+}
+
 // A non-loopback address without --auth refuses to start (exit 1, naming
 // the fix); --insecure-no-auth starts it with a loud warning.
 #[tokio::test(flavor = "multi_thread")]

@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -56,6 +56,9 @@ const ISSUER_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct InboundAuth {
     validator: Arc<dyn TokenValidator>,
+    /// The named tokens in use, replaceable while serving (token auth
+    /// only).
+    tokens: Option<Arc<LiveTokens>>,
     metadata: ProtectedResource,
     kind: &'static str,
 }
@@ -73,9 +76,13 @@ impl InboundAuth {
     /// Callers present one of `tokens`; `resource` is the gateway's MCP
     /// URL, named in the metadata document (which lists no authorization
     /// server: these tokens are handed out by hand).
+    /// The tokens can be replaced while the gateway serves
+    /// ([`InboundAuth::replace_tokens`]).
     pub fn tokens(tokens: StaticTokens, resource: impl Into<String>) -> InboundAuth {
+        let live = Arc::new(LiveTokens(RwLock::new(Arc::new(tokens))));
         InboundAuth {
-            validator: Arc::new(tokens),
+            validator: Arc::clone(&live) as Arc<dyn TokenValidator>,
+            tokens: Some(live),
             metadata: ProtectedResource {
                 resource: resource.into(),
                 authorization_servers: Vec::new(),
@@ -123,6 +130,7 @@ impl InboundAuth {
         .require_scopes(settings.scopes);
         Ok(InboundAuth {
             validator: Arc::new(validator),
+            tokens: None,
             metadata,
             kind,
         })
@@ -136,6 +144,27 @@ impl InboundAuth {
     /// `token`, `oauth (JWT)` or `oauth (introspection)`.
     pub fn kind(&self) -> &'static str {
         self.kind
+    }
+
+    /// Puts `tokens` in place of the named tokens in use: from the next
+    /// request on, a token no longer listed is refused (401) and a new one
+    /// accepted. Requests already admitted go on. Says which names came
+    /// and went.
+    ///
+    /// # Errors
+    /// [`GatewayError::Auth`] when callers present OAuth access tokens,
+    /// not named tokens.
+    pub fn replace_tokens(&self, tokens: StaticTokens) -> Result<TokenChange, GatewayError> {
+        let Some(live) = &self.tokens else {
+            return Err(GatewayError::Auth(format!(
+                "the gateway takes {} tokens, not named ones",
+                self.kind
+            )));
+        };
+        let mut current = live.0.write().unwrap_or_else(PoisonError::into_inner);
+        let change = TokenChange::between(&current, &tokens);
+        *current = Arc::new(tokens);
+        Ok(change)
     }
 
     /// The validator, as the HTTP runner takes it.
@@ -243,6 +272,14 @@ impl StaticTokens {
         self.entries.is_empty()
     }
 
+    /// The principal `token` names, or the refusal of an unknown token.
+    fn principal_of(&self, token: &str) -> Result<Principal, AuthError> {
+        match self.name_of(token) {
+            Some(name) => Ok(Principal::new(name)),
+            None => Err(AuthError::Unauthorized("unknown token".into())),
+        }
+    }
+
     /// The name of `token`, compared with every entry in constant time.
     fn name_of(&self, token: &str) -> Option<&str> {
         let presented = sha256(token);
@@ -259,11 +296,65 @@ impl StaticTokens {
 
 impl TokenValidator for StaticTokens {
     fn validate<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
-        let answer = match self.name_of(token) {
-            Some(name) => Ok(Principal::new(name)),
-            None => Err(AuthError::Unauthorized("unknown token".into())),
+        Box::pin(std::future::ready(self.principal_of(token)))
+    }
+}
+
+/// The named tokens in use, replaced whole when the tokens file changes.
+struct LiveTokens(RwLock<Arc<StaticTokens>>);
+
+impl TokenValidator for LiveTokens {
+    fn validate<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
+        let current = Arc::clone(&self.0.read().unwrap_or_else(PoisonError::into_inner));
+        Box::pin(std::future::ready(current.principal_of(token)))
+    }
+}
+
+/// What a replacement of the named tokens changed: names only, never
+/// tokens.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TokenChange {
+    /// Names that were not there before.
+    pub added: Vec<String>,
+    /// Names that are gone: their tokens are refused from now on.
+    pub removed: Vec<String>,
+    /// Names kept with a new token (the old one is refused from now on).
+    pub replaced: Vec<String>,
+    /// How many tokens are in use now.
+    pub count: usize,
+}
+
+impl TokenChange {
+    fn between(old: &StaticTokens, new: &StaticTokens) -> TokenChange {
+        let digest_of = |list: &StaticTokens, name: &str| {
+            list.entries
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, d)| *d)
         };
-        Box::pin(std::future::ready(answer))
+        let mut change = TokenChange {
+            count: new.len(),
+            ..TokenChange::default()
+        };
+        for (name, digest) in &new.entries {
+            match digest_of(old, name) {
+                None => change.added.push(name.clone()),
+                Some(d) if d != *digest => change.replaced.push(name.clone()),
+                Some(_) => {}
+            }
+        }
+        for (name, _) in &old.entries {
+            if digest_of(new, name).is_none() {
+                change.removed.push(name.clone());
+            }
+        }
+        change
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.replaced.is_empty()
     }
 }
 
@@ -534,6 +625,48 @@ impl Introspector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn replaced_tokens_take_effect_and_the_change_names_who_came_and_went() {
+        let old =
+            "ci-bot aaaaaaaaaaaaaaaaaaaa\nalice bbbbbbbbbbbbbbbbbbbbbbbb\nbob cccccccccccccccccccc";
+        let auth = InboundAuth::tokens(StaticTokens::parse(old, "f").unwrap(), "http://gw/mcp");
+        let validator = auth.validator();
+        let who = |token: &'static str| {
+            let validator = &validator;
+            async move { validator.validate(token).await.ok().map(|p| p.subject) }
+        };
+        assert_eq!(
+            who("bbbbbbbbbbbbbbbbbbbbbbbb").await.as_deref(),
+            Some("alice")
+        );
+        // alice goes, carol comes, bob's token is changed, ci-bot stays.
+        let new =
+            "ci-bot aaaaaaaaaaaaaaaaaaaa\nbob dddddddddddddddddddd\ncarol eeeeeeeeeeeeeeeeeeee";
+        let change = auth
+            .replace_tokens(StaticTokens::parse(new, "f").unwrap())
+            .unwrap();
+        assert_eq!(change.added, ["carol"]);
+        assert_eq!(change.removed, ["alice"]);
+        assert_eq!(change.replaced, ["bob"]);
+        assert_eq!(change.count, 3);
+        assert!(!change.is_empty());
+        assert_eq!(who("bbbbbbbbbbbbbbbbbbbbbbbb").await, None);
+        assert_eq!(who("cccccccccccccccccccc").await, None);
+        assert_eq!(who("dddddddddddddddddddd").await.as_deref(), Some("bob"));
+        assert_eq!(who("eeeeeeeeeeeeeeeeeeee").await.as_deref(), Some("carol"));
+        assert_eq!(who("aaaaaaaaaaaaaaaaaaaa").await.as_deref(), Some("ci-bot"));
+        // The same list again changes nothing.
+        let again = auth
+            .replace_tokens(StaticTokens::parse(new, "f").unwrap())
+            .unwrap();
+        assert!(again.is_empty(), "{again:?}");
+        // A gateway taking OAuth tokens has no named ones to replace.
+        let oauth =
+            InboundAuth::oauth(OAuthInbound::new("http://127.0.0.1:9/", "http://gw/mcp")).unwrap();
+        let refused = oauth.replace_tokens(StaticTokens::parse(new, "f").unwrap());
+        assert!(refused.is_err());
+    }
 
     #[test]
     fn static_tokens_parse_and_match() {

@@ -110,12 +110,12 @@ use std::time::Duration;
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
-pub use reload::{ConfigSource, watch_config};
+pub use reload::{ConfigSource, TokensSource, WATCH_POLL, watch_config, watch_tokens};
 pub use telemetry::Telemetry;
 
 pub use inbound::{
     INTROSPECTION_TTL, InboundAuth, Introspection, JWKS_MAX_AGE, JWKS_MIN_REFETCH, MIN_TOKEN_LEN,
-    OAuthInbound, StaticTokens,
+    OAuthInbound, StaticTokens, TokenChange,
 };
 pub use parked::{PARK_LIMIT, PARK_TTL};
 pub use relay::relay_input_handler;

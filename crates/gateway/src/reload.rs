@@ -1,15 +1,22 @@
-//! Config reload: the config file is watched (its modification time and
-//! size, looked at every `poll`), and `SIGHUP` reloads it at once. A
-//! config that loads is applied with [`Host::reload`]; one with problems
-//! is reported (every problem, one log line each) and the running config
-//! is kept.
+//! Reload while serving: the config file, and the named tokens of
+//! `--tokens-file`. Each file is watched (its modification time and size,
+//! looked at every `poll`), and `SIGHUP` reloads both at once. A file that
+//! loads is applied (the config with [`Host::reload`], the tokens with
+//! [`InboundAuth::replace_tokens`]); one with problems is reported (every
+//! problem, one log line each) and what is running is kept.
 
-use std::path::PathBuf;
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use switchboard_host::{Config, Host, HostError, ReloadReport};
 use tokio::task::JoinHandle;
 use tracing::{error, info};
+
+use crate::{GatewayError, InboundAuth, StaticTokens, TokenChange};
+
+/// How often a watched file is looked at by default.
+pub const WATCH_POLL: Duration = Duration::from_secs(1);
 
 /// Where the gateway's config comes from, and how it is read again.
 #[derive(Debug, Clone)]
@@ -26,7 +33,7 @@ impl ConfigSource {
     pub fn new(path: impl Into<PathBuf>) -> ConfigSource {
         ConfigSource {
             path: path.into(),
-            poll: Duration::from_secs(1),
+            poll: WATCH_POLL,
         }
     }
 
@@ -48,15 +55,116 @@ impl ConfigSource {
 #[must_use]
 pub fn watch_config(host: &Host, source: ConfigSource) -> JoinHandle<()> {
     let host = host.clone();
+    let path = source.path.clone();
+    watch(path, source.poll, move |why| {
+        let (host, source) = (host.clone(), source.clone());
+        async move {
+            let _ = reload_once(&host, &source, why).await;
+        }
+    })
+}
+
+/// Where the named tokens come from (`--tokens-file`), and how they are
+/// read again.
+#[derive(Debug, Clone)]
+pub struct TokensSource {
+    /// The tokens file: one `NAME TOKEN` per line ([`StaticTokens`]).
+    pub path: PathBuf,
+    /// How often its modification time and size are looked at.
+    pub poll: Duration,
+}
+
+impl TokensSource {
+    /// The file at `path`, looked at every second.
+    #[must_use]
+    pub fn new(path: impl Into<PathBuf>) -> TokensSource {
+        TokensSource {
+            path: path.into(),
+            poll: WATCH_POLL,
+        }
+    }
+
+    /// Reads and checks the file. Errors name the file and the line, never
+    /// a token.
+    ///
+    /// # Errors
+    /// [`GatewayError::Auth`] when the file cannot be read or its list is
+    /// bad ([`StaticTokens::parse`]).
+    pub fn load(&self) -> Result<StaticTokens, GatewayError> {
+        let name = self.path.display().to_string();
+        let text = std::fs::read_to_string(&self.path)
+            .map_err(|e| GatewayError::Auth(format!("cannot read {name}: {e}")))?;
+        StaticTokens::parse(&text, &name)
+    }
+}
+
+/// Watches `source` and puts its tokens in place in `auth` when the file
+/// changes or the process gets `SIGHUP`, until the returned task is
+/// aborted. A file that does not load is reported and the tokens in use
+/// are kept.
+#[must_use]
+pub fn watch_tokens(auth: &InboundAuth, source: TokensSource) -> JoinHandle<()> {
+    let auth = auth.clone();
+    let path = source.path.clone();
+    watch(path, source.poll, move |why| {
+        let (auth, source) = (auth.clone(), source.clone());
+        async move {
+            let _ = reload_tokens(&auth, &source, why).await;
+        }
+    })
+}
+
+/// Reads `source` and puts its tokens in place in `auth`; on problems,
+/// logs them and keeps the tokens in use.
+///
+/// # Errors
+/// The load's [`GatewayError`] (already logged).
+pub(crate) async fn reload_tokens(
+    auth: &InboundAuth,
+    source: &TokensSource,
+    why: &str,
+) -> Result<TokenChange, GatewayError> {
+    let loading = source.clone();
+    let loaded = tokio::task::spawn_blocking(move || loading.load())
+        .await
+        .map_err(|e| GatewayError::Auth(format!("the tokens file was not read: {e}")))
+        .and_then(|r| r);
+    let applied = loaded.and_then(|tokens| auth.replace_tokens(tokens));
+    match &applied {
+        Ok(change) => info!(
+            file = %source.path.display(),
+            reason = why,
+            tokens = change.count,
+            added = ?change.added,
+            removed = ?change.removed,
+            replaced = ?change.replaced,
+            "reloaded the tokens"
+        ),
+        Err(e) => error!(
+            file = %source.path.display(),
+            reason = why,
+            "the tokens were not reloaded ({e}); the tokens in use are kept"
+        ),
+    }
+    applied
+}
+
+/// Calls `reload` when the file at `path` changes (looked at every
+/// `poll`) or the process gets `SIGHUP`, until the task is aborted.
+fn watch<F, Fut>(path: PathBuf, poll: Duration, mut reload: F) -> JoinHandle<()>
+where
+    F: FnMut(&'static str) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
     tokio::spawn(async move {
-        let mut seen = stamp(&source).await;
+        let mut seen = stamp(&path).await;
         let mut hangup = hangup_signal();
-        let mut tick = tokio::time::interval(source.poll);
+        let mut tick = tokio::time::interval(poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let why = tokio::select! {
                 _ = tick.tick() => {
-                    let now = stamp(&source).await;
+                    let now = stamp(&path).await;
                     if now == seen {
                         continue;
                     }
@@ -64,11 +172,11 @@ pub fn watch_config(host: &Host, source: ConfigSource) -> JoinHandle<()> {
                     "the file changed"
                 }
                 () = next_hangup(&mut hangup) => {
-                    seen = stamp(&source).await;
+                    seen = stamp(&path).await;
                     "SIGHUP"
                 }
             };
-            let _ = reload_once(&host, &source, why).await;
+            reload(why).await;
         }
     })
 }
@@ -108,8 +216,8 @@ pub(crate) async fn reload_once(
 
 /// The file's modification time and size (`None` while it cannot be
 /// read).
-async fn stamp(source: &ConfigSource) -> Option<(SystemTime, u64)> {
-    let meta = tokio::fs::metadata(&source.path).await.ok()?;
+async fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let meta = tokio::fs::metadata(path).await.ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
 

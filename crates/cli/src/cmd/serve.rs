@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use switchboard_gateway::{
     ConfigSource, Drain, Gateway, GatewayOptions, InboundAuth, Introspection, OAuthInbound,
-    StaticTokens, Telemetry, watch_config,
+    StaticTokens, Telemetry, TokensSource, WATCH_POLL, watch_config, watch_tokens,
 };
 use switchboard_host::MountOptions;
 
@@ -47,8 +47,9 @@ pub(crate) struct ServeSettings {
     state_key_file: Option<PathBuf>,
     /// Where used approvals are recorded for every replica.
     replay_ledger: Option<PathBuf>,
-    /// Watch the config file.
-    watch: bool,
+    /// How often the config and tokens files are looked at (`--no-watch`:
+    /// practically never; SIGHUP reloads them either way).
+    poll: std::time::Duration,
     /// How long to drain before stopping.
     drain: std::time::Duration,
 }
@@ -57,7 +58,8 @@ pub(crate) struct ServeSettings {
 /// default resource URL needs the bound port).
 #[derive(Debug)]
 enum AuthPlan {
-    Tokens(StaticTokens),
+    /// Named tokens, and the file they came from (watched), if any.
+    Tokens(StaticTokens, Option<TokensSource>),
     OAuth {
         issuer: String,
         jwks_url: Option<String>,
@@ -92,9 +94,21 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
             "--resource and --insecure-no-auth need --http",
         ));
     }
+    // --no-watch: SIGHUP still reloads; the files are not polled.
+    let poll = if a.no_watch {
+        std::time::Duration::from_secs(365 * 24 * 3600)
+    } else {
+        WATCH_POLL
+    };
     let auth = match a.auth {
         None => None,
-        Some(ServeAuth::Token) => Some(AuthPlan::Tokens(tokens(a.tokens_file)?)),
+        Some(ServeAuth::Token) => {
+            let file = a.tokens_file.map(|path| TokensSource {
+                poll,
+                ..TokensSource::new(path)
+            });
+            Some(AuthPlan::Tokens(tokens(file.as_ref())?, file))
+        }
         Some(ServeAuth::Oauth) => {
             let Some(issuer) = a.issuer else {
                 return Err(Failure::usage(
@@ -136,7 +150,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         peers: peers(&a.peers)?,
         state_key_file: a.state_key_file,
         replay_ledger: a.replay_ledger,
-        watch: !a.no_watch,
+        poll,
         drain: std::time::Duration::from_secs(a.drain),
     })
 }
@@ -157,13 +171,12 @@ fn peers(flags: &[String]) -> Result<Vec<(String, String)>, Failure> {
 }
 
 /// The tokens of `--tokens-file`, else of `$SWITCHBOARD_GATEWAY_TOKENS`.
-fn tokens(file: Option<PathBuf>) -> Result<StaticTokens, Failure> {
+fn tokens(file: Option<&TokensSource>) -> Result<StaticTokens, Failure> {
     let (text, source) = match file {
-        Some(path) => {
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                Failure::usage(format!("cannot read --tokens-file {}: {e}", path.display()))
-            })?;
-            (text, path.display().to_string())
+        Some(file) => {
+            return file
+                .load()
+                .map_err(|e| Failure::usage(format!("--tokens-file: {e}")));
         }
         None => match std::env::var(TOKENS_VAR) {
             Ok(text) if !text.trim().is_empty() => (text, format!("${TOKENS_VAR}")),
@@ -218,12 +231,9 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())
         .telemetry(telemetry.clone());
-    // SIGHUP reloads even with --no-watch; only the file is not polled.
-    let watcher = watched.map(|mut source| {
-        if !serve.watch {
-            source.poll = std::time::Duration::from_secs(365 * 24 * 3600);
-        }
-        watch_config(&session.host, source)
+    let watcher = watched.map(|source| {
+        let poll = serve.poll;
+        watch_config(&session.host, ConfigSource { poll, ..source })
     });
     let result = run_on(&session, serve, options).await;
     if let Some(w) = watcher {
@@ -262,9 +272,13 @@ async fn run_on(
         None => format!("http://{local}/mcp"),
     };
     let mut how = "no authentication";
+    let mut tokens_file = None;
     if let Some(plan) = &serve.auth {
         let auth = inbound(plan, &resource)?;
         how = auth.kind();
+        if let AuthPlan::Tokens(_, Some(file)) = plan {
+            tokens_file = Some((auth.clone(), file.clone()));
+        }
         options = options.auth(auth);
     }
     let gateway = Gateway::new(&session.host, options)?;
@@ -284,11 +298,14 @@ async fn run_on(
     if metrics {
         crate::out::note(format!("metrics: http://{local}/metrics"));
     }
+    // The tokens file is watched like the config (SIGHUP reloads both).
+    let tokens_watcher = tokens_file.map(|(auth, file)| watch_tokens(&auth, file));
     let stop = drain_then_stop(gateway.drain(), serve.drain);
-    gateway
-        .serve_http(listener, stop)
-        .await
-        .context("HTTP gateway")
+    let served = gateway.serve_http(listener, stop).await;
+    if let Some(w) = tokens_watcher {
+        w.abort();
+    }
+    served.context("HTTP gateway")
 }
 
 /// Completes when the gateway is to stop: at Ctrl-C / SIGTERM, or with a
@@ -314,7 +331,7 @@ async fn drain_then_stop(drain: Drain, period: std::time::Duration) {
 
 fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
     Ok(match plan {
-        AuthPlan::Tokens(tokens) => InboundAuth::tokens(tokens.clone(), resource),
+        AuthPlan::Tokens(tokens, _) => InboundAuth::tokens(tokens.clone(), resource),
         AuthPlan::OAuth {
             issuer,
             jwks_url,
