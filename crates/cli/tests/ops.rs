@@ -688,6 +688,83 @@ fn audit_verify_checks_several_files_each_on_its_own() {
     assert_eq!(reports[1]["intact"], false);
 }
 
+// A gateway and `switchboard call` processes writing one audit log with
+// `auditRotate`: the log is archived at its bound, the chain goes on across
+// files and writers, `audit verify` (no file: the config's log) checks the
+// log with its archives, and an edited archive is named.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rotated_audit_log_shared_by_processes_keeps_one_chain() {
+    let sb = Sandbox::new();
+    let cfg = mock_config(
+        &sb,
+        json!({
+            "permissions": {"allow": ["mcp__mock"]},
+            "audit": "audit.jsonl",
+            "auditRotate": {"maxBytes": 3000}
+        }),
+    );
+    let served = serve(&sb, &cfg, &["--yes"], &[]).await;
+    let gateway = client(&served.url()).await;
+    // Calls from the CLI, in their own processes, while the gateway writes.
+    let calls: Vec<_> = (0..4)
+        .map(|i| {
+            sb.cmd(&[
+                "--config",
+                &cfg,
+                "call",
+                "mcp__mock__echo",
+                &format!(r#"{{"from": "cli", "i": {i}}}"#),
+            ])
+        })
+        .collect();
+    let cli = std::thread::spawn(move || {
+        for call in calls {
+            let run = crate::util::run(call);
+            assert_eq!(run.code, 0, "{run:?}");
+        }
+    });
+    for i in 0..40 {
+        let r = gateway
+            .call_tool("mcp__mock__echo", object(json!({"i": i})))
+            .await
+            .unwrap();
+        assert!(!r.is_error(), "{r:?}");
+    }
+    cli.join().unwrap();
+
+    let archives: Vec<_> = std::fs::read_dir(sb.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("audit.jsonl."))
+        .collect();
+    assert!(archives.len() >= 3, "{archives:?}");
+    let run = sb.run(&["--config", &cfg, "audit", "verify"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("44 line(s) in "), "{run:?}");
+    assert!(run.stdout.contains("chain intact"), "{run:?}");
+    let run = sb.run(&["--config", &cfg, "--json", "audit", "verify"]);
+    let report = run.json();
+    assert_eq!(report["lines"], 44, "{report}");
+    assert_eq!(
+        report["files"].as_array().unwrap().len(),
+        archives.len() + 1
+    );
+
+    // An archive edited: verify fails and names it.
+    let mut sorted = archives.clone();
+    sorted.sort();
+    let edited = sb.path().join(&sorted[1]);
+    let text = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, text.replacen("\"ok\"", "\"tool_error\"", 1)).unwrap();
+    let run = sb.run(&["--config", &cfg, "audit", "verify"]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains(&format!("{}:1: ", sorted[1])),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("chain broken"), "{run:?}");
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

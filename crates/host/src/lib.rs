@@ -90,7 +90,8 @@ mod upstream;
 
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
 pub use audit::{
-    AuditLog, AuditRecord, CallInFlight, Decider, Outcome, VerifyReport, verify as verify_audit,
+    AuditLog, AuditRecord, CallInFlight, Decider, Outcome, Rotation as AuditRotation,
+    VerifyProblem, VerifyReport, archives_of as audit_archives, verify as verify_audit,
 };
 pub use budget::Budget;
 pub use config::{

@@ -1,4 +1,5 @@
-//! `switchboard audit verify [FILE...]`: checks each audit log's hash chain.
+//! `switchboard audit verify [FILE...]`: checks each audit log's hash chain
+//! (a rotated log together with its archives).
 //! `switchboard audit stats [FILE]`: per tool, calls, error rate and
 //! p50/p95 duration.
 
@@ -12,7 +13,8 @@ use crate::exit::Failure;
 use crate::out;
 
 /// Verifies each of `files` (each chain on its own, e.g. one log per
-/// replica), or the config's audit log; a summary line per file.
+/// replica, a rotated one with its archives), or the config's audit log; a
+/// summary line per log.
 ///
 /// # Errors
 /// A usage [`Failure`] when there is no log to check, one cannot be read,
@@ -42,29 +44,42 @@ pub(crate) fn verify(config: Option<&Config>, files: &[PathBuf], json: bool) -> 
         if json {
             reports.push(json!({
                 "file": path.display().to_string(),
+                "files": report.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
                 "lines": report.lines,
                 "intact": report.is_intact(),
                 "head": report.head,
+                "startsAt": report.starts_at,
                 "problems": report
                     .problems
                     .iter()
-                    .map(|p| json!({"line": p.line, "problem": p.what}))
+                    .map(|p| json!({"file": p.file.display().to_string(), "line": p.line, "problem": p.what}))
                     .collect::<Vec<_>>(),
             }));
         } else {
             for p in &report.problems {
-                out::line(format!("{}:{}: {}", path.display(), p.line, p.what))?;
+                out::line(format!("{}:{}: {}", p.file.display(), p.line, p.what))?;
+            }
+            // A rotated log: how many files, and where the chain starts
+            // when its oldest archives were deleted.
+            let mut span = String::new();
+            if report.files.len() > 1 {
+                span = format!(" in {} files (with its archives)", report.files.len());
+            }
+            if let Some(seq) = report.starts_at {
+                span.push_str(&format!(
+                    ", from seq {seq} (older archives deleted, not checked)"
+                ));
             }
             if report.is_intact() {
                 out::line(format!(
-                    "{}: {} line(s), chain intact; head {}",
+                    "{}: {} line(s){span}, chain intact; head {}",
                     path.display(),
                     report.lines,
                     report.head.as_deref().unwrap_or("(empty log)")
                 ))?;
             } else {
                 out::line(format!(
-                    "{}: {} line(s), chain broken ({} problem(s))",
+                    "{}: {} line(s){span}, chain broken ({} problem(s))",
                     path.display(),
                     report.lines,
                     report.problems.len()

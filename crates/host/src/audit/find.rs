@@ -31,19 +31,42 @@ struct Line<'a> {
 
 /// Whether the log at `path` holds the line of the call that started at
 /// `time` (its record's `time`) and became the server's task `task_id`.
-/// It reads backwards from the end and stops at the first line that ended
+/// It reads backwards from the end (and on into the newest archives, should
+/// the log have been rotated since) and stops at the first line that ended
 /// (well) before the call started: the call's own line, written when it
 /// ended, is after every such line. A missing file holds nothing.
 ///
 /// # Errors
-/// The file cannot be read.
+/// A file cannot be read.
 pub(crate) fn holds_task_line(path: &Path, time: &str, task_id: &str) -> std::io::Result<bool> {
     let Ok(started) = humantime::parse_rfc3339(time) else {
         return Ok(false);
     };
+    let mut archives = Vec::new();
+    let mut file = path.to_path_buf();
+    loop {
+        match search(&file, time, task_id, started)? {
+            Verdict::Found => return Ok(true),
+            Verdict::Earlier => return Ok(false),
+            Verdict::Other => {}
+        }
+        // The log's start reached: its archives are read, newest first.
+        if file == path {
+            archives = super::archives_of(path)?;
+        }
+        let Some(older) = archives.pop() else {
+            return Ok(false);
+        };
+        file = older;
+    }
+}
+
+/// Searches one file from its end: [`Verdict::Other`] when its start was
+/// reached without a verdict (or it does not exist).
+fn search(path: &Path, time: &str, task_id: &str, started: SystemTime) -> std::io::Result<Verdict> {
     let mut file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verdict::Other),
         Err(e) => return Err(e),
     };
     let mut end = file.metadata()?.len();
@@ -65,16 +88,15 @@ pub(crate) fn holds_task_line(path: &Path, time: &str, task_id: &str) -> std::io
         };
         for line in buf[whole..].rsplit(|b| *b == b'\n') {
             match judge(line, time, task_id, started) {
-                Verdict::Found => return Ok(true),
-                Verdict::Earlier => return Ok(false),
                 Verdict::Other => {}
+                verdict => return Ok(verdict),
             }
         }
         buf.truncate(head);
         carry = buf;
         end = start;
     }
-    Ok(false)
+    Ok(Verdict::Other)
 }
 
 /// What one line tells the search.
@@ -162,6 +184,26 @@ mod tests {
             .unwrap();
         assert!(std::fs::metadata(&path).unwrap().len() > 3 * CHUNK);
         assert!(holds_task_line(&path, start, "t-1").unwrap());
+    }
+
+    #[test]
+    fn the_calls_line_is_found_in_an_archive_after_a_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path)
+            .unwrap()
+            .with_rotation(Some(crate::audit::Rotation::at(2_000)));
+        let start = "2026-12-02T10:00:00.000Z";
+        log.append(&line(start, 4_000, Some("t-1"))).unwrap();
+        for _ in 0..30 {
+            log.append(&line("2026-12-02T10:00:05.000Z", 1, None))
+                .unwrap();
+        }
+        let archives = crate::audit::archives_of(&path).unwrap();
+        assert!(archives.len() >= 2, "{archives:?}");
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("t-1"));
+        assert!(holds_task_line(&path, start, "t-1").unwrap());
+        assert!(!holds_task_line(&path, start, "t-2").unwrap());
     }
 
     #[test]

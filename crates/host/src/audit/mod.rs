@@ -20,7 +20,7 @@
 //! at once. Arguments are recorded as their field names and a sha256 of
 //! their canonical JSON, never their values.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -39,8 +39,12 @@ use crate::digest::{canonical_object_sha256, canonical_sha256, sha256_hex};
 
 mod find;
 mod lease;
+mod rotate;
+mod verify;
 
 pub(crate) use find::holds_task_line;
+pub use rotate::{Rotation, archives_of};
+pub use verify::{VerifyProblem, VerifyReport, verify};
 
 const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 const HASH_KEY: &str = ",\"hash\":\"";
@@ -298,6 +302,11 @@ impl Drop for GroupWriter<'_> {
 
 #[derive(Debug)]
 struct WriterState {
+    /// The log's path: it may come to name another file than `file` (a
+    /// rotation).
+    path: PathBuf,
+    /// When the log is rotated, if it is.
+    rotation: Option<Rotation>,
     file: File,
     /// File length after our last write; another writer changes it.
     known_len: u64,
@@ -321,12 +330,10 @@ impl AuditLog {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let mut options = OpenOptions::new();
-        options.read(true).append(true).create(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(path).map_err(io)?;
+        let file = rotate::open_log_file(path, false).map_err(io)?;
         let mut state = WriterState {
+            path: path.to_path_buf(),
+            rotation: None,
             file,
             known_len: u64::MAX,
             prev: GENESIS.into(),
@@ -354,6 +361,17 @@ impl AuditLog {
     #[must_use]
     pub fn with_replica(mut self, replica: Option<String>) -> AuditLog {
         self.replica = replica;
+        self
+    }
+
+    /// The same log, archived before a write would take it past
+    /// `rotation.max_bytes` (its chain going on in a fresh file).
+    #[must_use]
+    pub fn with_rotation(self, rotation: Option<Rotation>) -> AuditLog {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .rotation = rotation;
         self
     }
 
@@ -457,7 +475,8 @@ impl AuditLog {
             FileExt::lock_exclusive(&state.file)?;
             self.locks
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            if let Err(e) = state.resync() {
+            // Another writer may have rotated the log since.
+            if let Err(e) = state.follow_path().and_then(|()| state.resync()) {
                 state.release();
                 return Err(e);
             }
@@ -562,6 +581,18 @@ impl WriterState {
             prev = sha256_hex(&out.as_bytes()[start..]);
             out.push('\n');
         }
+        if self.rotation_due(out.len()) {
+            match self.rotate(out.as_bytes()) {
+                Ok(()) => {
+                    (self.seq, self.prev) = (seq, prev);
+                    return Ok(());
+                }
+                Err(e) => tracing::warn!(
+                    log = %self.path.display(),
+                    "cannot rotate the audit log ({e}); it grows past its bound meanwhile"
+                ),
+            }
+        }
         self.file.write_all(out.as_bytes())?;
         (self.seq, self.prev) = (seq, prev);
         // Appended under the exclusive lock: the file grew by exactly this.
@@ -600,105 +631,6 @@ fn last_line(file: &mut File, len: u64) -> std::io::Result<Option<Vec<u8>>> {
             None => window *= 4,
         }
     }
-}
-
-/// What [`verify`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VerifyReport {
-    /// Lines read.
-    pub lines: usize,
-    /// Every break in the chain, in file order; empty when intact.
-    pub problems: Vec<VerifyProblem>,
-    /// sha256 of the last line: keep it elsewhere to detect removal of
-    /// lines from the end.
-    pub head: Option<String>,
-}
-
-impl VerifyReport {
-    /// Whether the chain is intact.
-    pub fn is_intact(&self) -> bool {
-        self.problems.is_empty()
-    }
-}
-
-/// One break in the chain.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VerifyProblem {
-    /// 1-based line number in the file.
-    pub line: usize,
-    /// What is wrong.
-    pub what: String,
-}
-
-/// Checks every line of the log at `path`.
-///
-/// # Errors
-/// [`HostError`] when the file cannot be read.
-pub fn verify(path: &Path) -> Result<VerifyReport, HostError> {
-    let bytes = std::fs::read(path).map_err(|source| HostError::AuditIo {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut problems = Vec::new();
-    let mut prev = GENESIS.to_owned();
-    let mut expected_seq = 1u64;
-    let mut lines = 0;
-    let mut head = None;
-    for (i, raw) in bytes.split(|b| *b == b'\n').enumerate() {
-        if raw.is_empty() {
-            continue;
-        }
-        lines += 1;
-        let n = i + 1;
-        let mut problem = |what: String| problems.push(VerifyProblem { line: n, what });
-        let this_hash = sha256_hex(raw);
-        head = Some(this_hash.clone());
-        let Ok(text) = std::str::from_utf8(raw) else {
-            problem("not UTF-8 text".into());
-            prev = this_hash;
-            continue;
-        };
-        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(text) else {
-            problem("not a JSON record (edited, or a partial write)".into());
-            prev = this_hash;
-            continue;
-        };
-        match text.rfind(HASH_KEY) {
-            Some(at)
-                if obj.get("hash").and_then(Value::as_str) == Some(&sha256_hex(&raw[..at])) => {}
-            _ => problem("its content does not match its hash: the line was edited".into()),
-        }
-        if obj.get("prev").and_then(Value::as_str) != Some(prev.as_str()) {
-            problem(
-                "its prev hash does not match the line before: a line was deleted or edited before it"
-                    .into(),
-            );
-        }
-        match obj.get("seq").and_then(Value::as_u64) {
-            Some(seq) if seq == expected_seq => {}
-            Some(seq) if seq > expected_seq => {
-                problem(format!(
-                    "seq jumps from {} to {seq}: {} line(s) missing",
-                    expected_seq - 1,
-                    seq - expected_seq
-                ));
-            }
-            Some(seq) => problem(format!(
-                "seq {seq} repeats or goes back (expected {expected_seq})"
-            )),
-            None => problem("no seq".into()),
-        }
-        expected_seq = obj
-            .get("seq")
-            .and_then(Value::as_u64)
-            .map_or(expected_seq + 1, |s| s.max(expected_seq - 1) + 1);
-        prev = this_hash;
-    }
-    Ok(VerifyReport {
-        lines,
-        problems,
-        head,
-    })
 }
 
 #[cfg(test)]
@@ -745,7 +677,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         AuditLog::open(&path).unwrap().append(&record("a")).unwrap();
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(b"{\"seq\":2,\"ti").unwrap();
         drop(f);
         AuditLog::open(&path).unwrap().append(&record("b")).unwrap();

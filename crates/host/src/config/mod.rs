@@ -67,6 +67,8 @@ pub struct Config {
     pub budget_media_bytes: usize,
     /// Where the audit log goes; `None` keeps no log.
     pub audit: Option<PathBuf>,
+    /// When the audit log is rotated (`auditRotate`); `None`: it grows.
+    pub audit_rotate: Option<crate::AuditRotation>,
     /// Where pins are kept; `None` keeps them in memory only.
     pub lockfile: Option<PathBuf>,
     /// Default timeouts.
@@ -455,6 +457,7 @@ impl Config {
             budget_chars: DEFAULT_BUDGET_CHARS,
             budget_media_bytes: DEFAULT_BUDGET_MEDIA_BYTES,
             audit: None,
+            audit_rotate: None,
             lockfile: None,
             timeouts: Timeouts {
                 startup: DEFAULT_STARTUP_TIMEOUT,

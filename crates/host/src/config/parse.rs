@@ -138,6 +138,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "budgetChars",
     "budgetMediaBytes",
     "audit",
+    "auditRotate",
     "lockfile",
     "timeoutMs",
     "startupTimeoutMs",
@@ -182,6 +183,7 @@ const OAUTH_KEYS: &[&str] = &[
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
 const BREAKER_KEYS: &[&str] = &["failures", "cooldownMs"];
+const AUDIT_ROTATE_KEYS: &[&str] = &["maxBytes", "keep"];
 /// Longest timeout accepted: a day.
 const MAX_MS: u64 = 24 * 60 * 60 * 1000;
 
@@ -364,6 +366,9 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("audit") {
             config.audit = self.path(v, "audit");
+        }
+        if let Some(v) = root.get("auditRotate") {
+            config.audit_rotate = self.audit_rotate(v);
         }
         if let Some(v) = root.get("lockfile") {
             config.lockfile = self.path(v, "lockfile");
@@ -950,6 +955,34 @@ impl Parser<'_> {
                 out.cooldown = d;
             }
         }
+    }
+
+    fn audit_rotate(&mut self, value: &Value) -> Option<crate::AuditRotation> {
+        let Some(obj) = value.as_object() else {
+            self.bad_type(
+                "auditRotate",
+                "an object like {\"maxBytes\": 104857600, \"keep\": 10}",
+            );
+            return None;
+        };
+        let mut ignore = Vec::new();
+        self.check_keys(obj, "auditRotate", AUDIT_ROTATE_KEYS, &[], &mut ignore);
+        let Some(max) = obj.get("maxBytes") else {
+            self.problem(
+                ProblemKind::BadValue,
+                "auditRotate",
+                "has no \"maxBytes\"".into(),
+                "give the size at which the log is archived, e.g. \"maxBytes\": 104857600",
+            );
+            return None;
+        };
+        let max = self.positive(max, "auditRotate.maxBytes", u64::MAX)?;
+        let mut rotation = crate::AuditRotation::at(max);
+        if let Some(v) = obj.get("keep") {
+            let keep = self.positive(v, "auditRotate.keep", 1_000_000)?;
+            rotation = rotation.keeping(usize::try_from(keep).unwrap_or(usize::MAX));
+        }
+        Some(rotation)
     }
 
     fn bad_type(&mut self, key: &str, want: &str) {

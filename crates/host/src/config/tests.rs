@@ -582,3 +582,34 @@ fn principals_and_required() {
         ]
     );
 }
+
+#[test]
+fn audit_rotation_is_read_and_its_mistakes_named() {
+    let with = |rotate: &str| {
+        format!(
+            r#"{{"mcpServers": {{"a": {{"command": "x"}}}}, "audit": "a.jsonl", "auditRotate": {rotate}}}"#
+        )
+    };
+    let c = parse(&with(r#"{"maxBytes": 1000000, "keep": 5}"#), &[]).unwrap();
+    assert_eq!(
+        c.audit_rotate,
+        Some(crate::AuditRotation::at(1_000_000).keeping(5))
+    );
+    let c = parse(&with(r#"{"maxBytes": 2048}"#), &[]).unwrap();
+    assert_eq!(c.audit_rotate, Some(crate::AuditRotation::at(2048)));
+    let plain = r#"{"mcpServers": {"a": {"command": "x"}}, "audit": "a.jsonl"}"#;
+    assert_eq!(parse(plain, &[]).unwrap().audit_rotate, None);
+    for (bad, key) in [
+        (r#"{"keep": 5}"#, "auditRotate"),
+        (r#"{"maxBytes": 0}"#, "auditRotate.maxBytes"),
+        (r#"{"maxBytes": "1MB"}"#, "auditRotate.maxBytes"),
+        (r#"{"maxBytes": 100, "keep": -1}"#, "auditRotate.keep"),
+        ("100", "auditRotate"),
+    ] {
+        let err = parse(&with(bad), &[]).unwrap_err();
+        assert_eq!(kinds(&err), [(ProblemKind::BadValue, key)], "{bad}");
+    }
+    let err = parse(&with(r#"{"maxBytes": 100, "maxFiles": 3}"#), &[]).unwrap_err();
+    assert_eq!(err.problems.len(), 1, "{err}");
+    assert!(err.to_string().contains("maxFiles"), "{err}");
+}

@@ -95,7 +95,10 @@ impl Host {
             .as_deref()
             .map(AuditLog::open)
             .transpose()?
-            .map(|log| log.with_replica(options.replica.clone()));
+            .map(|log| {
+                log.with_replica(options.replica.clone())
+                    .with_rotation(config.audit_rotate)
+            });
         let uses_oauth = config
             .servers
             .iter()

@@ -155,8 +155,8 @@ fn same_entry(current: &Upstream, candidate: &Upstream) -> bool {
 /// The settings that differ and that only a restart applies.
 fn needs_restart(old: &Config, new: &Config) -> Vec<String> {
     let mut out = Vec::new();
-    if old.audit != new.audit {
-        out.push("\"audit\" changed; the running gateway keeps writing the old log until it is restarted".into());
+    if old.audit != new.audit || old.audit_rotate != new.audit_rotate {
+        out.push("\"audit\" or \"auditRotate\" changed; the running gateway keeps writing the old log as before until it is restarted".into());
     }
     if old.lockfile != new.lockfile {
         out.push(
