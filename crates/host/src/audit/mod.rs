@@ -307,6 +307,10 @@ struct WriterState {
     path: PathBuf,
     /// When the log is rotated, if it is.
     rotation: Option<Rotation>,
+    /// After a rotation failed: the file length below which it is not
+    /// tried again (one more bound's worth of lines), so a log that cannot
+    /// be rotated does not retry and warn at every write.
+    rotation_retry_at: u64,
     file: File,
     /// File length after our last write; another writer changes it.
     known_len: u64,
@@ -334,6 +338,7 @@ impl AuditLog {
         let mut state = WriterState {
             path: path.to_path_buf(),
             rotation: None,
+            rotation_retry_at: 0,
             file,
             known_len: u64::MAX,
             prev: GENESIS.into(),
@@ -587,10 +592,13 @@ impl WriterState {
                     (self.seq, self.prev) = (seq, prev);
                     return Ok(());
                 }
-                Err(e) => tracing::warn!(
-                    log = %self.path.display(),
-                    "cannot rotate the audit log ({e}); it grows past its bound meanwhile"
-                ),
+                Err(e) => {
+                    tracing::warn!(
+                        log = %self.path.display(),
+                        "cannot rotate the audit log ({e}); it grows past its bound meanwhile"
+                    );
+                    self.rotation_failed();
+                }
             }
         }
         self.file.write_all(out.as_bytes())?;

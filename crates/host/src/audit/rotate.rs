@@ -168,8 +168,16 @@ impl WriterState {
     /// Whether `adding` more bytes calls for a rotation first.
     pub(super) fn rotation_due(&self, adding: usize) -> bool {
         self.rotation.is_some_and(|r| {
-            self.known_len > 0 && self.known_len.saturating_add(adding as u64) > r.max_bytes
+            let after = self.known_len.saturating_add(adding as u64);
+            self.known_len > 0 && after > r.max_bytes && after > self.rotation_retry_at
         })
+    }
+
+    /// Puts the next try of a rotation that failed one bound further.
+    pub(super) fn rotation_failed(&mut self) {
+        if let Some(r) = self.rotation {
+            self.rotation_retry_at = self.known_len.saturating_add(r.max_bytes);
+        }
     }
 
     /// Archives the full file and writes `out` (the next lines of the
@@ -424,12 +432,19 @@ mod tests {
             seqs(std::slice::from_ref(&path)),
             (1..=10).collect::<Vec<_>>()
         );
-        // The directory in the way is not taken for an archive's content.
+        // Once the name is free, a later write (within a bound's worth of
+        // lines: a failed rotation is not tried at every write) archives
+        // the log.
         std::fs::remove_dir(dir.path().join("audit.jsonl.000000000001")).unwrap();
-        log.append(&record(10)).unwrap();
+        let mut written = 10;
+        while archives_of(&path).unwrap().is_empty() {
+            assert!(written < 40, "never rotated again");
+            log.append(&record(written)).unwrap();
+            written += 1;
+        }
         let report = verify(&path).unwrap();
         assert!(report.is_intact(), "{:?}", report.problems);
-        assert_eq!(report.lines, 11);
+        assert_eq!(report.lines, written);
         assert_eq!(report.files.len(), 2);
     }
 }
