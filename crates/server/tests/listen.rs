@@ -138,3 +138,107 @@ async fn listen_needs_a_filter() {
     assert_eq!(r.error_code(), -32602);
     http.stop().await;
 }
+
+/// Tokens `NAME-token` for the names in `admitted`; every check fails as
+/// unavailable while `down` is set.
+#[derive(Clone, Default)]
+struct Revocable {
+    admitted: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl switchboard_server::TokenValidator for Revocable {
+    fn validate<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> switchboard_server::BoxFuture<
+        'a,
+        Result<switchboard_server::Principal, switchboard_server::AuthError>,
+    > {
+        let answer = if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            Err(switchboard_server::AuthError::Unavailable(
+                "issuer down".into(),
+            ))
+        } else {
+            match token.strip_suffix("-token") {
+                Some(name) if self.admitted.lock().unwrap().iter().any(|n| n == name) => {
+                    Ok(switchboard_server::Principal::new(name))
+                }
+                _ => Err(switchboard_server::AuthError::Unauthorized(
+                    "unknown token".into(),
+                )),
+            }
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// A listen stream for tool-list changes opened with `token`.
+async fn listen_as(http: &Http, token: &str, id: u64) -> Stream {
+    let params = with_meta(json!({"notifications": {"toolsListChanged": true}}));
+    let mut headers = standard_headers("subscriptions/listen", &params);
+    headers.push(header("authorization", &format!("Bearer {token}")));
+    let mut s = http
+        .open_with(headers, body(json!(id), "subscriptions/listen", params))
+        .await;
+    assert_eq!(s.status, 200);
+    assert_eq!(
+        s.next().await.unwrap()["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    s
+}
+
+// A listen stream outlives no refusal of its token: once the validator
+// refuses it (revoked), the stream ends without a closing result (so the
+// client reconnects and meets the 401); streams of other tokens go on, and
+// a validator that cannot answer for a while ends nothing.
+#[tokio::test]
+async fn a_listen_stream_ends_once_its_token_is_refused() {
+    let validator = Revocable::default();
+    validator
+        .admitted
+        .lock()
+        .unwrap()
+        .extend(["alice".to_owned(), "bob".to_owned()]);
+    let (server, _) = server();
+    let prm = switchboard_server::ProtectedResource::new(
+        "http://127.0.0.1/mcp",
+        "http://127.0.0.1:1/issuer",
+    );
+    let options = HttpOptions::new()
+        .auth(validator.clone(), prm)
+        .recheck_streams(Duration::from_millis(30));
+    let http = start(server, options).await;
+    let mut alice = listen_as(&http, "alice-token", 1).await;
+    let mut bob = listen_as(&http, "bob-token", 2).await;
+
+    // The issuer down for several checks: both streams stay.
+    validator
+        .down
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    validator
+        .down
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    http.server.notifier().tools_list_changed();
+    for s in [&mut alice, &mut bob] {
+        assert_eq!(
+            s.next().await.unwrap()["method"],
+            "notifications/tools/list_changed"
+        );
+    }
+
+    // alice's token revoked: her stream ends, with no closing result
+    // (keep-alive comments would keep a stream that goes on open forever).
+    validator.admitted.lock().unwrap().retain(|n| n != "alice");
+    let ended = tokio::time::timeout(Duration::from_secs(10), alice.next()).await;
+    assert_eq!(ended, Ok(None), "the stream went on");
+    http.server.notifier().tools_list_changed();
+    assert_eq!(
+        bob.next().await.unwrap()["method"],
+        "notifications/tools/list_changed"
+    );
+    bob.close();
+    http.stop().await;
+}

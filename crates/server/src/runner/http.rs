@@ -68,6 +68,7 @@ pub struct HttpOptions {
     origins: Option<Vec<String>>,
     max_body: usize,
     keep_alive: Duration,
+    recheck_streams: Duration,
     max_connections: usize,
     cancel_grace: Duration,
     shutdown_grace: Duration,
@@ -134,6 +135,7 @@ impl Default for HttpOptions {
             origins: None,
             max_body: 4 * 1024 * 1024,
             keep_alive: Duration::from_secs(15),
+            recheck_streams: Duration::from_secs(60),
             max_connections: 1024,
             cancel_grace: Duration::from_secs(5),
             shutdown_grace: Duration::from_secs(10),
@@ -212,6 +214,17 @@ impl HttpOptions {
     /// How often an idle SSE stream gets a keep-alive comment.
     pub fn keep_alive(mut self, every: Duration) -> Self {
         self.keep_alive = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// With authorization on: how often the token that opened a
+    /// `subscriptions/listen` stream is checked again. A token the
+    /// validator now refuses (revoked, expired) ends the stream without a
+    /// closing result, so the client reconnects and meets the refusal; a
+    /// validator that cannot answer (its issuer unreachable) leaves the
+    /// stream open. Default 60 s.
+    pub fn recheck_streams(mut self, every: Duration) -> Self {
+        self.recheck_streams = every.max(Duration::from_millis(10));
         self
     }
 
@@ -872,7 +885,7 @@ impl State {
             }
             if headers.contains_key(&headers::SESSION_ID) {
                 return match self.session(headers, principal.as_deref(), peer) {
-                    Some(session) => self.route(request, principal, Some(session)).await,
+                    Some(session) => self.route(request, principal, Some(session), None).await,
                     // Legacy rule: an unknown session is 404.
                     None => fault_response(
                         Some(&request.id),
@@ -892,7 +905,29 @@ impl State {
         if let Some(r) = self.authorize(&request, principal.as_deref()) {
             return r;
         }
-        self.route(request, principal, None).await
+        let recheck = self.recheck(&request, headers, principal.as_deref());
+        self.route(request, principal, None, recheck).await
+    }
+
+    /// For a `subscriptions/listen` opened with a token: what is needed to
+    /// check the token again while the stream lasts.
+    fn recheck(
+        &self,
+        request: &Request,
+        headers: &HeaderMap,
+        principal: Option<&Principal>,
+    ) -> Option<Recheck> {
+        if request.method != method::SUBSCRIPTIONS_LISTEN {
+            return None;
+        }
+        let auth = self.options.auth.as_ref()?;
+        let (token, _) = bearer_token(headers).ok()??;
+        Some(Recheck {
+            auth: Arc::clone(auth),
+            token: token.to_owned(),
+            subject: principal?.subject.clone(),
+            every: self.options.recheck_streams,
+        })
     }
 
     /// Asks the validator whether `principal` may make `request`: the 403
@@ -917,16 +952,20 @@ impl State {
         request: Request,
         principal: Option<Arc<Principal>>,
         session: Option<Arc<Session>>,
+        recheck: Option<Recheck>,
     ) -> HttpResponse {
         let id = request.id.clone();
         let streams = session.is_some()
             || request.method == method::SUBSCRIPTIONS_LISTEN
             || wants_notifications(request.params.as_ref());
         self.run(
-            id,
-            streams,
-            principal,
-            session,
+            Routed {
+                id,
+                streams,
+                principal,
+                session,
+                recheck,
+            },
             move |server, incoming| async move { server.dispatch(request, incoming).await },
         )
         .await
@@ -952,22 +991,20 @@ impl State {
     }
 
     /// Routes a validated request and shapes the answer: JSON, or SSE once
-    /// something is streamed.
-    /// Routes a validated request and shapes the answer: JSON, or SSE once
-    /// something is streamed. `streams` says whether anything may be sent
-    /// before the answer; `route` starts the router.
-    async fn run<F, Fut>(
-        self: Arc<Self>,
-        id: RequestId,
-        streams: bool,
-        principal: Option<Arc<Principal>>,
-        session: Option<Arc<Session>>,
-        route: F,
-    ) -> HttpResponse
+    /// something is streamed. `routed.streams` says whether anything may be
+    /// sent before the answer; `route` starts the router.
+    async fn run<F, Fut>(self: Arc<Self>, routed: Routed, route: F) -> HttpResponse
     where
         F: FnOnce(Server, Incoming) -> Fut,
         Fut: Future<Output = Reply> + Send + 'static,
     {
+        let Routed {
+            id,
+            streams,
+            principal,
+            session,
+            recheck,
+        } = routed;
         let cancel = Cancellation::new();
         if !streams {
             // The common case: nothing can be streamed, answer inline.
@@ -980,7 +1017,7 @@ impl State {
             };
             let reply = route(self.server.clone(), incoming).await;
             guard.defuse();
-            return self.reply_response(&id, reply);
+            return self.reply_response(&id, reply, recheck);
         }
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(NOTIFICATION_QUEUE);
         let incoming = Incoming {
@@ -999,7 +1036,7 @@ impl State {
                     Ok(first) => (first, Some(reply)),
                     Err(_) => {
                         guard.defuse();
-                        return self.reply_response(&id, reply);
+                        return self.reply_response(&id, reply, recheck);
                     }
                 }
             }
@@ -1010,7 +1047,7 @@ impl State {
         guard.defuse();
         tokio::spawn(async move {
             state
-                .stream(id, first, done, fut, rx, frames_tx, cancel)
+                .stream(id, first, done, fut, rx, frames_tx, cancel, recheck)
                 .await;
         });
         sse_response(frames_rx)
@@ -1044,26 +1081,32 @@ impl State {
                 return auth_failure(auth, &e, true, None, None);
             }
         }
-        let id = call.id.clone();
-        let streams = call.meta.progress_token.is_some() || call.meta.log_level.is_some();
-        self.run(
-            id,
-            streams,
+        let routed = Routed {
+            id: call.id.clone(),
+            streams: call.meta.progress_token.is_some() || call.meta.log_level.is_some(),
             principal,
-            None,
-            move |server, incoming| async move { server.dispatch_tool_call(call, incoming).await },
-        )
+            session: None,
+            recheck: None,
+        };
+        self.run(routed, move |server, incoming| async move {
+            server.dispatch_tool_call(call, incoming).await
+        })
         .await
     }
 
-    fn reply_response(&self, id: &RequestId, reply: Reply) -> HttpResponse {
+    fn reply_response(
+        &self,
+        id: &RequestId,
+        reply: Reply,
+        recheck: Option<Recheck>,
+    ) -> HttpResponse {
         match reply {
             Reply::Result(bytes) => json_response(200, frame_result(id, &bytes, 0)),
             Reply::Error(fault) => fault_response(Some(id), &fault),
             Reply::Listen(subscription) => {
                 let (frames_tx, frames_rx) = mpsc::channel::<Bytes>(FRAME_QUEUE);
                 let keep_alive = self.options.keep_alive;
-                tokio::spawn(pump(subscription, frames_tx, keep_alive));
+                tokio::spawn(pump(subscription, frames_tx, keep_alive, recheck));
                 sse_response(frames_rx)
             }
         }
@@ -1082,6 +1125,7 @@ impl State {
         mut rx: mpsc::Receiver<Vec<u8>>,
         frames: mpsc::Sender<Bytes>,
         cancel: Cancellation,
+        recheck: Option<Recheck>,
     ) {
         let _cancel_on_exit = CancelOnDrop::new(&cancel);
         if frames.send(sse_frame(&first)).await.is_err() {
@@ -1127,7 +1171,7 @@ impl State {
                     .await;
             }
             Reply::Listen(subscription) => {
-                pump(subscription, frames, self.options.keep_alive).await;
+                pump(subscription, frames, self.options.keep_alive, recheck).await;
             }
         }
     }
@@ -1144,17 +1188,86 @@ impl State {
     }
 }
 
+/// What a request is routed with.
+struct Routed {
+    id: RequestId,
+    /// Whether anything may be sent before the answer.
+    streams: bool,
+    principal: Option<Arc<Principal>>,
+    session: Option<Arc<Session>>,
+    /// For a listen stream opened with a token: the token, checked again.
+    recheck: Option<Recheck>,
+}
+
+/// The token a `subscriptions/listen` stream was opened with, checked
+/// again while the stream lasts ([`HttpOptions::recheck_streams`]). Kept
+/// only here, never handed to a handler.
+struct Recheck {
+    auth: Arc<Auth>,
+    token: String,
+    /// Whom the token named when the stream was opened.
+    subject: String,
+    every: Duration,
+}
+
+impl Recheck {
+    /// Whether the token no longer admits its caller to this stream:
+    /// refused, naming someone else now, or without the scope a listen
+    /// needs. A validator that cannot answer now is no refusal.
+    async fn refused(&self) -> bool {
+        let principal = match self.auth.validator.validate(&self.token).await {
+            Ok(p) => p,
+            Err(AuthError::Unavailable(_)) => return false,
+            Err(_) => return true,
+        };
+        let ask = AuthRequest {
+            method: method::SUBSCRIPTIONS_LISTEN,
+            name: None,
+        };
+        principal.subject != self.subject
+            || self.auth.validator.authorize(&principal, &ask).is_err()
+    }
+}
+
 /// Runs a listen stream on SSE: acknowledgment, notifications, keep-alive
-/// comments; a graceful closing result when the server shuts down.
-async fn pump(mut subscription: Subscription, frames: mpsc::Sender<Bytes>, keep_alive: Duration) {
+/// comments; a graceful closing result when the server shuts down. With
+/// `recheck`, a stream whose token is refused now ends without one.
+async fn pump(
+    mut subscription: Subscription,
+    frames: mpsc::Sender<Bytes>,
+    keep_alive: Duration,
+    recheck: Option<Recheck>,
+) {
     if frames.send(sse_frame(&subscription.ack())).await.is_err() {
         return;
     }
     let mut tick = tokio::time::interval(keep_alive);
     tick.reset();
+    let mut recheck_tick = recheck.as_ref().map(|r| {
+        let mut t = tokio::time::interval(r.every);
+        t.reset();
+        t
+    });
+    let recheck_due = async |t: &mut Option<tokio::time::Interval>| match t {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending().await,
+    };
     loop {
         tokio::select! {
             () = frames.closed() => return,
+            () = recheck_due(&mut recheck_tick) => {
+                if let Some(r) = &recheck {
+                    if r.refused().await {
+                        tracing::info!(
+                            principal = %r.subject,
+                            "a listen stream's token is refused now: the stream is ended"
+                        );
+                        return;
+                    }
+                }
+            }
             next = subscription.next() => match next {
                 Some(m) => {
                     if frames.send(sse_frame(&m)).await.is_err() {
