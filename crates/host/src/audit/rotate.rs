@@ -214,20 +214,17 @@ impl WriterState {
         Ok(())
     }
 
-    /// The sequence number of the first line of our file (the lowest in
-    /// it, should the first be torn); one past the chain's end when no line
-    /// has one.
+    /// The sequence number of the first line of our file that has one
+    /// (lines are appended in chain order; a torn one is skipped); one past
+    /// the chain's end when none has.
     fn first_seq(&mut self) -> std::io::Result<u64> {
         self.file.seek(SeekFrom::Start(0))?;
-        let mut lowest = None;
         for line in BufReader::new(&mut self.file).split(b'\n') {
-            let Some(seq) = seq_of(&line?) else { continue };
-            lowest = Some(lowest.map_or(seq, |l: u64| l.min(seq)));
-            if lowest == Some(1) {
-                break;
+            if let Some(seq) = seq_of(&line?) {
+                return Ok(seq);
             }
         }
-        Ok(lowest.unwrap_or(self.seq + 1))
+        Ok(self.seq + 1)
     }
 
     /// Deletes the archives beyond the newest `keep`.
