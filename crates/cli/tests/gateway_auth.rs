@@ -211,6 +211,15 @@ fn token_config(sb: &Sandbox) -> String {
     .to_owned()
 }
 
+/// Writes `tokens` as `tokens.txt` and serves with `--auth token
+/// --tokens-file tokens.txt` and `extra`.
+async fn serve_with_tokens(sb: &Sandbox, cfg: &str, tokens: &str, extra: &[&str]) -> Running {
+    let file = sb.write("tokens.txt", tokens);
+    let mut args = vec!["--auth", "token", "--tokens-file", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    serve(sb, cfg, &args, &[]).await
+}
+
 // Tokens: a missing or wrong token is 401 with a Bearer challenge; each
 // token's name is the principal (audit line, per-principal rules); tokens
 // appear in no log; health and readiness need no token.
@@ -218,17 +227,8 @@ fn token_config(sb: &Sandbox) -> String {
 async fn token_auth_names_the_principal() {
     let sb = Sandbox::new();
     let cfg = token_config(&sb);
-    let tokens = sb.write(
-        "tokens.txt",
-        &format!("# gateway callers\nci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
-    );
-    let gw = serve(
-        &sb,
-        &cfg,
-        &["--auth", "token", "--tokens-file", tokens.to_str().unwrap()],
-        &[],
-    )
-    .await;
+    let tokens = format!("# gateway callers\nci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n");
+    let gw = serve_with_tokens(&sb, &cfg, &tokens, &[]).await;
 
     let (status, headers, _) = list_raw(&gw, None);
     assert_eq!(status, 401);
@@ -386,24 +386,9 @@ async fn until_admitted(gw: &Running, token: &str, admitted_now: bool) {
 async fn the_tokens_file_is_reloaded_while_serving() {
     let sb = Sandbox::new();
     let cfg = token_config(&sb);
-    let tokens = sb.write(
-        "tokens.txt",
-        &format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
-    );
+    let tokens = format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n");
     // -v: the reload's own line (info) is logged.
-    let gw = serve(
-        &sb,
-        &cfg,
-        &[
-            "--auth",
-            "token",
-            "--tokens-file",
-            tokens.to_str().unwrap(),
-            "-v",
-        ],
-        &[],
-    )
-    .await;
+    let gw = serve_with_tokens(&sb, &cfg, &tokens, &["-v"]).await;
     let alice = client(&gw, ALICE_TOKEN).await;
     lists_notes(&alice).await;
     assert!(!admitted(&gw, BOB_TOKEN));
@@ -453,20 +438,8 @@ async fn the_tokens_file_is_reloaded_while_serving() {
 async fn sighup_reloads_the_tokens_file_when_it_is_not_watched() {
     let sb = Sandbox::new();
     let cfg = token_config(&sb);
-    let tokens = sb.write("tokens.txt", &format!("alice {ALICE_TOKEN}\n"));
-    let gw = serve(
-        &sb,
-        &cfg,
-        &[
-            "--auth",
-            "token",
-            "--tokens-file",
-            tokens.to_str().unwrap(),
-            "--no-watch",
-        ],
-        &[],
-    )
-    .await;
+    let tokens = format!("alice {ALICE_TOKEN}\n");
+    let gw = serve_with_tokens(&sb, &cfg, &tokens, &["--no-watch"]).await;
     sb.write("tokens.txt", &format!("bob {BOB_TOKEN}\n"));
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert!(

@@ -265,6 +265,18 @@ mod tests {
             .with_rotation(Some(rotation))
     }
 
+    /// A log rotated at `max` bytes (keeping `keep` archives) with `n`
+    /// lines written, in a directory of its own.
+    fn written(max: u64, keep: Option<usize>, n: usize) -> (tempfile::TempDir, PathBuf, AuditLog) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = rotating(dir.path(), max, keep);
+        for i in 0..n {
+            log.append(&record(i)).unwrap();
+        }
+        (dir, path, log)
+    }
+
     /// The `seq` of every line of `files`, in order.
     fn seqs(files: &[PathBuf]) -> Vec<u64> {
         files
@@ -281,12 +293,7 @@ mod tests {
 
     #[test]
     fn the_log_is_archived_at_its_bound_and_its_chain_goes_on() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let log = rotating(dir.path(), 2_000, None);
-        for i in 0..40 {
-            log.append(&record(i)).unwrap();
-        }
+        let (dir, path, _log) = written(2_000, None, 40);
         let archives = archives_of(&path).unwrap();
         assert!(archives.len() >= 4, "{archives:?}");
         for archive in &archives {
@@ -357,12 +364,7 @@ mod tests {
 
     #[test]
     fn archives_beyond_keep_are_deleted_and_the_rest_still_verifies() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let log = rotating(dir.path(), 1_500, Some(2));
-        for i in 0..60 {
-            log.append(&record(i)).unwrap();
-        }
+        let (_dir, path, _log) = written(1_500, Some(2), 60);
         let archives = archives_of(&path).unwrap();
         assert_eq!(archives.len(), 2, "{archives:?}");
         let report = verify(&path).unwrap();
@@ -375,12 +377,7 @@ mod tests {
 
     #[test]
     fn tampering_and_missing_archives_are_reported_with_their_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.jsonl");
-        let log = rotating(dir.path(), 1_500, None);
-        for i in 0..30 {
-            log.append(&record(i)).unwrap();
-        }
+        let (_dir, path, _log) = written(1_500, None, 30);
         let archives = archives_of(&path).unwrap();
         assert!(archives.len() >= 3, "{archives:?}");
         // A line of the second archive edited.
