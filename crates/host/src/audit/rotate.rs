@@ -149,19 +149,24 @@ impl WriterState {
     pub(super) fn follow_path(&mut self) -> std::io::Result<()> {
         // The file opened may be rotated in turn before its lock is ours:
         // then the path names yet another file, and that one is followed.
-        loop {
-            let ours = self.file.metadata()?;
-            match std::fs::metadata(&self.path) {
-                Ok(theirs) if same_file(&ours, &theirs) => return Ok(()),
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
+        while !self.path_names_our_file()? {
             let file = open_log_file(&self.path, false)?;
             FileExt::lock_exclusive(&file)?;
             // Dropping our old file drops its lock.
             self.file = file;
             self.known_len = u64::MAX;
+        }
+        Ok(())
+    }
+
+    /// Whether the log's path names the file we hold (not another one, or
+    /// nothing).
+    fn path_names_our_file(&self) -> std::io::Result<bool> {
+        let ours = self.file.metadata()?;
+        match std::fs::metadata(&self.path) {
+            Ok(theirs) => Ok(same_file(&ours, &theirs)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
         }
     }
 
@@ -185,6 +190,14 @@ impl WriterState {
     /// ours and locked. On failure nothing has moved: the caller writes
     /// `out` to the full file.
     pub(super) fn rotate(&mut self, out: &[u8]) -> std::io::Result<()> {
+        // Only a writer holding the lock of the file at the path rotates;
+        // should something outside have moved it meanwhile, the next lock
+        // taken follows the path instead.
+        if !self.path_names_our_file()? {
+            return Err(std::io::Error::other(
+                "the log's path no longer names the file being written",
+            ));
+        }
         let first = self.first_seq()?;
         let archive = archive_path(&self.path, first);
         std::fs::hard_link(&self.path, &archive)?;
@@ -409,6 +422,22 @@ mod tests {
         assert_eq!(report.problems[0].file, path);
         assert_eq!(report.problems[0].line, 1);
         assert_eq!(report.starts_at, None);
+    }
+
+    #[test]
+    fn a_log_moved_away_from_outside_is_followed_with_a_chain_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let moved = dir.path().join("audit.jsonl.old");
+        let log = AuditLog::open(&path).unwrap();
+        log.append(&record(0)).unwrap();
+        log.append(&record(1)).unwrap();
+        // logrotate's way: the file renamed, the next line makes a new one.
+        std::fs::rename(&path, &moved).unwrap();
+        log.append(&record(2)).unwrap();
+        assert_eq!(seqs(std::slice::from_ref(&moved)), [1, 2]);
+        assert_eq!(seqs(std::slice::from_ref(&path)), [1]);
+        assert!(verify(&path).unwrap().is_intact());
     }
 
     #[test]
