@@ -166,6 +166,10 @@ pub struct GatewayOptions {
     pub park_ttl: Option<Duration>,
     /// How many calls may be parked at once ([`PARK_LIMIT`] when `None`).
     pub park_limit: Option<usize>,
+    /// How often the token of an open `subscriptions/listen` stream is
+    /// checked again (the stream ends once it is refused); the framework's
+    /// default (60 s) when `None`.
+    pub recheck_streams: Option<Duration>,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: parked::Parking,
 }
@@ -182,6 +186,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("peers", &self.peers)
             .field("park_ttl", &self.park_ttl)
             .field("park_limit", &self.park_limit)
+            .field("recheck_streams", &self.recheck_streams)
             .finish()
     }
 }
@@ -271,6 +276,7 @@ pub struct Gateway {
     host: Host,
     telemetry: Telemetry,
     auth: Option<InboundAuth>,
+    recheck_streams: Option<Duration>,
     tool_count: usize,
     drain: Drain,
     sync: JoinHandle<()>,
@@ -302,6 +308,7 @@ impl Gateway {
             });
         }
         let auth = options.auth.clone();
+        let recheck_streams = options.recheck_streams;
         // Subscribe before registering, so no change falls between the two.
         let changes = host.subscribe();
         let registered = tools::register_all(&server, host, &options);
@@ -327,6 +334,7 @@ impl Gateway {
             host: host.clone(),
             telemetry,
             auth,
+            recheck_streams,
             tool_count,
             drain: Drain::default(),
             sync,
@@ -369,6 +377,9 @@ impl Gateway {
         let mut options = health::routes(HttpOptions::new(), &self.host, &self.drain);
         if let Some(auth) = &self.auth {
             options = options.auth(auth.validator(), auth.metadata().clone());
+        }
+        if let Some(every) = self.recheck_streams {
+            options = options.recheck_streams(every);
         }
         if self.telemetry.has_metrics() {
             let host = self.host.clone();

@@ -11,6 +11,7 @@
 mod approvals;
 mod harness;
 mod identity;
+mod inbound;
 mod least_privilege;
 mod legacy_relay;
 mod live_status;
