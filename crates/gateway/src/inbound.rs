@@ -30,13 +30,13 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 use switchboard_oauth::{IssuerClient, Secret};
 use switchboard_server::jws::{Jws, JwsError};
 use switchboard_server::{
-    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource,
+    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource, Refusal,
     TokenValidator,
 };
 use switchboard_wire::JsonObject;
 use tokio::sync::Mutex;
 
-use crate::GatewayError;
+use crate::{GatewayError, Telemetry};
 
 /// The shortest static token accepted, in bytes.
 pub const MIN_TOKEN_LEN: usize = 16;
@@ -167,26 +167,37 @@ impl InboundAuth {
         Ok(change)
     }
 
-    /// The validator, as the HTTP runner takes it.
-    pub(crate) fn validator(&self) -> SharedValidator {
-        SharedValidator(Arc::clone(&self.validator))
+    /// The validator, as the HTTP runner takes it; refusals are counted in
+    /// `telemetry`'s metrics.
+    pub(crate) fn validator(&self, telemetry: &Telemetry) -> SharedValidator {
+        SharedValidator {
+            validator: Arc::clone(&self.validator),
+            telemetry: telemetry.clone(),
+        }
     }
 }
 
 /// One validator shared by every runner of a gateway.
-pub(crate) struct SharedValidator(Arc<dyn TokenValidator>);
+pub(crate) struct SharedValidator {
+    validator: Arc<dyn TokenValidator>,
+    telemetry: Telemetry,
+}
 
 impl TokenValidator for SharedValidator {
     fn validate<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
-        self.0.validate(token)
+        self.validator.validate(token)
     }
 
     fn authorize(&self, principal: &Principal, request: &AuthRequest<'_>) -> Result<(), AuthError> {
-        self.0.authorize(principal, request)
+        self.validator.authorize(principal, request)
     }
 
     fn scopes_needed(&self, request: Option<&AuthRequest<'_>>) -> Option<Vec<String>> {
-        self.0.scopes_needed(request)
+        self.validator.scopes_needed(request)
+    }
+
+    fn refused(&self, refusal: Refusal) {
+        self.telemetry.auth_refused(refusal);
     }
 }
 
@@ -631,7 +642,7 @@ mod tests {
         let old =
             "ci-bot aaaaaaaaaaaaaaaaaaaa\nalice bbbbbbbbbbbbbbbbbbbbbbbb\nbob cccccccccccccccccccc";
         let auth = InboundAuth::tokens(StaticTokens::parse(old, "f").unwrap(), "http://gw/mcp");
-        let validator = auth.validator();
+        let validator = auth.validator(&Telemetry::default());
         let who = |token: &'static str| {
             let validator = &validator;
             async move { validator.validate(token).await.ok().map(|p| p.subject) }

@@ -376,7 +376,7 @@ impl Gateway {
     ) -> Result<(), GatewayError> {
         let mut options = health::routes(HttpOptions::new(), &self.host, &self.drain);
         if let Some(auth) = &self.auth {
-            options = options.auth(auth.validator(), auth.metadata().clone());
+            options = options.auth(auth.validator(&self.telemetry), auth.metadata().clone());
         }
         if let Some(every) = self.recheck_streams {
             options = options.recheck_streams(every);

@@ -14,6 +14,7 @@
 //! | `switchboard_breaker_open` | `server` | 1 while the server's breaker is open |
 //! | `switchboard_server_status` | `server`, `status` | 1 for the server's current status |
 //! | `switchboard_tasks_resumed_total` | `server` | tasks handed on upstream that this process picked up again after a restart |
+//! | `switchboard_auth_refusals_total` | `reason` | HTTP requests refused for their authorization: `missing_token`, `invalid_token`, `insufficient_scope`, `invalid_request`, `unavailable`, `invalid_proof` |
 //!
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
 //! cannot grow the label set without bound.
@@ -25,6 +26,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use switchboard_host::{CallEvent, CallObserver, Decider, Host, Outcome, ServerStatus, Verdict};
+use switchboard_server::Refusal;
 
 /// The content type of the exposition.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -41,6 +43,7 @@ pub struct Metrics {
     breaker: Family<ServerLabels, Gauge>,
     status: Family<StatusLabels, Gauge>,
     resumed: Family<ServerLabels, Counter>,
+    refusals: Family<RefusalLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -80,6 +83,11 @@ struct ServerLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabels {
     server: String,
     status: &'static str,
@@ -112,6 +120,7 @@ impl Metrics {
         let breaker = Family::<ServerLabels, Gauge>::default();
         let status = Family::<StatusLabels, Gauge>::default();
         let resumed = Family::<ServerLabels, Counter>::default();
+        let refusals = Family::<RefusalLabels, Counter>::default();
         registry.register(
             "switchboard_calls",
             "Governed tool calls, by server, tool and outcome",
@@ -157,6 +166,11 @@ impl Metrics {
             "Tasks handed on upstream that this process picked up again after a restart",
             resumed.clone(),
         );
+        registry.register(
+            "switchboard_auth_refusals",
+            "HTTP requests refused for their authorization, by reason",
+            refusals.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -168,7 +182,17 @@ impl Metrics {
             breaker,
             status,
             resumed,
+            refusals,
         }
+    }
+
+    /// Counts a request refused for its authorization.
+    pub(crate) fn auth_refused(&self, refusal: Refusal) {
+        self.refusals
+            .get_or_create(&RefusalLabels {
+                reason: refusal.as_str(),
+            })
+            .inc();
     }
 
     /// Counts a task of `server`'s picked up again after a restart.

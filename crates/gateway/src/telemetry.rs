@@ -66,6 +66,13 @@ impl Telemetry {
         }
     }
 
+    /// Counts a request refused for its authorization (metrics on).
+    pub(crate) fn auth_refused(&self, refusal: switchboard_server::Refusal) {
+        if let Some(m) = &self.metrics {
+            m.auth_refused(refusal);
+        }
+    }
+
     /// The metrics exposition, with server states read from `host`.
     #[must_use]
     pub fn render_metrics(&self, host: &Host) -> Option<String> {

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard_client::{Client, HttpTransport};
-use switchboard_gateway::{GatewayOptions, InboundAuth, StaticTokens};
+use switchboard_gateway::{GatewayOptions, InboundAuth, StaticTokens, Telemetry};
 use switchboard_wire::SubscriptionFilter;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::{Dir, serve, stdio};
 
@@ -66,5 +67,70 @@ async fn a_token_taken_out_ends_its_callers_requests_and_listen_stream() {
     assert!(!bob.list_all_tools().await.unwrap().items.is_empty());
     let quiet = tokio::time::timeout(Duration::from_millis(500), bob_listens.next()).await;
     assert!(quiet.is_err(), "bob's stream ended: {quiet:?}");
+    host.shutdown().await;
+}
+
+/// The status of a bare `tools/list` POST to `url` with `authorization`.
+async fn status_of(url: &str, authorization: Option<&str>) -> u16 {
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    let mut request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(a) = authorization {
+        request.push_str(&format!("Authorization: {a}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer).await;
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap()
+}
+
+// Requests refused for their authorization are counted by reason in the
+// metrics (never naming a token).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_requests_are_counted_by_reason() {
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"mock": stdio(&[])},
+            "permissions": {"allow": ["mcp__mock"]}
+        }))
+        .await;
+    let telemetry = Telemetry::from_env(true).unwrap();
+    let auth = InboundAuth::tokens(tokens(&format!("alice {ALICE}")), "http://127.0.0.1/mcp");
+    let mut options = GatewayOptions::default().auth(auth);
+    options.telemetry = telemetry.clone();
+    let gateway = serve(&host, options).await;
+    assert_eq!(status_of(&gateway.url, None).await, 401);
+    for _ in 0..2 {
+        let wrong = "Bearer not-a-known-token-000000";
+        assert_eq!(status_of(&gateway.url, Some(wrong)).await, 401);
+    }
+    assert_eq!(status_of(&gateway.url, Some("Basic YTpi")).await, 401);
+    assert_eq!(status_of(&gateway.url, Some("Bearer a b")).await, 400);
+    // An admitted request is no refusal.
+    client_as(&gateway.url, ALICE)
+        .await
+        .list_all_tools()
+        .await
+        .unwrap();
+    let metrics = telemetry.render_metrics(&host).unwrap();
+    for line in [
+        r#"switchboard_auth_refusals_total{reason="missing_token"} 2"#,
+        r#"switchboard_auth_refusals_total{reason="invalid_token"} 2"#,
+        r#"switchboard_auth_refusals_total{reason="invalid_request"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line} in:\n{metrics}");
+    }
+    assert!(!metrics.contains("not-a-known-token"));
     host.shutdown().await;
 }

@@ -171,6 +171,63 @@ pub trait TokenValidator: Send + Sync + 'static {
         let _ = request;
         None
     }
+
+    /// Hears of each request the HTTP runner refused for its authorization
+    /// (to count them); the default does nothing. Called after the answer
+    /// is decided, with nothing that names the token.
+    fn refused(&self, refusal: Refusal) {
+        let _ = refusal;
+    }
+}
+
+/// Why the HTTP runner refused a request's authorization, as
+/// [`TokenValidator::refused`] hears of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// No bearer token (401).
+    MissingToken,
+    /// A token that is not accepted: unknown, expired, for another
+    /// resource, revoked (401).
+    InvalidToken,
+    /// A valid token without the scope the request needs (403).
+    InsufficientScope,
+    /// A malformed authorization: a token in the URL, a bad
+    /// `Authorization` header (400).
+    InvalidRequest,
+    /// The token could not be checked now (503).
+    Unavailable,
+    /// A DPoP-bound token without a valid proof, or asked for a fresh
+    /// nonce (401).
+    InvalidProof,
+}
+
+impl Refusal {
+    /// The refusal of `error`; `had_token` tells a missing token from a
+    /// refused one.
+    pub fn of(error: &AuthError, had_token: bool) -> Refusal {
+        match error {
+            AuthError::Unauthorized(_) if !had_token => Refusal::MissingToken,
+            AuthError::Unauthorized(_) => Refusal::InvalidToken,
+            AuthError::InsufficientScope(_) => Refusal::InsufficientScope,
+            AuthError::InvalidRequest(_) => Refusal::InvalidRequest,
+            AuthError::Unavailable(_) => Refusal::Unavailable,
+        }
+    }
+
+    /// A short label: `missing_token`, `invalid_token`,
+    /// `insufficient_scope`, `invalid_request`, `unavailable` or
+    /// `invalid_proof`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::MissingToken => "missing_token",
+            Refusal::InvalidToken => "invalid_token",
+            Refusal::InsufficientScope => "insufficient_scope",
+            Refusal::InvalidRequest => "invalid_request",
+            Refusal::Unavailable => "unavailable",
+            Refusal::InvalidProof => "invalid_proof",
+        }
+    }
 }
 
 /// A [`TokenValidator`] that checks what a caller-supplied function says
@@ -735,6 +792,25 @@ pub(crate) fn quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refusals_are_named_by_what_went_wrong() {
+        let unauthorized = AuthError::Unauthorized("x".into());
+        assert_eq!(Refusal::of(&unauthorized, false), Refusal::MissingToken);
+        assert_eq!(Refusal::of(&unauthorized, true), Refusal::InvalidToken);
+        let cases = [
+            (
+                AuthError::InsufficientScope(vec!["a".into()]),
+                "insufficient_scope",
+            ),
+            (AuthError::InvalidRequest("x".into()), "invalid_request"),
+            (AuthError::Unavailable("x".into()), "unavailable"),
+        ];
+        for (error, label) in cases {
+            assert_eq!(Refusal::of(&error, true).as_str(), label);
+        }
+        assert_eq!(Refusal::InvalidProof.as_str(), "invalid_proof");
+    }
 
     #[test]
     fn metadata_location_is_path_inserted() {

@@ -87,7 +87,7 @@ mod tool;
 mod uri_template;
 
 pub use auth::{
-    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource,
+    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource, Refusal,
     TokenValidator,
 };
 pub use cancel::Cancellation;

@@ -38,7 +38,9 @@ use switchboard_wire::{ErrorCode, ErrorObject, Message, Request, RequestId, vers
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use crate::auth::{AuthError, AuthRequest, Principal, ProtectedResource, TokenValidator, quote};
+use crate::auth::{
+    AuthError, AuthRequest, Principal, ProtectedResource, Refusal, TokenValidator, quote,
+};
 use crate::cancel::Cancellation;
 use crate::dispatch::{Incoming, Reply, frame_error, frame_result};
 use crate::dpop::{self, DpopError, DpopVerifier, ProofTarget};
@@ -1397,6 +1399,7 @@ fn dpop_failure(
     peer: SocketAddr,
 ) -> HttpResponse {
     tracing::debug!(%peer, "refused: {description}");
+    auth.validator.refused(Refusal::InvalidProof);
     let mut r = refuse(
         StatusCode::UNAUTHORIZED,
         &format!("unauthorized: {description}"),
@@ -1502,6 +1505,7 @@ fn auth_failure(
         Some(peer) => tracing::debug!(%peer, "refused: {error}"),
         None => tracing::debug!("refused: {error}"),
     }
+    auth.validator.refused(Refusal::of(error, had_token));
     let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::UNAUTHORIZED);
     let mut r = refuse(status, &error.to_string());
     if let Some(challenge) = auth.metadata.challenge(error, had_token, needed) {
