@@ -200,7 +200,18 @@ impl WriterState {
         }
         let first = self.first_seq()?;
         let archive = archive_path(&self.path, first);
-        std::fs::hard_link(&self.path, &archive)?;
+        match std::fs::hard_link(&self.path, &archive) {
+            Ok(()) => {}
+            // A rotation cut short (the process died before the rename)
+            // left the link: it is this very file, so go on from there.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let linked = std::fs::metadata(&archive)?;
+                if !same_file(&linked, &self.file.metadata()?) {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
         let fresh = fresh_path(&self.path);
         let started = (|| {
             let mut file = open_log_file(&fresh, true)?;
@@ -213,6 +224,7 @@ impl WriterState {
             Ok(file) => file,
             Err(e) => {
                 let _ = std::fs::remove_file(&fresh);
+                // Only the extra name goes; the file stays at the path.
                 let _ = std::fs::remove_file(&archive);
                 return Err(e);
             }
@@ -438,6 +450,20 @@ mod tests {
         assert_eq!(seqs(std::slice::from_ref(&moved)), [1, 2]);
         assert_eq!(seqs(std::slice::from_ref(&path)), [1]);
         assert!(verify(&path).unwrap().is_intact());
+    }
+
+    #[test]
+    fn a_rotation_cut_short_before_its_rename_is_finished_by_the_next_one() {
+        let (dir, path, log) = written(2_000, None, 3);
+        // The process that rotated died after linking the archive name.
+        std::fs::hard_link(&path, dir.path().join("audit.jsonl.000000000001")).unwrap();
+        for i in 3..20 {
+            log.append(&record(i)).unwrap();
+        }
+        let report = verify(&path).unwrap();
+        assert!(report.is_intact(), "{:?}", report.problems);
+        assert!(report.files.len() >= 3, "{:?}", report.files);
+        assert_eq!(seqs(&report.files), (1..=20).collect::<Vec<_>>());
     }
 
     #[test]
