@@ -28,6 +28,9 @@ use super::{WriterState, seq_of};
 
 /// Digits of the sequence number in an archive's name.
 const SEQ_DIGITS: usize = 12;
+/// How the name of a rotation's new file goes on after the log's name and
+/// a dot, before it is renamed over the log.
+const FRESH_MARK: &str = "rotating-";
 
 /// When the log is rotated: its size bound, and how many archives are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +67,20 @@ impl Rotation {
 /// # Errors
 /// The log's directory cannot be read.
 pub fn archives_of(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    siblings(path, |suffix| {
+        suffix.len() == SEQ_DIGITS && suffix.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// New files of rotations cut short (the process died before renaming one
+/// over the log): lines in them never joined the chain.
+pub(super) fn leftovers_of(path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    siblings(path, |suffix| suffix.starts_with(FRESH_MARK))
+}
+
+/// The files beside the log at `path` named after it, a dot and a suffix
+/// that `wanted` accepts, sorted by name.
+fn siblings(path: &Path, wanted: impl Fn(&str) -> bool) -> std::io::Result<Vec<PathBuf>> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Ok(Vec::new());
     };
@@ -83,10 +100,7 @@ pub fn archives_of(path: &Path) -> std::io::Result<Vec<PathBuf>> {
         let entry = entry?;
         let entry_name = entry.file_name();
         let entry_name = entry_name.to_string_lossy();
-        let is_archive = entry_name
-            .strip_prefix(&prefix)
-            .is_some_and(|seq| seq.len() == SEQ_DIGITS && seq.bytes().all(|b| b.is_ascii_digit()));
-        if is_archive {
+        if entry_name.strip_prefix(&prefix).is_some_and(&wanted) {
             found.push(path.with_file_name(entry_name.as_ref()));
         }
     }
@@ -107,7 +121,7 @@ fn fresh_path(path: &Path) -> PathBuf {
     static COUNT: AtomicU64 = AtomicU64::new(0);
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(
-        ".rotating-{}-{}",
+        ".{FRESH_MARK}{}-{}",
         std::process::id(),
         COUNT.fetch_add(1, Ordering::Relaxed)
     ));
@@ -464,6 +478,14 @@ mod tests {
         assert!(report.is_intact(), "{:?}", report.problems);
         assert!(report.files.len() >= 3, "{:?}", report.files);
         assert_eq!(seqs(&report.files), (1..=20).collect::<Vec<_>>());
+        // A new file the dead process had written but not renamed: its
+        // lines never joined the chain, and verify says so.
+        let leftover = dir.path().join("audit.jsonl.rotating-999999-0");
+        std::fs::write(&leftover, "{\"seq\":4}\n").unwrap();
+        let report = verify(&path).unwrap();
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert_eq!(report.problems[0].file, leftover);
+        assert!(report.problems[0].what.contains("cut short"));
     }
 
     #[test]

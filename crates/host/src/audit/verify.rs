@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::rotate::leftovers_of;
 use super::{GENESIS, HASH_KEY, archives_of};
 use crate::HostError;
 use crate::digest::sha256_hex;
@@ -66,6 +67,14 @@ pub fn verify(path: &Path) -> Result<VerifyReport, HostError> {
     for (i, file) in files.iter().enumerate() {
         let bytes = std::fs::read(file).map_err(io(file))?;
         chain.read(file, &bytes, rotated && i == 0);
+    }
+    // Lines a crash left in a rotation's new file never joined the chain.
+    for leftover in leftovers_of(path).map_err(io(path))? {
+        chain.problems.push(VerifyProblem {
+            file: leftover,
+            line: 1,
+            what: "the new file of a rotation cut short (the writer stopped before renaming it over the log): its lines are not in the chain; read them, then delete the file".into(),
+        });
     }
     Ok(VerifyReport {
         files,
