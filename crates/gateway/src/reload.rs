@@ -18,6 +18,9 @@ use crate::{GatewayError, InboundAuth, StaticTokens, TokenChange};
 /// How often a watched file is looked at by default.
 pub const WATCH_POLL: Duration = Duration::from_secs(1);
 
+/// A file's modification time and size.
+type Stamp = (SystemTime, u64);
+
 /// Where the gateway's config comes from, and how it is read again.
 #[derive(Debug, Clone)]
 pub struct ConfigSource {
@@ -25,14 +28,21 @@ pub struct ConfigSource {
     pub path: PathBuf,
     /// How often its modification time and size are looked at.
     pub poll: Duration,
+    /// The file's stamp when this was made (just after or before the file
+    /// was read): a change after it is reloaded once the watch starts.
+    stamp: Option<Stamp>,
 }
 
 impl ConfigSource {
-    /// The file at `path`, looked at every second.
+    /// The file at `path`, looked at every second. Make it when the file
+    /// is read: a change made after that, even before the watch starts (a
+    /// slow mount), is not missed.
     #[must_use]
     pub fn new(path: impl Into<PathBuf>) -> ConfigSource {
+        let path = path.into();
         ConfigSource {
-            path: path.into(),
+            stamp: stamp_now(&path),
+            path,
             poll: WATCH_POLL,
         }
     }
@@ -56,7 +66,7 @@ impl ConfigSource {
 pub fn watch_config(host: &Host, source: ConfigSource) -> JoinHandle<()> {
     let host = host.clone();
     let path = source.path.clone();
-    watch(path, source.poll, move |why| {
+    watch(path, source.poll, source.stamp, move |why| {
         let (host, source) = (host.clone(), source.clone());
         async move {
             let _ = reload_once(&host, &source, why).await;
@@ -72,14 +82,19 @@ pub struct TokensSource {
     pub path: PathBuf,
     /// How often its modification time and size are looked at.
     pub poll: Duration,
+    /// The file's stamp when this was made (see [`ConfigSource::new`]).
+    stamp: Option<Stamp>,
 }
 
 impl TokensSource {
-    /// The file at `path`, looked at every second.
+    /// The file at `path`, looked at every second. Make it when the file
+    /// is first read, as [`ConfigSource::new`].
     #[must_use]
     pub fn new(path: impl Into<PathBuf>) -> TokensSource {
+        let path = path.into();
         TokensSource {
-            path: path.into(),
+            stamp: stamp_now(&path),
+            path,
             poll: WATCH_POLL,
         }
     }
@@ -106,7 +121,7 @@ impl TokensSource {
 pub fn watch_tokens(auth: &InboundAuth, source: TokensSource) -> JoinHandle<()> {
     let auth = auth.clone();
     let path = source.path.clone();
-    watch(path, source.poll, move |why| {
+    watch(path, source.poll, source.stamp, move |why| {
         let (auth, source) = (auth.clone(), source.clone());
         async move {
             let _ = reload_tokens(&auth, &source, why).await;
@@ -149,15 +164,20 @@ pub(crate) async fn reload_tokens(
     applied
 }
 
-/// Calls `reload` when the file at `path` changes (looked at every
-/// `poll`) or the process gets `SIGHUP`, until the task is aborted.
-fn watch<F, Fut>(path: PathBuf, poll: Duration, mut reload: F) -> JoinHandle<()>
+/// Calls `reload` when the file at `path` changes from `seen` (looked at
+/// every `poll`) or the process gets `SIGHUP`, until the task is aborted.
+fn watch<F, Fut>(
+    path: PathBuf,
+    poll: Duration,
+    seen: Option<Stamp>,
+    mut reload: F,
+) -> JoinHandle<()>
 where
     F: FnMut(&'static str) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send,
 {
     tokio::spawn(async move {
-        let mut seen = stamp(&path).await;
+        let mut seen = seen;
         let mut hangup = hangup_signal();
         let mut tick = tokio::time::interval(poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -216,8 +236,14 @@ pub(crate) async fn reload_once(
 
 /// The file's modification time and size (`None` while it cannot be
 /// read).
-async fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+async fn stamp(path: &Path) -> Option<Stamp> {
     let meta = tokio::fs::metadata(path).await.ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// [`stamp`], from outside the runtime.
+fn stamp_now(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
 
@@ -248,4 +274,40 @@ async fn next_hangup(signal: &mut Hangup) {
 #[cfg(not(unix))]
 async fn next_hangup(_: &mut Hangup) {
     std::future::pending().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Telemetry;
+    use switchboard_server::TokenValidator;
+
+    // A change made between the first read and the start of the watch (a
+    // slow mount sits there) is reloaded once the watch starts.
+    #[tokio::test]
+    async fn a_change_made_before_the_watch_starts_is_not_missed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.txt");
+        std::fs::write(&path, "alice aaaaaaaaaaaaaaaaaaaa\n").unwrap();
+        let mut source = TokensSource::new(&path);
+        source.poll = Duration::from_millis(20);
+        let auth = InboundAuth::tokens(source.load().unwrap(), "http://gw/mcp");
+        std::fs::write(&path, "bob bbbbbbbbbbbbbbbbbbbbbbbb\n").unwrap();
+        let watcher = watch_tokens(&auth, source);
+        let validator = auth.validator(&Telemetry::default());
+        let start = std::time::Instant::now();
+        while validator
+            .validate("bbbbbbbbbbbbbbbbbbbbbbbb")
+            .await
+            .is_err()
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "the change was missed"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(validator.validate("aaaaaaaaaaaaaaaaaaaa").await.is_err());
+        watcher.abort();
+    }
 }

@@ -103,9 +103,11 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
     let auth = match a.auth {
         None => None,
         Some(ServeAuth::Token) => {
-            let file = a.tokens_file.map(|path| TokensSource {
-                poll,
-                ..TokensSource::new(path)
+            // Made before the first read, so the watch misses no change.
+            let file = a.tokens_file.map(|path| {
+                let mut source = TokensSource::new(path);
+                source.poll = poll;
+                source
             });
             Some(AuthPlan::Tokens(tokens(file.as_ref())?, file))
         }
@@ -217,6 +219,8 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     let state_key = state_key(serve)?;
     let telemetry = Telemetry::from_env(serve.metrics && serve.http.is_some())?;
     let loaded = settings.load_config()?;
+    // Made right after the read, before the mount (which may take a while):
+    // a change meanwhile is reloaded once the watch starts.
     let watched = loaded.config.origin.path().map(ConfigSource::new);
     let mut options = MountOptions::default();
     options.input_handler = crate::ask::for_command(settings, &loaded.config);
@@ -231,9 +235,9 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())
         .telemetry(telemetry.clone());
-    let watcher = watched.map(|source| {
-        let poll = serve.poll;
-        watch_config(&session.host, ConfigSource { poll, ..source })
+    let watcher = watched.map(|mut source| {
+        source.poll = serve.poll;
+        watch_config(&session.host, source)
     });
     let result = run_on(&session, serve, options).await;
     if let Some(w) = watcher {
