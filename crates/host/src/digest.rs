@@ -12,6 +12,23 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// Lowercase hex sha256 of `buf[start..]`, then of it with what `extend`
+/// appends to `buf` (given the first hash): the common part is hashed
+/// once for both (the hasher's state is copied in between).
+pub(crate) fn sha256_hex_then_extended(
+    buf: &mut String,
+    start: usize,
+    extend: impl FnOnce(&mut String, &str),
+) -> (String, String) {
+    let mut hasher = Sha256::new();
+    hasher.update(&buf.as_bytes()[start..]);
+    let first = hex(&hasher.clone().finalize());
+    let at = buf.len();
+    extend(buf, &first);
+    hasher.update(&buf.as_bytes()[at..]);
+    (first, hex(&hasher.finalize()))
+}
+
 /// Lowercase hex sha256 of the canonical JSON of `value`: the same bytes
 /// as `canonical(value).to_string()`, hashed as they are written.
 pub(crate) fn canonical_sha256(value: &Value) -> String {
@@ -89,6 +106,19 @@ fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_extended_hash_is_the_hash_of_the_whole() {
+        let mut buf = String::from("ignored{\"a\":1");
+        let (first, whole) = sha256_hex_then_extended(&mut buf, 7, |b, h| {
+            b.push_str(",\"h\":\"");
+            b.push_str(h);
+            b.push_str("\"}");
+        });
+        assert_eq!(first, sha256_hex(b"{\"a\":1"));
+        assert_eq!(whole, sha256_hex(&buf.as_bytes()[7..]));
+        assert!(buf.ends_with(&format!("{first}\"}}")));
+    }
 
     #[test]
     fn hex_matches_the_usual_rendering() {

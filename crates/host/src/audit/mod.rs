@@ -35,7 +35,9 @@ use serde_json::Value;
 use switchboard_wire::JsonObject;
 
 use crate::HostError;
-use crate::digest::{canonical_object_sha256, canonical_sha256, sha256_hex};
+use crate::digest::{
+    canonical_object_sha256, canonical_sha256, sha256_hex, sha256_hex_then_extended,
+};
 
 mod find;
 mod lease;
@@ -579,11 +581,13 @@ impl WriterState {
             out.push_str(",\"prev\":\"");
             out.push_str(&prev);
             out.push('"');
-            let hash = sha256_hex(&out.as_bytes()[start..]);
-            out.push_str(HASH_KEY);
-            out.push_str(&hash);
-            out.push_str("\"}");
-            prev = sha256_hex(&out.as_bytes()[start..]);
+            // The line's own hash, then (hashing the line once) the hash of
+            // the whole line, the next line's `prev`.
+            (_, prev) = sha256_hex_then_extended(&mut out, start, |out, hash| {
+                out.push_str(HASH_KEY);
+                out.push_str(hash);
+                out.push_str("\"}");
+            });
             out.push('\n');
         }
         if self.rotation_due(out.len()) {
