@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard_client::{Client, HttpTransport};
 use switchboard_gateway::{GatewayOptions, InboundAuth, StaticTokens, Telemetry};
+use switchboard_host::Host;
 use switchboard_wire::SubscriptionFilter;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -27,6 +28,15 @@ async fn client_as(url: &str, token: &str) -> Client {
         .unwrap()
 }
 
+/// A host mounting the mock server, its tools allowed.
+async fn mount_mock(dir: &Dir) -> Host {
+    dir.mount(json!({
+        "mcpServers": {"mock": stdio(&[])},
+        "permissions": {"allow": ["mcp__mock"]}
+    }))
+    .await
+}
+
 fn tokens(text: &str) -> StaticTokens {
     StaticTokens::parse(text, "test").unwrap()
 }
@@ -34,12 +44,7 @@ fn tokens(text: &str) -> StaticTokens {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_taken_out_ends_its_callers_requests_and_listen_stream() {
     let dir = Dir::new();
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"mock": stdio(&[])},
-            "permissions": {"allow": ["mcp__mock"]}
-        }))
-        .await;
+    let host = mount_mock(&dir).await;
     let auth = InboundAuth::tokens(
         tokens(&format!("alice {ALICE}\nbob {BOB}")),
         "http://127.0.0.1/mcp",
@@ -99,12 +104,7 @@ async fn status_of(url: &str, authorization: Option<&str>) -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_requests_are_counted_by_reason() {
     let dir = Dir::new();
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"mock": stdio(&[])},
-            "permissions": {"allow": ["mcp__mock"]}
-        }))
-        .await;
+    let host = mount_mock(&dir).await;
     let telemetry = Telemetry::from_env(true).unwrap();
     let auth = InboundAuth::tokens(tokens(&format!("alice {ALICE}")), "http://127.0.0.1/mcp");
     let mut options = GatewayOptions::default().auth(auth);
