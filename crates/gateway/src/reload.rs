@@ -236,15 +236,18 @@ pub(crate) async fn reload_once(
 
 /// The file's modification time and size (`None` while it cannot be
 /// read).
-async fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = tokio::fs::metadata(path).await.ok()?;
-    Some((meta.modified().ok()?, meta.len()))
-}
-
-/// [`stamp`], from outside the runtime.
 fn stamp_now(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
     Some((meta.modified().ok()?, meta.len()))
+}
+
+/// [`stamp_now`] on the blocking pool (the file may be on a slow disk).
+async fn stamp(path: &Path) -> Option<Stamp> {
+    let path = path.to_path_buf();
+    tokio::task::spawn_blocking(move || stamp_now(&path))
+        .await
+        .ok()
+        .flatten()
 }
 
 #[cfg(unix)]

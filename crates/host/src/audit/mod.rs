@@ -599,7 +599,7 @@ impl WriterState {
                 Err(e) => {
                     tracing::warn!(
                         log = %self.path.display(),
-                        "cannot rotate the audit log ({e}); it grows past its bound meanwhile"
+                        "cannot rotate the audit log ({e}); it grows past its bound until a later try works: check its folder's permissions and free space"
                     );
                     self.rotation_failed();
                 }
