@@ -690,8 +690,9 @@ fn audit_verify_checks_several_files_each_on_its_own() {
 
 // A gateway and `switchboard call` processes writing one audit log with
 // `auditRotate`: the log is archived at its bound, the chain goes on across
-// files and writers, `audit verify` (no file: the config's log) checks the
-// log with its archives, and an edited archive is named.
+// files and writers, `audit verify` and `audit stats` (no file: the
+// config's log) read the log with its archives, and an edited archive is
+// named.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rotated_audit_log_shared_by_processes_keeps_one_chain() {
     let sb = Sandbox::new();
@@ -749,6 +750,18 @@ async fn a_rotated_audit_log_shared_by_processes_keeps_one_chain() {
         report["files"].as_array().unwrap().len(),
         archives.len() + 1
     );
+
+    // Stats of the config's log count the archives' lines too; of the
+    // file alone, only its own.
+    let run = sb.run(&["--config", &cfg, "--json", "audit", "stats"]);
+    let stats = run.json();
+    assert_eq!(stats["records"], 44, "{stats}");
+    assert_eq!(stats["tools"][0]["calls"], 44, "{stats}");
+    assert_eq!(stats["files"].as_array().unwrap().len(), archives.len() + 1);
+    let log = sb.path().join("audit.jsonl").display().to_string();
+    let run = sb.run(&["--config", &cfg, "--json", "audit", "stats", &log]);
+    let alone = run.json()["records"].as_u64().unwrap();
+    assert!(alone < 44, "{run:?}");
 
     // An archive edited: verify fails and names it.
     let mut sorted = archives.clone();

@@ -19,7 +19,7 @@
 //!   line number; the rest still count.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::HostError;
 use crate::audit::{AuditRecord, Outcome};
@@ -72,6 +72,8 @@ pub struct AuditStats {
 /// A line [`stats`] could not read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedLine {
+    /// The file holding it ([`stats_of_files`]); `None` for [`stats`].
+    pub file: Option<PathBuf>,
     /// 1-based line number.
     pub line: usize,
     /// Why it was skipped.
@@ -81,73 +83,9 @@ pub struct SkippedLine {
 /// The figures of the log whose lines are `lines` (blank lines are
 /// ignored).
 pub fn stats<'a>(lines: impl IntoIterator<Item = &'a str>) -> AuditStats {
-    #[derive(Default)]
-    struct Acc {
-        alias: Option<String>,
-        calls: u64,
-        errors: u64,
-        denied: u64,
-        durations: Vec<u64>,
-    }
-    let mut by_tool: HashMap<String, Acc> = HashMap::new();
-    let mut out = AuditStats::default();
-    for (i, line) in lines.into_iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record: AuditRecord = match serde_json::from_str(line) {
-            Ok(r) => r,
-            Err(e) => {
-                out.skipped.push(SkippedLine {
-                    line: i + 1,
-                    why: format!("not an audit record: {e}"),
-                });
-                continue;
-            }
-        };
-        out.records += 1;
-        // A question handed back to the gateway's user is not a call: the
-        // answered retry has its own line.
-        if record.outcome == Outcome::Asked {
-            continue;
-        }
-        let acc = by_tool.entry(record.tool).or_default();
-        if acc.alias.is_none() {
-            acc.alias = record.alias;
-        }
-        acc.calls += 1;
-        match record.outcome {
-            Outcome::Ok => acc.durations.push(record.duration_ms),
-            Outcome::Denied => acc.denied += 1,
-            _ => {
-                acc.errors += 1;
-                acc.durations.push(record.duration_ms);
-            }
-        }
-    }
-    out.tools = by_tool
-        .into_iter()
-        .map(|(tool, mut acc)| {
-            acc.durations.sort_unstable();
-            ToolStats {
-                tool,
-                alias: acc.alias,
-                calls: acc.calls,
-                errors: acc.errors,
-                denied: acc.denied,
-                p50_ms: percentile(&acc.durations, 50),
-                p95_ms: percentile(&acc.durations, 95),
-                max_ms: acc.durations.last().copied(),
-            }
-        })
-        .collect();
-    out.tools.sort_by(|a, b| {
-        b.error_rate()
-            .total_cmp(&a.error_rate())
-            .then_with(|| b.calls.cmp(&a.calls))
-            .then_with(|| a.tool.cmp(&b.tool))
-    });
-    out
+    let mut tally = Tally::default();
+    tally.add(None, lines);
+    tally.finish()
 }
 
 /// [`stats`] of the log file at `path`.
@@ -155,13 +93,113 @@ pub fn stats<'a>(lines: impl IntoIterator<Item = &'a str>) -> AuditStats {
 /// # Errors
 /// [`HostError::AuditIo`] when the file cannot be read.
 pub fn stats_of_file(path: &Path) -> Result<AuditStats, HostError> {
-    let bytes = std::fs::read(path).map_err(|source| HostError::AuditIo {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    // A line that is not UTF-8 becomes a skipped line, not a failed read.
-    let text = String::from_utf8_lossy(&bytes);
-    Ok(stats(text.split('\n')))
+    stats_of_files(&[path.to_path_buf()])
+}
+
+/// [`stats`] of the lines of every file of `paths` together (a log and its
+/// archives), read one file at a time.
+///
+/// # Errors
+/// [`HostError::AuditIo`] when a file cannot be read.
+pub fn stats_of_files(paths: &[PathBuf]) -> Result<AuditStats, HostError> {
+    let mut tally = Tally::default();
+    for path in paths {
+        let bytes = std::fs::read(path).map_err(|source| HostError::AuditIo {
+            path: path.clone(),
+            source,
+        })?;
+        // A line that is not UTF-8 becomes a skipped line, not a failed read.
+        let text = String::from_utf8_lossy(&bytes);
+        tally.add(Some(path), text.split('\n'));
+    }
+    Ok(tally.finish())
+}
+
+/// The figures as lines are read.
+#[derive(Default)]
+struct Tally {
+    by_tool: HashMap<String, Acc>,
+    out: AuditStats,
+}
+
+/// One tool's figures as lines are read.
+#[derive(Default)]
+struct Acc {
+    alias: Option<String>,
+    calls: u64,
+    errors: u64,
+    denied: u64,
+    durations: Vec<u64>,
+}
+
+impl Tally {
+    /// Counts the lines of one file (`None`: lines from no file).
+    fn add<'a>(&mut self, file: Option<&Path>, lines: impl IntoIterator<Item = &'a str>) {
+        for (i, line) in lines.into_iter().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let record: AuditRecord = match serde_json::from_str(line) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.out.skipped.push(SkippedLine {
+                        file: file.map(Path::to_path_buf),
+                        line: i + 1,
+                        why: format!("not an audit record: {e}"),
+                    });
+                    continue;
+                }
+            };
+            self.out.records += 1;
+            // A question handed back to the gateway's user is not a call:
+            // the answered retry has its own line.
+            if record.outcome == Outcome::Asked {
+                continue;
+            }
+            let acc = self.by_tool.entry(record.tool).or_default();
+            if acc.alias.is_none() {
+                acc.alias = record.alias;
+            }
+            acc.calls += 1;
+            match record.outcome {
+                Outcome::Ok => acc.durations.push(record.duration_ms),
+                Outcome::Denied => acc.denied += 1,
+                _ => {
+                    acc.errors += 1;
+                    acc.durations.push(record.duration_ms);
+                }
+            }
+        }
+    }
+
+    /// The figures of every line counted.
+    fn finish(self) -> AuditStats {
+        let mut out = self.out;
+        out.tools = self
+            .by_tool
+            .into_iter()
+            .map(|(tool, mut acc)| {
+                acc.durations.sort_unstable();
+                ToolStats {
+                    tool,
+                    alias: acc.alias,
+                    calls: acc.calls,
+                    errors: acc.errors,
+                    denied: acc.denied,
+                    p50_ms: percentile(&acc.durations, 50),
+                    p95_ms: percentile(&acc.durations, 95),
+                    max_ms: acc.durations.last().copied(),
+                }
+            })
+            .collect();
+        out.tools.sort_by(|a, b| {
+            b.error_rate()
+                .total_cmp(&a.error_rate())
+                .then_with(|| b.calls.cmp(&a.calls))
+                .then_with(|| a.tool.cmp(&b.tool))
+        });
+        out
+    }
 }
 
 /// The nearest-rank `p`th percentile of `sorted` (ascending).

@@ -1,13 +1,13 @@
 //! `switchboard audit verify [FILE...]`: checks each audit log's hash chain
 //! (a rotated log together with its archives).
 //! `switchboard audit stats [FILE]`: per tool, calls, error rate and
-//! p50/p95 duration.
+//! p50/p95 duration (of the config's log with its archives, or of FILE).
 
 use std::path::PathBuf;
 
 use serde_json::json;
-use switchboard_host::audit_stats::stats_of_file;
-use switchboard_host::{Config, verify_audit};
+use switchboard_host::audit_stats::stats_of_files;
+use switchboard_host::{Config, audit_archives, verify_audit};
 
 use crate::exit::Failure;
 use crate::out;
@@ -108,9 +108,10 @@ pub(crate) fn verify(config: Option<&Config>, files: &[PathBuf], json: bool) -> 
     }
 }
 
-/// Prints per-tool figures of `file`, or of the config's audit log: error
-/// rate first, then p50/p95/max duration (never a mean). Lines that are not
-/// records are named on stderr and do not stop the rest.
+/// Prints per-tool figures of `file`, or of the config's audit log with its
+/// archives (`auditRotate`): error rate first, then p50/p95/max duration
+/// (never a mean). Lines that are not records are named on stderr and do
+/// not stop the rest.
 ///
 /// # Errors
 /// A usage [`Failure`] when there is no log or it cannot be read.
@@ -119,14 +120,27 @@ pub(crate) fn stats(
     file: Option<PathBuf>,
     json: bool,
 ) -> anyhow::Result<()> {
+    let given = file.is_some();
     let path = log_path(config, file)?;
-    let stats = stats_of_file(&path).map_err(|e| Failure::usage(e.to_string()))?;
+    let mut files = Vec::new();
+    if !given {
+        files = audit_archives(&path).map_err(|e| {
+            Failure::usage(format!(
+                "cannot list the archives of {}: {e}",
+                path.display()
+            ))
+        })?;
+    }
+    files.push(path.clone());
+    let stats = stats_of_files(&files).map_err(|e| Failure::usage(e.to_string()))?;
     for s in &stats.skipped {
-        out::note(format!("{}:{}: skipped: {}", path.display(), s.line, s.why));
+        let file = s.file.as_deref().unwrap_or(&path);
+        out::note(format!("{}:{}: skipped: {}", file.display(), s.line, s.why));
     }
     if json {
         return Ok(out::json(&json!({
             "file": path.display().to_string(),
+            "files": files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
             "records": stats.records,
             "skipped": stats.skipped.len(),
             "tools": stats.tools.iter().map(|t| json!({
