@@ -525,7 +525,7 @@ async fn reload_adds_and_drops_servers_without_failing_calls_to_the_others() {
     let base = json!({"permissions": {"allow": ["mcp__mock__echo"]}});
     let both = json!({"permissions": {"allow": ["mcp__mock__echo", "mcp__extra__echo"]}});
     let cfg = mock_config(&sb, base.clone());
-    let served = serve(&sb, &cfg, &[], &[]).await;
+    let served = serve(&sb, &cfg, &["--metrics"], &[]).await;
     let client = Arc::new(client(&served.url()).await);
 
     // Calls to mock, in a loop, for as long as the reloads go on.
@@ -599,6 +599,21 @@ async fn reload_adds_and_drops_servers_without_failing_calls_to_the_others() {
         .await
         .unwrap();
     assert!(!r.is_error(), "the running config is kept: {r:?}");
+    // Counted, for an alert on a config that no longer applies (the write
+    // may be seen half done, and rejected twice).
+    let counted = |metrics: &str| {
+        metrics.contains(r#"switchboard_reloads_total{file="config",result="rejected"} "#)
+            && metrics.contains(r#"switchboard_reloads_total{file="config",result="applied"} "#)
+    };
+    let start = Instant::now();
+    loop {
+        let (_, _, metrics) = http_get(&served.addr, "/metrics");
+        if counted(&metrics) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{metrics}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     // Drop it again.
     sb.config(

@@ -14,6 +14,7 @@
 //! | `switchboard_breaker_open` | `server` | 1 while the server's breaker is open |
 //! | `switchboard_server_status` | `server`, `status` | 1 for the server's current status |
 //! | `switchboard_tasks_resumed_total` | `server` | tasks handed on upstream that this process picked up again after a restart |
+//! | `switchboard_reloads_total` | `file` (`config`, `tokens`), `result` (`applied`, `rejected`) | reloads of the watched files; a rejected one leaves the running settings in place |
 //! | `switchboard_auth_refusals_total` | `reason` | HTTP requests refused for their authorization: `missing_token`, `invalid_token`, `insufficient_scope`, `invalid_request`, `unavailable`, `invalid_proof` |
 //!
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
@@ -44,6 +45,7 @@ pub struct Metrics {
     status: Family<StatusLabels, Gauge>,
     resumed: Family<ServerLabels, Counter>,
     refusals: Family<RefusalLabels, Counter>,
+    reloads: Family<ReloadLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -80,6 +82,12 @@ struct ApprovalLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ServerLabels {
     server: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReloadLabels {
+    file: &'static str,
+    result: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -121,6 +129,7 @@ impl Metrics {
         let status = Family::<StatusLabels, Gauge>::default();
         let resumed = Family::<ServerLabels, Counter>::default();
         let refusals = Family::<RefusalLabels, Counter>::default();
+        let reloads = Family::<ReloadLabels, Counter>::default();
         registry.register(
             "switchboard_calls",
             "Governed tool calls, by server, tool and outcome",
@@ -171,6 +180,11 @@ impl Metrics {
             "HTTP requests refused for their authorization, by reason",
             refusals.clone(),
         );
+        registry.register(
+            "switchboard_reloads",
+            "Reloads of the config and tokens files, by file and result (applied, rejected)",
+            reloads.clone(),
+        );
         Metrics {
             registry,
             calls,
@@ -183,7 +197,18 @@ impl Metrics {
             status,
             resumed,
             refusals,
+            reloads,
         }
+    }
+
+    /// Counts a reload of `file` (`config` or `tokens`), applied or not.
+    pub(crate) fn reloaded(&self, file: &'static str, applied: bool) {
+        self.reloads
+            .get_or_create(&ReloadLabels {
+                file,
+                result: if applied { "applied" } else { "rejected" },
+            })
+            .inc();
     }
 
     /// Counts a request refused for its authorization.
@@ -227,6 +252,11 @@ impl Metrics {
                 })
                 .set(1);
         }
+        self.encode()
+    }
+
+    /// The exposition of what is counted, as it stands.
+    pub(crate) fn encode(&self) -> String {
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();

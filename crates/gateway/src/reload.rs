@@ -13,7 +13,7 @@ use switchboard_host::{Config, Host, HostError, ReloadReport};
 use tokio::task::JoinHandle;
 use tracing::{error, info};
 
-use crate::{GatewayError, InboundAuth, StaticTokens, TokenChange};
+use crate::{GatewayError, InboundAuth, StaticTokens, Telemetry, TokenChange};
 
 /// How often a watched file is looked at by default.
 pub const WATCH_POLL: Duration = Duration::from_secs(1);
@@ -61,15 +61,16 @@ impl ConfigSource {
 
 /// Watches `source` and reloads `host` when the file changes or the
 /// process gets `SIGHUP`, until the returned task is aborted (or the host
-/// is dropped).
+/// is dropped). Each reload is counted in `telemetry`'s metrics.
 #[must_use]
-pub fn watch_config(host: &Host, source: ConfigSource) -> JoinHandle<()> {
-    let host = host.clone();
+pub fn watch_config(host: &Host, source: ConfigSource, telemetry: &Telemetry) -> JoinHandle<()> {
+    let (host, telemetry) = (host.clone(), telemetry.clone());
     let path = source.path.clone();
     watch(path, source.poll, source.stamp, move |why| {
-        let (host, source) = (host.clone(), source.clone());
+        let (host, source, telemetry) = (host.clone(), source.clone(), telemetry.clone());
         async move {
-            let _ = reload_once(&host, &source, why).await;
+            let applied = reload_once(&host, &source, why).await.is_ok();
+            telemetry.reloaded("config", applied);
         }
     })
 }
@@ -116,15 +117,20 @@ impl TokensSource {
 /// Watches `source` and puts its tokens in place in `auth` when the file
 /// changes or the process gets `SIGHUP`, until the returned task is
 /// aborted. A file that does not load is reported and the tokens in use
-/// are kept.
+/// are kept. Each reload is counted in `telemetry`'s metrics.
 #[must_use]
-pub fn watch_tokens(auth: &InboundAuth, source: TokensSource) -> JoinHandle<()> {
-    let auth = auth.clone();
+pub fn watch_tokens(
+    auth: &InboundAuth,
+    source: TokensSource,
+    telemetry: &Telemetry,
+) -> JoinHandle<()> {
+    let (auth, telemetry) = (auth.clone(), telemetry.clone());
     let path = source.path.clone();
     watch(path, source.poll, source.stamp, move |why| {
-        let (auth, source) = (auth.clone(), source.clone());
+        let (auth, source, telemetry) = (auth.clone(), source.clone(), telemetry.clone());
         async move {
-            let _ = reload_tokens(&auth, &source, why).await;
+            let applied = reload_tokens(&auth, &source, why).await.is_ok();
+            telemetry.reloaded("tokens", applied);
         }
     })
 }
@@ -285,6 +291,11 @@ mod tests {
     use crate::Telemetry;
     use switchboard_server::TokenValidator;
 
+    /// The metrics exposition of `telemetry` (no host: no server states).
+    fn metrics_text(telemetry: &Telemetry) -> String {
+        telemetry.metrics_without_host().unwrap()
+    }
+
     // A change made between the first read and the start of the watch (a
     // slow mount sits there) is reloaded once the watch starts.
     #[tokio::test]
@@ -296,7 +307,8 @@ mod tests {
         source.poll = Duration::from_millis(20);
         let auth = InboundAuth::tokens(source.load().unwrap(), "http://gw/mcp");
         std::fs::write(&path, "bob bbbbbbbbbbbbbbbbbbbbbbbb\n").unwrap();
-        let watcher = watch_tokens(&auth, source);
+        let telemetry = Telemetry::from_env(true).unwrap();
+        let watcher = watch_tokens(&auth, source, &telemetry);
         let validator = auth.validator(&Telemetry::default());
         let start = std::time::Instant::now();
         while validator
@@ -311,6 +323,26 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(validator.validate("aaaaaaaaaaaaaaaaaaaa").await.is_err());
+        // Counted; then a broken file is counted as rejected, and the
+        // tokens in use stay.
+        std::fs::write(&path, "carol short\n").unwrap();
+        // (The write may be seen half done, and rejected twice.)
+        let rejected = r#"switchboard_reloads_total{file="tokens",result="rejected"} "#;
+        let start = std::time::Instant::now();
+        while !metrics_text(&telemetry).contains(rejected) {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "{}",
+                metrics_text(&telemetry)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let text = metrics_text(&telemetry);
+        assert!(
+            text.contains(r#"switchboard_reloads_total{file="tokens",result="applied"} 1"#),
+            "{text}"
+        );
+        assert!(validator.validate("bbbbbbbbbbbbbbbbbbbbbbbb").await.is_ok());
         watcher.abort();
     }
 }

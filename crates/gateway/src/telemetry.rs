@@ -66,6 +66,14 @@ impl Telemetry {
         }
     }
 
+    /// Counts a reload of `file` (`config` or `tokens`), applied or
+    /// rejected (metrics on).
+    pub(crate) fn reloaded(&self, file: &'static str, applied: bool) {
+        if let Some(m) = &self.metrics {
+            m.reloaded(file, applied);
+        }
+    }
+
     /// Counts a request refused for its authorization (metrics on).
     pub(crate) fn auth_refused(&self, refusal: switchboard_server::Refusal) {
         if let Some(m) = &self.metrics {
@@ -77,6 +85,13 @@ impl Telemetry {
     #[must_use]
     pub fn render_metrics(&self, host: &Host) -> Option<String> {
         self.metrics.as_ref().map(|m| m.render(host))
+    }
+
+    /// The metrics exposition without the server states (for tests of what
+    /// the gateway counts outside a host).
+    #[cfg(test)]
+    pub(crate) fn metrics_without_host(&self) -> Option<String> {
+        self.metrics.as_ref().map(|m| m.encode())
     }
 
     /// Flushes queued spans and stops the exporter.

@@ -237,7 +237,7 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         .telemetry(telemetry.clone());
     let watcher = watched.map(|mut source| {
         source.poll = serve.poll;
-        watch_config(&session.host, source)
+        watch_config(&session.host, source, &telemetry)
     });
     let result = run_on(&session, serve, options).await;
     if let Some(w) = watcher {
@@ -254,6 +254,7 @@ async fn run_on(
     mut options: GatewayOptions,
 ) -> anyhow::Result<()> {
     let metrics = options.telemetry.has_metrics();
+    let telemetry = options.telemetry.clone();
     let Some(addr) = serve.http else {
         let gateway = Gateway::new(&session.host, options)?;
         return tokio::select! {
@@ -303,7 +304,7 @@ async fn run_on(
         crate::out::note(format!("metrics: http://{local}/metrics"));
     }
     // The tokens file is watched like the config (SIGHUP reloads both).
-    let tokens_watcher = tokens_file.map(|(auth, file)| watch_tokens(&auth, file));
+    let tokens_watcher = tokens_file.map(|(auth, file)| watch_tokens(&auth, file, &telemetry));
     let stop = drain_then_stop(gateway.drain(), serve.drain);
     let served = gateway.serve_http(listener, stop).await;
     if let Some(w) = tokens_watcher {
