@@ -19,6 +19,17 @@ fn lines(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
+/// Mounts the mock `server` as `m`, its `task` tool allowed, with an
+/// audit log.
+async fn mount_allowing_task(dir: &Dir, server: Value) -> switchboard_host::Host {
+    dir.mount(json!({
+        "mcpServers": {"m": server},
+        "permissions": {"allow": ["mcp__m__task"]},
+        "audit": "audit.jsonl",
+    }))
+    .await
+}
+
 /// Call options that hand out the call's [`TaskResumption`] once the
 /// server makes it a task.
 fn telling_resumption() -> (CallOptions, tokio::sync::oneshot::Receiver<TaskResumption>) {
@@ -68,13 +79,7 @@ fn cancels(log: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasked_call_is_audited_once_with_its_task_id_and_reports_status() {
     let dir = Dir::new();
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"m": stdio(&[])},
-            "permissions": {"allow": ["mcp__m__task"]},
-            "audit": "audit.jsonl",
-        }))
-        .await;
+    let host = mount_allowing_task(&dir, stdio(&[])).await;
     let messages = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&messages);
     let options = CallOptions::default().with_progress(move |p| {
@@ -104,13 +109,11 @@ async fn a_tasked_call_is_audited_once_with_its_task_id_and_reports_status() {
 async fn a_task_past_its_task_timeout_is_cancelled_and_reported_as_a_timeout() {
     let dir = Dir::new();
     let log = dir.path_str("requests.jsonl");
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"m": {"command": mock(), "args": ["--log", log], "taskTimeoutMs": 400}},
-            "permissions": {"allow": ["mcp__m__task"]},
-            "audit": "audit.jsonl",
-        }))
-        .await;
+    let host = mount_allowing_task(
+        &dir,
+        json!({"command": mock(), "args": ["--log", log], "taskTimeoutMs": 400}),
+    )
+    .await;
     let args = json!({"never": true, "poll_ms": 50}).as_object().cloned();
     let report = host
         .call_detailed("mcp__m__task", args, CallOptions::default())
@@ -132,13 +135,7 @@ async fn a_task_past_its_task_timeout_is_cancelled_and_reported_as_a_timeout() {
 async fn a_call_left_running_is_resumed_and_audited_once_as_it_started() {
     let dir = Dir::new();
     let log = dir.path_str("requests.jsonl");
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"m": {"command": mock(), "args": ["--log", log]}},
-            "permissions": {"allow": ["mcp__m__task"]},
-            "audit": "audit.jsonl",
-        }))
-        .await;
+    let host = mount_allowing_task(&dir, json!({"command": mock(), "args": ["--log", log]})).await;
     // Whoever followed the call stops (a gateway restarting)...
     let resumption = left_running(&host, json!({"work_ms": 600, "poll_ms": 20})).await;
     assert_eq!(resumption.tool(), "mcp__m__task");
@@ -166,13 +163,7 @@ async fn a_call_left_running_is_resumed_and_audited_once_as_it_started() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resumed_call_whose_tool_is_gone_says_so_and_is_audited() {
     let dir = Dir::new();
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"m": stdio(&[])},
-            "permissions": {"allow": ["mcp__m__task"]},
-            "audit": "audit.jsonl",
-        }))
-        .await;
+    let host = mount_allowing_task(&dir, stdio(&[])).await;
     let resumption: TaskResumption = serde_json::from_value(json!({
         "tool": "mcp__gone__task", "alias": "gone", "originalTool": "task",
         "taskId": "t-1", "decision": {"verdict": "allow", "decidedBy": "rule"},
@@ -230,13 +221,7 @@ async fn a_resumed_call_the_rules_now_deny_is_stopped_and_its_task_cancelled() {
     let dir = Dir::new();
     let log = dir.path_str("requests.jsonl");
     let server = json!({"command": mock(), "args": ["--log", log]});
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"m": server},
-            "permissions": {"allow": ["mcp__m__task"]},
-            "audit": "audit.jsonl",
-        }))
-        .await;
+    let host = mount_allowing_task(&dir, server.clone()).await;
     let resumption = left_running(&host, json!({"never": true, "poll_ms": 20})).await;
     // Meanwhile the user denied the tool.
     let denied = dir.config(json!({
