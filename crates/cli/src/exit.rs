@@ -52,7 +52,7 @@ impl Code {
             Outcome::ToolError => Code::ToolError,
             // A question handed back did not run either (only the gateway
             // hands questions back).
-            Outcome::Denied | Outcome::Asked => Code::Denied,
+            Outcome::Denied | Outcome::Limited | Outcome::Asked => Code::Denied,
             Outcome::UnknownTool => Code::Usage,
             Outcome::AuthRequired => Code::Auth,
             Outcome::Timeout | Outcome::Transport | Outcome::Breaker => Code::Unreachable,
@@ -130,6 +130,7 @@ mod tests {
             (Outcome::ToolError, 5),
             (Outcome::ProtocolError, 5),
             (Outcome::Denied, 6),
+            (Outcome::Limited, 6),
             (Outcome::UnknownTool, 1),
             (Outcome::Timeout, 4),
             (Outcome::Transport, 4),

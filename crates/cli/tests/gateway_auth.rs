@@ -432,6 +432,99 @@ async fn the_tokens_file_is_reloaded_while_serving() {
     }
 }
 
+/// The notes demo, every tool allowed, an audit log, and `limits` as
+/// `callerLimits`; alice lifts the rate limit for herself.
+fn limits_config(sb: &Sandbox, limits: Value) -> String {
+    sb.config(
+        json!({}),
+        json!({
+            "permissions": {"allow": ["mcp__notes"]},
+            "audit": "audit.jsonl",
+            "callerLimits": limits,
+            "principals": {"alice": {"limits": {"callsPerMinute": null}}}
+        }),
+    )
+    .to_str()
+    .unwrap()
+    .to_owned()
+}
+
+// Callers' limits through a real gateway: a caller over its calls a
+// minute gets an isError result naming the limit and when to try again
+// (the server never hears of it), audited and counted as `limited`;
+// another caller's own limits let it go on; a config reload raising the
+// limit lets the caller in again without a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn callers_over_their_limits_are_refused_until_the_limit_allows() {
+    let sb = Sandbox::new();
+    let cfg = limits_config(&sb, json!({"callsPerMinute": 2}));
+    let tokens = format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n");
+    let gw = serve_with_tokens(&sb, &cfg, &tokens, &["--metrics"]).await;
+    let bot = client(&gw, CI_TOKEN).await;
+    for _ in 0..2 {
+        lists_notes(&bot).await;
+    }
+    let over = bot
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(over.is_error(), "{over:?}");
+    let text = over.joined_text();
+    assert!(
+        text.contains("ci-bot")
+            && text.contains("limited to 2 a minute")
+            && text.contains("Try again in"),
+        "{text}"
+    );
+    let alice = client(&gw, ALICE_TOKEN).await;
+    for _ in 0..4 {
+        lists_notes(&alice).await;
+    }
+
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let limited: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["outcome"] == "limited")
+        .collect();
+    assert_eq!(limited.len(), 1, "{audit}");
+    assert_eq!(limited[0]["principal"], "ci-bot");
+    let (status, _, metrics) = raw(&gw.authority(), "GET", "/metrics", &[], "");
+    assert_eq!(status, 200);
+    let count = metrics
+        .lines()
+        .find(|l| l.starts_with("switchboard_calls_total{") && l.contains("outcome=\"limited\""))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(
+        count.contains("tool=\"mcp__notes__list_notes\"") && count.ends_with(" 1"),
+        "{count}"
+    );
+    // A refusal, not an error of the tool.
+    assert!(
+        !metrics.contains("switchboard_call_errors_total{server=\"notes\""),
+        "{metrics}"
+    );
+
+    // The config now allows 50 a minute: ci-bot gets in again at once.
+    limits_config(&sb, json!({"callsPerMinute": 50}));
+    let start = std::time::Instant::now();
+    loop {
+        let r = bot
+            .call_tool("mcp__notes__list_notes", args(json!({})))
+            .await
+            .unwrap();
+        if !r.is_error() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the raised limit never applied: {r:?}\n{}",
+            gw.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 // Under --no-watch the tokens file is not looked at on its own; SIGHUP
 // reloads it.
 #[tokio::test(flavor = "multi_thread")]

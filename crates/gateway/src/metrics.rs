@@ -283,7 +283,7 @@ impl CallObserver for Metrics {
             })
             .inc();
         let labels = ToolLabels { server, tool };
-        if !matches!(call.outcome, Outcome::Ok | Outcome::Denied) {
+        if call.outcome != Outcome::Ok && !call.outcome.is_refusal() {
             self.errors.get_or_create(&labels).inc();
         }
         self.latency

@@ -229,7 +229,7 @@ fn push_outcome(attributes: &mut Vec<KeyValue>, outcome: Outcome) {
         return;
     }
     attributes.push(KeyValue::new("switchboard.outcome", outcome.as_str()));
-    if outcome != Outcome::Denied {
+    if !outcome.is_refusal() {
         attributes.push(KeyValue::new("error.type", outcome.as_str()));
     }
 }
@@ -280,7 +280,8 @@ fn parse_traceparent(text: &str) -> Option<(TraceId, SpanId, TraceFlags)> {
 
 fn status(outcome: Outcome) -> Status {
     match outcome {
-        Outcome::Ok | Outcome::Denied => Status::Unset,
+        Outcome::Ok => Status::Unset,
+        refused if refused.is_refusal() => Status::Unset,
         other => Status::error(other.as_str()),
     }
 }
@@ -327,5 +328,31 @@ impl HttpClient for HyperClient {
             Ok::<_, HttpError>(Response::from_parts(parts, body))
         });
         sent.await?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A call refused by policy (the rules, the caller's limits) is not an
+    // error of the span: its outcome is said, without `error.type`.
+    #[test]
+    fn refusals_are_outcomes_and_failures_are_errors() {
+        for refused in [Outcome::Denied, Outcome::Limited] {
+            let mut attributes = Vec::new();
+            push_outcome(&mut attributes, refused);
+            assert_eq!(attributes.len(), 1, "{refused:?}");
+            assert_eq!(attributes[0].key.as_str(), "switchboard.outcome");
+            assert_eq!(status(refused), Status::Unset);
+        }
+        let mut attributes = Vec::new();
+        push_outcome(&mut attributes, Outcome::Timeout);
+        assert!(attributes.iter().any(|kv| kv.key.as_str() == "error.type"));
+        assert!(matches!(status(Outcome::Timeout), Status::Error { .. }));
+        let mut none = Vec::new();
+        push_outcome(&mut none, Outcome::Ok);
+        assert!(none.is_empty());
+        assert_eq!(status(Outcome::Ok), Status::Unset);
     }
 }

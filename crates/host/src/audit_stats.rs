@@ -6,12 +6,13 @@
 //! no file. The figures pair with evals: an eval says whether the model
 //! picks a tool, these say what happens when it does.
 //!
-//! - **Errors** are every outcome except `ok` and `denied` (a tool error, a
-//!   protocol error, a timeout, an unreachable server, an open breaker, an
-//!   unknown tool, a missing login). A denial is the user's decision, not a
-//!   failure of the tool: it is counted on its own and left out of the error
-//!   rate and of the durations (a denied call's time is mostly someone
-//!   reading a prompt).
+//! - **Errors** are every outcome except `ok`, `denied` and `limited` (a
+//!   tool error, a protocol error, a timeout, an unreachable server, an
+//!   open breaker, an unknown tool, a missing login). A denial is the
+//!   user's decision, and a call over its caller's limits a policy's, not a
+//!   failure of the tool: both are counted as refused and left out of the
+//!   error rate and of the durations (a denied call's time is mostly
+//!   someone reading a prompt).
 //! - **Durations** are the wall time the host recorded, as percentiles by
 //!   the nearest-rank method; never a mean, which one slow call drags away
 //!   from what most calls take.
@@ -33,9 +34,9 @@ pub struct ToolStats {
     pub alias: Option<String>,
     /// Every recorded call.
     pub calls: u64,
-    /// Calls that failed (any outcome but `ok` and `denied`).
+    /// Calls that failed (any outcome but `ok`, `denied` and `limited`).
     pub errors: u64,
-    /// Calls the gate refused.
+    /// Calls the gate refused, or the caller's limits.
     pub denied: u64,
     /// Median duration of the calls that were not denied, in ms.
     pub p50_ms: Option<u64>,
@@ -163,7 +164,7 @@ impl Tally {
             acc.calls += 1;
             match record.outcome {
                 Outcome::Ok => acc.durations.push(record.duration_ms),
-                Outcome::Denied => acc.denied += 1,
+                refused if refused.is_refusal() => acc.denied += 1,
                 _ => {
                     acc.errors += 1;
                     acc.durations.push(record.duration_ms);
@@ -278,6 +279,16 @@ mod tests {
         let s = stats([l.as_str()]);
         assert_eq!(s.tools[0].error_rate(), 0.0);
         assert_eq!(s.tools[0].p95_ms, None);
+    }
+
+    #[test]
+    fn calls_over_a_callers_limits_are_refusals_not_errors() {
+        let lines = [line("t", "limited", 0), line("t", "ok", 7)];
+        let s = stats(lines.iter().map(String::as_str));
+        let t = &s.tools[0];
+        assert_eq!((t.calls, t.errors, t.denied), (2, 0, 1));
+        assert_eq!(t.error_rate(), 0.0);
+        assert_eq!(t.p50_ms, Some(7));
     }
 
     #[test]

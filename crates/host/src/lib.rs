@@ -78,6 +78,7 @@ mod fsutil;
 pub mod gate;
 mod host;
 pub mod input;
+pub mod limits;
 pub mod observe;
 pub mod offer;
 pub mod permission;
@@ -109,6 +110,7 @@ pub use host::{
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
 };
+pub use limits::{CallLimits, LimitsOverride};
 pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use offer::{Catalog, OfferChange};
 pub use permission::{Pattern, Rule, RuleKind};

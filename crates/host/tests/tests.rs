@@ -14,6 +14,7 @@ mod config;
 mod gate;
 mod idp;
 mod input;
+mod limits;
 mod listing;
 mod mount;
 mod naming;

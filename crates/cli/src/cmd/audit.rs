@@ -193,7 +193,7 @@ pub(crate) fn stats(
         out::line(line)?;
     }
     out::line(format!(
-        "{} call(s) in {}; error rate excludes denied calls; durations of calls that ran",
+        "{} call(s) in {}; error rate excludes denied calls (by the rules or the caller's limits); durations of calls that ran",
         stats.records,
         path.display()
     ))?;

@@ -83,6 +83,9 @@ pub enum Outcome {
     /// upstream user); the call did not run. The answer comes as another
     /// call, with its own line.
     Asked,
+    /// The caller was over one of its limits (`callerLimits`, a
+    /// principal's `limits`); the call did not run.
+    Limited,
 }
 
 impl Outcome {
@@ -100,7 +103,14 @@ impl Outcome {
             Outcome::AuthRequired => "auth_required",
             Outcome::InputRequired => "input_required",
             Outcome::Asked => "asked",
+            Outcome::Limited => "limited",
         }
+    }
+
+    /// Whether the call was refused by policy (the rules, or the caller's
+    /// limits) rather than failing: not an error of the tool or server.
+    pub fn is_refusal(self) -> bool {
+        matches!(self, Outcome::Denied | Outcome::Limited)
     }
 
     /// Whether this outcome counts against the server's breaker.

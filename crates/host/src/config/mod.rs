@@ -90,6 +90,12 @@ pub struct Config {
     /// principal name: `allow` and `deny` rules that narrow what that
     /// caller may call (see [`crate::gate::principal_allows`]).
     pub principals: BTreeMap<String, Vec<Rule>>,
+    /// The limits on every authenticated caller's calls
+    /// (`"callerLimits"`), each caller counted on its own.
+    pub caller_limits: crate::CallLimits,
+    /// Principals' own limits (`"principals": {NAME: {"limits": …}}`),
+    /// over `caller_limits`.
+    pub principal_limits: BTreeMap<String, crate::LimitsOverride>,
 }
 
 /// One entry of `identityProviders`: the enterprise IdP whose ID token is
@@ -473,6 +479,8 @@ impl Config {
             roots: None,
             identity_providers: BTreeMap::new(),
             principals: BTreeMap::new(),
+            caller_limits: crate::CallLimits::default(),
+            principal_limits: BTreeMap::new(),
         }
     }
 
@@ -519,6 +527,15 @@ impl Config {
             .and_then(|s| s.tool_timeouts.get(tool).copied())
             .or_else(|| server.and_then(|s| s.timeout))
             .unwrap_or(self.timeouts.call)
+    }
+
+    /// The limits on `principal`'s calls: its own `limits` over
+    /// `callerLimits`.
+    pub fn limits_for(&self, principal: &str) -> crate::CallLimits {
+        match self.principal_limits.get(principal) {
+            Some(own) => own.over(self.caller_limits),
+            None => self.caller_limits,
+        }
     }
 
     /// The deadline of a tasked call on `alias`: per server, else the

@@ -148,6 +148,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "roots",
     "identityProviders",
     "principals",
+    "callerLimits",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -182,6 +183,10 @@ const OAUTH_KEYS: &[&str] = &[
     "idp",
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
+const PRINCIPAL_KEYS: &[&str] = &["allow", "ask", "deny", "limits"];
+const LIMIT_KEYS: &[&str] = &["callsPerMinute", "concurrentCalls"];
+/// The most a limit may say (a million calls a minute, or at once).
+const MAX_LIMIT: u64 = 1_000_000;
 const BREAKER_KEYS: &[&str] = &["failures", "cooldownMs"];
 const AUDIT_ROTATE_KEYS: &[&str] = &["maxBytes", "keep"];
 /// Longest timeout accepted: a day.
@@ -299,7 +304,7 @@ impl Parser<'_> {
 
         let aliases: Vec<String> = seen.into_iter().collect();
         if let Some(p) = root.get("permissions") {
-            let lists = self.permission_lists(p, "permissions");
+            let lists = self.permission_lists(p, "permissions", PERMISSION_KEYS);
             for (kind, text, source) in lists {
                 if let Some(pattern) = self.pattern(&text, &source, &aliases, None) {
                     config.rules.push(Rule {
@@ -330,7 +335,11 @@ impl Parser<'_> {
         }
 
         if let Some(v) = root.get("principals") {
-            config.principals = self.principals(v, &aliases);
+            (config.principals, config.principal_limits) = self.principals(v, &aliases);
+        }
+        if let Some(v) = root.get("callerLimits") {
+            let own = self.limits(v, "callerLimits", false);
+            config.caller_limits = own.over(crate::CallLimits::default());
         }
 
         if let Some(v) = root.get("budgetChars") {
@@ -663,7 +672,7 @@ impl Parser<'_> {
             lists: Vec::new(),
         };
         if let Some(p) = obj.get("permissions") {
-            rules.lists = self.permission_lists(p, &sub("permissions"));
+            rules.lists = self.permission_lists(p, &sub("permissions"), PERMISSION_KEYS);
         }
         if let Some(v) = obj.get("disabledTools") {
             let k = sub("disabledTools");
@@ -823,13 +832,18 @@ impl Parser<'_> {
         OAuthSetting::Client(client)
     }
 
-    fn permission_lists(&mut self, value: &Value, key: &str) -> Vec<(RuleKind, String, String)> {
+    fn permission_lists(
+        &mut self,
+        value: &Value,
+        key: &str,
+        known: &[&str],
+    ) -> Vec<(RuleKind, String, String)> {
         let Some(obj) = value.as_object() else {
             self.bad_type(key, "an object with allow, ask and deny lists");
             return Vec::new();
         };
         let mut ignore = Vec::new();
-        self.check_keys(obj, key, PERMISSION_KEYS, &[], &mut ignore);
+        self.check_keys(obj, key, known, &[], &mut ignore);
         let mut out = Vec::new();
         for kind in [RuleKind::Allow, RuleKind::Ask, RuleKind::Deny] {
             let k = key_path(key, kind.key());
@@ -844,22 +858,37 @@ impl Parser<'_> {
         out
     }
 
-    /// `"principals": {"NAME": {"allow": [...], "deny": [...]}}`: rules
-    /// in the syntax of the top-level `permissions`; `ask` has no meaning
-    /// for a caller's narrowing and is refused.
-    fn principals(&mut self, value: &Value, aliases: &[String]) -> BTreeMap<String, Vec<Rule>> {
+    /// `"principals": {"NAME": {"allow": [...], "deny": [...], "limits":
+    /// {...}}}`: rules in the syntax of the top-level `permissions` (`ask`
+    /// has no meaning for a caller's narrowing and is refused), and the
+    /// caller's own limits.
+    fn principals(
+        &mut self,
+        value: &Value,
+        aliases: &[String],
+    ) -> (
+        BTreeMap<String, Vec<Rule>>,
+        BTreeMap<String, crate::LimitsOverride>,
+    ) {
         let mut out = BTreeMap::new();
+        let mut limits = BTreeMap::new();
         let Some(obj) = value.as_object() else {
             self.bad_type(
                 "principals",
                 "an object mapping principal names to allow and deny lists",
             );
-            return out;
+            return (out, limits);
         };
         for (name, entry) in obj {
             let key = key_path("principals", name);
+            if let Some(v) = entry.get("limits") {
+                limits.insert(
+                    name.clone(),
+                    self.limits(v, &key_path(&key, "limits"), true),
+                );
+            }
             let mut rules = Vec::new();
-            for (kind, text, source) in self.permission_lists(entry, &key) {
+            for (kind, text, source) in self.permission_lists(entry, &key, PRINCIPAL_KEYS) {
                 if kind == RuleKind::Ask {
                     self.problem(
                         ProblemKind::BadValue,
@@ -878,6 +907,38 @@ impl Parser<'_> {
                 }
             }
             out.insert(name.clone(), rules);
+        }
+        (out, limits)
+    }
+
+    /// A `limits` object (`callerLimits`, or a principal's): each of
+    /// `callsPerMinute` and `concurrentCalls` a whole number from 1 up, or
+    /// `null` for no limit where `nullable` (a principal lifting one of
+    /// `callerLimits`).
+    fn limits(&mut self, value: &Value, key: &str, nullable: bool) -> crate::LimitsOverride {
+        let mut out = crate::LimitsOverride::default();
+        let Some(obj) = value.as_object() else {
+            self.bad_type(
+                key,
+                "an object like {\"callsPerMinute\": 60, \"concurrentCalls\": 4}",
+            );
+            return out;
+        };
+        let mut ignore = Vec::new();
+        self.check_keys(obj, key, LIMIT_KEYS, &[], &mut ignore);
+        for (name, field) in [
+            ("callsPerMinute", &mut out.calls_per_minute),
+            ("concurrentCalls", &mut out.concurrent_calls),
+        ] {
+            let Some(v) = obj.get(name) else { continue };
+            let path = key_path(key, name);
+            if v.is_null() && nullable {
+                *field = Some(None);
+                continue;
+            }
+            if let Some(n) = self.positive(v, &path, MAX_LIMIT) {
+                *field = Some(Some(u32::try_from(n).unwrap_or(u32::MAX)));
+            }
         }
         out
     }

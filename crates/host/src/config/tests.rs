@@ -613,3 +613,69 @@ fn audit_rotation_is_read_and_its_mistakes_named() {
     assert_eq!(err.problems.len(), 1, "{err}");
     assert!(err.to_string().contains("maxFiles"), "{err}");
 }
+
+#[test]
+fn caller_limits_are_read_with_each_principals_own_over_them() {
+    let config = parse(
+        r#"{
+          "mcpServers": {"notes": {"command": "x"}},
+          "callerLimits": {"callsPerMinute": 60, "concurrentCalls": 4},
+          "principals": {
+            "ci-bot": {"allow": ["mcp__notes"], "limits": {"concurrentCalls": 1}},
+            "alice": {"limits": {"callsPerMinute": null}}
+          }
+        }"#,
+        &[],
+    )
+    .unwrap();
+    let limits = |calls, running| crate::CallLimits {
+        calls_per_minute: calls,
+        concurrent_calls: running,
+    };
+    assert_eq!(config.limits_for("ci-bot"), limits(Some(60), Some(1)));
+    assert_eq!(config.limits_for("alice"), limits(None, Some(4)));
+    assert_eq!(config.limits_for("bob"), limits(Some(60), Some(4)));
+    // A principal with only limits narrows nothing.
+    assert!(config.principals["alice"].is_empty());
+    let plain = parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#, &[]).unwrap();
+    assert!(plain.limits_for("anyone").is_unlimited());
+
+    let with = |limits: &str| {
+        format!(r#"{{"mcpServers": {{"a": {{"command": "x"}}}}, "callerLimits": {limits}}}"#)
+    };
+    for (bad, key) in [
+        (r#"{"callsPerMinute": 0}"#, "callerLimits.callsPerMinute"),
+        (r#"{"callsPerMinute": null}"#, "callerLimits.callsPerMinute"),
+        (
+            r#"{"concurrentCalls": 2.5}"#,
+            "callerLimits.concurrentCalls",
+        ),
+        (
+            r#"{"concurrentCalls": 2000000}"#,
+            "callerLimits.concurrentCalls",
+        ),
+        ("60", "callerLimits"),
+    ] {
+        let err = parse(&with(bad), &[]).unwrap_err();
+        assert_eq!(kinds(&err), [(ProblemKind::BadValue, key)], "{bad}");
+    }
+    let err = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}},
+            "principals": {"bot": {"limits": {"callsPerHour": 5, "concurrentCalls": "one"}}}}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        [
+            (
+                ProblemKind::UnknownKey,
+                "principals.bot.limits.callsPerHour"
+            ),
+            (
+                ProblemKind::BadValue,
+                "principals.bot.limits.concurrentCalls"
+            ),
+        ]
+    );
+}

@@ -400,14 +400,19 @@ impl Host {
             .as_ref()
             .map(|_| AuditRecord::for_arguments(local_name, arguments.as_ref()));
         let in_flight = self.inner.audit.as_ref().map(|a| a.call_in_flight());
-        let outcome = self
-            .govern(
-                local_name,
-                arguments,
-                &options,
-                (record.as_ref(), started_at),
-            )
-            .await;
+        // Counts the call as its caller's until it ends.
+        let outcome = match self.admit(local_name, &options) {
+            Ok(_permit) => {
+                self.govern(
+                    local_name,
+                    arguments,
+                    &options,
+                    (record.as_ref(), started_at),
+                )
+                .await
+            }
+            Err(text) => self.limited(local_name, text),
+        };
         let duration = started.elapsed();
         self.conclude(
             local_name,
@@ -417,6 +422,40 @@ impl Host {
             &options,
         )
         .await
+    }
+
+    /// Admits a call of an authenticated caller under its limits (none
+    /// without a principal, or when its limits are unset); a call over them
+    /// is refused with a text saying which limit and when to try again.
+    fn admit(
+        &self,
+        local_name: &str,
+        options: &CallOptions,
+    ) -> Result<Option<crate::limits::Permit>, String> {
+        let Some(principal) = options.principal.as_deref() else {
+            return Ok(None);
+        };
+        let limits = self.config_read().limits_for(principal);
+        if limits.is_unlimited() {
+            return Ok(None);
+        }
+        self.inner
+            .limiter
+            .admit(principal, limits, Instant::now())
+            .map(Some)
+            .map_err(|refusal| refusal.text(principal, local_name))
+    }
+
+    /// A call its caller's limits refused: it ends here, before the gate,
+    /// naming the tool's server when the table knows it.
+    fn limited(&self, local_name: &str, text: String) -> CallOutcome {
+        let table = self.table();
+        let entry = table.get(local_name);
+        CallOutcome {
+            alias: entry.map(|e| e.alias.clone()),
+            original: entry.map(|e| e.tool.name.clone()),
+            ..CallOutcome::unrouted(End::stopped(Outcome::Limited, text))
+        }
     }
 
     /// Picks up a call the server made a task, which whoever followed it

@@ -213,6 +213,8 @@ struct Inner {
     changes: broadcast::Sender<TableChange>,
     /// Prompts, resources and templates beyond the tools.
     offers: offer::Offers,
+    /// Authenticated callers' counts against their limits.
+    limiter: Arc<crate::limits::Limiter>,
     /// Serialises table rebuilds.
     rebuild: Mutex<()>,
     /// Refreshers and listeners, stopped at shutdown or drop.

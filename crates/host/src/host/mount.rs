@@ -136,6 +136,7 @@ impl Host {
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
             offers: super::offer::Offers::new(),
+            limiter: Arc::default(),
             rebuild: Mutex::new(()),
             tasks: Mutex::new(Vec::new()),
             shut_down: std::sync::atomic::AtomicBool::new(false),

@@ -45,9 +45,9 @@ impl Host {
     /// entry (transport, command, URL, headers, timeouts, `enabled`,
     /// OAuth) changed is connected anew and replaces the old connection
     /// once it is up; the others are untouched, and so are calls in flight
-    /// to them. Rules, principals, roots and timeouts are swapped in;
-    /// subscribers hear of the table's change. The audit log, lockfile,
-    /// budget and breaker settings stay as they were started
+    /// to them. Rules, principals, callers' limits, roots and timeouts are
+    /// swapped in; subscribers hear of the table's change. The audit log,
+    /// lockfile, budget and breaker settings stay as they were started
     /// ([`ReloadReport::needs_restart`] names them).
     ///
     /// Reloads are meant to come from one place at a time (a config
