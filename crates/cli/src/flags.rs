@@ -30,9 +30,31 @@ pub(crate) struct RawArgs {
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub(crate) verbose: u8,
 
+    /// Log lines (and notes) on stderr as text, or as one JSON object per
+    /// line for a log collector.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "SWITCHBOARD_LOG_FORMAT",
+        default_value = "text",
+        value_name = "FORMAT"
+    )]
+    pub(crate) log_format: LogFormat,
+
     /// What to do.
     #[command(subcommand)]
     pub(crate) command: RawCommand,
+}
+
+/// How stderr's log lines are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Lines for a person.
+    Text,
+    /// One JSON object per line: `timestamp`, `level`, `message` and the
+    /// event's fields.
+    Json,
 }
 
 /// The exit codes, shown under `--help`.

@@ -32,7 +32,7 @@ use clap::error::ErrorKind;
 use tracing_subscriber::EnvFilter;
 
 use crate::exit::{Code, Failure, json_error_line};
-use crate::flags::RawArgs;
+use crate::flags::{LogFormat, RawArgs};
 use crate::session::Session;
 use crate::settings::{Command, Settings};
 
@@ -49,7 +49,7 @@ fn main() -> ExitCode {
         Ok(raw) => raw,
         Err(e) => return usage_error(&e, wants_json),
     };
-    init_logging(raw.verbose);
+    init_logging(raw.verbose, raw.log_format);
     let json = raw.json;
     let settings = match Settings::resolve(raw) {
         Ok(s) => s,
@@ -214,20 +214,34 @@ impl StopSignals {
 }
 
 /// Logs go to stderr (stdout is data, or the stdio wire); quiet by default.
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, format: LogFormat) {
     let default = match verbose {
         0 => "error",
         1 => "info",
         _ => "debug",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let lines = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_target(false);
+    let _ = match format {
         // Colours only for a person at a terminal, not in a captured log.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
+        LogFormat::Text => lines
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        // `message` and the event's fields at the top level, beside
+        // `timestamp` and `level`, as log collectors read them.
+        LogFormat::Json => {
+            out::use_json_logs();
+            lines
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false)
+                .try_init()
+        }
+    };
 }
 
 /// A command line clap refused: help and version exit 0, anything else 1
@@ -250,9 +264,10 @@ fn usage_error(e: &clap::Error, json: bool) -> ExitCode {
 /// its exit code.
 fn fail(code: Code, message: &str, json: bool) -> ExitCode {
     if json {
-        out::note(json_error_line(code, message));
+        // The `--json` error line keeps its own shape whatever the logs'.
+        out::stderr_line(&json_error_line(code, message));
     } else {
-        out::note(format!("switchboard: {message}"));
+        out::failure(message);
     }
     ExitCode::from(code.status())
 }

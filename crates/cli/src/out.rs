@@ -5,6 +5,7 @@
 //! end on quietly instead of a panic.
 
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 use switchboard_host::sanitize::{CLOSE_TAG, OPEN_TAG};
@@ -29,11 +30,55 @@ pub(crate) fn json(value: &impl Serialize) -> io::Result<()> {
     line(text)
 }
 
+/// Whether stderr's lines are JSON objects (`--log-format json`).
+static JSON_LOGS: AtomicBool = AtomicBool::new(false);
+
+/// Makes [`note`] and [`warning`] write JSON objects, like the log lines.
+pub(crate) fn use_json_logs() {
+    JSON_LOGS.store(true, Ordering::Relaxed);
+}
+
 /// Writes `text` and a newline to stderr (notes for the person, never
-/// data).
+/// data); with `--log-format json`, a JSON object like a log line's, at
+/// level `INFO`.
 pub(crate) fn note(text: impl AsRef<str>) {
+    logged("INFO", "", text.as_ref());
+}
+
+/// A warning on stderr: `WARNING: text`, or a JSON line at level `WARN`.
+pub(crate) fn warning(text: impl AsRef<str>) {
+    logged("WARN", "WARNING: ", text.as_ref());
+}
+
+/// Why the command failed, on stderr: `switchboard: text`, or a JSON
+/// line at level `ERROR`.
+pub(crate) fn failure(text: impl AsRef<str>) {
+    logged("ERROR", "switchboard: ", text.as_ref());
+}
+
+/// `text` as a line for a person (after `prefix`), or as a JSON log line
+/// at `level`.
+fn logged(level: &str, prefix: &str, text: &str) {
+    if JSON_LOGS.load(Ordering::Relaxed) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let timestamp = switchboard_wire::tasks::iso8601_utc(
+            u64::try_from(now.as_millis()).unwrap_or(u64::MAX),
+        );
+        stderr_line(
+            &serde_json::json!({"timestamp": timestamp, "level": level, "message": text})
+                .to_string(),
+        );
+    } else {
+        stderr_line(&format!("{prefix}{text}"));
+    }
+}
+
+/// Writes `line` and a newline to stderr as it is.
+pub(crate) fn stderr_line(line: &str) {
     let mut err = io::stderr().lock();
-    let _ = err.write_all(text.as_ref().as_bytes());
+    let _ = err.write_all(line.as_bytes());
     let _ = err.write_all(b"\n");
     let _ = err.flush();
 }

@@ -841,3 +841,105 @@ async fn sighup_reloads_the_config_when_the_file_is_not_watched() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Every line of `stderr` as a JSON log object: `timestamp`, `level` and
+/// `message` at least.
+fn json_log_lines(stderr: &str) -> Vec<Value> {
+    stderr
+        .lines()
+        .map(|l| {
+            let v: Value =
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+            for key in ["timestamp", "level", "message"] {
+                assert!(v[key].is_string(), "no {key}: {l}");
+            }
+            v
+        })
+        .collect()
+}
+
+// `--log-format json` (or `SWITCHBOARD_LOG_FORMAT=json`): every stderr
+// line is a JSON object with `timestamp`, `level` and `message`, and the
+// event's fields beside them, as a log collector reads them; the
+// gateway's address and a failing command's reason too.
+#[tokio::test(flavor = "multi_thread")]
+async fn log_lines_can_be_json_objects() {
+    let sb = Sandbox::new();
+    let cfg = sb.config(json!({}), json!({}));
+    let served = serve(
+        &sb,
+        cfg.to_str().unwrap(),
+        &["-v"],
+        &[("SWITCHBOARD_LOG_FORMAT", "json")],
+    )
+    .await;
+    // A broken config: the reload's refusal is logged with its fields.
+    std::fs::write(&cfg, r#"{"mcpServers": {"notes": {"command": 5}}}"#).unwrap();
+    let start = Instant::now();
+    while !served.stderr().contains("config problem") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            served.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stderr = served.stderr();
+    let lines = json_log_lines(&stderr);
+    let banner = lines
+        .iter()
+        .find(|l| {
+            l["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("switchboard gateway: http://")
+        })
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(banner["level"], "INFO");
+    let mounted = lines
+        .iter()
+        .find(|l| l["message"] == "mounted")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(mounted["server"], "notes");
+    let refused = lines
+        .iter()
+        .find(|l| {
+            l["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("the config was not reloaded")
+        })
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(refused["level"], "ERROR");
+    assert_eq!(refused["problems"], 1);
+    assert!(
+        refused["file"].as_str().unwrap().ends_with("config.json"),
+        "{refused}"
+    );
+    drop(served);
+
+    let run = sb.run(&["--log-format", "json", "--config", "missing.json", "tools"]);
+    assert_ne!(run.code, 0);
+    let lines = json_log_lines(&run.stderr);
+    assert_eq!(lines.len(), 1, "{}", run.stderr);
+    assert_eq!(lines[0]["level"], "ERROR");
+    assert!(
+        lines[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing.json"),
+        "{}",
+        run.stderr
+    );
+    // --json keeps its own error line.
+    let run = sb.run(&[
+        "--log-format",
+        "json",
+        "--json",
+        "--config",
+        "missing.json",
+        "tools",
+    ]);
+    let line: Value = serde_json::from_str(run.stderr.trim()).unwrap();
+    assert!(line.get("level").is_none(), "{line}");
+}

@@ -137,8 +137,8 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
                      Add --auth token (or --auth oauth), or --insecure-no-auth to serve it open anyway"
                 )));
             }
-            crate::out::note(format!(
-                "WARNING: serving {addr} without authentication (--insecure-no-auth): anyone who can reach it can call your tools"
+            crate::out::warning(format!(
+                "serving {addr} without authentication (--insecure-no-auth): anyone who can reach it can call your tools"
             ));
         }
     }
