@@ -87,6 +87,9 @@ pub(crate) enum RawCommand {
     Pins(PinsArgs),
     /// Check the audit log.
     Audit(AuditArgs),
+    /// Check the config (and a gateway's tokens file) without starting
+    /// any server: for CI on a team's config.
+    Config(ConfigArgs),
     /// Log in to remote servers with OAuth, show or forget logins.
     Auth(AuthArgs),
     /// Check every configured server and report each finding on one line.
@@ -230,6 +233,29 @@ pub(crate) enum PinsAction {
     Accept {
         /// The tool or server.
         target: String,
+    },
+}
+
+/// `config`.
+#[derive(Debug, Args)]
+pub(crate) struct ConfigArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub(crate) action: ConfigAction,
+}
+
+/// `config check`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum ConfigAction {
+    /// Read and check the config file, every problem listed (exit 1 if
+    /// any), and summarise it: servers, rules, principals and their
+    /// limits, the audit log. Starts no server.
+    Check {
+        /// Also check a gateway's tokens file (`serve --tokens-file`):
+        /// its entries, and that every `principals` entry names one of
+        /// its tokens.
+        #[arg(long, value_name = "FILE")]
+        tokens_file: Option<PathBuf>,
     },
 }
 

@@ -101,6 +101,9 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
             };
             cmd::audit::stats(config.as_ref(), file.clone(), json)
         }
+        Command::ConfigCheck { tokens_file } => {
+            cmd::config::check(&settings, tokens_file.as_deref(), json)
+        }
         Command::AuthLogin {
             alias,
             open_browser,

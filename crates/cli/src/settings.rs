@@ -15,7 +15,8 @@ use switchboard_wire::types::value_kind;
 use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
 use crate::flags::{
-    AuditAction, AuthAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction, RawArgs, RawCommand,
+    AuditAction, AuthAction, ConfigAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction,
+    RawArgs, RawCommand,
 };
 
 /// Everything a command needs, resolved.
@@ -58,6 +59,9 @@ pub(crate) enum Command {
     },
     AuditStats {
         file: Option<PathBuf>,
+    },
+    ConfigCheck {
+        tokens_file: Option<PathBuf>,
     },
     AuthLogin {
         alias: String,
@@ -209,6 +213,9 @@ impl Settings {
             RawCommand::Pins(p) => match p.action {
                 PinsAction::List => Command::PinsList,
                 PinsAction::Accept { target } => Command::PinsAccept { target },
+            },
+            RawCommand::Config(c) => match c.action {
+                ConfigAction::Check { tokens_file } => Command::ConfigCheck { tokens_file },
             },
             RawCommand::Audit(a) => match a.action {
                 AuditAction::Verify { files } => Command::AuditVerify { files },

@@ -86,3 +86,99 @@ fn doctor_reports_a_server_that_will_not_start_and_exits_non_zero() {
     );
     assert!(run.stdout.contains("1 error(s)"), "{run:?}");
 }
+
+// `config check`: the config is read and checked as every command reads
+// it, and summarised, without starting a server (the notes server here
+// is a command that does not exist); a gateway's tokens file is checked
+// with it, and a principals entry naming none of its tokens fails (a
+// misspelt name would leave that caller unrestricted); a config with
+// problems fails listing every one.
+#[test]
+fn config_check_reads_the_config_and_tokens_without_starting_anything() {
+    let sb = Sandbox::new();
+    let cfg = sb.write(
+        "team.json",
+        &json!({
+            "mcpServers": {
+                "notes": {"command": "/no/such/server"},
+                "tickets": {"url": "http://127.0.0.1:9/mcp"}
+            },
+            "permissions": {"allow": ["mcp__notes"]},
+            "audit": "audit.jsonl",
+            "callerLimits": {"callsPerMinute": 60},
+            "principals": {"ci-bot": {"allow": ["mcp__notes__list_notes"], "limits": {"concurrentCalls": 2}}}
+        })
+        .to_string(),
+    );
+    let cfg = cfg.to_str().unwrap();
+    let tokens = sb.write(
+        "tokens.txt",
+        "ci-bot ci-bot-token-0123456789\nalice alice-token-9876543210\n",
+    );
+    let tokens = tokens.to_str().unwrap();
+    let run = sb.run(&["--config", cfg, "config", "check", "--tokens-file", tokens]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for want in [
+        "config ok:",
+        "servers: notes (stdio), tickets (http)",
+        "rules: 1",
+        "ci-bot (1 rule; 60 calls a minute, 2 at once)",
+        "caller limits: 60 calls a minute, any number at once",
+        "tokens ok:",
+        "2 names (ci-bot, alice)",
+    ] {
+        assert!(run.stdout.contains(want), "{want:?} in {}", run.stdout);
+    }
+    assert!(!run.stdout.contains("token-"), "{}", run.stdout);
+    let run = sb.run(&["--config", cfg, "--json", "config", "check"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let summary = run.json();
+    assert_eq!(summary["servers"][1]["transport"], "http");
+    assert_eq!(summary["principals"][0]["limits"]["concurrentCalls"], 2);
+    assert_eq!(summary["callerLimits"]["callsPerMinute"], 60);
+    assert!(summary.get("tokens").is_none());
+
+    // A tokens file without ci-bot: its entry names no one.
+    let only_alice = sb.write("alice.txt", "alice alice-token-9876543210\n");
+    let run = sb.run(&[
+        "--config",
+        cfg,
+        "config",
+        "check",
+        "--tokens-file",
+        only_alice.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("principals.ci-bot names no token in"),
+        "{run:?}"
+    );
+    // A tokens file that does not load, naming the line, not the token.
+    let short = sb.write("short.txt", "bob short\n");
+    let run = sb.run(&[
+        "--config",
+        cfg,
+        "config",
+        "check",
+        "--tokens-file",
+        short.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("entry 1"), "{run:?}");
+    // Every problem of a broken config.
+    let bad = sb.write(
+        "bad.json",
+        r#"{"mcpServers": {"a": {"command": 5}}, "callerLimits": {"callsPerMinute": 0}}"#,
+    );
+    let run = sb.run(&["--config", bad.to_str().unwrap(), "config", "check"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains("mcpServers.a.command")
+            && run.stderr.contains("callerLimits.callsPerMinute"),
+        "{run:?}"
+    );
+    // No config file: nothing to check.
+    let run = sb.run(&["config", "check"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("no config file"), "{run:?}");
+}

@@ -525,6 +525,56 @@ async fn callers_over_their_limits_are_refused_until_the_limit_allows() {
     }
 }
 
+/// Waits (up to 30 s) until the gateway's stderr contains `text`.
+async fn until_logged(gw: &Running, text: &str) {
+    let start = std::time::Instant::now();
+    while !gw.stderr().contains(text) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never logged {text:?}:\n{}",
+            gw.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+// A principals entry that no token has (a misspelt name: the caller it
+// was meant for gets the whole table) is reported at start, and again
+// when a reload of the tokens file or of the config leaves one so.
+#[tokio::test(flavor = "multi_thread")]
+async fn principals_that_name_no_token_are_reported() {
+    let sb = Sandbox::new();
+    let rules = json!({"allow": ["mcp__notes__list_notes"]});
+    let cfg = sb.config(
+        json!({}),
+        json!({"permissions": {"allow": ["mcp__notes"]}, "principals": {"ci-bot": rules, "ci-bott": rules}}),
+    );
+    let cfg = cfg.to_str().unwrap().to_owned();
+    let tokens = format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n");
+    let gw = serve_with_tokens(&sb, &cfg, &tokens, &[]).await;
+    until_logged(&gw, "principals.ci-bott names no token in use").await;
+    assert!(
+        !gw.stderr().contains("principals.ci-bot names"),
+        "{}",
+        gw.stderr()
+    );
+
+    // ci-bot's token is taken out: its entry now names no one.
+    sb.write("tokens.txt", &format!("alice {ALICE_TOKEN}\n"));
+    until_logged(&gw, "principals.ci-bot names no token in use").await;
+    // The config now has an entry for someone without a token.
+    sb.config(
+        json!({}),
+        json!({"permissions": {"allow": ["mcp__notes"]}, "principals": {"alice": rules, "dave": {}}}),
+    );
+    until_logged(&gw, "principals.dave names no token in use").await;
+    assert!(
+        !gw.stderr().contains("principals.alice names"),
+        "{}",
+        gw.stderr()
+    );
+}
+
 // Under --no-watch the tokens file is not looked at on its own; SIGHUP
 // reloads it.
 #[tokio::test(flavor = "multi_thread")]

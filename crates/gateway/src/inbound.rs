@@ -167,6 +167,20 @@ impl InboundAuth {
         Ok(change)
     }
 
+    /// The names `config`'s `principals` give that no named token in use
+    /// has (sorted): under `--auth token` such an entry's rules and limits
+    /// apply to no caller, so the caller it was meant for (a name misspelt)
+    /// gets the whole table. Empty for OAuth, whose principals are subjects
+    /// the gateway cannot list.
+    #[must_use]
+    pub fn principals_without_token(&self, config: &switchboard_host::Config) -> Vec<String> {
+        let Some(live) = &self.tokens else {
+            return Vec::new();
+        };
+        let tokens = Arc::clone(&live.0.read().unwrap_or_else(PoisonError::into_inner));
+        tokens.names_missing_from(config)
+    }
+
     /// The validator, as the HTTP runner takes it; refusals are counted in
     /// `telemetry`'s metrics.
     pub(crate) fn validator(&self, telemetry: &Telemetry) -> SharedValidator {
@@ -271,6 +285,27 @@ impl StaticTokens {
             return Err(GatewayError::Auth(format!("{source} holds no token")));
         }
         Ok(StaticTokens { entries })
+    }
+
+    /// The names of `config`'s `principals` entries (rules or limits) that
+    /// none of these tokens has, sorted.
+    #[must_use]
+    pub fn names_missing_from(&self, config: &switchboard_host::Config) -> Vec<String> {
+        let mut missing: Vec<String> = config
+            .principals
+            .keys()
+            .chain(config.principal_limits.keys())
+            .filter(|name| !self.entries.iter().any(|(n, _)| n == *name))
+            .cloned()
+            .collect();
+        missing.sort();
+        missing.dedup();
+        missing
+    }
+
+    /// The names (principals), in the file's order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(n, _)| n.as_str())
     }
 
     /// How many tokens there are.

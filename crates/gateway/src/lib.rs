@@ -110,7 +110,9 @@ use std::time::Duration;
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
-pub use reload::{ConfigSource, TokensSource, WATCH_POLL, watch_config, watch_tokens};
+pub use reload::{
+    ConfigSource, TokensSource, WATCH_POLL, check_principals, watch_config, watch_tokens,
+};
 pub use telemetry::Telemetry;
 
 pub use inbound::{

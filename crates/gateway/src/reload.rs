@@ -63,16 +63,40 @@ impl ConfigSource {
 /// process gets `SIGHUP`, until the returned task is aborted (or the host
 /// is dropped). Each reload is counted in `telemetry`'s metrics.
 #[must_use]
-pub fn watch_config(host: &Host, source: ConfigSource, telemetry: &Telemetry) -> JoinHandle<()> {
-    let (host, telemetry) = (host.clone(), telemetry.clone());
+pub fn watch_config(
+    host: &Host,
+    source: ConfigSource,
+    telemetry: &Telemetry,
+    auth: Option<&InboundAuth>,
+) -> JoinHandle<()> {
+    let (host, telemetry, auth) = (host.clone(), telemetry.clone(), auth.cloned());
     let path = source.path.clone();
     watch(path, source.poll, source.stamp, move |why| {
         let (host, source, telemetry) = (host.clone(), source.clone(), telemetry.clone());
+        let auth = auth.clone();
         async move {
             let applied = reload_once(&host, &source, why).await.is_ok();
             telemetry.reloaded("config", applied);
+            if let (true, Some(auth)) = (applied, &auth) {
+                check_principals(&host, auth);
+            }
         }
     })
+}
+
+/// Logs each `principals` entry of `host`'s config that no named token in
+/// use has ([`InboundAuth::principals_without_token`]): a misspelt name
+/// leaves the caller it was meant for unrestricted. Returns the names.
+pub fn check_principals(host: &Host, auth: &InboundAuth) -> Vec<String> {
+    let missing = auth.principals_without_token(&host.config());
+    for name in &missing {
+        error!(
+            principal = %name,
+            "principals.{name} names no token in use: its rules and limits apply to no caller \
+             (a misspelt name leaves the caller it was meant for with the whole table)"
+        );
+    }
+    missing
 }
 
 /// Where the named tokens come from (`--tokens-file`), and how they are
@@ -123,14 +147,19 @@ pub fn watch_tokens(
     auth: &InboundAuth,
     source: TokensSource,
     telemetry: &Telemetry,
+    host: &Host,
 ) -> JoinHandle<()> {
-    let (auth, telemetry) = (auth.clone(), telemetry.clone());
+    let (auth, telemetry, host) = (auth.clone(), telemetry.clone(), host.clone());
     let path = source.path.clone();
     watch(path, source.poll, source.stamp, move |why| {
         let (auth, source, telemetry) = (auth.clone(), source.clone(), telemetry.clone());
+        let host = host.clone();
         async move {
             let applied = reload_tokens(&auth, &source, why).await.is_ok();
             telemetry.reloaded("tokens", applied);
+            if applied {
+                check_principals(&host, &auth);
+            }
         }
     })
 }
@@ -185,7 +214,9 @@ where
     tokio::spawn(async move {
         let mut seen = seen;
         let mut hangup = hangup_signal();
-        let mut tick = tokio::time::interval(poll);
+        // The first look is one period in: with a poll of a year
+        // (`--no-watch`), nothing is looked at on its own.
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + poll, poll);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let why = tokio::select! {
@@ -291,6 +322,42 @@ mod tests {
     use crate::Telemetry;
     use switchboard_server::TokenValidator;
 
+    /// A host mounting nothing, with `principals` entries for `names`.
+    async fn host_naming(names: &[&str]) -> Host {
+        let mut config = Config::new(switchboard_host::ConfigOrigin::Demo);
+        for name in names {
+            config.principals.insert((*name).to_owned(), Vec::new());
+        }
+        Host::mount(config, switchboard_host::MountOptions::default())
+            .await
+            .unwrap()
+    }
+
+    async fn empty_host() -> Host {
+        host_naming(&[]).await
+    }
+
+    // A principals entry no token has is named (a misspelt name would leave
+    // its caller unrestricted); OAuth principals cannot be listed.
+    #[tokio::test]
+    async fn principals_without_a_token_are_named() {
+        let tokens = StaticTokens::parse(
+            "ci-bot aaaaaaaaaaaaaaaaaaaa\nalice bbbbbbbbbbbbbbbbbbbb",
+            "test",
+        )
+        .unwrap();
+        let auth = InboundAuth::tokens(tokens, "http://gw/mcp");
+        let host = host_naming(&["ci-bot", "ci-bott", "bob"]).await;
+        assert_eq!(check_principals(&host, &auth), ["bob", "ci-bott"]);
+        assert!(check_principals(&empty_host().await, &auth).is_empty());
+        // A config built in code may give limits without rules.
+        let mut config = Config::new(switchboard_host::ConfigOrigin::Demo);
+        config
+            .principal_limits
+            .insert("carol".into(), switchboard_host::LimitsOverride::default());
+        assert_eq!(auth.principals_without_token(&config), ["carol"]);
+    }
+
     /// The metrics exposition of `telemetry` (no host: no server states).
     fn metrics_text(telemetry: &Telemetry) -> String {
         telemetry.metrics_without_host().unwrap()
@@ -308,7 +375,7 @@ mod tests {
         let auth = InboundAuth::tokens(source.load().unwrap(), "http://gw/mcp");
         std::fs::write(&path, "bob bbbbbbbbbbbbbbbbbbbbbbbb\n").unwrap();
         let telemetry = Telemetry::from_env(true).unwrap();
-        let watcher = watch_tokens(&auth, source, &telemetry);
+        let watcher = watch_tokens(&auth, source, &telemetry, &empty_host().await);
         let validator = auth.validator(&Telemetry::default());
         let start = std::time::Instant::now();
         while validator

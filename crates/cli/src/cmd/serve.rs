@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use switchboard_gateway::{
     ConfigSource, Drain, Gateway, GatewayOptions, InboundAuth, Introspection, OAuthInbound,
-    StaticTokens, Telemetry, TokensSource, WATCH_POLL, watch_config, watch_tokens,
+    StaticTokens, Telemetry, TokensSource, WATCH_POLL, check_principals, watch_config,
+    watch_tokens,
 };
 use switchboard_host::MountOptions;
 
@@ -235,27 +236,43 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())
         .telemetry(telemetry.clone());
-    let watcher = watched.map(|mut source| {
+    let watched = watched.map(|mut source| {
         source.poll = serve.poll;
-        watch_config(&session.host, source, &telemetry)
+        source
     });
-    let result = run_on(&session, serve, options).await;
-    if let Some(w) = watcher {
-        w.abort();
-    }
+    let result = run_on(&session, serve, options, watched).await;
     telemetry.shutdown().await;
     session.close().await;
     result
+}
+
+/// The watchers of the config and tokens files, stopped when dropped.
+#[derive(Default)]
+struct Watchers(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        for watcher in &self.0 {
+            watcher.abort();
+        }
+    }
 }
 
 async fn run_on(
     session: &Session,
     serve: &ServeSettings,
     mut options: GatewayOptions,
+    watched: Option<ConfigSource>,
 ) -> anyhow::Result<()> {
     let metrics = options.telemetry.has_metrics();
     let telemetry = options.telemetry.clone();
+    let mut watchers = Watchers::default();
     let Some(addr) = serve.http else {
+        if let Some(source) = watched {
+            watchers
+                .0
+                .push(watch_config(&session.host, source, &telemetry, None));
+        }
         let gateway = Gateway::new(&session.host, options)?;
         return tokio::select! {
             r = gateway.serve_stdio() => r.context("stdio gateway"),
@@ -278,15 +295,30 @@ async fn run_on(
     };
     let mut how = "no authentication";
     let mut tokens_file = None;
+    let mut inbound_auth = None;
     if let Some(plan) = &serve.auth {
         let auth = inbound(plan, &resource)?;
         how = auth.kind();
         if let AuthPlan::Tokens(_, Some(file)) = plan {
-            tokens_file = Some((auth.clone(), file.clone()));
+            tokens_file = Some(file.clone());
         }
+        inbound_auth = Some(auth.clone());
         options = options.auth(auth);
     }
     let gateway = Gateway::new(&session.host, options)?;
+    if let Some(auth) = &inbound_auth {
+        // A principals entry no token has: said at start and at every
+        // reload of either file.
+        check_principals(&session.host, auth);
+    }
+    if let Some(source) = watched {
+        watchers.0.push(watch_config(
+            &session.host,
+            source,
+            &telemetry,
+            inbound_auth.as_ref(),
+        ));
+    }
     // The address goes to stderr: stdout is not used.
     let stopping = if serve.drain.is_zero() {
         "Ctrl-C stops it".to_owned()
@@ -304,12 +336,14 @@ async fn run_on(
         crate::out::note(format!("metrics: http://{local}/metrics"));
     }
     // The tokens file is watched like the config (SIGHUP reloads both).
-    let tokens_watcher = tokens_file.map(|(auth, file)| watch_tokens(&auth, file, &telemetry));
+    if let (Some(file), Some(auth)) = (tokens_file, &inbound_auth) {
+        watchers
+            .0
+            .push(watch_tokens(auth, file, &telemetry, &session.host));
+    }
     let stop = drain_then_stop(gateway.drain(), serve.drain);
     let served = gateway.serve_http(listener, stop).await;
-    if let Some(w) = tokens_watcher {
-        w.abort();
-    }
+    drop(watchers);
     served.context("HTTP gateway")
 }
 
