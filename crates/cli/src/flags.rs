@@ -200,6 +200,10 @@ pub(crate) struct ToolsArgs {
     /// serves it now (for reviewing, not what the model sees).
     #[arg(long)]
     pub(crate) all: bool,
+    /// The tools a gateway lists to this caller (a token's name, or an
+    /// OAuth subject): narrowed by its `principals` rules.
+    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    pub(crate) principal: Option<String>,
 }
 
 /// `call`.

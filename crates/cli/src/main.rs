@@ -139,7 +139,9 @@ async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
     let host = &session.host;
     let json = settings.json;
     match &settings.command {
-        Command::Tools { all } => Ok(cmd::tools::run(host, json, *all)?),
+        Command::Tools { all, principal } => {
+            Ok(cmd::tools::run(host, json, *all, principal.as_deref())?)
+        }
         Command::Servers => Ok(cmd::servers::run(host, json)?),
         Command::Call {
             tool,

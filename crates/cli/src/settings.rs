@@ -43,6 +43,7 @@ pub(crate) enum Command {
     Chat(Chat),
     Tools {
         all: bool,
+        principal: Option<String>,
     },
     Servers,
     Call {
@@ -194,7 +195,10 @@ impl Settings {
                     loop_guard: a.loop_guard,
                 })
             }
-            RawCommand::Tools(t) => Command::Tools { all: t.all },
+            RawCommand::Tools(t) => Command::Tools {
+                all: t.all,
+                principal: t.principal,
+            },
             RawCommand::Servers => Command::Servers,
             RawCommand::Call(a) => {
                 let reads_stdin = a.args.as_deref() == Some("-");

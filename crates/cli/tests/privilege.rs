@@ -68,6 +68,53 @@ fn tools_leaves_out_denied_tools_unless_all() {
     assert_eq!(denied["status"]["gate"], "deny");
 }
 
+// `tools --principal NAME` lists what a gateway lists to that caller: its
+// principals rules narrow the model's table; a caller without an entry
+// sees all of it.
+#[test]
+fn tools_for_a_principal_is_what_the_gateway_lists_to_it() {
+    let sb = Sandbox::new();
+    let config = sb.config(
+        json!({}),
+        json!({
+            "permissions": {"deny": ["mcp__notes__read_note"]},
+            "principals": {"ci-bot": {"allow": ["mcp__notes__list_notes", "mcp__notes__read_note"]}}
+        }),
+    );
+    let config = config.to_str().unwrap();
+    let names = |extra: &[&str]| -> Vec<String> {
+        tools_json(&sb, config, extra)
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // read_note is denied to everyone; ci-bot may list_notes only.
+    assert_eq!(
+        names(&["--principal", "ci-bot"]),
+        ["mcp__notes__list_notes"]
+    );
+    let everyone = names(&[]);
+    assert_eq!(names(&["--principal", "alice"]), everyone);
+    assert!(everyone.len() > 1, "{everyone:?}");
+    let run = sb.run(&["--config", config, "tools", "--principal", "ci-bot"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let refused = everyone.len() - 1;
+    assert!(
+        run.stderr
+            .contains(&format!("{refused} more tool(s) are not listed to ci-bot")),
+        "{run:?}"
+    );
+    let run = sb.run(&[
+        "--config",
+        config,
+        "tools",
+        "--principal",
+        "ci-bot",
+        "--all",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+}
+
 #[test]
 fn tools_shows_the_approved_text_of_a_changed_tool_until_accepted() {
     let sb = Sandbox::new();

@@ -37,13 +37,24 @@ impl<'a> From<&'a ModelTool> for ToolView<'a> {
 }
 
 /// Prints the tool table the model sees (or with `all`, every tool as
-/// served now, denied ones included), or its JSON, and, for people, the
-/// outages.
+/// served now, denied ones included; with `principal`, what a gateway
+/// lists to that caller), or its JSON, and, for people, the outages.
 ///
 /// # Errors
 /// When stdout is closed.
-pub(crate) fn run(host: &Host, json: bool, all: bool) -> std::io::Result<()> {
-    let tools = if all { host.all_tools() } else { host.tools() };
+pub(crate) fn run(
+    host: &Host,
+    json: bool,
+    all: bool,
+    principal: Option<&str>,
+) -> std::io::Result<()> {
+    let mut tools = if all { host.all_tools() } else { host.tools() };
+    let mut refused = 0;
+    if let Some(principal) = principal {
+        let before = tools.len();
+        tools.retain(|t| host.principal_may_call(principal, &t.name));
+        refused = before - tools.len();
+    }
     if json {
         let views: Vec<ToolView<'_>> = tools.iter().map(ToolView::from).collect();
         return out::json(&views);
@@ -62,6 +73,11 @@ pub(crate) fn run(host: &Host, json: bool, all: bool) -> std::io::Result<()> {
                 "{denied} tool(s) denied by the permission rules are not shown (the model does not see them); `switchboard tools --all` lists them."
             ));
         }
+    }
+    if let (Some(principal), true) = (principal, refused > 0) {
+        out::note(format!(
+            "{refused} more tool(s) are not listed to {principal}: its principals rules refuse them."
+        ));
     }
     if let Some(outages) = host.outage_text() {
         out::note(outages);
