@@ -285,7 +285,20 @@ pub(crate) enum AuditAction {
     Stats {
         /// The log; by default the config's `audit` path.
         file: Option<PathBuf>,
+        /// Per tool (the default), or per caller of a gateway (each
+        /// principal, and the calls that had none).
+        #[arg(long, value_enum, default_value = "tool", value_name = "GROUP")]
+        by: StatsBy,
     },
+}
+
+/// How `audit stats` groups the calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum StatsBy {
+    /// One row per tool.
+    Tool,
+    /// One row per caller (principal).
+    Principal,
 }
 
 /// `auth`.

@@ -94,12 +94,12 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
             };
             cmd::audit::verify(config.as_ref(), files, json)
         }
-        Command::AuditStats { file } => {
+        Command::AuditStats { file, by } => {
             let config = match file {
                 Some(_) => None,
                 None => Some(settings.load_config()?.config),
             };
-            cmd::audit::stats(config.as_ref(), file.clone(), json)
+            cmd::audit::stats(config.as_ref(), file.clone(), *by, json)
         }
         Command::ConfigCheck { tokens_file } => {
             cmd::config::check(&settings, tokens_file.as_deref(), json)

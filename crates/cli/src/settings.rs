@@ -16,7 +16,7 @@ use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
 use crate::flags::{
     AuditAction, AuthAction, ConfigAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction,
-    RawArgs, RawCommand,
+    RawArgs, RawCommand, StatsBy,
 };
 
 /// Everything a command needs, resolved.
@@ -60,6 +60,7 @@ pub(crate) enum Command {
     },
     AuditStats {
         file: Option<PathBuf>,
+        by: StatsBy,
     },
     ConfigCheck {
         tokens_file: Option<PathBuf>,
@@ -223,7 +224,7 @@ impl Settings {
             },
             RawCommand::Audit(a) => match a.action {
                 AuditAction::Verify { files } => Command::AuditVerify { files },
-                AuditAction::Stats { file } => Command::AuditStats { file },
+                AuditAction::Stats { file, by } => Command::AuditStats { file, by },
             },
             RawCommand::Auth(a) => match a.action {
                 AuthAction::Login {

@@ -523,6 +523,31 @@ async fn callers_over_their_limits_are_refused_until_the_limit_allows() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+
+    // Who called how much, and who was held back: `audit stats --by
+    // principal`.
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "--json",
+        "audit",
+        "stats",
+        "--by",
+        "principal",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let rows = run.json()["principals"].as_array().unwrap().clone();
+    let row = |who: &str| rows.iter().find(|r| r["principal"] == who).unwrap().clone();
+    let (bot, alice) = (row("ci-bot"), row("alice"));
+    assert!(bot["limited"].as_u64().unwrap() >= 1, "{bot}");
+    assert_eq!(bot["errors"], 0, "{bot}");
+    assert_eq!(
+        (alice["calls"].as_u64(), alice["limited"].as_u64()),
+        (Some(4), Some(0))
+    );
+    let run = sb.run(&["--config", &cfg, "audit", "stats", "--by", "principal"]);
+    assert!(run.stdout.starts_with("PRINCIPAL"), "{}", run.stdout);
+    assert!(run.stdout.contains("LIMITED"), "{}", run.stdout);
 }
 
 /// Waits (up to 30 s) until the gateway's stderr contains `text`.

@@ -25,19 +25,17 @@ use std::path::{Path, PathBuf};
 use crate::HostError;
 use crate::audit::{AuditRecord, Outcome};
 
-/// The figures of one tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolStats {
-    /// The model-facing name called.
-    pub tool: String,
-    /// The server's alias, as recorded (`None` for an unknown tool).
-    pub alias: Option<String>,
+/// The figures of a group of calls (one tool's, or one caller's).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Figures {
     /// Every recorded call.
     pub calls: u64,
     /// Calls that failed (any outcome but `ok`, `denied` and `limited`).
     pub errors: u64,
     /// Calls the gate refused, or the caller's limits.
     pub denied: u64,
+    /// Of `denied`, the calls over the caller's limits (`limited`).
+    pub limited: u64,
     /// Median duration of the calls that were not denied, in ms.
     pub p50_ms: Option<u64>,
     /// 95th percentile of the same durations, in ms.
@@ -46,7 +44,7 @@ pub struct ToolStats {
     pub max_ms: Option<u64>,
 }
 
-impl ToolStats {
+impl Figures {
     /// Errors over the calls that were not denied; 0 when every call was
     /// denied.
     pub fn error_rate(&self) -> f64 {
@@ -59,6 +57,27 @@ impl ToolStats {
     }
 }
 
+/// The figures of one tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolStats {
+    /// The model-facing name called.
+    pub tool: String,
+    /// The server's alias, as recorded (`None` for an unknown tool).
+    pub alias: Option<String>,
+    /// Its calls' figures.
+    pub figures: Figures,
+}
+
+/// The figures of one caller of a gateway.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrincipalStats {
+    /// The caller, as recorded; `None` for calls without one (stdio, an
+    /// unauthenticated gateway, `switchboard call`).
+    pub principal: Option<String>,
+    /// Its calls' figures.
+    pub figures: Figures,
+}
+
 /// What [`stats`] found.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AuditStats {
@@ -66,6 +85,8 @@ pub struct AuditStats {
     pub records: usize,
     /// One entry per tool, highest error rate first, then most calls.
     pub tools: Vec<ToolStats>,
+    /// One entry per caller, most calls first.
+    pub principals: Vec<PrincipalStats>,
     /// Lines that are not audit records, with why.
     pub skipped: Vec<SkippedLine>,
 }
@@ -119,18 +140,53 @@ pub fn stats_of_files(paths: &[PathBuf]) -> Result<AuditStats, HostError> {
 /// The figures as lines are read.
 #[derive(Default)]
 struct Tally {
-    by_tool: HashMap<String, Acc>,
+    by_tool: HashMap<String, (Option<String>, Acc)>,
+    by_principal: HashMap<Option<String>, Acc>,
     out: AuditStats,
 }
 
-/// One tool's figures as lines are read.
+/// One group's figures as lines are read.
 #[derive(Default)]
 struct Acc {
-    alias: Option<String>,
     calls: u64,
     errors: u64,
     denied: u64,
+    limited: u64,
     durations: Vec<u64>,
+}
+
+impl Acc {
+    /// Counts one call that ended with `outcome` after `duration_ms`.
+    fn count(&mut self, outcome: Outcome, duration_ms: u64) {
+        self.calls += 1;
+        match outcome {
+            Outcome::Ok => self.durations.push(duration_ms),
+            refused if refused.is_refusal() => {
+                self.denied += 1;
+                if refused == Outcome::Limited {
+                    self.limited += 1;
+                }
+            }
+            _ => {
+                self.errors += 1;
+                self.durations.push(duration_ms);
+            }
+        }
+    }
+
+    /// The figures, percentiles worked out.
+    fn figures(mut self) -> Figures {
+        self.durations.sort_unstable();
+        Figures {
+            calls: self.calls,
+            errors: self.errors,
+            denied: self.denied,
+            limited: self.limited,
+            p50_ms: percentile(&self.durations, 50),
+            p95_ms: percentile(&self.durations, 95),
+            max_ms: self.durations.last().copied(),
+        }
+    }
 }
 
 impl Tally {
@@ -157,19 +213,15 @@ impl Tally {
             if record.outcome == Outcome::Asked {
                 continue;
             }
-            let acc = self.by_tool.entry(record.tool).or_default();
-            if acc.alias.is_none() {
-                acc.alias = record.alias;
+            let (alias, acc) = self.by_tool.entry(record.tool).or_default();
+            if alias.is_none() {
+                *alias = record.alias;
             }
-            acc.calls += 1;
-            match record.outcome {
-                Outcome::Ok => acc.durations.push(record.duration_ms),
-                refused if refused.is_refusal() => acc.denied += 1,
-                _ => {
-                    acc.errors += 1;
-                    acc.durations.push(record.duration_ms);
-                }
-            }
+            acc.count(record.outcome, record.duration_ms);
+            self.by_principal
+                .entry(record.principal)
+                .or_default()
+                .count(record.outcome, record.duration_ms);
         }
     }
 
@@ -179,25 +231,32 @@ impl Tally {
         out.tools = self
             .by_tool
             .into_iter()
-            .map(|(tool, mut acc)| {
-                acc.durations.sort_unstable();
-                ToolStats {
-                    tool,
-                    alias: acc.alias,
-                    calls: acc.calls,
-                    errors: acc.errors,
-                    denied: acc.denied,
-                    p50_ms: percentile(&acc.durations, 50),
-                    p95_ms: percentile(&acc.durations, 95),
-                    max_ms: acc.durations.last().copied(),
-                }
+            .map(|(tool, (alias, acc))| ToolStats {
+                tool,
+                alias,
+                figures: acc.figures(),
             })
             .collect();
         out.tools.sort_by(|a, b| {
-            b.error_rate()
-                .total_cmp(&a.error_rate())
-                .then_with(|| b.calls.cmp(&a.calls))
+            b.figures
+                .error_rate()
+                .total_cmp(&a.figures.error_rate())
+                .then_with(|| b.figures.calls.cmp(&a.figures.calls))
                 .then_with(|| a.tool.cmp(&b.tool))
+        });
+        out.principals = self
+            .by_principal
+            .into_iter()
+            .map(|(principal, acc)| PrincipalStats {
+                principal,
+                figures: acc.figures(),
+            })
+            .collect();
+        out.principals.sort_by(|a, b| {
+            b.figures
+                .calls
+                .cmp(&a.figures.calls)
+                .then_with(|| a.principal.cmp(&b.principal))
         });
         out
     }
@@ -223,6 +282,14 @@ mod tests {
     fn line(tool: &str, outcome: &str, ms: u64) -> String {
         format!(
             r#"{{"seq":1,"prev":"0","time":"2026-12-01T00:00:00.000Z","alias":"notes","tool":"{tool}","originalTool":"x","argumentNames":[],"argumentsSha256":"","decision":"allow","decidedBy":"rule","outcome":"{outcome}","isError":false,"durationMs":{ms},"hash":"0"}}"#
+        )
+    }
+
+    /// [`line`] of a call made by `principal`.
+    fn line_by(principal: &str, outcome: &str, ms: u64) -> String {
+        line("t", outcome, ms).replace(
+            r#""hash":"0""#,
+            &format!(r#""principal":"{principal}","hash":"0""#),
         )
     }
 
@@ -260,16 +327,19 @@ mod tests {
         // Highest error rate first.
         let read = &s.tools[0];
         assert_eq!(read.tool, "mcp__notes__read_note");
-        assert_eq!((read.calls, read.errors, read.denied), (4, 2, 1));
-        assert!((read.error_rate() - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(
+            (read.figures.calls, read.figures.errors, read.figures.denied),
+            (4, 2, 1)
+        );
+        assert!((read.figures.error_rate() - 2.0 / 3.0).abs() < 1e-9);
         // The denied call's 90 s are not a duration of the tool.
-        assert_eq!(read.max_ms, Some(1000));
-        assert_eq!(read.p50_ms, Some(30));
+        assert_eq!(read.figures.max_ms, Some(1000));
+        assert_eq!(read.figures.p50_ms, Some(30));
         let search = &s.tools[1];
-        assert_eq!((search.calls, search.errors), (20, 0));
-        assert_eq!(search.p50_ms, Some(10));
-        assert_eq!(search.p95_ms, Some(10));
-        assert_eq!(search.max_ms, Some(5000));
+        assert_eq!((search.figures.calls, search.figures.errors), (20, 0));
+        assert_eq!(search.figures.p50_ms, Some(10));
+        assert_eq!(search.figures.p95_ms, Some(10));
+        assert_eq!(search.figures.max_ms, Some(5000));
         assert_eq!(search.alias.as_deref(), Some("notes"));
     }
 
@@ -277,8 +347,8 @@ mod tests {
     fn only_denied_calls_have_no_durations_and_no_error_rate() {
         let l = line("t", "denied", 5);
         let s = stats([l.as_str()]);
-        assert_eq!(s.tools[0].error_rate(), 0.0);
-        assert_eq!(s.tools[0].p95_ms, None);
+        assert_eq!(s.tools[0].figures.error_rate(), 0.0);
+        assert_eq!(s.tools[0].figures.p95_ms, None);
     }
 
     #[test]
@@ -286,9 +356,48 @@ mod tests {
         let lines = [line("t", "limited", 0), line("t", "ok", 7)];
         let s = stats(lines.iter().map(String::as_str));
         let t = &s.tools[0];
-        assert_eq!((t.calls, t.errors, t.denied), (2, 0, 1));
-        assert_eq!(t.error_rate(), 0.0);
-        assert_eq!(t.p50_ms, Some(7));
+        assert_eq!(
+            (
+                t.figures.calls,
+                t.figures.errors,
+                t.figures.denied,
+                t.figures.limited
+            ),
+            (2, 0, 1, 1)
+        );
+        assert_eq!(t.figures.error_rate(), 0.0);
+        assert_eq!(t.figures.p50_ms, Some(7));
+    }
+
+    #[test]
+    fn each_caller_has_its_figures() {
+        let lines = [
+            line_by("ci-bot", "ok", 5),
+            line_by("ci-bot", "limited", 0),
+            line_by("ci-bot", "limited", 0),
+            line_by("ci-bot", "timeout", 900),
+            line_by("alice", "denied", 0),
+            line("t", "ok", 3),
+        ];
+        let s = stats(lines.iter().map(String::as_str));
+        let who: Vec<Option<&str>> = s
+            .principals
+            .iter()
+            .map(|p| p.principal.as_deref())
+            .collect();
+        // Most calls first; calls without a caller are a group of their own.
+        assert_eq!(who, [Some("ci-bot"), None, Some("alice")]);
+        let bot = &s.principals[0].figures;
+        assert_eq!(
+            (bot.calls, bot.errors, bot.denied, bot.limited),
+            (4, 1, 2, 2)
+        );
+        assert!((bot.error_rate() - 0.5).abs() < 1e-9);
+        assert_eq!(bot.max_ms, Some(900));
+        let alice = &s.principals[2].figures;
+        assert_eq!((alice.calls, alice.denied, alice.limited), (1, 1, 0));
+        // The same lines by tool.
+        assert_eq!(s.tools[0].figures.calls, 6);
     }
 
     #[test]
@@ -297,8 +406,11 @@ mod tests {
         let ok = line("t", "ok", 7);
         let s = stats([asked.as_str(), ok.as_str()]);
         assert_eq!(s.records, 2);
-        assert_eq!((s.tools[0].calls, s.tools[0].errors), (1, 0));
-        assert_eq!(s.tools[0].p50_ms, Some(7));
+        assert_eq!(
+            (s.tools[0].figures.calls, s.tools[0].figures.errors),
+            (1, 0)
+        );
+        assert_eq!(s.tools[0].figures.p50_ms, Some(7));
     }
 
     #[test]
@@ -316,8 +428,11 @@ mod tests {
         let s = stats_of_file(&path).unwrap();
         assert!(s.skipped.is_empty(), "{:?}", s.skipped);
         assert_eq!(s.tools.len(), 1);
-        assert_eq!((s.tools[0].calls, s.tools[0].errors), (2, 1));
-        assert_eq!(s.tools[0].p95_ms, Some(8));
+        assert_eq!(
+            (s.tools[0].figures.calls, s.tools[0].figures.errors),
+            (2, 1)
+        );
+        assert_eq!(s.tools[0].figures.p95_ms, Some(8));
         assert!(stats_of_file(&dir.path().join("missing")).is_err());
     }
 }

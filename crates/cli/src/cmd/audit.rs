@@ -5,11 +5,12 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
-use switchboard_host::audit_stats::stats_of_files;
+use serde_json::{Value, json};
+use switchboard_host::audit_stats::{Figures, stats_of_files};
 use switchboard_host::{Config, audit_archives, verify_audit};
 
 use crate::exit::Failure;
+use crate::flags::StatsBy;
 use crate::out;
 
 /// Verifies each of `files` (each chain on its own, e.g. one log per
@@ -108,16 +109,17 @@ pub(crate) fn verify(config: Option<&Config>, files: &[PathBuf], json: bool) -> 
     }
 }
 
-/// Prints per-tool figures of `file`, or of the config's audit log with its
-/// archives (`auditRotate`): error rate first, then p50/p95/max duration
-/// (never a mean). Lines that are not records are named on stderr and do
-/// not stop the rest.
+/// Prints per-tool (or per-caller, `by`) figures of `file`, or of the
+/// config's audit log with its archives (`auditRotate`): error rate first,
+/// then p50/p95/max duration (never a mean). Lines that are not records
+/// are named on stderr and do not stop the rest.
 ///
 /// # Errors
 /// A usage [`Failure`] when there is no log or it cannot be read.
 pub(crate) fn stats(
     config: Option<&Config>,
     file: Option<PathBuf>,
+    by: StatsBy,
     json: bool,
 ) -> anyhow::Result<()> {
     let given = file.is_some();
@@ -137,63 +139,97 @@ pub(crate) fn stats(
         let file = s.file.as_deref().unwrap_or(&path);
         out::note(format!("{}:{}: skipped: {}", file.display(), s.line, s.why));
     }
+    // Each row: its naming columns (JSON key and value), then its figures.
+    let groups: Vec<(Vec<(&str, Option<String>)>, &Figures)> = match by {
+        StatsBy::Tool => stats
+            .tools
+            .iter()
+            .map(|t| {
+                let names = vec![("tool", Some(t.tool.clone())), ("server", t.alias.clone())];
+                (names, &t.figures)
+            })
+            .collect(),
+        StatsBy::Principal => stats
+            .principals
+            .iter()
+            .map(|p| (vec![("principal", p.principal.clone())], &p.figures))
+            .collect(),
+    };
+    let key = match by {
+        StatsBy::Tool => "tools",
+        StatsBy::Principal => "principals",
+    };
     if json {
-        return Ok(out::json(&json!({
+        let rows: Vec<Value> = groups
+            .iter()
+            .map(|(names, f)| {
+                let mut row = json!({
+                    "calls": f.calls,
+                    "errors": f.errors,
+                    "errorRate": f.error_rate(),
+                    "denied": f.denied,
+                    "limited": f.limited,
+                    "p50Ms": f.p50_ms,
+                    "p95Ms": f.p95_ms,
+                    "maxMs": f.max_ms,
+                });
+                for (k, v) in names {
+                    row[*k] = json!(v);
+                }
+                row
+            })
+            .collect();
+        let mut summary = json!({
             "file": path.display().to_string(),
             "files": files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
             "records": stats.records,
             "skipped": stats.skipped.len(),
-            "tools": stats.tools.iter().map(|t| json!({
-                "tool": t.tool,
-                "server": t.alias,
-                "calls": t.calls,
-                "errors": t.errors,
-                "errorRate": t.error_rate(),
-                "denied": t.denied,
-                "p50Ms": t.p50_ms,
-                "p95Ms": t.p95_ms,
-                "maxMs": t.max_ms,
-            })).collect::<Vec<_>>(),
-        }))?);
+        });
+        summary[key] = Value::Array(rows);
+        return Ok(out::json(&summary)?);
     }
-    if stats.tools.is_empty() {
+    if groups.is_empty() {
         out::line(format!("{}: no calls recorded", path.display()))?;
         return Ok(());
     }
     let ms = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v} ms"));
-    let mut rows = vec![
+    let mut head: Vec<String> = groups[0].0.iter().map(|(k, _)| k.to_uppercase()).collect();
+    head.extend(
         [
-            "TOOL",
-            "SERVER",
             "CALLS",
             "ERROR RATE",
             "ERRORS",
             "DENIED",
+            "LIMITED",
             "P50",
             "P95",
             "MAX",
         ]
-        .map(str::to_owned)
-        .to_vec(),
-    ];
-    for t in &stats.tools {
-        rows.push(vec![
-            t.tool.clone(),
-            t.alias.clone().unwrap_or_else(|| "-".into()),
-            t.calls.to_string(),
-            format!("{:.1}%", t.error_rate() * 100.0),
-            t.errors.to_string(),
-            t.denied.to_string(),
-            ms(t.p50_ms),
-            ms(t.p95_ms),
-            ms(t.max_ms),
+        .map(str::to_owned),
+    );
+    let mut rows = vec![head];
+    for (names, f) in &groups {
+        let mut row: Vec<String> = names
+            .iter()
+            .map(|(_, v)| v.clone().unwrap_or_else(|| "-".into()))
+            .collect();
+        row.extend([
+            f.calls.to_string(),
+            format!("{:.1}%", f.error_rate() * 100.0),
+            f.errors.to_string(),
+            f.denied.to_string(),
+            f.limited.to_string(),
+            ms(f.p50_ms),
+            ms(f.p95_ms),
+            ms(f.max_ms),
         ]);
+        rows.push(row);
     }
     for line in out::table(&rows) {
         out::line(line)?;
     }
     out::line(format!(
-        "{} call(s) in {}; error rate excludes denied calls (by the rules or the caller's limits); durations of calls that ran",
+        "{} call(s) in {}; error rate excludes denied calls (by the rules or the caller's limits: LIMITED); durations of calls that ran",
         stats.records,
         path.display()
     ))?;
