@@ -139,8 +139,8 @@ pub(crate) fn stats(
         let file = s.file.as_deref().unwrap_or(&path);
         out::note(format!("{}:{}: skipped: {}", file.display(), s.line, s.why));
     }
-    // Each row: its naming columns (JSON key and value), then its figures.
-    let groups: Vec<(Vec<(&str, Option<String>)>, &Figures)> = match by {
+    // Each row: its naming columns, then its figures.
+    let groups: Vec<(Names, &Figures)> = match by {
         StatsBy::Tool => stats
             .tools
             .iter()
@@ -235,6 +235,10 @@ pub(crate) fn stats(
     ))?;
     Ok(())
 }
+
+/// The columns that name a row of `audit stats` (JSON key and value; `-`
+/// in the table for none).
+type Names = Vec<(&'static str, Option<String>)>;
 
 /// `FILE`, or the config's `audit` path.
 fn log_path(config: Option<&Config>, file: Option<PathBuf>) -> Result<PathBuf, Failure> {
