@@ -396,7 +396,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) replica: Option<String>,
     /// Another replica behind the same URL, by its --replica name and the
-    /// http:// URL of its MCP endpoint as this one reaches it (repeat for
+    /// http:// (or https://) URL of its MCP endpoint as this one reaches it (repeat for
     /// each): requests whose work lives there (its tasks, its parked
     /// calls, its legacy sessions) are sent on to it, so a plain
     /// round-robin balancer needs no rule and no affinity.
@@ -443,9 +443,17 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_name = "URL")]
     pub(crate) introspection_url: Option<String>,
     /// The gateway's URL as clients reach it, the tokens' audience
-    /// (default: http://ADDR/mcp).
+    /// (default: http://ADDR/mcp, https with --tls-cert).
     #[arg(long, value_name = "URL")]
     pub(crate) resource: Option<String>,
+    /// Serve HTTPS with this certificate chain (PEM, the gateway's
+    /// certificate first); watched like the config, so a renewed one is
+    /// used from the next connection on. Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
     /// --auth oauth: a scope every request needs (repeatable).
     #[arg(long = "scope", value_name = "SCOPE")]
     pub(crate) scopes: Vec<String>,

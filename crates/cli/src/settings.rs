@@ -83,7 +83,8 @@ pub(crate) enum Command {
     },
     Doctor,
     Inspect(InspectTarget),
-    Serve(crate::cmd::serve::ServeSettings),
+    // Boxed: its settings are many times any other command's.
+    Serve(Box<crate::cmd::serve::ServeSettings>),
     DemoServer {
         which: DemoServerKind,
         port: u16,
@@ -260,7 +261,7 @@ impl Settings {
             },
             RawCommand::Doctor => Command::Doctor,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
-            RawCommand::Serve(a) => Command::Serve(crate::cmd::serve::resolve(a)?),
+            RawCommand::Serve(a) => Command::Serve(Box::new(crate::cmd::serve::resolve(a)?)),
             RawCommand::DemoServer(a) => Command::DemoServer {
                 which: a.which,
                 port: a.port,

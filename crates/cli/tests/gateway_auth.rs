@@ -44,6 +44,7 @@ impl Running {
     fn authority(&self) -> String {
         self.url
             .trim_start_matches("http://")
+            .trim_start_matches("https://")
             .trim_end_matches("/mcp")
             .to_owned()
     }
@@ -74,7 +75,7 @@ async fn serve_asking(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &
             .unwrap();
     let url = text
         .split_whitespace()
-        .find(|w| w.starts_with("http://"))
+        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
         .unwrap()
         .to_owned();
     Running { url, stderr, child }
@@ -598,6 +599,139 @@ async fn principals_that_name_no_token_are_reported() {
         "{}",
         gw.stderr()
     );
+}
+
+/// A file of the test CA and certificates the server framework's TLS
+/// tests use (`crates/server/tests/data`, made as its `tls.rs` says).
+fn tls_fixture(name: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../server/tests/data")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A TLS client configuration trusting only the test CA.
+fn trusting_the_test_ca() -> Arc<rustls::ClientConfig> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(tls_fixture("ca.pem").as_bytes()).unwrap())
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Arc::new(config)
+}
+
+/// The certificate the gateway presents on a new TLS connection, and the
+/// body of a `GET path` on it.
+async fn tls_get(gw: &Running, path: &str) -> (Vec<u8>, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tcp = tokio::net::TcpStream::connect(gw.authority())
+        .await
+        .unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(trusting_the_test_ca())
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    let presented = tls.get_ref().1.peer_certificates().unwrap()[0].to_vec();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    tls.read_to_string(&mut response).await.unwrap();
+    (presented, response)
+}
+
+fn der_of(pem_name: &str) -> Vec<u8> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    CertificateDer::from_pem_slice(tls_fixture(pem_name).as_bytes())
+        .unwrap()
+        .to_vec()
+}
+
+// HTTPS: --tls-cert and --tls-key serve the gateway over TLS (a client
+// trusting the CA lists and calls tools; plain HTTP gets no answer); a
+// renewed certificate written over the files is used from the next
+// connection on, and a broken one is reported while the one in use stays.
+#[tokio::test(flavor = "multi_thread")]
+async fn https_with_a_certificate_renewed_while_serving() {
+    let sb = Sandbox::new();
+    let cfg = token_config(&sb);
+    let cert = sb.write("tls.pem", &tls_fixture("server-a.pem"));
+    let key = sb.write("tls.key", &tls_fixture("server-a.key"));
+    let tokens = format!("alice {ALICE_TOKEN}\n");
+    let gw = serve_with_tokens(
+        &sb,
+        &cfg,
+        &tokens,
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--metrics",
+        ],
+    )
+    .await;
+    assert!(gw.url.starts_with("https://127.0.0.1:"), "{}", gw.url);
+    let transport = HttpTransport::builder("gateway", &gw.url)
+        .header("Authorization", format!("Bearer {ALICE_TOKEN}"))
+        .tls_config(trusting_the_test_ca())
+        .build()
+        .unwrap();
+    let alice = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(tool_names(&alice).await.len(), 4);
+    lists_notes(&alice).await;
+    let (presented, health) = tls_get(&gw, "/healthz").await;
+    assert_eq!(presented, der_of("server-a.pem"));
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+    // Plain HTTP on the port: no HTTP answer.
+    let mut plain = TcpStream::connect(gw.authority()).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    plain
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(!answer.starts_with(b"HTTP/"), "{answer:?}");
+
+    // The certificate is renewed (key first, then the chain).
+    sb.write("tls.key", &tls_fixture("server-b.key"));
+    sb.write("tls.pem", &tls_fixture("server-b.pem"));
+    let start = std::time::Instant::now();
+    while tls_get(&gw, "/healthz").await.0 != der_of("server-b.pem") {
+        assert!(start.elapsed() < Duration::from_secs(30), "{}", gw.stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    lists_notes(&alice).await;
+
+    // A broken chain: reported, and the renewed one stays.
+    sb.write("tls.pem", "-----BEGIN CERTIFICATE-----\nbroken\n");
+    until_logged(&gw, "the TLS certificate was not reloaded").await;
+    assert_eq!(tls_get(&gw, "/healthz").await.0, der_of("server-b.pem"));
+    lists_notes(&alice).await;
+    let (_, metrics) = tls_get(&gw, "/metrics").await;
+    for result in ["applied", "rejected"] {
+        assert!(
+            metrics.contains(&format!(
+                "switchboard_reloads_total{{file=\"tls\",result=\"{result}\"}}"
+            )),
+            "{metrics}"
+        );
+    }
 }
 
 // Under --no-watch the tokens file is not looked at on its own; SIGHUP

@@ -590,8 +590,8 @@ async fn tasks_behind_a_plain_balancer_reach_the_replica_holding_them_through_it
     );
 }
 
-// `--peer` takes NAME=URL, the URL an http:// one: anything else stops
-// the gateway before it serves, saying what to write.
+// `--peer` takes NAME=URL, the URL an http:// or https:// one: anything
+// else stops the gateway before it serves, saying what to write.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_peer_is_a_name_and_an_http_url() {
     let sb = Sandbox::new();
@@ -618,10 +618,10 @@ async fn a_peer_is_a_name_and_an_http_url() {
     let run = serve_with("http://10.0.0.2:8080/mcp");
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("expected NAME=URL"), "{run:?}");
-    let run = serve_with("b=https://10.0.0.2/mcp");
+    let run = serve_with("b=ftp://10.0.0.2/mcp");
     assert_ne!(run.code, 0, "{run:?}");
     assert!(
-        run.stderr.contains("peer b") && run.stderr.contains("http:// URL"),
+        run.stderr.contains("peer b") && run.stderr.contains("http:// or https:// URL"),
         "{run:?}"
     );
 }

@@ -111,7 +111,8 @@ pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
 pub use reload::{
-    ConfigSource, TokensSource, WATCH_POLL, check_principals, watch_config, watch_tokens,
+    ConfigSource, TlsFiles, TokensSource, WATCH_POLL, check_principals, watch_config, watch_tls,
+    watch_tokens,
 };
 pub use telemetry::Telemetry;
 
@@ -125,7 +126,7 @@ pub use relay::relay_input_handler;
 pub use status::STATUS_URI;
 
 use switchboard_host::Host;
-use switchboard_server::http::HttpOptions;
+use switchboard_server::http::{HttpOptions, ServerTls};
 use switchboard_server::{BuildError, ServeError, Server};
 use tokio::task::JoinHandle;
 
@@ -156,7 +157,7 @@ pub struct GatewayOptions {
     /// parked call; `None`: the process id.
     pub replica: Option<String>,
     /// The other replicas behind the same URL: each one's name (its
-    /// `replica`) and the `http://` URL of its MCP endpoint as this one
+    /// `replica`) and the `http://` or `https://` URL of its MCP endpoint as this one
     /// reaches it. A request whose work lives in another replica is sent
     /// on to it (a `tasks/*` request for a task it handed on, the retry
     /// answering a legacy server's question it parked, a request of a
@@ -172,6 +173,9 @@ pub struct GatewayOptions {
     /// checked again (the stream ends once it is refused); the framework's
     /// default (60 s) when `None`.
     pub recheck_streams: Option<Duration>,
+    /// Serve HTTPS with this certificate and key (replaceable while
+    /// serving: [`watch_tls`]); `None`: plain HTTP.
+    pub tls: Option<ServerTls>,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: parked::Parking,
 }
@@ -189,6 +193,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("park_ttl", &self.park_ttl)
             .field("park_limit", &self.park_limit)
             .field("recheck_streams", &self.recheck_streams)
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -231,7 +236,8 @@ impl GatewayOptions {
     }
 
     /// Options sending requests for another replica's tasks on to it:
-    /// `peers` are (name, `http://` URL of its MCP endpoint) pairs.
+    /// `peers` are (name, `http://` or `https://` URL of its MCP endpoint)
+    /// pairs.
     #[must_use]
     pub fn peers(mut self, peers: Vec<(String, String)>) -> Self {
         self.peers = peers;
@@ -242,6 +248,13 @@ impl GatewayOptions {
     #[must_use]
     pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
         self.telemetry = telemetry;
+        self
+    }
+
+    /// Options serving HTTPS with `tls`.
+    #[must_use]
+    pub fn tls(mut self, tls: ServerTls) -> Self {
+        self.tls = Some(tls);
         self
     }
 }
@@ -279,6 +292,7 @@ pub struct Gateway {
     telemetry: Telemetry,
     auth: Option<InboundAuth>,
     recheck_streams: Option<Duration>,
+    tls: Option<ServerTls>,
     tool_count: usize,
     drain: Drain,
     sync: JoinHandle<()>,
@@ -311,6 +325,7 @@ impl Gateway {
         }
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;
+        let tls = options.tls.clone();
         // Subscribe before registering, so no change falls between the two.
         let changes = host.subscribe();
         let registered = tools::register_all(&server, host, &options);
@@ -337,6 +352,7 @@ impl Gateway {
             telemetry,
             auth,
             recheck_streams,
+            tls,
             tool_count,
             drain: Drain::default(),
             sync,
@@ -382,6 +398,15 @@ impl Gateway {
         }
         if let Some(every) = self.recheck_streams {
             options = options.recheck_streams(every);
+        }
+        if let Some(tls) = &self.tls {
+            options = options.tls(tls.clone());
+        }
+        // https:// peers are verified as every server the gateway reaches:
+        // the platform's roots (and `SSL_CERT_FILE`) and Mozilla's.
+        match switchboard_client::default_tls() {
+            Ok(config) => options = options.peer_tls(config),
+            Err(e) => tracing::warn!("https:// peers cannot be reached: {e}"),
         }
         if self.telemetry.has_metrics() {
             let host = self.host.clone();

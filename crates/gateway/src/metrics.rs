@@ -14,7 +14,7 @@
 //! | `switchboard_breaker_open` | `server` | 1 while the server's breaker is open |
 //! | `switchboard_server_status` | `server`, `status` | 1 for the server's current status |
 //! | `switchboard_tasks_resumed_total` | `server` | tasks handed on upstream that this process picked up again after a restart |
-//! | `switchboard_reloads_total` | `file` (`config`, `tokens`), `result` (`applied`, `rejected`) | reloads of the watched files; a rejected one leaves the running settings in place |
+//! | `switchboard_reloads_total` | `file` (`config`, `tokens`, `tls`), `result` (`applied`, `rejected`) | reloads of the watched files; a rejected one leaves the running settings in place |
 //! | `switchboard_auth_refusals_total` | `reason` | HTTP requests refused for their authorization: `missing_token`, `invalid_token`, `insufficient_scope`, `invalid_request`, `unavailable`, `invalid_proof` |
 //!
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
@@ -201,7 +201,8 @@ impl Metrics {
         }
     }
 
-    /// Counts a reload of `file` (`config` or `tokens`), applied or not.
+    /// Counts a reload of `file` (`config`, `tokens` or `tls`), applied or
+    /// not.
     pub(crate) fn reloaded(&self, file: &'static str, applied: bool) {
         self.reloads
             .get_or_create(&ReloadLabels {

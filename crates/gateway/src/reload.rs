@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use switchboard_host::{Config, Host, HostError, ReloadReport};
+use switchboard_server::http::{ServerTls, TlsError};
 use tokio::task::JoinHandle;
 use tracing::{error, info};
 
@@ -71,7 +72,7 @@ pub fn watch_config(
 ) -> JoinHandle<()> {
     let (host, telemetry, auth) = (host.clone(), telemetry.clone(), auth.cloned());
     let path = source.path.clone();
-    watch(path, source.poll, source.stamp, move |why| {
+    watch(vec![path], source.poll, vec![source.stamp], move |why| {
         let (host, source, telemetry) = (host.clone(), source.clone(), telemetry.clone());
         let auth = auth.clone();
         async move {
@@ -151,7 +152,7 @@ pub fn watch_tokens(
 ) -> JoinHandle<()> {
     let (auth, telemetry, host) = (auth.clone(), telemetry.clone(), host.clone());
     let path = source.path.clone();
-    watch(path, source.poll, source.stamp, move |why| {
+    watch(vec![path], source.poll, vec![source.stamp], move |why| {
         let (auth, source, telemetry) = (auth.clone(), source.clone(), telemetry.clone());
         let host = host.clone();
         async move {
@@ -199,12 +200,91 @@ pub(crate) async fn reload_tokens(
     applied
 }
 
-/// Calls `reload` when the file at `path` changes from `seen` (looked at
-/// every `poll`) or the process gets `SIGHUP`, until the task is aborted.
+/// The certificate chain and key the gateway serves HTTPS with
+/// (`serve --tls-cert`, `--tls-key`), and how they are read again.
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain (PEM, the gateway's certificate first).
+    pub cert: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// How often their modification times and sizes are looked at.
+    pub poll: Duration,
+    /// The files' stamps when this was made (see [`ConfigSource::new`]).
+    stamps: Vec<Option<Stamp>>,
+}
+
+impl TlsFiles {
+    /// The files at `cert` and `key`, looked at every second. Make it when
+    /// they are first read, as [`ConfigSource::new`].
+    #[must_use]
+    pub fn new(cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> TlsFiles {
+        let (cert, key) = (cert.into(), key.into());
+        TlsFiles {
+            stamps: vec![stamp_now(&cert), stamp_now(&key)],
+            cert,
+            key,
+            poll: WATCH_POLL,
+        }
+    }
+
+    /// Reads both files.
+    ///
+    /// # Errors
+    /// [`TlsError`] naming the file that cannot be read or used (a key
+    /// that is not the certificate's included).
+    pub fn load(&self) -> Result<ServerTls, TlsError> {
+        ServerTls::from_pem_files(&self.cert, &self.key)
+    }
+}
+
+/// Watches `files` (a change to either, or `SIGHUP`) and puts a renewed
+/// certificate and key in place in `tls`, used from the next connection
+/// on; a pair that does not load (a half-written file, a key that is not
+/// the certificate's) is logged and the pair in use kept, and tried again
+/// at the next change. Reloads are counted in `telemetry`'s metrics.
+pub fn watch_tls(tls: &ServerTls, files: TlsFiles, telemetry: &Telemetry) -> JoinHandle<()> {
+    let (tls, telemetry) = (tls.clone(), telemetry.clone());
+    let paths = vec![files.cert.clone(), files.key.clone()];
+    let seen = files.stamps.clone();
+    watch(paths, files.poll, seen, move |why| {
+        let (tls, files, telemetry) = (tls.clone(), files.clone(), telemetry.clone());
+        async move {
+            let loading = files.clone();
+            let loaded = tokio::task::spawn_blocking(move || {
+                tls.replace_from_pem_files(&loading.cert, &loading.key)
+            })
+            .await;
+            let applied = match loaded {
+                Ok(Ok(())) => {
+                    info!(cert = %files.cert.display(), reason = why, "reloaded the TLS certificate");
+                    true
+                }
+                Ok(Err(e)) => {
+                    error!(
+                        cert = %files.cert.display(),
+                        reason = why,
+                        "the TLS certificate was not reloaded ({e}); the one in use is kept"
+                    );
+                    false
+                }
+                Err(e) => {
+                    error!(reason = why, "the TLS certificate was not reloaded: {e}");
+                    false
+                }
+            };
+            telemetry.reloaded("tls", applied);
+        }
+    })
+}
+
+/// Calls `reload` when one of the files at `paths` changes from `seen`
+/// (looked at every `poll`) or the process gets `SIGHUP`, until the task
+/// is aborted.
 fn watch<F, Fut>(
-    path: PathBuf,
+    paths: Vec<PathBuf>,
     poll: Duration,
-    seen: Option<Stamp>,
+    seen: Vec<Option<Stamp>>,
     mut reload: F,
 ) -> JoinHandle<()>
 where
@@ -221,7 +301,7 @@ where
         loop {
             let why = tokio::select! {
                 _ = tick.tick() => {
-                    let now = stamp(&path).await;
+                    let now = stamps(&paths).await;
                     if now == seen {
                         continue;
                     }
@@ -229,7 +309,7 @@ where
                     "the file changed"
                 }
                 () = next_hangup(&mut hangup) => {
-                    seen = stamp(&path).await;
+                    seen = stamps(&paths).await;
                     "SIGHUP"
                 }
             };
@@ -278,13 +358,13 @@ fn stamp_now(path: &Path) -> Option<Stamp> {
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// [`stamp_now`] on the blocking pool (the file may be on a slow disk).
-async fn stamp(path: &Path) -> Option<Stamp> {
-    let path = path.to_path_buf();
-    tokio::task::spawn_blocking(move || stamp_now(&path))
+/// [`stamp_now`] of each of `paths`, on the blocking pool (a file may be
+/// on a slow disk).
+async fn stamps(paths: &[PathBuf]) -> Vec<Option<Stamp>> {
+    let paths = paths.to_vec();
+    tokio::task::spawn_blocking(move || paths.iter().map(|p| stamp_now(p)).collect())
         .await
-        .ok()
-        .flatten()
+        .unwrap_or_default()
 }
 
 #[cfg(unix)]

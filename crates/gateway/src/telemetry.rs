@@ -66,7 +66,7 @@ impl Telemetry {
         }
     }
 
-    /// Counts a reload of `file` (`config` or `tokens`), applied or
+    /// Counts a reload of `file` (`config`, `tokens` or `tls`), applied or
     /// rejected (metrics on).
     pub(crate) fn reloaded(&self, file: &'static str, applied: bool) {
         if let Some(m) = &self.metrics {

@@ -122,6 +122,7 @@ pub mod stdio {
 /// The Streamable HTTP runner.
 pub mod http {
     pub use crate::runner::http::{HttpOptions, PlainResponse, PlainRoute, bind_and_serve, serve};
+    pub use crate::runner::tls::{ServerTls, TlsError};
 }
 
 /// Re-exports of the wire types handlers use most.

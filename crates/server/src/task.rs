@@ -1025,13 +1025,14 @@ impl ServerBuilder {
     /// `requestState` it made [bound to itself](crate::InputRequired::bound_to_this_replica),
     /// and a request (or `DELETE`) of a legacy (2025-11-25) session it
     /// opened (session ids also start with the replica's name).
-    /// So a plain round-robin balancer needs no rule. Only `http` URLs:
-    /// replicas reach each other inside their network.
+    /// So a plain round-robin balancer needs no rule. `https` URLs need
+    /// the HTTP runner's [`HttpOptions::peer_tls`](crate::http::HttpOptions::peer_tls)
+    /// (without it such a request gets an error naming the peer).
     ///
     /// # Errors
     /// [`BuildError::Config`](crate::BuildError::Config) naming the peer
-    /// whose URL is not an absolute `http` URL. (Building a server with
-    /// peers but no [`ServerBuilder::task_origin`] fails too.)
+    /// whose URL is not an absolute `http` or `https` URL. (Building a
+    /// server with peers but no [`ServerBuilder::task_origin`] fails too.)
     pub fn replica_peers<'a>(
         mut self,
         peers: impl IntoIterator<Item = (&'a str, &'a str)>,
@@ -1040,9 +1041,9 @@ impl ServerBuilder {
             let uri: http::Uri = url.parse().map_err(|e| {
                 crate::BuildError::Config(format!("peer {name}: {url} is not a URL: {e}"))
             })?;
-            if uri.scheme_str() != Some("http") || uri.authority().is_none() {
+            if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.authority().is_none() {
                 return Err(crate::BuildError::Config(format!(
-                    "peer {name}: {url} must be an http:// URL of the replica's MCP endpoint"
+                    "peer {name}: {url} must be an http:// or https:// URL of the replica's MCP endpoint"
                 )));
             }
             self.task_options.peers.insert(origin_name(name), uri);

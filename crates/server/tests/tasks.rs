@@ -494,8 +494,8 @@ fn message_of(r: &Resp) -> String {
 }
 
 #[test]
-fn a_peer_must_be_an_http_url() {
-    for url in ["https://10.0.0.2/mcp", "/mcp", "not a url"] {
+fn a_peer_must_be_an_http_or_https_url() {
+    for url in ["ftp://10.0.0.2/mcp", "/mcp", "not a url"] {
         let built = Server::builder("s", "1")
             .task_origin("a")
             .replica_peers([("b", url)]);
@@ -506,6 +506,12 @@ fn a_peer_must_be_an_http_url() {
             Err(other) => panic!("{url}: {other}"),
             Ok(_) => panic!("{url} was taken as a peer's URL"),
         }
+    }
+    for url in ["http://10.0.0.2/mcp", "https://b.internal:8443/mcp"] {
+        let built = Server::builder("s", "1")
+            .task_origin("a")
+            .replica_peers([("b", url)]);
+        assert!(built.is_ok(), "{url}");
     }
     // And a replica with peers has a name of its own.
     let nameless = Server::builder("s", "1")

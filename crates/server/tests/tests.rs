@@ -18,4 +18,5 @@ mod mrtr;
 mod protocol;
 mod stdio;
 mod tasks;
+mod tls;
 mod transport;

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use switchboard_gateway::{
     ConfigSource, Drain, Gateway, GatewayOptions, InboundAuth, Introspection, OAuthInbound,
-    StaticTokens, Telemetry, TokensSource, WATCH_POLL, check_principals, watch_config,
-    watch_tokens,
+    StaticTokens, Telemetry, TlsFiles, TokensSource, WATCH_POLL, check_principals, watch_config,
+    watch_tls, watch_tokens,
 };
 use switchboard_host::MountOptions;
 
@@ -53,6 +53,8 @@ pub(crate) struct ServeSettings {
     poll: std::time::Duration,
     /// How long to drain before stopping.
     drain: std::time::Duration,
+    /// HTTPS: the certificate and key files (watched).
+    tls: Option<TlsFiles>,
 }
 
 /// How callers will authenticate, before the address is bound (the
@@ -90,9 +92,9 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
     if a.auth != Some(ServeAuth::Token) && a.tokens_file.is_some() {
         return Err(Failure::usage("--tokens-file needs --auth token"));
     }
-    if a.http.is_none() && (a.resource.is_some() || a.insecure_no_auth) {
+    if a.http.is_none() && (a.resource.is_some() || a.insecure_no_auth || a.tls_cert.is_some()) {
         return Err(Failure::usage(
-            "--resource and --insecure-no-auth need --http",
+            "--resource, --insecure-no-auth and --tls-cert need --http",
         ));
     }
     // --no-watch: SIGHUP still reloads; the files are not polled.
@@ -130,7 +132,21 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
             })
         }
     };
+    // Made before the first read, so the watch misses no change.
+    let tls = match (a.tls_cert, a.tls_key) {
+        (Some(cert), Some(key)) => {
+            let mut files = TlsFiles::new(cert, key);
+            files.poll = poll;
+            Some(files)
+        }
+        _ => None,
+    };
     if let Some(addr) = a.http {
+        if auth.is_some() && tls.is_none() && !addr.ip().is_loopback() {
+            crate::out::note(format!(
+                "serving {addr} over plain HTTP: unless a proxy in front of it terminates TLS, callers' tokens cross the network in clear text (--tls-cert and --tls-key serve HTTPS)"
+            ));
+        }
         if auth.is_none() && !addr.ip().is_loopback() {
             if !a.insecure_no_auth {
                 return Err(Failure::usage(format!(
@@ -155,6 +171,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         replay_ledger: a.replay_ledger,
         poll,
         drain: std::time::Duration::from_secs(a.drain),
+        tls,
     })
 }
 
@@ -283,6 +300,14 @@ async fn run_on(
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().unwrap_or(addr);
+    let tls = match &serve.tls {
+        Some(files) => Some(files.load().map_err(|e| Failure::usage(e.to_string()))?),
+        None => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    if let Some(tls) = &tls {
+        options = options.tls(tls.clone());
+    }
     let resource = match &serve.resource {
         Some(url) => url.clone(),
         None if serve.auth.is_some() && local.ip().is_unspecified() => {
@@ -291,7 +316,7 @@ async fn run_on(
             ))
             .into());
         }
-        None => format!("http://{local}/mcp"),
+        None => format!("{scheme}://{local}/mcp"),
     };
     let mut how = "no authentication";
     let mut tokens_file = None;
@@ -329,17 +354,20 @@ async fn run_on(
         )
     };
     crate::out::note(format!(
-        "switchboard gateway: http://{local}/mcp ({} tools; {how}; {stopping})",
+        "switchboard gateway: {scheme}://{local}/mcp ({} tools; {how}; {stopping})",
         gateway.tool_count()
     ));
     if metrics {
-        crate::out::note(format!("metrics: http://{local}/metrics"));
+        crate::out::note(format!("metrics: {scheme}://{local}/metrics"));
     }
     // The tokens file is watched like the config (SIGHUP reloads both).
     if let (Some(file), Some(auth)) = (tokens_file, &inbound_auth) {
         watchers
             .0
             .push(watch_tokens(auth, file, &telemetry, &session.host));
+    }
+    if let (Some(tls), Some(files)) = (&tls, &serve.tls) {
+        watchers.0.push(watch_tls(tls, files.clone(), &telemetry));
     }
     let stop = drain_then_stop(gateway.drain(), serve.drain);
     let served = gateway.serve_http(listener, stop).await;

@@ -7,7 +7,10 @@
 //! peer gets the request as it came (its `Host` and credentials included:
 //! it checks and authenticates the caller itself) and its answer goes back
 //! as it comes, streamed, over a connection kept open for the next one.
+//! A peer's URL may be `https://` when the runner has a TLS configuration
+//! for peers ([`crate::http::HttpOptions::peer_tls`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -17,6 +20,7 @@ use http::header::{
 };
 use http::{Request, Response, Uri};
 use http_body_util::Full;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -43,19 +47,40 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// one connect per peer rather than one per request.
 #[derive(Clone)]
 pub(crate) struct Peers {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: PeerClient,
+}
+
+/// Plain HTTP only, or HTTP and HTTPS (peers verified with the
+/// configuration given).
+#[derive(Clone)]
+enum PeerClient {
+    Plain(Client<HttpConnector, Full<Bytes>>),
+    Tls(Client<HttpsConnector<HttpConnector>, Full<Bytes>>),
 }
 
 impl Peers {
-    /// A pool with no connections yet (they are opened on first use).
-    pub(crate) fn new() -> Peers {
+    /// A pool with no connections yet (they are opened on first use);
+    /// `https://` peers are verified with `tls`, and refused without it.
+    pub(crate) fn new(tls: Option<Arc<rustls::ClientConfig>>) -> Peers {
         let mut tcp = HttpConnector::new();
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        let client = Client::builder(TokioExecutor::new())
+        let mut builder = Client::builder(TokioExecutor::new());
+        builder
             .pool_idle_timeout(IDLE_TIMEOUT)
-            .pool_timer(hyper_util::rt::TokioTimer::new())
-            .build(tcp);
+            .pool_timer(hyper_util::rt::TokioTimer::new());
+        let client = match tls {
+            None => PeerClient::Plain(builder.build(tcp)),
+            Some(config) => {
+                tcp.enforce_http(false);
+                let connector = hyper_rustls::HttpsConnectorBuilder::new()
+                    .with_tls_config(Arc::unwrap_or_clone(config))
+                    .https_or_http()
+                    .enable_http1()
+                    .wrap_connector(tcp);
+                PeerClient::Tls(builder.build(connector))
+            }
+        };
         Peers { client }
     }
 
@@ -75,6 +100,7 @@ impl Peers {
         let authority = url
             .authority()
             .ok_or_else(|| format!("{url} names no host"))?;
+
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = head.method.clone();
         *request.uri_mut() = url.clone();
@@ -93,10 +119,24 @@ impl Peers {
         }
         let own = HeaderValue::from_str(own).map_err(|e| format!("replica name {own}: {e}"))?;
         headers.insert(FORWARDED_BY, own);
-        let answer = tokio::time::timeout(ANSWER_TIMEOUT, self.client.request(request))
+        let sent = async {
+            match &self.client {
+                PeerClient::Plain(_) if url.scheme_str() == Some("https") => Err(format!(
+                    "{url} is https, and this server has no TLS configuration for its peers"
+                )),
+                PeerClient::Plain(client) => client
+                    .request(request)
+                    .await
+                    .map_err(|e| format!("{url} did not answer: {}", with_causes(&e))),
+                PeerClient::Tls(client) => client
+                    .request(request)
+                    .await
+                    .map_err(|e| format!("{url} did not answer: {}", with_causes(&e))),
+            }
+        };
+        let answer = tokio::time::timeout(ANSWER_TIMEOUT, sent)
             .await
-            .map_err(|_| format!("{url} did not answer within {ANSWER_TIMEOUT:?}"))?
-            .map_err(|e| format!("{url} did not answer: {}", with_causes(&e)))?;
+            .map_err(|_| format!("{url} did not answer within {ANSWER_TIMEOUT:?}"))??;
         let (parts, incoming) = answer.into_parts();
         let mut response = Response::new(Body::Peer(incoming));
         *response.status_mut() = parts.status;

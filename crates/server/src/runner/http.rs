@@ -51,6 +51,7 @@ use crate::notify::Subscription;
 use crate::runner::body::Body;
 use crate::runner::forward;
 use crate::runner::headers::{self, Guard, Mirror};
+use crate::runner::tls::ServerTls;
 use crate::server::Server;
 use crate::sink::Sink;
 
@@ -77,6 +78,9 @@ pub struct HttpOptions {
     auth: Option<Arc<Auth>>,
     dpop: Arc<DpopVerifier>,
     routes: Vec<(String, PlainRoute)>,
+    tls: Option<ServerTls>,
+    handshake_timeout: Duration,
+    peer_tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 /// The answer of a plain (non-MCP) route: status, content type and body.
@@ -117,6 +121,7 @@ impl std::fmt::Debug for HttpOptions {
             .field("path", &self.path)
             .field("max_body", &self.max_body)
             .field("auth", &self.auth.is_some())
+            .field("tls", &self.tls.is_some())
             .field(
                 "routes",
                 &self
@@ -144,6 +149,9 @@ impl Default for HttpOptions {
             auth: None,
             dpop: Arc::new(DpopVerifier::new()),
             routes: Vec::new(),
+            tls: None,
+            handshake_timeout: Duration::from_secs(10),
+            peer_tls: None,
         }
     }
 }
@@ -258,6 +266,30 @@ impl HttpOptions {
         self
     }
 
+    /// Serves HTTPS (HTTP/1.1 over TLS) with `tls`'s certificate and key;
+    /// replacing them in `tls` while serving takes effect from the next
+    /// connection on.
+    pub fn tls(mut self, tls: ServerTls) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// With TLS: how long a client has to finish the handshake; a
+    /// connection that takes longer (or sends no TLS at all) is closed.
+    /// Default 10 s.
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How `https://` replica peers ([`crate::ServerBuilder::replica_peers`])
+    /// are verified when requests are sent on to them; without it only
+    /// `http://` peers can be reached.
+    pub fn peer_tls(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.peer_tls = Some(config);
+        self
+    }
+
     /// Requires a bearer token on every request, checked by `validator`,
     /// and serves the Protected Resource Metadata document.
     pub fn auth(mut self, validator: impl TokenValidator, metadata: ProtectedResource) -> Self {
@@ -294,11 +326,12 @@ pub async fn serve(
             .unwrap_or_else(|| Guard::for_bind(&local).hosts),
         origins: options.origins.clone(),
     };
+    let peers = forward::Peers::new(options.peer_tls.clone());
     let state = Arc::new(State {
         server: server.clone(),
         guard,
         options,
-        peers: forward::Peers::new(),
+        peers,
     });
     let permits = Arc::new(Semaphore::new(state.options.max_connections));
     // Every connection task holds a clone; when all are gone, `done` ends.
@@ -331,22 +364,29 @@ pub async fn serve(
         let (key, stop) = stops.register();
         let stops = Arc::clone(&stops);
         tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let state = Arc::clone(&state);
-                async move { Ok::<_, Infallible>(state.handle(req, peer).await) }
-            });
-            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                biased;
-                r = conn.as_mut() => {
-                    if let Err(e) = r {
-                        tracing::debug!(%peer, "connection ended: {e}");
+            let mut stop = stop;
+            match state.options.tls.as_ref().map(ServerTls::acceptor) {
+                None => serve_connection(stream, state, peer, stop).await,
+                Some(acceptor) => {
+                    let timeout = state.options.handshake_timeout;
+                    let handshake = tokio::time::timeout(timeout, acceptor.accept(stream));
+                    let tls = tokio::select! {
+                        r = handshake => match r {
+                            Ok(Ok(tls)) => Some(tls),
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, "TLS handshake failed: {e}");
+                                None
+                            }
+                            Err(_) => {
+                                tracing::debug!(%peer, "no TLS handshake within {timeout:?}");
+                                None
+                            }
+                        },
+                        _ = &mut stop => None,
+                    };
+                    if let Some(tls) = tls {
+                        serve_connection(tls, state, peer, stop).await;
                     }
-                }
-                _ = stop => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
                 }
             }
             stops.forget(key);
@@ -359,6 +399,36 @@ pub async fn serve(
     drop(alive_tx);
     let _ = tokio::time::timeout(state.options.shutdown_grace, done.recv()).await;
     Ok(())
+}
+
+/// Serves HTTP/1.1 on one accepted connection (plain TCP, or TLS once
+/// its handshake is done) until it ends or `stop` asks for a graceful end.
+async fn serve_connection<I>(
+    io: I,
+    state: Arc<State>,
+    peer: SocketAddr,
+    stop: oneshot::Receiver<()>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(state.handle(req, peer).await) }
+    });
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        biased;
+        r = conn.as_mut() => {
+            if let Err(e) = r {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
+        }
+        _ = stop => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
 }
 
 /// Binds `addr` and serves until `shutdown`; a convenience over [`serve`].

@@ -5,3 +5,4 @@ pub(crate) mod forward;
 pub(crate) mod headers;
 pub(crate) mod http;
 pub(crate) mod stdio;
+pub(crate) mod tls;
