@@ -138,33 +138,32 @@ fn config_check_reads_the_config_and_tokens_without_starting_anything() {
     assert_eq!(summary["callerLimits"]["callsPerMinute"], 60);
     assert!(summary.get("tokens").is_none());
 
+    // `config check` of a tokens file holding `tokens`: it fails.
+    let failing_with = |tokens: &str| {
+        let file = sb.write("other-tokens.txt", tokens);
+        let run = sb.run(&[
+            "--config",
+            cfg,
+            "config",
+            "check",
+            "--tokens-file",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 1, "{run:?}");
+        run.stderr
+    };
     // A tokens file without ci-bot: its entry names no one.
-    let only_alice = sb.write("alice.txt", "alice alice-token-9876543210\n");
-    let run = sb.run(&[
-        "--config",
-        cfg,
-        "config",
-        "check",
-        "--tokens-file",
-        only_alice.to_str().unwrap(),
-    ]);
-    assert_eq!(run.code, 1, "{run:?}");
+    let stderr = failing_with("alice alice-token-9876543210\n");
     assert!(
-        run.stderr.contains("principals.ci-bot names no token in"),
-        "{run:?}"
+        stderr.contains("principals.ci-bot names no token in"),
+        "{stderr}"
     );
     // A tokens file that does not load, naming the line, not the token.
-    let short = sb.write("short.txt", "bob short\n");
-    let run = sb.run(&[
-        "--config",
-        cfg,
-        "config",
-        "check",
-        "--tokens-file",
-        short.to_str().unwrap(),
-    ]);
-    assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains("entry 1"), "{run:?}");
+    let stderr = failing_with("bob tiny-tkn\n");
+    assert!(
+        stderr.contains("entry 1") && !stderr.contains("tiny-tkn"),
+        "{stderr}"
+    );
     // Every problem of a broken config.
     let bad = sb.write(
         "bad.json",

@@ -16,6 +16,8 @@ use switchboard_client::{
     BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
 };
 
+use switchboard_testutil::tls;
+
 use crate::util::{Sandbox, collect, spawn, wait_for};
 
 const CI_TOKEN: &str = "ci-bot-token-0123456789";
@@ -601,33 +603,6 @@ async fn principals_that_name_no_token_are_reported() {
     );
 }
 
-/// A file of the test CA and certificates the server framework's TLS
-/// tests use (`crates/server/tests/data`, made as its `tls.rs` says).
-fn tls_fixture(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../server/tests/data")
-        .join(name);
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// A TLS client configuration trusting only the test CA.
-fn trusting_the_test_ca() -> Arc<rustls::ClientConfig> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(tls_fixture("ca.pem").as_bytes()).unwrap())
-        .unwrap();
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    Arc::new(config)
-}
-
 /// The certificate the gateway presents on a new TLS connection, and the
 /// body of a `GET path` on it.
 async fn tls_get(gw: &Running, path: &str) -> (Vec<u8>, String) {
@@ -636,7 +611,7 @@ async fn tls_get(gw: &Running, path: &str) -> (Vec<u8>, String) {
         .await
         .unwrap();
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let mut tls = tokio_rustls::TlsConnector::from(trusting_the_test_ca())
+    let mut tls = tokio_rustls::TlsConnector::from(tls::client_trusting_test_ca())
         .connect(name, tcp)
         .await
         .unwrap();
@@ -648,14 +623,6 @@ async fn tls_get(gw: &Running, path: &str) -> (Vec<u8>, String) {
     (presented, response)
 }
 
-fn der_of(pem_name: &str) -> Vec<u8> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    CertificateDer::from_pem_slice(tls_fixture(pem_name).as_bytes())
-        .unwrap()
-        .to_vec()
-}
-
 // HTTPS: --tls-cert and --tls-key serve the gateway over TLS (a client
 // trusting the CA lists and calls tools; plain HTTP gets no answer); a
 // renewed certificate written over the files is used from the next
@@ -664,8 +631,8 @@ fn der_of(pem_name: &str) -> Vec<u8> {
 async fn https_with_a_certificate_renewed_while_serving() {
     let sb = Sandbox::new();
     let cfg = token_config(&sb);
-    let cert = sb.write("tls.pem", &tls_fixture("server-a.pem"));
-    let key = sb.write("tls.key", &tls_fixture("server-a.key"));
+    let cert = sb.write("tls.pem", &tls::pem("server-a.pem"));
+    let key = sb.write("tls.key", &tls::pem("server-a.key"));
     let tokens = format!("alice {ALICE_TOKEN}\n");
     let gw = serve_with_tokens(
         &sb,
@@ -683,7 +650,7 @@ async fn https_with_a_certificate_renewed_while_serving() {
     assert!(gw.url.starts_with("https://127.0.0.1:"), "{}", gw.url);
     let transport = HttpTransport::builder("gateway", &gw.url)
         .header("Authorization", format!("Bearer {ALICE_TOKEN}"))
-        .tls_config(trusting_the_test_ca())
+        .tls_config(tls::client_trusting_test_ca())
         .build()
         .unwrap();
     let alice = Client::builder("gateway", transport)
@@ -694,7 +661,7 @@ async fn https_with_a_certificate_renewed_while_serving() {
     assert_eq!(tool_names(&alice).await.len(), 4);
     lists_notes(&alice).await;
     let (presented, health) = tls_get(&gw, "/healthz").await;
-    assert_eq!(presented, der_of("server-a.pem"));
+    assert_eq!(presented, tls::der("server-a.pem").to_vec());
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     // Plain HTTP on the port: no HTTP answer.
     let mut plain = TcpStream::connect(gw.authority()).unwrap();
@@ -709,10 +676,10 @@ async fn https_with_a_certificate_renewed_while_serving() {
     assert!(!answer.starts_with(b"HTTP/"), "{answer:?}");
 
     // The certificate is renewed (key first, then the chain).
-    sb.write("tls.key", &tls_fixture("server-b.key"));
-    sb.write("tls.pem", &tls_fixture("server-b.pem"));
+    sb.write("tls.key", &tls::pem("server-b.key"));
+    sb.write("tls.pem", &tls::pem("server-b.pem"));
     let start = std::time::Instant::now();
-    while tls_get(&gw, "/healthz").await.0 != der_of("server-b.pem") {
+    while tls_get(&gw, "/healthz").await.0 != tls::der("server-b.pem").to_vec() {
         assert!(start.elapsed() < Duration::from_secs(30), "{}", gw.stderr());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -721,7 +688,10 @@ async fn https_with_a_certificate_renewed_while_serving() {
     // A broken chain: reported, and the renewed one stays.
     sb.write("tls.pem", "-----BEGIN CERTIFICATE-----\nbroken\n");
     until_logged(&gw, "the TLS certificate was not reloaded").await;
-    assert_eq!(tls_get(&gw, "/healthz").await.0, der_of("server-b.pem"));
+    assert_eq!(
+        tls_get(&gw, "/healthz").await.0,
+        tls::der("server-b.pem").to_vec()
+    );
     lists_notes(&alice).await;
     let (_, metrics) = tls_get(&gw, "/metrics").await;
     for result in ["applied", "rejected"] {

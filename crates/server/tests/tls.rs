@@ -1,65 +1,34 @@
 //! HTTPS: the runner serves MCP over TLS with a certificate and key from
 //! PEM, picks up a replaced pair from the next connection on (a bad one
 //! leaves the pair in use), closes a connection that brings no handshake,
-//! and refuses a key that is not the certificate's.
-//!
-//! `data/` holds a test CA and two certificates for `localhost` and
-//! `127.0.0.1` it signed (`server-a`, `server-b`, each with its key),
-//! valid until 2126, made with:
-//!
-//! ```text
-//! openssl ecparam -name prime256v1 -genkey -noout -out ca.key
-//! openssl req -x509 -new -key ca.key -sha256 -days 36500 -subj "/CN=switchboard gateway test CA" \
-//!   -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" -out ca.pem
-//! for n in a b; do
-//!   openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt -out server-$n.key
-//!   openssl req -new -key server-$n.key -subj "/CN=localhost $n" -out s.csr
-//!   openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 36500 -sha256 \
-//!     -extfile <(printf "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n") \
-//!     -out server-$n.pem
-//! done
-//! ```
+//! and refuses a key that is not the certificate's; an `https://` replica
+//! peer is reached with the peer TLS configuration. The certificates are
+//! `switchboard_testutil::tls`'s.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::json;
 use switchboard_server::http::{HttpOptions, ServerTls};
+use switchboard_testutil::tls;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::util::*;
 
-const CA: &[u8] = include_bytes!("data/ca.pem");
-const CERT_A: &[u8] = include_bytes!("data/server-a.pem");
-const KEY_A: &[u8] = include_bytes!("data/server-a.key");
-const CERT_B: &[u8] = include_bytes!("data/server-b.pem");
-
-fn data(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn der(pem: &[u8]) -> CertificateDer<'static> {
-    CertificateDer::from_pem_slice(pem).unwrap()
+/// The test pair `name` (`server-a`, `server-b`): certificate and key.
+fn pair(name: &str) -> (String, String) {
+    (
+        tls::pem(&format!("{name}.pem")),
+        tls::pem(&format!("{name}.key")),
+    )
 }
 
 /// A TLS client trusting only the test CA.
 fn connector() -> tokio_rustls::TlsConnector {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(der(CA)).unwrap();
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    tokio_rustls::TlsConnector::from(Arc::new(config))
+    tokio_rustls::TlsConnector::from(tls::client_trusting_test_ca())
 }
 
 /// Posts `server/discover` over a new TLS connection: the certificate the
@@ -101,40 +70,42 @@ async fn post_over_tls(
 
 #[tokio::test]
 async fn https_is_served_and_a_replaced_certificate_is_used_from_the_next_connection() {
-    let tls = ServerTls::from_pem(CERT_A, KEY_A).unwrap();
+    let (cert_a, key_a) = pair("server-a");
+    let served = ServerTls::from_pem(cert_a.as_bytes(), key_a.as_bytes()).unwrap();
     let options = HttpOptions::new()
-        .tls(tls.clone())
+        .tls(served.clone())
         .handshake_timeout(Duration::from_millis(300));
     let (server, _) = server();
     let http = start(server, options).await;
 
     let (presented, response) = discover_over_tls(http.addr).await;
-    assert_eq!(presented, der(CERT_A));
+    assert_eq!(presented, tls::der("server-a.pem"));
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.contains("\"result\""), "{response}");
 
     // A renewed certificate: new connections get it.
-    tls.replace_from_pem_files(&data("server-b.pem"), &data("server-b.key"))
+    served
+        .replace_from_pem_files(&tls::fixture("server-b.pem"), &tls::fixture("server-b.key"))
         .unwrap();
     let (presented, response) = discover_over_tls(http.addr).await;
-    assert_eq!(presented, der(CERT_B));
+    assert_eq!(presented, tls::der("server-b.pem"));
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     // A key that is not the certificate's, or a file that is not PEM, is
     // refused, naming the files, and the pair in use stays.
-    let err = tls
-        .replace_from_pem_files(&data("server-a.pem"), &data("server-b.key"))
+    let err = served
+        .replace_from_pem_files(&tls::fixture("server-a.pem"), &tls::fixture("server-b.key"))
         .unwrap_err();
     assert!(
         err.to_string().contains("server-a.pem")
             && err.to_string().contains("cannot be served together"),
         "{err}"
     );
-    let err = tls
-        .replace_from_pem_files(&data("ca.pem"), &data("missing.key"))
+    let err = served
+        .replace_from_pem_files(&tls::fixture("ca.pem"), &tls::fixture("missing.key"))
         .unwrap_err();
     assert!(err.to_string().contains("missing.key"), "{err}");
     let (presented, _) = discover_over_tls(http.addr).await;
-    assert_eq!(presented, der(CERT_B));
+    assert_eq!(presented, tls::der("server-b.pem"));
 
     // Plain HTTP on the TLS port gets no HTTP answer.
     let mut plain = TcpStream::connect(http.addr).await.unwrap();
@@ -157,34 +128,17 @@ async fn https_is_served_and_a_replaced_certificate_is_used_from_the_next_connec
 
 #[test]
 fn pem_that_cannot_be_served_is_refused_with_the_reason() {
-    let err = ServerTls::from_pem(b"not pem", KEY_A).unwrap_err();
+    let ((cert_a, key_a), (cert_b, _)) = (pair("server-a"), pair("server-b"));
+    let err = ServerTls::from_pem(b"not pem", key_a.as_bytes()).unwrap_err();
     assert!(err.to_string().contains("holds no certificate"), "{err}");
-    let err = ServerTls::from_pem(
-        CERT_A,
-        b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-    )
-    .unwrap_err();
+    let broken_key = b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+    let err = ServerTls::from_pem(cert_a.as_bytes(), broken_key).unwrap_err();
     assert!(err.to_string().contains("the key"), "{err}");
-    let err = ServerTls::from_pem(CERT_B, KEY_A).unwrap_err();
+    let err = ServerTls::from_pem(cert_b.as_bytes(), key_a.as_bytes()).unwrap_err();
     assert!(
         err.to_string().contains("cannot be served together"),
         "{err}"
     );
-}
-
-/// `connector()`'s configuration, for a runner's peers.
-fn trusting_the_test_ca() -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(der(CA)).unwrap();
-    Arc::new(
-        rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth(),
-    )
 }
 
 // A replica serving HTTPS is a peer other replicas reach at its https://
@@ -194,11 +148,9 @@ fn trusting_the_test_ca() -> Arc<rustls::ClientConfig> {
 #[tokio::test]
 async fn an_https_replica_peer_is_reached_with_the_peer_tls_configuration() {
     let b = builder(Arc::default()).task_origin("b").build().unwrap();
-    let b = start(
-        b,
-        HttpOptions::new().tls(ServerTls::from_pem(CERT_A, KEY_A).unwrap()),
-    )
-    .await;
+    let (cert_a, key_a) = pair("server-a");
+    let served = ServerTls::from_pem(cert_a.as_bytes(), key_a.as_bytes()).unwrap();
+    let b = start(b, HttpOptions::new().tls(served)).await;
     let url = format!("https://127.0.0.1:{}/mcp", b.addr.port());
     let replica_a = |peer_tls: bool| {
         let server = builder(Arc::default())
@@ -208,7 +160,7 @@ async fn an_https_replica_peer_is_reached_with_the_peer_tls_configuration() {
             .build()
             .unwrap();
         let options = if peer_tls {
-            HttpOptions::new().peer_tls(trusting_the_test_ca())
+            HttpOptions::new().peer_tls(tls::client_trusting_test_ca())
         } else {
             HttpOptions::new()
         };
