@@ -693,6 +693,36 @@ async fn https_with_a_certificate_renewed_while_serving() {
         tls::der("server-b.pem").to_vec()
     );
     lists_notes(&alice).await;
+    // A pair that does not go together, or TLS without --http, stops the
+    // gateway before it serves, naming the files.
+    let mismatched = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--tls-cert",
+        &tls::fixture("server-a.pem").display().to_string(),
+        "--tls-key",
+        &tls::fixture("server-b.key").display().to_string(),
+    ]);
+    assert_eq!(mismatched.code, 1, "{mismatched:?}");
+    assert!(
+        mismatched.stderr.contains("server-a.pem")
+            && mismatched.stderr.contains("cannot be served together"),
+        "{mismatched:?}"
+    );
+    let stdio = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--tls-cert",
+        "a.pem",
+        "--tls-key",
+        "a.key",
+    ]);
+    assert_eq!(stdio.code, 1, "{stdio:?}");
+    assert!(stdio.stderr.contains("need --http"), "{stdio:?}");
     let (_, metrics) = tls_get(&gw, "/metrics").await;
     for result in ["applied", "rejected"] {
         assert!(

@@ -263,7 +263,8 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     result
 }
 
-/// The watchers of the config and tokens files, stopped when dropped.
+/// The watchers of the config, tokens and TLS files, stopped when
+/// dropped.
 #[derive(Default)]
 struct Watchers(Vec<tokio::task::JoinHandle<()>>);
 
