@@ -33,7 +33,8 @@ pub(crate) fn json(value: &impl Serialize) -> io::Result<()> {
 /// Whether stderr's lines are JSON objects (`--log-format json`).
 static JSON_LOGS: AtomicBool = AtomicBool::new(false);
 
-/// Makes [`note`] and [`warning`] write JSON objects, like the log lines.
+/// Makes [`note`], [`warning`] and [`failure`] write JSON objects, like
+/// the log lines.
 pub(crate) fn use_json_logs() {
     JSON_LOGS.store(true, Ordering::Relaxed);
 }
