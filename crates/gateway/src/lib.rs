@@ -322,6 +322,11 @@ impl Gateway {
             server.set_tool_filter(move |principal, tool| {
                 principal.is_none_or(|p| filter_host.principal_may_call(&p.subject, tool))
             });
+            // And the prompts and resources its rules let it use.
+            let filter_host = host.clone();
+            server.set_offer_filter(move |principal, offered| {
+                principal.is_none_or(|p| offer::may_use(&filter_host, &p.subject, offered))
+            });
         }
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;

@@ -15,8 +15,8 @@ use switchboard_client::RequestOptions;
 use switchboard_host::offer::{OfferedPrompt, OfferedResource, OfferedTemplate};
 use switchboard_host::{Catalog, Host, OfferChange, OfferError};
 use switchboard_server::{
-    CompleteRequest, CompletionRef, Context, HandlerError, PromptOutcome, PromptSpec, ResourceSpec,
-    Server, TemplateMatch, TemplateSpec,
+    CompleteRequest, CompletionRef, Context, HandlerError, Offered, PromptOutcome, PromptSpec,
+    ResourceSpec, Server, TemplateMatch, TemplateSpec,
 };
 use switchboard_wire::{
     CacheHints, Completion, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate,
@@ -66,6 +66,41 @@ pub(crate) async fn follow_changes(
             Err(broadcast::error::RecvError::Closed) => return,
         }
     }
+}
+
+/// Whether `principal` may list and use `offered` (a served prompt name,
+/// resource URI or template): its `principals` rules apply to a prompt's
+/// name as to a tool's, and to a resource or template as to its whole
+/// server ([`Host::principal_may_reach`]). Something the catalog does not
+/// hold is refused.
+pub(crate) fn may_use(host: &Host, principal: &str, offered: Offered<'_>) -> bool {
+    let catalog = host.catalog();
+    match offered {
+        Offered::Prompt(name) => host.principal_may_use_prompt(principal, name),
+        Offered::Resource(uri) => catalog
+            .resource(uri)
+            .is_some_and(|r| host.principal_may_reach(principal, &r.alias)),
+        Offered::Template(template) => catalog
+            .template(template)
+            .is_some_and(|t| host.principal_may_reach(principal, &t.alias)),
+    }
+}
+
+/// The refusal a caller gets for something its rules keep from it, or
+/// `None` (no caller, or it may).
+fn refusal(host: &Host, ctx: &Context, offered: Offered<'_>) -> Option<HandlerError> {
+    let principal = ctx.principal()?;
+    if may_use(host, &principal.subject, offered) {
+        return None;
+    }
+    let what = match offered {
+        Offered::Prompt(name) => format!("prompt {name}"),
+        Offered::Resource(uri) | Offered::Template(uri) => format!("resource {uri}"),
+    };
+    Some(HandlerError::msg(format!(
+        "The user's permission rules for {} do not allow {what}.",
+        principal.subject
+    )))
 }
 
 /// One `completion/complete`, routed to the owning server by the catalog.
@@ -138,6 +173,9 @@ fn add_prompt(server: &Server, host: &Host, offered: &OfferedPrompt) -> bool {
         let host = host.clone();
         let name = name.clone();
         async move {
+            if let Some(refused) = refusal(&host, &ctx, Offered::Prompt(&name)) {
+                return Err(refused);
+            }
             let arguments = match args {
                 Value::Object(m) if !m.is_empty() => Some(m),
                 _ => None,
@@ -240,11 +278,18 @@ fn add_resource(server: &Server, host: &Host, offered: &OfferedResource) -> bool
     let host = host.clone();
     let alias = offered.alias.clone();
     let uri = offered.original_uri.clone();
-    let handler = move |_ctx: Context| {
+    let served = r.uri.clone();
+    let handler = move |ctx: Context| {
         let host = host.clone();
         let alias = alias.clone();
         let uri = uri.clone();
-        async move { read(&host, &alias, &uri).await }
+        let served = served.clone();
+        async move {
+            if let Some(refused) = refusal(&host, &ctx, Offered::Resource(&served)) {
+                return Err(refused);
+            }
+            read(&host, &alias, &uri).await
+        }
     };
     match server.add_resource(spec, handler) {
         Ok(()) => true,
@@ -269,10 +314,14 @@ fn add_template(server: &Server, host: &Host, offered: &OfferedTemplate) -> bool
     }
     let host = host.clone();
     let offered_copy = offered.clone();
-    let handler = move |matched: TemplateMatch, _ctx: Context| {
+    let handler = move |matched: TemplateMatch, ctx: Context| {
         let host = host.clone();
         let offered = offered_copy.clone();
         async move {
+            let template = &offered.template.uri_template;
+            if let Some(refused) = refusal(&host, &ctx, Offered::Template(template)) {
+                return Err(refused);
+            }
             let uri = offered.original_uri(&matched.uri).to_owned();
             read(&host, &offered.alias, &uri).await
         }

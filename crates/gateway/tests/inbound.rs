@@ -134,3 +134,86 @@ async fn refused_requests_are_counted_by_reason() {
     assert!(!metrics.contains("not-a-known-token"));
     host.shutdown().await;
 }
+
+/// The names of the prompts, resources and templates `client` is listed.
+async fn offers_listed(client: &Client) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let prompts = client.list_all_prompts().await.unwrap().items;
+    let resources = client.list_all_resources().await.unwrap().items;
+    let templates = client.list_all_resource_templates().await.unwrap().items;
+    (
+        prompts.into_iter().map(|p| p.name).collect(),
+        resources.into_iter().map(|r| r.uri).collect(),
+        templates.into_iter().map(|t| t.uri_template).collect(),
+    )
+}
+
+// A caller's `principals` rules narrow the prompts and resources it is
+// listed and may use, not only the tools: a prompt's name as a tool's; a
+// server's resources and templates as the whole server (a caller narrowed
+// to some of its tools reads none of them). Gets, reads and completions of
+// what is hidden are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn principals_narrow_prompts_and_resources_too() {
+    const CAROL: &str = "carol-token-5555555555";
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"mock": stdio(&[])},
+            "permissions": {"allow": ["mcp__mock"]},
+            "principals": {
+                "bob": {"allow": ["mcp__mock__echo"]},
+                "carol": {"allow": ["mcp__mock"], "deny": ["mcp__mock__greet"]}
+            }
+        }))
+        .await;
+    let auth = InboundAuth::tokens(
+        tokens(&format!("alice {ALICE}\nbob {BOB}\ncarol {CAROL}")),
+        "http://127.0.0.1/mcp",
+    );
+    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
+    let (alice, bob, carol) = (
+        client_as(&gateway.url, ALICE).await,
+        client_as(&gateway.url, BOB).await,
+        client_as(&gateway.url, CAROL).await,
+    );
+    let greet = "mcp__mock__greet";
+    let (template, resource) = ("mock://item/{id}", "mock://a");
+    let who = || json!({"who": "you"}).as_object().cloned();
+    let prompt_ref = json!({"type": "ref/prompt", "name": greet});
+
+    // alice has no entry: everything.
+    let (prompts, resources, templates) = offers_listed(&alice).await;
+    assert_eq!(prompts, [greet]);
+    assert!(resources.iter().any(|r| r == resource), "{resources:?}");
+    assert_eq!(templates, [template]);
+    alice.get_prompt(greet, who()).await.unwrap();
+    alice.read_resource(resource).await.unwrap();
+    alice.read_resource("mock://item/7").await.unwrap();
+
+    // bob may call echo only: no prompt, no resource of mock.
+    assert_eq!(offers_listed(&bob).await, (vec![], vec![], vec![]));
+    let refused = bob.get_prompt(greet, who()).await.unwrap_err();
+    assert!(refused.to_string().contains("bob"), "{refused}");
+    for uri in [resource, "mock://item/7"] {
+        let refused = bob.read_resource(uri).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("do not allow"),
+            "{uri}: {refused}"
+        );
+    }
+    assert!(
+        bob.complete(prompt_ref.clone(), "who", "y", None)
+            .await
+            .is_err()
+    );
+
+    // carol has the whole server but greet: its resources, not the prompt.
+    let (prompts, resources, templates) = offers_listed(&carol).await;
+    assert!(prompts.is_empty(), "{prompts:?}");
+    assert!(resources.iter().any(|r| r == resource), "{resources:?}");
+    assert_eq!(templates, [template]);
+    carol.read_resource(resource).await.unwrap();
+    assert!(carol.get_prompt(greet, who()).await.is_err());
+    assert!(carol.complete(prompt_ref, "who", "y", None).await.is_err());
+    host.shutdown().await;
+}

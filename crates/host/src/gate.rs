@@ -163,6 +163,32 @@ pub fn principal_allows<'a>(
     }
 }
 
+/// Whether a caller whose `principals` entry holds `rules` may reach what
+/// server `alias` offers beyond tools and prompts (its resources and
+/// resource templates): these have no names the rules could pick out, so
+/// they follow the rules for the whole server. `Err(Some(rule))` for a
+/// deny rule taking the whole server; `Err(None)` when the entry has allow
+/// rules and none grants the whole server (a caller narrowed to some
+/// tools of it reads none of its resources).
+///
+/// # Errors
+/// The refusal, as described.
+pub fn principal_reaches<'a>(rules: &'a [Rule], alias: &str) -> Result<(), Option<&'a Rule>> {
+    let whole = |rule: &&Rule| rule.pattern.alias() == alias && rule.pattern.is_whole_server();
+    if let Some(rule) = rules
+        .iter()
+        .filter(|r| r.kind == RuleKind::Deny)
+        .find(whole)
+    {
+        return Err(Some(rule));
+    }
+    let allows: Vec<&Rule> = rules.iter().filter(|r| r.kind == RuleKind::Allow).collect();
+    if !allows.is_empty() && !allows.iter().any(whole) {
+        return Err(None);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,5 +305,25 @@ mod tests {
         let deny_only = vec![rule(RuleKind::Deny, "mcp__git")];
         assert!(principal_allows(&deny_only, "fs", "write").is_ok());
         assert!(principal_allows(&deny_only, "git", "log").is_err());
+    }
+
+    // Resources follow the rules for the whole server.
+    #[test]
+    fn a_server_is_reached_when_the_rules_grant_all_of_it() {
+        assert!(principal_reaches(&[], "fs").is_ok());
+        let whole = vec![
+            rule(RuleKind::Allow, "mcp__fs__*"),
+            rule(RuleKind::Deny, "mcp__fs__write"),
+        ];
+        // A tool denied leaves the server's resources readable.
+        assert!(principal_reaches(&whole, "fs").is_ok());
+        assert_eq!(principal_reaches(&whole, "git"), Err(None));
+        // Some tools only: none of its resources.
+        let some = vec![rule(RuleKind::Allow, "mcp__fs__read")];
+        assert_eq!(principal_reaches(&some, "fs"), Err(None));
+        let deny_server = vec![rule(RuleKind::Deny, "mcp__git")];
+        let refused = principal_reaches(&deny_server, "git").unwrap_err().unwrap();
+        assert_eq!(refused.pattern.as_str(), "mcp__git");
+        assert!(principal_reaches(&deny_server, "fs").is_ok());
     }
 }

@@ -133,6 +133,12 @@ impl Pattern {
         &self.alias
     }
 
+    /// Whether the pattern takes in a whole server (`mcp__ALIAS` or
+    /// `mcp__ALIAS__*`).
+    pub fn is_whole_server(&self) -> bool {
+        matches!(self.tool, ToolPattern::Any)
+    }
+
     /// Whether the pattern names exactly one tool (not a whole server or a
     /// wildcard).
     pub fn is_exact(&self) -> bool {

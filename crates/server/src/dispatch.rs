@@ -29,7 +29,7 @@ use crate::legacy::Session;
 use crate::notify::Subscription;
 use crate::outcome::{InputRequired, Outcome};
 use crate::seal::{Binding, ListKind, OpenedState, params_digest};
-use crate::server::Server;
+use crate::server::{Offered, Server};
 use crate::sink::Sink;
 use crate::task::Started;
 use crate::tool::{ToolEntry, empty_args, failure_result};
@@ -214,9 +214,15 @@ impl Server {
         let result = match method.as_str() {
             method::DISCOVER => Ok(self.discover_bytes()),
             method::TOOLS_LIST => self.list(ListKind::Tools, params, incoming.principal.as_deref()),
-            method::PROMPTS_LIST => self.list(ListKind::Prompts, params, None),
-            method::RESOURCES_LIST => self.list(ListKind::Resources, params, None),
-            method::RESOURCES_TEMPLATES_LIST => self.list(ListKind::Templates, params, None),
+            method::PROMPTS_LIST => {
+                self.list(ListKind::Prompts, params, incoming.principal.as_deref())
+            }
+            method::RESOURCES_LIST => {
+                self.list(ListKind::Resources, params, incoming.principal.as_deref())
+            }
+            method::RESOURCES_TEMPLATES_LIST => {
+                self.list(ListKind::Templates, params, incoming.principal.as_deref())
+            }
             method::TOOLS_CALL => self.mrtr(Target::Tool, &id, params, meta, &incoming).await,
             method::PROMPTS_GET => {
                 self.mrtr(Target::Prompt, &id, params, meta, &incoming)
@@ -285,6 +291,7 @@ impl Server {
             Some(_) => return Err(Fault::invalid_params("cursor must be a string")),
         };
         let registry = self.registry();
+        let offers = self.offer_filter();
         let page = self.inner.options.page_size;
         let mut out = Vec::with_capacity(1024);
         out.push(b'{');
@@ -304,12 +311,23 @@ impl Server {
                     write_page(&mut out, &shown, offset, page, |t| &t.def)
                 }
             },
-            ListKind::Prompts => write_page(&mut out, &registry.prompts, offset, page, |p| &p.def),
+            ListKind::Prompts => {
+                let shown = offered(&registry.prompts, principal, &offers, |p| {
+                    Offered::Prompt(&p.def.name)
+                });
+                write_page(&mut out, &shown, offset, page, |p| &p.def)
+            }
             ListKind::Resources => {
-                write_page(&mut out, &registry.resources, offset, page, |r| &r.def)
+                let shown = offered(&registry.resources, principal, &offers, |r| {
+                    Offered::Resource(&r.def.uri)
+                });
+                write_page(&mut out, &shown, offset, page, |r| &r.def)
             }
             ListKind::Templates => {
-                write_page(&mut out, &registry.templates, offset, page, |t| &t.def)
+                let shown = offered(&registry.templates, principal, &offers, |t| {
+                    Offered::Template(&t.def.uri_template)
+                });
+                write_page(&mut out, &shown, offset, page, |t| &t.def)
             }
         };
         if offset.saturating_add(page) < len {
@@ -869,9 +887,17 @@ impl Server {
         };
         let request = CompleteRequest::parse(params.as_ref()).map_err(Fault::invalid_params)?;
         let registry = self.registry();
+        // What the offer filter hides from this caller is unknown to it.
+        let hidden = |what: Offered<'_>| {
+            self.offer_filter()
+                .is_some_and(|keep| !keep(incoming.principal.as_deref(), what))
+        };
         match &request.reference {
             CompletionRef::Prompt { name } => {
-                let Some(prompt) = registry.prompt(name) else {
+                let Some(prompt) = registry
+                    .prompt(name)
+                    .filter(|_| !hidden(Offered::Prompt(name)))
+                else {
                     return Err(Fault::invalid_params(format!("unknown prompt {name:?}")));
                 };
                 let known = prompt
@@ -892,6 +918,7 @@ impl Server {
                     .templates
                     .iter()
                     .any(|t| t.def.uri_template == *uri)
+                    || hidden(Offered::Template(uri))
                 {
                     return Err(Fault::invalid_params(format!(
                         "unknown resource template {uri:?}"
@@ -958,6 +985,24 @@ trait DeserializeFrom: Sized {
 impl DeserializeFrom for SubscriptionFilter {
     fn deserialize_from(v: &Value) -> Result<Self, serde_json::Error> {
         serde::Deserialize::deserialize(v)
+    }
+}
+
+/// The entries of `items` the offer filter keeps for `principal` (all of
+/// them without a filter); `what` says what each entry is.
+fn offered<T>(
+    items: &[Arc<T>],
+    principal: Option<&Principal>,
+    filter: &Option<crate::server::OfferFilter>,
+    what: impl Fn(&T) -> Offered<'_>,
+) -> Vec<Arc<T>> {
+    match filter {
+        None => items.to_vec(),
+        Some(keep) => items
+            .iter()
+            .filter(|item| keep(principal, what(item)))
+            .cloned()
+            .collect(),
     }
 }
 

@@ -105,7 +105,7 @@ pub use resource::{
     IntoReadResult, ReadOutcome, ReadResult, ResourceHandler, ResourceSpec, TemplateHandler,
     TemplateSpec, blob_contents, text_contents,
 };
-pub use server::{Server, ServerBuilder, ToolFilter};
+pub use server::{OfferFilter, Offered, Server, ServerBuilder, ToolFilter};
 pub use state::StateHandles;
 pub use task::{TaskContext, TaskHandler, TaskSupport, TaskWork};
 pub use tool::{

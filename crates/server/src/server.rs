@@ -88,12 +88,32 @@ pub(crate) struct Inner {
     pub(crate) tasks: crate::task::TaskStore,
     /// Which tools `tools/list` shows to whom ([`Server::set_tool_filter`]).
     pub(crate) tool_filter: RwLock<Option<ToolFilter>>,
+    /// Which prompts, resources and templates are listed to whom
+    /// ([`Server::set_offer_filter`]).
+    pub(crate) offer_filter: RwLock<Option<OfferFilter>>,
 }
 
 /// Decides whether a tool is listed for a caller: the caller's
 /// [`Principal`](crate::Principal) (`None` on stdio or without
 /// authentication) and the tool's name.
 pub type ToolFilter = Arc<dyn Fn(Option<&crate::Principal>, &str) -> bool + Send + Sync>;
+
+/// What an [`OfferFilter`] is asked about: a prompt by name, a resource by
+/// URI, a resource template by URI template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offered<'a> {
+    /// A prompt's name.
+    Prompt(&'a str),
+    /// A resource's URI.
+    Resource(&'a str),
+    /// A resource template's URI template.
+    Template(&'a str),
+}
+
+/// Decides whether a prompt, resource or template is listed for a caller
+/// (its [`Principal`](crate::Principal), `None` on stdio or without
+/// authentication).
+pub type OfferFilter = Arc<dyn Fn(Option<&crate::Principal>, Offered<'_>) -> bool + Send + Sync>;
 
 /// Server-wide settings.
 #[derive(Clone, Debug)]
@@ -421,6 +441,31 @@ impl Server {
     pub(crate) fn tool_filter(&self) -> Option<ToolFilter> {
         self.inner
             .tool_filter
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Lists to each caller only the prompts, resources and resource
+    /// templates `filter` keeps for it; the others are left out of its
+    /// `prompts/list`, `resources/list` and `resources/templates/list`. Gets
+    /// and reads are not filtered here: the handler decides. Replaces any
+    /// earlier filter.
+    pub fn set_offer_filter(
+        &self,
+        filter: impl Fn(Option<&crate::Principal>, Offered<'_>) -> bool + Send + Sync + 'static,
+    ) {
+        *self
+            .inner
+            .offer_filter
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(filter));
+    }
+
+    /// The offer filter, if one is set.
+    pub(crate) fn offer_filter(&self) -> Option<OfferFilter> {
+        self.inner
+            .offer_filter
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
@@ -902,6 +947,7 @@ impl ServerBuilder {
                 sessions,
                 tasks: crate::task::TaskStore::new(self.task_options),
                 tool_filter: RwLock::new(None),
+                offer_filter: RwLock::new(None),
             }),
         })
     }

@@ -1,5 +1,6 @@
 //! Callers of an authenticated gateway: their `principals` rules, applied
-//! to a call before the gate and to the tool list they see.
+//! to a call before the gate and to the tool list they see, and to the
+//! prompts and resources they may list and use.
 
 use super::Host;
 use crate::gate;
@@ -16,6 +17,30 @@ impl Host {
         };
         self.principal_refusal(principal, &entry.alias, &entry.tool.name)
             .is_none()
+    }
+
+    /// Whether `principal` may list and get the catalog's prompt `name` (a
+    /// served name, `mcp__ALIAS__PROMPT`): its `principals` rules apply to
+    /// a prompt's name as to a tool's. `false` for a name not in the
+    /// catalog.
+    pub fn principal_may_use_prompt(&self, principal: &str, name: &str) -> bool {
+        let catalog = self.catalog();
+        let Some(prompt) = catalog.prompt(name) else {
+            return false;
+        };
+        self.principal_refusal(principal, &prompt.alias, &prompt.original_name)
+            .is_none()
+    }
+
+    /// Whether `principal` may list and read server `alias`'s resources and
+    /// resource templates (and complete their arguments): see
+    /// [`gate::principal_reaches`].
+    pub fn principal_may_reach(&self, principal: &str, alias: &str) -> bool {
+        let config = self.config_read();
+        config
+            .principals
+            .get(principal)
+            .is_none_or(|rules| gate::principal_reaches(rules, alias).is_ok())
     }
 
     /// The refusal of `principal`'s rules for tool `original` of `alias`:
