@@ -71,9 +71,13 @@ pub(crate) async fn follow_changes(
 /// Whether `principal` may list and use `offered` (a served prompt name,
 /// resource URI or template): its `principals` rules apply to a prompt's
 /// name as to a tool's, and to a resource or template as to its whole
-/// server ([`Host::principal_may_reach`]). Something the catalog does not
-/// hold is refused.
+/// server ([`Host::principal_may_reach`]). A caller without a
+/// `principals` entry may use anything; for one with an entry, something
+/// the catalog does not hold is refused.
 pub(crate) fn may_use(host: &Host, principal: &str, offered: Offered<'_>) -> bool {
+    if !host.principal_has_rules(principal) {
+        return true;
+    }
     let catalog = host.catalog();
     match offered {
         Offered::Prompt(name) => host.principal_may_use_prompt(principal, name),

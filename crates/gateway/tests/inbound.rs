@@ -215,5 +215,29 @@ async fn principals_narrow_prompts_and_resources_too() {
     carol.read_resource(resource).await.unwrap();
     assert!(carol.get_prompt(greet, who()).await.is_err());
     assert!(carol.complete(prompt_ref, "who", "y", None).await.is_err());
+
+    // Updates of a resource are heard only by those who may read it (one
+    // of a template's URIs too); the acknowledgment says what is honoured.
+    let filter = SubscriptionFilter {
+        resource_subscriptions: Some(vec![resource.to_owned(), "mock://item/7".to_owned()]),
+        ..SubscriptionFilter::default()
+    };
+    let honoured = |listen: &switchboard_client::Subscription| {
+        listen
+            .acknowledged()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default()
+    };
+    let alice_listens = alice.listen(filter.clone()).await.unwrap();
+    assert_eq!(honoured(&alice_listens), [resource, "mock://item/7"]);
+    let carol_listens = carol.listen(filter.clone()).await.unwrap();
+    assert_eq!(honoured(&carol_listens), [resource, "mock://item/7"]);
+    let bob_listens = bob.listen(filter).await.unwrap();
+    assert!(
+        honoured(&bob_listens).is_empty(),
+        "{:?}",
+        honoured(&bob_listens)
+    );
     host.shutdown().await;
 }

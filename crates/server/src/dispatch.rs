@@ -966,6 +966,23 @@ impl Server {
                 ));
             }
         };
+        let mut filter = filter;
+        if let (Some(keep), Some(uris)) =
+            (self.offer_filter(), filter.resource_subscriptions.as_mut())
+        {
+            // Updates of a resource the caller may not read are not its
+            // to hear of: such a URI is left out (the acknowledgment shows
+            // what is honoured).
+            let principal = incoming.principal.as_deref();
+            let registry = self.registry();
+            uris.retain(|uri| {
+                keep(principal, Offered::Resource(uri))
+                    || registry.templates.iter().any(|t| {
+                        t.parsed.matches(uri).is_some()
+                            && keep(principal, Offered::Template(&t.def.uri_template))
+                    })
+            });
+        }
         let task_ids = self.listen_task_ids(&filter, meta, incoming)?;
         Ok(Subscription::open(
             id,

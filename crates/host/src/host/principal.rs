@@ -32,6 +32,12 @@ impl Host {
             .is_none()
     }
 
+    /// Whether `principal` has a `principals` entry (rules or limits) that
+    /// could narrow what it uses.
+    pub fn principal_has_rules(&self, principal: &str) -> bool {
+        self.config_read().principals.contains_key(principal)
+    }
+
     /// Whether `principal` may list and read server `alias`'s resources and
     /// resource templates (and complete their arguments): see
     /// [`gate::principal_reaches`].
