@@ -1006,15 +1006,15 @@ impl DeserializeFrom for SubscriptionFilter {
 }
 
 /// The entries of `items` the offer filter keeps for `principal` (all of
-/// them without a filter); `what` says what each entry is.
-fn offered<T>(
-    items: &[Arc<T>],
+/// them, uncopied, without a filter); `what` says what each entry is.
+fn offered<'a, T>(
+    items: &'a [Arc<T>],
     principal: Option<&Principal>,
     filter: &Option<crate::server::OfferFilter>,
     what: impl Fn(&T) -> Offered<'_>,
-) -> Vec<Arc<T>> {
+) -> std::borrow::Cow<'a, [Arc<T>]> {
     match filter {
-        None => items.to_vec(),
+        None => std::borrow::Cow::Borrowed(items),
         Some(keep) => items
             .iter()
             .filter(|item| keep(principal, what(item)))
