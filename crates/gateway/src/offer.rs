@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 use switchboard_client::RequestOptions;
+use switchboard_host::limits::Permit;
 use switchboard_host::offer::{OfferedPrompt, OfferedResource, OfferedTemplate};
 use switchboard_host::{Catalog, Host, OfferChange, OfferError};
 use switchboard_server::{
@@ -107,6 +108,22 @@ fn refusal(host: &Host, ctx: &Context, offered: Offered<'_>) -> Option<HandlerEr
     )))
 }
 
+/// Counts a prompt get or resource read against its caller's limits, with
+/// its tool calls (the permit counts it as running until dropped), or
+/// refuses it, saying after `refused` which limit and when to try again.
+fn admitted(
+    host: &Host,
+    ctx: &Context,
+    refused: impl FnOnce() -> String,
+) -> Result<Option<Permit>, HandlerError> {
+    match ctx.principal() {
+        None => Ok(None),
+        Some(p) => host
+            .admit_request(&p.subject, &refused())
+            .map_err(HandlerError::msg),
+    }
+}
+
 /// One `completion/complete`, routed to the owning server by the catalog.
 pub(crate) async fn complete(
     host: &Host,
@@ -180,6 +197,7 @@ fn add_prompt(server: &Server, host: &Host, offered: &OfferedPrompt) -> bool {
             if let Some(refused) = refusal(&host, &ctx, Offered::Prompt(&name)) {
                 return Err(refused);
             }
+            let _running = admitted(&host, &ctx, || format!("getting prompt {name} was refused"))?;
             let arguments = match args {
                 Value::Object(m) if !m.is_empty() => Some(m),
                 _ => None,
@@ -292,6 +310,7 @@ fn add_resource(server: &Server, host: &Host, offered: &OfferedResource) -> bool
             if let Some(refused) = refusal(&host, &ctx, Offered::Resource(&served)) {
                 return Err(refused);
             }
+            let _running = admitted(&host, &ctx, || format!("reading {served} was refused"))?;
             read(&host, &alias, &uri).await
         }
     };
@@ -326,6 +345,9 @@ fn add_template(server: &Server, host: &Host, offered: &OfferedTemplate) -> bool
             if let Some(refused) = refusal(&host, &ctx, Offered::Template(template)) {
                 return Err(refused);
             }
+            let _running = admitted(&host, &ctx, || {
+                format!("reading {} was refused", matched.uri)
+            })?;
             let uri = offered.original_uri(&matched.uri).to_owned();
             read(&host, &offered.alias, &uri).await
         }

@@ -241,3 +241,66 @@ async fn principals_narrow_prompts_and_resources_too() {
     );
     host.shutdown().await;
 }
+
+// A caller's limits count its prompt gets and resource reads with its tool
+// calls (each reaches a server): over them, each is refused saying which
+// limit; another caller goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_gets_and_resource_reads_count_against_a_callers_limits() {
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"mock": stdio(&[])},
+            "permissions": {"allow": ["mcp__mock"]},
+            "callerLimits": {"callsPerMinute": 3}
+        }))
+        .await;
+    let auth = InboundAuth::tokens(
+        tokens(&format!("alice {ALICE}\nbob {BOB}")),
+        "http://127.0.0.1/mcp",
+    );
+    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
+    let (alice, bob) = (
+        client_as(&gateway.url, ALICE).await,
+        client_as(&gateway.url, BOB).await,
+    );
+    let who = || json!({"who": "you"}).as_object().cloned();
+    // A tool call, a read and a prompt: alice's minute.
+    let echoed = alice
+        .call_tool(
+            "mcp__mock__echo",
+            json!({"text": "hi"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert!(!echoed.is_error(), "{echoed:?}");
+    alice.read_resource("mock://a").await.unwrap();
+    alice.get_prompt("mcp__mock__greet", who()).await.unwrap();
+    let read = alice.read_resource("mock://item/7").await.unwrap_err();
+    assert!(
+        read.to_string()
+            .contains("reading mock://item/7 was refused")
+            && read.to_string().contains("limited to 3 a minute"),
+        "{read}"
+    );
+    let prompt = alice
+        .get_prompt("mcp__mock__greet", who())
+        .await
+        .unwrap_err();
+    assert!(prompt.to_string().contains("Try again in"), "{prompt}");
+    let call = alice
+        .call_tool(
+            "mcp__mock__echo",
+            json!({"text": "hi"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        call.is_error() && call.joined_text().contains("limited to 3"),
+        "{call:?}"
+    );
+    // bob has a minute of his own.
+    bob.read_resource("mock://a").await.unwrap();
+    bob.get_prompt("mcp__mock__greet", who()).await.unwrap();
+    host.shutdown().await;
+}

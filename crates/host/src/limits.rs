@@ -2,7 +2,8 @@
 //! per minute and tool calls running at once (`callerLimits`, and a
 //! principal's own `limits`). A caller over a limit gets a refusal that
 //! says when to try again; the call does not run, nobody is asked and the
-//! server never hears of it. Counted per principal in this process: each
+//! server never hears of it. A gateway counts its callers' prompt gets and
+//! resource reads with their tool calls ([`crate::Host::admit_request`]). Counted per principal in this process: each
 //! replica of a gateway counts its own callers.
 
 use std::collections::HashMap;
@@ -64,8 +65,9 @@ pub(crate) enum Refusal {
 }
 
 impl Refusal {
-    /// What the model reads: which limit, and when to try again.
-    pub(crate) fn text(&self, principal: &str, tool: &str) -> String {
+    /// What the model reads: `refused` (what did not happen: "TOOL did
+    /// not run"), which limit, and when to try again.
+    pub(crate) fn text(&self, principal: &str, refused: &str) -> String {
         match self {
             Refusal::Rate {
                 per_minute,
@@ -73,13 +75,13 @@ impl Refusal {
             } => {
                 let seconds = retry_in.as_secs_f64().ceil().max(1.0);
                 format!(
-                    "{tool} did not run: calls by {principal} are limited to {per_minute} a minute, and \
+                    "{refused}: calls by {principal} are limited to {per_minute} a minute, and \
                      they have all been made. Try again in {seconds} {}.",
                     if seconds > 1.0 { "seconds" } else { "second" }
                 )
             }
             Refusal::Running { at_once } => format!(
-                "{tool} did not run: {principal} already has {at_once} {} running, the most it may \
+                "{refused}: {principal} already has {at_once} {} running, the most it may \
                  run at once. Try again when one of them has finished.",
                 if *at_once == 1 { "call" } else { "calls" }
             ),
@@ -180,9 +182,10 @@ impl Limiter {
     }
 }
 
-/// A call counted as running until this is dropped.
+/// A call (or request) of a caller counted as running until this is
+/// dropped ([`crate::Host::admit_request`]).
 #[derive(Debug)]
-pub(crate) struct Permit {
+pub struct Permit {
     limiter: Arc<Limiter>,
     principal: String,
 }

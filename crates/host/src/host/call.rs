@@ -432,9 +432,27 @@ impl Host {
         local_name: &str,
         options: &CallOptions,
     ) -> Result<Option<crate::limits::Permit>, String> {
-        let Some(principal) = options.principal.as_deref() else {
-            return Ok(None);
-        };
+        match options.principal.as_deref() {
+            Some(principal) => self.admit_request(principal, &format!("{local_name} did not run")),
+            None => Ok(None),
+        }
+    }
+
+    /// Admits one request of `principal` under its limits
+    /// (`callerLimits`, its own `limits`), counted with its tool calls: a
+    /// gateway asks this for a prompt get or a resource read, which reach
+    /// a server too. The permit counts it as running until dropped (`None`
+    /// when the caller has no limits).
+    ///
+    /// # Errors
+    /// The refusal for the caller, after `refused` (what did not happen,
+    /// e.g. "reading mock://a was refused"): which limit, and when to try
+    /// again.
+    pub fn admit_request(
+        &self,
+        principal: &str,
+        refused: &str,
+    ) -> Result<Option<crate::limits::Permit>, String> {
         let limits = self.config_read().limits_for(principal);
         if limits.is_unlimited() {
             return Ok(None);
@@ -443,7 +461,7 @@ impl Host {
             .limiter
             .admit(principal, limits, Instant::now())
             .map(Some)
-            .map_err(|refusal| refusal.text(principal, local_name))
+            .map_err(|refusal| refusal.text(principal, refused))
     }
 
     /// A call its caller's limits refused: it ends here, before the gate,
