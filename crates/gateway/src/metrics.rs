@@ -20,6 +20,9 @@
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
 //! cannot grow the label set without bound.
 
+use std::collections::HashMap;
+use std::sync::{PoisonError, RwLock};
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -46,6 +49,18 @@ pub struct Metrics {
     resumed: Family<ServerLabels, Counter>,
     refusals: Family<RefusalLabels, Counter>,
     reloads: Family<ReloadLabels, Counter>,
+    /// What an allowed call that ended ok counts, by server and tool: the
+    /// same counters as in the families (they share their values), found
+    /// without building label sets (strings) for every call.
+    allowed_ok: RwLock<HashMap<String, HashMap<String, AllowedOk>>>,
+}
+
+/// The counters an allowed call that ended ok adds to.
+#[derive(Clone)]
+struct AllowedOk {
+    calls: Counter,
+    latency: Histogram,
+    gate: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -198,6 +213,7 @@ impl Metrics {
             resumed,
             refusals,
             reloads,
+            allowed_ok: RwLock::default(),
         }
     }
 
@@ -268,7 +284,24 @@ impl Metrics {
 
 impl CallObserver for Metrics {
     fn call_ended(&self, call: &CallEvent<'_>) {
-        let server = call.alias.unwrap_or("").to_owned();
+        // Most calls: allowed, ended ok, of a tool counted before.
+        let allowed_ok = call.outcome == Outcome::Ok
+            && call.gate == Some(Verdict::Allow)
+            && call.original_tool.is_some();
+        let alias = call.alias.unwrap_or("");
+        if allowed_ok {
+            let known = self
+                .allowed_ok
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(counters) = known.get(alias).and_then(|tools| tools.get(call.tool)) {
+                counters.calls.inc();
+                counters.latency.observe(call.duration.as_secs_f64());
+                counters.gate.inc();
+                return;
+            }
+        }
+        let server = alias.to_owned();
         // Only names the table routed are labels; anything else is one
         // bucket.
         let tool = if call.original_tool.is_some() {
@@ -290,6 +323,32 @@ impl CallObserver for Metrics {
         self.latency
             .get_or_create(&labels)
             .observe(call.duration.as_secs_f64());
+        if allowed_ok {
+            let counters = AllowedOk {
+                calls: self
+                    .calls
+                    .get_or_create(&CallLabels {
+                        server: labels.server.clone(),
+                        tool: labels.tool.clone(),
+                        outcome: Outcome::Ok.as_str(),
+                    })
+                    .clone(),
+                latency: self.latency.get_or_create(&labels).clone(),
+                gate: self
+                    .gate
+                    .get_or_create(&GateLabels {
+                        server: labels.server.clone(),
+                        decision: Verdict::Allow.as_str(),
+                    })
+                    .clone(),
+            };
+            self.allowed_ok
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .entry(labels.server.clone())
+                .or_default()
+                .insert(labels.tool.clone(), counters);
+        }
         if let Some(gate) = call.gate {
             self.gate
                 .get_or_create(&GateLabels {

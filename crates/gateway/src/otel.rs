@@ -144,13 +144,17 @@ impl Otel {
         ended: SystemTime,
         outcome: Outcome,
     ) {
-        let Some(trace_id) = trace_id(&trace.trace_id) else {
-            return;
-        };
-        let parent = match trace.remote_parent.as_deref().and_then(span_id) {
-            Some(parent) => opentelemetry::Context::new().with_remote_span_context(
-                SpanContext::new(trace_id, parent, flags(trace), true, TraceState::default()),
-            ),
+        let trace_id = TraceId::from_bytes(trace.trace_id);
+        let parent = match trace.remote_parent {
+            Some(parent) => {
+                opentelemetry::Context::new().with_remote_span_context(SpanContext::new(
+                    trace_id,
+                    SpanId::from_bytes(parent),
+                    flags(trace.sampled),
+                    true,
+                    TraceState::default(),
+                ))
+            }
             None => opentelemetry::Context::new(),
         };
         let mut attributes = Vec::with_capacity(4);
@@ -162,7 +166,7 @@ impl Otel {
             .with_trace_id(trace_id)
             .with_start_time(started)
             .with_attributes(attributes);
-        builder.span_id = span_id(&trace.span_id);
+        builder.span_id = Some(SpanId::from_bytes(trace.span_id));
         builder.status = status(outcome);
         let mut span = builder.start_with_context(&self.tracer, &parent);
         span.end_with_timestamp(ended);
@@ -178,14 +182,15 @@ impl Otel {
 
 impl CallObserver for Otel {
     fn call_ended(&self, call: &CallEvent<'_>) {
-        // Only calls made with a trace context (the gateway's) are spans.
+        // Only calls made with a trace context (the gateway's) that names
+        // the gateway's span as the downstream call's parent are spans.
         let Some(context) = call.trace else {
             return;
         };
-        let Some((trace_id, own, flags)) = parse_traceparent(&context.traceparent) else {
+        let Some(parent) = context.parent_span_id.as_deref().and_then(span_id) else {
             return;
         };
-        let Some(parent) = context.parent_span_id.as_deref().and_then(span_id) else {
+        let Some((trace_id, own, flags)) = parse_traceparent(&context.traceparent) else {
             return;
         };
         let parent = opentelemetry::Context::new().with_remote_span_context(SpanContext::new(
@@ -257,8 +262,8 @@ fn span_name(tool: &str) -> String {
     name
 }
 
-fn flags(trace: &CallTrace) -> TraceFlags {
-    if trace.flags == "01" {
+fn flags(sampled: bool) -> TraceFlags {
+    if sampled {
         TraceFlags::SAMPLED
     } else {
         TraceFlags::default()

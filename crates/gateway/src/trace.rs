@@ -8,21 +8,22 @@
 use switchboard_host::TraceContext;
 use switchboard_wire::RequestMeta;
 
-/// The trace ids of one upstream `tools/call`.
+/// The trace ids of one upstream `tools/call`, as bytes: they are written
+/// as hex once, into the downstream request's `traceparent`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CallTrace {
-    /// 32 lowercase hex digits.
-    pub(crate) trace_id: String,
+    /// The trace.
+    pub(crate) trace_id: [u8; 16],
     /// The upstream caller's span (the parent of ours), when it sent one.
-    pub(crate) remote_parent: Option<String>,
+    pub(crate) remote_parent: Option<[u8; 8]>,
     /// The gateway's span for the upstream request.
-    pub(crate) span_id: String,
+    pub(crate) span_id: [u8; 8],
     /// The span of the downstream call, the child of `span_id`, when one
     /// is recorded: the downstream server then sees it as its parent, and
     /// `span_id` otherwise.
-    pub(crate) downstream_span_id: Option<String>,
-    /// Trace flags, as two hex digits (`01`: sampled).
-    pub(crate) flags: String,
+    pub(crate) downstream_span_id: Option<[u8; 8]>,
+    /// The sampled flag (the only trace flag defined).
+    pub(crate) sampled: bool,
     /// Vendor entries, passed on unchanged.
     pub(crate) tracestate: Option<String>,
 }
@@ -33,23 +34,23 @@ impl CallTrace {
     /// of its own for the downstream call when `downstream_span`.
     pub(crate) fn of(meta: &RequestMeta, downstream_span: bool) -> CallTrace {
         let parsed = meta.traceparent.as_deref().and_then(parse);
-        let (trace_id, remote_parent, flags, tracestate) = match parsed {
+        let (trace_id, remote_parent, sampled, tracestate) = match parsed {
             Some(p) => (
                 p.trace_id,
                 Some(p.span_id),
-                p.flags,
+                p.sampled,
                 meta.tracestate.clone(),
             ),
             // A tracestate without a valid traceparent is dropped, as the
             // W3C recommendation says.
-            None => (hex(&random::<16>()), None, "01".to_owned(), None),
+            None => (random::<16>(), None, true, None),
         };
         CallTrace {
             trace_id,
             remote_parent,
-            span_id: hex(&random::<8>()),
-            downstream_span_id: downstream_span.then(|| hex(&random::<8>())),
-            flags,
+            span_id: random::<8>(),
+            downstream_span_id: downstream_span.then(random::<8>),
+            sampled,
             tracestate,
         }
     }
@@ -58,14 +59,21 @@ impl CallTrace {
     /// downstream call has a span of its own, that span's parent, for the
     /// host's observer to record it).
     pub(crate) fn downstream(&self) -> TraceContext {
-        let parent = self.downstream_span_id.as_deref().unwrap_or(&self.span_id);
+        let parent = self.downstream_span_id.as_ref().unwrap_or(&self.span_id);
+        // `00-` trace `-` span `-` flags: 55 characters.
+        let mut traceparent = String::with_capacity(55);
+        traceparent.push_str("00-");
+        push_hex(&mut traceparent, &self.trace_id);
+        traceparent.push('-');
+        push_hex(&mut traceparent, parent);
+        traceparent.push_str(if self.sampled { "-01" } else { "-00" });
         TraceContext {
-            traceparent: format!("00-{}-{parent}-{}", self.trace_id, self.flags),
+            traceparent,
             tracestate: self.tracestate.clone(),
             parent_span_id: self
                 .downstream_span_id
                 .is_some()
-                .then(|| self.span_id.clone()),
+                .then(|| hex(&self.span_id)),
         }
     }
 }
@@ -73,9 +81,9 @@ impl CallTrace {
 /// A valid `traceparent`'s fields.
 #[derive(Debug, PartialEq, Eq)]
 struct Parsed {
-    trace_id: String,
-    span_id: String,
-    flags: String,
+    trace_id: [u8; 16],
+    span_id: [u8; 8],
+    sampled: bool,
 }
 
 /// Parses `VERSION-TRACEID-SPANID-FLAGS` (lowercase hex; a future version
@@ -88,28 +96,24 @@ fn parse(text: &str) -> Option<Parsed> {
     let span_id = parts.next()?;
     let flags = parts.next()?;
     let rest = parts.next();
-    let lower_hex = |s: &str, n: usize| {
-        s.len() == n
-            && s.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    let lower_hex = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     };
-    let ok = lower_hex(version, 2)
-        && version != "ff"
-        && (version != "00" || rest.is_none())
-        && lower_hex(trace_id, 32)
-        && trace_id.bytes().any(|b| b != b'0')
-        && lower_hex(span_id, 16)
-        && span_id.bytes().any(|b| b != b'0')
-        && lower_hex(flags, 2);
-    ok.then(|| Parsed {
-        trace_id: trace_id.to_owned(),
-        span_id: span_id.to_owned(),
-        // Only the sampled bit is defined; pass on what we understand.
-        flags: if u8::from_str_radix(flags, 16).is_ok_and(|f| f & 1 == 1) {
-            "01".to_owned()
-        } else {
-            "00".to_owned()
-        },
+    if !(version.len() == 2 && lower_hex(version) && version != "ff")
+        || (version == "00" && rest.is_some())
+        || !(lower_hex(trace_id) && lower_hex(span_id) && lower_hex(flags))
+    {
+        return None;
+    }
+    let trace_id = unhex::<16>(trace_id).filter(|id| id.iter().any(|b| *b != 0))?;
+    let span_id = unhex::<8>(span_id).filter(|id| id.iter().any(|b| *b != 0))?;
+    // Only the sampled bit is defined; pass on what we understand.
+    let [flags] = unhex::<1>(flags)?;
+    Some(Parsed {
+        trace_id,
+        span_id,
+        sampled: flags & 1 == 1,
     })
 }
 
@@ -164,13 +168,18 @@ fn mix(mut z: u64) -> u64 {
 
 /// Lowercase hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
+    push_hex(&mut out, bytes);
+    out
+}
+
+/// Appends `bytes` to `out` in lowercase hex.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for b in bytes {
         out.push(char::from(DIGITS[usize::from(b >> 4)]));
         out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
     }
-    out
 }
 
 /// The `N` bytes that `text` (exactly `2 * N` hex digits, either case)
@@ -220,17 +229,20 @@ mod tests {
     fn continues_a_valid_traceparent_with_new_span_ids() {
         let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
         let t = CallTrace::of(&meta(Some(tp), Some("congo=t61rcWkgMzE")), true);
-        assert_eq!(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
-        assert_eq!(t.remote_parent.as_deref(), Some("00f067aa0ba902b7"));
-        assert_ne!(t.span_id, "00f067aa0ba902b7");
-        let own = t.downstream_span_id.clone().unwrap();
+        assert_eq!(hex(&t.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(
+            t.remote_parent.map(|p| hex(&p)).as_deref(),
+            Some("00f067aa0ba902b7")
+        );
+        assert_ne!(hex(&t.span_id), "00f067aa0ba902b7");
+        let own = t.downstream_span_id.unwrap();
         assert_ne!(own, t.span_id);
         let down = t.downstream();
         assert_eq!(
             down.traceparent,
-            format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{own}-01")
+            format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{}-01", hex(&own))
         );
-        assert_eq!(down.parent_span_id.as_deref(), Some(t.span_id.as_str()));
+        assert_eq!(down.parent_span_id, Some(hex(&t.span_id)));
         assert_eq!(down.tracestate.as_deref(), Some("congo=t61rcWkgMzE"));
     }
 
@@ -242,7 +254,7 @@ mod tests {
         let down = t.downstream();
         assert_eq!(
             down.traceparent,
-            format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{}-01", t.span_id)
+            format!("00-4bf92f3577b34da6a3ce929d0e0e4736-{}-01", hex(&t.span_id))
         );
         // Nothing for the host's observer to record as a span.
         assert_eq!(down.parent_span_id, None);
@@ -262,8 +274,12 @@ mod tests {
         for tp in cases {
             let t = CallTrace::of(&meta(tp, Some("a=b")), false);
             assert_eq!(t.remote_parent, None, "{tp:?}");
-            assert_eq!(t.trace_id.len(), 32);
-            assert_ne!(t.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736", "{tp:?}");
+            assert_ne!(
+                hex(&t.trace_id),
+                "4bf92f3577b34da6a3ce929d0e0e4736",
+                "{tp:?}"
+            );
+            assert!(t.sampled, "a new trace is sampled");
             assert_eq!(t.tracestate, None, "{tp:?}");
             assert!(parse(&t.downstream().traceparent).is_some());
         }
@@ -274,8 +290,8 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for _ in 0..10_000 {
             let t = CallTrace::of(&meta(None, None), true);
-            let own = t.downstream_span_id.as_ref().unwrap();
-            for id in [&t.trace_id, &t.span_id, own] {
+            let own = hex(&t.downstream_span_id.unwrap());
+            for id in [hex(&t.trace_id), hex(&t.span_id), own] {
                 assert!(
                     id.bytes()
                         .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
@@ -290,6 +306,19 @@ mod tests {
     #[test]
     fn a_future_version_may_carry_more_fields() {
         let p = parse("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03-more");
-        assert_eq!(p.map(|p| p.flags).as_deref(), Some("01"));
+        assert_eq!(p.map(|p| p.sampled), Some(true));
+        let p = parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+        assert_eq!(p.map(|p| p.sampled), Some(false));
+        let t = CallTrace::of(
+            &meta(
+                Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-02"),
+                None,
+            ),
+            false,
+        );
+        assert!(
+            t.downstream().traceparent.ends_with("-00"),
+            "unsampled stays unsampled"
+        );
     }
 }
