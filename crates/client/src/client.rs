@@ -368,7 +368,9 @@ impl Client {
         let value = if ResultType::of(&value).is_task()
             || (legacy_task && crate::task::is_create_task_result(&value))
         {
-            self.drive_task_value(value, options).await?
+            // Boxed: the task path is rare, and its state would otherwise
+            // make every call's future (moved as a whole) twice as large.
+            Box::pin(self.drive_task_value(value, options)).await?
         } else {
             value
         };

@@ -45,7 +45,7 @@ macro_rules! handler_shapes {
         where
             F: Fn($($fn_arg),*) -> Fut + Send + Sync + 'static,
             Fut: ::std::future::Future<Output = R> + Send + 'static,
-            R: $into,
+            R: $into + 'static,
             $($arg: ::serde::de::DeserializeOwned + ::schemars::JsonSchema + Send + 'static,)*
         {
             $($items)*
@@ -55,14 +55,47 @@ macro_rules! handler_shapes {
                 &self,
                 $($param: $param_ty),*
             ) -> $crate::BoxFuture<'static, Result<$answer, $crate::HandlerError>> {
-                let fut = self($($pass),*);
-                Box::pin(async move { $into::$convert(fut.await) })
+                Box::pin($crate::handler::Converted::new(
+                    self($($pass),*),
+                    <R as $into>::$convert,
+                ))
             }
         }
     };
 }
 
 pub(crate) use handler_shapes;
+
+pin_project_lite::pin_project! {
+    /// A handler's future whose output is converted to the kind's answer
+    /// when it is ready. An `async` block awaiting the handler's future
+    /// would hold it twice (captured, and moved into the await), doubling
+    /// the size of every request's future, which is copied when boxed.
+    pub(crate) struct Converted<Fut, R, T> {
+        #[pin]
+        fut: Fut,
+        convert: fn(R) -> T,
+    }
+}
+
+impl<Fut, R, T> Converted<Fut, R, T> {
+    /// `fut`, its output passed through `convert`.
+    pub(crate) fn new(fut: Fut, convert: fn(R) -> T) -> Self {
+        Converted { fut, convert }
+    }
+}
+
+impl<Fut, R, T> std::future::Future for Converted<Fut, R, T>
+where
+    Fut: std::future::Future<Output = R>,
+{
+    type Output = T;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+        let this = self.project();
+        this.fut.poll(cx).map(*this.convert)
+    }
+}
 
 /// Writes the builder methods a spec shares with other specs: the
 /// description, title and MIME type of the wire object in field `$field`,

@@ -807,7 +807,8 @@ impl Host {
             .server_named_in(local_name)
             .filter(|s| s.state().down.as_ref().is_some_and(Down::auth_required));
         match waiting {
-            Some(server) if self.relink(&server, false).await.is_ok() => self.table(),
+            // Boxed, as in `run`: a rare path kept out of every call's future.
+            Some(server) if Box::pin(self.relink(&server, false)).await.is_ok() => self.table(),
             _ => table,
         }
     }
@@ -956,7 +957,10 @@ impl Host {
 
         let link = match server.live_link() {
             Some(link) => link,
-            None => match self.relink(server, false).await {
+            // The rare paths (a reconnection, a task followed) are boxed:
+            // their state would otherwise be part of every call's future,
+            // which is moved as a whole when it is boxed and spawned.
+            None => match Box::pin(self.relink(server, false)).await {
                 Ok(link) => link,
                 Err(down) => return unreachable(server, local_name, original, &down),
             },
@@ -987,7 +991,7 @@ impl Host {
             .clone_from(&options.client_capabilities);
         client_options.leave_task_on_drop = options.leave_task_on_drop;
         let outcome = match &options.follow_task {
-            Some(task_id) => link.client.follow_task_with(task_id, &client_options).await,
+            Some(task_id) => Box::pin(link.client.follow_task_with(task_id, &client_options)).await,
             None => {
                 link.client
                     .call_tool_with(original, arguments, &client_options)
