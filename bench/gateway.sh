@@ -38,6 +38,9 @@
 #                 measured like the others: the issue's own setup (serve
 #                 mounting tickets, nothing more), and its CPU per call
 #                 beside the plain gateway's is what the audit log costs
+#   CONTROL_BIN   run the control gateway (CONTROL=1 implied) from another
+#                 build: control / plain is then that build's CPU per call
+#                 over BIN's, measured in the same rounds (an A/B of a change)
 #   CONTROL=1     also run a second plain gateway, measured like the observed
 #                 one: its CPU per call over the plain gateway's is this
 #                 machine's noise floor for the observed/plain figure
@@ -101,7 +104,7 @@ start_gateway() { # PORT LOG [ENV...] -- [FLAGS...]
   while [[ $# -gt 0 && $1 != -- ]]; do env+=("$1"); shift; done
   [[ ${1:-} == -- ]] && shift
   env SWITCHBOARD_CONFIG="$work/config.json" SWITCHBOARD_STATE_DIR="$work/state" "${env[@]}" \
-    "${rt[@]}" taskset -c "$SERVER_CPU" "$BIN" serve --http "127.0.0.1:$port" "$@" 2>"$log" &
+    "${rt[@]}" taskset -c "$SERVER_CPU" "${GATEWAY_BIN:-$BIN}" serve --http "127.0.0.1:$port" "$@" 2>"$log" &
   pids+=("$!")
   wait_up "http://127.0.0.1:$port/mcp"
 }
@@ -122,8 +125,8 @@ if [[ -n ${OBS_FLAGS:-}${OBS_ENV:-} ]]; then
   obs_pid=${pids[-1]}
 fi
 control_pid=""
-if [[ -n ${CONTROL:-} ]]; then
-  start_gateway "$control_port" "$work/control.log"
+if [[ -n ${CONTROL:-}${CONTROL_BIN:-} ]]; then
+  GATEWAY_BIN=${CONTROL_BIN:-$BIN} start_gateway "$control_port" "$work/control.log"
   control_pid=${pids[-1]}
 fi
 
@@ -297,6 +300,7 @@ if [[ -n $obs_pid ]]; then
     "$(over_rounds obs_cost 1 observed)" "$(over_rounds obs_cost 64 observed)"
 fi
 if [[ -n $control_pid ]]; then
-  printf 'control (a second plain gateway) / plain gateway CPU per call: c1 %.3f  c64 %.3f  (the noise floor; ideally 1)\n' \
+  what='a second plain gateway'; [[ -n ${CONTROL_BIN:-} ]] && what="the plain gateway built as $CONTROL_BIN"
+  printf 'control (%s) / plain gateway CPU per call: c1 %.3f  c64 %.3f  (a second plain gateway: the noise floor, ideally 1)\n' "$what" \
     "$(over_rounds obs_cost 1 control)" "$(over_rounds obs_cost 64 control)"
 fi

@@ -162,7 +162,8 @@ async fn call(
     let resume = match relay::resume(ctx).await? {
         Some(Retry::Parked(at, answers)) => {
             // A legacy server's question: its call waits here.
-            let round = crate::parked::resume(&at, &answers, ctx, name, parking).await?;
+            // Boxed: a rare path, kept out of every call's future.
+            let round = Box::pin(crate::parked::resume(&at, &answers, ctx, name, parking)).await?;
             let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
             return answer(round, name, ctx, &trace, started, telemetry, false);
         }
