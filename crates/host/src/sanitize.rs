@@ -47,7 +47,12 @@ pub fn is_invisible(c: char) -> bool {
 
 /// Removes invisible characters (see [`is_invisible`]).
 pub fn strip_invisible(text: &str) -> Cow<'_, str> {
-    if text.chars().any(is_invisible) {
+    // Printable ASCII, tabs and line breaks hold nothing invisible: a byte
+    // scan answers for most text without decoding a character.
+    let plain = text
+        .bytes()
+        .all(|b| matches!(b, b' '..=b'~' | b'\t' | b'\n' | b'\r'));
+    if !plain && text.chars().any(is_invisible) {
         Cow::Owned(text.chars().filter(|c| !is_invisible(*c)).collect())
     } else {
         Cow::Borrowed(text)
@@ -190,6 +195,10 @@ mod tests {
         assert!(matches!(strip_invisible("plain"), Cow::Borrowed(_)));
         // Tabs and newlines are visible layout.
         assert_eq!(strip_invisible("a\tb\nc\r\n"), "a\tb\nc\r\n");
+        // ASCII controls are caught as well as non-ASCII characters.
+        assert_eq!(strip_invisible("a\u{0}b\u{b}c\u{1b}d\u{7f}e"), "abcde");
+        assert_eq!(strip_invisible("caf\u{e9} \u{ad}x"), "caf\u{e9} x");
+        assert!(matches!(strip_invisible("caf\u{e9}"), Cow::Borrowed(_)));
     }
 
     #[test]
