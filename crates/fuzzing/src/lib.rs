@@ -344,13 +344,22 @@ pub fn skill(data: &[u8]) {
     let json = serde_json::to_vec(&skill).unwrap_or_default();
     let again: switchboard_wire::Skill =
         serde_json::from_slice(&json).expect("a parsed entry parses again");
-    assert_eq!(serde_json::to_value(&again).ok(), serde_json::to_value(&skill).ok());
+    assert_eq!(
+        serde_json::to_value(&again).ok(),
+        serde_json::to_value(&skill).ok()
+    );
     let _ = skill.check();
     let _ = skill.resolve("templates/../a.md");
     if skill.verify_file(&skill.uri, file).is_ok() {
-        if let Some(listed) = skill.files().and_then(|f| f.iter().find(|f| f.uri == skill.uri)) {
+        if let Some(listed) = skill
+            .files()
+            .and_then(|f| f.iter().find(|f| f.uri == skill.uri))
+        {
             assert_eq!(listed.size, file.len() as u64);
-            assert!(switchboard_wire::Sha256Digest::parse(&listed.digest).is_ok_and(|d| d.matches(file)));
+            assert!(
+                switchboard_wire::Sha256Digest::parse(&listed.digest)
+                    .is_ok_and(|d| d.matches(file))
+            );
         }
     }
 }
