@@ -8,7 +8,11 @@
 #      (auth/client-credentials-basic, -jwt), enterprise-managed authorization
 #      (auth/enterprise-managed-authorization), workload identity
 #      (auth/wif-jwt-bearer) and DPoP (auth/dpop, auth/dpop-nonce);
-#   4. json-schema-2020-12-preservation (not scored) when the pinned suite has it.
+#   4. json-schema-2020-12-preservation (not scored) at both revisions;
+#   5. the skills extension (not scored; strict: a skipped check fails):
+#      sep-2640-client-no-prefetch (list, read nothing), -verify-digest,
+#      -verify-size and -verify-frontmatter (the tampered SKILL.md is
+#      refused and no file of the skill is read).
 # Exits non-zero when any scenario of any stage fails.
 # Usage: ./scripts/conformance-client.sh
 set -euo pipefail
@@ -33,12 +37,12 @@ stage "OAuth extensions (not scored)" \
   MCP_CONFORMANCE_SCENARIOS="auth/client-credentials-basic auth/client-credentials-jwt auth/enterprise-managed-authorization auth/wif-jwt-bearer auth/dpop auth/dpop-nonce" \
   conformance/client.sh "$bin"
 
-extra=json-schema-2020-12-preservation
-suite=${MCP_CONFORMANCE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-conformance}/suite-${MCP_CONFORMANCE_VERSION:-0.2.0-alpha.10}
-if grep -qs -- "$extra" "$suite/node_modules/@modelcontextprotocol/conformance/dist/index.js"; then
-  stage "$extra (not scored)" MCP_CONFORMANCE_SCENARIOS=$extra conformance/client.sh "$bin"
-else
-  echo "== $extra: not in suite ${MCP_CONFORMANCE_VERSION:-0.2.0-alpha.10}; skipped"
-fi
+stage "json-schema-2020-12-preservation (not scored)" \
+  MCP_CONFORMANCE_SCENARIOS=json-schema-2020-12-preservation conformance/client.sh "$bin"
+stage "json-schema-2020-12-preservation, 2025-11-25 (not scored)" MCP_CONFORMANCE_REVISION=2025-11-25 \
+  MCP_CONFORMANCE_SCENARIOS=json-schema-2020-12-preservation conformance/client.sh "$bin"
+stage "skills extension (not scored; strict)" MCP_CONFORMANCE_STRICT=1 \
+  MCP_CONFORMANCE_SCENARIOS="sep-2640-client-no-prefetch sep-2640-client-verify-digest sep-2640-client-verify-size sep-2640-client-verify-frontmatter" \
+  conformance/client.sh "$bin"
 echo "== all stages: $((SECONDS - start)) s, $([[ $status == 0 ]] && echo passed || echo FAILED)"
 exit $status

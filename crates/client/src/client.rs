@@ -38,6 +38,7 @@ use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transpor
 mod calls;
 mod era;
 mod mrtr;
+pub(crate) mod skills;
 
 /// A connection to one MCP server.
 ///

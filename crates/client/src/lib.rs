@@ -16,6 +16,9 @@
 //! - [`InputHandler`] (`input`): answers elicitation, sampling and roots
 //!   requests; the client declares exactly what it supports.
 //! - [`Subscription`] (`subscription`): a `subscriptions/listen` stream.
+//! - `client::skills`: the Skills extension: [`Client::list_skills`],
+//!   [`Client::get_skill`], [`Client::read_directory`] and verified skill
+//!   files ([`Client::fetch_skill_file`], [`SkillFetchError`]).
 //! - `task`: the tasks extension: a `tools/call` answered with a task is
 //!   polled to its end ([`Client::call_tool`]) or handed to the caller
 //!   ([`Client::call_tool_start`], [`ToolCallStart`]).
@@ -65,6 +68,7 @@ mod subscription;
 mod task;
 pub mod transport;
 
+pub use client::skills::SkillFetchError;
 pub use client::{Client, ClientBuilder, Dropped, Listing, ServerDescription, ToolsPage};
 pub use error::{ClientError, Source, TransportError};
 pub use input::{InputContext, InputError, InputHandler, InputQuestion, InputSupport, NoInput};

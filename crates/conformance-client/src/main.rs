@@ -26,6 +26,7 @@
 mod auth;
 mod input;
 mod scenario;
+mod skills;
 
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -58,6 +58,31 @@ pub(crate) async fn run(scenario: &str, client: &Client, context: &Value) -> any
             list_tools(client).await?;
             call(client, "test_reconnection", None).await?;
         }
+        // The focal tool's inputSchema goes back to the echo tool as it
+        // was received: the suite checks no keyword was lost on the way.
+        "json-schema-2020-12-preservation" => {
+            let tools = list_tools(client).await?;
+            let focal = tools
+                .iter()
+                .find(|t| t.name == "json_schema_2020_12_tool")
+                .context("the server lists no json_schema_2020_12_tool")?;
+            let mut args = Map::new();
+            args.insert("schema".into(), Value::Object(focal.input_schema.clone()));
+            call(client, "json_schema_echo", Some(args)).await?;
+        }
+        // Skills (io.modelcontextprotocol/skills), as a host would: list
+        // the entries and read nothing more (SK-VER-6) ...
+        "sep-2640-client-no-prefetch" => {
+            crate::skills::list(client).await?;
+        }
+        // ... or list, then load the first skill: its SKILL.md is fetched
+        // and verified, and only a verified skill's files are read.
+        s if s.starts_with("sep-2640-client-") => {
+            let skills = crate::skills::list(client).await?;
+            if let Some(skill) = skills.first() {
+                crate::skills::load(client, skill).await?;
+            }
+        }
         // Behind OAuth (the authorization ran on the first request): list
         // and call the tools, so at least two authorized requests follow it
         // (auth/authorization-server-migration switches servers in between;

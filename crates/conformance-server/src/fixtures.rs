@@ -51,7 +51,7 @@ pub(crate) const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADU
 pub(crate) const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
 
 /// Builds the conformance server.
-pub(crate) fn server(legacy: bool) -> anyhow::Result<Server> {
+pub(crate) fn server(legacy: bool, skills_dir: Option<&std::path::Path>) -> anyhow::Result<Server> {
     let b = Server::builder("switchboard-conformance-server", env!("CARGO_PKG_VERSION"))
         .instructions("Fixtures for the MCP conformance suite.")
         .logging(true)
@@ -61,6 +61,7 @@ pub(crate) fn server(legacy: bool) -> anyhow::Result<Server> {
     let b = crate::tasks::tools(b);
     let b = prompts(b);
     let b = resources(b);
+    let b = crate::skills::skills(b, skills_dir);
     Ok(b.completion(complete).build()?)
 }
 

@@ -5,11 +5,14 @@
 //! conformance-server --listen 127.0.0.1:8080        # endpoint http://127.0.0.1:8080/mcp
 //! conformance-server --listen 127.0.0.1:8080 --no-legacy
 //! conformance-server --stdio
+//! conformance-server --listen 127.0.0.1:8080 --skills-dir crates/conformance-server/skills
 //! ```
 //! Legacy 2025-11-25 clients (`initialize`, sessions) are served alongside
-//! modern ones unless `--no-legacy` is given.
+//! modern ones unless `--no-legacy` is given. The skills of the Skills
+//! extension's scenarios are compiled in, or read from `--skills-dir`.
 
 mod fixtures;
+mod skills;
 mod tasks;
 
 use std::net::SocketAddr;
@@ -34,6 +37,9 @@ struct Flags {
     /// Do not answer legacy 2025-11-25 clients (initialize, sessions).
     #[arg(long)]
     no_legacy: bool,
+    /// Serve the skills in this directory instead of the compiled-in copies.
+    #[arg(long)]
+    skills_dir: Option<std::path::PathBuf>,
     /// Worker threads (0 = a single-threaded runtime).
     #[arg(long, default_value_t = 0)]
     threads: usize,
@@ -62,7 +68,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(flags: Flags) -> anyhow::Result<()> {
-    let server = fixtures::server(!flags.no_legacy)?;
+    let server = fixtures::server(!flags.no_legacy, flags.skills_dir.as_deref())?;
     if flags.stdio {
         switchboard_server::stdio::serve(server).await?;
         return Ok(());

@@ -7,13 +7,19 @@
 //! (sampling). The note
 //! [`LONG_NOTE_ID`] is longer than the host's 8,000-character budget, so
 //! reading it through the host shows the cut.
+//!
+//! It also serves one Agent Skill (the `io.modelcontextprotocol/skills`
+//! extension), [`SKILL_URI`]: `meeting-notes`, whose `SKILL.md` tells the
+//! model to read the standup note with `read_note` and fill in the
+//! skill's own `templates/minutes.md`, named by its relative path. The
+//! files are compiled in (the demo runs with nothing on disk).
 
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use switchboard_server::{
-    BuildError, CallToolResult, Context, HandlerError, InputRequired, Sampling, Server,
+    BuildError, CallToolResult, Context, HandlerError, InputRequired, Sampling, Server, SkillSpec,
     ToolAnnotations, ToolResult, ToolSpec,
 };
 
@@ -21,6 +27,18 @@ use crate::DemoError;
 
 /// The id of the note longer than the host's budget.
 pub const LONG_NOTE_ID: &str = "handbook";
+
+/// The URI of the demo skill's `SKILL.md`.
+pub const SKILL_URI: &str = "skill://meeting-notes/SKILL.md";
+
+/// The URI of the template the demo skill's `SKILL.md` refers to.
+pub const SKILL_TEMPLATE_URI: &str = "skill://meeting-notes/templates/minutes.md";
+
+/// The demo skill's `SKILL.md`.
+pub const SKILL_MD: &str = include_str!("../skills/meeting-notes/SKILL.md");
+
+/// The minutes template of the demo skill.
+pub const SKILL_TEMPLATE: &str = include_str!("../skills/meeting-notes/templates/minutes.md");
 
 /// How many tools one `tools/list` page carries.
 pub const PAGE_SIZE: usize = 2;
@@ -117,6 +135,7 @@ pub fn server() -> Result<Server, BuildError> {
                 }),
             summarize_note,
         )
+        .skill(SkillSpec::new("meeting-notes", SKILL_MD).file("templates/minutes.md", SKILL_TEMPLATE))
         .build()
 }
 
@@ -334,6 +353,23 @@ mod tests {
     fn three_tools_build() {
         let s = server().unwrap();
         assert_eq!(s.info().name, "notes-demo");
+    }
+
+    // SK-CAP-4, SK-MAP-2, SK-READ-3: the demo skill is served, with the
+    // resources capability, and its SKILL.md names a file it has.
+    #[test]
+    fn the_demo_skill_is_served() {
+        let s = server().unwrap();
+        let caps = s.capabilities();
+        assert!(caps.resources.is_some());
+        let ext = caps.extensions.as_ref().unwrap();
+        assert_eq!(
+            ext["io.modelcontextprotocol/skills"],
+            serde_json::json!({"directoryRead": true})
+        );
+        assert!(SKILL_MD.contains("templates/minutes.md"));
+        assert!(SKILL_MD.contains("`read_note`"));
+        assert!(SKILL_TEMPLATE_URI.starts_with(SKILL_URI.trim_end_matches("SKILL.md")));
     }
 
     #[tokio::test]

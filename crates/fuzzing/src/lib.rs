@@ -21,6 +21,7 @@
 //! | `cursor` | pagination cursor unsealing (forged and altered tokens) |
 //! | `request_state` | MRTR `requestState` unsealing (forged, altered, misbound tokens) |
 //! | `fast_path` | differential: the server's `tools/call` fast path against the general path |
+//! | `skill` | a Skills entry (JSON) and a `SKILL.md` checked against it: frontmatter YAML, digests, sizes |
 
 #![allow(clippy::print_stderr)]
 
@@ -49,6 +50,7 @@ pub const TARGETS: &[Target] = &[
     ("cursor", cursor),
     ("request_state", request_state),
     ("fast_path", fast_path),
+    ("skill", skill),
 ];
 
 /// The target named `name`.
@@ -315,5 +317,49 @@ pub fn request_state(data: &[u8]) {
 pub fn fast_path(data: &[u8]) {
     if let Err(e) = switchboard_server::fuzzing::fast_path_agrees(data) {
         panic!("{e}");
+    }
+}
+
+/// A Skills entry and a `SKILL.md`: the input is an entry as JSON, a
+/// newline, and the file's bytes. The frontmatter reads as JSON that
+/// round-trips; an entry that parses round-trips too; checking the entry
+/// and verifying the file never panic, and a file that verifies against a
+/// file list has the listed size and digest.
+pub fn skill(data: &[u8]) {
+    let (entry, file) = match data.iter().position(|b| *b == b'\n') {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &b""[..]),
+    };
+    if let Ok(text) = std::str::from_utf8(file) {
+        if let Ok(frontmatter) = switchboard_wire::frontmatter::parse(text) {
+            let json = serde_json::to_vec(&frontmatter).unwrap_or_default();
+            let back: serde_json::Map<String, Value> =
+                serde_json::from_slice(&json).expect("frontmatter JSON parses back");
+            assert_eq!(back, frontmatter);
+        }
+    }
+    let Ok(skill) = serde_json::from_slice::<switchboard_wire::Skill>(entry) else {
+        return;
+    };
+    let json = serde_json::to_vec(&skill).unwrap_or_default();
+    let again: switchboard_wire::Skill =
+        serde_json::from_slice(&json).expect("a parsed entry parses again");
+    assert_eq!(
+        serde_json::to_value(&again).ok(),
+        serde_json::to_value(&skill).ok()
+    );
+    let _ = skill.check();
+    let _ = skill.resolve("templates/../a.md");
+    if skill.verify_file(&skill.uri, file).is_ok() {
+        if let Some(listed) = skill
+            .files()
+            .and_then(|f| f.iter().find(|f| f.uri == skill.uri))
+        {
+            assert_eq!(listed.size, file.len() as u64);
+            assert!(
+                switchboard_wire::Sha256Digest::parse(&listed.digest)
+                    .is_ok_and(|d| d.matches(file))
+            );
+        }
     }
 }

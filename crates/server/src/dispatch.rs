@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use switchboard_wire::meta::{META, SERVER_INFO};
+use switchboard_wire::skills;
 use switchboard_wire::types::method;
 use switchboard_wire::{
     CacheHints, CallToolResult, ContentBlock, ErrorObject, LoggingLevel, Message, MetaError,
@@ -218,6 +219,9 @@ impl Server {
                 self.list(ListKind::Prompts, params, incoming.principal.as_deref())
             }
             method::RESOURCES_LIST => {
+                // The SKILL.md resources of skills on disk are listed as
+                // the disk has them now.
+                self.refresh_skills().await;
                 self.list(ListKind::Resources, params, incoming.principal.as_deref())
             }
             method::RESOURCES_TEMPLATES_LIST => {
@@ -233,6 +237,9 @@ impl Server {
                     .await
             }
             method::COMPLETE => self.complete(&id, params, meta, &incoming).await,
+            skills::SKILLS_LIST => self.skills_list(params).await,
+            skills::SKILLS_GET => self.skills_get(params).await,
+            skills::DIRECTORY_READ => self.directory_read(params).await,
             m if switchboard_wire::tasks::is_task_method(m) && incoming.session.is_none() => {
                 self.task_request(m, params, &meta, &incoming)
             }
@@ -276,20 +283,16 @@ impl Server {
                 "resourceTemplates",
                 method::RESOURCES_TEMPLATES_LIST,
             ),
+            // Answered by the skills module, never routed here.
+            ListKind::Skills | ListKind::Directory => {
+                return Err(Fault::method_not_found(name_of(kind)));
+            }
         };
         if !declared {
             // HTTP-S-17: a feature not advertised is a method not found.
             return Err(Fault::method_not_found(name));
         }
-        let offset = match params.as_ref().and_then(|p| p.get("cursor")) {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(c)) => self.inner.keys.open_cursor(kind, c).ok_or_else(|| {
-                Fault::invalid_params(
-                    "invalid cursor: it was not issued by this server for this list; list again without a cursor",
-                )
-            })?,
-            Some(_) => return Err(Fault::invalid_params("cursor must be a string")),
-        };
+        let offset = self.cursor_offset(kind, params.as_ref())?;
         let registry = self.registry();
         let offers = self.offer_filter();
         let page = self.inner.options.page_size;
@@ -321,8 +324,20 @@ impl Server {
                 let shown = offered(&registry.resources, principal, &offers, |r| {
                     Offered::Resource(&r.def.uri)
                 });
-                write_page(&mut out, &shown, offset, page, |r| &r.def)
+                let skills = self.skill_resources();
+                if skills.is_empty() {
+                    write_page(&mut out, &shown, offset, page, |r| &r.def)
+                } else {
+                    // The fixed resources, then the skills' SKILL.md files.
+                    let all: Vec<Arc<switchboard_wire::Resource>> = shown
+                        .iter()
+                        .map(|r| Arc::new(r.def.clone()))
+                        .chain(skills.into_iter().map(Arc::new))
+                        .collect();
+                    write_page(&mut out, &all, offset, page, |r| r)
+                }
             }
+            ListKind::Skills | ListKind::Directory => 0,
             ListKind::Templates => {
                 let shown = offered(&registry.templates, principal, &offers, |t| {
                     Offered::Template(&t.def.uri_template)
@@ -337,6 +352,25 @@ impl Server {
         write_cache(&mut out, &self.inner.options.list_cache);
         out.extend_from_slice(b",\"resultType\":\"complete\"}");
         Ok(self.finish_result(out))
+    }
+
+    /// Where the page a list request asks for starts: 0 without a
+    /// cursor, else the offset in a cursor this server issued for `kind`
+    /// (-32602 for any other: PAGE-03).
+    pub(crate) fn cursor_offset(
+        &self,
+        kind: ListKind,
+        params: Option<&Value>,
+    ) -> Result<usize, Fault> {
+        match params.and_then(|p| p.get("cursor")) {
+            None | Some(Value::Null) => Ok(0),
+            Some(Value::String(c)) => self.inner.keys.open_cursor(kind, c).ok_or_else(|| {
+                Fault::invalid_params(
+                    "invalid cursor: it was not issued by this server for this list; list again without a cursor",
+                )
+            }),
+            Some(_) => Err(Fault::invalid_params("cursor must be a string")),
+        }
     }
 
     // -- tools, prompts, resources (MRTR-capable) --------------------------
@@ -544,6 +578,10 @@ impl Server {
                         .call(ctx(method::RESOURCES_READ))
                         .await
                         .map(|o| (o, cache))
+                } else if let Some(read) = self.read_skill_file(&name).await {
+                    // A skill file (checked before templates, which may
+                    // match any URI).
+                    return Ok(Step::Done(self.read_result(&name, read?, None)?));
                 } else if let Some((entry, matched)) = registry
                     .templates
                     .iter()
@@ -1041,7 +1079,20 @@ fn write_page<T, D: Serialize>(
     items.len()
 }
 
-fn write_cache(out: &mut Vec<u8>, hints: &CacheHints) {
+/// The method a list kind answers.
+fn name_of(kind: ListKind) -> &'static str {
+    match kind {
+        ListKind::Tools => method::TOOLS_LIST,
+        ListKind::Prompts => method::PROMPTS_LIST,
+        ListKind::Resources => method::RESOURCES_LIST,
+        ListKind::Templates => method::RESOURCES_TEMPLATES_LIST,
+        ListKind::Skills => skills::SKILLS_LIST,
+        ListKind::Directory => skills::DIRECTORY_READ,
+    }
+}
+
+/// Writes `,"ttlMs":…,"cacheScope":…` (CACHE-01).
+pub(crate) fn write_cache(out: &mut Vec<u8>, hints: &CacheHints) {
     out.extend_from_slice(b",\"ttlMs\":");
     out.extend_from_slice(hints.ttl_ms.unwrap_or(0).max(0).to_string().as_bytes());
     out.extend_from_slice(b",\"cacheScope\":");

@@ -205,6 +205,16 @@ pub enum BuildError {
     /// A configuration value is out of range.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A skill given in code breaks the Skills extension's rules (its path's
+    /// last segment is not its frontmatter name, the frontmatter lacks a
+    /// field, it is over the limits, …).
+    #[error("skill {path:?} cannot be served: {reason}")]
+    InvalidSkill {
+        /// The skill's path.
+        path: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Why a runner stopped with an error.

@@ -22,6 +22,10 @@
 //! - [`StateHandles`]: cross-call state bound to a principal.
 //! - [`TaskContext`], [`TaskWork`], [`TaskSupport`]: tools that run as
 //!   tasks (the `io.modelcontextprotocol/tasks` extension).
+//! - [`SkillSpec`], [`ServerBuilder::skills_dir`]: Agent Skills served
+//!   from code or from a directory (the `io.modelcontextprotocol/skills`
+//!   extension: `skills/list`, `skills/get`, `resources/directory/read`,
+//!   and every skill file readable with `resources/read`).
 //! - [`Principal`], [`TokenValidator`], [`ClaimsValidator`],
 //!   [`ProtectedResource`]: bearer-token authentication on HTTP (OAuth 2.1
 //!   resource server).
@@ -81,6 +85,7 @@ mod schema;
 mod seal;
 mod server;
 mod sink;
+mod skill;
 mod state;
 mod task;
 mod tool;
@@ -106,6 +111,7 @@ pub use resource::{
     TemplateSpec, blob_contents, text_contents,
 };
 pub use server::{OfferFilter, Offered, Server, ServerBuilder, ToolFilter};
+pub use skill::SkillSpec;
 pub use state::StateHandles;
 pub use task::{TaskContext, TaskHandler, TaskSupport, TaskWork};
 pub use tool::{

@@ -489,6 +489,10 @@ pub(crate) enum ListKind {
     Prompts = 2,
     Resources = 3,
     Templates = 4,
+    /// `skills/list`.
+    Skills = 5,
+    /// `resources/directory/read` (the cursor pages any directory).
+    Directory = 6,
 }
 
 impl Keys {

@@ -91,6 +91,8 @@ pub(crate) struct Inner {
     /// Which prompts, resources and templates are listed to whom
     /// ([`Server::set_offer_filter`]).
     pub(crate) offer_filter: RwLock<Option<OfferFilter>>,
+    /// The skills served, when any source was given.
+    pub(crate) skills: Option<Arc<crate::skill::Catalog>>,
 }
 
 /// Decides whether a tool is listed for a caller: the caller's
@@ -293,6 +295,7 @@ pub struct ServerBuilder {
     declare_resources: bool,
     error: Option<BuildError>,
     pub(crate) task_options: crate::task::TaskOptions,
+    skills: crate::skill::SkillsBuilder,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -321,6 +324,7 @@ impl Server {
             declare_resources: false,
             error: None,
             task_options: crate::task::TaskOptions::default(),
+            skills: crate::skill::SkillsBuilder::default(),
         }
     }
 
@@ -832,6 +836,34 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves the skills under `path` (the `io.modelcontextprotocol/skills`
+    /// extension): every directory below it holding a `SKILL.md` is a
+    /// skill (`path/acme/billing/refunds/SKILL.md` is the skill `refunds`
+    /// at `skill://acme/billing/refunds/SKILL.md`), with every file below
+    /// it. Digests and sizes are computed at build time and again, before
+    /// each skills request, for the files that changed. A skill that breaks
+    /// the extension's rules is not served, and the reason is logged.
+    /// Declares the extension (with `directoryRead`) and `resources`.
+    pub fn skills_dir(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.skills.dirs.push(path.into());
+        self
+    }
+
+    /// Serves a skill given in code (fixed files, or generated content:
+    /// [`SkillSpec::dynamic`](crate::SkillSpec::dynamic)). Declares the
+    /// extension and `resources`.
+    pub fn skill(mut self, spec: crate::SkillSpec) -> Self {
+        self.skills.specs.push(spec);
+        self
+    }
+
+    /// Whether `resources/directory/read` is offered with skills (default
+    /// on: the extension is declared with `directoryRead: true`).
+    pub fn skills_directory_read(mut self, on: bool) -> Self {
+        self.skills.directory_read = on;
+        self
+    }
+
     /// Sets the `completion/complete` handler and declares `completions`.
     pub fn completion<M: 'static, H: CompletionHandler<M>>(mut self, handler: H) -> Self {
         self.completion = Some(Box::new(crate::completion::Typed {
@@ -872,6 +904,14 @@ impl ServerBuilder {
                 ))
             })?,
         };
+        let skills = self.skills.build()?;
+        let mut extensions = self.extensions;
+        if let Some(catalog) = &skills {
+            extensions.insert(
+                switchboard_wire::skills::EXTENSION_ID.to_owned(),
+                switchboard_wire::SkillsCapability::new(catalog.directory_read).to_value(),
+            );
+        }
         let list_changed = || {
             Some(ListChangedCapability {
                 list_changed: Some(true),
@@ -886,9 +926,12 @@ impl ServerBuilder {
             prompts: (self.declare_prompts || !r.prompts.is_empty())
                 .then(list_changed)
                 .flatten(),
+            // Skill files are resources: the extension needs the
+            // capability (SK-CAP-4).
             resources: (self.declare_resources
                 || !r.resources.is_empty()
-                || !r.templates.is_empty())
+                || !r.templates.is_empty()
+                || skills.is_some())
             .then(|| ResourcesCapability {
                 subscribe: Some(true),
                 list_changed: Some(true),
@@ -897,7 +940,7 @@ impl ServerBuilder {
             completions: self.completion.as_ref().map(|_| JsonObject::new()),
             logging: self.options.logging.then(JsonObject::new),
             experimental: self.experimental,
-            extensions: (!self.extensions.is_empty()).then_some(self.extensions),
+            extensions: (!extensions.is_empty()).then_some(extensions),
             extra: JsonObject::new(),
         };
         let server_info = serde_json::to_value(&self.info).unwrap_or_else(|_| json!({}));
@@ -948,6 +991,7 @@ impl ServerBuilder {
                 tasks: crate::task::TaskStore::new(self.task_options),
                 tool_filter: RwLock::new(None),
                 offer_filter: RwLock::new(None),
+                skills,
             }),
         })
     }

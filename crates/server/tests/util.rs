@@ -659,9 +659,20 @@ impl Child {
     // The server crate must not depend on the client crate and its spawn
     // helper; this child is killed on drop, and its stdin is closed by the
     // tests that check a clean exit.
-    #[allow(clippy::disallowed_methods)]
     pub(crate) fn spawn(example_name: &str) -> Child {
+        Child::spawn_with(example_name, &[], &[])
+    }
+
+    /// [`Child::spawn`] with arguments and environment variables.
+    #[allow(clippy::disallowed_methods)]
+    pub(crate) fn spawn_with(
+        example_name: &str,
+        args: &[&std::ffi::OsStr],
+        env: &[(&str, &str)],
+    ) -> Child {
         let mut child = tokio::process::Command::new(example(example_name))
+            .args(args)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

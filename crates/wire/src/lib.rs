@@ -20,6 +20,10 @@
 //! - [`naming`]: namespaced tool names ([`namespaced_tool_name`]).
 //! - [`tasks`]: the tasks extension (`io.modelcontextprotocol/tasks`):
 //!   [`tasks::Task`], its statuses and the `tasks/*` params.
+//! - [`skills`]: the Skills extension (`io.modelcontextprotocol/skills`):
+//!   [`Skill`] entries, `sha256:` digests and the checks a host makes on
+//!   skill content before using it ([`SkillError`]).
+//! - [`frontmatter`]: the YAML frontmatter of a `SKILL.md`, as JSON.
 //!
 //! # Example
 //! ```
@@ -34,11 +38,13 @@
 
 pub mod error_code;
 pub mod framing;
+pub mod frontmatter;
 pub mod header;
 pub mod jsonrpc;
 pub mod meta;
 pub mod naming;
 pub mod scan;
+pub mod skills;
 pub mod sse;
 pub mod tasks;
 pub mod types;
@@ -49,6 +55,10 @@ pub use framing::{FrameError, LineFramer};
 pub use jsonrpc::{ErrorObject, Message, MessageError, Notification, Request, RequestId, Response};
 pub use meta::{LoggingLevel, MetaError, RequestMeta};
 pub use naming::{is_valid_alias, namespaced_tool_name};
+pub use skills::{
+    GetSkillResult, ListSkillsResult, ReadDirectoryResult, Sha256Digest, Skill, SkillError,
+    SkillResource, SkillResources, SkillsCapability,
+};
 pub use sse::{SseDecoder, SseEvent};
 pub use types::*;
 pub use version::Era;

@@ -3,6 +3,7 @@
 mod client;
 mod legacy;
 mod server;
+mod skills;
 mod tasks;
 mod tls;
 mod transport;
