@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use super::identity::pre_registered_identity;
 use super::{FlowState, OAuthProvider};
 use crate::assertion::{self, AssertionSource, JWT_BEARER};
 use crate::config::{EnterpriseGrant, Grant, JwtBearerGrant};
@@ -13,9 +14,9 @@ use crate::discovery::{AuthorizationServerMetadata, ProtectedResourceMetadata};
 use crate::dpop::DpopKey;
 use crate::error::OAuthError;
 use crate::flow::{self, PendingAuthorization};
-use crate::registration::{self, PreRegisteredClient};
+use crate::registration::PreRegisteredClient;
 use crate::secret::{Pkce, Secret, random_b64};
-use crate::token::{self, ClientIdentity, IdentitySource, TokenRequest, TokenSet};
+use crate::token::{self, IdentitySource, TokenRequest, TokenSet};
 use crate::user_agent::AuthorizationRequest;
 
 impl OAuthProvider {
@@ -63,12 +64,33 @@ impl OAuthProvider {
         Ok((tokens, source))
     }
 
+    /// The authorization-code grant for the MCP server's `resource`, the
+    /// token bound to a DPoP key where the server binds tokens.
     async fn authorization_code(
         &self,
         st: &mut FlowState,
         prm: &ProtectedResourceMetadata,
         metadata: &AuthorizationServerMetadata,
         scopes: Vec<String>,
+    ) -> Result<(TokenSet, IdentitySource), OAuthError> {
+        tracing::info!(server = %self.inner.config.server, issuer = %metadata.issuer, "requesting authorization");
+        self.code_flow(st, metadata, scopes, Some(&prm.resource), true)
+            .await
+    }
+
+    /// The authorization-code flow with PKCE, through the user agent, at
+    /// `metadata.issuer`: for `resource` when given (the MCP server; sent on
+    /// both requests), else for the issuer itself (a login at an identity
+    /// provider); `offline_access` is added to `scopes` where offered and
+    /// refresh tokens are wanted; with `dpop`, the token is bound to a new
+    /// key where the issuer binds tokens.
+    pub(super) async fn code_flow(
+        &self,
+        st: &mut FlowState,
+        metadata: &AuthorizationServerMetadata,
+        scopes: Vec<String>,
+        resource: Option<&str>,
+        dpop: bool,
     ) -> Result<(TokenSet, IdentitySource), OAuthError> {
         let Some(agent) = self.inner.config.user_agent.clone() else {
             return Err(OAuthError::NeedsLogin {
@@ -111,7 +133,6 @@ impl OAuthProvider {
             verifier: pkce.verifier,
             redirect_uri,
         };
-        let resource = prm.resource.clone();
         let scope = scopes.join(" ");
         let mut params = vec![
             ("response_type", "code"),
@@ -120,14 +141,15 @@ impl OAuthProvider {
             ("code_challenge", pkce.challenge.as_str()),
             ("code_challenge_method", "S256"),
             ("state", state.as_str()),
-            // AUTH-C-16: always, whether or not the server supports it.
-            ("resource", resource.as_str()),
         ];
+        // AUTH-C-16: always, whether or not the server supports it.
+        if let Some(resource) = resource {
+            params.push(("resource", resource));
+        }
         if !scope.is_empty() {
             params.push(("scope", scope.as_str()));
         }
         let url = flow::authorization_url(&authorization_endpoint, &params);
-        tracing::info!(server = %self.inner.config.server, issuer = %issuer, "requesting authorization");
         let response = pending
             .complete(AuthorizationRequest {
                 url,
@@ -135,22 +157,27 @@ impl OAuthProvider {
             })
             .await?;
         let code = flow::validate_response(&response, &record)?;
-        let dpop = self.dpop_key_for(metadata)?;
+        let dpop = match dpop {
+            true => self.dpop_key_for(metadata)?,
+            false => None,
+        };
         let request = TokenRequest {
             endpoint: &token_endpoint,
             issuer: &issuer,
             client: &client,
-            resource: &resource,
+            resource: resource.unwrap_or(&issuer),
             requested_scope: &scopes,
             dpop: dpop.as_ref(),
         };
-        let form = vec![
+        let mut form = vec![
             ("grant_type", "authorization_code".to_owned()),
             ("code", code.expose().to_owned()),
             ("redirect_uri", record.redirect_uri.clone()),
             ("code_verifier", record.verifier.expose().to_owned()),
-            ("resource", resource.clone()),
         ];
+        if let Some(resource) = resource {
+            form.push(("resource", resource.to_owned()));
+        }
         match token::request(&self.inner.http, &request, form, None).await {
             Ok(tokens) => Ok((tokens, client.source)),
             Err(e) => {
@@ -331,16 +358,7 @@ impl OAuthProvider {
             "token_endpoint",
         )?;
         self.check_binding(st, client, &issuer)?;
-        let identity = ClientIdentity {
-            client_id: client.client_id.clone(),
-            secret: client.client_secret.clone(),
-            method: registration::method_for(
-                client,
-                metadata.token_endpoint_auth_methods_supported.as_deref(),
-            )?,
-            key: client.signing_key.clone(),
-            source: IdentitySource::PreRegistered,
-        };
+        let identity = pre_registered_identity(client, metadata)?;
         let resource = prm.resource.clone();
         let dpop = self.dpop_key_for(metadata)?;
         let request = TokenRequest {

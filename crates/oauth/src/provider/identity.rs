@@ -85,16 +85,7 @@ impl OAuthProvider {
     ) -> Result<ClientIdentity, OAuthError> {
         let issuer = &metadata.issuer;
         if let Some(client) = self.pre_registered_for(st, issuer)? {
-            return Ok(ClientIdentity {
-                client_id: client.client_id.clone(),
-                secret: client.client_secret.clone(),
-                method: registration::method_for(
-                    &client,
-                    metadata.token_endpoint_auth_methods_supported.as_deref(),
-                )?,
-                key: client.signing_key.clone(),
-                source: IdentitySource::PreRegistered,
-            });
+            return pre_registered_identity(&client, metadata);
         }
         if let Some(url) = &self.inner.config.client_metadata_url {
             if metadata.client_id_metadata_document_supported {
@@ -150,30 +141,12 @@ impl OAuthProvider {
         };
         if let Some(client) = granted {
             if client.client_id == client_id {
-                return Ok(ClientIdentity {
-                    client_id: client.client_id.clone(),
-                    secret: client.client_secret.clone(),
-                    method: registration::method_for(
-                        client,
-                        metadata.token_endpoint_auth_methods_supported.as_deref(),
-                    )?,
-                    key: client.signing_key.clone(),
-                    source: IdentitySource::PreRegistered,
-                });
+                return pre_registered_identity(client, metadata);
             }
         }
         if let Ok(Some(client)) = self.pre_registered_for(st, &metadata.issuer) {
             if client.client_id == client_id {
-                return Ok(ClientIdentity {
-                    client_id: client.client_id.clone(),
-                    secret: client.client_secret.clone(),
-                    method: registration::method_for(
-                        &client,
-                        metadata.token_endpoint_auth_methods_supported.as_deref(),
-                    )?,
-                    key: client.signing_key.clone(),
-                    source: IdentitySource::PreRegistered,
-                });
+                return pre_registered_identity(&client, metadata);
             }
         }
         if self.inner.config.client_metadata_url.as_deref() == Some(client_id) {
@@ -297,4 +270,22 @@ fn dynamic_identity(reg: Registration) -> ClientIdentity {
         key: None,
         source: IdentitySource::Dynamic,
     }
+}
+
+/// Configured credentials as the identity at `metadata`'s token endpoint
+/// (the authentication method chosen among those it supports).
+pub(super) fn pre_registered_identity(
+    client: &PreRegisteredClient,
+    metadata: &AuthorizationServerMetadata,
+) -> Result<ClientIdentity, OAuthError> {
+    Ok(ClientIdentity {
+        client_id: client.client_id.clone(),
+        secret: client.client_secret.clone(),
+        method: registration::method_for(
+            client,
+            metadata.token_endpoint_auth_methods_supported.as_deref(),
+        )?,
+        key: client.signing_key.clone(),
+        source: IdentitySource::PreRegistered,
+    })
 }

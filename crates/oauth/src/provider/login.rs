@@ -10,11 +10,8 @@ use switchboard_wire::{meta, version};
 use super::{LoginReport, OAuthProvider, blocking, select_issuer};
 use crate::challenge::BearerChallenge;
 use crate::error::OAuthError;
-use crate::flow::{self, PendingAuthorization};
-use crate::secret::{Pkce, random_b64};
+use crate::flow::{self};
 use crate::store::StoredLogin;
-use crate::token::{self, TokenRequest};
-use crate::user_agent::AuthorizationRequest;
 
 impl OAuthProvider {
     /// Runs a full authorization now, whatever tokens are held (what
@@ -40,14 +37,7 @@ impl OAuthProvider {
             scopes = flow::union(&t.requested_scope, &scopes);
         }
         let (tokens, source) = self.authorize(&mut st, &prm, &issuer, scopes).await?;
-        Ok(LoginReport {
-            issuer: tokens.issuer.clone(),
-            client_id: tokens.client_id.clone(),
-            client_source: source,
-            scopes: tokens.scopes(),
-            expires_at: tokens.expires_at,
-            has_refresh_token: tokens.refresh_token.is_some(),
-        })
+        Ok(LoginReport::of(&tokens, source))
     }
 
     /// Logs in at an enterprise identity provider (what `switchboard auth
@@ -66,83 +56,23 @@ impl OAuthProvider {
         name: &str,
         scopes: &[String],
     ) -> Result<LoginReport, OAuthError> {
-        let Some(agent) = self.inner.config.user_agent.clone() else {
+        if self.inner.config.user_agent.is_none() {
             return Err(OAuthError::NeedsLogin {
                 server: self.inner.config.server.clone(),
             });
-        };
-        let mut st = self.inner.flow.lock().await;
-        let issuer = self.inner.config.url.clone();
-        let metadata = self.metadata(&mut st, &issuer).await?;
-        let issuer = metadata.issuer.clone();
-        if !metadata.supports_s256() {
-            return Err(OAuthError::PkceUnsupported { issuer });
         }
-        let authorization_endpoint = self.endpoint(
-            metadata.authorization_endpoint.as_deref(),
-            &issuer,
-            "authorization_endpoint",
-        )?;
-        let token_endpoint = self.endpoint(
-            metadata.token_endpoint.as_deref(),
-            &issuer,
-            "token_endpoint",
-        )?;
+        let mut st = self.inner.flow.lock().await;
+        let metadata = self.metadata(&mut st, &self.inner.config.url).await?;
         let scopes = flow::union(&["openid".to_owned()], scopes);
-        let scopes = flow::with_offline_access(scopes, &metadata, self.inner.config.refresh_tokens);
-        let pending = agent.begin(None).await?;
-        let redirect_uri = pending.redirect_uri().to_owned();
-        let client = self
-            .identity(&mut st, &metadata, Some(&redirect_uri), &scopes)
-            .await?;
-        let pkce = Pkce::generate().map_err(OAuthError::Key)?;
-        let state = random_b64(32).map_err(OAuthError::Key)?;
-        let record = PendingAuthorization {
-            issuer: issuer.clone(),
-            iss_supported: metadata.authorization_response_iss_parameter_supported,
-            state: state.clone(),
-            verifier: pkce.verifier,
-            redirect_uri,
-        };
-        let scope = scopes.join(" ");
+        tracing::info!(idp = %name, issuer = %metadata.issuer, "logging in at the identity provider");
         // No `resource`: the login is for the identity provider itself.
-        let params = vec![
-            ("response_type", "code"),
-            ("client_id", client.client_id.as_str()),
-            ("redirect_uri", record.redirect_uri.as_str()),
-            ("code_challenge", pkce.challenge.as_str()),
-            ("code_challenge_method", "S256"),
-            ("state", state.as_str()),
-            ("scope", scope.as_str()),
-        ];
-        let url = flow::authorization_url(&authorization_endpoint, &params);
-        tracing::info!(idp = %name, issuer = %issuer, "logging in at the identity provider");
-        let response = pending
-            .complete(AuthorizationRequest {
-                url,
-                state: state.clone(),
-            })
+        let (tokens, source) = self
+            .code_flow(&mut st, &metadata, scopes, None, false)
             .await?;
-        let code = flow::validate_response(&response, &record)?;
-        let request = TokenRequest {
-            endpoint: &token_endpoint,
-            issuer: &issuer,
-            client: &client,
-            resource: &issuer,
-            requested_scope: &scopes,
-            dpop: None,
-        };
-        let form = vec![
-            ("grant_type", "authorization_code".to_owned()),
-            ("code", code.expose().to_owned()),
-            ("redirect_uri", record.redirect_uri.clone()),
-            ("code_verifier", record.verifier.expose().to_owned()),
-        ];
-        let tokens = token::request(&self.inner.http, &request, form, None).await?;
         if tokens.id_token.is_none() {
             return Err(OAuthError::InvalidDocument {
                 what: "token response",
-                url: crate::http::shown(&token_endpoint),
+                url: crate::http::shown(metadata.token_endpoint.as_deref().unwrap_or_default()),
                 reason: "it has no id_token (is \"openid\" a scope of this client?)".into(),
             });
         }
@@ -151,14 +81,7 @@ impl OAuthProvider {
             let saved = tokens.clone();
             blocking(move || store.save_tokens(&key, &saved)).await?;
         }
-        Ok(LoginReport {
-            issuer: tokens.issuer.clone(),
-            client_id: tokens.client_id.clone(),
-            client_source: client.source,
-            scopes: tokens.scopes(),
-            expires_at: tokens.expires_at,
-            has_refresh_token: tokens.refresh_token.is_some(),
-        })
+        Ok(LoginReport::of(&tokens, source))
     }
 
     /// The login held for this server (memory first, then the store).

@@ -125,6 +125,21 @@ pub struct LoginReport {
     pub has_refresh_token: bool,
 }
 
+impl LoginReport {
+    /// The report of a login that obtained `tokens` as a client from
+    /// `source`.
+    fn of(tokens: &TokenSet, source: IdentitySource) -> LoginReport {
+        LoginReport {
+            issuer: tokens.issuer.clone(),
+            client_id: tokens.client_id.clone(),
+            client_source: source,
+            scopes: tokens.scopes(),
+            expires_at: tokens.expires_at,
+            has_refresh_token: tokens.refresh_token.is_some(),
+        }
+    }
+}
+
 impl fmt::Debug for OAuthProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let has_token = read(&self.inner.token).is_some();
