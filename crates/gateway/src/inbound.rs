@@ -11,12 +11,16 @@
 //!   at a match, so timing tells neither which token nor how much of it
 //!   matched.
 //! - OAuth access tokens (`serve --auth oauth`, [`OAuthInbound`]): JWTs
-//!   verified with the issuer's JWK set (from `--jwks-url`, else its
-//!   metadata's `jwks_uri`; cached, fetched again on an unknown `kid`: the
-//!   first at once, then at most once every [`JWKS_MIN_REFETCH`]), or RFC 7662 introspection answers
-//!   cached for [`INTROSPECTION_TTL`]. Then [`ClaimsValidator`] checks
-//!   `iss`, `aud` = the gateway's resource URL, `exp`/`nbf` (30 s leeway)
-//!   and the required scopes. The principal is `sub` (else `client_id`).
+//!   verified by the framework's [`JwtVerifier`] with the issuer's JWK set
+//!   (from `--jwks-url`, else its metadata's `jwks_uri`; `typ` `at+jwt`,
+//!   no `crit`, a numeric `exp`; the set cached, fetched once at a time,
+//!   again on an unknown `kid` at most once every [`JWKS_MIN_REFETCH`],
+//!   with back-off while the issuer fails and the cached keys kept in use
+//!   meanwhile), or RFC 7662 introspection answers cached for
+//!   [`INTROSPECTION_TTL`]. Then [`ClaimsValidator`] checks `iss`, `aud` =
+//!   the gateway's resource URL, `exp`/`nbf` (30 s leeway) and the
+//!   required scopes. The principal is `sub` (a string; else, without
+//!   `sub`, `client_id`).
 //!
 //! Tokens never reach logs or handlers: handlers see the principal.
 
@@ -421,6 +425,9 @@ pub struct OAuthInbound {
     /// Ask the issuer about each token (RFC 7662) instead of checking a
     /// JWT signature.
     pub introspection: Option<Introspection>,
+    /// JWTs whose `typ` is `JWT` (or absent) are accepted too, not only
+    /// `at+jwt` ([`JwtVerifier::accept_plain_jwt`]).
+    pub accept_plain_jwt: bool,
 }
 
 impl OAuthInbound {
@@ -433,7 +440,16 @@ impl OAuthInbound {
             jwks_url: None,
             scopes: Vec::new(),
             introspection: None,
+            accept_plain_jwt: false,
         }
+    }
+
+    /// JWTs whose `typ` is `JWT` (or absent) are accepted too, for an
+    /// authorization server that does not mark access tokens `at+jwt`.
+    #[must_use]
+    pub fn accept_plain_jwt(mut self, accept: bool) -> Self {
+        self.accept_plain_jwt = accept;
+        self
     }
 
     /// The keys are at `url`.
