@@ -1,8 +1,13 @@
 //! The loop: model → tool calls → toolbox → results → model, until the
 //! model stops, the turn limit, the loop guard, or the user cancels.
+//!
+//! The tool calls of one model turn run concurrently (each through the
+//! toolbox, so each through the host's gate), and their results go back to
+//! the model in the order the model made the calls.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::task::Poll;
 
 use serde_json::Value;
 
@@ -10,7 +15,7 @@ use crate::cancel::CancelToken;
 use crate::event::{AgentEvent, EventSink, TurnStop};
 use crate::message::{Content, Message, Role};
 use crate::model::{
-    DEFAULT_MAX_TOKENS, Model, ModelEvent, ModelRequest, StopReason, ToolCall, Usage,
+    BoxFuture, DEFAULT_MAX_TOKENS, Model, ModelEvent, ModelRequest, StopReason, ToolCall, Usage,
 };
 use crate::prompt;
 use crate::toolbox::{ToolOutcome, Toolbox};
@@ -178,15 +183,14 @@ impl Agent {
                 };
                 break;
             }
-            let mut results = Vec::with_capacity(calls.len());
+            // Checked in the model's order (the loop guard counts calls in
+            // a row), then run together.
+            let mut planned = Vec::with_capacity(calls.len());
             let mut stopped: Option<TurnStop> = None;
             for (call, server) in calls {
-                if let Some(stop) = stopped {
-                    let why = match stop {
-                        TurnStop::Cancelled => "Not run: the user cancelled the turn.",
-                        _ => "Not run: the turn was ended.",
-                    };
-                    results.push(self.finish_call(events, &call, not_run(why, "skipped")));
+                if stopped.is_some() {
+                    let outcome = not_run("Not run: the turn was ended.", "skipped");
+                    planned.push((call, Some(outcome)));
                     continue;
                 }
                 let key = canonical(&call.arguments);
@@ -206,30 +210,21 @@ impl Agent {
                     server,
                     arguments: call.arguments.clone(),
                 });
-                if self.options.loop_guard > 0 && count >= self.options.loop_guard {
+                let outcome = if self.options.loop_guard > 0 && count >= self.options.loop_guard {
                     stopped = Some(TurnStop::LoopGuard);
                     message = Some(format!(
                         "Stopped: the model called {} with the same arguments {count} times in a row.",
                         call.name
                     ));
-                    let outcome = not_run(
+                    Some(not_run(
                         &format!(
                             "Not run: this is call number {count} in a row of {} with the same arguments; \
                              the turn was ended so the user can decide.",
                             call.name
                         ),
                         "loop_guard",
-                    );
-                    results.push(self.finish_call(events, &call, outcome));
-                    continue;
-                }
-                let outcome = if call.arguments.is_object() {
-                    tokio::select! {
-                        biased;
-                        () = cancel.cancelled() => None,
-                        o = self.toolbox.call(&call, events) => Some(o),
-                    }
-                } else {
+                    ))
+                } else if !call.arguments.is_object() {
                     Some(not_run(
                         &format!(
                             "The arguments of {} must be a JSON object; got {}. Call it again with an object.",
@@ -238,12 +233,14 @@ impl Agent {
                         ),
                         "bad_arguments",
                     ))
+                } else {
+                    None
                 };
-                let outcome = outcome.unwrap_or_else(|| {
-                    stopped = Some(TurnStop::Cancelled);
-                    not_run("The user cancelled this call while it ran.", "cancelled")
-                });
-                results.push(self.finish_call(events, &call, outcome));
+                planned.push((call, outcome));
+            }
+            let (results, cancelled) = self.run_calls(&planned, events, cancel).await;
+            if cancelled {
+                stopped = Some(TurnStop::Cancelled);
             }
             self.request.messages.push(Message {
                 role: Role::User,
@@ -263,6 +260,68 @@ impl Agent {
             message,
         });
         end
+    }
+
+    /// Runs the calls of one model turn concurrently, each through the
+    /// toolbox (so each through the host's gate; an approver that asks a
+    /// person serialises its questions), and returns their results in the
+    /// model's order. A call with an outcome already (`planned`'s second
+    /// member: refused, guarded, skipped) is not run. Results are reported
+    /// in the model's order too, each as soon as it and those before it
+    /// are in. A cancel drops the calls still running; the results already
+    /// in are kept. Returns whether the turn was cancelled.
+    async fn run_calls(
+        &self,
+        planned: &[(ToolCall, Option<ToolOutcome>)],
+        events: &EventSink,
+        cancel: &CancelToken,
+    ) -> (Vec<Content>, bool) {
+        let mut slots: Vec<Slot<'_>> = planned
+            .iter()
+            .map(|(call, outcome)| match outcome {
+                Some(o) => Slot::Ready(o.clone()),
+                None if cancel.is_cancelled() => {
+                    Slot::Ready(not_run("Not run: the user cancelled the turn.", "skipped"))
+                }
+                None => Slot::Running(self.toolbox.call(call, events)),
+            })
+            .collect();
+        let mut results = Vec::with_capacity(planned.len());
+        let all_in = std::future::poll_fn(|cx| {
+            for slot in &mut slots {
+                if let Slot::Running(call) = slot {
+                    if let Poll::Ready(outcome) = call.as_mut().poll(cx) {
+                        *slot = Slot::Ready(outcome);
+                    }
+                }
+            }
+            while let Some(Slot::Ready(_)) = slots.get(results.len()) {
+                let i = results.len();
+                if let Slot::Ready(outcome) = std::mem::replace(&mut slots[i], Slot::Reported) {
+                    results.push(self.finish_call(events, &planned[i].0, outcome));
+                }
+            }
+            match results.len() == slots.len() {
+                true => Poll::Ready(()),
+                false => Poll::Pending,
+            }
+        });
+        let cancelled = tokio::select! {
+            biased;
+            () = cancel.cancelled() => true,
+            () = all_in => false,
+        };
+        if cancelled {
+            for i in results.len()..planned.len() {
+                let outcome = match std::mem::replace(&mut slots[i], Slot::Reported) {
+                    Slot::Ready(outcome) => outcome,
+                    // Dropping the future cancels the call.
+                    _ => not_run("The user cancelled this call while it ran.", "cancelled"),
+                };
+                results.push(self.finish_call(events, &planned[i].0, outcome));
+            }
+        }
+        (results, cancelled)
     }
 
     fn finish_call(&self, events: &EventSink, call: &ToolCall, outcome: ToolOutcome) -> Content {
@@ -291,6 +350,16 @@ impl Agent {
             }),
         }
     }
+}
+
+/// One call of a model turn while the turn's calls run.
+enum Slot<'a> {
+    /// Still running.
+    Running(BoxFuture<'a, ToolOutcome>),
+    /// Finished (or never run), not reported yet.
+    Ready(ToolOutcome),
+    /// Reported and in the results.
+    Reported,
 }
 
 fn not_run(text: &str, outcome: &str) -> ToolOutcome {

@@ -11,7 +11,7 @@ use switchboard_agent::{
     Model, ModelError, ModelRequest, Role, ScriptedModel, ToolCall, ToolOutcome, ToolSpec, Toolbox,
     TurnOutput, TurnStop,
 };
-use switchboard_host::{AssumeYes, Config, ConfigOrigin, Host, MountOptions};
+use switchboard_host::{AssumeYes, Config, ConfigOrigin, Host, MountOptions, PromptApprover};
 
 /// A toolbox whose outage text and behaviour the test controls.
 #[derive(Debug, Default)]
@@ -53,12 +53,14 @@ impl Toolbox for Fake {
         _events: &'a EventSink,
     ) -> BoxFuture<'a, ToolOutcome> {
         self.calls.fetch_add(1, Ordering::SeqCst);
-        let guard = DropCount(self.dropped.clone());
+        let hang = call
+            .name
+            .ends_with("hang")
+            .then(|| DropCount(self.dropped.clone()));
         Box::pin(async move {
-            if call.name.ends_with("hang") {
+            if let Some(_dropped) = hang {
                 std::future::pending::<()>().await;
             }
-            drop(guard);
             ToolOutcome {
                 text: format!("echo {}", call.arguments),
                 is_error: false,
@@ -235,14 +237,15 @@ async fn the_outage_text_is_read_before_every_model_call() {
 async fn cancelling_drops_the_call_in_flight_and_the_conversation_goes_on() {
     let fake = Arc::new(Fake::default());
     let model = script(
-        r#"{"tool_calls": [{"name": "mcp__fake__hang", "arguments": {}}, {"name": "mcp__fake__echo", "arguments": {}}]}
-{"expect": [{"is_error": true, "contains": "cancelled"}, {"is_error": true, "contains": "Not run"}], "text": "ok, stopped"}"#,
+        r#"{"tool_calls": [{"name": "mcp__fake__echo", "arguments": {}}, {"name": "mcp__fake__hang", "arguments": {}}]}
+{"expect": [{"is_error": false, "contains": "echo"}, {"is_error": true, "contains": "cancelled"}], "text": "ok, stopped"}"#,
     );
     let mut agent = Agent::new(model, fake.clone(), AgentOptions::default());
     let cancel = CancelToken::new();
     let c = cancel.clone();
+    // The two calls run together: echo's result comes in while hang runs.
     let sink = EventSink::new(move |e| {
-        if matches!(e, AgentEvent::ToolCall { name, .. } if name.ends_with("hang")) {
+        if matches!(e, AgentEvent::ToolResult { name, .. } if name.ends_with("echo")) {
             c.cancel();
         }
     });
@@ -251,15 +254,11 @@ async fn cancelling_drops_the_call_in_flight_and_the_conversation_goes_on() {
     assert_eq!(
         fake.dropped.load(Ordering::SeqCst),
         1,
-        "the call's future was dropped"
+        "the hanging call's future was dropped"
     );
-    assert_eq!(
-        fake.calls.load(Ordering::SeqCst),
-        1,
-        "the second call never ran"
-    );
+    assert_eq!(fake.calls.load(Ordering::SeqCst), 2);
     // The next prompt joins the results' message: roles still alternate,
-    // and the model sees why the calls did not finish.
+    // and the model sees what finished and what did not.
     let end = agent
         .run("never mind", &EventSink::none(), &CancelToken::new())
         .await;
@@ -268,6 +267,102 @@ async fn cancelling_drops_the_call_in_flight_and_the_conversation_goes_on() {
     assert_eq!(
         roles,
         [Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
+}
+
+/// Calls of `meet` wait until `n` of them are in flight at once (a bounded
+/// wait: a loop running them one after another gets a "met alone" error),
+/// then finish in reverse order of their `i`, so results in the model's
+/// order prove the loop reordered them.
+#[derive(Debug)]
+struct Meeting {
+    n: usize,
+    /// Calls arrived, calls finished.
+    state: tokio::sync::watch::Sender<(usize, usize)>,
+}
+
+impl Toolbox for Meeting {
+    fn tools(&self) -> Arc<[ToolSpec]> {
+        Arc::new([ToolSpec {
+            name: "mcp__fake__meet".into(),
+            description: "[from fake]".into(),
+            input_schema: json!({"type": "object"}).as_object().unwrap().clone(),
+            server: Some("fake".into()),
+        }])
+    }
+
+    fn outage_text(&self) -> Option<String> {
+        None
+    }
+
+    fn call<'a>(
+        &'a self,
+        call: &'a ToolCall,
+        _events: &'a EventSink,
+    ) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            let i = usize::try_from(call.arguments["i"].as_u64().unwrap()).unwrap();
+            let mut rx = self.state.subscribe();
+            self.state.send_modify(|s| s.0 += 1);
+            let bound = std::time::Duration::from_secs(20);
+            let n = self.n;
+            if tokio::time::timeout(bound, rx.wait_for(|s| s.0 >= n))
+                .await
+                .is_err()
+            {
+                return ToolOutcome {
+                    text: format!("meet {i} met alone"),
+                    is_error: true,
+                    outcome: "tool_error".into(),
+                };
+            }
+            let turn = n - 1 - i;
+            let _ = tokio::time::timeout(bound, rx.wait_for(|s| s.1 >= turn)).await;
+            self.state.send_modify(|s| s.1 += 1);
+            ToolOutcome {
+                text: format!("meet {i}"),
+                is_error: false,
+                outcome: "ok".into(),
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_calls_of_one_turn_run_together_and_come_back_in_order() {
+    let meeting = Arc::new(Meeting {
+        n: 3,
+        state: tokio::sync::watch::channel((0, 0)).0,
+    });
+    let model = script(
+        r#"{"tool_calls": [{"name": "mcp__fake__meet", "arguments": {"i": 0}}, {"name": "mcp__fake__meet", "arguments": {"i": 1}}, {"name": "mcp__fake__meet", "arguments": {"i": 2}}]}
+{"expect": [{"is_error": false, "contains": "meet 0"}, {"is_error": false, "contains": "meet 1"}, {"is_error": false, "contains": "meet 2"}], "text": "all met"}"#,
+    );
+    let mut agent = Agent::new(model, meeting, AgentOptions::default());
+    let (sink, events) = collect();
+    let end = agent.run("go", &sink, &CancelToken::new()).await;
+    assert_eq!(end.stop, TurnStop::EndTurn, "{end:?}");
+    assert_eq!(end.text, "all met");
+    // Reported in the model's order too, each after its call.
+    let events = events.lock().unwrap().clone();
+    let order: Vec<String> = events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ToolCall { id, .. } => Some(format!("call {id}")),
+            AgentEvent::ToolResult { id, .. } => Some(format!("result {id}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "call call_1_0",
+            "call call_1_1",
+            "call call_1_2",
+            "result call_1_0",
+            "result call_1_1",
+            "result call_1_2"
+        ]
     );
 }
 
@@ -390,4 +485,81 @@ async fn the_tool_list_is_kept_until_the_table_changes() {
     assert!(Arc::ptr_eq(&after, &toolbox.tools()));
     host.shutdown().await;
     tickets.stop().await;
+}
+
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Through a real host: three calls of the mock server's `gather`, each
+/// asked about at the prompt (one question at a time, none interleaved),
+/// are in flight at the server at once (`gather` answers with an error
+/// when they do not all arrive within its bound) and come back in the
+/// model's order although the server answers the last one first.
+#[tokio::test]
+async fn parallel_calls_through_the_gate_meet_at_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        json!([{"name": "gather", "inputSchema": {"type": "object"}}]).to_string(),
+    )
+    .unwrap();
+    let mock =
+        switchboard_testutil::built("switchboard-testkit", switchboard_testutil::Artifacts::Bins)
+            .join("mock-server");
+    let text = json!({"mcpServers": {"mock": {
+        "command": mock,
+        "args": ["--tools-file", tools],
+    }}})
+    .to_string();
+    let config = Config::parse(&text, ConfigOrigin::Demo, &BTreeMap::new()).unwrap();
+    let mut options = MountOptions::default();
+    options.token_store = None;
+    let host = Host::mount(config, options).await.unwrap();
+    let asked = Shared::default();
+    let prompt = PromptApprover::new(std::io::Cursor::new(b"y\ny\ny\n".to_vec()), asked.clone());
+    let toolbox = Arc::new(HostToolbox::new(host.clone(), Some(Arc::new(prompt))));
+    let call = |i: u32| json!({"name": "mcp__mock__gather", "arguments": {"count": 3, "index": i, "timeout_ms": 20_000}});
+    let model = script(&format!(
+        "{}\n{}",
+        json!({"tool_calls": [call(0), call(1), call(2)]}),
+        json!({"expect": [
+            {"is_error": false, "contains": "gathered 0"},
+            {"is_error": false, "contains": "gathered 1"},
+            {"is_error": false, "contains": "gathered 2"},
+        ], "text": "gathered"}),
+    ));
+    let mut agent = Agent::new(model, toolbox, AgentOptions::default());
+    let (sink, events) = collect();
+    let end = agent.run("go", &sink, &CancelToken::new()).await;
+    assert_eq!(end.stop, TurnStop::EndTurn, "{end:?}");
+    let approvals = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::Approval { decision, .. } if decision == "allow_once"))
+        .count();
+    assert_eq!(approvals, 3);
+    // Each question is whole (its choices line ends it) before the next.
+    let asked = String::from_utf8(asked.0.lock().unwrap().clone()).unwrap();
+    let questions: Vec<&str> = asked
+        .split("Switchboard: a tool call needs your approval")
+        .skip(1)
+        .collect();
+    assert_eq!(questions.len(), 3, "{asked}");
+    for q in questions {
+        assert_eq!(q.matches("[N] deny: ").count(), 1, "{asked}");
+        assert!(q.ends_with("[N] deny: "), "{asked}");
+    }
+    host.shutdown().await;
 }

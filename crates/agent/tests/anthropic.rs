@@ -241,6 +241,36 @@ async fn a_429_then_success() {
     assert_eq!(server.requests().len(), 2);
 }
 
+/// A `retry-after` given as an HTTP date is honoured: a date already past
+/// means retry at once. The policy's own backoff is ten minutes, so a
+/// client ignoring the date would miss the bounded wait below.
+#[tokio::test]
+async fn a_429_with_retry_after_as_an_http_date() {
+    let past = httpdate::fmt_http_date(std::time::SystemTime::now() - Duration::from_secs(60));
+    let server = Server::start(vec![
+        Reply::status(
+            429,
+            &format!("retry-after: {past}\r\n"),
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        ),
+        simple_turn("ok"),
+    ])
+    .await;
+    let mut o = ProviderOptions::new("claude-test", "sk-ant-secret", &server.url);
+    o.retry = RetryPolicy {
+        retries: 1,
+        base: Duration::from_secs(600),
+        max: Duration::from_secs(600),
+    };
+    let model = AnthropicModel::new(o).unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(60), model.turn(&request(), &mut |_| {}))
+        .await
+        .expect("the HTTP-date retry-after was not honoured")
+        .unwrap();
+    assert_eq!(out.text, "ok");
+    assert_eq!(server.requests().len(), 2);
+}
+
 #[tokio::test]
 async fn a_529_overloaded_then_success_and_an_overload_inside_the_stream() {
     let overloaded =

@@ -96,6 +96,9 @@ pub struct AuthServerConfig {
     /// of an ID token it signed ([`AuthServer::mint_id_token`]) for an
     /// ID-JAG signed with the same key.
     pub token_exchange: bool,
+    /// The JWK set endpoint answers 503 (an issuer outage, as resource
+    /// servers see it); the request is still recorded.
+    pub jwks_down: bool,
 }
 
 impl Default for AuthServerConfig {
@@ -129,6 +132,7 @@ impl Default for AuthServerConfig {
             dpop_nonce: None,
             assertion_keys: Vec::new(),
             token_exchange: false,
+            jwks_down: false,
         }
     }
 }
@@ -384,6 +388,13 @@ impl AuthServer {
         self.state().issued
     }
 
+    /// Signs `claims` with the key tokens are signed with now, the header's
+    /// members replaced by `header`'s (a `null` member is left out): a
+    /// token as odd as a resource-server test needs.
+    pub fn sign_access_token(&self, header: &Value, claims: &Value) -> String {
+        self.shared.signer().sign_with_header(header, claims)
+    }
+
     /// Issues an access token directly (for resource-server tests).
     pub fn mint_access_token(&self, audience: &str, scope: &str, ttl_secs: i64) -> String {
         let now = jwt::now();
@@ -453,6 +464,12 @@ fn handle(shared: &Shared, seen: Seen) -> Reply {
         return revoke(shared, &mut st, &seen);
     }
     if h::is(&seen, Method::GET, &format!("{p}/jwks")) {
+        if st.config.jwks_down {
+            return h::json(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &json!({"error": "temporarily_unavailable"}),
+            );
+        }
         return h::json(StatusCode::OK, &shared.jwks());
     }
     if h::is(&seen, Method::POST, &format!("{p}/introspect")) {

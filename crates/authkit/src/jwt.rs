@@ -134,11 +134,29 @@ impl Signer {
     /// # Panics
     /// If signing fails (tests only).
     pub fn sign(&self, claims: &Value) -> String {
+        self.sign_with_header(&json!({}), claims)
+    }
+
+    /// Signs `claims` with the `at+jwt` header (`alg`, `typ`, `kid`) whose
+    /// members are replaced by `changes`' (a `null` member is left out, so
+    /// `{"typ": null}` signs a token without `typ`).
+    ///
+    /// # Panics
+    /// If signing fails (tests only).
+    pub fn sign_with_header(&self, changes: &Value, claims: &Value) -> String {
         let alg = match self.pair {
             Pair::Es256(_) => "ES256",
             Pair::Rs256(_) => "RS256",
         };
-        let header = json!({"alg": alg, "typ": "at+jwt", "kid": self.kid});
+        let mut header = json!({"alg": alg, "typ": "at+jwt", "kid": self.kid});
+        if let (Some(header), Some(changes)) = (header.as_object_mut(), changes.as_object()) {
+            for (name, value) in changes {
+                match value {
+                    Value::Null => header.remove(name),
+                    v => header.insert(name.clone(), v.clone()),
+                };
+            }
+        }
         let input = format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(header.to_string()),

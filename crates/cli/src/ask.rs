@@ -3,22 +3,26 @@
 //! plus the built-in demo sampler used while no model is configured.
 //!
 //! The host decides what is declared and what an answer means
-//! ([`HostInput`]); this module only shows and reads.
+//! ([`HostInput`]); this module only shows and reads, through the shared
+//! stdin of [`terminal`] (one question at a time; a question whose call is
+//! dropped is withdrawn at once).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Value, json};
 use switchboard_agent::{ModelSampler, ModelSettings, ProcessEnv, model_from_spec_with};
 use switchboard_client::{BoxFuture, InputHandler};
+use switchboard_host::approver::BoxFuture as ApproveFuture;
 use switchboard_host::input::sampled_text;
 use switchboard_host::{
-    Asker, Config, ElicitAnswer, Elicitation, ElicitationKind, Form, HostInput, Sampler,
-    SamplingRequest,
+    Approval, ApprovalRequest, Approver, Asker, Config, Decider, ElicitAnswer, Elicitation,
+    ElicitationKind, Form, HostInput, PromptApprover, Sampler, SamplingRequest,
 };
 use switchboard_wire::JsonObject;
 
-use crate::settings::{Approval, Command, Settings};
+use crate::settings::{self, Command, Settings};
+use crate::terminal;
 
 /// The input handler for `settings`' command, if it answers servers'
 /// questions: `serve` does not (its stdin may be the protocol, and the
@@ -28,8 +32,8 @@ pub(crate) fn for_command(settings: &Settings, config: &Config) -> Option<Arc<dy
         // The gateway relays servers' questions to its own client.
         Command::Serve { .. } => return Some(switchboard_gateway::relay_input_handler(None)),
         Command::Call { approval, .. } => (
-            settings.stdin_tty && *approval != Approval::NoOne,
-            *approval == Approval::Yes,
+            settings.stdin_tty && *approval != settings::Approval::NoOne,
+            *approval == settings::Approval::Yes,
         ),
         Command::Demo { yes } => (settings.stdin_tty, *yes),
         _ => (settings.stdin_tty, false),
@@ -111,19 +115,44 @@ pub(crate) fn input_handler_with(
     Arc::new(input)
 }
 
-/// Lines of stdin, read without buffering ahead of what is consumed, so
-/// the approval prompt and the question prompts can share stdin without
-/// one swallowing the other's answer.
+/// Lines of stdin for a prompt's answers: every prompt shares one reader
+/// (see [`terminal`]), so none swallows another's answer, and a withdrawn
+/// question's read ends at once.
 pub(crate) fn stdin_lines() -> impl BufRead + Send + 'static {
-    BufReader::with_capacity(1, StdinReader)
+    terminal::StdinLines::default()
 }
 
-/// Reads the process's stdin through its shared buffer.
-struct StdinReader;
+/// The gate's approval prompt on the terminal (questions on stderr,
+/// answers on stdin).
+pub(crate) fn terminal_approver() -> Arc<dyn Approver> {
+    Arc::new(TerminalApprover {
+        prompt: PromptApprover::new(stdin_lines(), std::io::stderr()),
+    })
+}
 
-impl Read for StdinReader {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        std::io::stdin().read(buf)
+/// [`PromptApprover`] taking its turn on the terminal: its questions come
+/// one at a time with every other question (calls of one model turn run
+/// together), and a question whose call is dropped (Ctrl-C) is withdrawn
+/// at once, answered as denied, instead of leaving a read waiting for the
+/// next line typed.
+#[derive(Debug, Clone)]
+struct TerminalApprover {
+    prompt: PromptApprover,
+}
+
+impl Approver for TerminalApprover {
+    fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> ApproveFuture<'a, Approval> {
+        let prompt = self.prompt.clone();
+        let request = request.clone();
+        Box::pin(async move {
+            terminal::question(async move { prompt.approve(&request).await })
+                .await
+                .unwrap_or_else(|| Approval::Deny(Some("the approval prompt failed".into())))
+        })
+    }
+
+    fn decider(&self) -> Decider {
+        self.prompt.decider()
     }
 }
 
@@ -152,26 +181,34 @@ impl TerminalAsker {
         }
     }
 
-    /// Runs `ask` on the terminal, off the async workers.
+    /// Runs `ask` on the terminal, off the async workers, in its turn
+    /// with every other question; `fallback` when the input ended or the
+    /// question was withdrawn (its future dropped).
     async fn with_io<T: Send + 'static>(
         &self,
         fallback: T,
         ask: impl FnOnce(&mut Terminal<'_>) -> Option<T> + Send + 'static,
     ) -> T {
         let io = self.io.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut guard = io.lock().unwrap_or_else(PoisonError::into_inner);
-            let (input, output) = &mut *guard;
-            let mut t = Terminal {
-                input: input.as_mut(),
-                output: output.as_mut(),
-            };
-            ask(&mut t)
-        })
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or(fallback)
+        // Started inside the question, so only once it is its turn.
+        let blocking = async move {
+            tokio::task::spawn_blocking(move || {
+                let mut guard = io.lock().unwrap_or_else(PoisonError::into_inner);
+                let (input, output) = &mut *guard;
+                let mut t = Terminal {
+                    input: input.as_mut(),
+                    output: output.as_mut(),
+                };
+                ask(&mut t)
+            })
+            .await
+            .ok()
+            .flatten()
+        };
+        terminal::question(blocking)
+            .await
+            .flatten()
+            .unwrap_or(fallback)
     }
 }
 

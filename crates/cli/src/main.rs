@@ -7,6 +7,7 @@
 //! - `settings`: the raw flags checked and resolved; the config loaded.
 //! - `demo_env`: the built-in demo config and its in-process tickets server.
 //! - `session`: a mounted host, approvers and the progress bar.
+//! - `ask`, `terminal`: questions on the terminal, and the stdin they share.
 //! - `cmd`: one module per subcommand.
 //! - `exit`: exit codes and the JSON error line.
 //! - `out`: writing to stdout and stderr.
@@ -23,6 +24,7 @@ mod flags;
 mod out;
 mod session;
 mod settings;
+mod terminal;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

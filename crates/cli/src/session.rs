@@ -5,9 +5,7 @@
 use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use switchboard_host::{
-    Approver, AssumeYes, CallOptions, Host, MountOptions, NoApprover, PromptApprover,
-};
+use switchboard_host::{Approver, AssumeYes, CallOptions, Host, MountOptions, NoApprover};
 use switchboard_wire::{Implementation, ProgressParams};
 
 use crate::ask;
@@ -94,7 +92,7 @@ impl Session {
 pub(crate) fn approver(approval: Approval) -> Arc<dyn Approver> {
     match approval {
         Approval::Yes => Arc::new(AssumeYes),
-        Approval::Prompt => Arc::new(PromptApprover::new(ask::stdin_lines(), std::io::stderr())),
+        Approval::Prompt => ask::terminal_approver(),
         Approval::NoOne => Arc::new(NoApprover),
     }
 }

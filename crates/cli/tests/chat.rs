@@ -308,3 +308,51 @@ fn a_scripted_session_on_a_terminal() {
     let (code, text) = term.finish("3 times in a row");
     assert_eq!(code, 0, "{text}");
 }
+
+/// Ctrl-C while the gate's question waits at the prompt withdraws the
+/// question at once: the call ends as cancelled, and the line typed next
+/// goes to the chat prompt. (A blocking read left waiting for the
+/// withdrawn question used to swallow it: a one-character line never
+/// reached the chat prompt.)
+#[test]
+fn ctrl_c_at_an_approval_question_withdraws_it() {
+    let sb = Sandbox::new();
+    let config = sb.config(json!({}), json!({}));
+    let script = sb.write(
+        "withdrawn.jsonl",
+        &[
+            json!({"tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
+            json!({"expect": [{"is_error": true, "contains": "cancelled"}], "text": "Second turn done."}),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n"),
+    );
+    let model = format!("script:{}", script.display());
+    let mut term = OnPty::start(
+        &sb,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "chat",
+            "--model",
+            &model,
+        ],
+    );
+    term.wait_for("> ");
+    term.type_line("look for printers");
+    term.wait_for("[N] deny: ");
+    term.interrupt();
+    term.wait_for("cancelled; Ctrl-C again to quit");
+    // The cancelled turn ends with its token count.
+    term.wait_for("[tokens:");
+    term.type_line("x");
+    let text = term.wait_for("Second turn done.");
+    assert!(text.contains("✗ cancelled"), "{text}");
+    // Back at the prompt, where Ctrl-C quits.
+    term.wait_for("Second turn done.\r\n[tokens: 0 in, 0 out; 1 model call]\r\n> ");
+    term.interrupt();
+    let (code, text) = term.finish("Second turn done.");
+    assert_eq!(code, 0, "{text}");
+}

@@ -868,10 +868,31 @@ async fn oauth_jwts_are_checked() {
     }));
     let expired = auth.mint_access_token(&gw.url, "mcp:tools", -600);
     let elsewhere = auth.mint_access_token("http://127.0.0.1:1/mcp", "mcp:tools", 300);
+    // Signed by the issuer's own key, but not access tokens this gateway
+    // takes: an exp of null (never expiring), a sub that is not a string
+    // (not replaced by client_id), an ID token's typ, a crit header.
+    let signed = |header: Value, changes: Value| {
+        let mut claims = json!({
+            "iss": issuer, "aud": gw.url, "sub": "user-1", "client_id": "minted",
+            "scope": "mcp:tools", "iat": now(), "exp": now() + 300,
+        });
+        for (k, v) in changes.as_object().unwrap() {
+            claims[k] = v.clone();
+        }
+        auth.sign_access_token(&header, &claims)
+    };
+    let never_expires = signed(json!({}), json!({"exp": null}));
+    let numeric_sub = signed(json!({}), json!({"sub": 7}));
+    let id_token_typ = signed(json!({"typ": "JWT"}), json!({}));
+    let critical = signed(json!({"crit": ["x"], "x": 1}), json!({}));
     for (what, token) in [
         ("forged", &forged),
         ("expired", &expired),
         ("wrong audience", &elsewhere),
+        ("exp null", &never_expires),
+        ("sub not a string", &numeric_sub),
+        ("typ JWT", &id_token_typ),
+        ("crit", &critical),
     ] {
         let (status, headers, body) = list_raw(&gw, Some(&format!("Bearer {token}")));
         assert_eq!(status, 401, "{what}: {body}");

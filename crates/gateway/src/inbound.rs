@@ -11,12 +11,16 @@
 //!   at a match, so timing tells neither which token nor how much of it
 //!   matched.
 //! - OAuth access tokens (`serve --auth oauth`, [`OAuthInbound`]): JWTs
-//!   verified with the issuer's JWK set (from `--jwks-url`, else its
-//!   metadata's `jwks_uri`; cached, fetched again on an unknown `kid`: the
-//!   first at once, then at most once every [`JWKS_MIN_REFETCH`]), or RFC 7662 introspection answers
-//!   cached for [`INTROSPECTION_TTL`]. Then [`ClaimsValidator`] checks
-//!   `iss`, `aud` = the gateway's resource URL, `exp`/`nbf` (30 s leeway)
-//!   and the required scopes. The principal is `sub` (else `client_id`).
+//!   verified by the framework's [`JwtVerifier`] with the issuer's JWK set
+//!   (from `--jwks-url`, else its metadata's `jwks_uri`; `typ` `at+jwt`,
+//!   no `crit`, a numeric `exp`; the set cached, fetched once at a time,
+//!   again on an unknown `kid` at most once every [`JWKS_MIN_REFETCH`],
+//!   with back-off while the issuer fails and the cached keys kept in use
+//!   meanwhile), or RFC 7662 introspection answers cached for
+//!   [`INTROSPECTION_TTL`]. Then [`ClaimsValidator`] checks `iss`, `aud` =
+//!   the gateway's resource URL, `exp`/`nbf` (30 s leeway) and the
+//!   required scopes. The principal is `sub` (a string; else, without
+//!   `sub`, `client_id`).
 //!
 //! Tokens never reach logs or handlers: handlers see the principal.
 
@@ -28,7 +32,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
 use switchboard_oauth::{IssuerClient, Secret};
-use switchboard_server::jws::{Jws, JwsError};
+use switchboard_server::jwt::JwtVerifier;
 use switchboard_server::{
     AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource, Refusal,
     TokenValidator,
@@ -38,13 +42,10 @@ use tokio::sync::Mutex;
 
 use crate::{GatewayError, Telemetry};
 
+pub use switchboard_server::jwt::{JWKS_MAX_AGE, JWKS_MIN_REFETCH};
+
 /// The shortest static token accepted, in bytes.
 pub const MIN_TOKEN_LEN: usize = 16;
-/// After an unknown `kid` made the gateway fetch the JWK set again, the
-/// next such fetch waits this long.
-pub const JWKS_MIN_REFETCH: Duration = Duration::from_secs(30);
-/// The JWK set is fetched again when older than this, whatever the `kid`s.
-pub const JWKS_MAX_AGE: Duration = Duration::from_secs(3600);
 /// How long an introspection answer is reused.
 pub const INTROSPECTION_TTL: Duration = Duration::from_secs(30);
 /// Introspection answers kept at most; older ones are dropped beyond.
@@ -104,20 +105,19 @@ impl InboundAuth {
         let metadata = ProtectedResource::new(settings.resource.clone(), settings.issuer.clone())
             .with_scopes(settings.scopes.clone());
         let source = Arc::new(match settings.introspection {
-            Some(i) => Source::Introspection(Introspector {
+            Some(i) => Source::Introspection(Box::new(Introspector {
                 client,
                 issuer: settings.issuer.clone(),
                 endpoint: i.url,
                 client_id: i.client_id,
                 client_secret: i.client_secret,
                 cache: Mutex::new(HashMap::new()),
-            }),
-            None => Source::Jwks(JwksKeys {
+            })),
+            None => Source::Jwks(jwt_verifier(
                 client,
-                issuer: settings.issuer.clone(),
-                url: settings.jwks_url,
-                state: Mutex::new(KeySet::default()),
-            }),
+                settings.issuer.clone(),
+                settings.jwks_url,
+            )),
         });
         let kind = match *source {
             Source::Introspection(_) => "oauth (introspection)",
@@ -425,6 +425,9 @@ pub struct OAuthInbound {
     /// Ask the issuer about each token (RFC 7662) instead of checking a
     /// JWT signature.
     pub introspection: Option<Introspection>,
+    /// JWTs whose `typ` is `JWT` (or absent) are accepted too, not only
+    /// `at+jwt` ([`JwtVerifier::accept_plain_jwt`]).
+    pub accept_plain_jwt: bool,
 }
 
 impl OAuthInbound {
@@ -437,7 +440,16 @@ impl OAuthInbound {
             jwks_url: None,
             scopes: Vec::new(),
             introspection: None,
+            accept_plain_jwt: false,
         }
+    }
+
+    /// JWTs whose `typ` is `JWT` (or absent) are accepted too, for an
+    /// authorization server that does not mark access tokens `at+jwt`.
+    #[must_use]
+    pub fn accept_plain_jwt(mut self, accept: bool) -> Self {
+        self.accept_plain_jwt = accept;
+        self
     }
 
     /// The keys are at `url`.
@@ -479,8 +491,9 @@ pub struct Introspection {
 
 /// Where a token's claims come from.
 enum Source {
-    Jwks(JwksKeys),
-    Introspection(Introspector),
+    Jwks(JwtVerifier),
+    // Boxed: the two differ in size, and there is one per gateway.
+    Introspection(Box<Introspector>),
 }
 
 impl Source {
@@ -492,137 +505,34 @@ impl Source {
     }
 }
 
-/// The issuer's JWK set, fetched when first needed.
-struct JwksKeys {
-    client: IssuerClient,
-    issuer: String,
-    /// Explicit, or found in the metadata on the first fetch.
-    url: Option<String>,
-    state: Mutex<KeySet>,
-}
-
-#[derive(Default)]
-struct KeySet {
-    url: Option<String>,
-    keys: Vec<JsonObject>,
-    fetched: Option<Instant>,
-    /// When an unknown `kid` last caused a fetch (the rate limit).
-    refetched: Option<Instant>,
-}
-
-impl JwksKeys {
-    /// Verifies `token` and returns its claims (the claims themselves are
-    /// [`ClaimsValidator`]'s to check).
-    async fn claims(&self, token: &str) -> Result<JsonObject, AuthError> {
-        let unauthorized = |why: String| AuthError::Unauthorized(why);
-        let jws =
-            Jws::decode(token).map_err(|_| unauthorized("the token is not a signed JWT".into()))?;
-        let key = self.key_for(&jws).await?;
-        jws.verify(&key).map_err(|e| match e {
-            JwsError::Signature => unauthorized("the token's signature does not verify".into()),
-            other => unauthorized(format!("the token cannot be checked: {other}")),
-        })?;
-        // RFC 9068: an access token JWT carries exp.
-        if !jws.claims.contains_key("exp") {
-            return Err(unauthorized("the token has no exp".into()));
-        }
-        Ok(jws.claims)
-    }
-
-    /// The key for `jws`: by `kid`, else the only key of a fitting type.
-    /// An unknown `kid` fetches the set again (rotation): the first one at
-    /// once, then at most one every [`JWKS_MIN_REFETCH`], so tokens with
-    /// made-up `kid`s cannot make the gateway hammer the issuer.
-    async fn key_for(&self, jws: &Jws<'_>) -> Result<JsonObject, AuthError> {
-        let mut state = self.state.lock().await;
-        let stale = state.fetched.is_none_or(|t| t.elapsed() >= JWKS_MAX_AGE);
-        if stale {
-            self.fetch(&mut state).await?;
-        }
-        if let Some(key) = pick(&state.keys, jws) {
-            return Ok(key);
-        }
-        let may_refetch = state
-            .refetched
-            .is_none_or(|t| t.elapsed() >= JWKS_MIN_REFETCH);
-        if !stale && may_refetch {
-            state.refetched = Some(Instant::now());
-            self.fetch(&mut state).await?;
-            if let Some(key) = pick(&state.keys, jws) {
-                return Ok(key);
-            }
-        }
-        Err(AuthError::Unauthorized(
-            "the token is signed with a key the issuer does not publish".into(),
-        ))
-    }
-
-    async fn fetch(&self, state: &mut KeySet) -> Result<(), AuthError> {
-        let unavailable = |e: switchboard_oauth::OAuthError| AuthError::Unavailable(e.to_string());
-        let url = match (&self.url, &state.url) {
-            (Some(url), _) | (None, Some(url)) => url.clone(),
-            (None, None) => {
-                let metadata = self
-                    .client
-                    .metadata(&self.issuer)
-                    .await
-                    .map_err(unavailable)?;
-                let Some(url) = metadata.jwks_uri else {
-                    return Err(AuthError::Unavailable(format!(
-                        "the metadata of {} names no jwks_uri; give --jwks-url",
-                        self.issuer
-                    )));
-                };
-                state.url = Some(url.clone());
-                url
-            }
-        };
-        let set = self
-            .client
-            .get_object(&url, "JWK set")
-            .await
-            .map_err(unavailable)?;
-        let keys: Vec<JsonObject> = set
-            .get("keys")
-            .and_then(serde_json::Value::as_array)
-            .map(|a| a.iter().filter_map(|k| k.as_object().cloned()).collect())
-            .unwrap_or_default();
-        tracing::debug!(url = %url, keys = keys.len(), "fetched the issuer's JWK set");
-        state.keys = keys;
-        state.fetched = Some(Instant::now());
-        Ok(())
-    }
-}
-
-/// The key of `keys` that `jws` names (`kid`), or without a `kid` the one
-/// signing key whose type fits its `alg`.
-fn pick(keys: &[JsonObject], jws: &Jws<'_>) -> Option<JsonObject> {
-    let field = |k: &JsonObject, name: &str| {
-        k.get(name)
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned)
-    };
-    let signing = |k: &&JsonObject| field(k, "use").is_none_or(|u| u == "sig");
-    if let Some(kid) = jws.kid() {
-        return keys
-            .iter()
-            .filter(signing)
-            .find(|k| field(k, "kid").as_deref() == Some(kid))
-            .cloned();
-    }
-    let kty = match jws.alg()? {
-        a if a.starts_with("ES") => "EC",
-        a if a.starts_with("RS") => "RSA",
-        _ => return None,
-    };
-    let mut fitting = keys
-        .iter()
-        .filter(signing)
-        .filter(|k| field(k, "kty").as_deref() == Some(kty));
-    match (fitting.next(), fitting.next()) {
-        (Some(k), None) => Some(k.clone()),
-        _ => None,
-    }
+/// The verifier of the issuer's JWTs: its JWK set from `url`, else from
+/// the `jwks_uri` of its metadata (found on the first fetch).
+fn jwt_verifier(client: IssuerClient, issuer: String, url: Option<String>) -> JwtVerifier {
+    let found = Arc::new(std::sync::Mutex::new(url));
+    JwtVerifier::new(move || {
+        let (client, issuer, found) = (client.clone(), issuer.clone(), Arc::clone(&found));
+        Box::pin(async move {
+            let known = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let url = match known {
+                Some(url) => url,
+                None => {
+                    let metadata = client.metadata(&issuer).await.map_err(|e| e.to_string())?;
+                    let Some(url) = metadata.jwks_uri else {
+                        return Err(format!(
+                            "the metadata of {issuer} names no jwks_uri; give --jwks-url"
+                        ));
+                    };
+                    *found.lock().unwrap_or_else(PoisonError::into_inner) = Some(url.clone());
+                    url
+                }
+            };
+            tracing::debug!(url = %url, "fetching the issuer's JWK set");
+            client
+                .get_object(&url, "JWK set")
+                .await
+                .map_err(|e| e.to_string())
+        })
+    })
 }
 
 /// RFC 7662 introspection with a short cache keyed by the token's hash.
@@ -748,48 +658,5 @@ mod tests {
             assert!(e.contains(why) && e.starts_with("tokens.txt"), "{e}");
             assert!(!e.contains("0123456789abcdef"), "{e}");
         }
-    }
-
-    #[test]
-    fn keys_are_picked_by_kid_else_by_type() {
-        let key = |v: serde_json::Value| v.as_object().unwrap().clone();
-        let keys = vec![
-            key(serde_json::json!({"kty": "EC", "kid": "a"})),
-            key(serde_json::json!({"kty": "EC", "kid": "b", "use": "enc"})),
-            key(serde_json::json!({"kty": "RSA", "kid": "c"})),
-        ];
-        let token = |header: serde_json::Value| {
-            use base64::Engine as _;
-            let b64 = |v: String| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
-            format!("{}.{}.", b64(header.to_string()), b64("{}".into()))
-        };
-        let kid_of = |header: serde_json::Value| {
-            let t = token(header);
-            let jws = Jws::decode(&t).unwrap();
-            pick(&keys, &jws).map(|k| k["kid"].as_str().unwrap().to_owned())
-        };
-        assert_eq!(
-            kid_of(serde_json::json!({"alg": "ES256", "kid": "a"})).as_deref(),
-            Some("a")
-        );
-        // An encryption key never verifies; an unknown kid finds nothing.
-        assert_eq!(
-            kid_of(serde_json::json!({"alg": "ES256", "kid": "b"})),
-            None
-        );
-        assert_eq!(
-            kid_of(serde_json::json!({"alg": "ES256", "kid": "z"})),
-            None
-        );
-        // Without a kid: the one signing key of the fitting type.
-        assert_eq!(
-            kid_of(serde_json::json!({"alg": "RS256"})).as_deref(),
-            Some("c")
-        );
-        assert_eq!(
-            kid_of(serde_json::json!({"alg": "ES256"})).as_deref(),
-            Some("a")
-        );
-        assert_eq!(kid_of(serde_json::json!({"alg": "HS256"})), None);
     }
 }

@@ -243,8 +243,9 @@ impl Refusal {
 ///   (AUTH-S-04/05, RFC 8707): scheme and host compare case-insensitively,
 ///   nothing else is normalised;
 /// - `exp` in the future and `nbf` in the past, give or take the leeway
-///   (30 seconds by default);
-/// - a subject: `sub`, else `client_id`.
+///   (30 seconds by default); either, when present, a number (`null` is
+///   refused, not taken for "never");
+/// - a subject: `sub` (a string), else, without `sub`, `client_id`.
 ///
 /// Each failure is a 401 `invalid_token`. Scopes come from `scope` (space
 /// separated) or `scp` (string or array), widened by
@@ -477,10 +478,14 @@ where
             Ok(_) => {}
             Err(()) => return invalid("the token's nbf is not a number"),
         }
-        let subject = ["sub", "client_id"]
-            .iter()
-            .find_map(|k| claims.get(*k).and_then(Value::as_str))
-            .filter(|s| !s.is_empty());
+        // `sub` names the caller when present, so one that is not a string
+        // is refused rather than replaced by `client_id` (another caller).
+        let subject = match claims.get("sub") {
+            Some(Value::String(sub)) => Some(sub.as_str()),
+            Some(_) => return invalid("the token's sub is not a string"),
+            None => claims.get("client_id").and_then(Value::as_str),
+        }
+        .filter(|s| !s.is_empty());
         let Some(subject) = subject else {
             return invalid("the token names no subject");
         };
@@ -707,10 +712,11 @@ where
     }
 }
 
-/// A NumericDate claim: `Ok(None)` when absent, `Err` when not a number.
+/// A NumericDate claim: `Ok(None)` when absent, `Err` when not a number
+/// (`null` included: a token whose `exp` is `null` does not last forever).
 fn time_claim(claims: &JsonObject, name: &str) -> Result<Option<u64>, ()> {
     match claims.get(name) {
-        None | Some(Value::Null) => Ok(None),
+        None => Ok(None),
         Some(Value::Number(n)) => match (n.as_u64(), n.as_f64()) {
             (Some(v), _) => Ok(Some(v)),
             // Fractional or negative seconds: clamp, truncating (saturating
@@ -975,6 +981,9 @@ mod tests {
             (with("aud", Value::Null), "not issued for this resource"),
             (with("exp", json!(999_990)), "expired"),
             (with("exp", json!("soon")), "exp is not a number"),
+            // A null exp is not "never expires".
+            (with("exp", Value::Null), "exp is not a number"),
+            (with("nbf", Value::Null), "nbf is not a number"),
             (with("nbf", json!(1_000_011)), "not valid yet"),
             (with("sub", json!("")), "no subject"),
         ];
@@ -995,7 +1004,22 @@ mod tests {
         let mut c = claims(good());
         c.remove("sub");
         c.insert("client_id".into(), json!("agent-7"));
-        assert_eq!(v.check(c).unwrap().subject, "agent-7");
+        assert_eq!(v.check(c.clone()).unwrap().subject, "agent-7");
+        // A sub that is not a string is refused, not replaced by client_id.
+        for sub in [
+            json!(42),
+            json!({"id": "alice"}),
+            json!(["alice"]),
+            Value::Null,
+        ] {
+            c.insert("sub".into(), sub.clone());
+            match v.check(c.clone()) {
+                Err(AuthError::Unauthorized(m)) => {
+                    assert!(m.contains("sub is not a string"), "{m}")
+                }
+                other => panic!("{sub}: {other:?}"),
+            }
+        }
     }
 
     // AUTH-S-07/08: every needed scope in one refusal; hierarchies honoured.

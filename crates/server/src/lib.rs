@@ -75,6 +75,7 @@ pub mod fuzzing;
 mod handler;
 mod input;
 pub mod jws;
+pub mod jwt;
 mod legacy;
 mod notify;
 mod outcome;

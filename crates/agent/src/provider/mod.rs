@@ -13,7 +13,7 @@ pub(crate) mod openai;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use http::header::{CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
@@ -311,7 +311,7 @@ async fn attempt_once<D: Dialect>(
         Ok(Ok(r)) => r,
     };
     let status = response.status();
-    let retry_after = retry_after(response.headers());
+    let retry_after = retry_after(response.headers(), SystemTime::now());
     let mut body = response.into_body();
     if !status.is_success() {
         let mut text = Vec::new();
@@ -464,9 +464,12 @@ pub(crate) fn error_of(body: &[u8]) -> (String, String) {
     }
 }
 
-/// `retry-after` (seconds or an HTTP date is not supported: seconds only)
-/// and `retry-after-ms`.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+/// How long the server asked to wait: `retry-after-ms` (milliseconds, as
+/// OpenAI-compatible servers send it), else `retry-after` in either form
+/// RFC 9110 §10.2.3 allows: delay-seconds, or an HTTP date (the wait is
+/// the time until then, zero for a date already past). `now` is the
+/// clock the date is measured against. A value that is neither is ignored.
+fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     if let Some(ms) = headers
         .get("retry-after-ms")
         .and_then(|v| v.to_str().ok())
@@ -476,12 +479,14 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
             return Some(Duration::from_secs_f64(ms / 1000.0));
         }
     }
-    headers
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    // IMF-fixdate, and the obsolete RFC 850 and asctime forms recipients
+    // must still accept.
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 fn clip(text: &str) -> String {
@@ -560,17 +565,36 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_in_seconds_or_milliseconds() {
+    fn retry_after_in_seconds_milliseconds_or_an_http_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_445_412_480);
         let mut h = HeaderMap::new();
         h.insert(RETRY_AFTER, HeaderValue::from_static("2"));
-        assert_eq!(retry_after(&h), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_secs(2)));
         h.insert("retry-after-ms", HeaderValue::from_static("150"));
-        assert_eq!(retry_after(&h), Some(Duration::from_millis(150)));
+        assert_eq!(retry_after(&h, now), Some(Duration::from_millis(150)));
         h.clear();
+        // 1445412480 is Wed, 21 Oct 2015 07:28:00 GMT: the three forms of
+        // a date 90 s later, and one already past.
+        for date in [
+            "Wed, 21 Oct 2015 07:29:30 GMT",
+            "Wednesday, 21-Oct-15 07:29:30 GMT",
+            "Wed Oct 21 07:29:30 2015",
+        ] {
+            h.insert(RETRY_AFTER, HeaderValue::from_static(date));
+            assert_eq!(
+                retry_after(&h, now),
+                Some(Duration::from_secs(90)),
+                "{date}"
+            );
+        }
         h.insert(
             RETRY_AFTER,
-            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:27:00 GMT"),
         );
-        assert_eq!(retry_after(&h), None);
+        assert_eq!(retry_after(&h, now), Some(Duration::ZERO));
+        for junk in ["soon", "-3", "NaN", "Wed, 32 Oct 2015 07:27:00 GMT"] {
+            h.insert(RETRY_AFTER, HeaderValue::from_static(junk));
+            assert_eq!(retry_after(&h, now), None, "{junk}");
+        }
     }
 }

@@ -135,17 +135,23 @@ async fn converse(
 }
 
 /// One line of stdin, without blocking the runtime; `None` at the end.
+/// Read in its turn with the other prompts' questions (see
+/// [`crate::terminal`]): dropped at Ctrl-C, the read is given up.
 async fn read_line() -> Option<String> {
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line),
-        }
-    })
-    .await
-    .ok()
-    .flatten()
+    // Started inside the question, so only once it is its turn.
+    let read = async {
+        tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            match ask::stdin_lines().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line),
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    };
+    crate::terminal::question(read).await.flatten()
 }
 
 /// Ctrl-C: cancels the turn in flight; at the prompt (or a second time

@@ -17,7 +17,7 @@ use switchboard_demo::notes;
 use switchboard_host::approver::BoxFuture;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, Decider, Host, MountOptions,
-    NoApprover, PromptApprover,
+    NoApprover,
 };
 use switchboard_wire::{CallToolResult, JsonObject, ProgressParams};
 
@@ -181,10 +181,7 @@ async fn approval(host: &Host, settings: &Settings, yes: bool) -> anyhow::Result
             "   (--yes: approved without asking)",
         )
     } else if settings.stdin_tty {
-        (
-            Arc::new(PromptApprover::new(ask::stdin_lines(), std::io::stderr())),
-            "",
-        )
+        (ask::terminal_approver(), "")
     } else {
         (
             Arc::new(Shown::new(NoApprover)),

@@ -23,7 +23,8 @@ use switchboard_wire::{
     SkillsCapability,
 };
 
-use super::{Client, Listing, cursor_params};
+use super::methods::cursor_params;
+use super::{Client, Listing};
 use crate::error::ClientError;
 use crate::options::RequestOptions;
 

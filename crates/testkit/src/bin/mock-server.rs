@@ -57,6 +57,7 @@
 //! | `task` | `work_ms?` (200), `never?`, `poll_ms?`, `inputs?` (0), `ttl_ms?`, `fail?` | with the tasks extension declared: a task handle (`resultType: "task"`, `pollIntervalMs` = `poll_ms` when given, `ttlMs` = `ttl_ms`). The task asks `inputs` times for input (`inputRequests.confirm`, a new message each round) through `tasks/update`, then works `work_ms` (forever with `never`) and completes with the answers (with `fail`: fails, `error` -32603 "the mock task failed"); after `ttl_ms` it is gone (-32602). `tasks/cancel` marks it cancelled. Without the extension: works `work_ms` inside the call |
 //! | `task` with `notify: true` (and `bare?`) | as `task`, but driven by its listen stream: it stays `working` until a `subscriptions/listen` named it in `taskIds` and a `tasks/get` followed; then each step (an input request, the completion) comes `work_ms` later (and `work_ms` after each `tasks/update`) and is announced by a `notifications/tasks` on that stream with the full task (the completion without `result` with `bare`) |
 //! | `job`, `maybe_job` | `work_ms?` (100), `ask?` | `--legacy-tasks` only. With a `task` param: `{"task": {…}}` (`ttl`, `pollInterval` 20); the task works `work_ms`, then with `ask` goes `input_required` until `tasks/result` has asked `elicitation/create` (with the `related-task` `_meta`) and got the answer, then completes with `"job done: <answer>"` (`tasks/result` waits for the end). Without: `job` is -32601, `maybe_job` answers `"job done at once"` |
+//! | `gather` | `count?` (2), `index?` (0), `timeout_ms?` (30000) | not listed (list it with `--tools-file`): waits until `count` calls of `gather` are in flight at once, then answers `"gathered <index>"` only after every call with a higher `index` has answered (the last call first, so a client that keeps its own order must reorder); when the calls do not all arrive within `timeout_ms`, a tool error saying how many were in flight. One group at a time: the count starts again once a group has answered |
 //! | `sample` | — | legacy only: sends `roots/list`, `sampling/createMessage`, `elicitation/create` (those declared in `initialize`) and `ping` to the client, returns the answers |
 //!
 //! Resources (`mock://a`, `mock://b`, `mock://ask` with MRTR), one template,
@@ -76,7 +77,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -208,6 +209,8 @@ fn main() -> anyhow::Result<()> {
         listeners: Mutex::new(Vec::new()),
         tasks: Mutex::new(HashMap::new()),
         legacy_tasks: Mutex::new(Vec::new()),
+        gathering: Mutex::new((0, 0)),
+        gathered: Condvar::new(),
     });
     if server.opts.watch_tools {
         let s = server.clone();
@@ -344,6 +347,10 @@ struct Server {
     tasks: Mutex<HashMap<String, MockTask>>,
     /// `--legacy-tasks`: 2025-11-25 tasks, in creation order.
     legacy_tasks: Mutex<Vec<(String, LegacyTask)>>,
+    /// The `gather` tool's group: calls arrived, calls answered.
+    gathering: Mutex<(u64, u64)>,
+    /// Woken at each arrival and answer of a `gather` call.
+    gathered: Condvar,
 }
 
 /// A 2025-11-25 task of `job` / `maybe_job`.
@@ -890,6 +897,16 @@ impl Server {
                 json!({"content": [{"type": "text", "text": format!("slept {ms} ms")}]})
             }
             "never" => return None,
+            "gather" => {
+                let (count, index) = (num("count", 2), num("index", 0));
+                match self.gather(count, index, Duration::from_millis(num("timeout_ms", 30_000))) {
+                    Ok(()) => json!({"content": [{"type": "text", "text": format!("gathered {index}")}]}),
+                    Err(seen) => json!({
+                        "content": [{"type": "text", "text": format!("only {seen} of {count} gather calls were in flight at once")}],
+                        "isError": true,
+                    }),
+                }
+            }
             "crash" => {
                 for i in 0..num("lines", 2) {
                     eprintln!("mock-server: crash line {i}");
@@ -938,6 +955,37 @@ impl Server {
             }
             other => return Some(Err(rpc_error(-32602, format!("unknown tool {other}")))),
         })))
+    }
+
+    /// The `gather` tool: waits (at most `wait`) until `count` calls are in
+    /// flight, then until every call with a higher `index` has answered.
+    /// `Err` holds how many calls had arrived when the wait ran out.
+    fn gather(&self, count: u64, index: u64, wait: Duration) -> Result<(), u64> {
+        let deadline = std::time::Instant::now() + wait;
+        let mut group = lock(&self.gathering);
+        group.0 += 1;
+        self.gathered.notify_all();
+        // The last call answers first: call `index` goes once the
+        // `count - 1 - index` calls above it have.
+        let turn = count.saturating_sub(1).saturating_sub(index);
+        while group.0 < count || group.1 < turn {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                let seen = group.0;
+                return Err(seen);
+            }
+            group = self
+                .gathered
+                .wait_timeout(group, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+        group.1 += 1;
+        if group.1 >= count {
+            *group = (0, 0);
+        }
+        self.gathered.notify_all();
+        Ok(())
     }
 
     /// The `task` tool: a task handle when the extension is declared.

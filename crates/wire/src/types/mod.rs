@@ -1,0 +1,64 @@
+//! MCP 2026-07-28 types, written from `schema/schema.json`.
+//!
+//! Every object type keeps the members it does not know in `extra`, so a
+//! value read and written again loses nothing. Schemas (`inputSchema`,
+//! `outputSchema`, `requestedSchema`) are kept as JSON objects, untouched:
+//! no `$ref` is followed and no keyword is dropped.
+//!
+//! One module per protocol feature, as lsp-types does; every type is
+//! re-exported here (and from the crate root), so `types::Tool` and
+//! `switchboard_wire::Tool` both name it.
+//!
+//! # Layout
+//! - `result`: what every result shares (`resultType`, `_meta`, cache
+//!   hints) and paginated list params; `mrtr`: `input_required` results.
+//! - `lifecycle`: implementation info, capabilities, `server/discover`
+//!   and the legacy `initialize`.
+//! - `content`: content blocks and resource contents.
+//! - `tools`, `resources`, `prompts`, `completion`: one per server feature.
+//! - `notifications`: the listen stream's filter, progress, cancellation.
+//! - `roots`: the client's roots.
+//! - [`method`]: method names.
+
+use serde_json::{Map, Value};
+
+/// A JSON object.
+pub type JsonObject = Map<String, Value>;
+
+/// What kind of JSON value `value` is, in words for an error message
+/// ("a string", "an object", "null", …).
+pub fn value_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+mod completion;
+mod content;
+mod lifecycle;
+pub mod method;
+mod mrtr;
+mod notifications;
+mod prompts;
+mod resources;
+mod result;
+mod roots;
+#[cfg(test)]
+mod tests;
+mod tools;
+
+pub use completion::*;
+pub use content::*;
+pub use lifecycle::*;
+pub use mrtr::*;
+pub use notifications::*;
+pub use prompts::*;
+pub use resources::*;
+pub use result::*;
+pub use roots::*;
+pub use tools::*;
