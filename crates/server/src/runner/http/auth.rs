@@ -41,23 +41,57 @@ impl State {
         })
     }
 
+    /// The caller behind the request's token ([`authenticate`]): `None`
+    /// when the runner takes no tokens, else the principal or the refusal.
+    pub(super) async fn caller(
+        &self,
+        req: &http::Request<hyper::body::Incoming>,
+        peer: SocketAddr,
+    ) -> Result<Option<Arc<Principal>>, HttpResponse> {
+        let Some(auth) = &self.options.auth else {
+            return Ok(None);
+        };
+        // Boxed: checking a token may wait on an issuer, and hyper moves
+        // the request future by value.
+        let principal = Box::pin(authenticate(
+            auth,
+            &self.options.dpop,
+            req.method(),
+            req.headers(),
+            peer,
+        ))
+        .await?;
+        Ok(Some(Arc::new(principal)))
+    }
+
     /// Asks the validator whether `principal` may make `request`: the 403
     /// `insufficient_scope` refusal when not.
-    pub(super) fn authorize(
+    pub(super) fn authorize_request(
         &self,
         request: &Request,
+        principal: Option<&Principal>,
+    ) -> Option<HttpResponse> {
+        let name =
+            name_member(&request.method).and_then(|m| request.params.as_ref()?.get(m)?.as_str());
+        self.authorize(&request.method, name, principal)
+    }
+
+    /// Asks the validator whether `principal` may call `method` (on
+    /// `name`): the 403 `insufficient_scope` refusal when not; `None` when
+    /// it may, or when the runner takes no tokens.
+    pub(super) fn authorize(
+        &self,
+        method: &str,
+        name: Option<&str>,
         principal: Option<&Principal>,
     ) -> Option<HttpResponse> {
         let (Some(auth), Some(p)) = (&self.options.auth, principal) else {
             return None;
         };
-        let name =
-            name_member(&request.method).and_then(|m| request.params.as_ref()?.get(m)?.as_str());
-        let ask = AuthRequest {
-            method: &request.method,
-            name,
-        };
-        let error = auth.validator.authorize(p, &ask).err()?;
+        let error = auth
+            .validator
+            .authorize(p, &AuthRequest { method, name })
+            .err()?;
         Some(auth_failure(auth, &error, true, None, None))
     }
 }

@@ -2,7 +2,7 @@
 //! JSON-RPC error, SSE streams and their frames.
 
 use bytes::Bytes;
-use http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderValue, Response, StatusCode};
 use switchboard_wire::sse::{encode_comment, encode_event};
 use switchboard_wire::{ErrorCode, ErrorObject, RequestId};
@@ -64,4 +64,15 @@ pub(super) fn too_large(limit: usize) -> HttpResponse {
         StatusCode::PAYLOAD_TOO_LARGE,
         &format!("the request body exceeds this server's limit of {limit} bytes"),
     )
+}
+
+/// The 405 of the MCP endpoint: POST is what it takes.
+pub(super) fn post_only() -> HttpResponse {
+    let mut r = refuse(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "this MCP endpoint accepts POST only",
+    );
+    r.headers_mut()
+        .insert(ALLOW, HeaderValue::from_static("POST"));
+    r
 }

@@ -12,14 +12,14 @@ use switchboard_wire::meta::PROTOCOL_VERSION;
 use switchboard_wire::types::method;
 use switchboard_wire::{ErrorCode, ErrorObject, Message, Request, version};
 
-use super::auth::{Recheck, auth_failure, authenticate, has_query_token};
+use super::auth::{Recheck, auth_failure, has_query_token};
 use super::options::PlainRoute;
 use super::request_body::{BodyError, DISCARD_AT_MOST, discard, read_body};
-use super::respond::{fault_response, json_response, refuse, status_only, too_large};
+use super::respond::{fault_response, json_response, post_only, refuse, status_only, too_large};
 use super::session::UNKNOWN_SESSION;
 use super::stream::{Routed, wants_notifications};
 use super::{HttpResponse, State};
-use crate::auth::{AuthError, AuthRequest, Principal};
+use crate::auth::{AuthError, Principal};
 use crate::dispatch::frame_error;
 use crate::error::Fault;
 use crate::fast::{self, ToolCall};
@@ -28,24 +28,73 @@ use crate::runner::body::Body;
 use crate::runner::headers::{self, Mirror};
 
 impl State {
+    /// Answers one request: a path other than the MCP endpoint, or the
+    /// endpoint's checks in order ([`State::endpoint`]).
     pub(super) async fn handle(
         self: Arc<Self>,
         req: http::Request<hyper::body::Incoming>,
         peer: SocketAddr,
     ) -> HttpResponse {
-        let path = req.uri().path();
-        if path != self.options.path {
-            if let Some((_, route)) = self.options.routes.iter().find(|(p, _)| p == path) {
-                return plain_route(req.method(), route).await;
-            }
-            return self.other_path(&req);
+        if req.uri().path() != self.options.path {
+            return self.off_endpoint(&req).await;
         }
+        match self.endpoint(req, peer).await {
+            Ok(answer) | Err(answer) => answer,
+        }
+    }
+
+    /// The MCP endpoint: each step either lets the request on or answers
+    /// it with a refusal (the `Err`), in the order the module docs give.
+    async fn endpoint(
+        self: Arc<Self>,
+        req: http::Request<hyper::body::Incoming>,
+        peer: SocketAddr,
+    ) -> Result<HttpResponse, HttpResponse> {
+        self.admit(&req, peer)?;
+        let ending_session = match *req.method() {
+            Method::POST => {
+                json_content(req.headers())?;
+                false
+            }
+            // Ending a session is a request like any other.
+            Method::DELETE => true,
+            _ => return Err(post_only()),
+        };
+        let principal = self.caller(&req, peer).await?;
+        if ending_session {
+            return Ok(self.end_session(req, principal.as_deref(), peer).await);
+        }
+        let (parts, mut body) = req.into_parts();
+        let body = self.request_body(&parts.headers, &mut body).await?;
+        Ok(self.deliver(parts, body, principal, peer).await)
+    }
+
+    /// A path other than the MCP endpoint: a plain route, the Protected
+    /// Resource Metadata document, or 404.
+    async fn off_endpoint(&self, req: &http::Request<hyper::body::Incoming>) -> HttpResponse {
+        let path = req.uri().path();
+        if let Some((_, route)) = self.options.routes.iter().find(|(p, _)| p == path) {
+            return plain_route(req.method(), route).await;
+        }
+        self.other_path(req)
+    }
+
+    /// Who may talk to the endpoint at all: `Host` and `Origin`
+    /// (HTTP-S-02/03), and never a token in the URL.
+    // The refusal is the response itself, returned by value as an answer
+    // is: boxing it would only add an allocation.
+    #[allow(clippy::result_large_err)]
+    fn admit(
+        &self,
+        req: &http::Request<hyper::body::Incoming>,
+        peer: SocketAddr,
+    ) -> Result<(), HttpResponse> {
         if let Err((status, reason)) = self.guard.check(req.headers()) {
             tracing::warn!(%peer, "refused: {reason}");
-            return refuse(
+            return Err(refuse(
                 StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
                 reason,
-            );
+            ));
         }
         if let Some(auth) = &self.options.auth {
             // AUTH-C-21 / RFC 6750 §2.3: never a token in the URL, not even
@@ -54,98 +103,54 @@ impl State {
                 let error = AuthError::InvalidRequest(
                     "access tokens are not accepted in the URL; send them in the Authorization header".into(),
                 );
-                return auth_failure(auth, &error, true, None, Some(peer));
+                return Err(auth_failure(auth, &error, true, None, Some(peer)));
             }
         }
-        match *req.method() {
-            Method::POST => {}
-            Method::DELETE => {
-                // Ending a session is a request like any other.
-                let principal = match &self.options.auth {
-                    None => None,
-                    Some(auth) => match Box::pin(authenticate(
-                        auth,
-                        &self.options.dpop,
-                        req.method(),
-                        req.headers(),
-                        peer,
-                    ))
-                    .await
-                    {
-                        Ok(p) => Some(p),
-                        Err(r) => return r,
-                    },
-                };
-                if let Some((replica, url)) = self.session_holder(req.headers()) {
-                    let (head, _) = req.into_parts();
-                    return Box::pin(self.send_on(None, &replica, &url, &head, Bytes::new())).await;
-                }
-                return self.delete(req.headers(), principal.as_ref(), peer);
-            }
-            _ => {
-                let mut r = refuse(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    "this MCP endpoint accepts POST only",
-                );
-                r.headers_mut()
-                    .insert(ALLOW, HeaderValue::from_static("POST"));
-                return r;
-            }
-        }
-        if let Some(ct) = req.headers().get(CONTENT_TYPE) {
-            let json = ct
-                .as_bytes()
-                .trim_ascii_start()
-                .get(..16)
-                .is_some_and(|p| p.eq_ignore_ascii_case(b"application/json"));
-            if !json {
-                return refuse(
-                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    "the request body must be application/json",
-                );
-            }
-        }
-        let principal = match &self.options.auth {
-            None => None,
-            Some(auth) => match Box::pin(authenticate(
-                auth,
-                &self.options.dpop,
-                req.method(),
-                req.headers(),
-                peer,
-            ))
-            .await
-            {
-                Ok(p) => Some(Arc::new(p)),
-                Err(r) => return r,
-            },
-        };
-        let (parts, mut body) = req.into_parts();
+        Ok(())
+    }
+
+    /// The body of a POST, read within [`HttpOptions::max_body`]: 413 past
+    /// it (declared or streamed), 400 when the connection fails under it.
+    ///
+    /// [`HttpOptions::max_body`]: super::HttpOptions::max_body
+    async fn request_body(
+        &self,
+        headers: &HeaderMap,
+        body: &mut hyper::body::Incoming,
+    ) -> Result<Bytes, HttpResponse> {
         let limit = self.options.max_body;
-        let declared = parts
-            .headers
+        let declared = headers
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if let Some(declared) = declared.filter(|n| *n > limit as u64) {
             if declared - limit as u64 <= DISCARD_AT_MOST as u64 {
-                discard(&mut body).await;
+                discard(body).await;
             }
-            return too_large(limit);
+            return Err(too_large(limit));
         }
-        let body = match read_body(&mut body, limit).await {
-            Ok(b) => b,
+        match read_body(body, limit).await {
+            Ok(b) => Ok(b),
             Err(BodyError::TooLarge) => {
-                discard(&mut body).await;
-                return too_large(limit);
+                discard(body).await;
+                Err(too_large(limit))
             }
-            Err(BodyError::Unreadable) => {
-                return refuse(
-                    StatusCode::BAD_REQUEST,
-                    "the request body could not be read",
-                );
-            }
-        };
+            Err(BodyError::Unreadable) => Err(refuse(
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read",
+            )),
+        }
+    }
+
+    /// Where a read POST goes: the replica holding its session, the fast
+    /// `tools/call` path, or by JSON-RPC message kind.
+    async fn deliver(
+        self: Arc<Self>,
+        parts: http::request::Parts,
+        body: Bytes,
+        principal: Option<Arc<Principal>>,
+        peer: SocketAddr,
+    ) -> HttpResponse {
         // A legacy session lives in the replica that opened it.
         if let Some((replica, url)) = self.session_holder(&parts.headers) {
             return Box::pin(self.send_on(None, &replica, &url, &parts, body)).await;
@@ -227,7 +232,7 @@ impl State {
             .is_some();
         if legacy_on && !modern_header && !modern_meta {
             // Legacy requests skip the mirrored headers, not the scopes.
-            if let Some(r) = self.authorize(&request, principal.as_deref()) {
+            if let Some(r) = self.authorize_request(&request, principal.as_deref()) {
                 return r;
             }
             if request.method == method::INITIALIZE {
@@ -252,7 +257,7 @@ impl State {
             return fault_response(Some(&request.id), &fault);
         }
         drop(registry);
-        if let Some(r) = self.authorize(&request, principal.as_deref()) {
+        if let Some(r) = self.authorize_request(&request, principal.as_deref()) {
             return r;
         }
         let recheck = self.recheck(&request, headers, principal.as_deref());
@@ -303,14 +308,9 @@ impl State {
             return fault_response(Some(&call.id), &fault);
         }
         drop(registry);
-        if let (Some(auth), Some(p)) = (&self.options.auth, &principal) {
-            let ask = AuthRequest {
-                method: method::TOOLS_CALL,
-                name: Some(&call.name),
-            };
-            if let Err(e) = auth.validator.authorize(p, &ask) {
-                return auth_failure(auth, &e, true, None, None);
-            }
+        if let Some(r) = self.authorize(method::TOOLS_CALL, Some(&call.name), principal.as_deref())
+        {
+            return r;
         }
         let routed = Routed {
             id: call.id.clone(),
@@ -341,4 +341,26 @@ pub(super) async fn plain_route(method: &Method, route: &PlainRoute) -> HttpResp
         r.headers_mut().insert(CONTENT_TYPE, v);
     }
     r
+}
+
+/// A POST body must be JSON when its type is given at all.
+// As `State::admit`: the refusal is the response itself.
+#[allow(clippy::result_large_err)]
+fn json_content(headers: &HeaderMap) -> Result<(), HttpResponse> {
+    let Some(ct) = headers.get(CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let json = ct
+        .as_bytes()
+        .trim_ascii_start()
+        .get(..16)
+        .is_some_and(|p| p.eq_ignore_ascii_case(b"application/json"));
+    if json {
+        Ok(())
+    } else {
+        Err(refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "the request body must be application/json",
+        ))
+    }
 }

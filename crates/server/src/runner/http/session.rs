@@ -4,11 +4,11 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use http::header::ALLOW;
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode};
 use switchboard_wire::Request;
 
-use super::respond::{fault_response, json_response, refuse, status_only};
+use super::respond::{fault_response, json_response, post_only, refuse, status_only};
 use super::{HttpResponse, State};
 use crate::auth::Principal;
 use crate::dispatch::frame_result;
@@ -45,9 +45,24 @@ impl State {
         Some(session)
     }
 
+    /// A DELETE, from a caller already authenticated: sent on to the
+    /// replica holding the session it names, else [`State::delete`].
+    pub(super) async fn end_session(
+        &self,
+        req: http::Request<hyper::body::Incoming>,
+        principal: Option<&Principal>,
+        peer: SocketAddr,
+    ) -> HttpResponse {
+        if let Some((replica, url)) = self.session_holder(req.headers()) {
+            let (head, _) = req.into_parts();
+            return Box::pin(self.send_on(None, &replica, &url, &head, Bytes::new())).await;
+        }
+        self.delete(req.headers(), principal, peer)
+    }
+
     /// A legacy client ending its session: 200, or 404 when the session is
     /// unknown, expired or another principal's; 405 without a session.
-    pub(super) fn delete(
+    fn delete(
         &self,
         headers: &HeaderMap,
         principal: Option<&Principal>,
@@ -61,13 +76,7 @@ impl State {
                 };
             }
         }
-        let mut r = refuse(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "this MCP endpoint accepts POST only",
-        );
-        r.headers_mut()
-            .insert(ALLOW, HeaderValue::from_static("POST"));
-        r
+        post_only()
     }
 
     /// A legacy `initialize`: opens a session bound to `principal`.
