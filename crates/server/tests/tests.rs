@@ -16,6 +16,7 @@ mod legacy;
 mod listen;
 mod mrtr;
 mod protocol;
+mod rebinding;
 mod stdio;
 mod tasks;
 mod tls;

@@ -2,9 +2,11 @@
 //!
 //! One endpoint accepting POST (HTTP-S-01); GET and DELETE get 405 (legacy
 //! sessions may DELETE themselves, with a token when one is required; an
-//! unknown session is 404 then). Each request is checked in this order:
-//! `Host`/`Origin` (403), a token in the URL (400), method (405), bearer
-//! token (400 malformed, 401, 503), body size (413),
+//! unknown session is 404 then). Every request, on any path, first has its
+//! `Host` checked (403 foreign, 400 repeated or malformed: DNS rebinding
+//! would read health and metrics too). A request to the endpoint is then
+//! checked in this order: `Origin` (403), a token in the URL (400), method
+//! (405), bearer token (400 malformed, 401, 503), body size (413),
 //! JSON-RPC envelope (400), mirrored headers (400 + -32020), scopes (403),
 //! then routed. A request whose `_meta` asks for neither progress nor logs is
 //! answered inline with `application/json`; otherwise the answer switches

@@ -104,8 +104,11 @@ impl Default for HttpOptions {
 
 impl HttpOptions {
     /// Serves `route` at `path` (GET and HEAD only) next to the MCP
-    /// endpoint, with no Origin check and no authorization: for health,
-    /// readiness and metrics. A later route at the same path replaces it.
+    /// endpoint, for health, readiness and metrics: behind the `Host`
+    /// check of every path ([`HttpOptions::allowed_hosts`]), with no
+    /// Origin check (a browser page of another origin cannot read the
+    /// answer: it carries no CORS header) and no authorization. A later
+    /// route at the same path replaces it.
     #[must_use]
     pub fn plain_route(mut self, path: impl Into<String>, route: PlainRoute) -> Self {
         let path = path.into();
@@ -127,9 +130,10 @@ impl HttpOptions {
         self
     }
 
-    /// Host names (without port) the server answers to; `"*"` allows any.
-    /// By default: `localhost`, `127.0.0.1` and `[::1]` when bound to
-    /// loopback, anything otherwise.
+    /// Host names (without port) the server answers to, on every path;
+    /// `"*"` allows any. By default: `localhost`, `127.0.0.1` and `[::1]`
+    /// when bound to loopback, anything otherwise. A `Host` that is not
+    /// `host[:port]` is refused with 400 when names are checked.
     pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Self
     where
         I: IntoIterator<Item = S>,

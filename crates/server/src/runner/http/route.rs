@@ -35,12 +35,30 @@ impl State {
         req: http::Request<hyper::body::Incoming>,
         peer: SocketAddr,
     ) -> HttpResponse {
+        // HTTP-S-02, on every path: DNS rebinding would read whatever is
+        // served here, health and metrics included.
+        let host = match self.guard.check_host(req.headers()) {
+            Ok(host) => host,
+            Err(refusal) => return self.refuse_guard(refusal, peer),
+        };
         if req.uri().path() != self.options.path {
             return self.off_endpoint(&req).await;
+        }
+        if let Err(refusal) = self.guard.check_origin(req.headers(), host) {
+            return self.refuse_guard(refusal, peer);
         }
         match self.endpoint(req, peer).await {
             Ok(answer) | Err(answer) => answer,
         }
+    }
+
+    /// The refusal of a foreign (or malformed) `Host` or `Origin`.
+    fn refuse_guard(&self, (status, reason): (u16, &str), peer: SocketAddr) -> HttpResponse {
+        tracing::warn!(%peer, "refused: {reason}");
+        refuse(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
+            reason,
+        )
     }
 
     /// The MCP endpoint: each step either lets the request on or answers
@@ -79,8 +97,7 @@ impl State {
         self.other_path(req)
     }
 
-    /// Who may talk to the endpoint at all: `Host` and `Origin`
-    /// (HTTP-S-02/03), and never a token in the URL.
+    /// Never a token in the URL (`Host` and `Origin` are checked before).
     // The refusal is the response itself, returned by value as an answer
     // is: boxing it would only add an allocation.
     #[allow(clippy::result_large_err)]
@@ -89,13 +106,6 @@ impl State {
         req: &http::Request<hyper::body::Incoming>,
         peer: SocketAddr,
     ) -> Result<(), HttpResponse> {
-        if let Err((status, reason)) = self.guard.check(req.headers()) {
-            tracing::warn!(%peer, "refused: {reason}");
-            return Err(refuse(
-                StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN),
-                reason,
-            ));
-        }
         if let Some(auth) = &self.options.auth {
             // AUTH-C-21 / RFC 6750 §2.3: never a token in the URL, not even
             // next to a good header (AUTH-S-06).
