@@ -13,6 +13,7 @@ mod auth_logs;
 mod headers;
 mod hostile;
 mod legacy;
+mod limits;
 mod listen;
 mod mrtr;
 mod protocol;

@@ -1,20 +1,22 @@
 //! The accept loop and one task per connection: plain TCP, or TLS once
-//! its handshake is done; a graceful end for every connection at shutdown.
+//! its handshake is done; a place for each connection under the caps
+//! (`limits`), its deadlines (`timed`), and a graceful end for every
+//! connection at shutdown.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot};
 
+use super::limits::{Admission, Answer, Conns, Signal, Slot};
+use super::timed::{Deadlines, Timed};
 use super::{HttpOptions, State};
 use crate::error::ServeError;
 use crate::runner::forward;
@@ -54,19 +56,14 @@ pub async fn serve(
         options,
         peers,
     });
-    let permits = Arc::new(Semaphore::new(state.options.max_connections));
+    let conns = Arc::new(Conns::new(
+        state.options.max_connections,
+        state.options.max_connections_per_peer,
+    ));
     // Every connection task holds a clone; when all are gone, `done` ends.
     let (alive_tx, mut done) = mpsc::channel::<()>(1);
-    let stops = Arc::new(Stops::default());
     tokio::pin!(shutdown);
     loop {
-        let permit = tokio::select! {
-            () = &mut shutdown => break,
-            p = Arc::clone(&permits).acquire_owned() => match p {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-        };
         let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             r = listener.accept() => match r {
@@ -79,76 +76,114 @@ pub async fn serve(
                 }
             },
         };
+        // At the cap the connection idle the longest makes room; with
+        // every one busy this waits, and the listener's backlog holds the
+        // next ones.
+        let (slot, signal) = tokio::select! {
+            () = &mut shutdown => break,
+            admission = conns.admit(peer.ip()) => match admission {
+                Admission::In(slot, signal) => (slot, signal),
+                Admission::PeerFull => {
+                    tracing::debug!(%peer, "connection refused: its address holds all the connections it may, each busy");
+                    continue;
+                }
+            },
+        };
         let _ = stream.set_nodelay(true);
         let state = Arc::clone(&state);
         let alive = alive_tx.clone();
-        let (key, stop) = stops.register();
-        let stops = Arc::clone(&stops);
+        let conns = Arc::clone(&conns);
         tokio::spawn(async move {
-            let mut stop = stop;
-            match state.options.tls.as_ref().map(ServerTls::acceptor) {
-                None => serve_connection(stream, state, peer, stop).await,
-                Some(acceptor) => {
-                    let timeout = state.options.handshake_timeout;
-                    let handshake = tokio::time::timeout(timeout, acceptor.accept(stream));
-                    let tls = tokio::select! {
-                        r = handshake => match r {
-                            Ok(Ok(tls)) => Some(tls),
-                            Ok(Err(e)) => {
-                                tracing::debug!(%peer, "TLS handshake failed: {e}");
-                                None
-                            }
-                            Err(_) => {
-                                tracing::debug!(%peer, "no TLS handshake within {timeout:?}");
-                                None
-                            }
-                        },
-                        _ = &mut stop => None,
-                    };
-                    if let Some(tls) = tls {
-                        serve_connection(tls, state, peer, stop).await;
-                    }
-                }
-            }
-            stops.forget(key);
-            drop(permit);
+            serve_connection(stream, &state, peer, Arc::clone(&slot), signal).await;
+            conns.release(&slot);
             drop(alive);
         });
     }
     server.shutdown();
-    stops.stop_all();
+    conns.stop_all();
     drop(alive_tx);
     let _ = tokio::time::timeout(state.options.shutdown_grace, done.recv()).await;
     Ok(())
 }
 
-/// Serves HTTP/1.1 on one accepted connection (plain TCP, or TLS once
-/// its handshake is done) until it ends or `stop` asks for a graceful end.
-pub(super) async fn serve_connection<I>(
-    io: I,
-    state: Arc<State>,
+/// Serves one accepted connection: the TLS handshake first when serving
+/// HTTPS (within the handshake timeout), then HTTP/1.1 until the
+/// connection ends, is evicted, or is asked to stop.
+async fn serve_connection(
+    stream: TcpStream,
+    state: &Arc<State>,
     peer: SocketAddr,
-    stop: oneshot::Receiver<()>,
+    slot: Arc<Slot>,
+    mut signal: oneshot::Receiver<Signal>,
+) {
+    let Some(acceptor) = state.options.tls.as_ref().map(ServerTls::acceptor) else {
+        return serve_http(stream, state, peer, slot, signal).await;
+    };
+    let timeout = state.options.handshake_timeout;
+    let handshake = tokio::time::timeout(timeout, acceptor.accept(stream));
+    // A stop or an eviction ends a handshake at once: there is no request
+    // to finish.
+    let tls = tokio::select! {
+        r = handshake => match r {
+            Ok(Ok(tls)) => tls,
+            Ok(Err(e)) => return tracing::debug!(%peer, "TLS handshake failed: {e}"),
+            Err(_) => return tracing::debug!(%peer, "no TLS handshake within {timeout:?}"),
+        },
+        _ = &mut signal => return,
+    };
+    serve_http(tls, state, peer, slot, signal).await;
+}
+
+/// Serves HTTP/1.1 on a connection (plain TCP, or TLS once its handshake
+/// is done), with its deadlines ([`Timed`]), until it ends, is evicted
+/// (dropped at once: it has no request in flight), or is asked to stop
+/// (the request in flight finishes first).
+async fn serve_http<I>(
+    io: I,
+    state: &Arc<State>,
+    peer: SocketAddr,
+    slot: Arc<Slot>,
+    signal: oneshot::Receiver<Signal>,
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let options = &state.options;
+    let deadlines = Deadlines {
+        header: options.header_timeout,
+        idle: options.idle_timeout,
+        write: options.write_timeout,
+    };
+    let io = TokioIo::new(Timed::new(io, Arc::clone(&slot), deadlines));
+    let state = Arc::clone(state);
     let service = service_fn(move |req| {
+        // The head is complete: the connection is busy until the answer
+        // is done.
+        let busy = slot.busy();
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(state.handle(req, peer).await) }
+        async move {
+            let response = state.handle(req, peer).await;
+            Ok::<_, Infallible>(response.map(|body| Answer::new(body, busy)))
+        }
     });
-    let conn = http1::Builder::new().serve_connection(TokioIo::new(io), service);
+    let conn = http1::Builder::new().serve_connection(io, service);
     tokio::pin!(conn);
-    tokio::select! {
+    let signal = tokio::select! {
         biased;
         r = conn.as_mut() => {
             if let Err(e) = r {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
+            return;
         }
-        _ = stop => {
+        s = signal => s,
+    };
+    match signal {
+        Ok(Signal::Stop) => {
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
         }
+        // Evicted; or the table forgot it, which only a stop does.
+        Ok(Signal::Evict) | Err(_) => {}
     }
 }
 
@@ -169,36 +204,4 @@ pub async fn bind_and_serve(
             source,
         })?;
     serve(server, listener, options, shutdown).await
-}
-
-/// The shutdown signal of each open connection: a oneshot per connection,
-/// whose receiver costs nothing to poll while it waits (a shared flag with
-/// a wait list would take a lock on every wake of every connection).
-#[derive(Default)]
-pub(super) struct Stops {
-    pub(super) next: AtomicU64,
-    pub(super) senders: Mutex<HashMap<u64, oneshot::Sender<()>>>,
-}
-
-impl Stops {
-    pub(super) fn register(&self) -> (u64, oneshot::Receiver<()>) {
-        let key = self.next.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.lock().insert(key, tx);
-        (key, rx)
-    }
-
-    pub(super) fn forget(&self, key: u64) {
-        self.lock().remove(&key);
-    }
-
-    pub(super) fn stop_all(&self) {
-        for (_, tx) in self.lock().drain() {
-            let _ = tx.send(());
-        }
-    }
-
-    pub(super) fn lock(&self) -> MutexGuard<'_, HashMap<u64, oneshot::Sender<()>>> {
-        self.senders.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }

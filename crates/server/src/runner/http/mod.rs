@@ -17,6 +17,9 @@
 //! Layout:
 //! - `options`: [`HttpOptions`], the runner's settings, and plain routes;
 //! - `connection`: the accept loop, one task per connection, shutdown;
+//! - `limits`: the connection cap, eviction of idle connections, per-peer
+//!   caps;
+//! - `timed`: a connection's header, idle and write deadlines;
 //! - `route`: one request's checks in order, then where it goes;
 //! - `auth`: bearer tokens, DPoP proofs, scopes, refusals;
 //! - `request_body`: reading a request body within its limit;
@@ -34,6 +37,7 @@ use crate::server::Server;
 
 mod auth;
 mod connection;
+mod limits;
 mod options;
 mod replica;
 mod request_body;
@@ -41,6 +45,7 @@ mod respond;
 mod route;
 mod session;
 mod stream;
+mod timed;
 
 pub use connection::{bind_and_serve, serve};
 pub use options::{HttpOptions, PlainResponse, PlainRoute};

@@ -26,6 +26,11 @@ pub struct HttpOptions {
     pub(super) routes: Vec<(String, PlainRoute)>,
     pub(super) tls: Option<ServerTls>,
     pub(super) handshake_timeout: Duration,
+    pub(super) header_timeout: Duration,
+    pub(super) idle_timeout: Duration,
+    pub(super) body_timeout: Duration,
+    pub(super) write_timeout: Duration,
+    pub(super) max_connections_per_peer: Option<usize>,
     pub(super) peer_tls: Option<Arc<rustls::ClientConfig>>,
 }
 
@@ -97,6 +102,11 @@ impl Default for HttpOptions {
             routes: Vec::new(),
             tls: None,
             handshake_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            max_connections_per_peer: None,
             peer_tls: None,
         }
     }
@@ -118,8 +128,10 @@ impl HttpOptions {
     }
 
     /// Defaults: endpoint `/mcp`, 4 MiB bodies, keep-alive comment every
-    /// 15 s, 1 024 connections, loopback-only `Host`/`Origin` when bound to
-    /// loopback.
+    /// 15 s, 1 024 connections (the longest idle one evicted for a new
+    /// one), request heads within 10 s, bodies within 30 s, kept-alive
+    /// connections idle 120 s at most, answers unread 30 s at most,
+    /// loopback-only `Host`/`Origin` when bound to loopback.
     pub fn new() -> Self {
         HttpOptions::default()
     }
@@ -188,9 +200,64 @@ impl HttpOptions {
         self
     }
 
-    /// How many connections are served at once.
+    /// How many connections are served at once (default 1,024). At the
+    /// cap a new connection takes the place of the one idle the longest
+    /// (not yet past its TLS handshake or its request head, or kept alive
+    /// between requests), which is closed; only when every connection has
+    /// a request in flight does the next one wait. So sockets that never
+    /// send a complete request cannot keep a caller out.
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
+        self
+    }
+
+    /// How many connections one peer address may hold at once (IPv4 and
+    /// IPv4-mapped IPv6 counted as one). At its cap its own connection idle
+    /// the longest makes room; when all of its connections have a request
+    /// in flight, a new one is closed unanswered. Default: no cap per
+    /// address, since behind a proxy, or on loopback, every caller has
+    /// the same one.
+    pub fn max_connections_per_peer(mut self, n: usize) -> Self {
+        self.max_connections_per_peer = Some(n.max(1));
+        self
+    }
+
+    /// How long a request head may take to arrive whole, from its first
+    /// byte (for a connection's first request, from the connection's
+    /// start, after the TLS handshake when there is one); the connection
+    /// is closed past it. Default 10 s: clients send a head at once, and
+    /// one trickled a line at a time is an attack.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a kept-alive connection may stay silent between requests
+    /// before it is closed. Default 120 s: longer than the 90 s common
+    /// HTTP clients (hyper-util, reqwest, Go) keep an unused connection,
+    /// so they give it up first and never send a request on one being
+    /// closed.
+    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = timeout.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long a request body may take to arrive whole, from when the
+    /// runner starts reading it (after the bearer token is checked); past
+    /// it the request gets 408 and the connection is closed. Default 30 s
+    /// (raise it for bodies near [`HttpOptions::max_body`] over slow
+    /// links).
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout.max(Duration::from_millis(10));
+        self
+    }
+
+    /// How long an answer may wait for the client to read any of it (the
+    /// socket taking no byte) before the connection is closed, so a
+    /// client that stops reading cannot hold a connection busy. Default
+    /// 30 s.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = timeout.max(Duration::from_millis(10));
         self
     }
 

@@ -1,8 +1,10 @@
 //! The shapes of the runner's responses: JSON, refusals with an id-less
 //! JSON-RPC error, SSE streams and their frames.
 
+use std::time::Duration;
+
 use bytes::Bytes;
-use http::header::{ALLOW, CACHE_CONTROL, CONTENT_TYPE};
+use http::header::{ALLOW, CACHE_CONTROL, CONNECTION, CONTENT_TYPE};
 use http::{HeaderValue, Response, StatusCode};
 use switchboard_wire::sse::{encode_comment, encode_event};
 use switchboard_wire::{ErrorCode, ErrorObject, RequestId};
@@ -74,5 +76,17 @@ pub(super) fn post_only() -> HttpResponse {
     );
     r.headers_mut()
         .insert(ALLOW, HeaderValue::from_static("POST"));
+    r
+}
+
+/// The 408 of a request body that did not arrive in time: the connection
+/// is closed after it, since the rest of the body may still come.
+pub(super) fn too_slow(deadline: Duration) -> HttpResponse {
+    let mut r = refuse(
+        StatusCode::REQUEST_TIMEOUT,
+        &format!("the request body was not all there within {deadline:?}"),
+    );
+    r.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
     r
 }

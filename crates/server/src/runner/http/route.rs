@@ -15,7 +15,9 @@ use switchboard_wire::{ErrorCode, ErrorObject, Message, Request, version};
 use super::auth::{Recheck, auth_failure, has_query_token};
 use super::options::PlainRoute;
 use super::request_body::{BodyError, DISCARD_AT_MOST, discard, read_body};
-use super::respond::{fault_response, json_response, post_only, refuse, status_only, too_large};
+use super::respond::{
+    fault_response, json_response, post_only, refuse, status_only, too_large, too_slow,
+};
 use super::session::UNKNOWN_SESSION;
 use super::stream::{Routed, wants_notifications};
 use super::{HttpResponse, State};
@@ -120,9 +122,12 @@ impl State {
     }
 
     /// The body of a POST, read within [`HttpOptions::max_body`]: 413 past
-    /// it (declared or streamed), 400 when the connection fails under it.
+    /// it (declared or streamed), 400 when the connection fails under it,
+    /// 408 (and the connection closed) when it is not all there within
+    /// [`HttpOptions::body_timeout`].
     ///
     /// [`HttpOptions::max_body`]: super::HttpOptions::max_body
+    /// [`HttpOptions::body_timeout`]: super::HttpOptions::body_timeout
     async fn request_body(
         &self,
         headers: &HeaderMap,
@@ -139,7 +144,12 @@ impl State {
             }
             return Err(too_large(limit));
         }
-        match read_body(body, limit).await {
+        let deadline = self.options.body_timeout;
+        let Ok(read) = tokio::time::timeout(deadline, read_body(body, limit)).await else {
+            tracing::debug!("refused: the request body was not all there within {deadline:?}");
+            return Err(too_slow(deadline));
+        };
+        match read {
             Ok(b) => Ok(b),
             Err(BodyError::TooLarge) => {
                 discard(body).await;
