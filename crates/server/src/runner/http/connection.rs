@@ -182,7 +182,8 @@ async fn serve_http<I>(
             conn.as_mut().graceful_shutdown();
             let _ = conn.await;
         }
-        // Evicted; or the table forgot it, which only a stop does.
+        // Evicted (it has no request in flight): dropped at once. The
+        // sender gone unsent means the runner is gone: the same.
         Ok(Signal::Evict) | Err(_) => {}
     }
 }
