@@ -97,7 +97,7 @@ impl State {
 }
 
 /// The token a `subscriptions/listen` stream was opened with, checked
-/// again while the stream lasts ([`HttpOptions::recheck_streams`]). Kept
+/// again while the stream lasts ([`super::HttpOptions::recheck_streams`]). Kept
 /// only here, never handed to a handler.
 pub(super) struct Recheck {
     pub(super) auth: Arc<Auth>,
