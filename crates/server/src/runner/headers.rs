@@ -213,51 +213,88 @@ pub(crate) struct Guard {
 /// Host names that always mean this machine.
 const LOOPBACK: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
 
-fn host_without_port(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.find(']').map_or(authority, |i| &authority[..i + 2]);
-    }
-    authority.split(':').next().unwrap_or(authority)
+/// The host of an authority (`host[:port]`, RFC 3986 §3.2), brackets kept
+/// on an IPv6 literal; `None` when it is not one. Strict on purpose: a
+/// name read loosely (`[::1].evil.example` taken for `[::1]`) lets a
+/// foreign name pass for an allowed one.
+pub(crate) fn authority_host(authority: &str) -> Option<&str> {
+    let (host, port) = if authority.starts_with('[') {
+        let end = authority.find(']')?;
+        let (host, rest) = authority.split_at(end + 1);
+        let port = if rest.is_empty() {
+            rest
+        } else {
+            rest.strip_prefix(':')?
+        };
+        let literal = &host[1..host.len() - 1];
+        literal.parse::<std::net::Ipv6Addr>().ok()?;
+        (host, port)
+    } else {
+        let (host, port) = authority.split_once(':').unwrap_or((authority, ""));
+        // RFC 3986 reg-name (which takes in IPv4 addresses).
+        let reg_name = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b);
+        if host.is_empty() || !host.bytes().all(reg_name) {
+            return None;
+        }
+        (host, port)
+    };
+    port.bytes().all(|b| b.is_ascii_digit()).then_some(host)
 }
 
 impl Guard {
-    /// Checks `Host` and `Origin`; the HTTP status and reason when refused
-    /// (403 for a foreign host or origin, HTTP-S-02/03; 400 for a repeated
-    /// `Host`, RFC 9112 §3.2).
-    pub(crate) fn check(&self, headers: &HeaderMap) -> Result<(), (u16, &'static str)> {
+    /// Checks `Host` against the allowed names: the header's value when it
+    /// passes (it may be absent when any host is allowed); the HTTP status
+    /// and reason when refused (400 for a repeated or malformed `Host`, RFC
+    /// 9112 §3.2; 403 for a foreign one, HTTP-S-02). Every path is checked,
+    /// not just the MCP endpoint: DNS rebinding would read anything served.
+    pub(crate) fn check_host<'h>(
+        &self,
+        headers: &'h HeaderMap,
+    ) -> Result<Option<&'h str>, (u16, &'static str)> {
         let mut hosts = headers.get_all(HOST).iter();
         let host = hosts.next();
         if hosts.next().is_some() {
             return Err((400, "the request has more than one Host header"));
         }
-        self.check_names(host, headers.get(ORIGIN))
-            .map_err(|reason| (403, reason))
+        let host = host.and_then(|h| h.to_str().ok()).map(str::trim);
+        let Some(allowed) = &self.hosts else {
+            return Ok(host);
+        };
+        let Some(host) = host else {
+            return Err((403, "the Host header is missing"));
+        };
+        let Some(name) = authority_host(host) else {
+            return Err((
+                400,
+                "the Host header is not a host name with an optional port",
+            ));
+        };
+        if allowed
+            .iter()
+            .any(|a| a == "*" || a.eq_ignore_ascii_case(name))
+        {
+            Ok(Some(host))
+        } else {
+            Err((
+                403,
+                "the Host header names a host this server does not serve",
+            ))
+        }
     }
 
-    fn check_names(
+    /// Checks `Origin` (HTTP-S-03) for a request whose `Host` is `host`:
+    /// 403 and the reason when refused.
+    pub(crate) fn check_origin(
         &self,
-        host: Option<&HeaderValue>,
-        origin: Option<&HeaderValue>,
-    ) -> Result<(), &'static str> {
-        let host = host.and_then(|h| h.to_str().ok()).map(str::trim);
-        if let Some(allowed) = &self.hosts {
-            let Some(host) = host else {
-                return Err("the Host header is missing");
-            };
-            let name = host_without_port(host);
-            if !allowed
-                .iter()
-                .any(|a| a == "*" || a.eq_ignore_ascii_case(name))
-            {
-                return Err("the Host header names a host this server does not serve");
-            }
-        }
-        let Some(origin) = origin else {
+        headers: &HeaderMap,
+        host: Option<&str>,
+    ) -> Result<(), (u16, &'static str)> {
+        let Some(origin) = headers.get(ORIGIN) else {
             return Ok(());
         };
         let origin = origin
             .to_str()
-            .map_err(|_| "the Origin header is not valid")?
+            .map_err(|_| (403, "the Origin header is not valid"))?
             .trim()
             .trim_end_matches('/');
         let ok = match &self.origins {
@@ -266,16 +303,18 @@ impl Guard {
                 .any(|a| a == "*" || a.eq_ignore_ascii_case(origin)),
             None => {
                 let authority = origin.split_once("://").map_or("", |(_, a)| a);
-                LOOPBACK
-                    .iter()
-                    .any(|l| l.eq_ignore_ascii_case(host_without_port(authority)))
+                authority_host(authority)
+                    .is_some_and(|name| LOOPBACK.iter().any(|l| l.eq_ignore_ascii_case(name)))
                     || host.is_some_and(|h| h.eq_ignore_ascii_case(authority))
             }
         };
         if ok {
             Ok(())
         } else {
-            Err("the Origin header names an origin this server does not accept")
+            Err((
+                403,
+                "the Origin header names an origin this server does not accept",
+            ))
         }
     }
 
@@ -295,6 +334,14 @@ impl Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Guard {
+        /// `Host`, then `Origin`, as the MCP endpoint checks them.
+        fn check(&self, headers: &HeaderMap) -> Result<(), (u16, &'static str)> {
+            let host = self.check_host(headers)?;
+            self.check_origin(headers, host)
+        }
+    }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -360,5 +407,52 @@ mod tests {
         );
         let origin_only = headers(&[("origin", "http://localhost:1")]);
         assert_eq!(g.check(&origin_only).map_err(|e| e.0), Err(403));
+    }
+
+    // Issue 36: a Host (or Origin) that only begins like an allowed name is
+    // not that name.
+    #[test]
+    fn an_authority_is_read_strictly() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("localhost", Some("localhost")),
+            ("localhost:8080", Some("localhost")),
+            ("localhost:", Some("localhost")),
+            ("127.0.0.1:9", Some("127.0.0.1")),
+            ("[::1]", Some("[::1]")),
+            ("[::1]:8080", Some("[::1]")),
+            ("[::ffff:127.0.0.1]:1", Some("[::ffff:127.0.0.1]")),
+            ("[::1].evil.example", None),
+            ("[::1]evil", None),
+            ("[::1]:80x", None),
+            ("[evil.example]", None),
+            ("[::1", None),
+            ("::1", None),
+            ("localhost:80:90", None),
+            ("localhost:http", None),
+            ("evil.example/localhost", None),
+            ("evil@localhost", None),
+            ("", None),
+            (":80", None),
+        ];
+        for (authority, host) in cases {
+            assert_eq!(authority_host(authority), *host, "{authority:?}");
+        }
+    }
+
+    #[test]
+    fn a_host_that_only_begins_like_loopback_is_refused() {
+        let g = Guard::for_bind(&"127.0.0.1:8080".parse().unwrap());
+        let rebinding = headers(&[("host", "[::1].evil.example")]);
+        assert_eq!(g.check(&rebinding).map_err(|e| e.0), Err(400));
+        let rebinding = headers(&[("host", "[::1].evil.example:8080")]);
+        assert_eq!(g.check(&rebinding).map_err(|e| e.0), Err(400));
+        // The same trick in an Origin is a foreign origin.
+        let origin = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://[::1].evil.example"),
+        ]);
+        assert_eq!(g.check(&origin).map_err(|e| e.0), Err(403));
+        let origin = headers(&[("host", "127.0.0.1:8080"), ("origin", "http://[::1]:3000")]);
+        assert!(g.check(&origin).is_ok());
     }
 }
