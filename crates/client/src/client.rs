@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use switchboard_wire::header::{HeaderParam, encode_value, header_params};
 use switchboard_wire::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN};
-use switchboard_wire::meta::{PROTOCOL_VERSION, SERVER_INFO, TRACEPARENT};
+use switchboard_wire::meta::{PROTOCOL_VERSION, SERVER_INFO, TRACEPARENT, TRACESTATE};
 use switchboard_wire::types::{
     CacheHints, CompleteResult, ContentBlock, GetPromptResult, InputRequiredResult, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
@@ -796,8 +796,11 @@ impl Client {
                 }
             }
         }
-        if let Some(tp) = &options.traceparent {
-            meta.insert(TRACEPARENT.into(), Value::from(tp.as_str()));
+        if let Some(trace) = &options.trace {
+            meta.insert(TRACEPARENT.into(), Value::from(trace.traceparent.as_str()));
+            if let Some(state) = &trace.tracestate {
+                meta.insert(TRACESTATE.into(), Value::from(state.as_str()));
+            }
         }
         if let Some(token) = progress {
             meta.insert(PROGRESS_TOKEN.into(), token.to_value());

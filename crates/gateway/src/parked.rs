@@ -3,7 +3,7 @@
 //! A legacy server asks with a request of its own in the middle of a tool
 //! call (`elicitation/create`, `sampling/createMessage`, `roots/list`) and
 //! waits for the answer on the same connection. The host ties the request
-//! to the call ([`CallOptions::call_input`]) and hands it to [`Questions`];
+//! to the call (the request's `call_input`) and hands it to [`Questions`];
 //! the gateway then answers its own client with an `input_required`
 //! carrying the question, and *parks* the call: the downstream call goes on
 //! running in a task of its own, waiting for the answer, and is kept in
@@ -25,7 +25,6 @@
 //! are parked at once; beyond that a question is declined with a text
 //! saying why.
 //!
-//! [`CallOptions::call_input`]: switchboard_host::CallOptions::call_input
 //! [`GatewayOptions::park_ttl`]: crate::GatewayOptions::park_ttl
 //! [`GatewayOptions::park_limit`]: crate::GatewayOptions::park_limit
 
@@ -253,7 +252,7 @@ async fn relay_log(ctx: &Context, n: Notification) {
     ctx.log(level, logger, data).await;
 }
 
-/// The handler to give a call's options ([`CallOptions::call_input`]),
+/// The handler to give a call's request options (`call_input`),
 /// and where its questions arrive.
 pub(crate) fn questions() -> (Arc<dyn InputHandler>, mpsc::Receiver<Question>) {
     // One question at a time: a legacy server waits for each answer.
@@ -289,7 +288,7 @@ impl Running {
         log_level: Option<LoggingLevel>,
     ) -> Running {
         let (handler, questions) = questions();
-        options.call_input = Some(handler);
+        options.request.call_input = Some(handler);
         let progress = progress.then(|| {
             let (tx, rx) = mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
             options = std::mem::take(&mut options).with_progress(move |p| {
@@ -299,10 +298,12 @@ impl Running {
         });
         let logs = log_level.map(|level| {
             let (tx, rx) = mpsc::channel::<Notification>(LOG_QUEUE);
-            options.log_level = Some(level);
+            options.request.log_level = Some(level);
             // Dropped when the upstream falls behind: logs are advisory.
-            options.on_log = Some(Arc::new(move |n| {
-                let _ = tx.try_send(n);
+            options.request.on_notification = Some(Arc::new(move |n: Notification| {
+                if n.method == method::MESSAGE {
+                    let _ = tx.try_send(n);
+                }
             }));
             rx
         });

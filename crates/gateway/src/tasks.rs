@@ -82,7 +82,7 @@ pub(crate) async fn call(
     resumable: bool,
 ) -> ToolResult {
     // The upstream client's answers went down with the call.
-    let answered = options.resume.is_some();
+    let answered = options.request.resume.is_some();
     let (started_tx, started_rx) = oneshot::channel::<TaskResumption>();
     let started = Mutex::new(Some(started_tx));
     options.on_task_started = Some(Arc::new(move |resumption| {
@@ -94,7 +94,7 @@ pub(crate) async fn call(
             let _ = tx.send(resumption);
         }
     }));
-    options.leave_task_on_drop = resumable;
+    options.request.leave_task_on_drop = resumable;
     let (relay, mut questions) = Channels::attach(&mut options, ctx.client_capabilities());
     let mut call = tokio::spawn({
         let host = host.clone();
@@ -190,8 +190,8 @@ pub(crate) fn resumer(
             telemetry.task_resumed(resumption.alias());
             let mut options = CallOptions::default();
             options.principal = task.principal().map(|p| p.subject.clone());
-            options.client_capabilities = Some(task.client_capabilities().clone());
-            options.leave_task_on_drop = true;
+            options.request.capabilities = Some(task.client_capabilities().clone());
+            options.request.leave_task_on_drop = true;
             let (relay, questions) = Channels::attach(&mut options, task.client_capabilities());
             tracing::info!(tool = %resumption.tool(), task = %resumption.task_id(), "following a downstream task again after a restart");
             let call = tokio::spawn({
@@ -224,17 +224,19 @@ impl Channels {
     ) -> (Channels, mpsc::Receiver<parked::Question>) {
         let (status_tx, statuses) = mpsc::channel::<String>(STATUS_QUEUE);
         let (input_tx, asks) = mpsc::channel::<Ask>(INPUT_QUEUE);
-        options.on_task = Some(Arc::new(move |n: Notification| {
-            let params = n.params.unwrap_or(Value::Null);
-            let _ = status_tx.try_send(status_text(&params));
+        options.request.on_notification = Some(Arc::new(move |n: Notification| {
+            if n.method == switchboard_wire::tasks::NOTIFICATION {
+                let params = n.params.unwrap_or(Value::Null);
+                let _ = status_tx.try_send(status_text(&params));
+            }
         }));
         let forward = input_tx.clone();
-        options.task_input = Some(Arc::new(Relay {
+        options.request.task_input = Some(Arc::new(Relay {
             asks: input_tx,
             support: upstream_support(caps),
         }));
         let (handler, questions) = parked::questions();
-        options.call_input = Some(handler);
+        options.request.call_input = Some(handler);
         (
             Channels {
                 statuses,

@@ -205,16 +205,16 @@ async fn call(
     let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
     let mut options = CallOptions::default();
     options.approver = Some(approver);
-    options.trace = Some(trace.downstream());
+    options.request.trace = Some(trace.downstream());
     options.principal = ctx.principal().map(|p| p.subject.clone());
-    options.relay_input = true;
+    options.request.relay_input = true;
     // Answers sent up front go down as they came; they never count as an
     // approval (the approver above was chosen without them).
-    options.resume = resume.or_else(|| relay::unsolicited(ctx));
-    let answered = options.resume.is_some();
+    options.request.resume = resume.or_else(|| relay::unsolicited(ctx));
+    let answered = options.request.resume.is_some();
     // The server is told only of the questions the upstream client can
     // answer (the gateway relays them there).
-    options.client_capabilities = Some(ctx.client_capabilities().clone());
+    options.request.capabilities = Some(ctx.client_capabilities().clone());
     // An upstream that follows tasks gets the downstream server's tasks.
     if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
         // The same upstream span as a plain call's, ended when the call

@@ -75,7 +75,7 @@ pub enum Outcome {
     /// credentials); the call did not run.
     AuthRequired,
     /// The server asked a question that was relayed to the caller
-    /// ([`crate::CallOptions::relay_input`]); the retry with the answers is
+    /// (`relay_input` in [`crate::CallOptions::request`]); the retry with the answers is
     /// a call (and a line) of its own.
     InputRequired,
     /// The gate asked and the approver handed the question back to the

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use switchboard_client::{ClientError, NotificationSink, ProgressSink, TransportError};
+use switchboard_client::{ClientError, NotificationSink, RequestOptions, TransportError};
 use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, namespaced_tool_name};
 use tokio::time::Instant;
@@ -21,7 +21,7 @@ use crate::auth;
 use crate::breaker::Admission;
 use crate::config::{ServerConfig, add_allow_rule};
 use crate::gate::{self, Verdict};
-use crate::observe::{CallEvent, TraceContext};
+use crate::observe::CallEvent;
 use crate::permission::{Pattern, Rule, RuleKind};
 use crate::pins::PinState;
 use crate::reason::Reason;
@@ -30,63 +30,57 @@ use crate::table::{TableEntry, ToolTable};
 use crate::task::TaskWatch;
 use crate::upstream::{Down, DownCause, Link, Upstream};
 
-/// Options for one [`Host::call`].
+/// Options for one [`Host::call`] (and the other requests the host
+/// governs).
+///
+/// What reaches the server's client is [`CallOptions::request`], handed
+/// down as it is: a new per-request option is a field of
+/// [`RequestOptions`] alone. The host adds to it only what it owns: the
+/// timeout when none is given (the config's, per server and tool), and its
+/// own sink for the call's notifications in front of
+/// [`RequestOptions::on_notification`] (to follow a task the call becomes).
+/// The other fields are the host's: who approves, who calls, and what
+/// picks a task up again.
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct CallOptions {
+    /// The request as the server's client sends it:
+    /// - `timeout`: `None` for the config's (`timeoutMs`, per-tool
+    ///   timeouts);
+    /// - `on_progress`: the call's progress, and the status messages of a
+    ///   task it becomes;
+    /// - `on_notification`: every notification about the call (a task's
+    ///   `notifications/tasks`, the server's log messages); without it,
+    ///   log messages go to the host's log;
+    /// - `relay_input` and `resume`: a question of the server (an MRTR
+    ///   `input_required`) ends the call with
+    ///   [`CallReport::input_required`] instead of going to the mount-time
+    ///   input handler, and the answers come with the retry (a front end
+    ///   relaying questions to its own client);
+    /// - `task_input`, `call_input`: who answers the questions of a task
+    ///   the call becomes, or of a legacy (2025-11-25) server during the
+    ///   call, instead of the host's input handler;
+    /// - `capabilities`: the capabilities of the client the server's
+    ///   questions are relayed to; a modern server is told only of the
+    ///   questions both it and the host can answer (so it may refuse with
+    ///   -32021, in [`CallReport::protocol_error`]);
+    /// - `trace`: the W3C trace context the downstream request carries;
+    ///   observers see it too ([`CallEvent::trace`]);
+    /// - `leave_task_on_drop`: leaves the server's task running when the
+    ///   call is dropped before the task ended, for [`Host::resume_task`]
+    ///   to pick up later.
+    pub request: RequestOptions,
     /// Who answers if the gate asks; without one, questions are denied as
     /// with [`NoApprover`].
     pub approver: Option<Arc<dyn Approver>>,
-    /// Receives the call's progress notifications.
-    pub progress: Option<ProgressSink>,
-    /// Receives every status change of the task the server turns the call
-    /// into (tasks extension), as the `notifications/tasks` the client
-    /// reports; the first one says the call became a task.
-    pub on_task: Option<NotificationSink>,
-    /// Answers the input requests of that task instead of the host's input
-    /// handler (a gateway relaying them to its own client).
-    pub task_input: Option<Arc<dyn switchboard_client::InputHandler>>,
-    /// Answers the questions a legacy (2025-11-25) server asks with
-    /// requests of its own during this call, instead of the host's input
-    /// handler, when the client can tie them to the call (see the client's
-    /// `RequestOptions::call_input`): a gateway relaying them to its own
-    /// client.
-    pub call_input: Option<Arc<dyn switchboard_client::InputHandler>>,
-    /// The trace context the downstream request carries (`traceparent`,
-    /// `tracestate` in `_meta`); observers see it too.
-    pub trace: Option<TraceContext>,
-    /// A question of the server (an MRTR `input_required`) ends the call
-    /// with [`CallReport::input_required`] instead of going to the
-    /// mount-time input handler: for a front end that relays it to its own
-    /// client.
-    pub relay_input: bool,
-    /// The answers to a question relayed by an earlier call, sent with
-    /// this one.
-    pub resume: Option<switchboard_client::Resume>,
     /// Who is calling, when the call comes through an authenticated
-    /// gateway: its `principals` rules narrow what it may call, and the
-    /// audit line names it.
+    /// gateway: its `principals` rules narrow what it may call, its limits
+    /// count the call, and the audit line names it.
     pub principal: Option<String>,
-    /// The capabilities of the client the server's questions are relayed
-    /// to (a gateway's caller): a modern server is told only of the
-    /// questions both that client and the host can answer (so it may
-    /// refuse with -32021, in [`CallReport::protocol_error`]).
-    pub client_capabilities: Option<switchboard_wire::ClientCapabilities>,
-    /// The log level to ask the server for on this call
-    /// (`io.modelcontextprotocol/logLevel`), overriding the client's.
-    pub log_level: Option<switchboard_wire::LoggingLevel>,
-    /// Receives the server's log messages about this call
-    /// (`notifications/message`): a gateway passes them to its own client.
-    /// Without it they go to the host's log.
-    pub on_log: Option<NotificationSink>,
     /// Told once the server has made the call a task: what picks the call
     /// up again ([`Host::resume_task`]) if whoever follows it stops first
     /// (a gateway restarting).
     pub on_task_started: Option<Arc<dyn Fn(TaskResumption) + Send + Sync>>,
-    /// Leaves the server's task running when this call is dropped before
-    /// the task ended (no `tasks/cancel`), for [`Host::resume_task`] to
-    /// pick up later; running out of the task deadline still cancels it.
-    pub leave_task_on_drop: bool,
     /// The server's task to follow instead of calling the tool (set by
     /// [`Host::resume_task`]).
     follow_task: Option<String>,
@@ -147,11 +141,12 @@ impl CallOptions {
     }
 
     /// The same options, with a progress sink.
+    #[must_use]
     pub fn with_progress(
         mut self,
         sink: impl Fn(switchboard_wire::ProgressParams) + Send + Sync + 'static,
     ) -> Self {
-        self.progress = Some(Arc::new(sink));
+        self.request.on_progress = Some(Arc::new(sink));
         self
     }
 }
@@ -159,18 +154,11 @@ impl CallOptions {
 impl std::fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallOptions")
+            .field("request", &self.request)
             .field("approver", &self.approver)
-            .field("progress", &self.progress.is_some())
-            .field("on_task", &self.on_task.is_some())
-            .field("task_input", &self.task_input)
-            .field("call_input", &self.call_input)
-            .field("trace", &self.trace)
-            .field("on_task_started", &self.on_task_started.is_some())
-            .field("leave_task_on_drop", &self.leave_task_on_drop)
-            .field("follow_task", &self.follow_task)
-            .field("relay_input", &self.relay_input)
-            .field("resume", &self.resume.is_some())
             .field("principal", &self.principal)
+            .field("on_task_started", &self.on_task_started.is_some())
+            .field("follow_task", &self.follow_task)
             .finish()
     }
 }
@@ -184,7 +172,7 @@ pub struct CallReport {
     pub outcome: Outcome,
     /// Who allowed or denied it.
     pub decided_by: Decider,
-    /// The server's question, when [`CallOptions::relay_input`] asked for
+    /// The server's question, when `relay_input` ([`CallOptions::request`]) asked for
     /// it to be handed back (`result` then only says so).
     pub input_required: Option<Box<switchboard_wire::InputRequiredResult>>,
     /// The gate's question, when the approver handed it back
@@ -346,7 +334,7 @@ impl CallOutcome {
             outcome: self.outcome(),
             started,
             duration,
-            trace: options.trace.as_ref(),
+            trace: options.request.trace.as_ref(),
         }
     }
 
@@ -370,7 +358,7 @@ impl Host {
     /// what happened and what the model can do. A tool's own `isError`
     /// result passes through. Every result fits the shared budget, and one
     /// audit line is written before this returns (except for a task left
-    /// running for a resume, [`CallOptions::leave_task_on_drop`], when the
+    /// running for a resume (`leave_task_on_drop`), when the
     /// host shuts down under it: the resumed call writes it).
     pub async fn call(
         &self,
@@ -560,7 +548,7 @@ impl Host {
         // A call following a task it leaves running for a resume, cut off
         // by the host's shutdown, has not ended: whoever resumes it
         // ([`Host::resume_task`]) writes its one line.
-        let left_to_resume = options.leave_task_on_drop
+        let left_to_resume = options.request.leave_task_on_drop
             && outcome.task_id.is_some()
             && matches!(outcome.end, End::Stopped { .. })
             && self.is_shut_down();
@@ -966,30 +954,17 @@ impl Host {
             },
         };
 
-        let timeout = self.config_read().call_timeout(alias, original);
-        let mut client_options = switchboard_client::RequestOptions::timeout(timeout);
-        client_options.on_progress = options.progress.clone();
-        client_options.on_notification = Some(notifications);
-        client_options.log_level = options.log_level;
-        client_options.task_input = options.task_input.clone();
-        client_options.call_input = options.call_input.clone();
-        if let Some(trace) = &options.trace {
-            client_options.traceparent = Some(trace.traceparent.clone());
-            if let Some(state) = &trace.tracestate {
-                let mut meta = JsonObject::new();
-                meta.insert(
-                    switchboard_wire::meta::TRACESTATE.into(),
-                    Value::from(state.as_str()),
-                );
-                client_options.meta = Some(meta);
-            }
-        }
-        client_options.relay_input = options.relay_input;
-        client_options.resume.clone_from(&options.resume);
-        client_options
-            .capabilities
-            .clone_from(&options.client_capabilities);
-        client_options.leave_task_on_drop = options.leave_task_on_drop;
+        // The caller's request, with the host's timeout unless it gave one,
+        // and the host's notification sink in front of its own.
+        let timeout = options
+            .request
+            .timeout
+            .unwrap_or_else(|| self.config_read().call_timeout(alias, original));
+        let client_options = switchboard_client::RequestOptions {
+            timeout: Some(timeout),
+            on_notification: Some(notifications),
+            ..options.request.clone()
+        };
         let outcome = match &options.follow_task {
             Some(task_id) => Box::pin(link.client.follow_task_with(task_id, &client_options)).await,
             None => {
