@@ -89,11 +89,11 @@
 //! ```
 
 mod approval;
+mod catalog;
 mod health;
 mod identity;
 mod inbound;
 mod metrics;
-mod offer;
 mod otel;
 mod parked;
 mod relay;
@@ -325,7 +325,7 @@ impl Gateway {
             // And the prompts and resources its rules let it use.
             let filter_host = host.clone();
             server.set_offer_filter(move |principal, offered| {
-                principal.is_none_or(|p| offer::may_use(&filter_host, &p.subject, offered))
+                principal.is_none_or(|p| catalog::may_list(&filter_host, &p.subject, offered))
             });
         }
         let auth = options.auth.clone();
@@ -344,8 +344,8 @@ impl Gateway {
             changes,
         ));
         let offer_changes = host.subscribe_offers();
-        let offered = offer::register_all(&server, host);
-        let offers = tokio::spawn(offer::follow_changes(
+        let offered = catalog::register_all(&server, host);
+        let offers = tokio::spawn(catalog::follow_changes(
             host.clone(),
             server.clone(),
             offered,
@@ -480,10 +480,13 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         .declare_tools()
         .declare_prompts()
         .declare_resources()
-        .completion(move |request: switchboard_server::CompleteRequest| {
-            let host = completer.clone();
-            async move { offer::complete(&host, request).await }
-        })
+        .completion(
+            move |request: switchboard_server::CompleteRequest,
+                  ctx: switchboard_server::Context| {
+                let host = completer.clone();
+                async move { catalog::complete(&host, request, ctx).await }
+            },
+        )
         // Calls the downstream servers turn into tasks are handed on as
         // tasks to upstream clients that follow them (`tasks`).
         .tasks()

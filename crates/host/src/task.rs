@@ -12,7 +12,7 @@ use switchboard_wire::types::method;
 use switchboard_wire::{JsonObject, Notification, ProgressParams, RequestId};
 use tracing::debug;
 
-use crate::host::CallOptions;
+use crate::core::CallOptions;
 use crate::upstream::Upstream;
 
 /// Told the task's id when the call first turns out to be a task.
