@@ -13,7 +13,7 @@ use switchboard_wire::{Implementation, ProgressParams};
 use crate::ask;
 use crate::demo_env::DemoTickets;
 use crate::exit::Failure;
-use crate::settings::{Approval, Loaded, Settings};
+use crate::settings::{ApprovalMode, Loaded, Settings};
 
 /// The name and version the host gives servers (`clientInfo`).
 pub(crate) fn client_info() -> Implementation {
@@ -91,11 +91,13 @@ impl Session {
 
 /// The approver for `approval`: `--yes`, a prompt on the terminal
 /// (answers on stdin, the question on stderr), or no one.
-pub(crate) fn approver(approval: Approval) -> Arc<dyn Approver> {
+pub(crate) fn approver(approval: ApprovalMode) -> Arc<dyn Approver> {
     match approval {
-        Approval::Yes => Arc::new(AssumeYes),
-        Approval::Prompt => Arc::new(PromptApprover::new(ask::stdin_lines(), std::io::stderr())),
-        Approval::NoOne => Arc::new(NoApprover),
+        ApprovalMode::Yes => Arc::new(AssumeYes),
+        ApprovalMode::Prompt => {
+            Arc::new(PromptApprover::new(ask::stdin_lines(), std::io::stderr()))
+        }
+        ApprovalMode::NoOne => Arc::new(NoApprover),
     }
 }
 
