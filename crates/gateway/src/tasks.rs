@@ -49,7 +49,8 @@ use switchboard_wire::{ClientCapabilities, JsonObject, Notification};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::parked::{self, Parking, Running};
+use crate::call::{CallParking, Running};
+use crate::question::{Question, questions};
 use crate::relay;
 use crate::telemetry::Telemetry;
 
@@ -77,7 +78,7 @@ pub(crate) async fn call(
     arguments: Option<JsonObject>,
     mut options: CallOptions,
     ctx: &Context,
-    parking: &Parking,
+    parking: &CallParking,
     on_end: OnEnd,
     resumable: bool,
 ) -> ToolResult {
@@ -221,7 +222,7 @@ impl Channels {
     fn attach(
         options: &mut CallOptions,
         caps: &ClientCapabilities,
-    ) -> (Channels, mpsc::Receiver<parked::Question>) {
+    ) -> (Channels, mpsc::Receiver<Question>) {
         let (status_tx, statuses) = mpsc::channel::<String>(STATUS_QUEUE);
         let (input_tx, asks) = mpsc::channel::<Ask>(INPUT_QUEUE);
         options.request.on_notification = Some(Arc::new(move |n: Notification| {
@@ -235,7 +236,7 @@ impl Channels {
             asks: input_tx,
             support: upstream_support(caps),
         }));
-        let (handler, questions) = parked::questions();
+        let (handler, questions) = questions();
         options.request.call_input = Some(handler);
         (
             Channels {
@@ -249,11 +250,7 @@ impl Channels {
 
     /// The upstream task's work: mirroring the call that `following`
     /// follows.
-    fn hand_on(
-        self,
-        following: Following,
-        questions: mpsc::Receiver<parked::Question>,
-    ) -> TaskWork {
+    fn hand_on(self, following: Following, questions: mpsc::Receiver<Question>) -> TaskWork {
         TaskWork::new(move |task| self.run(following, questions, task))
     }
 
@@ -265,7 +262,7 @@ impl Channels {
     fn run(
         self,
         mut following: Following,
-        mut questions: mpsc::Receiver<parked::Question>,
+        mut questions: mpsc::Receiver<Question>,
         task: TaskContext,
     ) -> impl Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static {
         following.upstream_cancel = Some(task.cancellation());
