@@ -4,12 +4,14 @@
 //! ids, `_meta` on every request, timeouts and cancellation, the era probe
 //! and the legacy fallback (`era`), `resultType` checks, the MRTR retry
 //! loop (`mrtr`), pagination, and the answers to legacy server requests.
+//! The typed requests of resources (`resources`) and of prompts and
+//! completion (`prompts`), and the [`ClientBuilder`] (`builder`), have
+//! files of their own.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -17,10 +19,8 @@ use switchboard_wire::header::{HeaderParam, encode_value, header_params};
 use switchboard_wire::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN};
 use switchboard_wire::meta::{PROTOCOL_VERSION, SERVER_INFO, TRACEPARENT, TRACESTATE};
 use switchboard_wire::types::{
-    CacheHints, CompleteResult, ContentBlock, GetPromptResult, InputRequiredResult, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
-    ReadResourceResult, Resource, ResourceTemplate, ResultHeader, ResultType, SubscriptionFilter,
-    Tool, method,
+    CacheHints, ContentBlock, InputRequiredResult, JsonObject, ListToolsResult, ResultHeader,
+    ResultType, SubscriptionFilter, Tool, method,
 };
 use switchboard_wire::{
     CallToolResult, ClientCapabilities, DiscoverResult, Era, ErrorCode, ErrorObject,
@@ -30,14 +30,19 @@ use switchboard_wire::{
 use tracing::{debug, warn};
 
 use crate::error::{ClientError, TransportError};
-use crate::input::{self, InputContext, InputHandler, InputQuestion, NoInput};
+use crate::input::{self, InputContext, InputHandler, InputQuestion};
 use crate::options::{ClientConfig, EraPolicy, RequestOptions};
 use crate::subscription::Subscription;
 use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transport};
 
+mod builder;
 mod calls;
 mod era;
 mod mrtr;
+mod prompts;
+mod resources;
+
+pub use builder::ClientBuilder;
 
 /// A connection to one MCP server.
 ///
@@ -58,15 +63,6 @@ mod mrtr;
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
-}
-
-/// Builds a [`Client`].
-pub struct ClientBuilder {
-    name: String,
-    transport: Arc<dyn Transport>,
-    config: ClientConfig,
-    handler: Arc<dyn InputHandler>,
-    on_notification: Option<NotificationSink>,
 }
 
 /// The items of every page of a listing, with what the pages said about
@@ -175,6 +171,47 @@ impl Client {
     /// reached through `transport`.
     pub fn builder(name: impl Into<String>, transport: impl Transport + 'static) -> ClientBuilder {
         ClientBuilder::from_arc(name, Arc::new(transport))
+    }
+
+    /// A client of `transport`, its events routed to it, before the era
+    /// probe or handshake ([`ClientBuilder::connect`] makes it, then
+    /// connects it).
+    fn unconnected(
+        name: String,
+        transport: Arc<dyn Transport>,
+        config: ClientConfig,
+        handler: Arc<dyn InputHandler>,
+        on_notification: Option<NotificationSink>,
+    ) -> Client {
+        let mut capabilities = handler.support().capabilities();
+        if config.tasks {
+            crate::task::declare(&mut capabilities);
+        }
+        let inner = Arc::new(Inner {
+            name,
+            transport,
+            config,
+            handler,
+            capabilities,
+            on_notification,
+            next_id: AtomicI64::new(1),
+            session: RwLock::new(Arc::new(Session {
+                era: Era::Modern,
+                version: version::LATEST.to_owned(),
+                base_meta: Arc::default(),
+            })),
+            description: RwLock::new(None),
+            header_params: Mutex::new(HashMap::new()),
+            task_support: Mutex::new(HashMap::new()),
+            cancels: crate::task::Cancels::default(),
+            legacy: AtomicBool::new(false),
+            in_flight: calls::InFlight::default(),
+            narrowed: Mutex::new(None),
+        });
+        inner
+            .transport
+            .set_events(event_sink(Arc::downgrade(&inner)));
+        Client { inner }
     }
 
     /// The server's name (alias).
@@ -423,195 +460,6 @@ impl Client {
             (other, _) => other?,
         };
         Ok(value)
-    }
-
-    /// One page of `resources/list`.
-    ///
-    /// # Errors
-    /// [`ClientError`] as for any request.
-    pub async fn list_resources(
-        &self,
-        cursor: Option<&str>,
-    ) -> Result<ListResourcesResult, ClientError> {
-        self.typed(
-            method::RESOURCES_LIST,
-            cursor_params(cursor),
-            &RequestOptions::default(),
-        )
-        .await
-    }
-
-    /// Every resource, paging until `nextCursor` is absent.
-    ///
-    /// # Errors
-    /// As [`Client::list_all_tools`].
-    pub async fn list_all_resources(&self) -> Result<Listing<Resource>, ClientError> {
-        self.list_all(method::RESOURCES_LIST, |c| async move {
-            let p = self.list_resources(c.as_deref()).await?;
-            Ok((p.resources, p.next_cursor, p.cache, Vec::new()))
-        })
-        .await
-    }
-
-    /// One page of `resources/templates/list`.
-    ///
-    /// # Errors
-    /// [`ClientError`] as for any request.
-    pub async fn list_resource_templates(
-        &self,
-        cursor: Option<&str>,
-    ) -> Result<ListResourceTemplatesResult, ClientError> {
-        self.typed(
-            method::RESOURCES_TEMPLATES_LIST,
-            cursor_params(cursor),
-            &RequestOptions::default(),
-        )
-        .await
-    }
-
-    /// Every resource template, paging until `nextCursor` is absent.
-    ///
-    /// # Errors
-    /// As [`Client::list_all_tools`].
-    pub async fn list_all_resource_templates(
-        &self,
-    ) -> Result<Listing<ResourceTemplate>, ClientError> {
-        self.list_all(method::RESOURCES_TEMPLATES_LIST, |c| async move {
-            let p = self.list_resource_templates(c.as_deref()).await?;
-            Ok((p.resource_templates, p.next_cursor, p.cache, Vec::new()))
-        })
-        .await
-    }
-
-    /// Reads a resource (MRTR as for tools).
-    ///
-    /// # Errors
-    /// [`ClientError`] as for any request; a missing resource is a protocol
-    /// error (-32602, or the legacy -32002; RES-05).
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, ClientError> {
-        self.read_resource_with(uri, &RequestOptions::default())
-            .await
-    }
-
-    /// [`Client::read_resource`] with options.
-    ///
-    /// # Errors
-    /// As [`Client::read_resource`].
-    pub async fn read_resource_with(
-        &self,
-        uri: &str,
-        options: &RequestOptions,
-    ) -> Result<ReadResourceResult, ClientError> {
-        let mut params = JsonObject::new();
-        params.insert("uri".into(), Value::from(uri));
-        self.typed(method::RESOURCES_READ, params, options).await
-    }
-
-    /// One page of `prompts/list`.
-    ///
-    /// # Errors
-    /// [`ClientError`] as for any request.
-    pub async fn list_prompts(
-        &self,
-        cursor: Option<&str>,
-    ) -> Result<ListPromptsResult, ClientError> {
-        self.typed(
-            method::PROMPTS_LIST,
-            cursor_params(cursor),
-            &RequestOptions::default(),
-        )
-        .await
-    }
-
-    /// Every prompt, paging until `nextCursor` is absent.
-    ///
-    /// # Errors
-    /// As [`Client::list_all_tools`].
-    pub async fn list_all_prompts(&self) -> Result<Listing<Prompt>, ClientError> {
-        self.list_all(method::PROMPTS_LIST, |c| async move {
-            let p = self.list_prompts(c.as_deref()).await?;
-            Ok((p.prompts, p.next_cursor, p.cache, Vec::new()))
-        })
-        .await
-    }
-
-    /// Gets a prompt (MRTR as for tools).
-    ///
-    /// # Errors
-    /// [`ClientError`] as for any request.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-    ) -> Result<GetPromptResult, ClientError> {
-        self.get_prompt_with(name, arguments, &RequestOptions::default())
-            .await
-    }
-
-    /// [`Client::get_prompt`] with per-request options (e.g. a relayed
-    /// `input_required`: [`RequestOptions::relay_input`]).
-    ///
-    /// # Errors
-    /// [`ClientError`] as for any request.
-    pub async fn get_prompt_with(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-        options: &RequestOptions,
-    ) -> Result<GetPromptResult, ClientError> {
-        let mut params = JsonObject::new();
-        params.insert("name".into(), Value::from(name));
-        if let Some(arguments) = arguments {
-            params.insert("arguments".into(), Value::Object(arguments));
-        }
-        self.typed(method::PROMPTS_GET, params, options).await
-    }
-
-    /// Asks for completions of one argument. `reference` is the
-    /// `ref/prompt` or `ref/resource` object; `context` holds arguments
-    /// already given.
-    ///
-    /// # Errors
-    /// [`ClientError`] as for any request.
-    pub async fn complete(
-        &self,
-        reference: Value,
-        argument_name: &str,
-        argument_value: &str,
-        context: Option<JsonObject>,
-    ) -> Result<CompleteResult, ClientError> {
-        self.complete_with(
-            reference,
-            argument_name,
-            argument_value,
-            context,
-            &RequestOptions::default(),
-        )
-        .await
-    }
-
-    /// [`Client::complete`] with per-request options.
-    ///
-    /// # Errors
-    /// [`ClientError`] as for any request.
-    pub async fn complete_with(
-        &self,
-        reference: Value,
-        argument_name: &str,
-        argument_value: &str,
-        context: Option<JsonObject>,
-        options: &RequestOptions,
-    ) -> Result<CompleteResult, ClientError> {
-        let mut params = JsonObject::new();
-        params.insert("ref".into(), reference);
-        params.insert(
-            "argument".into(),
-            json!({"name": argument_name, "value": argument_value}),
-        );
-        if let Some(context) = context {
-            params.insert("context".into(), json!({ "arguments": context }));
-        }
-        self.typed(method::COMPLETE, params, options).await
     }
 
     /// Opens a `subscriptions/listen` stream and waits for its
@@ -1087,133 +935,6 @@ impl fmt::Debug for Client {
             .field("name", &self.inner.name)
             .field("era", &self.era())
             .field("transport", &self.inner.transport)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ClientBuilder {
-    /// A builder over a shared transport.
-    pub fn from_arc(name: impl Into<String>, transport: Arc<dyn Transport>) -> Self {
-        ClientBuilder {
-            name: name.into(),
-            transport,
-            config: ClientConfig::default(),
-            handler: Arc::new(NoInput),
-            on_notification: None,
-        }
-    }
-
-    /// Replaces the whole configuration.
-    pub fn config(mut self, config: ClientConfig) -> Self {
-        self.config = config;
-        self
-    }
-
-    /// The default deadline of every request.
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.config.timeout = timeout;
-        self
-    }
-
-    /// How long the era probe waits before deciding the server is legacy.
-    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
-        self.config.probe_timeout = timeout;
-        self
-    }
-
-    /// How to find the server's era.
-    pub fn era_policy(mut self, policy: EraPolicy) -> Self {
-        self.config.era_policy = policy;
-        self
-    }
-
-    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`): a
-    /// server may then answer `tools/call` with a task, which
-    /// [`Client::call_tool`] drives to its end.
-    pub fn tasks(mut self, on: bool) -> Self {
-        self.config.tasks = on;
-        self
-    }
-
-    /// Whether to follow tasks' status notifications (see
-    /// [`ClientConfig::task_notifications`]).
-    pub fn task_notifications(mut self, on: bool) -> Self {
-        self.config.task_notifications = on;
-        self
-    }
-
-    /// The deadline of a whole task (see [`ClientConfig::task_timeout`]).
-    pub fn task_timeout(mut self, timeout: Duration) -> Self {
-        self.config.task_timeout = timeout;
-        self
-    }
-
-    /// Who the client is.
-    pub fn client_info(mut self, info: Implementation) -> Self {
-        self.config.client_info = info;
-        self
-    }
-
-    /// The handler that answers input requests; the client declares the
-    /// capabilities it supports, and no others.
-    pub fn input_handler(mut self, handler: impl InputHandler + 'static) -> Self {
-        self.handler = Arc::new(handler);
-        self
-    }
-
-    /// Receives notifications no request claimed (`notifications/message`
-    /// on stdio, list-changed outside a listen stream). Without one they are
-    /// logged.
-    pub fn on_notification(mut self, sink: impl Fn(Notification) + Send + Sync + 'static) -> Self {
-        self.on_notification = Some(Arc::new(sink));
-        self
-    }
-
-    /// Builds the client and finds the server's era (see [`EraPolicy`]).
-    ///
-    /// # Errors
-    /// [`ClientError`] when the server cannot be reached, speaks no version
-    /// we support, or fails the handshake.
-    pub async fn connect(self) -> Result<Client, ClientError> {
-        let mut capabilities = self.handler.support().capabilities();
-        if self.config.tasks {
-            crate::task::declare(&mut capabilities);
-        }
-        let inner = Arc::new(Inner {
-            name: self.name,
-            transport: self.transport,
-            config: self.config,
-            handler: self.handler,
-            capabilities,
-            on_notification: self.on_notification,
-            next_id: AtomicI64::new(1),
-            session: RwLock::new(Arc::new(Session {
-                era: Era::Modern,
-                version: version::LATEST.to_owned(),
-                base_meta: Arc::default(),
-            })),
-            description: RwLock::new(None),
-            header_params: Mutex::new(HashMap::new()),
-            task_support: Mutex::new(HashMap::new()),
-            cancels: crate::task::Cancels::default(),
-            legacy: AtomicBool::new(false),
-            in_flight: calls::InFlight::default(),
-            narrowed: Mutex::new(None),
-        });
-        inner
-            .transport
-            .set_events(event_sink(Arc::downgrade(&inner)));
-        let client = Client { inner };
-        client.connect().await?;
-        Ok(client)
-    }
-}
-
-impl fmt::Debug for ClientBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClientBuilder")
-            .field("name", &self.name)
-            .field("config", &self.config)
             .finish_non_exhaustive()
     }
 }
