@@ -191,64 +191,60 @@ impl Host {
     /// calls, the observer). `name` is what the audit line records as
     /// `tool` (the name the caller used; the URI read, for a read through
     /// a template). Never fails: how the request ended is in the result.
-    pub(crate) async fn govern<K: Kind>(
-        &self,
-        name: &str,
+    // Written as a future of an `async move` block rather than an `async
+    // fn`: an `async fn` keeps a second copy of each argument it takes by
+    // value, and every call's future (moved whole when a gateway boxes and
+    // spawns it) would carry them.
+    #[allow(clippy::manual_async_fn)]
+    pub(crate) fn govern<'a, K: Kind + 'a>(
+        &'a self,
+        name: &'a str,
         request: K,
-        options: &CallOptions,
-    ) -> Governed<K::Answer> {
-        let started = Instant::now();
-        let started_at = SystemTime::now();
-        // Without a log, nothing about the arguments is worked out.
-        let record = self.inner.audit.as_ref().map(|_| {
-            let mut record = AuditRecord::for_arguments(name, request.arguments());
-            record.method = K::METHOD.map(str::to_owned);
-            record
-        });
-        let in_flight = self.inner.audit.as_ref().map(|a| a.call_in_flight());
-        // Counts the request as its caller's until it ends.
-        let governed = match self.admit(options.principal.as_deref(), || request.refused()) {
-            Ok(_permit) => {
-                self.route_and_run(request, options, (record.as_ref(), started_at))
-                    .await
-            }
-            Err(text) => {
-                let target = request.located(self);
-                Governed::at(target.as_ref(), None, End::stopped(Outcome::Limited, text))
-            }
-        };
-        let span = (started_at, started.elapsed());
-        self.conclude(
-            name,
-            K::OBSERVED,
-            (record, in_flight),
-            governed,
-            span,
-            options,
-        )
-        .await
-    }
-
-    /// Steps 2 to 4 of [`Host::govern`]: the target, the caller's rules,
-    /// and the kind's own steps.
-    async fn route_and_run<K: Kind>(
-        &self,
-        request: K,
-        options: &CallOptions,
-        start: Start<'_>,
-    ) -> Governed<K::Answer> {
-        let (target, route) = match request.route(self).await {
-            Ok(routed) => routed,
-            Err(ended) => return ended,
-        };
-        if let Some(principal) = options.principal.as_deref() {
-            if let Some((decision, why)) = self.principal_refusal(principal, &target) {
-                let text = request.forbidden(principal, &why);
-                let end = End::stopped(Outcome::Denied, text);
-                return Governed::at(Some(&target), Some(decision), end);
-            }
+        options: &'a CallOptions,
+    ) -> impl Future<Output = Governed<K::Answer>> + Send + 'a {
+        async move {
+            let started = Instant::now();
+            let started_at = SystemTime::now();
+            // Without a log, nothing about the arguments is worked out.
+            let record = self.inner.audit.as_ref().map(|_| {
+                let mut record = AuditRecord::for_arguments(name, request.arguments());
+                record.method = K::METHOD.map(str::to_owned);
+                record
+            });
+            let in_flight = self.inner.audit.as_ref().map(|a| a.call_in_flight());
+            // Counts the request as its caller's until it ends.
+            let governed = match self.admit(options.principal.as_deref(), || request.refused()) {
+                Ok(_permit) => 'run: {
+                    let (target, route) = match request.route(self).await {
+                        Ok(routed) => routed,
+                        Err(ended) => break 'run ended,
+                    };
+                    if let Some(principal) = options.principal.as_deref() {
+                        if let Some((decision, why)) = self.principal_refusal(principal, &target) {
+                            let text = request.forbidden(principal, &why);
+                            let end = End::stopped(Outcome::Denied, text);
+                            break 'run Governed::at(Some(&target), Some(decision), end);
+                        }
+                    }
+                    let start = (record.as_ref(), started_at);
+                    request.run(self, (target, route), options, start).await
+                }
+                Err(text) => {
+                    let target = request.located(self);
+                    Governed::at(target.as_ref(), None, End::stopped(Outcome::Limited, text))
+                }
+            };
+            let span = (started_at, started.elapsed());
+            self.conclude(
+                name,
+                K::OBSERVED,
+                (record, in_flight),
+                governed,
+                span,
+                options,
+            )
+            .await
         }
-        request.run(self, (target, route), options, start).await
     }
 
     /// Admits a request of `principal` under its limits (none without a

@@ -147,76 +147,81 @@ impl Kind for CallTool<'_> {
         Ok((target, table))
     }
 
-    async fn run(
+    // A future of an `async move` block, not an `async fn`: see
+    // `Host::govern`.
+    #[allow(clippy::manual_async_fn)]
+    fn run(
         self,
         host: &Host,
         (target, table): (Target, Arc<ToolTable>),
         options: &CallOptions,
         (record, started_at): Start<'_>,
-    ) -> Governed<CallToolResult> {
-        let local_name = self.name;
-        let Some(entry) = table.get(local_name) else {
-            return host.not_in_table(local_name, &table);
-        };
-        let Some(server) = host.server(&target.alias) else {
-            let end = End::stopped(Outcome::UnknownTool, host.unknown_tool(local_name, &table));
-            return Governed::at(Some(&target), None, end);
-        };
-        let pin = host
-            .inner
-            .pins
-            .state_of(&target.alias, &entry.tool, &entry.fingerprint);
-        let (decision, gate) = host
-            .decide(local_name, entry, &pin, self.arguments.as_ref(), options)
-            .await;
-        let mut asked = None;
-        let (end, task_id) = match gate {
-            Gate::Refuse(text) => (End::stopped(Outcome::Denied, text), None),
-            Gate::Defer(request) => {
-                asked = Some(request);
-                let text = format!(
-                    "{local_name} needs the user's approval, which has been asked for; the call did not run."
-                );
-                (End::stopped(Outcome::Asked, text), None)
-            }
-            Gate::Pass => {
-                // First approval pins the definition (changed ones wait
-                // for accept).
-                if pin == PinState::Unpinned {
-                    if let Err(e) = host.inner.pins.pin(&target.alias, &entry.tool) {
-                        warn!(error = %e, tool = %local_name, "could not record the pin");
-                    }
-                }
-                // Task statuses reach the progress sink; the task id, the
-                // audit line and whoever wants to resume the call.
-                let started = options.on_task_started.clone().map(|tell| {
-                    let resumption = TaskResumption::new(
-                        local_name,
-                        &target,
-                        decision.clone(),
-                        started_at,
-                        record.cloned(),
+    ) -> impl Future<Output = Governed<CallToolResult>> + Send {
+        async move {
+            let local_name = self.name;
+            let Some(entry) = table.get(local_name) else {
+                return host.not_in_table(local_name, &table);
+            };
+            let Some(server) = host.server(&target.alias) else {
+                let end = End::stopped(Outcome::UnknownTool, host.unknown_tool(local_name, &table));
+                return Governed::at(Some(&target), None, end);
+            };
+            let pin = host
+                .inner
+                .pins
+                .state_of(&target.alias, &entry.tool, &entry.fingerprint);
+            let (decision, gate) = host
+                .decide(local_name, entry, &pin, self.arguments.as_ref(), options)
+                .await;
+            let mut asked = None;
+            let (end, task_id) = match gate {
+                Gate::Refuse(text) => (End::stopped(Outcome::Denied, text), None),
+                Gate::Defer(request) => {
+                    asked = Some(request);
+                    let text = format!(
+                        "{local_name} needs the user's approval, which has been asked for; the call did not run."
                     );
-                    Box::new(move |task_id: &str| tell(resumption.with_task(task_id)))
-                        as crate::task::OnStarted
-                });
-                let (notifications, task) = crate::task::watch(&server, options, started);
-                let end = host
-                    .send(
-                        &server,
-                        (local_name, &target.original),
-                        self.arguments,
-                        options,
-                        (notifications, &task),
-                    )
-                    .await;
-                (end, task.task_id())
+                    (End::stopped(Outcome::Asked, text), None)
+                }
+                Gate::Pass => {
+                    // First approval pins the definition (changed ones wait
+                    // for accept).
+                    if pin == PinState::Unpinned {
+                        if let Err(e) = host.inner.pins.pin(&target.alias, &entry.tool) {
+                            warn!(error = %e, tool = %local_name, "could not record the pin");
+                        }
+                    }
+                    // Task statuses reach the progress sink; the task id, the
+                    // audit line and whoever wants to resume the call.
+                    let started = options.on_task_started.clone().map(|tell| {
+                        let resumption = TaskResumption::new(
+                            local_name,
+                            &target,
+                            decision.clone(),
+                            started_at,
+                            record.cloned(),
+                        );
+                        Box::new(move |task_id: &str| tell(resumption.with_task(task_id)))
+                            as crate::task::OnStarted
+                    });
+                    let (notifications, task) = crate::task::watch(&server, options, started);
+                    let end = host
+                        .send(
+                            &server,
+                            (local_name, &target.original),
+                            self.arguments,
+                            options,
+                            (notifications, &task),
+                        )
+                        .await;
+                    (end, task.task_id())
+                }
+            };
+            Governed {
+                task_id,
+                asked,
+                ..Governed::at(Some(&target), Some(decision), end)
             }
-        };
-        Governed {
-            task_id,
-            asked,
-            ..Governed::at(Some(&target), Some(decision), end)
         }
     }
 }
@@ -252,17 +257,22 @@ impl Host {
 
     /// [`Host::call`], also saying what happened (the audit line's
     /// outcome and decider), e.g. for a CLI's exit code.
-    pub async fn call_detailed(
-        &self,
-        local_name: &str,
+    // A future of an `async move` block, not an `async fn`: see
+    // `Host::govern`.
+    #[allow(clippy::manual_async_fn)]
+    pub fn call_detailed<'a>(
+        &'a self,
+        local_name: &'a str,
         arguments: Option<JsonObject>,
         options: CallOptions,
-    ) -> CallReport {
-        let call = CallTool {
-            name: local_name,
-            arguments,
-        };
-        self.govern(local_name, call, &options).await.into()
+    ) -> impl Future<Output = CallReport> + Send + 'a {
+        async move {
+            let call = CallTool {
+                name: local_name,
+                arguments,
+            };
+            self.govern(local_name, call, &options).await.into()
+        }
     }
 
     /// The table to route `local_name` through. When the name is missing
