@@ -6,6 +6,7 @@
 use super::Host;
 use super::request::{Named, Target};
 use crate::gate;
+use crate::permission::Rule;
 
 impl Host {
     /// Whether `principal` may reach `named` as far as its `principals`
@@ -16,18 +17,22 @@ impl Host {
     /// table nor the catalog holds is refused. The ordinary rules,
     /// approvals and limits still apply to a request this allows.
     pub fn principal_may(&self, principal: &str, named: Named<'_>) -> bool {
-        if !self.config_read().principals.contains_key(principal) {
+        let config = self.config_read();
+        let Some(rules) = config.principals.get(principal) else {
             return true;
-        }
-        self.target(named)
-            .is_some_and(|target| self.principal_rule(principal, &target).is_none())
+        };
+        self.looked_up(named, |alias, original, by_name| {
+            refusal(rules, alias, original, by_name).is_none()
+        })
+        .unwrap_or(false)
     }
 
     /// Whether `principal` may call the table's tool `local_name` as far as
     /// its `principals` rules go: [`Host::principal_may`] for a tool, and
     /// `false` for a name not in the table.
     pub fn principal_may_call(&self, principal: &str, local_name: &str) -> bool {
-        self.target(Named::Tool(local_name)).is_some()
+        self.looked_up(Named::Tool(local_name), |_, _, _| ())
+            .is_some()
             && self.principal_may(principal, Named::Tool(local_name))
     }
 
@@ -41,13 +46,24 @@ impl Host {
     ) -> Option<Option<(String, String)>> {
         let config = self.config_read();
         let rules = config.principals.get(principal)?;
-        let refusal = if target.by_name {
-            gate::principal_allows(rules, &target.alias, &target.original)
-        } else {
-            gate::principal_reaches(rules, &target.alias)
-        };
-        refusal
-            .err()
+        refusal(rules, &target.alias, &target.original, target.by_name)
             .map(|rule| rule.map(|r| (r.source.clone(), r.pattern.to_string())))
     }
+}
+
+/// The refusal of a caller's `rules` for `original` of server `alias`
+/// (picked out `by_name`, or by its whole server): `Some` with the
+/// refusing rule, if any; `None` when they let it through.
+fn refusal<'r>(
+    rules: &'r [Rule],
+    alias: &str,
+    original: &str,
+    by_name: bool,
+) -> Option<Option<&'r Rule>> {
+    let refused = if by_name {
+        gate::principal_allows(rules, alias, original)
+    } else {
+        gate::principal_reaches(rules, alias)
+    };
+    refused.err()
 }

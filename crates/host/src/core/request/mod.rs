@@ -152,35 +152,41 @@ pub(crate) trait Kind: Send + Sized {
 impl Host {
     /// Where `named` leads now, through the table or the catalog alone.
     pub(crate) fn target(&self, named: Named<'_>) -> Option<Target> {
-        let target = |alias: &str, original: &str, by_name| Target {
+        self.looked_up(named, |alias, original, by_name| Target {
             alias: alias.to_owned(),
             original: original.to_owned(),
             by_name,
-        };
+        })
+    }
+
+    /// `found` of where `named` leads now (the server's alias, the name or
+    /// URI there, and whether rules pick it out by name), without copying
+    /// them; `None` when neither the table nor the catalog holds it.
+    pub(crate) fn looked_up<R>(
+        &self,
+        named: Named<'_>,
+        found: impl FnOnce(&str, &str, bool) -> R,
+    ) -> Option<R> {
         match named {
             Named::Tool(name) => {
                 let table = self.table();
-                table
-                    .get(name)
-                    .map(|e| target(&e.alias, &e.tool.name, true))
+                let e = table.get(name)?;
+                Some(found(&e.alias, &e.tool.name, true))
             }
             Named::Prompt(name) => {
                 let catalog = self.catalog();
-                catalog
-                    .prompt(name)
-                    .map(|p| target(&p.alias, &p.original_name, true))
+                let p = catalog.prompt(name)?;
+                Some(found(&p.alias, &p.original_name, true))
             }
             Named::Resource(uri) => {
                 let catalog = self.catalog();
-                catalog
-                    .resource(uri)
-                    .map(|r| target(&r.alias, &r.original_uri, false))
+                let r = catalog.resource(uri)?;
+                Some(found(&r.alias, &r.original_uri, false))
             }
             Named::Template(template) => {
                 let catalog = self.catalog();
-                catalog
-                    .template(template)
-                    .map(|t| target(&t.alias, &t.original_template, false))
+                let t = catalog.template(template)?;
+                Some(found(&t.alias, &t.original_template, false))
             }
         }
     }
