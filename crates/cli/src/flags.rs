@@ -102,6 +102,9 @@ pub(crate) enum RawCommand {
     DemoServer(DemoServerArgs),
     /// Check the whole system end to end with real processes and sockets.
     Selftest,
+    /// Probe a gateway's /healthz (or /readyz) over plain HTTP: exit 0 on
+    /// 200, 4 otherwise (a container's HEALTHCHECK, where there is no curl).
+    Health(HealthArgs),
     /// Measure tool selection: does the model call the right tool with the
     /// right arguments, or (for a trap) nothing? Tools are never run.
     Eval(EvalArgs),
@@ -470,6 +473,17 @@ pub(crate) enum ServeAuth {
     Token,
     /// OAuth access tokens of --issuer (JWT or introspection).
     Oauth,
+}
+
+/// `health`.
+#[derive(Debug, Args)]
+pub(crate) struct HealthArgs {
+    /// The URL to GET (`http://HOST:PORT/PATH`; the path defaults to /healthz).
+    #[arg(default_value = crate::cmd::health::DEFAULT_URL)]
+    pub(crate) url: String,
+    /// Give up after this many milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    pub(crate) timeout_ms: u64,
 }
 
 /// `demo-server`.

@@ -88,6 +88,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
     match &settings.command {
         Command::DemoServer { which, port } => cmd::demo_server::run(*which, *port).await,
         Command::Selftest => cmd::selftest::run(json).await,
+        Command::Health { url, timeout } => cmd::health::run(url, *timeout, json).await,
         Command::Inspect(target) => cmd::inspect::run(target, json).await,
         Command::AuditVerify { files } => {
             let config = match files.is_empty() {

@@ -90,6 +90,10 @@ pub(crate) enum Command {
         port: u16,
     },
     Selftest,
+    Health {
+        url: String,
+        timeout: std::time::Duration,
+    },
     Eval(EvalSettings),
 }
 
@@ -267,6 +271,10 @@ impl Settings {
                 port: a.port,
             },
             RawCommand::Selftest => Command::Selftest,
+            RawCommand::Health(a) => Command::Health {
+                url: a.url,
+                timeout: std::time::Duration::from_millis(a.timeout_ms),
+            },
             RawCommand::Eval(a) => Command::Eval(eval_settings(a)?),
         };
         Ok(Settings {

@@ -256,8 +256,9 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     }
     let served = match serve.http {
         None => {
-            let served =
-                switchboard_gateway::serve(Listener::Stdio, config, crate::shutdown_signal()).await;
+            let mut signals = crate::StopSignals::new();
+            let stop = async move { signals.next().await };
+            let served = switchboard_gateway::serve(Listener::Stdio, config, stop).await;
             failure(served, "stdio gateway")
         }
         Some(addr) => serve_http(addr, serve, config, drain).await,
@@ -318,7 +319,9 @@ async fn serve_http(
             crate::out::note(format!("metrics: {scheme}://{local}/metrics"));
         }
     }));
-    let stop = drain_then_stop(drain, serve.drain);
+    // Listened for before the gateway says it is up: a signal that comes
+    // right after the banner drains it rather than killing the process.
+    let stop = drain_then_stop(crate::StopSignals::new(), drain, serve.drain);
     let served = switchboard_gateway::serve(Listener::Http(listener), config, stop).await;
     failure(served, "HTTP gateway")
 }
@@ -338,8 +341,11 @@ fn failure(served: Result<(), GatewayError>, what: &'static str) -> anyhow::Resu
 /// Completes when the gateway is to stop: at Ctrl-C / SIGTERM, or with a
 /// drain period, that long after it (`/readyz` answering 503 meanwhile)
 /// or at a second signal, whichever comes first.
-async fn drain_then_stop(drain: Drain, period: std::time::Duration) {
-    let mut signals = crate::StopSignals::new();
+async fn drain_then_stop(
+    mut signals: crate::StopSignals,
+    drain: Drain,
+    period: std::time::Duration,
+) {
     signals.next().await;
     if period.is_zero() {
         return;
