@@ -359,6 +359,69 @@ async fn tokens_from_the_environment_and_bad_lists() {
     assert!(run.stderr.contains("SWITCHBOARD_GATEWAY_TOKENS"), "{run:?}");
 }
 
+// Issue 36: files that grant access are checked at start: a tokens file
+// or state key file others may write stops serve with the fix; a tokens
+// file others may read is served, with a warning.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn files_others_may_write_are_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    let cfg = token_config(&sb);
+    let chmod = |path: &std::path::Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let tokens = sb.write("tokens.txt", &format!("alice {ALICE_TOKEN}\n"));
+    chmod(&tokens, 0o666);
+    let serve_args = |extra: &[&str]| {
+        let mut all = vec![
+            "--config",
+            &cfg,
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth",
+            "token",
+        ];
+        all.extend_from_slice(extra);
+        all.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>| sb.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run(serve_args(&["--tokens-file", tokens.to_str().unwrap()]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("refusing the tokens file"), "{out:?}");
+    assert!(out.stderr.contains("chmod go-w"), "{out:?}");
+
+    chmod(&tokens, 0o600);
+    let key = sb.write("state.key", &"k".repeat(40));
+    chmod(&key, 0o620);
+    let env = format!("alice {ALICE_TOKEN}");
+    let args = serve_args(&["--state-key-file", key.to_str().unwrap()]);
+    let mut cmd = sb.cmd(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    cmd.env("SWITCHBOARD_GATEWAY_TOKENS", &env);
+    let out = crate::util::run(cmd);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("refusing the state key file"),
+        "{out:?}"
+    );
+
+    chmod(&tokens, 0o644);
+    let gw = serve(
+        &sb,
+        &cfg,
+        &["--auth", "token", "--tokens-file", tokens.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert!(admitted(&gw, ALICE_TOKEN));
+    assert!(
+        gw.stderr().contains("may be read by all users"),
+        "{}",
+        gw.stderr()
+    );
+}
+
 const BOB_TOKEN: &str = "bob-token-5555555555555";
 
 /// Whether a raw request with `token` gets past authentication (the

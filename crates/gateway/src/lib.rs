@@ -112,6 +112,7 @@
 //! # }
 //! ```
 
+mod access;
 mod approval;
 mod call;
 mod catalog;
@@ -133,6 +134,7 @@ mod trace;
 
 use std::time::Duration;
 
+pub use access::{AccessFile, AccessFileError, AccessWarning, check_access_file};
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
@@ -325,6 +327,13 @@ pub enum GatewayError {
     /// The TLS certificate and key could not be loaded ([`serve`]).
     #[error("cannot load the TLS certificate and key")]
     Tls(#[source] switchboard_server::http::TlsError),
+    /// A file that grants access (tokens, state key, config) may be
+    /// written by other users ([`check_access_file`]).
+    #[error(transparent)]
+    FileAccess(#[from] AccessFileError),
+    /// The config file does not load ([`ConfigSource::load`]).
+    #[error("the config does not load")]
+    Config(#[source] switchboard_host::HostError),
 }
 
 /// A gateway over one mounted [`Host`]: an MCP server whose tools are the

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use switchboard_gateway::{
-    Drain, GatewayError, GatewayOptions, InboundAuth, Introspection, Listener, OAuthInbound,
-    ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource, WATCH_POLL,
+    AccessFile, Drain, GatewayError, GatewayOptions, InboundAuth, Introspection, Listener,
+    OAuthInbound, ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource, WATCH_POLL,
+    check_access_file,
 };
 
 use crate::exit::Failure;
@@ -192,9 +193,13 @@ fn peers(flags: &[String]) -> Result<Vec<(String, String)>, Failure> {
 fn tokens(file: Option<&TokensSource>) -> Result<StaticTokens, Failure> {
     let (text, source) = match file {
         Some(file) => {
-            return file
-                .load()
-                .map_err(|e| Failure::usage(format!("--tokens-file: {e}")));
+            let (tokens, warning) = file
+                .read()
+                .map_err(|e| Failure::usage(format!("--tokens-file: {e}")))?;
+            if let Some(warning) = warning {
+                crate::out::warning(warning.to_string());
+            }
+            return Ok(tokens);
         }
         None => match std::env::var(TOKENS_VAR) {
             Ok(text) if !text.trim().is_empty() => (text, format!("${TOKENS_VAR}")),
@@ -331,6 +336,7 @@ fn failure(served: Result<(), GatewayError>, what: &'static str) -> anyhow::Resu
         Ok(()) => Ok(()),
         Err(GatewayError::Mount(e)) => Err(Failure::usage(e.to_string()).into()),
         Err(GatewayError::Tls(e)) => Err(Failure::usage(e.to_string()).into()),
+        Err(GatewayError::FileAccess(e)) => Err(Failure::usage(e.to_string()).into()),
         Err(e) => Err(anyhow::Error::new(e).context(what)),
     }
 }
@@ -382,6 +388,13 @@ fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
 fn state_key(serve: &ServeSettings) -> Result<Option<Vec<u8>>, Failure> {
     let (key, from) = match &serve.state_key_file {
         Some(path) => {
+            // Whoever can write the key can forge approvals; whoever can
+            // read it can too, which is said (and the key still used).
+            match check_access_file(path, AccessFile::StateKey) {
+                Ok(Some(warning)) => crate::out::warning(warning.to_string()),
+                Ok(None) => {}
+                Err(e) => return Err(Failure::usage(e.to_string())),
+            }
             let bytes = std::fs::read(path).map_err(|e| {
                 Failure::usage(format!(
                     "cannot read the state key file {}: {e}",
