@@ -482,7 +482,7 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
     let builder = builder
         .request_state_ttl(APPROVAL_STATE_TTL)
         .title("Switchboard gateway")
-        .instructions_with(status::instructions(host, options))
+        .instructions_for(status::instructions(host, options))
         // The outages change at run time: never let a client cache them long.
         .discover_cache(0, switchboard_wire::CacheScope::Private)
         .declare_tools()

@@ -36,6 +36,21 @@ impl Host {
             && self.principal_may(principal, Named::Tool(local_name))
     }
 
+    /// Whether `principal` may reach anything of server `alias` as far as
+    /// its `principals` rules go: some tool or prompt of it
+    /// ([`gate::principal_allows`] could let one through), or its
+    /// resources. What a gateway tells that caller about the server (its
+    /// status, its outages) follows this: a caller is told nothing of a
+    /// server it cannot use. A caller without an entry reaches every
+    /// server.
+    pub fn principal_may_reach(&self, principal: &str, alias: &str) -> bool {
+        let config = self.config_read();
+        let Some(rules) = config.principals.get(principal) else {
+            return true;
+        };
+        gate::principal_reaches_any(rules, alias)
+    }
+
     /// The refusal of `principal`'s rules for `target`: `Some(rule)` with
     /// the refusing rule's place and pattern (`None` inside when no allow
     /// rule grants it); `None` when they let it through.
