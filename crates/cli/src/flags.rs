@@ -457,6 +457,12 @@ pub(crate) struct ServeArgs {
     /// --auth oauth: a scope every request needs (repeatable).
     #[arg(long = "scope", value_name = "SCOPE")]
     pub(crate) scopes: Vec<String>,
+    /// --auth oauth: also accept JWT access tokens whose header's typ is
+    /// JWT (or absent), for an issuer that does not mark them at+jwt (RFC
+    /// 9068). Only when the issuer signs no other JWTs for this audience
+    /// with the same keys (ID tokens would then pass as access tokens).
+    #[arg(long)]
+    pub(crate) accept_plain_jwt: bool,
     /// Serve a non-loopback address without authentication: anyone who
     /// can reach it can call your tools.
     #[arg(long, conflicts_with = "auth")]

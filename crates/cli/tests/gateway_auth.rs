@@ -987,6 +987,28 @@ async fn oauth_jwts_are_checked() {
     assert_eq!(doc["authorization_servers"][0], issuer.as_str());
     let stderr = gw.stderr();
     assert!(!stderr.contains(&good), "{stderr}");
+    drop(gw);
+
+    // Issue 36: an issuer that types its access tokens JWT is served with
+    // --accept-plain-jwt; the other checks stay.
+    let gw = serve(
+        &sb,
+        &cfg,
+        &["--auth", "oauth", "--issuer", &issuer, "--accept-plain-jwt"],
+        &[],
+    )
+    .await;
+    let claims = json!({
+        "iss": issuer, "aud": gw.url, "sub": "user-1", "scope": "mcp:tools",
+        "iat": now(), "exp": now() + 300,
+    });
+    let typed_jwt = auth.sign_access_token(&json!({"typ": "JWT"}), &claims);
+    let c = client(&gw, &typed_jwt).await;
+    assert_eq!(tool_names(&c).await.len(), 4);
+    drop(c);
+    let critical = auth.sign_access_token(&json!({"typ": "JWT", "crit": ["x"], "x": 1}), &claims);
+    let (status, _, body) = list_raw(&gw, Some(&format!("Bearer {critical}")));
+    assert_eq!(status, 401, "{body}");
 }
 
 // RS256 and key rotation end to end: the issuer starts with an ES256 key;

@@ -67,6 +67,8 @@ enum AuthPlan {
         jwks_url: Option<String>,
         scopes: Vec<String>,
         introspection: Option<Introspection>,
+        /// JWTs typed `JWT` (or untyped) are accepted too.
+        accept_plain_jwt: bool,
     },
 }
 
@@ -82,6 +84,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         ("--jwks-url", a.jwks_url.is_some()),
         ("--introspection-url", a.introspection_url.is_some()),
         ("--scope", !a.scopes.is_empty()),
+        ("--accept-plain-jwt", a.accept_plain_jwt),
     ];
     if a.auth != Some(ServeAuth::Oauth) {
         if let Some((flag, _)) = oauth_only.iter().find(|(_, given)| *given) {
@@ -128,6 +131,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
                 jwks_url: a.jwks_url,
                 scopes: a.scopes,
                 introspection,
+                accept_plain_jwt: a.accept_plain_jwt,
             })
         }
     };
@@ -370,8 +374,11 @@ fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
             jwks_url,
             scopes,
             introspection,
+            accept_plain_jwt,
         } => {
-            let mut settings = OAuthInbound::new(issuer, resource).scopes(scopes.clone());
+            let mut settings = OAuthInbound::new(issuer, resource)
+                .scopes(scopes.clone())
+                .accept_plain_jwt(*accept_plain_jwt);
             if let Some(url) = jwks_url {
                 settings = settings.jwks_url(url);
             }
