@@ -422,6 +422,73 @@ async fn files_others_may_write_are_refused_at_start() {
     );
 }
 
+// Issue 36: the HTTP runner's connection limits are serve flags. With
+// --header-timeout 0.5 a socket that sends nothing is closed well within
+// the default's 10 s; with --max-connections-per-peer 1, while this
+// address's one connection has a request in flight (a listen stream), a
+// second is closed unanswered.
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_limits_are_serve_flags() {
+    let sb = Sandbox::new();
+    let cfg = open_config(&sb);
+    let gw = serve(
+        &sb,
+        &cfg,
+        &["--header-timeout", "0.5", "--max-connections-per-peer", "1"],
+        &[],
+    )
+    .await;
+    let authority = gw.authority();
+    let closed_within = |limit: Duration, send: &'static [u8]| {
+        let authority = authority.clone();
+        move || {
+            let mut stream = TcpStream::connect(&authority).unwrap();
+            stream.set_read_timeout(Some(limit)).unwrap();
+            stream.write_all(send).unwrap();
+            // Closed: the end of the stream, or a reset when the request
+            // sent was never read. A read timeout is not.
+            let mut got = Vec::new();
+            match stream.read_to_end(&mut got) {
+                Ok(_) => Some(got),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Some(got),
+                Err(_) => None,
+            }
+        }
+    };
+    let silent = tokio::task::spawn_blocking(closed_within(Duration::from_secs(5), b""))
+        .await
+        .unwrap();
+    assert_eq!(silent.as_deref(), Some(&b""[..]), "not closed within 5 s");
+
+    let listener = client_with(&gw, None).await;
+    let _stream = listener
+        .listen(switchboard_wire::SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let second = tokio::task::spawn_blocking(closed_within(
+        Duration::from_secs(5),
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    ))
+    .await
+    .unwrap();
+    assert_eq!(second.as_deref(), Some(&b""[..]), "answered: {second:?}");
+
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--idle-timeout",
+        "0",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("above 0"), "{run:?}");
+}
+
 const BOB_TOKEN: &str = "bob-token-5555555555555";
 
 /// Whether a raw request with `token` gets past authentication (the

@@ -208,6 +208,9 @@ pub struct GatewayOptions {
     /// The drain switch `/readyz` reports ([`Gateway::drain`]): give one
     /// of your own to start the drain from outside [`serve`].
     pub drain: Drain,
+    /// The HTTP runner's connection limits (`serve --max-connections`,
+    /// `--header-timeout` …); the framework's defaults where unset.
+    pub connections: ConnectionLimits,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
 }
@@ -227,6 +230,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("recheck_streams", &self.recheck_streams)
             .field("tls", &self.tls.is_some())
             .field("drain", &self.drain)
+            .field("connections", &self.connections)
             .finish()
     }
 }
@@ -297,6 +301,63 @@ impl GatewayOptions {
         self.drain = drain;
         self
     }
+
+    /// Options serving HTTP within `limits`.
+    #[must_use]
+    pub fn connections(mut self, limits: ConnectionLimits) -> Self {
+        self.connections = limits;
+        self
+    }
+}
+
+/// How many connections the gateway's HTTP runner holds and how long each
+/// may take (the framework's [`HttpOptions`](switchboard_server::http::HttpOptions),
+/// `serve --max-connections` and the timeout flags); `None` keeps the
+/// framework's default, which `docs/LIMITS.md` lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionLimits {
+    /// Connections served at once; at the cap the one idle the longest
+    /// makes room (default 1,024).
+    pub max_connections: Option<usize>,
+    /// Connections one peer address may hold (default: no cap).
+    pub max_connections_per_peer: Option<usize>,
+    /// How long a request head may take to arrive (default 10 s).
+    pub header_timeout: Option<Duration>,
+    /// How long a kept-alive connection may stay idle (default 120 s).
+    pub idle_timeout: Option<Duration>,
+    /// How long a request body may take to arrive (default 30 s).
+    pub body_timeout: Option<Duration>,
+    /// How long an answer may wait for the client to read (default 30 s).
+    pub write_timeout: Option<Duration>,
+}
+
+impl ConnectionLimits {
+    /// `options` with the limits that are set.
+    fn apply(
+        &self,
+        mut options: switchboard_server::http::HttpOptions,
+    ) -> switchboard_server::http::HttpOptions {
+        if let Some(n) = self.max_connections {
+            options = options.max_connections(n);
+        }
+        if let Some(n) = self.max_connections_per_peer {
+            options = options.max_connections_per_peer(n);
+        }
+        if let Some(t) = self.header_timeout {
+            options = options.header_timeout(t);
+        }
+        if let Some(t) = self.idle_timeout {
+            options = options.idle_timeout(t);
+        }
+        if let Some(t) = self.body_timeout {
+            options = options.body_timeout(t);
+        }
+        if let Some(t) = self.write_timeout {
+            options = options.write_timeout(t);
+        }
+        options
+    }
 }
 
 /// Why the gateway could not be built or stopped serving.
@@ -346,6 +407,7 @@ pub struct Gateway {
     auth: Option<InboundAuth>,
     recheck_streams: Option<Duration>,
     tls: Option<ServerTls>,
+    connections: ConnectionLimits,
     tool_count: usize,
     drain: Drain,
     sync: JoinHandle<()>,
@@ -383,6 +445,7 @@ impl Gateway {
         }
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;
+        let connections = options.connections;
         let tls = options.tls.clone();
         let drain = options.drain.clone();
         // Subscribe before registering, so no change falls between the two.
@@ -412,6 +475,7 @@ impl Gateway {
             auth,
             recheck_streams,
             tls,
+            connections,
             tool_count,
             drain,
             sync,

@@ -257,7 +257,8 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
-        let mut options = crate::health::routes(HttpOptions::new(), &self.host, &self.drain);
+        let options = self.connections.apply(HttpOptions::new());
+        let mut options = crate::health::routes(options, &self.host, &self.drain);
         if let Some(auth) = &self.auth {
             options = options.auth(auth.validator(&self.telemetry), auth.metadata().clone());
         }

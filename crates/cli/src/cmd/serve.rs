@@ -9,9 +9,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use switchboard_gateway::{
-    AccessFile, Drain, GatewayError, GatewayOptions, InboundAuth, Introspection, Listener,
-    OAuthInbound, ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource, WATCH_POLL,
-    check_access_file,
+    AccessFile, ConnectionLimits, Drain, GatewayError, GatewayOptions, InboundAuth, Introspection,
+    Listener, OAuthInbound, ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource,
+    WATCH_POLL, check_access_file,
 };
 
 use crate::exit::Failure;
@@ -54,6 +54,8 @@ pub(crate) struct ServeSettings {
     drain: std::time::Duration,
     /// HTTPS: the certificate and key files (watched).
     tls: Option<TlsFiles>,
+    /// The HTTP runner's connection limits.
+    connections: ConnectionLimits,
 }
 
 /// How callers will authenticate, before the address is bound (the
@@ -79,6 +81,7 @@ enum AuthPlan {
 /// # Errors
 /// A usage [`Failure`] (exit 1) saying what to change.
 pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
+    let connections = connection_limits(&a);
     let oauth_only = [
         ("--issuer", a.issuer.is_some()),
         ("--jwks-url", a.jwks_url.is_some()),
@@ -175,7 +178,21 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         poll,
         drain: std::time::Duration::from_secs(a.drain),
         tls,
+        connections,
     })
+}
+
+/// The connection limit flags, for the gateway's HTTP runner.
+fn connection_limits(a: &ServeArgs) -> ConnectionLimits {
+    let count = |n: Option<u64>| n.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let mut limits = ConnectionLimits::default();
+    limits.max_connections = count(a.max_connections);
+    limits.max_connections_per_peer = count(a.max_connections_per_peer);
+    limits.header_timeout = a.header_timeout;
+    limits.idle_timeout = a.idle_timeout;
+    limits.body_timeout = a.body_timeout;
+    limits.write_timeout = a.write_timeout;
+    limits
 }
 
 /// The `--peer NAME=URL` flags, split.
@@ -256,7 +273,8 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())
         .telemetry(telemetry)
-        .drain(drain.clone());
+        .drain(drain.clone())
+        .connections(serve.connections);
     let mut config = ServeConfig::new(config, options);
     config.mount.client_info = Some(crate::session::client_info());
     config.watch = Some(serve.poll);
