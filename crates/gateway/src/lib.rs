@@ -153,6 +153,7 @@ pub use relay::relay_input_handler;
 pub use serve::{Listener, OnReady, ServeConfig, serve};
 
 pub use status::STATUS_URI;
+pub use tools::RELIST_MIN_INTERVAL;
 
 use switchboard_host::Host;
 use switchboard_server::http::ServerTls;
@@ -211,6 +212,10 @@ pub struct GatewayOptions {
     /// The HTTP runner's connection limits (`serve --max-connections`,
     /// `--header-timeout` …); the framework's defaults where unset.
     pub connections: ConnectionLimits,
+    /// The shortest time between two re-listings of downstream servers
+    /// whose listing's `ttlMs` lapsed ([`RELIST_MIN_INTERVAL`] when
+    /// `None`).
+    pub relist_min: Option<Duration>,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
 }
@@ -231,6 +236,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("tls", &self.tls.is_some())
             .field("drain", &self.drain)
             .field("connections", &self.connections)
+            .field("relist_min", &self.relist_min)
             .finish()
     }
 }
@@ -412,6 +418,7 @@ pub struct Gateway {
     drain: Drain,
     sync: JoinHandle<()>,
     offers: JoinHandle<()>,
+    relist: JoinHandle<()>,
 }
 
 impl Gateway {
@@ -453,6 +460,10 @@ impl Gateway {
         let registered = tools::register_all(&server, host, &options);
         let tool_count = registered.len();
         let telemetry = options.telemetry.clone();
+        let relist = tokio::spawn(tools::relist_stale(
+            host.clone(),
+            options.relist_min.unwrap_or(RELIST_MIN_INTERVAL),
+        ));
         let sync = tokio::spawn(tools::follow_changes(
             host.clone(),
             server.clone(),
@@ -480,6 +491,7 @@ impl Gateway {
             drain,
             sync,
             offers,
+            relist,
         })
     }
 
@@ -515,6 +527,7 @@ impl Drop for Gateway {
     fn drop(&mut self) {
         self.sync.abort();
         self.offers.abort();
+        self.relist.abort();
         self.server.shutdown();
     }
 }

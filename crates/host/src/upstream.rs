@@ -249,6 +249,12 @@ impl Upstream {
         state.down = Some(reason);
     }
 
+    /// Until when the listing is fresh (its `ttlMs`), while connected.
+    pub(crate) fn fresh_until(&self) -> Option<Instant> {
+        let state = self.state();
+        state.link.as_ref().and(state.fresh_until)
+    }
+
     /// Whether the listing's TTL has passed.
     pub(crate) fn is_stale(&self, now: Instant) -> bool {
         let state = self.state();
