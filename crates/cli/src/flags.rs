@@ -460,10 +460,48 @@ pub(crate) struct ServeArgs {
     /// --auth oauth: a scope every request needs (repeatable).
     #[arg(long = "scope", value_name = "SCOPE")]
     pub(crate) scopes: Vec<String>,
+    /// --auth oauth: also accept JWT access tokens whose header's typ is
+    /// JWT (or absent), for an issuer that does not mark them at+jwt (RFC
+    /// 9068). Only when the issuer signs no other JWTs for this audience
+    /// with the same keys (ID tokens would then pass as access tokens).
+    #[arg(long)]
+    pub(crate) accept_plain_jwt: bool,
     /// Serve a non-loopback address without authentication: anyone who
     /// can reach it can call your tools.
     #[arg(long, conflicts_with = "auth")]
     pub(crate) insecure_no_auth: bool,
+    /// HTTP connections served at once (default 1024); at the cap a new
+    /// one takes the place of the one idle the longest.
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_connections: Option<u64>,
+    /// HTTP connections one client address may hold at once (default: no
+    /// cap; behind a proxy or on loopback every caller has one address).
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_connections_per_peer: Option<u64>,
+    /// Seconds a request head may take to arrive whole (default 10).
+    #[arg(long, value_name = "SECS", requires = "http", value_parser = seconds)]
+    pub(crate) header_timeout: Option<std::time::Duration>,
+    /// Seconds a kept-alive connection may stay idle between requests
+    /// (default 120).
+    #[arg(long, value_name = "SECS", requires = "http", value_parser = seconds)]
+    pub(crate) idle_timeout: Option<std::time::Duration>,
+    /// Seconds a request body may take to arrive whole (default 30).
+    #[arg(long, value_name = "SECS", requires = "http", value_parser = seconds)]
+    pub(crate) body_timeout: Option<std::time::Duration>,
+    /// Seconds an answer may wait for the client to read any of it
+    /// (default 30).
+    #[arg(long, value_name = "SECS", requires = "http", value_parser = seconds)]
+    pub(crate) write_timeout: Option<std::time::Duration>,
+}
+
+/// A positive number of seconds (fractions allowed: `0.5`), at most a day.
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 86_400.0 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds above 0 and at most 86400"
+        )),
+    }
 }
 
 /// `serve --auth`.

@@ -112,6 +112,7 @@
 //! # }
 //! ```
 
+mod access;
 mod approval;
 mod call;
 mod catalog;
@@ -133,6 +134,7 @@ mod trace;
 
 use std::time::Duration;
 
+pub use access::{AccessFile, AccessFileError, AccessWarning, check_access_file};
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
@@ -151,6 +153,7 @@ pub use relay::relay_input_handler;
 pub use serve::{Listener, OnReady, ServeConfig, serve};
 
 pub use status::STATUS_URI;
+pub use tools::RELIST_MIN_INTERVAL;
 
 use switchboard_host::Host;
 use switchboard_server::http::ServerTls;
@@ -206,6 +209,13 @@ pub struct GatewayOptions {
     /// The drain switch `/readyz` reports ([`Gateway::drain`]): give one
     /// of your own to start the drain from outside [`serve`].
     pub drain: Drain,
+    /// The HTTP runner's connection limits (`serve --max-connections`,
+    /// `--header-timeout` …); the framework's defaults where unset.
+    pub connections: ConnectionLimits,
+    /// The shortest time between two re-listings of downstream servers
+    /// whose listing's `ttlMs` lapsed ([`RELIST_MIN_INTERVAL`] when
+    /// `None`).
+    pub relist_min: Option<Duration>,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
 }
@@ -225,6 +235,8 @@ impl std::fmt::Debug for GatewayOptions {
             .field("recheck_streams", &self.recheck_streams)
             .field("tls", &self.tls.is_some())
             .field("drain", &self.drain)
+            .field("connections", &self.connections)
+            .field("relist_min", &self.relist_min)
             .finish()
     }
 }
@@ -295,6 +307,63 @@ impl GatewayOptions {
         self.drain = drain;
         self
     }
+
+    /// Options serving HTTP within `limits`.
+    #[must_use]
+    pub fn connections(mut self, limits: ConnectionLimits) -> Self {
+        self.connections = limits;
+        self
+    }
+}
+
+/// How many connections the gateway's HTTP runner holds and how long each
+/// may take (the framework's [`HttpOptions`](switchboard_server::http::HttpOptions),
+/// `serve --max-connections` and the timeout flags); `None` keeps the
+/// framework's default, which `docs/LIMITS.md` lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionLimits {
+    /// Connections served at once; at the cap the one idle the longest
+    /// makes room (default 1,024).
+    pub max_connections: Option<usize>,
+    /// Connections one peer address may hold (default: no cap).
+    pub max_connections_per_peer: Option<usize>,
+    /// How long a request head may take to arrive (default 10 s).
+    pub header_timeout: Option<Duration>,
+    /// How long a kept-alive connection may stay idle (default 120 s).
+    pub idle_timeout: Option<Duration>,
+    /// How long a request body may take to arrive (default 30 s).
+    pub body_timeout: Option<Duration>,
+    /// How long an answer may wait for the client to read (default 30 s).
+    pub write_timeout: Option<Duration>,
+}
+
+impl ConnectionLimits {
+    /// `options` with the limits that are set.
+    fn apply(
+        &self,
+        mut options: switchboard_server::http::HttpOptions,
+    ) -> switchboard_server::http::HttpOptions {
+        if let Some(n) = self.max_connections {
+            options = options.max_connections(n);
+        }
+        if let Some(n) = self.max_connections_per_peer {
+            options = options.max_connections_per_peer(n);
+        }
+        if let Some(t) = self.header_timeout {
+            options = options.header_timeout(t);
+        }
+        if let Some(t) = self.idle_timeout {
+            options = options.idle_timeout(t);
+        }
+        if let Some(t) = self.body_timeout {
+            options = options.body_timeout(t);
+        }
+        if let Some(t) = self.write_timeout {
+            options = options.write_timeout(t);
+        }
+        options
+    }
 }
 
 /// Why the gateway could not be built or stopped serving.
@@ -325,6 +394,13 @@ pub enum GatewayError {
     /// The TLS certificate and key could not be loaded ([`serve`]).
     #[error("cannot load the TLS certificate and key")]
     Tls(#[source] switchboard_server::http::TlsError),
+    /// A file that grants access (tokens, state key, config) may be
+    /// written by other users ([`check_access_file`]).
+    #[error(transparent)]
+    FileAccess(#[from] AccessFileError),
+    /// The config file does not load ([`ConfigSource::load`]).
+    #[error("the config does not load")]
+    Config(#[source] switchboard_host::HostError),
 }
 
 /// A gateway over one mounted [`Host`]: an MCP server whose tools are the
@@ -337,10 +413,12 @@ pub struct Gateway {
     auth: Option<InboundAuth>,
     recheck_streams: Option<Duration>,
     tls: Option<ServerTls>,
+    connections: ConnectionLimits,
     tool_count: usize,
     drain: Drain,
     sync: JoinHandle<()>,
     offers: JoinHandle<()>,
+    relist: JoinHandle<()>,
 }
 
 impl Gateway {
@@ -374,6 +452,7 @@ impl Gateway {
         }
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;
+        let connections = options.connections;
         let tls = options.tls.clone();
         let drain = options.drain.clone();
         // Subscribe before registering, so no change falls between the two.
@@ -381,6 +460,10 @@ impl Gateway {
         let registered = tools::register_all(&server, host, &options);
         let tool_count = registered.len();
         let telemetry = options.telemetry.clone();
+        let relist = tokio::spawn(tools::relist_stale(
+            host.clone(),
+            options.relist_min.unwrap_or(RELIST_MIN_INTERVAL),
+        ));
         let sync = tokio::spawn(tools::follow_changes(
             host.clone(),
             server.clone(),
@@ -403,10 +486,12 @@ impl Gateway {
             auth,
             recheck_streams,
             tls,
+            connections,
             tool_count,
             drain,
             sync,
             offers,
+            relist,
         })
     }
 
@@ -442,6 +527,7 @@ impl Drop for Gateway {
     fn drop(&mut self) {
         self.sync.abort();
         self.offers.abort();
+        self.relist.abort();
         self.server.shutdown();
     }
 }
@@ -473,7 +559,7 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
     let builder = builder
         .request_state_ttl(APPROVAL_STATE_TTL)
         .title("Switchboard gateway")
-        .instructions_with(status::instructions(host, options))
+        .instructions_for(status::instructions(host, options))
         // The outages change at run time: never let a client cache them long.
         .discover_cache(0, switchboard_wire::CacheScope::Private)
         .declare_tools()

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
@@ -137,6 +138,35 @@ pub(crate) async fn follow_changes(
         }
     }
 }
+
+/// Re-lists each downstream server whose tool listing's `ttlMs` lapsed,
+/// while the gateway lives: the gateway serves its own copy of the table,
+/// so nobody else asks the host for it, and a server that changes a
+/// definition without `list_changed` would otherwise be believed until
+/// the next reconnect. The new listing goes through the pins like any
+/// other (a changed definition is served as approved, titled as changed).
+/// Bounded: at most one round every `min` ([`RELIST_MIN_INTERVAL`] by
+/// default), whatever TTL a server gives (a TTL of 0, or a refresh that
+/// fails, is tried again `min` later); the host's table is looked at at
+/// least every [`RELIST_POLL`], for listings that came since.
+pub(crate) async fn relist_stale(host: Host, min: Duration) {
+    let min = min.max(Duration::from_millis(1));
+    loop {
+        let now = std::time::Instant::now();
+        let due = host
+            .next_stale()
+            .unwrap_or(now + RELIST_POLL)
+            .clamp(now + min, now + RELIST_POLL.max(min));
+        tokio::time::sleep_until(due.into()).await;
+        host.wake_stale();
+    }
+}
+
+/// The shortest time between two rounds of [`relist_stale`] by default.
+pub const RELIST_MIN_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The longest [`relist_stale`] sleeps before it looks at the table again.
+const RELIST_POLL: Duration = Duration::from_secs(60);
 
 /// How the gateway's tools are called.
 #[derive(Clone, Copy, Debug)]

@@ -46,6 +46,10 @@ pub(crate) struct Down {
     pub(crate) reason: Reason,
     /// What kind of outage it is.
     pub(crate) cause: DownCause,
+    /// The kind of outage in a few fixed words, with nothing from the
+    /// server or the config in them (no stderr, no command line, no
+    /// URL), for callers of a gateway ([`Down::for_callers`]).
+    pub(crate) summary: &'static str,
 }
 
 /// The kinds of outage the host tells apart.
@@ -60,11 +64,12 @@ pub(crate) enum DownCause {
 }
 
 impl Down {
-    /// An outage of the plain kind.
-    pub(crate) fn failed(reason: Reason) -> Down {
+    /// An outage of the plain kind, `summary` saying which in fixed words.
+    pub(crate) fn failed(summary: &'static str, reason: Reason) -> Down {
         Down {
             reason,
             cause: DownCause::Failed,
+            summary,
         }
     }
 
@@ -73,7 +78,25 @@ impl Down {
         Down {
             reason: Reason::ours(auth::server_needs_login_reason(server)),
             cause: DownCause::NeedsLogin,
+            summary: summary::NEEDS_LOGIN,
         }
+    }
+
+    /// A server that refused the credentials: `reason` quotes its answer.
+    pub(crate) fn unauthorized(reason: Reason) -> Down {
+        Down {
+            reason,
+            cause: DownCause::Unauthorized,
+            summary: summary::UNAUTHORIZED,
+        }
+    }
+
+    /// The outage for a gateway's callers: its kind in fixed words.
+    /// Never the reason: what a server prints (stderr) or answers can
+    /// hold its secrets (a database password in a connection string), and
+    /// the config's values are not the callers' to read.
+    pub(crate) fn for_callers(&self) -> &'static str {
+        self.summary
     }
 
     /// Whether the outage is about authorization.
@@ -190,7 +213,7 @@ impl Upstream {
                     );
                 remember_stdio(&mut state, link.stdio.as_ref());
                 state.link = None;
-                state.down = Some(Down::failed(reason));
+                state.down = Some(Down::failed(self.closed_summary(), reason));
                 None
             }
             None => None,
@@ -224,6 +247,12 @@ impl Upstream {
             remember_stdio(&mut state, link.stdio.as_ref());
         }
         state.down = Some(reason);
+    }
+
+    /// Until when the listing is fresh (its `ttlMs`), while connected.
+    pub(crate) fn fresh_until(&self) -> Option<Instant> {
+        let state = self.state();
+        state.link.as_ref().and(state.fresh_until)
     }
 
     /// Whether the listing's TTL has passed.
@@ -264,10 +293,13 @@ impl Upstream {
         let attempt = self.connect_inner(options, &mut stdio_handle, &mut auth);
         let result = match tokio::time::timeout(self.startup_timeout, attempt).await {
             Ok(result) => result,
-            Err(_) => Err(Down::failed(Reason::ours(format!(
-                "did not start and list its tools within {} ms",
-                self.startup_timeout.as_millis()
-            )))),
+            Err(_) => Err(Down::failed(
+                summary::STARTUP_TIMEOUT,
+                Reason::ours(format!(
+                    "did not start and list its tools within {} ms",
+                    self.startup_timeout.as_millis()
+                )),
+            )),
         };
         let mut down = match result {
             Ok(ok) => return Ok(ok),
@@ -315,9 +347,10 @@ impl Upstream {
             .await
             .map_err(|e| match e {
                 ConnectError::OAuth(e) => Down::failed(
+                    summary::OAUTH_SETUP,
                     Reason::ours("its OAuth client cannot be set up: ").then_quoted(e.to_string()),
                 ),
-                other => Down::failed(Reason::quoted(other.to_string())),
+                other => Down::failed(summary::NOT_STARTED, Reason::quoted(other.to_string())),
             })?;
         stdio_handle.clone_from(&opened.stdio);
         auth_handle.clone_from(&opened.auth);
@@ -343,14 +376,17 @@ impl Upstream {
             })
             .connect()
             .await
-            .map_err(|e| down_of(&e))?;
+            .map_err(|e| self.down_of(&e))?;
         // A server that offers no tools (only prompts or resources) is
         // not asked for them.
         let offers_tools = client
             .server()
             .is_none_or(|d| d.capabilities.tools.is_some());
         let listing = if offers_tools {
-            client.list_all_tools().await.map_err(|e| down_of(&e))?
+            client
+                .list_all_tools()
+                .await
+                .map_err(|e| self.down_of(&e))?
         } else {
             Listing {
                 items: Vec::new(),
@@ -382,17 +418,54 @@ pub(crate) fn describe(e: &ClientError) -> String {
     e.to_string()
 }
 
-/// The outage a failed connect or listing means: a refusal the
-/// authorization layer could not get past is about authorization.
-fn down_of(e: &ClientError) -> Down {
-    Down {
-        reason: Reason::quoted(describe(e)),
-        cause: if e.is_auth_failure() {
-            DownCause::Unauthorized
+impl Upstream {
+    /// The outage a failed connect or listing means: a refusal the
+    /// authorization layer could not get past is about authorization.
+    fn down_of(&self, e: &ClientError) -> Down {
+        let reason = Reason::quoted(describe(e));
+        if e.is_auth_failure() {
+            Down::unauthorized(reason)
+        } else if e.is_timeout() {
+            Down::failed(summary::NO_ANSWER, reason)
+        } else if e.is_closed() {
+            Down::failed(self.closed_summary(), reason)
         } else {
-            DownCause::Failed
-        },
+            Down::failed(summary::FAILED, reason)
+        }
     }
+
+    /// The summary of a connection that is gone: a process that exited,
+    /// or a connection that closed.
+    pub(crate) fn closed_summary(&self) -> &'static str {
+        match self.config.transport {
+            crate::config::TransportConfig::Stdio { .. } => summary::EXITED,
+            _ => summary::CLOSED,
+        }
+    }
+}
+
+/// The fixed words of [`Down::for_callers`], one per kind of outage.
+pub(crate) mod summary {
+    /// A stdio server's process ended.
+    pub(crate) const EXITED: &str = "the process exited";
+    /// An HTTP server's connection closed.
+    pub(crate) const CLOSED: &str = "the connection closed";
+    /// It could not be started or reached at all.
+    pub(crate) const NOT_STARTED: &str = "it could not be started or reached";
+    /// It did not list its tools within the start-up timeout.
+    pub(crate) const STARTUP_TIMEOUT: &str = "it did not start in time";
+    /// A request to it timed out.
+    pub(crate) const NO_ANSWER: &str = "it did not answer in time";
+    /// It answered with an error, or broke the protocol.
+    pub(crate) const FAILED: &str = "it failed";
+    /// Its OAuth client could not be set up.
+    pub(crate) const OAUTH_SETUP: &str = "its authorization is not set up";
+    /// It wants a login no one can make from here.
+    pub(crate) const NEEDS_LOGIN: &str = "needs login";
+    /// It refused the credentials.
+    pub(crate) const UNAUTHORIZED: &str = "it refused the gateway's credentials";
+    /// The host is stopping.
+    pub(crate) const SHUT_DOWN: &str = "the host has shut down";
 }
 
 /// Dropped tools of one server, for reports.

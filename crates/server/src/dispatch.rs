@@ -213,7 +213,7 @@ impl Server {
             return Reply::Error(unsupported_version(&meta.protocol_version));
         }
         let result = match method.as_str() {
-            method::DISCOVER => Ok(self.discover_bytes()),
+            method::DISCOVER => Ok(self.discover_bytes(incoming.principal.as_deref())),
             method::TOOLS_LIST => self.list(ListKind::Tools, params, incoming.principal.as_deref()),
             method::PROMPTS_LIST => {
                 self.list(ListKind::Prompts, params, incoming.principal.as_deref())

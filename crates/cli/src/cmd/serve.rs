@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use switchboard_gateway::{
-    Drain, GatewayError, GatewayOptions, InboundAuth, Introspection, Listener, OAuthInbound,
-    ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource, WATCH_POLL,
+    AccessFile, ConnectionLimits, Drain, GatewayError, GatewayOptions, InboundAuth, Introspection,
+    Listener, OAuthInbound, ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource,
+    WATCH_POLL, check_access_file,
 };
 
 use crate::exit::Failure;
@@ -53,6 +54,8 @@ pub(crate) struct ServeSettings {
     drain: std::time::Duration,
     /// HTTPS: the certificate and key files (watched).
     tls: Option<TlsFiles>,
+    /// The HTTP runner's connection limits.
+    connections: ConnectionLimits,
 }
 
 /// How callers will authenticate, before the address is bound (the
@@ -66,6 +69,8 @@ enum AuthPlan {
         jwks_url: Option<String>,
         scopes: Vec<String>,
         introspection: Option<Introspection>,
+        /// JWTs typed `JWT` (or untyped) are accepted too.
+        accept_plain_jwt: bool,
     },
 }
 
@@ -76,11 +81,13 @@ enum AuthPlan {
 /// # Errors
 /// A usage [`Failure`] (exit 1) saying what to change.
 pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
+    let connections = connection_limits(&a);
     let oauth_only = [
         ("--issuer", a.issuer.is_some()),
         ("--jwks-url", a.jwks_url.is_some()),
         ("--introspection-url", a.introspection_url.is_some()),
         ("--scope", !a.scopes.is_empty()),
+        ("--accept-plain-jwt", a.accept_plain_jwt),
     ];
     if a.auth != Some(ServeAuth::Oauth) {
         if let Some((flag, _)) = oauth_only.iter().find(|(_, given)| *given) {
@@ -127,6 +134,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
                 jwks_url: a.jwks_url,
                 scopes: a.scopes,
                 introspection,
+                accept_plain_jwt: a.accept_plain_jwt,
             })
         }
     };
@@ -170,7 +178,21 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         poll,
         drain: std::time::Duration::from_secs(a.drain),
         tls,
+        connections,
     })
+}
+
+/// The connection limit flags, for the gateway's HTTP runner.
+fn connection_limits(a: &ServeArgs) -> ConnectionLimits {
+    let count = |n: Option<u64>| n.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let mut limits = ConnectionLimits::default();
+    limits.max_connections = count(a.max_connections);
+    limits.max_connections_per_peer = count(a.max_connections_per_peer);
+    limits.header_timeout = a.header_timeout;
+    limits.idle_timeout = a.idle_timeout;
+    limits.body_timeout = a.body_timeout;
+    limits.write_timeout = a.write_timeout;
+    limits
 }
 
 /// The `--peer NAME=URL` flags, split.
@@ -192,9 +214,13 @@ fn peers(flags: &[String]) -> Result<Vec<(String, String)>, Failure> {
 fn tokens(file: Option<&TokensSource>) -> Result<StaticTokens, Failure> {
     let (text, source) = match file {
         Some(file) => {
-            return file
-                .load()
-                .map_err(|e| Failure::usage(format!("--tokens-file: {e}")));
+            let (tokens, warning) = file
+                .read()
+                .map_err(|e| Failure::usage(format!("--tokens-file: {e}")))?;
+            if let Some(warning) = warning {
+                crate::out::warning(warning.to_string());
+            }
+            return Ok(tokens);
         }
         None => match std::env::var(TOKENS_VAR) {
             Ok(text) if !text.trim().is_empty() => (text, format!("${TOKENS_VAR}")),
@@ -247,7 +273,8 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())
         .telemetry(telemetry)
-        .drain(drain.clone());
+        .drain(drain.clone())
+        .connections(serve.connections);
     let mut config = ServeConfig::new(config, options);
     config.mount.client_info = Some(crate::session::client_info());
     config.watch = Some(serve.poll);
@@ -334,6 +361,7 @@ fn failure(served: Result<(), GatewayError>, what: &'static str) -> anyhow::Resu
         Ok(()) => Ok(()),
         Err(GatewayError::Mount(e)) => Err(Failure::usage(e.to_string()).into()),
         Err(GatewayError::Tls(e)) => Err(Failure::usage(e.to_string()).into()),
+        Err(GatewayError::FileAccess(e)) => Err(Failure::usage(e.to_string()).into()),
         Err(e) => Err(anyhow::Error::new(e).context(what)),
     }
 }
@@ -370,8 +398,11 @@ fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
             jwks_url,
             scopes,
             introspection,
+            accept_plain_jwt,
         } => {
-            let mut settings = OAuthInbound::new(issuer, resource).scopes(scopes.clone());
+            let mut settings = OAuthInbound::new(issuer, resource)
+                .scopes(scopes.clone())
+                .accept_plain_jwt(*accept_plain_jwt);
             if let Some(url) = jwks_url {
                 settings = settings.jwks_url(url);
             }
@@ -388,6 +419,13 @@ fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
 fn state_key(serve: &ServeSettings) -> Result<Option<Vec<u8>>, Failure> {
     let (key, from) = match &serve.state_key_file {
         Some(path) => {
+            // Whoever can write the key can forge approvals; whoever can
+            // read it can too, which is said (and the key still used).
+            match check_access_file(path, AccessFile::StateKey) {
+                Ok(Some(warning)) => crate::out::warning(warning.to_string()),
+                Ok(None) => {}
+                Err(e) => return Err(Failure::usage(e.to_string())),
+            }
             let bytes = std::fs::read(path).map_err(|e| {
                 Failure::usage(format!(
                     "cannot read the state key file {}: {e}",

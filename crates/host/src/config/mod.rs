@@ -90,6 +90,12 @@ pub struct Config {
     /// principal name: `allow` and `deny` rules that narrow what that
     /// caller may call (see [`crate::gate::principal_allows`]).
     pub principals: BTreeMap<String, Vec<Rule>>,
+    /// Whether an authenticated caller without a `principals` entry is
+    /// refused everything (`"principalsDefault": "deny"`) instead of being
+    /// narrowed by nothing (`"allow"`, the default): with OAuth, any
+    /// subject the issuer vouches for is a caller, so a gateway serving
+    /// only the ones it names sets this.
+    pub principals_default_deny: bool,
     /// The limits on every authenticated caller's calls
     /// (`"callerLimits"`), each caller counted on its own.
     pub caller_limits: crate::CallLimits,
@@ -479,6 +485,7 @@ impl Config {
             roots: None,
             identity_providers: BTreeMap::new(),
             principals: BTreeMap::new(),
+            principals_default_deny: false,
             caller_limits: crate::CallLimits::default(),
             principal_limits: BTreeMap::new(),
         }

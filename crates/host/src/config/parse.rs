@@ -160,6 +160,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "roots",
     "identityProviders",
     "principals",
+    "principalsDefault",
     "callerLimits",
 ];
 const SERVER_KEYS: &[&str] = &[
@@ -348,6 +349,18 @@ impl Parser<'_> {
 
         if let Some(v) = root.get("principals") {
             (config.principals, config.principal_limits) = self.principals(v, &aliases);
+        }
+        if let Some(v) = root.get("principalsDefault") {
+            match v.as_str() {
+                Some("deny") => config.principals_default_deny = true,
+                Some("allow") => config.principals_default_deny = false,
+                _ => self.problem(
+                    ProblemKind::BadValue,
+                    "principalsDefault",
+                    format!("{v} is neither \"allow\" nor \"deny\""),
+                    "write \"deny\" to refuse callers without a principals entry, or \"allow\" (the default)",
+                ),
+            }
         }
         if let Some(v) = root.get("callerLimits") {
             let own = self.limits(v, "callerLimits", false);

@@ -615,6 +615,33 @@ fn audit_rotation_is_read_and_its_mistakes_named() {
 }
 
 #[test]
+fn principals_default_is_allow_or_deny() {
+    let with = |value: &str| {
+        format!(r#"{{"mcpServers": {{"a": {{"command": "x"}}}}, "principalsDefault": {value}}}"#)
+    };
+    assert!(
+        parse(&with(r#""deny""#), &[])
+            .unwrap()
+            .principals_default_deny
+    );
+    assert!(
+        !parse(&with(r#""allow""#), &[])
+            .unwrap()
+            .principals_default_deny
+    );
+    let plain = parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#, &[]).unwrap();
+    assert!(!plain.principals_default_deny);
+    for bad in [r#""refuse""#, "true", "null"] {
+        let err = parse(&with(bad), &[]).unwrap_err();
+        assert_eq!(
+            kinds(&err),
+            [(ProblemKind::BadValue, "principalsDefault")],
+            "{bad}"
+        );
+    }
+}
+
+#[test]
 fn caller_limits_are_read_with_each_principals_own_over_them() {
     let config = parse(
         r#"{

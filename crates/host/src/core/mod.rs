@@ -284,15 +284,45 @@ impl Host {
     /// inside boundary markers naming the server, cleaned of invisible
     /// characters (DESIGN.md item 8); the host's own words are outside.
     pub fn outage_text(&self) -> Option<String> {
+        self.outages(|s, status| {
+            Some(
+                self.reason(s, status)
+                    .map(|r| r.for_model(s.alias()))
+                    .unwrap_or_default(),
+            )
+        })
+    }
+
+    /// [`Host::outage_text`] for a gateway's caller: only the servers
+    /// `principal` may reach ([`Host::principal_may_reach`]; every server
+    /// for `None`, a caller that did not authenticate), each reason only
+    /// the kind of outage in fixed words ([`Host::status_for`]), never what
+    /// the server printed or answered.
+    pub fn outage_text_for(&self, principal: Option<&str>) -> Option<String> {
+        self.outages(|s, status| {
+            principal
+                .is_none_or(|p| self.principal_may_reach(p, s.alias()))
+                .then(|| self.caller_reason(s, status).unwrap_or_default())
+        })
+    }
+
+    /// The outage lines, one per server that is out and that `reason`
+    /// (its reason in words) does not leave out by answering `None`.
+    fn outages(
+        &self,
+        reason: impl Fn(&Upstream, ServerStatus) -> Option<String>,
+    ) -> Option<String> {
         let mut lines = Vec::new();
         let table = self.table();
         for s in self.upstreams().iter() {
             let status = self.status_of(s);
+            if matches!(status, ServerStatus::Up | ServerStatus::Disabled) {
+                continue;
+            }
             let alias = s.alias();
-            let reason = self
-                .reason(s, status)
-                .map(|r| r.for_model(alias))
-                .unwrap_or_default();
+            let Some(reason) = reason(s, status) else {
+                continue;
+            };
             let has_tools = table.of(s.alias()).next().is_some();
             match status {
                 ServerStatus::Up | ServerStatus::Disabled => {}
@@ -472,6 +502,35 @@ impl Host {
                     "; calls resume in about {} s",
                     retry_in.as_secs().max(1)
                 ))),
+                BreakerStatus::Closed => None,
+            },
+        }
+    }
+
+    /// Why a server is not up, for a gateway's caller: the kind of outage
+    /// in fixed words ([`Down::for_callers`]), and for a paused server when
+    /// calls resume; nothing quoted from the server, nothing from the
+    /// config.
+    fn caller_reason(&self, server: &Upstream, status: ServerStatus) -> Option<String> {
+        match status {
+            ServerStatus::Up => None,
+            ServerStatus::Disabled => Some("disabled in the config".to_owned()),
+            ServerStatus::Down | ServerStatus::NeedsLogin => Some(
+                server
+                    .state()
+                    .down
+                    .as_ref()
+                    .map_or("not connected", Down::for_callers)
+                    .to_owned(),
+            ),
+            ServerStatus::Tripped => match server.breaker().status(Instant::now()) {
+                BreakerStatus::Tripped { retry_in, .. } if retry_in.is_zero() => {
+                    Some("repeated failures; a probe call is due".to_owned())
+                }
+                BreakerStatus::Tripped { retry_in, .. } => Some(format!(
+                    "repeated failures; calls resume in about {} s",
+                    retry_in.as_secs().max(1)
+                )),
                 BreakerStatus::Closed => None,
             },
         }

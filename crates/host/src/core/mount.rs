@@ -237,7 +237,10 @@ impl Host {
             }
         }
         if self.is_shut_down() {
-            return Err(Down::failed(Reason::ours("the host has shut down")));
+            return Err(Down::failed(
+                crate::upstream::summary::SHUT_DOWN,
+                Reason::ours("the host has shut down"),
+            ));
         }
         match server.connect(&self.inner.connect).await {
             Ok((link, listing)) => {

@@ -35,6 +35,7 @@
 //! | `--sleep-forever` | do nothing but sleep (the grandchild mode) |
 //! | `--tools-file PATH` | list the tools of PATH (a JSON array of tool definitions, re-read on every `tools/list`) instead of the built-in ones; calling a listed tool that is not built in answers `"<name> ran"` with `structuredContent` `{"tool", "arguments"}` |
 //! | `--watch-tools` | with `--tools-file`: when the file changes, send `notifications/tools/list_changed` on every open listen stream that asked for it (and, in legacy mode, unsolicited) |
+//! | `--tools-ttl-ms N` | the `ttlMs` of every `tools/list` page (default 30000 minus the page's number) |
 //! | `--startup-log PATH` | append `start <unix µs>` when the process starts and `ready <unix µs>` after `--startup-delay-ms` (tests count overlapping start-ups) |
 //!
 //! # Tools
@@ -115,6 +116,7 @@ struct Opts {
     tools_file: Option<String>,
     watch_tools: bool,
     startup_log: Option<String>,
+    tools_ttl_ms: Option<i64>,
 }
 
 fn parse_opts() -> anyhow::Result<Opts> {
@@ -159,6 +161,7 @@ fn parse_opts() -> anyhow::Result<Opts> {
             "--tools-file" => o.tools_file = Some(value()?),
             "--watch-tools" => o.watch_tools = true,
             "--startup-log" => o.startup_log = Some(value()?),
+            "--tools-ttl-ms" => o.tools_ttl_ms = Some(value()?.parse()?),
             other => bail!("unknown flag {other} (see the mock-server docs)"),
         }
     }
@@ -855,8 +858,8 @@ impl Server {
             return Err(rpc_error(-32602, "invalid cursor"));
         }
         let items: Vec<Value> = tools.into_iter().skip(page * size).take(size).collect();
-        let mut result =
-            json!({"tools": items, "ttlMs": 30000 - page as i64, "cacheScope": "public"});
+        let ttl = self.opts.tools_ttl_ms.unwrap_or(30000 - page as i64);
+        let mut result = json!({"tools": items, "ttlMs": ttl, "cacheScope": "public"});
         if page + 1 < pages {
             let next = if page + 1 == 1 {
                 String::new()

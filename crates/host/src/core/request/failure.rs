@@ -83,10 +83,7 @@ pub(super) fn failure(
             .transport_error()
             .and_then(TransportError::http_status);
         if status != Some(403) {
-            server.set_down(Down {
-                reason: Reason::quoted(error.to_string()),
-                cause: DownCause::Unauthorized,
-            });
+            server.set_down(Down::unauthorized(Reason::quoted(error.to_string())));
         }
         return End::stopped(
             Outcome::AuthRequired,
@@ -119,7 +116,7 @@ pub(super) fn failure(
         server.breaker().record(Some(&reason), now);
         let said = reason.for_model(alias);
         if transport.is_closed() {
-            server.set_down(Down::failed(reason));
+            server.set_down(Down::failed(server.closed_summary(), reason));
         }
         return End::stopped(
             Outcome::Transport,
