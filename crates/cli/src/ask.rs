@@ -21,7 +21,7 @@ use switchboard_host::{
 };
 use switchboard_wire::JsonObject;
 
-use crate::settings::{self, Command, Settings};
+use crate::settings::{ApprovalMode, Command, Settings};
 use crate::terminal;
 
 /// The input handler for `settings`' command, if it answers servers'
@@ -32,8 +32,8 @@ pub(crate) fn for_command(settings: &Settings, config: &Config) -> Option<Arc<dy
         // The gateway relays servers' questions to its own client.
         Command::Serve { .. } => return Some(switchboard_gateway::relay_input_handler(None)),
         Command::Call { approval, .. } => (
-            settings.stdin_tty && *approval != settings::Approval::NoOne,
-            *approval == settings::Approval::Yes,
+            settings.stdin_tty && *approval != ApprovalMode::NoOne,
+            *approval == ApprovalMode::Yes,
         ),
         Command::Demo { yes } => (settings.stdin_tty, *yes),
         _ => (settings.stdin_tty, false),

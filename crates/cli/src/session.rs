@@ -11,7 +11,7 @@ use switchboard_wire::{Implementation, ProgressParams};
 use crate::ask;
 use crate::demo_env::DemoTickets;
 use crate::exit::Failure;
-use crate::settings::{Approval, Loaded, Settings};
+use crate::settings::{ApprovalMode, Loaded, Settings};
 
 /// The name and version the host gives servers (`clientInfo`).
 pub(crate) fn client_info() -> Implementation {
@@ -89,11 +89,11 @@ impl Session {
 
 /// The approver for `approval`: `--yes`, a prompt on the terminal
 /// (answers on stdin, the question on stderr), or no one.
-pub(crate) fn approver(approval: Approval) -> Arc<dyn Approver> {
+pub(crate) fn approver(approval: ApprovalMode) -> Arc<dyn Approver> {
     match approval {
-        Approval::Yes => Arc::new(AssumeYes),
-        Approval::Prompt => ask::terminal_approver(),
-        Approval::NoOne => Arc::new(NoApprover),
+        ApprovalMode::Yes => Arc::new(AssumeYes),
+        ApprovalMode::Prompt => ask::terminal_approver(),
+        ApprovalMode::NoOne => Arc::new(NoApprover),
     }
 }
 

@@ -49,7 +49,7 @@ pub(crate) enum Command {
     Call {
         tool: String,
         arguments: Option<JsonObject>,
-        approval: Approval,
+        approval: ApprovalMode,
     },
     PinsList,
     PinsAccept {
@@ -134,7 +134,7 @@ pub(crate) struct Chat {
     /// `-p`: one prompt, then exit.
     pub(crate) prompt: Option<String>,
     /// Who answers the gate.
-    pub(crate) approval: Approval,
+    pub(crate) approval: ApprovalMode,
     /// Most model calls per prompt.
     pub(crate) max_turns: u32,
     /// The loop guard's count.
@@ -143,7 +143,7 @@ pub(crate) struct Chat {
 
 /// Who answers when the gate asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Approval {
+pub(crate) enum ApprovalMode {
     /// `--yes`.
     Yes,
     /// A person at the terminal.
@@ -175,11 +175,11 @@ impl Settings {
         let stderr_tty = std::io::stderr().is_terminal();
         let approval = |yes: bool| {
             if yes {
-                Approval::Yes
+                ApprovalMode::Yes
             } else if stdin_tty {
-                Approval::Prompt
+                ApprovalMode::Prompt
             } else {
-                Approval::NoOne
+                ApprovalMode::NoOne
             }
         };
         let command = match raw.command {
@@ -207,7 +207,7 @@ impl Settings {
                 let arguments = parse_arguments(a.args.as_deref())?;
                 // Arguments read from stdin leave no one to answer there.
                 let approval = match approval(a.yes) {
-                    Approval::Prompt if reads_stdin => Approval::NoOne,
+                    ApprovalMode::Prompt if reads_stdin => ApprovalMode::NoOne,
                     other => other,
                 };
                 Command::Call {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_client::{Client, HttpTransport, RequestOptions};
+use switchboard_client::{Client, HttpTransport, RequestOptions, TraceContext};
 use switchboard_testutil::{Artifacts, built};
 
 use crate::util::{Sandbox, collect, spawn, wait_for};
@@ -134,8 +134,10 @@ async fn the_downstream_sees_the_upstream_trace_with_a_new_parent_span() {
     let client = client(&served.url()).await;
     let upstream = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     let options = RequestOptions {
-        traceparent: Some(upstream.into()),
-        meta: object(json!({"tracestate": "rojo=00f067aa0ba902b7"})),
+        trace: Some(TraceContext {
+            tracestate: Some("rojo=00f067aa0ba902b7".into()),
+            ..TraceContext::new(upstream)
+        }),
         ..RequestOptions::default()
     };
     let result = client
@@ -333,7 +335,9 @@ async fn traced_gateway(sb: &Sandbox, collector: &Collector, env: &[(&str, &str)
 /// `0af7…`, from its span `b7ad…`; its result, checked not to be an error.
 async fn echo_in_a_trace(client: &Client) -> switchboard_wire::CallToolResult {
     let options = RequestOptions {
-        traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        trace: Some(TraceContext::new(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        )),
         ..RequestOptions::default()
     };
     let result = client
@@ -479,7 +483,9 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
         .await
         .unwrap();
     let options = RequestOptions {
-        traceparent: Some("00-1bf7651916cd43dd8448eb211c80319d-c7ad6b7169203332-01".into()),
+        trace: Some(TraceContext::new(
+            "00-1bf7651916cd43dd8448eb211c80319d-c7ad6b7169203332-01",
+        )),
         ..RequestOptions::default()
     };
     let r = tasks

@@ -78,7 +78,7 @@ pub use input::{InputContext, InputError, InputHandler, InputQuestion, InputSupp
 pub use net::default_tls;
 pub use options::{
     ClientConfig, DEFAULT_MAX_ITEMS, DEFAULT_MAX_TOOL_BYTES, EraPolicy, ProgressSink,
-    RequestOptions, Resume,
+    RequestOptions, Resume, TraceContext,
 };
 pub use subscription::{Subscription, SubscriptionEnd};
 pub use task::{TaskList, ToolCallStart};

@@ -16,7 +16,12 @@ use crate::transport::NotificationSink;
 /// quick and non-blocking.
 pub type ProgressSink = Arc<dyn Fn(ProgressParams) + Send + Sync>;
 
-/// Options for one call; `RequestOptions::default()` uses the client's.
+/// Options for one request; `RequestOptions::default()` uses the client's.
+///
+/// Every per-request option that reaches the server is declared here, and
+/// only here: a host's call options embed these whole
+/// (`switchboard_host::CallOptions::request`) and hand them down as they
+/// are, so a new option is one field of this type.
 #[derive(Clone, Default)]
 pub struct RequestOptions {
     /// Deadline for this call (each MRTR round gets its own); the client's
@@ -26,12 +31,14 @@ pub struct RequestOptions {
     /// hands each progress notification for it here.
     pub on_progress: Option<ProgressSink>,
     /// Receives every other notification about this request (e.g.
-    /// `notifications/message` on HTTP, where it is tied to the request).
+    /// `notifications/message` on HTTP, where it is tied to the request,
+    /// and the `notifications/tasks` of a task it became).
     pub on_notification: Option<NotificationSink>,
     /// Log level to ask for (`_meta` `logLevel`), overriding the client's.
     pub log_level: Option<LoggingLevel>,
-    /// W3C `traceparent` for this call.
-    pub traceparent: Option<String>,
+    /// The W3C trace context this request carries in `_meta`
+    /// (`traceparent`, and `tracestate` when set).
+    pub trace: Option<TraceContext>,
     /// Extra `_meta` keys for this call; the client's own keys win.
     pub meta: Option<JsonObject>,
     /// Answers the input requests of a task this call turns into (tasks
@@ -71,6 +78,31 @@ pub struct RequestOptions {
     pub leave_task_on_drop: bool,
 }
 
+/// W3C Trace Context for one request: the `traceparent` (and
+/// `tracestate`) it carries in `_meta`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceContext {
+    /// `00-TRACEID-SPANID-FLAGS`.
+    pub traceparent: String,
+    /// Vendor entries, passed on unchanged.
+    pub tracestate: Option<String>,
+    /// The caller's own span, the parent of the request's span (16 hex
+    /// digits), for whoever records spans (a host's call observers); not
+    /// sent anywhere.
+    pub parent_span_id: Option<String>,
+}
+
+impl TraceContext {
+    /// A context with this `traceparent` alone.
+    pub fn new(traceparent: impl Into<String>) -> Self {
+        TraceContext {
+            traceparent: traceparent.into(),
+            tracestate: None,
+            parent_span_id: None,
+        }
+    }
+}
+
 /// The answers to an `input_required` that was relayed, for the retry.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Resume {
@@ -103,7 +135,7 @@ impl fmt::Debug for RequestOptions {
             .field("on_progress", &self.on_progress.is_some())
             .field("on_notification", &self.on_notification.is_some())
             .field("log_level", &self.log_level)
-            .field("traceparent", &self.traceparent)
+            .field("trace", &self.trace)
             .field("meta", &self.meta)
             .field("task_input", &self.task_input)
             .field("call_input", &self.call_input)

@@ -332,7 +332,7 @@ impl Client {
     ) -> Result<JsonObject, (ClientError, bool)> {
         let poll_options = RequestOptions {
             timeout: options.timeout,
-            traceparent: options.traceparent.clone(),
+            trace: options.trace.clone(),
             meta: options.meta.clone(),
             capabilities: options.capabilities.clone(),
             // A 2025-11-25 task's questions come during `tasks/result`:

@@ -45,14 +45,20 @@
 //! this replica until the retry) is relayed to the upstream client when it
 //! declared the capability: mount the host with [`relay_input_handler`].
 //!
-//! Modules: `tools` keeps the served tools in step with the table and
-//! runs each call, `approval` puts the gate's question upstream, `identity`
-//! strips downstream `_meta`, `status` the live instructions and status
-//! resource, `tasks` hands downstream tasks on to upstream clients that declared the tasks
-//! extension, `offer` serves prompts, resources, templates and
-//! completions, `relay` relays servers' questions (`parked` holds the calls of legacy servers that asked), `run` serves the
-//! gateway over stdio or Streamable HTTP, `inbound` checks callers'
-//! tokens, `health` answers liveness and readiness.
+//! Modules: `serve` runs a gateway from start to end ([`serve`]: the
+//! host mounted, the watchers, the runner, the shutdown) and holds the
+//! stdio and HTTP runners; `tools` keeps the served tools in step with the
+//! table and turns each `tools/call` into the host's governed call, which
+//! `call` drives for the upstream request (progress, log messages, a
+//! legacy server's questions from `question`); `approval` puts the gate's
+//! question upstream, `identity` strips downstream `_meta`, `status` the
+//! live instructions and status resource, `tasks` hands downstream tasks
+//! on to upstream clients that declared the tasks extension, `catalog`
+//! serves prompts, resources, templates and completions (each through the
+//! host's governed path), `relay` relays servers' questions, `parked`
+//! holds the calls of legacy servers that asked until their retry,
+//! `inbound` checks callers' tokens, `health` answers liveness and
+//! readiness.
 //! Observability:
 //! `trace` continues the upstream request's W3C trace context on every
 //! downstream call, `metrics` (Prometheus, `/metrics`) and `otel`
@@ -77,6 +83,24 @@
 //! lives in the replica that handed it on, and with the shared key
 //! survives that replica's restart (`tasks`).
 //!
+//! A gateway from start to end, until Ctrl-C:
+//!
+//! ```no_run
+//! # async fn example(config: switchboard_host::Config) -> Result<(), switchboard_gateway::GatewayError> {
+//! use switchboard_gateway::{GatewayOptions, Listener, ServeConfig, serve};
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|source| {
+//!     switchboard_gateway::GatewayError::Bind { addr: "127.0.0.1:0".into(), source }
+//! })?;
+//! let config = ServeConfig::new(config, GatewayOptions::default());
+//! let stop = async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! };
+//! serve(Listener::Http(listener), config, stop).await
+//! # }
+//! ```
+//!
+//! Or over a host mounted by hand:
+//!
 //! ```no_run
 //! # async fn example(host: switchboard_host::Host) -> Result<(), switchboard_gateway::GatewayError> {
 //! use switchboard_gateway::{Gateway, GatewayOptions};
@@ -89,16 +113,18 @@
 //! ```
 
 mod approval;
+mod call;
+mod catalog;
 mod health;
 mod identity;
 mod inbound;
 mod metrics;
-mod offer;
 mod otel;
 mod parked;
+mod question;
 mod relay;
 mod reload;
-mod run;
+mod serve;
 mod status;
 mod tasks;
 mod telemetry;
@@ -122,11 +148,12 @@ pub use inbound::{
 };
 pub use parked::{PARK_LIMIT, PARK_TTL};
 pub use relay::relay_input_handler;
+pub use serve::{Listener, OnReady, ServeConfig, serve};
 
 pub use status::STATUS_URI;
 
 use switchboard_host::Host;
-use switchboard_server::http::{HttpOptions, ServerTls};
+use switchboard_server::http::ServerTls;
 use switchboard_server::{BuildError, ServeError, Server};
 use tokio::task::JoinHandle;
 
@@ -176,8 +203,11 @@ pub struct GatewayOptions {
     /// Serve HTTPS with this certificate and key (replaceable while
     /// serving: [`watch_tls`]); `None`: plain HTTP.
     pub tls: Option<ServerTls>,
+    /// The drain switch `/readyz` reports ([`Gateway::drain`]): give one
+    /// of your own to start the drain from outside [`serve`].
+    pub drain: Drain,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
-    parking: parked::Parking,
+    parking: call::CallParking,
 }
 
 impl std::fmt::Debug for GatewayOptions {
@@ -194,6 +224,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("park_limit", &self.park_limit)
             .field("recheck_streams", &self.recheck_streams)
             .field("tls", &self.tls.is_some())
+            .field("drain", &self.drain)
             .finish()
     }
 }
@@ -257,6 +288,13 @@ impl GatewayOptions {
         self.tls = Some(tls);
         self
     }
+
+    /// Options reporting `drain` at `/readyz`.
+    #[must_use]
+    pub fn drain(mut self, drain: Drain) -> Self {
+        self.drain = drain;
+        self
+    }
 }
 
 /// Why the gateway could not be built or stopped serving.
@@ -281,6 +319,12 @@ pub enum GatewayError {
     /// The authentication settings are not usable (a bad token list, …).
     #[error("{0}")]
     Auth(String),
+    /// The host's servers could not be mounted ([`serve`]).
+    #[error("cannot mount the host")]
+    Mount(#[source] switchboard_host::HostError),
+    /// The TLS certificate and key could not be loaded ([`serve`]).
+    #[error("cannot load the TLS certificate and key")]
+    Tls(#[source] switchboard_server::http::TlsError),
 }
 
 /// A gateway over one mounted [`Host`]: an MCP server whose tools are the
@@ -325,12 +369,13 @@ impl Gateway {
             // And the prompts and resources its rules let it use.
             let filter_host = host.clone();
             server.set_offer_filter(move |principal, offered| {
-                principal.is_none_or(|p| offer::may_use(&filter_host, &p.subject, offered))
+                principal.is_none_or(|p| catalog::may_list(&filter_host, &p.subject, offered))
             });
         }
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;
         let tls = options.tls.clone();
+        let drain = options.drain.clone();
         // Subscribe before registering, so no change falls between the two.
         let changes = host.subscribe();
         let registered = tools::register_all(&server, host, &options);
@@ -344,8 +389,8 @@ impl Gateway {
             changes,
         ));
         let offer_changes = host.subscribe_offers();
-        let offered = offer::register_all(&server, host);
-        let offers = tokio::spawn(offer::follow_changes(
+        let offered = catalog::register_all(&server, host);
+        let offers = tokio::spawn(catalog::follow_changes(
             host.clone(),
             server.clone(),
             offered,
@@ -359,7 +404,7 @@ impl Gateway {
             recheck_streams,
             tls,
             tool_count,
-            drain: Drain::default(),
+            drain,
             sync,
             offers,
         })
@@ -375,52 +420,6 @@ impl Gateway {
     #[must_use]
     pub fn tool_count(&self) -> usize {
         self.tool_count
-    }
-
-    /// Serves the gateway on this process's stdin and stdout until stdin
-    /// ends.
-    ///
-    /// # Errors
-    /// [`GatewayError::Serve`] when stdin cannot be read.
-    pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
-        run::stdio(&self.server).await
-    }
-
-    /// Serves the gateway over Streamable HTTP at `/mcp` on `listener` until
-    /// `shutdown` completes, with `/healthz` and `/readyz`, and requiring
-    /// the tokens of [`GatewayOptions::auth`] when set.
-    ///
-    /// # Errors
-    /// [`GatewayError::Serve`] when the listener fails for good.
-    pub async fn serve_http(
-        &self,
-        listener: tokio::net::TcpListener,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<(), GatewayError> {
-        let mut options = health::routes(HttpOptions::new(), &self.host, &self.drain);
-        if let Some(auth) = &self.auth {
-            options = options.auth(auth.validator(&self.telemetry), auth.metadata().clone());
-        }
-        if let Some(every) = self.recheck_streams {
-            options = options.recheck_streams(every);
-        }
-        if let Some(tls) = &self.tls {
-            options = options.tls(tls.clone());
-        }
-        // https:// peers are verified as every server the gateway reaches:
-        // the platform's roots (and `SSL_CERT_FILE`) and Mozilla's.
-        match switchboard_client::default_tls() {
-            Ok(config) => options = options.peer_tls(config),
-            Err(e) => tracing::warn!("https:// peers cannot be reached: {e}"),
-        }
-        if self.telemetry.has_metrics() {
-            let host = self.host.clone();
-            let telemetry = self.telemetry.clone();
-            options = run::with_metrics(options, move || {
-                telemetry.render_metrics(&host).unwrap_or_default()
-            });
-        }
-        run::http(&self.server, listener, options, shutdown).await
     }
 
     /// The gateway's drain switch: started, `/readyz` answers 503 so a
@@ -480,10 +479,13 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         .declare_tools()
         .declare_prompts()
         .declare_resources()
-        .completion(move |request: switchboard_server::CompleteRequest| {
-            let host = completer.clone();
-            async move { offer::complete(&host, request).await }
-        })
+        .completion(
+            move |request: switchboard_server::CompleteRequest,
+                  ctx: switchboard_server::Context| {
+                let host = completer.clone();
+                async move { catalog::complete(&host, request, ctx).await }
+            },
+        )
         // Calls the downstream servers turn into tasks are handed on as
         // tasks to upstream clients that follow them (`tasks`).
         .tasks()

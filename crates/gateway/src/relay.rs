@@ -2,7 +2,7 @@
 //! during a tool call, put to the gateway's own client.
 //!
 //! A modern server asks inside an `input_required` result. The host hands
-//! it back ([`CallOptions::relay_input`]); the gateway answers its client
+//! it back (`relay_input` in the call's request options); the gateway answers its client
 //! with an `input_required` of its own carrying the same requests, and
 //! seals into its `requestState` what the retry needs: the request keys and
 //! the server's own `requestState` (signed, bound to the tool, the
@@ -12,7 +12,7 @@
 //!
 //! A legacy (2025-11-25) server asks with a request of its own in the
 //! middle of the call. The host ties it to the call
-//! ([`CallOptions::call_input`]) and the gateway relays it the same way,
+//! (the request's `call_input`) and the gateway relays it the same way,
 //! one question per round, but the call itself has to wait: it is parked
 //! on this replica, and the sealed state names it and the replica (see
 //! `parked`). A retry reaching a peer replica is sent on to it
@@ -21,7 +21,7 @@
 //!
 //! A modern server's question during `prompts/get` is relayed the same
 //! way. The downstream request declares only the questions the gateway's
-//! client can answer (`CallOptions::client_capabilities`), so a server
+//! client can answer (the request's `capabilities`), so a server
 //! that needs another one refuses with -32021, which goes back as is.
 //!
 //! When the gateway's client did not declare what the server asks for,
@@ -31,9 +31,6 @@
 //! during `resources/read`, or by a legacy server during a prompt or
 //! while several requests are in flight on its connection — reaches
 //! [`relay_input_handler`] and is declined.
-//!
-//! [`CallOptions::relay_input`]: switchboard_host::CallOptions::relay_input
-//! [`CallOptions::call_input`]: switchboard_host::CallOptions::call_input
 
 use std::sync::Arc;
 

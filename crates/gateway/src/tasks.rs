@@ -49,7 +49,8 @@ use switchboard_wire::{ClientCapabilities, JsonObject, Notification};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::parked::{self, Parking, Running};
+use crate::call::{CallParking, Running};
+use crate::question::{Question, questions};
 use crate::relay;
 use crate::telemetry::Telemetry;
 
@@ -77,12 +78,12 @@ pub(crate) async fn call(
     arguments: Option<JsonObject>,
     mut options: CallOptions,
     ctx: &Context,
-    parking: &Parking,
+    parking: &CallParking,
     on_end: OnEnd,
     resumable: bool,
 ) -> ToolResult {
     // The upstream client's answers went down with the call.
-    let answered = options.resume.is_some();
+    let answered = options.request.resume.is_some();
     let (started_tx, started_rx) = oneshot::channel::<TaskResumption>();
     let started = Mutex::new(Some(started_tx));
     options.on_task_started = Some(Arc::new(move |resumption| {
@@ -94,7 +95,7 @@ pub(crate) async fn call(
             let _ = tx.send(resumption);
         }
     }));
-    options.leave_task_on_drop = resumable;
+    options.request.leave_task_on_drop = resumable;
     let (relay, mut questions) = Channels::attach(&mut options, ctx.client_capabilities());
     let mut call = tokio::spawn({
         let host = host.clone();
@@ -190,8 +191,8 @@ pub(crate) fn resumer(
             telemetry.task_resumed(resumption.alias());
             let mut options = CallOptions::default();
             options.principal = task.principal().map(|p| p.subject.clone());
-            options.client_capabilities = Some(task.client_capabilities().clone());
-            options.leave_task_on_drop = true;
+            options.request.capabilities = Some(task.client_capabilities().clone());
+            options.request.leave_task_on_drop = true;
             let (relay, questions) = Channels::attach(&mut options, task.client_capabilities());
             tracing::info!(tool = %resumption.tool(), task = %resumption.task_id(), "following a downstream task again after a restart");
             let call = tokio::spawn({
@@ -221,20 +222,22 @@ impl Channels {
     fn attach(
         options: &mut CallOptions,
         caps: &ClientCapabilities,
-    ) -> (Channels, mpsc::Receiver<parked::Question>) {
+    ) -> (Channels, mpsc::Receiver<Question>) {
         let (status_tx, statuses) = mpsc::channel::<String>(STATUS_QUEUE);
         let (input_tx, asks) = mpsc::channel::<Ask>(INPUT_QUEUE);
-        options.on_task = Some(Arc::new(move |n: Notification| {
-            let params = n.params.unwrap_or(Value::Null);
-            let _ = status_tx.try_send(status_text(&params));
+        options.request.on_notification = Some(Arc::new(move |n: Notification| {
+            if n.method == switchboard_wire::tasks::NOTIFICATION {
+                let params = n.params.unwrap_or(Value::Null);
+                let _ = status_tx.try_send(status_text(&params));
+            }
         }));
         let forward = input_tx.clone();
-        options.task_input = Some(Arc::new(Relay {
+        options.request.task_input = Some(Arc::new(Relay {
             asks: input_tx,
             support: upstream_support(caps),
         }));
-        let (handler, questions) = parked::questions();
-        options.call_input = Some(handler);
+        let (handler, questions) = questions();
+        options.request.call_input = Some(handler);
         (
             Channels {
                 statuses,
@@ -247,11 +250,7 @@ impl Channels {
 
     /// The upstream task's work: mirroring the call that `following`
     /// follows.
-    fn hand_on(
-        self,
-        following: Following,
-        questions: mpsc::Receiver<parked::Question>,
-    ) -> TaskWork {
+    fn hand_on(self, following: Following, questions: mpsc::Receiver<Question>) -> TaskWork {
         TaskWork::new(move |task| self.run(following, questions, task))
     }
 
@@ -263,7 +262,7 @@ impl Channels {
     fn run(
         self,
         mut following: Following,
-        mut questions: mpsc::Receiver<parked::Question>,
+        mut questions: mpsc::Receiver<Question>,
         task: TaskContext,
     ) -> impl Future<Output = Result<CallToolResult, HandlerError>> + Send + 'static {
         following.upstream_cancel = Some(task.cancellation());

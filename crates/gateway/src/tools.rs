@@ -1,5 +1,11 @@
 //! The served tools: one registration per tool of the host's table, kept
-//! in step with it, and each call run through the host's governed path.
+//! in step with it; each `tools/call` becomes the host's governed call
+//! with the caller's principal, the approver the request calls for
+//! (`--yes`, the answer to an approval question asked upstream, the
+//! upstream user, or no one), its trace context continued and the
+//! server's questions relayed (`relay`), driven by `call` (or by `tasks`,
+//! for a client that follows tasks); its report becomes the upstream
+//! answer.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -10,7 +16,7 @@ use switchboard_server::{Context, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
 
 use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask};
-use crate::parked::{Parking, Round, Running};
+use crate::call::{CallParking, Round, Running};
 use crate::relay::{self, Retry};
 use crate::trace::CallTrace;
 use crate::{GatewayOptions, Telemetry};
@@ -150,7 +156,7 @@ async fn call(
     ctx: &Context,
     settings: Settings,
     telemetry: &Telemetry,
-    parking: &Parking,
+    parking: &CallParking,
 ) -> ToolResult {
     let started = std::time::SystemTime::now();
     let arguments = match args {
@@ -163,7 +169,7 @@ async fn call(
         Some(Retry::Parked(at, answers)) => {
             // A legacy server's question: its call waits here.
             // Boxed: a rare path, kept out of every call's future.
-            let round = Box::pin(crate::parked::resume(&at, &answers, ctx, name, parking)).await?;
+            let round = Box::pin(crate::call::resume(&at, &answers, ctx, name, parking)).await?;
             let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
             return answer(round, name, ctx, &trace, started, telemetry, false);
         }
@@ -205,16 +211,16 @@ async fn call(
     let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
     let mut options = CallOptions::default();
     options.approver = Some(approver);
-    options.trace = Some(trace.downstream());
+    options.request.trace = Some(trace.downstream());
     options.principal = ctx.principal().map(|p| p.subject.clone());
-    options.relay_input = true;
+    options.request.relay_input = true;
     // Answers sent up front go down as they came; they never count as an
     // approval (the approver above was chosen without them).
-    options.resume = resume.or_else(|| relay::unsolicited(ctx));
-    let answered = options.resume.is_some();
+    options.request.resume = resume.or_else(|| relay::unsolicited(ctx));
+    let answered = options.request.resume.is_some();
     // The server is told only of the questions the upstream client can
     // answer (the gateway relays them there).
-    options.client_capabilities = Some(ctx.client_capabilities().clone());
+    options.request.capabilities = Some(ctx.client_capabilities().clone());
     // An upstream that follows tasks gets the downstream server's tasks.
     if switchboard_wire::tasks::declares_tasks(ctx.client_capabilities()) {
         // The same upstream span as a plain call's, ended when the call

@@ -304,3 +304,182 @@ async fn prompt_gets_and_resource_reads_count_against_a_callers_limits() {
     bob.get_prompt("mcp__mock__greet", who()).await.unwrap();
     host.shutdown().await;
 }
+
+/// The audit lines written since the first `seen` ones.
+fn lines_after(dir: &Dir, seen: &mut usize) -> Vec<serde_json::Value> {
+    let lines = dir.audit();
+    let new = lines[(*seen).min(lines.len())..].to_vec();
+    *seen = lines.len();
+    new
+}
+
+/// Checks the lines of one caller's requests of one kind, one line per
+/// name in `tools`: allowed, or refused by the caller's rules (`denied`).
+fn check_lines(lines: &[serde_json::Value], who: &str, method: &str, tools: &[&str], denied: bool) {
+    assert_eq!(lines.len(), tools.len(), "{method}: {lines:#?}");
+    for (line, tool) in lines.iter().zip(tools) {
+        assert_eq!(line["principal"], who, "{line}");
+        assert_eq!(line["tool"], *tool, "{line}");
+        assert_eq!(line["alias"], "mock", "{line}");
+        assert_eq!(line["method"], method, "{line}");
+        if denied {
+            assert_eq!(line["outcome"], "denied", "{line}");
+            assert_eq!(line["decision"], "deny", "{line}");
+            assert_eq!(line["decidedBy"], "rule", "{line}");
+            assert_eq!(line["isError"], true, "{line}");
+        } else {
+            assert_eq!(line["outcome"], "ok", "{line}");
+        }
+    }
+}
+
+// Every kind of request a caller makes through the gateway (a prompt get,
+// a read of a listed resource or through a template, a completion) is
+// audited naming the caller, as a tool call is; and so is each one its
+// `principals` rules refuse, which keeps the words and codes it had.
+// Regressions: a prompt's line lacked the caller, a refused prompt left no
+// line, reads and completions none at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_request_kind_is_audited_with_its_caller_also_when_refused() {
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"mock": stdio(&[])},
+            "permissions": {"allow": ["mcp__mock"]},
+            "principals": {"bob": {"allow": ["mcp__mock__echo"]}}
+        }))
+        .await;
+    let auth = InboundAuth::tokens(
+        tokens(&format!("alice {ALICE}\nbob {BOB}")),
+        "http://127.0.0.1/mcp",
+    );
+    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
+    let (alice, bob) = (
+        client_as(&gateway.url, ALICE).await,
+        client_as(&gateway.url, BOB).await,
+    );
+    let greet = "mcp__mock__greet";
+    let who = || json!({"who": "you"}).as_object().cloned();
+    let mut seen = 0;
+
+    alice.get_prompt(greet, who()).await.unwrap();
+    let lines = lines_after(&dir, &mut seen);
+    check_lines(&lines, "alice", "prompts/get", &[greet], false);
+    let refused = bob.get_prompt(greet, who()).await.unwrap_err();
+    assert!(
+        refused.to_string().contains(&format!(
+            "The user's permission rules for bob do not allow prompt {greet}."
+        )),
+        "{refused}"
+    );
+    let lines = lines_after(&dir, &mut seen);
+    check_lines(&lines, "bob", "prompts/get", &[greet], true);
+
+    let uris = ["mock://a", "mock://item/7"];
+    for uri in uris {
+        alice.read_resource(uri).await.unwrap();
+    }
+    let lines = lines_after(&dir, &mut seen);
+    check_lines(&lines, "alice", "resources/read", &uris, false);
+    for (uri, named) in uris.iter().zip(["mock://a", "mock://item/{id}"]) {
+        let refused = bob.read_resource(uri).await.unwrap_err();
+        let words = format!("The user's permission rules for bob do not allow resource {named}.");
+        assert!(refused.to_string().contains(&words), "{refused}");
+    }
+    let lines = lines_after(&dir, &mut seen);
+    check_lines(&lines, "bob", "resources/read", &uris, true);
+
+    let prompt_ref = json!({"type": "ref/prompt", "name": greet});
+    alice
+        .complete(prompt_ref.clone(), "who", "y", None)
+        .await
+        .unwrap();
+    let lines = lines_after(&dir, &mut seen);
+    check_lines(&lines, "alice", "completion/complete", &[greet], false);
+    // What bob's rules hide is unknown to him.
+    let refused = bob
+        .complete(prompt_ref, "who", "y", None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused
+            .protocol_error()
+            .map(|e| (e.code, e.message.clone())),
+        Some((-32602, format!("unknown prompt {greet:?}"))),
+        "{refused}"
+    );
+    let lines = lines_after(&dir, &mut seen);
+    check_lines(&lines, "bob", "completion/complete", &[greet], true);
+    host.shutdown().await;
+}
+
+/// Checks the lines of requests refused for the caller's limits.
+fn check_limited(lines: &[serde_json::Value], expected: &[(&str, &str)]) {
+    assert_eq!(lines.len(), expected.len(), "{lines:#?}");
+    for (line, (method, tool)) in lines.iter().zip(expected) {
+        assert_eq!(line["tool"], *tool, "{line}");
+        assert_eq!(line["principal"], "alice", "{line}");
+        assert_eq!(line["outcome"], "limited", "{line}");
+        assert_eq!(line["isError"], true, "{line}");
+        assert_eq!(line["method"], *method, "{line}");
+    }
+}
+
+// A caller over its limits is refused every kind of request, and each
+// refusal is audited naming it (outcome `limited`). Regression: a prompt
+// or a read refused for the caller's limits left no line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_over_a_callers_limits_are_audited() {
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"mock": stdio(&[])},
+            "permissions": {"allow": ["mcp__mock"]},
+            "callerLimits": {"callsPerMinute": 1}
+        }))
+        .await;
+    let auth = InboundAuth::tokens(tokens(&format!("alice {ALICE}")), "http://127.0.0.1/mcp");
+    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
+    let alice = client_as(&gateway.url, ALICE).await;
+    let greet = "mcp__mock__greet";
+    let echoed = alice
+        .call_tool(
+            "mcp__mock__echo",
+            json!({"text": "hi"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert!(!echoed.is_error(), "{echoed:?}");
+    let mut seen = dir.audit().len();
+    let prompt = alice
+        .get_prompt(greet, json!({"who": "you"}).as_object().cloned())
+        .await
+        .unwrap_err();
+    let words =
+        "getting prompt mcp__mock__greet was refused: calls by alice are limited to 1 a minute";
+    assert!(prompt.to_string().contains(words), "{prompt}");
+    let read = alice.read_resource("mock://a").await.unwrap_err();
+    let words = "reading mock://a was refused: calls by alice are limited to 1 a minute";
+    assert!(read.to_string().contains(words), "{read}");
+    check_limited(
+        &lines_after(&dir, &mut seen),
+        &[("prompts/get", greet), ("resources/read", "mock://a")],
+    );
+    // Completions count too.
+    let completed = alice
+        .complete(
+            json!({"type": "ref/prompt", "name": greet}),
+            "who",
+            "y",
+            None,
+        )
+        .await
+        .unwrap_err();
+    let words = "completing mcp__mock__greet was refused: calls by alice are limited to 1 a minute";
+    assert!(completed.to_string().contains(words), "{completed}");
+    check_limited(
+        &lines_after(&dir, &mut seen),
+        &[("completion/complete", greet)],
+    );
+    host.shutdown().await;
+}

@@ -17,5 +17,6 @@ mod legacy_relay;
 mod live_status;
 mod offer;
 mod relay;
+mod serve;
 mod tasks;
 mod util;

@@ -19,8 +19,10 @@
 //! - [`input`]: servers' questions (elicitation, sampling, roots) answered
 //!   through a front end's [`Asker`] and [`Sampler`].
 //! - [`table`]: namespaced names and the reverse map.
-//! - [`offer`]: prompts, resources, templates and completions of every
-//!   server under model-facing names and URIs ([`Host::catalog`]).
+//! - [`catalog`]: prompts, resources and templates of every server under
+//!   model-facing names and URIs ([`Host::catalog`]); getting, reading and
+//!   completing them ([`Host::get_prompt`], [`Host::read_resource`],
+//!   [`Host::complete`]) takes the same governed path as a tool call.
 //! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
@@ -30,8 +32,10 @@
 //!   from the audit log.
 //! - [`auth`]: OAuth for remote servers (which servers use it, their
 //!   `oauth` settings, the per-user token store, "needs login").
-//! - `breaker`, `upstream`, `host`: per-server health, connections and the
-//!   [`Host`] itself.
+//! - `breaker`, `upstream`, `core`: per-server health, connections and the
+//!   [`Host`] itself, with the governed request path every request takes
+//!   (the caller's limits, the route, the caller's `principals` rules, the
+//!   gate, the server, one audit line).
 //!
 //! Below the host sits `switchboard-client` (one client per server); the
 //! host knows nothing of wire details beyond tool definitions and results.
@@ -69,18 +73,18 @@ pub mod audit_stats;
 pub mod auth;
 mod breaker;
 pub mod budget;
+pub mod catalog;
 pub mod config;
 pub mod connect;
+mod core;
 mod digest;
 mod error;
 mod form;
 mod fsutil;
 pub mod gate;
-mod host;
 pub mod input;
 pub mod limits;
 pub mod observe;
-pub mod offer;
 pub mod permission;
 pub mod pins;
 mod reason;
@@ -96,24 +100,24 @@ pub use audit::{
     VerifyProblem, VerifyReport, archives_of as audit_archives, verify as verify_audit,
 };
 pub use budget::Budget;
+pub use catalog::{Catalog, OfferChange};
 pub use config::{
     Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, OAuthClientConfig,
     OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
+pub use core::{
+    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport, Host,
+    ModelTool, MountOptions, Named, OfferError, PinReport, ReloadReport, ResourceRef, ServerReport,
+    ServerState, ServerStatus, TableChange, TaskResumption, ToolStatus,
+};
 pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
 pub use gate::Verdict;
-pub use host::{
-    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, DroppedReport, Host, ModelTool,
-    MountOptions, OfferError, PinReport, ReloadReport, ServerReport, ServerState, ServerStatus,
-    TableChange, TaskResumption, ToolStatus,
-};
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
 };
 pub use limits::{CallLimits, LimitsOverride};
 pub use observe::{CallEvent, CallObserver, TraceContext};
-pub use offer::{Catalog, OfferChange};
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::PinState;
 pub use switchboard_client::{ProgressSink, Resume};

@@ -2,9 +2,10 @@
 //! per minute and tool calls running at once (`callerLimits`, and a
 //! principal's own `limits`). A caller over a limit gets a refusal that
 //! says when to try again; the call does not run, nobody is asked and the
-//! server never hears of it. A gateway counts its callers' prompt gets and
-//! resource reads with their tool calls ([`crate::Host::admit_request`]). Counted per principal in this process: each
-//! replica of a gateway counts its own callers.
+//! server never hears of it. Every request on the host's governed path
+//! counts: prompt gets, reads and completions with the tool calls.
+//! Counted per principal in this process: each replica of a gateway
+//! counts its own callers.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -182,10 +183,9 @@ impl Limiter {
     }
 }
 
-/// A call (or request) of a caller counted as running until this is
-/// dropped ([`crate::Host::admit_request`]).
+/// A request of a caller counted as running until this is dropped.
 #[derive(Debug)]
-pub struct Permit {
+pub(crate) struct Permit {
     limiter: Arc<Limiter>,
     principal: String,
 }

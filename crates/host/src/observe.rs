@@ -41,20 +41,12 @@ pub struct CallEvent<'a> {
     pub started: SystemTime,
     /// How long it took.
     pub duration: Duration,
-    /// The caller's trace context for this call, as given in
-    /// [`CallOptions::trace`](crate::CallOptions::trace).
+    /// The caller's trace context for this call, as given in its request
+    /// options ([`CallOptions::request`](crate::CallOptions::request)).
     pub trace: Option<&'a TraceContext>,
 }
 
 /// W3C Trace Context for one call: the `traceparent` (and `tracestate`)
-/// the call's downstream request carries in `_meta`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TraceContext {
-    /// `00-TRACEID-SPANID-FLAGS`.
-    pub traceparent: String,
-    /// Vendor entries, passed on unchanged.
-    pub tracestate: Option<String>,
-    /// The caller's own span, the parent of the downstream call's span
-    /// (16 hex digits), for exporters; not sent anywhere.
-    pub parent_span_id: Option<String>,
-}
+/// the call's downstream request carries in `_meta`, given in the call's
+/// request options.
+pub use switchboard_client::TraceContext;

@@ -12,7 +12,7 @@ use switchboard_wire::types::method;
 use switchboard_wire::{JsonObject, Notification, ProgressParams, RequestId};
 use tracing::debug;
 
-use crate::host::CallOptions;
+use crate::core::CallOptions;
 use crate::upstream::Upstream;
 
 /// Told the task's id when the call first turns out to be a task.
@@ -34,75 +34,78 @@ impl TaskWatch {
     }
 }
 
-/// A per-call notification sink: task statuses are recorded (the first
-/// id also goes to `on_started`), handed to the call's `on_task` and their
-/// messages go to the call's progress sink (the status count as the
-/// position); log messages go to the call's `on_log`;
+/// A per-call notification sink, in front of the caller's own
+/// ([`RequestOptions::on_notification`](switchboard_client::RequestOptions::on_notification)),
+/// which gets every notification after it: task statuses are recorded
+/// (the first id also goes to `on_started`) and their messages go to the
+/// call's progress sink (the status count as the position);
 /// `tools/list_changed` wakes the server's refresher as the server-wide
-/// sink would; anything else is logged.
+/// sink would; without a sink of the caller's, anything else is logged.
 pub(crate) fn watch(
     server: &Arc<Upstream>,
     options: &CallOptions,
     on_started: Option<OnStarted>,
 ) -> (NotificationSink, TaskWatch) {
     let on_started = Mutex::new(on_started);
-    let progress: Option<ProgressSink> = options.progress.clone();
-    let on_task = options.on_task.clone();
-    let on_log = options.on_log.clone();
+    let progress: Option<ProgressSink> = options.request.on_progress.clone();
+    let caller = options.request.on_notification.clone();
     let watch = TaskWatch::default();
     let seen = watch.clone();
     let server = Arc::downgrade(server);
     let count = Arc::new(Mutex::new(0u64));
-    let sink: NotificationSink = Arc::new(move |n: Notification| match n.method.as_str() {
-        tasks::NOTIFICATION => {
-            if let Some(on_task) = &on_task {
-                on_task(n.clone());
+    let sink: NotificationSink = Arc::new(move |n: Notification| {
+        match n.method.as_str() {
+            tasks::NOTIFICATION => {
+                let params = n.params.as_ref();
+                if let Some(id) = params.and_then(|p| p.get("taskId")).and_then(Value::as_str) {
+                    *seen.id.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
+                    let started = on_started
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take();
+                    if let Some(started) = started {
+                        started(id);
+                    }
+                    if let Some(progress) = &progress {
+                        progress(status_progress(id, params, &count));
+                    }
+                }
             }
-            let params = n.params.unwrap_or(Value::Null);
-            let Some(id) = params.get("taskId").and_then(Value::as_str) else {
-                return;
-            };
-            *seen.id.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
-            let started = on_started
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-            if let Some(started) = started {
-                started(id);
+            method::TOOLS_LIST_CHANGED => {
+                if let Some(server) = server.upgrade() {
+                    server.refresh.notify_one();
+                }
             }
-            let Some(progress) = &progress else {
-                return;
-            };
-            let status = params.get("status").and_then(Value::as_str).unwrap_or("");
-            let message = match params.get("statusMessage").and_then(Value::as_str) {
-                Some(m) => format!("{status}: {m}"),
-                None => status.to_owned(),
-            };
-            let step = {
-                let mut c = count.lock().unwrap_or_else(PoisonError::into_inner);
-                *c += 1;
-                *c
-            };
-            #[allow(clippy::cast_precision_loss)]
-            progress(ProgressParams {
-                progress_token: RequestId::from(id),
-                progress: step as f64,
-                total: None,
-                message: Some(message),
-                extra: JsonObject::new(),
-            });
+            other if caller.is_none() => debug!(method = other, "notification during a call"),
+            _ => {}
         }
-        method::MESSAGE if on_log.is_some() => {
-            if let Some(on_log) = &on_log {
-                on_log(n);
-            }
+        if let Some(caller) = &caller {
+            caller(n);
         }
-        method::TOOLS_LIST_CHANGED => {
-            if let Some(server) = server.upgrade() {
-                server.refresh.notify_one();
-            }
-        }
-        other => debug!(method = other, "notification during a call"),
     });
     (sink, watch)
+}
+
+/// A task's status change as the call's progress: the status (and its
+/// message), the count of changes as the position.
+fn status_progress(id: &str, params: Option<&Value>, count: &Mutex<u64>) -> ProgressParams {
+    let field = |name: &str| params.and_then(|p| p.get(name)).and_then(Value::as_str);
+    let status = field("status").unwrap_or("");
+    let message = match field("statusMessage") {
+        Some(m) => format!("{status}: {m}"),
+        None => status.to_owned(),
+    };
+    let step = {
+        let mut c = count.lock().unwrap_or_else(PoisonError::into_inner);
+        *c += 1;
+        *c
+    };
+    #[allow(clippy::cast_precision_loss)]
+    ProgressParams {
+        progress_token: RequestId::from(id),
+        progress: step as f64,
+        total: None,
+        message: Some(message),
+        extra: JsonObject::new(),
+    }
 }

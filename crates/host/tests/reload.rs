@@ -125,7 +125,7 @@ async fn the_observer_hears_every_call_once_with_its_trace() {
         .unwrap();
     let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     let mut traced = CallOptions::default();
-    traced.trace = Some(TraceContext {
+    traced.request.trace = Some(TraceContext {
         traceparent: tp.into(),
         tracestate: Some("k=v".into()),
         parent_span_id: None,

@@ -49,7 +49,7 @@ fn telling_resumption() -> (CallOptions, tokio::sync::oneshot::Receiver<TaskResu
 /// resumes the call.
 async fn left_running(host: &switchboard_host::Host, args: Value) -> TaskResumption {
     let (mut options, started) = telling_resumption();
-    options.leave_task_on_drop = true;
+    options.request.leave_task_on_drop = true;
     let call = tokio::spawn({
         let host = host.clone();
         let args = args.as_object().cloned();

@@ -21,6 +21,7 @@ mod naming;
 mod outage;
 mod pins;
 mod reload;
+mod requests;
 mod soak;
 mod supervision;
 mod tasks;

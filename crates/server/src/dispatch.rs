@@ -925,17 +925,16 @@ impl Server {
         };
         let request = CompleteRequest::parse(params.as_ref()).map_err(Fault::invalid_params)?;
         let registry = self.registry();
-        // What the offer filter hides from this caller is unknown to it.
+        // What the offer filter hides from this caller is, like a get or a
+        // read of it, the handler's to refuse (as unknown): it gets no
+        // argument check here, which would tell the caller it exists.
         let hidden = |what: Offered<'_>| {
             self.offer_filter()
                 .is_some_and(|keep| !keep(incoming.principal.as_deref(), what))
         };
         match &request.reference {
             CompletionRef::Prompt { name } => {
-                let Some(prompt) = registry
-                    .prompt(name)
-                    .filter(|_| !hidden(Offered::Prompt(name)))
-                else {
+                let Some(prompt) = registry.prompt(name) else {
                     return Err(Fault::invalid_params(format!("unknown prompt {name:?}")));
                 };
                 let known = prompt
@@ -944,7 +943,7 @@ impl Server {
                     .iter()
                     .flatten()
                     .any(|a| a.name == request.argument);
-                if !known {
+                if !known && !hidden(Offered::Prompt(name)) {
                     return Err(Fault::invalid_params(format!(
                         "prompt {name:?} has no argument {:?}",
                         request.argument
@@ -956,7 +955,6 @@ impl Server {
                     .templates
                     .iter()
                     .any(|t| t.def.uri_template == *uri)
-                    || hidden(Offered::Template(uri))
                 {
                     return Err(Fault::invalid_params(format!(
                         "unknown resource template {uri:?}"

@@ -452,8 +452,12 @@ impl Server {
 
     /// Lists to each caller only the prompts, resources and resource
     /// templates `filter` keeps for it; the others are left out of its
-    /// `prompts/list`, `resources/list` and `resources/templates/list`. Gets
-    /// and reads are not filtered here: the handler decides. Replaces any
+    /// `prompts/list`, `resources/list` and `resources/templates/list`, and
+    /// its `subscriptions/listen` hears no updates of them. Gets, reads and
+    /// completions are not filtered here: the handler decides (a
+    /// completion of something hidden reaches the completion handler
+    /// without the check of its argument's name, which would tell the
+    /// caller it exists; the handler refuses it as unknown). Replaces any
     /// earlier filter.
     pub fn set_offer_filter(
         &self,

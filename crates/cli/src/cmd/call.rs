@@ -6,7 +6,7 @@ use switchboard_wire::{CallToolResult, ContentBlock, JsonObject};
 use crate::exit::{Code, Failure};
 use crate::out;
 use crate::session;
-use crate::settings::Approval;
+use crate::settings::ApprovalMode;
 
 /// Calls `tool` and prints its result (or the `CallToolResult` as JSON).
 ///
@@ -17,7 +17,7 @@ pub(crate) async fn run(
     host: &Host,
     tool: &str,
     arguments: Option<JsonObject>,
-    approval: Approval,
+    approval: ApprovalMode,
     json: bool,
     stderr_tty: bool,
 ) -> anyhow::Result<()> {

@@ -19,7 +19,7 @@ use crate::cmd::demo;
 use crate::exit::Failure;
 use crate::out;
 use crate::session::{self, Session, to_count};
-use crate::settings::{Approval, Chat, Settings};
+use crate::settings::{ApprovalMode, Chat, Settings};
 
 /// Runs `chat`.
 ///
@@ -57,7 +57,7 @@ pub(crate) async fn run(settings: &Settings, chat: &Chat) -> anyhow::Result<()> 
     options.input_handler = Some(ask::input_handler_with(
         &loaded.config,
         settings.stdin_tty,
-        chat.approval == Approval::Yes,
+        chat.approval == ApprovalMode::Yes,
         Arc::new(ModelSampler::new(model.clone())),
     ));
     let session = Session::mount(loaded, options).await?;

@@ -1,23 +1,21 @@
 //! `switchboard serve [--stdio | --http ADDR [--auth token|oauth]]`: the
-//! gateway (`switchboard-gateway`) over the config's mounted host. This
-//! module only turns flags into the gateway's options and runs it until
-//! stdin ends (stdio) or Ctrl-C / SIGTERM.
+//! gateway (`switchboard-gateway`) over the config's host. This module
+//! only turns flags into the gateway's [`ServeConfig`], binds the address,
+//! and hands both to [`switchboard_gateway::serve`] with the stop signal:
+//! stdin's end (stdio), or Ctrl-C / SIGTERM after the drain.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use switchboard_gateway::{
-    ConfigSource, Drain, Gateway, GatewayOptions, InboundAuth, Introspection, OAuthInbound,
-    StaticTokens, Telemetry, TlsFiles, TokensSource, WATCH_POLL, check_principals, watch_config,
-    watch_tls, watch_tokens,
+    Drain, GatewayError, GatewayOptions, InboundAuth, Introspection, Listener, OAuthInbound,
+    ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource, WATCH_POLL,
 };
-use switchboard_host::MountOptions;
 
 use crate::exit::Failure;
 use crate::flags::{ServeArgs, ServeAuth};
-use crate::session::Session;
-use crate::settings::Settings;
+use crate::settings::{Loaded, Settings};
 
 /// The variable holding tokens when there is no `--tokens-file`.
 const TOKENS_VAR: &str = "SWITCHBOARD_GATEWAY_TOKENS";
@@ -228,87 +226,60 @@ fn introspection_client(url: String) -> Result<Introspection, Failure> {
     })
 }
 
-/// Mounts the config and serves its table until stdin ends (stdio) or
-/// Ctrl-C / SIGTERM; the config file is watched (and `SIGHUP` reloads it).
+/// Serves the config's table until stdin ends (stdio) or Ctrl-C / SIGTERM
+/// (after the drain, over HTTP); the config file is watched (and `SIGHUP`
+/// reloads it).
 ///
 /// # Errors
 /// When the config is bad, the address cannot be bound, or stdin fails.
 pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::Result<()> {
     let state_key = state_key(serve)?;
     let telemetry = Telemetry::from_env(serve.metrics && serve.http.is_some())?;
-    let loaded = settings.load_config()?;
-    // Made right after the read, before the mount (which may take a while):
-    // a change meanwhile is reloaded once the watch starts.
-    let watched = loaded.config.origin.path().map(ConfigSource::new);
-    let mut options = MountOptions::default();
-    options.input_handler = crate::ask::for_command(settings, &loaded.config);
-    options.observer = telemetry.observer();
-    let replica = serve.replica.clone().unwrap_or_else(host_name);
-    options.replica = Some(replica.clone());
-    let session = Session::mount(loaded, options).await?;
+    let Loaded {
+        config,
+        mut tickets,
+    } = settings.load_config()?;
+    let drain = Drain::default();
     let options = GatewayOptions::default()
-        .replica(replica)
+        .replica(serve.replica.clone().unwrap_or_else(host_name))
         .peers(serve.peers.clone())
         .assume_yes(serve.yes)
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())
-        .telemetry(telemetry.clone());
-    let watched = watched.map(|mut source| {
-        source.poll = serve.poll;
-        source
-    });
-    let result = run_on(&session, serve, options, watched).await;
-    telemetry.shutdown().await;
-    session.close().await;
-    result
-}
-
-/// The watchers of the config, tokens and TLS files, stopped when
-/// dropped.
-#[derive(Default)]
-struct Watchers(Vec<tokio::task::JoinHandle<()>>);
-
-impl Drop for Watchers {
-    fn drop(&mut self) {
-        for watcher in &self.0 {
-            watcher.abort();
-        }
+        .telemetry(telemetry)
+        .drain(drain.clone());
+    let mut config = ServeConfig::new(config, options);
+    config.mount.client_info = Some(crate::session::client_info());
+    config.watch = Some(serve.poll);
+    if let Err(e) = tickets.start() {
+        return Err(Failure::usage(format!("{e:#}")).into());
     }
+    let served = match serve.http {
+        None => {
+            let served =
+                switchboard_gateway::serve(Listener::Stdio, config, crate::shutdown_signal()).await;
+            failure(served, "stdio gateway")
+        }
+        Some(addr) => serve_http(addr, serve, config, drain).await,
+    };
+    tickets.stop().await;
+    served
 }
 
-async fn run_on(
-    session: &Session,
+/// Binds `addr` and serves the gateway there until Ctrl-C / SIGTERM and
+/// the drain.
+async fn serve_http(
+    addr: SocketAddr,
     serve: &ServeSettings,
-    mut options: GatewayOptions,
-    watched: Option<ConfigSource>,
+    mut config: ServeConfig,
+    drain: Drain,
 ) -> anyhow::Result<()> {
-    let metrics = options.telemetry.has_metrics();
-    let telemetry = options.telemetry.clone();
-    let mut watchers = Watchers::default();
-    let Some(addr) = serve.http else {
-        if let Some(source) = watched {
-            watchers
-                .0
-                .push(watch_config(&session.host, source, &telemetry, None));
-        }
-        let gateway = Gateway::new(&session.host, options)?;
-        return tokio::select! {
-            r = gateway.serve_stdio() => r.context("stdio gateway"),
-            () = crate::shutdown_signal() => Ok(()),
-        };
-    };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}"))?;
     let local = listener.local_addr().unwrap_or(addr);
-    let tls = match &serve.tls {
-        Some(files) => Some(files.load().map_err(|e| Failure::usage(e.to_string()))?),
-        None => None,
-    };
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    if let Some(tls) = &tls {
-        options = options.tls(tls.clone());
-    }
+    let scheme = if serve.tls.is_some() { "https" } else { "http" };
+    config.tls_files.clone_from(&serve.tls);
     let resource = match &serve.resource {
         Some(url) => url.clone(),
         None if serve.auth.is_some() && local.ip().is_unspecified() => {
@@ -320,30 +291,13 @@ async fn run_on(
         None => format!("{scheme}://{local}/mcp"),
     };
     let mut how = "no authentication";
-    let mut tokens_file = None;
-    let mut inbound_auth = None;
     if let Some(plan) = &serve.auth {
         let auth = inbound(plan, &resource)?;
         how = auth.kind();
         if let AuthPlan::Tokens(_, Some(file)) = plan {
-            tokens_file = Some(file.clone());
+            config.tokens_file = Some(file.clone());
         }
-        inbound_auth = Some(auth.clone());
-        options = options.auth(auth);
-    }
-    let gateway = Gateway::new(&session.host, options)?;
-    if let Some(auth) = &inbound_auth {
-        // A principals entry no token has: said at start and at every
-        // reload of either file.
-        check_principals(&session.host, auth);
-    }
-    if let Some(source) = watched {
-        watchers.0.push(watch_config(
-            &session.host,
-            source,
-            &telemetry,
-            inbound_auth.as_ref(),
-        ));
+        config.gateway.auth = Some(auth);
     }
     // The address goes to stderr: stdout is not used.
     let stopping = if serve.drain.is_zero() {
@@ -354,26 +308,31 @@ async fn run_on(
             serve.drain.as_secs()
         )
     };
-    crate::out::note(format!(
-        "switchboard gateway: {scheme}://{local}/mcp ({} tools; {how}; {stopping})",
-        gateway.tool_count()
-    ));
-    if metrics {
-        crate::out::note(format!("metrics: {scheme}://{local}/metrics"));
+    let metrics = config.gateway.telemetry.has_metrics();
+    config.on_ready = Some(Box::new(move |gateway| {
+        crate::out::note(format!(
+            "switchboard gateway: {scheme}://{local}/mcp ({} tools; {how}; {stopping})",
+            gateway.tool_count()
+        ));
+        if metrics {
+            crate::out::note(format!("metrics: {scheme}://{local}/metrics"));
+        }
+    }));
+    let stop = drain_then_stop(drain, serve.drain);
+    let served = switchboard_gateway::serve(Listener::Http(listener), config, stop).await;
+    failure(served, "HTTP gateway")
+}
+
+/// How the gateway ended, as the command reports it: a host that cannot
+/// be mounted and TLS files that do not load are the user's to fix (exit
+/// 1, the cause's own words); anything else is said after `what`.
+fn failure(served: Result<(), GatewayError>, what: &'static str) -> anyhow::Result<()> {
+    match served {
+        Ok(()) => Ok(()),
+        Err(GatewayError::Mount(e)) => Err(Failure::usage(e.to_string()).into()),
+        Err(GatewayError::Tls(e)) => Err(Failure::usage(e.to_string()).into()),
+        Err(e) => Err(anyhow::Error::new(e).context(what)),
     }
-    // The tokens file is watched like the config (SIGHUP reloads both).
-    if let (Some(file), Some(auth)) = (tokens_file, &inbound_auth) {
-        watchers
-            .0
-            .push(watch_tokens(auth, file, &telemetry, &session.host));
-    }
-    if let (Some(tls), Some(files)) = (&tls, &serve.tls) {
-        watchers.0.push(watch_tls(tls, files.clone(), &telemetry));
-    }
-    let stop = drain_then_stop(gateway.drain(), serve.drain);
-    let served = gateway.serve_http(listener, stop).await;
-    drop(watchers);
-    served.context("HTTP gateway")
 }
 
 /// Completes when the gateway is to stop: at Ctrl-C / SIGTERM, or with a

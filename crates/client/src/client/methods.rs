@@ -374,6 +374,28 @@ impl Client {
         argument_value: &str,
         context: Option<JsonObject>,
     ) -> Result<CompleteResult, ClientError> {
+        self.complete_with(
+            reference,
+            argument_name,
+            argument_value,
+            context,
+            &RequestOptions::default(),
+        )
+        .await
+    }
+
+    /// [`Client::complete`] with per-request options.
+    ///
+    /// # Errors
+    /// [`ClientError`] as for any request.
+    pub async fn complete_with(
+        &self,
+        reference: Value,
+        argument_name: &str,
+        argument_value: &str,
+        context: Option<JsonObject>,
+        options: &RequestOptions,
+    ) -> Result<CompleteResult, ClientError> {
         let mut params = JsonObject::new();
         params.insert("ref".into(), reference);
         params.insert(
@@ -383,8 +405,7 @@ impl Client {
         if let Some(context) = context {
             params.insert("context".into(), json!({ "arguments": context }));
         }
-        self.typed(method::COMPLETE, params, &RequestOptions::default())
-            .await
+        self.typed(method::COMPLETE, params, options).await
     }
 
     /// Opens a `subscriptions/listen` stream and waits for its

@@ -89,8 +89,11 @@ impl Client {
                 }
             }
         }
-        if let Some(tp) = &options.traceparent {
-            meta.insert(TRACEPARENT.into(), Value::from(tp.as_str()));
+        if let Some(trace) = &options.trace {
+            meta.insert(TRACEPARENT.into(), Value::from(trace.traceparent.as_str()));
+            if let Some(state) = &trace.tracestate {
+                meta.insert(TRACESTATE.into(), Value::from(state.as_str()));
+            }
         }
         if let Some(token) = progress {
             meta.insert(PROGRESS_TOKEN.into(), token.to_value());

@@ -46,9 +46,9 @@ pub(crate) fn holds_task_line(path: &Path, time: &str, task_id: &str) -> std::io
     let mut file = path.to_path_buf();
     loop {
         match search(&file, time, task_id, started)? {
-            Verdict::Found => return Ok(true),
-            Verdict::Earlier => return Ok(false),
-            Verdict::Other => {}
+            Seen::Found => return Ok(true),
+            Seen::Earlier => return Ok(false),
+            Seen::Other => {}
         }
         // The log's start reached: its archives are read, newest first.
         if file == path {
@@ -61,12 +61,12 @@ pub(crate) fn holds_task_line(path: &Path, time: &str, task_id: &str) -> std::io
     }
 }
 
-/// Searches one file from its end: [`Verdict::Other`] when its start was
+/// Searches one file from its end: [`Seen::Other`] when its start was
 /// reached without a verdict (or it does not exist).
-fn search(path: &Path, time: &str, task_id: &str, started: SystemTime) -> std::io::Result<Verdict> {
+fn search(path: &Path, time: &str, task_id: &str, started: SystemTime) -> std::io::Result<Seen> {
     let mut file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verdict::Other),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Seen::Other),
         Err(e) => return Err(e),
     };
     let mut end = file.metadata()?.len();
@@ -88,7 +88,7 @@ fn search(path: &Path, time: &str, task_id: &str, started: SystemTime) -> std::i
         };
         for line in buf[whole..].rsplit(|b| *b == b'\n') {
             match judge(line, time, task_id, started) {
-                Verdict::Other => {}
+                Seen::Other => {}
                 verdict => return Ok(verdict),
             }
         }
@@ -96,11 +96,11 @@ fn search(path: &Path, time: &str, task_id: &str, started: SystemTime) -> std::i
         carry = buf;
         end = start;
     }
-    Ok(Verdict::Other)
+    Ok(Seen::Other)
 }
 
-/// What one line tells the search.
-enum Verdict {
+/// What one line tells the search (what was seen of the call's line).
+enum Seen {
     /// The call's own line.
     Found,
     /// A line that ended before the call started: the call's line, if
@@ -110,21 +110,21 @@ enum Verdict {
     Other,
 }
 
-fn judge(line: &[u8], time: &str, task_id: &str, started: SystemTime) -> Verdict {
+fn judge(line: &[u8], time: &str, task_id: &str, started: SystemTime) -> Seen {
     let Ok(line) = serde_json::from_slice::<Line<'_>>(line) else {
-        return Verdict::Other;
+        return Seen::Other;
     };
     if line.task_id == Some(task_id) && line.time == time {
-        return Verdict::Found;
+        return Seen::Found;
     }
     let Ok(began) = humantime::parse_rfc3339(line.time) else {
-        return Verdict::Other;
+        return Seen::Other;
     };
     let ended = began + Duration::from_millis(line.duration_ms);
     if ended + SLACK < started {
-        Verdict::Earlier
+        Seen::Earlier
     } else {
-        Verdict::Other
+        Seen::Other
     }
 }
 

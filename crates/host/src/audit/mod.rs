@@ -1,4 +1,6 @@
-//! The audit log: one hash-chained JSON line per tool call.
+//! The audit log: one hash-chained JSON line per governed request (a tool
+//! call, and a prompt get, a read or a completion, which name their
+//! `method`).
 //!
 //! Every line carries `seq` (1, 2, …), `prev` (sha256 of the previous line,
 //! 64 zeros for the first) and, last, `hash` (sha256 of the line up to
@@ -75,7 +77,7 @@ pub enum Outcome {
     /// credentials); the call did not run.
     AuthRequired,
     /// The server asked a question that was relayed to the caller
-    /// ([`crate::CallOptions::relay_input`]); the retry with the answers is
+    /// (`relay_input` in [`crate::CallOptions::request`]); the retry with the answers is
     /// a call (and a line) of its own.
     InputRequired,
     /// The gate asked and the approver handed the question back to the
@@ -152,9 +154,14 @@ pub struct AuditRecord {
     pub replica: Option<String>,
     /// The server's alias (`null` for an unknown tool).
     pub alias: Option<String>,
-    /// The model-facing name called.
+    /// The model-facing name called (the served name of a prompt or of
+    /// what a completion is for, the URI read).
     pub tool: String,
-    /// The name sent to the server.
+    /// The request's method when it is not a tool call (`prompts/get`,
+    /// `resources/read`, `completion/complete`); absent for `tools/call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The name (or URI) sent to the server.
     pub original_tool: Option<String>,
     /// Top-level argument field names, in the order given.
     pub argument_names: Vec<String>,
@@ -223,6 +230,7 @@ impl AuditRecord {
             replica: None,
             alias: None,
             tool: tool.to_owned(),
+            method: None,
             original_tool: None,
             argument_names,
             arguments_sha256,

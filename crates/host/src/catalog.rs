@@ -1,5 +1,7 @@
 //! What servers offer beyond tools: prompts, resources, resource templates
-//! and completions, gathered into one [`Catalog`] under model-facing names.
+//! and completions, gathered into one [`Catalog`] under model-facing names
+//! (what the host's request path routes prompt gets, reads and
+//! completions through).
 //!
 //! - **Prompts** are named like tools, `mcp__ALIAS__PROMPT`, by the same
 //!   rules ([`ToolTable`]: the same sanitising, the same hash suffix when

@@ -1,8 +1,10 @@
 //! Everything the servers offer beyond tools, served by the gateway: the
 //! host's [`Catalog`] of prompts, resources and resource templates is
 //! registered on the gateway's server and kept in step with it; reads,
-//! `prompts/get` and `completion/complete` are routed to the owning server
-//! by the catalog; a server's resource updates reach upstream listeners.
+//! `prompts/get` and `completion/complete` go to the host's governed path
+//! (the caller's limits and `principals` rules, the user's rules, one
+//! audit line naming the caller) with the caller's principal; a server's
+//! resource updates reach upstream listeners.
 //!
 //! Only what this module registered is ever removed: the gateway's own
 //! resources (e.g. its status) live beside them untouched. Results carry
@@ -11,13 +13,13 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use switchboard_client::RequestOptions;
-use switchboard_host::limits::Permit;
-use switchboard_host::offer::{OfferedPrompt, OfferedResource, OfferedTemplate};
-use switchboard_host::{Catalog, Host, OfferChange, OfferError};
+use switchboard_host::catalog::{OfferedPrompt, OfferedResource, OfferedTemplate};
+use switchboard_host::{
+    CallOptions, Catalog, CompletionRef, Host, Named, OfferChange, OfferError, Outcome, ResourceRef,
+};
 use switchboard_server::{
-    CompleteRequest, CompletionRef, Context, HandlerError, Offered, PromptOutcome, PromptSpec,
-    ResourceSpec, Server, TemplateMatch, TemplateSpec,
+    CompleteRequest, Context, HandlerError, Offered, PromptOutcome, PromptSpec, ResourceSpec,
+    Server, TemplateMatch, TemplateSpec,
 };
 use switchboard_wire::{
     CacheHints, Completion, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate,
@@ -69,71 +71,37 @@ pub(crate) async fn follow_changes(
     }
 }
 
-/// Whether `principal` may list and use `offered` (a served prompt name,
-/// resource URI or template): its `principals` rules apply to a prompt's
-/// name as to a tool's, and to a resource or template as to its whole
-/// server ([`Host::principal_may_reach`]). A caller without a
-/// `principals` entry may use anything; for one with an entry, something
-/// the catalog does not hold is refused.
-pub(crate) fn may_use(host: &Host, principal: &str, offered: Offered<'_>) -> bool {
-    if !host.principal_has_rules(principal) {
-        return true;
-    }
-    let catalog = host.catalog();
-    match offered {
-        Offered::Prompt(name) => host.principal_may_use_prompt(principal, name),
-        Offered::Resource(uri) => catalog
-            .resource(uri)
-            .is_some_and(|r| host.principal_may_reach(principal, &r.alias)),
-        Offered::Template(template) => catalog
-            .template(template)
-            .is_some_and(|t| host.principal_may_reach(principal, &t.alias)),
-    }
-}
-
-/// The refusal a caller gets for something its rules keep from it, or
-/// `None` (no caller, or it may).
-fn refusal(host: &Host, ctx: &Context, offered: Offered<'_>) -> Option<HandlerError> {
-    let principal = ctx.principal()?;
-    if may_use(host, &principal.subject, offered) {
-        return None;
-    }
-    let what = match offered {
-        Offered::Prompt(name) => format!("prompt {name}"),
-        Offered::Resource(uri) | Offered::Template(uri) => format!("resource {uri}"),
+/// Whether `principal` is listed `offered` (a served prompt name,
+/// resource URI or template): what its `principals` rules let it reach
+/// ([`Host::principal_may`], the question the host's request path asks
+/// too).
+pub(crate) fn may_list(host: &Host, principal: &str, offered: Offered<'_>) -> bool {
+    let named = match offered {
+        Offered::Prompt(name) => Named::Prompt(name),
+        Offered::Resource(uri) => Named::Resource(uri),
+        Offered::Template(template) => Named::Template(template),
     };
-    Some(HandlerError::msg(format!(
-        "The user's permission rules for {} do not allow {what}.",
-        principal.subject
-    )))
+    host.principal_may(principal, named)
 }
 
-/// Counts a prompt get or resource read against its caller's limits, with
-/// its tool calls (the permit counts it as running until dropped), or
-/// refuses it, saying after `refused` which limit and when to try again.
-fn admitted(
-    host: &Host,
-    ctx: &Context,
-    refused: impl FnOnce() -> String,
-) -> Result<Option<Permit>, HandlerError> {
-    match ctx.principal() {
-        None => Ok(None),
-        Some(p) => host
-            .admit_request(&p.subject, &refused())
-            .map_err(HandlerError::msg),
-    }
+/// The host's options for one request of the caller behind `ctx`.
+fn options_of(ctx: &Context) -> CallOptions {
+    let mut options = CallOptions::default();
+    options.principal = ctx.principal().map(|p| p.subject.clone());
+    options
 }
 
-/// One `completion/complete`, routed to the owning server by the catalog.
+/// One `completion/complete`, through the host's governed path. What the
+/// caller's rules keep from it is unknown to it, in the words the
+/// framework uses for what it does not serve.
 pub(crate) async fn complete(
     host: &Host,
     request: CompleteRequest,
+    ctx: Context,
 ) -> Result<Completion, HandlerError> {
     let reference = match &request.reference {
-        CompletionRef::Prompt { name } => serde_json::json!({"type": "ref/prompt", "name": name}),
-        CompletionRef::ResourceTemplate { uri } => {
-            serde_json::json!({"type": "ref/resource", "uri": uri})
-        }
+        switchboard_server::CompletionRef::Prompt { name } => CompletionRef::Prompt(name),
+        switchboard_server::CompletionRef::ResourceTemplate { uri } => CompletionRef::Template(uri),
     };
     let context: JsonObject = request
         .context
@@ -141,10 +109,21 @@ pub(crate) async fn complete(
         .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
         .collect();
     let context = (!context.is_empty()).then_some(context);
-    host.complete(&reference, &request.argument, &request.value, context)
+    let asked = (request.argument.as_str(), request.value.as_str());
+    match host
+        .complete(reference, asked, context, options_of(&ctx))
         .await
-        .map(|r| r.completion)
-        .map_err(handler_error)
+    {
+        Ok(result) => Ok(result.completion),
+        Err(OfferError::Refused {
+            outcome: Outcome::Denied,
+            ..
+        }) => Err(HandlerError::invalid_params(match reference {
+            CompletionRef::Prompt(name) => format!("unknown prompt {name:?}"),
+            CompletionRef::Template(uri) => format!("unknown resource template {uri:?}"),
+        })),
+        Err(e) => Err(handler_error(e)),
+    }
 }
 
 fn sync_prompts(server: &Server, host: &Host, catalog: &Catalog, registered: &mut Registered) {
@@ -194,36 +173,29 @@ fn add_prompt(server: &Server, host: &Host, offered: &OfferedPrompt) -> bool {
         let host = host.clone();
         let name = name.clone();
         async move {
-            if let Some(refused) = refusal(&host, &ctx, Offered::Prompt(&name)) {
-                return Err(refused);
-            }
-            let _running = admitted(&host, &ctx, || format!("getting prompt {name} was refused"))?;
             let arguments = match args {
                 Value::Object(m) if !m.is_empty() => Some(m),
                 _ => None,
             };
             // The server's questions are relayed to the upstream client,
             // as during a tool call (`relay`).
-            let options = RequestOptions {
-                relay_input: true,
-                resume: relay::resume_call(&ctx)
-                    .await?
-                    .or_else(|| relay::unsolicited(&ctx)),
-                capabilities: Some(ctx.client_capabilities().clone()),
-                ..RequestOptions::default()
-            };
-            match host.get_prompt_with(&name, arguments, &options).await {
+            let mut options = options_of(&ctx);
+            options.request.relay_input = true;
+            options.request.resume = relay::resume_call(&ctx)
+                .await?
+                .or_else(|| relay::unsolicited(&ctx));
+            options.request.capabilities = Some(ctx.client_capabilities().clone());
+            match host.get_prompt(&name, arguments, options).await {
                 Ok(mut result) => {
                     // The gateway's identity, never the server's.
                     result.header = ResultHeader::complete();
                     Ok(PromptOutcome::Complete(result))
                 }
-                Err(OfferError::Server(e)) => match e.input_required() {
-                    Some(asked) => relay::ask(&name, asked, ctx.client_capabilities())
+                Err(OfferError::InputRequired(asked)) => {
+                    relay::ask(&name, &asked, ctx.client_capabilities())
                         .map(PromptOutcome::from)
-                        .map_err(HandlerError::msg),
-                    None => Err(handler_error(OfferError::Server(e))),
-                },
+                        .map_err(HandlerError::msg)
+                }
                 Err(e) => Err(handler_error(e)),
             }
         }
@@ -298,21 +270,11 @@ fn add_resource(server: &Server, host: &Host, offered: &OfferedResource) -> bool
         spec = spec.mime_type(m);
     }
     let host = host.clone();
-    let alias = offered.alias.clone();
-    let uri = offered.original_uri.clone();
     let served = r.uri.clone();
     let handler = move |ctx: Context| {
         let host = host.clone();
-        let alias = alias.clone();
-        let uri = uri.clone();
         let served = served.clone();
-        async move {
-            if let Some(refused) = refusal(&host, &ctx, Offered::Resource(&served)) {
-                return Err(refused);
-            }
-            let _running = admitted(&host, &ctx, || format!("reading {served} was refused"))?;
-            read(&host, &alias, &uri).await
-        }
+        async move { read(&host, ResourceRef::Listed(&served), &ctx).await }
     };
     match server.add_resource(spec, handler) {
         Ok(()) => true,
@@ -336,20 +298,16 @@ fn add_template(server: &Server, host: &Host, offered: &OfferedTemplate) -> bool
         spec = spec.mime_type(m);
     }
     let host = host.clone();
-    let offered_copy = offered.clone();
+    let template = t.uri_template.clone();
     let handler = move |matched: TemplateMatch, ctx: Context| {
         let host = host.clone();
-        let offered = offered_copy.clone();
+        let template = template.clone();
         async move {
-            let template = &offered.template.uri_template;
-            if let Some(refused) = refusal(&host, &ctx, Offered::Template(template)) {
-                return Err(refused);
-            }
-            let _running = admitted(&host, &ctx, || {
-                format!("reading {} was refused", matched.uri)
-            })?;
-            let uri = offered.original_uri(&matched.uri).to_owned();
-            read(&host, &offered.alias, &uri).await
+            let resource = ResourceRef::Templated {
+                template: &template,
+                uri: &matched.uri,
+            };
+            read(&host, resource, &ctx).await
         }
     };
     match server.add_template(spec, handler) {
@@ -361,10 +319,15 @@ fn add_template(server: &Server, host: &Host, offered: &OfferedTemplate) -> bool
     }
 }
 
-/// One read through the host, answered with the gateway's own header.
-async fn read(host: &Host, alias: &str, uri: &str) -> Result<ReadResourceResult, HandlerError> {
+/// One read through the host's governed path, answered with the
+/// gateway's own header and cache hints.
+async fn read(
+    host: &Host,
+    resource: ResourceRef<'_>,
+    ctx: &Context,
+) -> Result<ReadResourceResult, HandlerError> {
     let mut result = host
-        .read_resource(alias, uri)
+        .read_resource(resource, options_of(ctx))
         .await
         .map_err(handler_error)?;
     result.cache = CacheHints::default();
@@ -372,18 +335,14 @@ async fn read(host: &Host, alias: &str, uri: &str) -> Result<ReadResourceResult,
     Ok(result)
 }
 
-/// A server's JSON-RPC error passes through; anything else is said in
-/// words.
+/// The host's answer as the gateway's error: a server's JSON-RPC error
+/// passes through; a name not served is invalid params; a refusal or a
+/// failure is said in the host's words.
 fn handler_error(e: OfferError) -> HandlerError {
     match e {
-        OfferError::Server(client) => match client.protocol_error() {
-            Some(error) => HandlerError::rpc(error.clone()),
-            None => HandlerError::internal(client.to_string()),
-        },
-        OfferError::UnknownPrompt(_) | OfferError::UnknownTemplate(_) => {
-            HandlerError::invalid_params(e.to_string())
-        }
-        OfferError::Denied(text) => HandlerError::msg(text),
+        OfferError::Unknown(text) => HandlerError::invalid_params(text),
+        OfferError::Refused { text, .. } => HandlerError::msg(text),
+        OfferError::Rejected { error, .. } => HandlerError::rpc(*error),
         other => HandlerError::internal(other.to_string()),
     }
 }

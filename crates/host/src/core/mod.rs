@@ -1,17 +1,20 @@
-//! The host: many servers, one governed tool table.
+//! The [`Host`] itself: many servers, one governed tool table.
 //!
 //! - `mod.rs`: the [`Host`] handle, what it reports (tools, servers,
 //!   outages, pins) and its errors.
 //! - `list`: the model's tool list (no denied tools, approved
 //!   definitions only), the full list for people, live server states.
 //! - `mount`: mounting, reconnecting, rebuilding the table, shutting down.
-//! - `call`: the governed call (table, gate, breaker, connection, server),
-//!   which comes to one `CallOutcome`: the audit line and the model's text
-//!   are both derived from it.
+//! - `request`: the governed request path every request takes (tool
+//!   calls, prompt gets, reads, completions): the caller's limits, the
+//!   route, the caller's rules, the kind's gate, the server, one audit
+//!   line.
+//! - `principal`: callers' `principals` rules, asked by the request path
+//!   and by the lists a gateway shows each caller.
 //! - `reload`: a new config applied to the running host (servers added,
 //!   dropped or replaced; rules and the rest swapped in).
-//! - `offer`: prompts, resources, templates and completions, listed and
-//!   followed per server and routed through the catalog.
+//! - `catalog_sync`: the catalog of prompts, resources and templates kept
+//!   in step with the servers (listed, then followed).
 //! - `background`: refreshers, `list_changed` listeners and the token-store
 //!   watcher.
 
@@ -37,18 +40,19 @@ use crate::table::{DroppedTool, TableEntry, ToolTable};
 use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 
 mod background;
-mod call;
+mod catalog_sync;
 mod list;
 mod mount;
-mod offer;
 mod principal;
 mod reload;
+mod request;
 
-pub use call::{CallOptions, CallReport, TaskResumption};
 pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
-pub use offer::OfferError;
 pub use reload::ReloadReport;
+pub use request::{
+    CallOptions, CallReport, CompletionRef, Named, OfferError, ResourceRef, TaskResumption,
+};
 
 /// A tool as the model sees it, plus where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -212,7 +216,7 @@ struct Inner {
     connect: ConnectOptions,
     changes: broadcast::Sender<TableChange>,
     /// Prompts, resources and templates beyond the tools.
-    offers: offer::Offers,
+    offers: catalog_sync::Offers,
     /// Authenticated callers' counts against their limits.
     limiter: Arc<crate::limits::Limiter>,
     /// Serialises table rebuilds.

@@ -135,7 +135,7 @@ impl Host {
                 user_agent: options.oauth_user_agent,
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
-            offers: super::offer::Offers::new(),
+            offers: super::catalog_sync::Offers::new(),
             limiter: Arc::default(),
             rebuild: Mutex::new(()),
             tasks: Mutex::new(Vec::new()),

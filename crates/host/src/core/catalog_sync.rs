@@ -1,28 +1,23 @@
-//! What servers offer beyond tools, kept current: each server's prompts,
+//! The catalog kept in step with the servers: each server's prompts,
 //! resources and templates are listed when it mounts (for the capabilities
 //! it declares) and again on its `list_changed`; its
-//! `notifications/resources/updated` are passed on. Prompts, reads and
-//! completions are routed to the owning server through the [`Catalog`].
+//! `notifications/resources/updated` are passed on. Prompt gets, reads and
+//! completions take the governed path (`request`), routed through the
+//! [`Catalog`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_client::{Client, ClientError, RequestOptions};
+use switchboard_client::{Client, ClientError};
 use switchboard_wire::types::method;
-use switchboard_wire::{
-    CompleteResult, Era, GetPromptResult, JsonObject, ReadResourceResult, SubscriptionFilter,
-};
+use switchboard_wire::{Era, SubscriptionFilter};
 use tokio::sync::broadcast;
-use tokio::time::Instant;
-use tracing::{debug, error, warn};
+use tracing::{debug, warn};
 
 use super::{Host, Inner};
-use crate::audit::{AuditRecord, Outcome};
-use crate::offer::{Catalog, OfferChange, ServerOffer};
-use crate::permission::{self, RuleKind, RuleVerdict};
-use crate::sanitize;
+use crate::catalog::{Catalog, OfferChange, ServerOffer};
 use crate::upstream::Upstream;
 
 /// How many offer changes a slow subscriber may fall behind.
@@ -46,32 +41,6 @@ impl Offers {
     }
 }
 
-/// Why a prompt, a read or a completion could not be served.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum OfferError {
-    /// No prompt is served under this name.
-    #[error("unknown prompt {0:?}; prompts/list names the prompts on offer")]
-    UnknownPrompt(String),
-    /// No resource template is served as this `uriTemplate`.
-    #[error("unknown resource template {0:?}; resources/templates/list names them")]
-    UnknownTemplate(String),
-    /// The owning server is not connected.
-    #[error("server {alias} is not available: {reason}")]
-    Unavailable {
-        /// The server's alias.
-        alias: String,
-        /// Why, in words.
-        reason: String,
-    },
-    /// A deny rule of the user's matches the prompt's served name.
-    #[error("{0}")]
-    Denied(String),
-    /// The server answered with an error or failed.
-    #[error(transparent)]
-    Server(#[from] ClientError),
-}
-
 impl Host {
     /// The prompts, resources and templates of every server under the
     /// names and URIs clients see.
@@ -89,196 +58,6 @@ impl Host {
     /// Changes of the catalog and resource updates, as they happen.
     pub fn subscribe_offers(&self) -> broadcast::Receiver<OfferChange> {
         self.inner.offers.changes.subscribe()
-    }
-
-    /// Gets the prompt served as `name` from its server, with `arguments`
-    /// passed through. Texts are stripped of invisible characters; one
-    /// audit line is written (tool = the served name).
-    ///
-    /// # Errors
-    /// [`OfferError`]: an unknown name, a server that is not connected, or
-    /// the server's own error.
-    pub async fn get_prompt(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-    ) -> Result<GetPromptResult, OfferError> {
-        self.get_prompt_with(name, arguments, &RequestOptions::default())
-            .await
-    }
-
-    /// [`Host::get_prompt`] with the request's options: a gateway relaying
-    /// the server's questions sets `relay_input` (an `input_required`
-    /// answer then comes back as the [`OfferError::Server`] error
-    /// [`ClientError::InputRequired`](switchboard_client::ClientError::InputRequired)),
-    /// `resume` and `capabilities`.
-    ///
-    /// # Errors
-    /// As [`Host::get_prompt`].
-    pub async fn get_prompt_with(
-        &self,
-        name: &str,
-        arguments: Option<JsonObject>,
-        options: &RequestOptions,
-    ) -> Result<GetPromptResult, OfferError> {
-        let started = Instant::now();
-        let mut record = self
-            .inner
-            .audit
-            .as_ref()
-            .map(|_| AuditRecord::for_arguments(name, arguments.as_ref()));
-        let catalog = self.catalog();
-        let Some(prompt) = catalog.prompt(name) else {
-            return Err(OfferError::UnknownPrompt(name.to_owned()));
-        };
-        // Prompts share the tools' names: a deny rule that matches the
-        // name refuses the prompt too (allow and ask rules have nothing to
-        // ask about: a prompt runs nothing).
-        let denied = {
-            let config = self.config_read();
-            match permission::decide(&config.rules, &prompt.alias, &prompt.original_name) {
-                RuleVerdict::Matched(rule) if rule.kind == RuleKind::Deny => Some(format!(
-                    "The user's permission rules deny {name} (rule {} at {}).",
-                    rule.pattern, rule.source
-                )),
-                _ => None,
-            }
-        };
-        let result = match (denied, self.client_of(&prompt.alias).await) {
-            (Some(text), _) => Err(OfferError::Denied(text)),
-            (None, Err(e)) => Err(e),
-            (None, Ok(client)) => client
-                .get_prompt_with(&prompt.original_name, arguments, options)
-                .await
-                .map_err(OfferError::from),
-        };
-        if let (Some(audit), Some(record)) = (&self.inner.audit, &mut record) {
-            record.alias = Some(prompt.alias.clone());
-            record.original_tool = Some(prompt.original_name.clone());
-            record.outcome = match &result {
-                Ok(_) => Outcome::Ok,
-                Err(OfferError::Denied(_)) => {
-                    record.decision = Some("deny".into());
-                    record.decided_by = crate::audit::Decider::Rule;
-                    Outcome::Denied
-                }
-                Err(OfferError::Server(e)) if e.input_required().is_some() => {
-                    Outcome::InputRequired
-                }
-                Err(OfferError::Server(e)) if e.is_timeout() => Outcome::Timeout,
-                Err(OfferError::Server(e)) if e.is_protocol() => Outcome::ProtocolError,
-                Err(_) => Outcome::Transport,
-            };
-            record.is_error = match &result {
-                Err(OfferError::Server(e)) => e.input_required().is_none(),
-                other => other.is_err(),
-            };
-            record.duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            if let Err(e) = audit.append_grouped(record).await {
-                error!(error = %e, prompt = %name, "the audit line could not be written");
-            }
-        }
-        let mut result = result?;
-        result.description = result
-            .description
-            .as_deref()
-            .map(sanitize::clean_description);
-        for message in &mut result.messages {
-            if let switchboard_wire::ContentBlock::Text { text, .. } = &mut message.content {
-                *text = sanitize::strip_invisible(text).into_owned();
-            }
-        }
-        Ok(result)
-    }
-
-    /// Reads `uri` (the server's own URI: map a served one through the
-    /// [`Catalog`] first) from the server `alias`. The contents' URIs are
-    /// mapped back to the served ones; the server's cache hints are
-    /// dropped (the caller sets its own).
-    ///
-    /// # Errors
-    /// [`OfferError`]: a server that is not connected, or its own error.
-    pub async fn read_resource(
-        &self,
-        alias: &str,
-        uri: &str,
-    ) -> Result<ReadResourceResult, OfferError> {
-        let client = self.client_of(alias).await?;
-        let mut result = client.read_resource(uri).await?;
-        let catalog = self.catalog();
-        for c in &mut result.contents {
-            c.uri = catalog.served_uri(alias, &c.uri);
-        }
-        result.cache = switchboard_wire::CacheHints::default();
-        Ok(result)
-    }
-
-    /// Completes an argument of a served prompt or resource template
-    /// (`reference` is the `ref/prompt` or `ref/resource` object as the
-    /// client sent it, with served names), through the owning server. A
-    /// server that does not declare `completions` suggests nothing.
-    ///
-    /// # Errors
-    /// [`OfferError`]: an unknown prompt or template, a server that is not
-    /// connected, or its own error.
-    pub async fn complete(
-        &self,
-        reference: &Value,
-        argument: &str,
-        value: &str,
-        context: Option<JsonObject>,
-    ) -> Result<CompleteResult, OfferError> {
-        let catalog = self.catalog();
-        let (alias, reference) = match reference.get("type").and_then(Value::as_str) {
-            Some("ref/prompt") => {
-                let name = reference.get("name").and_then(Value::as_str).unwrap_or("");
-                let p = catalog
-                    .prompt(name)
-                    .ok_or_else(|| OfferError::UnknownPrompt(name.to_owned()))?;
-                (
-                    p.alias.clone(),
-                    serde_json::json!({"type": "ref/prompt", "name": p.original_name}),
-                )
-            }
-            _ => {
-                let uri = reference.get("uri").and_then(Value::as_str).unwrap_or("");
-                let t = catalog
-                    .template(uri)
-                    .ok_or_else(|| OfferError::UnknownTemplate(uri.to_owned()))?;
-                (
-                    t.alias.clone(),
-                    serde_json::json!({"type": "ref/resource", "uri": t.original_template}),
-                )
-            }
-        };
-        if !catalog.completes(&alias) {
-            return Ok(CompleteResult {
-                completion: switchboard_wire::Completion::default(),
-                header: switchboard_wire::ResultHeader::complete(),
-            });
-        }
-        let client = self.client_of(&alias).await?;
-        Ok(client.complete(reference, argument, value, context).await?)
-    }
-
-    /// The live client of `alias`, reconnecting a server whose connection
-    /// is gone.
-    async fn client_of(&self, alias: &str) -> Result<Client, OfferError> {
-        let unavailable = |reason: String| OfferError::Unavailable {
-            alias: alias.to_owned(),
-            reason,
-        };
-        let server = self
-            .server(alias)
-            .ok_or_else(|| unavailable("it is not configured".into()))?;
-        match server.live_link() {
-            Some(link) => Ok(link.client),
-            None => self
-                .relink(&server, false)
-                .await
-                .map(|l| l.client)
-                .map_err(|down| unavailable(down.reason.plain())),
-        }
     }
 
     /// Lists what every connected server offers beyond tools, in

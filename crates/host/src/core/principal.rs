@@ -1,0 +1,69 @@
+//! Callers of an authenticated gateway: their `principals` rules, asked
+//! about what a request names ([`Named`]). The rules step of every
+//! governed request asks them, and so do the lists a gateway shows each
+//! caller, so that what a caller is listed and what it may use agree.
+
+use super::Host;
+use super::request::{Named, Target};
+use crate::gate;
+use crate::permission::Rule;
+
+impl Host {
+    /// Whether `principal` may reach `named` as far as its `principals`
+    /// rules go: a tool's or prompt's name as the rules name tools
+    /// ([`gate::principal_allows`]), a resource or template as its whole
+    /// server ([`gate::principal_reaches`]). A caller without an entry
+    /// may reach anything; for one with an entry, a name neither the
+    /// table nor the catalog holds is refused. The ordinary rules,
+    /// approvals and limits still apply to a request this allows.
+    pub fn principal_may(&self, principal: &str, named: Named<'_>) -> bool {
+        let config = self.config_read();
+        let Some(rules) = config.principals.get(principal) else {
+            return true;
+        };
+        self.looked_up(named, |alias, original, by_name| {
+            refusal(rules, alias, original, by_name).is_none()
+        })
+        .unwrap_or(false)
+    }
+
+    /// Whether `principal` may call the table's tool `local_name` as far as
+    /// its `principals` rules go: [`Host::principal_may`] for a tool, and
+    /// `false` for a name not in the table.
+    pub fn principal_may_call(&self, principal: &str, local_name: &str) -> bool {
+        self.looked_up(Named::Tool(local_name), |_, _, _| ())
+            .is_some()
+            && self.principal_may(principal, Named::Tool(local_name))
+    }
+
+    /// The refusal of `principal`'s rules for `target`: `Some(rule)` with
+    /// the refusing rule's place and pattern (`None` inside when no allow
+    /// rule grants it); `None` when they let it through.
+    pub(super) fn principal_rule(
+        &self,
+        principal: &str,
+        target: &Target,
+    ) -> Option<Option<(String, String)>> {
+        let config = self.config_read();
+        let rules = config.principals.get(principal)?;
+        refusal(rules, &target.alias, &target.original, target.by_name)
+            .map(|rule| rule.map(|r| (r.source.clone(), r.pattern.to_string())))
+    }
+}
+
+/// The refusal of a caller's `rules` for `original` of server `alias`
+/// (picked out `by_name`, or by its whole server): `Some` with the
+/// refusing rule, if any; `None` when they let it through.
+fn refusal<'r>(
+    rules: &'r [Rule],
+    alias: &str,
+    original: &str,
+    by_name: bool,
+) -> Option<Option<&'r Rule>> {
+    let refused = if by_name {
+        gate::principal_allows(rules, alias, original)
+    } else {
+        gate::principal_reaches(rules, alias)
+    };
+    refused.err()
+}
