@@ -60,13 +60,24 @@ pub enum ConfigValue {
 /// A reference that could not be resolved, or a `{"secret": …}` that is
 /// not one. The message names the reference, never a value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("secret {reference}: {reason}")]
+#[error("{}secret {reference}: {reason}", key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
 pub struct SecretError {
+    /// The config key the reference is the value of (`env.TOKEN`,
+    /// `headers.Authorization`, `oauth.clientSecret`), once known.
+    pub key: Option<String>,
     /// The reference as written (`file:…`, `cmd:pass`, …): where the
     /// secret lives, not what it is.
     pub reference: String,
     /// What went wrong.
     pub reason: String,
+}
+
+impl SecretError {
+    /// The same error, naming the config key it belongs to.
+    pub fn within(mut self, key: &str) -> Self {
+        self.key = Some(key.to_owned());
+        self
+    }
 }
 
 impl fmt::Debug for ConfigValue {
@@ -198,6 +209,7 @@ impl SecretRef {
     /// that is not there (or a build without the `keyring` feature).
     pub async fn resolve(&self) -> Result<Secret, SecretError> {
         let fail = |reason: String| SecretError {
+            key: None,
             reference: self.to_string(),
             reason,
         };

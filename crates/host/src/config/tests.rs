@@ -56,7 +56,7 @@ fn claude_shape_with_expansion_and_switchboard_keys() {
         TransportConfig::Stdio {
             command: "notes-server".into(),
             args: vec!["--root".into(), "/h/notes".into()],
-            env: [("TOKEN".to_owned(), "t".to_owned())].into(),
+            env: [("TOKEN".to_owned(), "t".into())].into(),
             cwd: Some(PathBuf::from("/cfg/work")),
         }
     );
@@ -75,7 +75,7 @@ fn claude_shape_with_expansion_and_switchboard_keys() {
         tickets.transport,
         TransportConfig::Http {
             url: "http://127.0.0.1:3115/mcp".into(),
-            headers: [("Authorization".to_owned(), "Bearer t".to_owned())].into(),
+            headers: [("Authorization".to_owned(), "Bearer t".into())].into(),
         }
     );
     let rules: Vec<(RuleKind, &str, &str)> = c
@@ -287,7 +287,7 @@ fn oauth_block() {
         panic!("{:?}", c.servers[3].oauth);
     };
     assert_eq!(client.client_id.as_deref(), Some("sb"));
-    assert_eq!(client.client_secret.as_deref(), Some("s3cret"));
+    assert_eq!(client.client_secret.as_ref().and_then(|s| s.plain()), Some("s3cret"));
     assert_eq!(client.issuer.as_deref(), Some("https://as.example"));
     assert_eq!(client.scopes, ["read", "write"]);
     assert_eq!(client.callback_port, Some(8765));
@@ -448,7 +448,7 @@ fn identity_providers_and_server_idp() {
     let corp = &c.identity_providers["corp"];
     assert_eq!(corp.issuer, "https://idp.example.com");
     assert_eq!(corp.client_id, "sb");
-    assert_eq!(corp.client_secret.as_deref(), Some("hush"));
+    assert_eq!(corp.client_secret.as_ref().and_then(|s| s.plain()), Some("hush"));
     assert_eq!(corp.scopes, vec!["email".to_owned()]);
     assert!(
         !format!("{corp:?}").contains("hush"),
