@@ -88,7 +88,7 @@ pub use transport::http::{
     StaticAuthorization,
 };
 pub use transport::sandbox::{
-    Confinement, Environment, FsAccess, Mechanism, MechanismState, Sandbox,
+    Confinement, Environment, FsAccess, Mechanism, MechanismState, Sandbox, SandboxStop,
 };
 pub use transport::stdio::{StdioConfig, StdioTransport};
 pub use transport::{BoxFuture, EventSink, Incoming, NotificationSink, Outgoing, Transport};

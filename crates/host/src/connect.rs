@@ -157,7 +157,10 @@ pub(crate) async fn try_open(
     options: &ConnectOptions,
 ) -> Result<Opened, ConnectError> {
     // Secret references are read now, at start, and only kept wrapped.
-    let server = &server.resolve_secrets().await.map_err(ConnectError::Secret)?;
+    let server = &server
+        .resolve_secrets()
+        .await
+        .map_err(ConnectError::Secret)?;
     let alias = server.alias.as_str();
     let (builder, stdio, auth) = match &server.transport {
         TransportConfig::Stdio { .. } => {

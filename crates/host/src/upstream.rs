@@ -317,6 +317,12 @@ impl Upstream {
                 ConnectError::OAuth(e) => Down::failed(
                     Reason::ours("its OAuth client cannot be set up: ").then_quoted(e.to_string()),
                 ),
+                // Our own words: a secret reference, or a sandbox that
+                // cannot be had here.
+                ConnectError::Secret(e) => Down::failed(Reason::ours(e.to_string())),
+                ConnectError::Transport(e) if e.sandbox_stop().is_some() => {
+                    Down::failed(Reason::ours(e.to_string()))
+                }
                 other => Down::failed(Reason::quoted(other.to_string())),
             })?;
         stdio_handle.clone_from(&opened.stdio);
@@ -385,8 +391,12 @@ pub(crate) fn describe(e: &ClientError) -> String {
 /// The outage a failed connect or listing means: a refusal the
 /// authorization layer could not get past is about authorization.
 fn down_of(e: &ClientError) -> Down {
+    let stop = e.transport_error().and_then(|t| t.sandbox_stop());
     Down {
-        reason: Reason::quoted(describe(e)),
+        reason: match stop {
+            Some(stop) => Reason::ours(format!("{}; ", stop.reason)).then_quoted(describe(e)),
+            None => Reason::quoted(describe(e)),
+        },
         cause: if e.is_auth_failure() {
             DownCause::Unauthorized
         } else {

@@ -49,7 +49,7 @@ use tracing::{debug, info, warn};
 
 use crate::error::{Source, TransportError};
 use crate::pending::{Entry, Pending};
-use crate::transport::sandbox::{self, Confinement, Environment, Leftovers, Sandbox};
+use crate::transport::sandbox::{self, Confinement, Environment, Leftovers, Sandbox, SandboxStop};
 use crate::transport::spawn::{forget_group, group_alive, signal_group, spawn_server};
 use crate::transport::{BoxFuture, EventSink, Incoming, Outgoing, Transport};
 
@@ -256,7 +256,7 @@ impl StdioTransport {
             &config.command,
             config.cwd.as_deref(),
         )
-        .map_err(|why| spawn_error(why, None))?;
+        .map_err(|why| spawn_stop(&config.name, why))?;
         let mut command = Command::new(&config.command);
         command.args(&config.args);
         command.env_clear();
@@ -266,7 +266,7 @@ impl StdioTransport {
         }
         let spawned = spawn_server(command, &mut prepared).await;
         if let Err(why) = prepared.after_spawn(spawned.as_ref().map(|_| ())) {
-            return Err(spawn_error(why, spawned.err()));
+            return Err(spawn_stop(&config.name, why));
         }
         let mut child = spawned.map_err(|e| {
             spawn_error(
@@ -742,9 +742,11 @@ impl Shared {
         }
         let tail = lock(&self.stderr_tail);
         let lines: Vec<String> = tail.iter().cloned().collect();
+        let mut source = source.map(Source::new);
         if let Some(why) = self.confinement.explain_exit(status, &lines) {
             cause.push_str("; ");
             cause.push_str(&why);
+            source = source.or_else(|| Some(Source::new(SandboxStop::new(why))));
         }
         if !tail.is_empty() {
             let skip = tail.len().saturating_sub(CAUSE_STDERR_LINES);
@@ -755,9 +757,19 @@ impl Shared {
         TransportError::Closed {
             server: self.name.clone(),
             cause,
-            source: source.map(Source::new),
+            source,
         }
     }
+}
+
+/// A start the sandbox refused: `why` is also the error's typed source, so
+/// callers can tell it from a failed spawn ([`TransportError::sandbox_stop`]).
+fn spawn_stop(name: &str, why: String) -> TransportError {
+    TransportError::spawn(
+        name.to_owned(),
+        why.clone(),
+        Some(Source::new(SandboxStop::new(why))),
+    )
 }
 
 /// A byte count as the limits are written: `64 MiB`, `16 KiB`, `1000 bytes`.

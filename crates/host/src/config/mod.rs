@@ -420,7 +420,8 @@ impl ServerConfig {
         let mut out = self.clone();
         match &mut out.transport {
             TransportConfig::Stdio { env: map, .. } => resolve_map(map, "env").await?,
-            TransportConfig::Http { headers: map, .. } | TransportConfig::Sse { headers: map, .. } => {
+            TransportConfig::Http { headers: map, .. }
+            | TransportConfig::Sse { headers: map, .. } => {
                 resolve_map(map, "headers").await?;
             }
         }
@@ -463,7 +464,10 @@ async fn resolve_map(
 ) -> Result<(), SecretError> {
     for (name, value) in map.iter_mut() {
         if matches!(value, ConfigValue::Ref(_)) {
-            let secret = value.resolve().await.map_err(|e| e.within(&format!("{section}.{name}")))?;
+            let secret = value
+                .resolve()
+                .await
+                .map_err(|e| e.within(&format!("{section}.{name}")))?;
             *value = ConfigValue::Plain(secret);
         }
     }

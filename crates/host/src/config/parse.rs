@@ -28,8 +28,8 @@ mod model;
 mod oauth;
 mod roots;
 mod rules;
-mod sections;
 mod sandbox;
+mod sections;
 mod server;
 mod values;
 

@@ -287,7 +287,10 @@ fn oauth_block() {
         panic!("{:?}", c.servers[3].oauth);
     };
     assert_eq!(client.client_id.as_deref(), Some("sb"));
-    assert_eq!(client.client_secret.as_ref().and_then(|s| s.plain()), Some("s3cret"));
+    assert_eq!(
+        client.client_secret.as_ref().and_then(|s| s.plain()),
+        Some("s3cret")
+    );
     assert_eq!(client.issuer.as_deref(), Some("https://as.example"));
     assert_eq!(client.scopes, ["read", "write"]);
     assert_eq!(client.callback_port, Some(8765));
@@ -448,7 +451,10 @@ fn identity_providers_and_server_idp() {
     let corp = &c.identity_providers["corp"];
     assert_eq!(corp.issuer, "https://idp.example.com");
     assert_eq!(corp.client_id, "sb");
-    assert_eq!(corp.client_secret.as_ref().and_then(|s| s.plain()), Some("hush"));
+    assert_eq!(
+        corp.client_secret.as_ref().and_then(|s| s.plain()),
+        Some("hush")
+    );
     assert_eq!(corp.scopes, vec!["email".to_owned()]);
     assert!(
         !format!("{corp:?}").contains("hush"),

@@ -244,6 +244,28 @@ impl Sandbox {
     }
 }
 
+/// Why a sandbox stopped a server: the source of the
+/// [`TransportError`](crate::TransportError) (see
+/// [`TransportError::sandbox_stop`](crate::TransportError::sandbox_stop)),
+/// in the client's words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+#[non_exhaustive]
+pub struct SandboxStop {
+    /// What happened, e.g. `stopped by the sandbox: it ran out of memory
+    /// under its limit (memoryMiB: 64)`.
+    pub reason: String,
+}
+
+impl SandboxStop {
+    /// A stop for `reason`.
+    pub fn new(reason: impl Into<String>) -> Self {
+        SandboxStop {
+            reason: reason.into(),
+        }
+    }
+}
+
 /// One mechanism of a sandbox and whether it holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -72,7 +72,10 @@ impl Parser<'_> {
         if let Some(fs) = obj.get("fs") {
             sandbox.fs = self.sandbox_fs(fs, &sub("fs"));
         }
-        for (k, slot) in [("network", &mut sandbox.network), ("required", &mut sandbox.required)] {
+        for (k, slot) in [
+            ("network", &mut sandbox.network),
+            ("required", &mut sandbox.required),
+        ] {
             if let Some(v) = obj.get(k) {
                 match v.as_bool() {
                     Some(b) => *slot = b,
@@ -94,7 +97,10 @@ impl Parser<'_> {
 
     fn sandbox_fs(&mut self, value: &Value, key: &str) -> Option<FsAccess> {
         let Some(obj) = value.as_object() else {
-            self.bad_type(key, "an object like {\"read\": [PATHS], \"write\": [PATHS]}");
+            self.bad_type(
+                key,
+                "an object like {\"read\": [PATHS], \"write\": [PATHS]}",
+            );
             return None;
         };
         let mut ignore = Vec::new();
@@ -139,7 +145,11 @@ impl Parser<'_> {
     /// `envPassthrough`: names or `PREFIX_*` patterns of host variables.
     pub(super) fn passthrough(&mut self, value: &Value, key: &str) -> Vec<String> {
         let mut out = Vec::new();
-        for (i, name) in self.string_list(Some(value), key, false).into_iter().enumerate() {
+        for (i, name) in self
+            .string_list(Some(value), key, false)
+            .into_iter()
+            .enumerate()
+        {
             let body = name.strip_suffix('*').unwrap_or(&name);
             let ok = (!body.is_empty() || name == "*")
                 && !body.contains(['=', '\0', '*'])

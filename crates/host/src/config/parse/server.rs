@@ -115,7 +115,15 @@ impl Parser<'_> {
                 }
             }
             Some(kind @ ("http" | "sse")) => {
-                for k in ["command", "args", "env", "envFile", "cwd", "sandbox", "envPassthrough"] {
+                for k in [
+                    "command",
+                    "args",
+                    "env",
+                    "envFile",
+                    "cwd",
+                    "sandbox",
+                    "envPassthrough",
+                ] {
                     if obj.contains_key(k) {
                         self.problem(
                             ProblemKind::BadValue,

@@ -106,7 +106,8 @@ impl Parser<'_> {
                 }
             };
         }
-        self.expanded_string(Some(value), key).map(ConfigValue::from)
+        self.expanded_string(Some(value), key)
+            .map(ConfigValue::from)
     }
 
     /// `env` or `headers`: names to strings or secret references.
@@ -121,7 +122,10 @@ impl Parser<'_> {
             return out;
         };
         let Some(obj) = value.as_object() else {
-            self.bad_type(key, "an object mapping names to strings or secret references");
+            self.bad_type(
+                key,
+                "an object mapping names to strings or secret references",
+            );
             return out;
         };
         for (name, v) in obj {
@@ -132,7 +136,11 @@ impl Parser<'_> {
             let Some(value) = self.config_value(Some(v), &k) else {
                 continue;
             };
-            if headers && value.plain().is_some_and(|s| s.contains(['\r', '\n', '\0'])) {
+            if headers
+                && value
+                    .plain()
+                    .is_some_and(|s| s.contains(['\r', '\n', '\0']))
+            {
                 self.problem(
                     ProblemKind::BadValue,
                     &k,
