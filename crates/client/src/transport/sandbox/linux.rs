@@ -238,7 +238,26 @@ pub(crate) fn prepare(
     command: &OsStr,
     cwd: Option<&Path>,
 ) -> Result<Prepared, String> {
-    let kernel = kernel();
+    prepare_on(
+        kernel(),
+        name,
+        sandbox,
+        (environment, extra_env),
+        command,
+        cwd,
+    )
+}
+
+/// [`prepare`] on a kernel described by `kernel` (tests describe kernels
+/// that lack a mechanism).
+fn prepare_on(
+    kernel: &Kernel,
+    name: &str,
+    sandbox: &Sandbox,
+    (environment, extra_env): (&Environment, &[(OsString, OsString)]),
+    command: &OsStr,
+    cwd: Option<&Path>,
+) -> Result<Prepared, String> {
     let mut leftovers = Leftovers::default();
     let mut mechanisms = Vec::new();
     let mut confinement = Confinement {
@@ -1207,4 +1226,100 @@ fn filter() -> Option<&'static BpfProgram> {
                 .ok()
         })
         .as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel without Landlock and without user namespaces, whose
+    /// seccomp filter could not be built.
+    fn bare_kernel() -> Kernel {
+        Kernel {
+            landlock: Err("this kernel has no Landlock".into()),
+            seccomp: Err("no seccomp filter for this architecture".into()),
+            root: false,
+            userns: Err("user namespaces are off".into()),
+        }
+    }
+
+    fn prepare_bare(sandbox: &Sandbox) -> Result<Prepared, String> {
+        prepare_on(
+            &bare_kernel(),
+            "t",
+            sandbox,
+            (&Environment::scrubbed(Vec::<String>::new()), &[]),
+            OsStr::new("sh"),
+            None,
+        )
+    }
+
+    #[test]
+    fn a_required_mechanism_the_kernel_lacks_stops_the_start_and_is_named() {
+        let why = prepare_bare(&Sandbox::strict()).unwrap_err();
+        assert!(
+            why.contains("landlock: this kernel has no Landlock"),
+            "{why}"
+        );
+        assert!(
+            why.contains("network namespace: user namespaces are off"),
+            "{why}"
+        );
+        assert!(why.contains("\"required\": false"), "{why}");
+    }
+
+    #[test]
+    fn without_required_the_server_starts_and_the_gap_is_reported() {
+        let mut sandbox = Sandbox::strict();
+        sandbox.required = false;
+        let prepared = prepare_bare(&sandbox).unwrap();
+        let missing = prepared.confinement.missing().unwrap();
+        assert!(
+            missing.contains("landlock") && missing.contains("network namespace"),
+            "{missing}"
+        );
+    }
+
+    #[test]
+    fn the_baseline_never_stops_a_server() {
+        let prepared = prepare_bare(&Sandbox::baseline()).unwrap();
+        let seccomp = prepared
+            .confinement
+            .mechanisms
+            .iter()
+            .find(|m| m.name == "seccomp")
+            .unwrap();
+        assert!(
+            matches!(seccomp.state, MechanismState::Partial(_)),
+            "{seccomp:?}"
+        );
+        assert_eq!(prepared.confinement.missing(), None);
+    }
+
+    #[test]
+    fn the_process_limit_without_user_namespaces_counts_every_process_of_the_user() {
+        // Only where no cgroup can be made (not as root with a writable
+        // pids hierarchy, where the cgroup is used instead).
+        if cgroup_parent().is_ok() {
+            return;
+        }
+        let mut sandbox = Sandbox::baseline();
+        sandbox.processes = Some(10);
+        let prepared = prepare_bare(&sandbox).unwrap();
+        let p = prepared
+            .confinement
+            .mechanisms
+            .iter()
+            .find(|m| m.name == "processes")
+            .unwrap();
+        assert!(
+            matches!(&p.state, MechanismState::Partial(t) if t.contains("every process of your user")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn the_filter_compiles_for_this_architecture() {
+        assert!(filter().is_some());
+    }
 }

@@ -151,7 +151,7 @@ pub fn name_matches(pattern: &str, name: &str) -> bool {
 /// the seccomp filter; [`Sandbox::strict`] adds file-system confinement
 /// (nothing beyond the system's runtime, the server's install directory and
 /// a private temp dir) and takes the network away.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Sandbox {
     /// `no_new_privs` and the seccomp filter (best effort: never stops a
@@ -191,6 +191,13 @@ impl FsAccess {
     /// Access to `read` and `write` on top of the runtime's.
     pub fn new(read: Vec<PathBuf>, write: Vec<PathBuf>) -> Self {
         FsAccess { read, write }
+    }
+}
+
+impl Default for Sandbox {
+    /// [`Sandbox::none`].
+    fn default() -> Self {
+        Sandbox::none()
     }
 }
 
