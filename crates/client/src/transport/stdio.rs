@@ -1020,6 +1020,6 @@ async fn supervise(
     }
     guard.0 = None;
     // The group is gone: its temp dir and cgroup can go too.
-    drop(lock(&shared.leftovers).take());
+    *lock(&shared.leftovers) = None;
     shared.finished.send_replace(true);
 }
