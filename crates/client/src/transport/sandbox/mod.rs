@@ -44,6 +44,32 @@ mod other;
 #[cfg(not(target_os = "linux"))]
 pub(crate) use other::{Leftovers, Prepared, plan, prepare};
 
+/// Words naming the system calls the baseline filter refuses, as servers
+/// write them in their errors.
+const DENIED_NAMES: &[&str] = &[
+    "ptrace",
+    "process_vm",
+    "mount",
+    "pivot_root",
+    "chroot",
+    "kexec",
+    "bpf",
+    "init_module",
+    "delete_module",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "perf_event",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "userfaultfd",
+    "settimeofday",
+    "clock_settime",
+    "syslog",
+    "open_by_handle_at",
+];
+
 /// Variables every scrubbed environment keeps: what a program needs to
 /// find its tools, its home, its locale, its terminal and a temp dir.
 pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "LANGUAGE", "TERM", "TMPDIR", "LC_*"];
@@ -374,7 +400,7 @@ impl Confinement {
             }
         }
         if let Some(n) = self.processes {
-            if said(&["resource temporarily unavailable", "eagain", "fork"]) {
+            if said(&["resource temporarily unavailable", "eagain"]) {
                 return Some(format!(
                     "stopped by the sandbox: it could not start more processes (processes: {n})"
                 ));
@@ -394,7 +420,14 @@ impl Confinement {
             .mechanisms
             .iter()
             .any(|m| m.name == "seccomp" && matches!(m.state, MechanismState::Active(_)));
-        if seccomp && (signal == Some(SIGSYS) || said(&["operation not permitted", "eperm"])) {
+        // EPERM has many causes: blame the filter only when the server
+        // names a call it refuses.
+        let refused_call = stderr.iter().any(|line| {
+            let line = line.to_ascii_lowercase();
+            (line.contains("operation not permitted") || line.contains("eperm"))
+                && DENIED_NAMES.iter().any(|n| line.contains(n))
+        });
+        if seccomp && (signal == Some(SIGSYS) || refused_call) {
             return Some(
                 "stopped by the sandbox: a system call it refuses (seccomp: ptrace, mount, bpf, \
                  module loading and the like) failed"

@@ -177,6 +177,28 @@ fn exits_are_attributed_to_the_limit_that_caused_them() {
             .unwrap()
             .contains("sandbox.fs")
     );
+    // EPERM alone is not the filter's doing; naming a refused call is.
+    let filtered = Confinement {
+        network: true,
+        mechanisms: vec![Mechanism {
+            name: "seccomp",
+            state: MechanismState::Active(String::new()),
+        }],
+        ..Confinement::default()
+    };
+    assert_eq!(
+        filtered.explain_exit(exited(1), &["chmod: Operation not permitted".into()]),
+        None
+    );
+    assert!(
+        filtered
+            .explain_exit(
+                exited(1),
+                &["ptrace: Operation not permitted (os error 1)".into()]
+            )
+            .unwrap()
+            .contains("seccomp")
+    );
     // Nothing set: nothing blamed on the sandbox.
     let open = Confinement {
         network: true,
