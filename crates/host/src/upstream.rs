@@ -350,6 +350,14 @@ impl Upstream {
                     summary::OAUTH_SETUP,
                     Reason::ours("its OAuth client cannot be set up: ").then_quoted(e.to_string()),
                 ),
+                // Our own words: a secret reference, or a sandbox that
+                // cannot be had here.
+                ConnectError::Secret(e) => {
+                    Down::failed(summary::NOT_STARTED, Reason::ours(e.to_string()))
+                }
+                ConnectError::Transport(e) if e.sandbox_stop().is_some() => {
+                    Down::failed(summary::SANDBOX, Reason::ours(e.to_string()))
+                }
                 other => Down::failed(summary::NOT_STARTED, Reason::quoted(other.to_string())),
             })?;
         stdio_handle.clone_from(&opened.stdio);
@@ -422,9 +430,15 @@ impl Upstream {
     /// The outage a failed connect or listing means: a refusal the
     /// authorization layer could not get past is about authorization.
     fn down_of(&self, e: &ClientError) -> Down {
-        let reason = Reason::quoted(describe(e));
+        let stop = e.transport_error().and_then(|t| t.sandbox_stop());
+        let reason = match stop {
+            Some(stop) => Reason::ours(format!("{}; ", stop.reason)).then_quoted(describe(e)),
+            None => Reason::quoted(describe(e)),
+        };
         if e.is_auth_failure() {
             Down::unauthorized(reason)
+        } else if stop.is_some() {
+            Down::failed(summary::SANDBOX, reason)
         } else if e.is_timeout() {
             Down::failed(summary::NO_ANSWER, reason)
         } else if e.is_closed() {
@@ -456,6 +470,8 @@ pub(crate) mod summary {
     pub(crate) const STARTUP_TIMEOUT: &str = "it did not start in time";
     /// A request to it timed out.
     pub(crate) const NO_ANSWER: &str = "it did not answer in time";
+    /// The host's sandbox stopped it (a refused system call, a limit).
+    pub(crate) const SANDBOX: &str = "the sandbox stopped it";
     /// It answered with an error, or broke the protocol.
     pub(crate) const FAILED: &str = "it failed";
     /// Its OAuth client could not be set up.

@@ -22,6 +22,7 @@ mod outage;
 mod pins;
 mod reload;
 mod requests;
+mod sandbox;
 mod soak;
 mod supervision;
 mod tasks;

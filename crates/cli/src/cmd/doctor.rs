@@ -135,6 +135,56 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
     }
 }
 
+/// What the server receives and may do, before it is started: the names
+/// of its environment (never values) and where configured values come
+/// from; for a stdio server its sandbox: paths, network, limits, and each
+/// mechanism in force or missing on this system.
+fn confinement_findings(server: &ServerConfig) -> Vec<Finding> {
+    let alias = &server.alias;
+    let mut f = Vec::new();
+    let sources: Vec<String> = server
+        .value_sources()
+        .into_iter()
+        .map(|(name, source)| format!("{name} from {source}"))
+        .collect();
+    let Some(stdio) = switchboard_host::connect::stdio_config(server) else {
+        if !sources.is_empty() {
+            f.push(finding(
+                Level::Info,
+                alias,
+                format!("headers: {}", sources.join(", ")),
+            ));
+        }
+        return f;
+    };
+    let plan = stdio.plan();
+    let mut env = format!("environment (names only): {}", plan.env_names.join(" "));
+    if !sources.is_empty() {
+        env.push_str(&format!("; set by the entry: {}", sources.join(", ")));
+    }
+    f.push(finding(Level::Info, alias, env));
+    let mut lines = plan.to_string();
+    if lines.ends_with('\n') {
+        lines.pop();
+    }
+    for line in lines.lines().skip(1) {
+        let missing = line.contains(": MISSING");
+        let level = if missing && server.sandbox.required && server.sandbox.confines() {
+            Level::Error
+        } else if missing || line.contains(": partial") {
+            Level::Warn
+        } else {
+            Level::Info
+        };
+        let mut item = finding(level, alias, format!("sandbox {line}"));
+        if level == Level::Error {
+            item.code = Code::Unreachable;
+        }
+        f.push(item);
+    }
+    f
+}
+
 /// The checks of one server; its tools when they could be listed.
 async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>, Option<Listed>) {
     let alias = server.alias.clone();
@@ -156,6 +206,7 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
             format!("{}: {url}", server.transport.kind())
         }
     };
+    f.extend(confinement_findings(&server));
     let connected = match connect::connect(&server, timeout).await {
         Ok(c) => c,
         Err(e) => {

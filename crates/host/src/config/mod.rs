@@ -22,6 +22,8 @@ use std::time::Duration;
 
 use crate::HostError;
 use crate::permission::Rule;
+use crate::secret::{ConfigValue, SecretError};
+pub use switchboard_client::{Environment, FsAccess, Sandbox};
 
 pub use edit::add_allow_rule;
 pub use lookup::{CONFIG_ENV, ConfigLoader, ConfigOrigin};
@@ -116,8 +118,9 @@ pub struct IdentityProviderConfig {
     pub issuer: String,
     /// Switchboard's client id at the IdP.
     pub client_id: String,
-    /// Its secret, for a confidential client.
-    pub client_secret: Option<String>,
+    /// Its secret, for a confidential client: written out or a secret
+    /// reference, resolved by [`IdentityProviderConfig::resolve_secrets`].
+    pub client_secret: Option<ConfigValue>,
     /// Scopes asked for at the login besides `openid`.
     pub scopes: Vec<String>,
 }
@@ -195,6 +198,14 @@ pub struct ServerConfig {
     /// default `true`): `/readyz` answers 503 while a required, enabled
     /// server is down.
     pub required: bool,
+    /// How a stdio server is confined (`"sandbox"`, else
+    /// `defaults.sandbox`, else [`Sandbox::baseline`]: `no_new_privs` and
+    /// the seccomp filter). Ignored for remote servers.
+    pub sandbox: Sandbox,
+    /// Host variables a stdio server gets besides the base set
+    /// (`"envPassthrough"` after `defaults.envPassthrough`): names or
+    /// `PREFIX_*` patterns; `"*"` passes everything.
+    pub env_passthrough: Vec<String>,
 }
 
 /// Whether and how an HTTP server authorizes with OAuth 2.1.
@@ -217,8 +228,9 @@ pub enum OAuthSetting {
 pub struct OAuthClientConfig {
     /// A client id registered with the authorization server beforehand.
     pub client_id: Option<String>,
-    /// Its secret, for a confidential client.
-    pub client_secret: Option<String>,
+    /// Its secret, for a confidential client: written out or a secret
+    /// reference, resolved by [`ServerConfig::resolve_secrets`].
+    pub client_secret: Option<ConfigValue>,
     /// The issuer the credentials belong to; unset, they are bound to the
     /// first authorization server the resource names.
     pub issuer: Option<String>,
@@ -293,8 +305,10 @@ pub enum TransportConfig {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to (or replacing in) the inherited environment.
-        env: BTreeMap<String, String>,
+        /// Variables given to the server on top of the host's it passes
+        /// (see [`ServerConfig::env_passthrough`]): written out or secret
+        /// references.
+        env: BTreeMap<String, ConfigValue>,
         /// Working directory, relative paths resolved against the config
         /// file's folder.
         cwd: Option<PathBuf>,
@@ -303,16 +317,18 @@ pub enum TransportConfig {
     Http {
         /// The endpoint.
         url: String,
-        /// Headers sent with every request.
-        headers: BTreeMap<String, String>,
+        /// Headers sent with every request: written out or secret
+        /// references.
+        headers: BTreeMap<String, ConfigValue>,
     },
     /// The deprecated HTTP+SSE transport (GET for the event stream, POST to
     /// the announced endpoint).
     Sse {
         /// The SSE endpoint.
         url: String,
-        /// Headers sent with every request.
-        headers: BTreeMap<String, String>,
+        /// Headers sent with every request: written out or secret
+        /// references.
+        headers: BTreeMap<String, ConfigValue>,
     },
 }
 
@@ -387,8 +403,89 @@ impl ServerConfig {
             task_timeout: None,
             oauth: OAuthSetting::Auto,
             required: true,
+            sandbox: Sandbox::baseline(),
+            env_passthrough: Vec::new(),
         }
     }
+
+    /// The environment policy of a stdio server: the base set plus
+    /// [`ServerConfig::env_passthrough`].
+    pub fn environment(&self) -> Environment {
+        Environment::scrubbed(self.env_passthrough.iter().cloned())
+    }
+
+    /// This entry with every secret reference (in `env`, `headers`, the
+    /// OAuth client secret, its identity provider's) replaced by its
+    /// value, ready to connect with. Values stay wrapped: `Debug` shows
+    /// `<redacted>`.
+    ///
+    /// # Errors
+    /// [`SecretError`] for the first reference that cannot be resolved,
+    /// with the key it belongs to in its reference text.
+    pub async fn resolve_secrets(&self) -> Result<ServerConfig, SecretError> {
+        let mut out = self.clone();
+        match &mut out.transport {
+            TransportConfig::Stdio { env: map, .. } => resolve_map(map, "env").await?,
+            TransportConfig::Http { headers: map, .. }
+            | TransportConfig::Sse { headers: map, .. } => {
+                resolve_map(map, "headers").await?;
+            }
+        }
+        if let OAuthSetting::Client(client) = &mut out.oauth {
+            resolve_value(&mut client.client_secret, "oauth.clientSecret").await?;
+            if let Some(idp) = &mut client.idp {
+                idp.provider = idp.provider.resolve_secrets().await?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where each configured value of `env` or `headers` comes from, by
+    /// name: `value` (written out) or the reference (`file:…`, `cmd:…`).
+    /// Never a value.
+    pub fn value_sources(&self) -> Vec<(String, String)> {
+        let map = match &self.transport {
+            TransportConfig::Stdio { env, .. } => env,
+            TransportConfig::Http { headers, .. } | TransportConfig::Sse { headers, .. } => headers,
+        };
+        map.iter().map(|(k, v)| (k.clone(), v.source())).collect()
+    }
+}
+
+impl IdentityProviderConfig {
+    /// This provider with its client secret resolved.
+    ///
+    /// # Errors
+    /// [`SecretError`] when its reference cannot be resolved.
+    pub async fn resolve_secrets(&self) -> Result<IdentityProviderConfig, SecretError> {
+        let mut out = self.clone();
+        resolve_value(&mut out.client_secret, "clientSecret").await?;
+        Ok(out)
+    }
+}
+
+async fn resolve_map(
+    map: &mut BTreeMap<String, ConfigValue>,
+    section: &str,
+) -> Result<(), SecretError> {
+    for (name, value) in map.iter_mut() {
+        if matches!(value, ConfigValue::Ref(_)) {
+            let secret = value
+                .resolve()
+                .await
+                .map_err(|e| e.within(&format!("{section}.{name}")))?;
+            *value = ConfigValue::Plain(secret);
+        }
+    }
+    Ok(())
+}
+
+async fn resolve_value(value: &mut Option<ConfigValue>, key: &str) -> Result<(), SecretError> {
+    if let Some(v @ ConfigValue::Ref(_)) = value {
+        let secret = v.resolve().await.map_err(|e| e.within(key))?;
+        *v = ConfigValue::Plain(secret);
+    }
+    Ok(())
 }
 
 /// Every problem found in a config, each naming the file and the key.

@@ -28,6 +28,7 @@ mod model;
 mod oauth;
 mod roots;
 mod rules;
+mod sandbox;
 mod sections;
 mod server;
 mod values;
@@ -57,6 +58,8 @@ pub(super) fn parse(
         problems: Vec::new(),
         idp_refs: Vec::new(),
         idps: BTreeMap::new(),
+        default_sandbox: None,
+        default_passthrough: Vec::new(),
     };
     let config = parser.config(&value, origin);
     if parser.problems.is_empty() {
@@ -162,6 +165,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "principals",
     "principalsDefault",
     "callerLimits",
+    "defaults",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -183,7 +187,19 @@ const SERVER_KEYS: &[&str] = &[
     "transportType",
     "oauth",
     "required",
+    "sandbox",
+    "envPassthrough",
 ];
+const DEFAULTS_KEYS: &[&str] = &["sandbox", "envPassthrough"];
+const SANDBOX_KEYS: &[&str] = &[
+    "fs",
+    "network",
+    "memoryMiB",
+    "processes",
+    "cpuSeconds",
+    "required",
+];
+const SANDBOX_FS_KEYS: &[&str] = &["read", "write"];
 const OAUTH_KEYS: &[&str] = &[
     "clientId",
     "clientSecret",
@@ -216,6 +232,10 @@ struct Parser<'a> {
     idp_refs: Vec<(String, String)>,
     /// The `identityProviders` entries, read before the servers.
     idps: BTreeMap<String, super::IdentityProviderConfig>,
+    /// `defaults.sandbox`, read before the servers.
+    default_sandbox: Option<super::Sandbox>,
+    /// `defaults.envPassthrough`, read before the servers.
+    default_passthrough: Vec<String>,
 }
 
 /// A server entry before permissions are resolved.
@@ -260,6 +280,9 @@ impl Parser<'_> {
 
         if let Some(v) = root.get("identityProviders") {
             self.idps = self.identity_providers(v);
+        }
+        if let Some(v) = root.get("defaults") {
+            self.defaults(v);
         }
         let mut raw_rules = Vec::new();
         let mut seen = BTreeSet::new();

@@ -8,7 +8,9 @@
 //! # Flags
 //! Flags come from the command line, then from the `MOCK_SERVER_FLAGS`
 //! environment variable (split on whitespace), so a test can change the
-//! behaviour without changing the command.
+//! behaviour without changing the command. Started by a host, the server
+//! sees that variable only when its entry passes it (`env`, or
+//! `envPassthrough`): stdio servers get a scrubbed environment.
 //!
 //! | flag | effect |
 //! |---|---|

@@ -551,6 +551,7 @@ impl Host {
                         End::Stopped {
                             outcome: Outcome::ProtocolError,
                             text,
+                            ..
                         },
                     ) => End::Rejected(Box::new(e.clone()), text),
                     (_, end) => end,
