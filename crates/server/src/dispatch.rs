@@ -204,13 +204,21 @@ impl Future for RunningCall {
     type Output = Reply;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Reply> {
-        let step = ready!(Pin::new(&mut self.running).poll(cx));
-        let Some(rest) = self.rest.take() else {
-            return Poll::Ready(Reply::Error(Fault::internal(
+        let this = &mut *self;
+        // Answered already: the handler's future is spent, never polled again.
+        let spent = || {
+            Poll::Ready(Reply::Error(Fault::internal(
                 "a call polled after its reply",
-            )));
+            )))
         };
-        Poll::Ready(self.running.server.tool_call_reply(
+        if this.rest.is_none() {
+            return spent();
+        }
+        let step = ready!(Pin::new(&mut this.running).poll(cx));
+        let Some(rest) = this.rest.take() else {
+            return spent();
+        };
+        Poll::Ready(this.running.server.tool_call_reply(
             step,
             rest.name,
             rest.arguments,

@@ -2,16 +2,19 @@
 //! pair of blocking byte streams).
 //!
 //! A dedicated thread reads and frames stdin (the wire crate's
-//! [`LineFramer`]). Each request's future is polled once right there: most
-//! answers are ready at once and are written without any hand-off between
-//! threads. A request that has to wait is moved onto the tokio runtime and
-//! registered for `notifications/cancelled`. Only this runner writes stdout,
+//! [`LineFramer`]). Each request is started right there and its future
+//! polled once: most answers are ready at once and are written without any
+//! hand-off between threads (a plain `tools/call` does not even become a
+//! future of its own then: only its handler's is polled). A request that
+//! has to wait is moved onto the tokio runtime and registered for
+//! `notifications/cancelled`. Only this runner writes stdout,
 //! whole lines only (STDIO-01/02); logs go to stderr through `tracing`.
 //!
-//! What the reader thread answers is written once it has handled all the
-//! input it has (before it waits for more), so a burst of pipelined
-//! requests costs one write; what tasks on the runtime send is written at
-//! once, after anything the reader still holds.
+//! What the reader thread answers is framed straight into the lines it
+//! holds and written once it has handled all the input it has (before it
+//! waits for more), so a burst of pipelined requests costs one write; what
+//! tasks on the runtime send is written at once, after anything the reader
+//! still holds.
 //!
 //! At end of input the runner lets in-flight requests finish (bounded by
 //! a grace period), cancels the rest, and returns (STDIO-12).
