@@ -89,6 +89,7 @@ pub mod permission;
 pub mod pins;
 mod reason;
 pub mod sanitize;
+pub mod search;
 pub mod table;
 mod task;
 mod upstream;
