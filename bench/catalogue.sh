@@ -10,8 +10,11 @@
 # Usage:
 #   bench/catalogue.sh install     install the servers and write the config
 #   bench/catalogue.sh config      print the config's path (after install)
-#   bench/catalogue.sh tools       `switchboard tools --json` over it, into
-#                                  $CACHE/tools.json (needs BIN or builds one)
+#   bench/catalogue.sh tools       `switchboard tools --all --json` over it,
+#                                  into $CACHE/tools.json (BIN, or a debug build)
+#   bench/catalogue.sh snapshot    tools, then the servers' definitions as
+#                                  bench/catalogue-tools.json (committed: the
+#                                  search's recall is tested on it offline)
 # Env:
 #   CATALOGUE_DIR   where everything goes (default
 #                   ${XDG_CACHE_HOME:-~/.cache}/switchboard-catalogue)
@@ -110,9 +113,34 @@ print("names on more than one server: " + ", ".join(sorted(n for n, c in names.i
 EOF
 }
 
+# The definitions as the servers sent them (the host's markers taken off
+# the descriptions), one object per tool with its server's alias.
+snapshot() {
+  tools
+  python3 - "$CACHE/tools.json" "$REPO/bench/catalogue-tools.json" <<'EOF'
+import json, re, sys
+out = []
+for t in json.load(open(sys.argv[1])):
+    d = t["description"]
+    m = re.match(r'\[from [^\]]*\] <untrusted-text source="[^"]*">\n(.*)\n</untrusted-text>$', d, re.S)
+    entry = {"server": t["server"], "name": t["originalName"]}
+    if t.get("title"):
+        entry["title"] = t["title"]
+    if m:
+        entry["description"] = m.group(1)
+    entry["inputSchema"] = t["inputSchema"]
+    out.append(entry)
+with open(sys.argv[2], "w") as f:
+    json.dump(out, f, separators=(",", ":"), ensure_ascii=False)
+    f.write("\n")
+print(f"{len(out)} tools written to {sys.argv[2]}")
+EOF
+}
+
 case ${1:-install} in
   install) install ;;
   config) echo "$CACHE/catalogue.json" ;;
   tools) tools ;;
-  *) echo "usage: $0 install|config|tools" >&2; exit 2 ;;
+  snapshot) snapshot ;;
+  *) echo "usage: $0 install|config|tools|snapshot" >&2; exit 2 ;;
 esac

@@ -22,6 +22,7 @@
 //! its model view of the table (`core/search.rs`), so denied tools are
 //! never indexed and a changed tool is indexed with its approved text.
 
+pub mod evaluation;
 mod text;
 mod thesaurus;
 
@@ -74,7 +75,7 @@ pub struct FieldWeights {
 impl Default for FieldWeights {
     fn default() -> Self {
         FieldWeights {
-            name: 3.0,
+            name: 4.0,
             server: 1.0,
             title: 2.0,
             description: 1.0,
@@ -112,6 +113,27 @@ const K1: f32 = 1.2;
 /// Length normalisation per field, in the order of `FIELDS`.
 const B: [f32; FIELDS] = [0.3, 0.0, 0.5, 0.75, 0.75];
 const FIELDS: usize = 5;
+/// How much meeting every word of the query adds to a score (meeting
+/// half of them adds half as much).
+const COVERAGE: f32 = 0.5;
+
+/// The ranking's knobs besides the field weights.
+#[derive(Debug, Clone, Copy)]
+struct Tuning {
+    /// A related word's weight against the query's own.
+    related: f32,
+    /// See [`COVERAGE`].
+    coverage: f32,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            related: thesaurus::RELATED_WEIGHT,
+            coverage: COVERAGE,
+        }
+    }
+}
 
 impl SearchIndex {
     /// Builds the index of `docs` with the default field weights.
@@ -202,24 +224,56 @@ impl SearchIndex {
     /// [`SearchIndex::search`] over the documents `keep` accepts (a
     /// caller's own view of the table).
     pub fn search_where(&self, query: &str, limit: usize, keep: impl Fn(usize) -> bool) -> Vec<Hit> {
+        self.rank(query, limit, keep, Tuning::default())
+    }
+
+    fn rank(
+        &self,
+        query: &str,
+        limit: usize,
+        keep: impl Fn(usize) -> bool,
+        tuning: Tuning,
+    ) -> Vec<Hit> {
         if limit == 0 || self.len == 0 {
             return Vec::new();
         }
+        let words = self.query_words(query, tuning.related);
         let mut scores = vec![0f32; self.len];
-        for (term, weight) in self.query_terms(query) {
-            let Some(&id) = self.terms.get(&term) else {
-                continue;
-            };
-            let idf = self.idf[id as usize] * weight;
-            for &(doc, saturated) in &self.postings[id as usize] {
-                scores[doc as usize] += idf * saturated;
+        let mut matched = vec![0u16; self.len];
+        // Per query word: each document's best match among the word and
+        // its related words (a document holding five synonyms of one word
+        // is not five times as good).
+        let mut best = vec![0f32; self.len];
+        let mut touched: Vec<u32> = Vec::new();
+        for expansions in &words {
+            for (id, weight) in expansions {
+                let idf = self.idf[*id as usize] * weight;
+                for &(doc, saturated) in &self.postings[*id as usize] {
+                    let slot = &mut best[doc as usize];
+                    if *slot == 0.0 {
+                        touched.push(doc);
+                    }
+                    *slot = slot.max(idf * saturated);
+                }
+            }
+            for doc in touched.drain(..) {
+                let d = doc as usize;
+                scores[d] += best[d];
+                matched[d] += 1;
+                best[d] = 0.0;
             }
         }
+        // Documents meeting more of the query's words rank higher than
+        // ones meeting a single rare word many times.
+        let words_len = words.len().max(1) as f32;
         let mut hits: Vec<Hit> = scores
             .iter()
             .enumerate()
             .filter(|(doc, score)| **score > 0.0 && keep(*doc))
-            .map(|(doc, &score)| Hit { doc, score })
+            .map(|(doc, &score)| Hit {
+                doc,
+                score: score * (1.0 + tuning.coverage * f32::from(matched[doc]) / words_len),
+            })
             .collect();
         let by_rank = |a: &Hit, b: &Hit| b.score.total_cmp(&a.score).then(a.doc.cmp(&b.doc));
         if hits.len() > limit {
@@ -230,25 +284,46 @@ impl SearchIndex {
         hits
     }
 
-    /// The query's terms with their weights: its own words at 1.0, their
-    /// related words at [`thesaurus::RELATED_WEIGHT`] (a word both typed
-    /// and related counts once, at its highest weight).
-    fn query_terms(&self, query: &str) -> Vec<(String, f32)> {
-        let own = text::terms(query);
-        let mut weights: Vec<(String, f32)> = Vec::new();
-        let mut put = |term: &str, weight: f32| match weights.iter_mut().find(|(t, _)| t == term) {
-            Some((_, w)) => *w = w.max(weight),
-            None => weights.push((term.to_owned(), weight)),
-        };
-        for term in &own {
-            put(term, 1.0);
-        }
-        for term in &own {
-            for related in thesaurus::related(term) {
-                put(related, thesaurus::RELATED_WEIGHT);
+    /// The query's words (distinct, in order), each with the index terms
+    /// it searches: itself at 1.0 and its related words at
+    /// [`thesaurus::RELATED_WEIGHT`]; terms the index does not hold are
+    /// left out, and so are words with none.
+    fn query_words(&self, query: &str, related_weight: f32) -> Vec<Vec<(u32, f32)>> {
+        let mut own: Vec<u32> = Vec::new();
+        let words: Vec<String> = text::terms(query);
+        for word in &words {
+            if let Some(&id) = self.terms.get(word) {
+                own.push(id);
             }
         }
-        weights
+        // A term is searched once: two words of the query related to the
+        // same term (make, build → create) do not count it twice.
+        let mut claimed: std::collections::HashSet<u32> = own.iter().copied().collect();
+        let mut seen = std::collections::HashSet::new();
+        words
+            .iter()
+            .filter(|w| seen.insert(w.as_str()))
+            .map(|word| {
+                let mut terms: Vec<(u32, f32)> = Vec::new();
+                if let Some(&id) = self.terms.get(word) {
+                    terms.push((id, 1.0));
+                }
+                let number = word
+                    .bytes()
+                    .all(|b| b.is_ascii_digit())
+                    .then_some(thesaurus::NUMBER);
+                // A number in a request is about numbers.
+                for related in thesaurus::related(word).iter().map(String::as_str).chain(number) {
+                    if let Some(&id) = self.terms.get(related) {
+                        if claimed.insert(id) {
+                            terms.push((id, related_weight));
+                        }
+                    }
+                }
+                terms
+            })
+            .filter(|terms| !terms.is_empty())
+            .collect()
     }
 
     fn term_id(&mut self, term: &str) -> u32 {

@@ -16,107 +16,191 @@ use std::sync::OnceLock;
 use super::text;
 
 /// The weight of a related word against the query's own (1.0).
-pub(crate) const RELATED_WEIGHT: f32 = 0.45;
+pub(crate) const RELATED_WEIGHT: f32 = 0.6;
+
+/// What a number in a query is related to (stemmed `numbers`).
+pub(crate) const NUMBER: &str = "number";
 
 /// The groups. One line each; a word may be in several.
 const GROUPS: &[&[&str]] = &[
-    // Verbs of reading.
+    // Reading and showing.
     &[
         "get", "fetch", "read", "retrieve", "show", "view", "obtain", "load", "display", "see",
-        "look", "open", "inspect", "check", "return", "download", "print",
+        "look", "open", "inspect", "check", "return", "download", "print", "dump", "access",
+        "pull", "grab", "examine", "peek", "what", "say",
     ],
-    &["content", "contents", "body", "text", "inside", "data"],
-    // Verbs of making.
+    &["content", "contents", "body", "text", "data", "say", "says", "inside", "within"],
+    &["detail", "details", "info", "information", "metadata", "about", "describe", "properties"],
+    // Making.
     &[
-        "create", "add", "new", "make", "insert", "generate", "build", "compose", "start",
-        "register", "open", "file", "raise", "submit", "write",
+        "create", "add", "new", "make", "insert", "generate", "compose", "start", "register",
+        "open", "raise", "submit", "establish", "initialize", "draft",
+        "produce",
     ],
-    &["write", "save", "store", "put", "persist", "record", "overwrite", "upload", "push"],
-    // Verbs of removing.
+    &[
+        "write", "save", "store", "put", "persist", "record", "overwrite", "upload", "push",
+        "keep", "dump",
+    ],
+    &["append", "add", "attach", "extend", "insert", "include"],
+    // Removing.
     &[
         "delete", "remove", "drop", "erase", "destroy", "clear", "purge", "discard", "trash",
-        "forget", "rid", "wipe", "unlink",
+        "forget", "rid", "wipe", "unlink", "kill", "cancel", "eliminate", "scrap",
     ],
-    // Verbs of listing and finding.
-    &["list", "enumerate", "browse", "index", "catalog", "all", "every", "available", "show"],
+    // Listing.
+    &[
+        "list", "enumerate", "browse", "index", "catalog", "all", "every", "available", "show",
+        "which", "many", "exist", "inventory", "overview",
+    ],
+    // Finding.
     &[
         "search", "find", "query", "lookup", "look", "locate", "seek", "discover", "grep",
-        "filter", "match", "hunt",
+        "filter", "match", "hunt", "scan", "mention", "mentioning", "containing", "where",
     ],
-    // Verbs of changing.
+    // Changing.
     &[
         "update", "edit", "modify", "change", "alter", "patch", "set", "revise", "amend", "adjust",
-        "replace", "fix", "correct", "tweak",
+        "replace", "fix", "correct", "tweak", "rewrite", "refresh", "rework",
     ],
-    &["move", "rename", "relocate", "transfer", "mv"],
-    &["copy", "duplicate", "clone", "fork", "replicate"],
-    &["close", "resolve", "finish", "done", "complete", "end"],
-    &["merge", "combine", "integrate", "land", "accept"],
-    &["send", "post", "publish", "reply", "respond", "notify", "tell", "dm", "message"],
-    &["run", "execute", "exec", "invoke", "launch", "perform", "evaluate", "eval"],
-    &["convert", "translate", "transform", "turn"],
-    &["wait", "pause", "sleep", "delay", "hold"],
-    &["summarize", "summary", "digest", "overview", "describe", "description"],
-    &["compare", "diff", "difference", "differ", "changes", "delta"],
-    &["stage", "staged", "add", "index"],
-    &["undo", "revert", "reset", "unstage", "rollback", "restore"],
-    // Objects.
-    &["issue", "ticket", "bug", "problem", "defect", "incident", "task"],
-    &["repo", "repository", "project", "codebase", "source"],
-    &["file", "document", "doc", "documents"],
-    &["directory", "folder", "dir", "path"],
-    &["tree", "hierarchy", "structure", "recursive", "nested"],
-    &["message", "email", "mail", "chat", "dm", "text", "note", "post"],
-    &["channel", "room", "conversation", "thread", "group"],
-    &["comment", "reply", "remark", "feedback", "annotation", "note"],
-    &["pull", "pr", "merge", "mr", "change", "patch", "contribution"],
-    &["review", "approve", "approval", "feedback", "critique"],
-    &["branch", "ref", "head", "checkout", "switch"],
-    &["commit", "revision", "history", "log", "changeset", "changes"],
-    &["user", "person", "people", "member", "account", "profile", "someone", "who"],
-    &["team", "organization", "org", "workspace", "group"],
-    &["entity", "node", "object", "item", "record", "thing", "concept"],
-    &["relation", "relationship", "link", "connection", "edge", "association"],
-    &["observation", "fact", "memory", "knowledge", "remember", "recall", "note"],
-    &["graph", "network", "knowledge"],
-    &["time", "clock", "hour", "date", "now", "current", "today"],
-    &["timezone", "zone", "tz", "region"],
-    &["url", "link", "web", "website", "page", "site", "internet", "online", "webpage", "http"],
-    &["screenshot", "capture", "snapshot", "picture", "image", "photo"],
-    &["click", "press", "tap", "hit", "push", "button"],
-    &["type", "enter", "input", "fill", "key", "keyboard", "form"],
-    &["navigate", "go", "visit", "browse", "goto", "load", "open"],
-    &["back", "previous", "return"],
-    &["tab", "window"],
-    &["browser", "chrome", "page", "playwright"],
-    &["drag", "drop", "hover", "mouse", "scroll"],
-    &["console", "log", "error", "network", "request"],
-    &["database", "db", "sql", "sqlite", "table", "row", "column", "schema"],
-    &["query", "select", "sql"],
+    &["move", "rename", "relocate", "transfer", "mv", "reorganize", "shift"],
+    &["copy", "duplicate", "clone", "fork", "replicate", "mirror"],
+    &["close", "resolve", "finish", "done", "complete", "end", "shut"],
+    &["merge", "combine", "integrate", "land", "accept", "incorporate"],
     &[
-        "place", "location", "address", "geocode", "coordinate", "latitude", "longitude", "where",
-        "map",
+        "send", "post", "publish", "reply", "respond", "notify", "tell", "dm", "message", "announce",
+        "inform", "share", "broadcast", "ping", "answer",
     ],
-    &["direction", "route", "navigate", "travel", "drive", "distance", "trip"],
-    &["nearby", "near", "around", "close", "restaurant", "cafe", "shop"],
-    &["elevation", "altitude", "height"],
-    &["size", "info", "metadata", "stat", "stats", "detail", "details", "property", "attribute"],
-    &["think", "reason", "plan", "reflect", "thought", "step", "analyze", "problem"],
-    &["status", "state", "progress", "health"],
-    &["sum", "add", "total", "calculate", "compute", "math", "arithmetic"],
-    &["echo", "repeat", "mirror", "ping"],
+    &["run", "execute", "exec", "invoke", "launch", "perform", "evaluate", "eval", "trigger"],
+    &["convert", "translate", "transform", "turn", "change"],
+    &["wait", "pause", "sleep", "delay", "hold", "until"],
+    &["summarize", "summary", "digest", "overview", "describe", "description", "abstract"],
+    &["compare", "diff", "difference", "differences", "changes", "delta", "changed", "modified"],
+    &["stage", "staged", "staging", "add", "index", "queue", "prepare", "prepared"],
+    &["undo", "revert", "reset", "unstage", "rollback", "restore", "back"],
+    &["propose", "suggest", "request", "submit", "contribution", "inclusion"],
+    &["switch", "checkout", "change", "jump", "toggle", "swap"],
+    &["toggle", "enable", "disable", "turn", "switch", "on", "off"],
+    &["compress", "zip", "gzip", "archive", "pack", "shrink"],
+    // Work items.
+    &["issue", "ticket", "bug", "problem", "defect", "incident", "task", "tracker", "report", "crash"],
+    &["open", "unresolved", "outstanding", "pending", "active", "state", "remaining", "still"],
+    &["repo", "repository", "project", "codebase", "source", "code"],
+    &["code", "source", "snippet", "script", "program", "function", "implementation"],
+    &["host", "github", "gitlab", "forge"],
+    // Files.
+    &[
+        "file", "document", "doc", "documents", "disk", "readme", "filesystem", "drive", "storage",
+    ],
+    &["directory", "folder", "dir", "path", "location"],
+    &["tree", "hierarchy", "structure", "recursive", "recursively", "nested", "layout"],
+    &["beneath", "below", "under", "within", "recursively", "subdirectory", "nested", "anywhere"],
+    &["entire", "whole", "everything", "full", "complete", "all"],
+    &["multiple", "many", "several", "batch", "bulk", "various", "files"],
+    &["size", "sizes", "big", "large", "space", "bytes", "much"],
+    &["modified", "modification", "touched", "changed", "updated", "timestamp", "mtime"],
+    // A file type names a file.
+    &[
+        "file", "png", "jpg", "jpeg", "gif", "pdf", "txt", "md", "csv", "json", "xlsx", "html",
+        "rs", "py", "js",
+    ],
+    &["md", "markdown", "txt", "text", "plain"],
+    &["line", "lines", "paragraph", "sentence", "text", "passage"],
+    &["recent", "lately", "latest", "last", "newest", "since"],
+    &["allowed", "permitted", "access", "accessible", "permission", "authorized"],
+    // Conversation.
+    &[
+        "message", "email", "mail", "chat", "dm", "text", "note", "post", "say", "said", "talk",
+        "conversation",
+    ],
+    &["channel", "room", "conversation", "thread", "group", "chat"],
+    &["comment", "reply", "remark", "feedback", "annotation", "note", "response", "said"],
+    &["history", "past", "earlier", "previous", "backlog", "said", "lately"],
+    &["emoji", "reaction", "react", "thumbs", "like"],
+    // Code review.
+    &["pull", "pr", "merge", "mr", "change", "patch", "contribution", "request"],
+    &["review", "approve", "approval", "feedback", "critique", "lgtm"],
+    &["status", "state", "progress", "health", "check", "checks", "ci", "pass", "passed", "build"],
+    &["branch", "ref", "head", "checkout", "switch", "line", "develop"],
+    &["commit", "revision", "history", "log", "changeset", "changes", "record"],
+    &["working", "local", "locally", "workspace", "checkout", "unstaged"],
+    // People and places of work.
+    &[
+        "user", "person", "people", "member", "account", "profile", "someone", "who", "everyone",
+        "teammate", "colleague",
+    ],
+    &["team", "organization", "org", "workspace", "group", "company"],
+    &["profile", "avatar", "title", "job", "bio", "role"],
+    &["namespace", "account", "organization", "owner"],
+    // Knowledge.
+    &["entity", "node", "object", "item", "record", "thing", "concept", "person"],
+    &["relation", "relationship", "link", "connection", "edge", "association", "between"],
+    &[
+        "observation", "fact", "memory", "knowledge", "remember", "recall", "note", "know",
+        "learned",
+    ],
+    &["graph", "network", "knowledge", "memory"],
+    // Time.
+    &["time", "clock", "hour", "date", "now", "current", "today", "pm", "am", "oclock"],
+    &["timezone", "zone", "tz", "region", "city"],
+    // The web.
+    &[
+        "url", "link", "web", "website", "page", "site", "internet", "online", "webpage", "http",
+        "html", "article",
+    ],
+    &["screenshot", "capture", "snapshot", "picture", "image", "photo", "grab", "looks"],
+    &["image", "picture", "photo", "png", "jpg", "jpeg", "gif", "media", "logo", "icon"],
+    &["click", "press", "tap", "hit", "push", "button", "submit"],
+    &["type", "enter", "input", "fill", "key", "keyboard", "form", "box", "field", "typing"],
+    &["navigate", "go", "visit", "browse", "goto", "load", "open", "jump"],
+    &["back", "previous", "return", "before", "history"],
+    &["tab", "window", "windows", "tabs"],
+    &["browser", "chrome", "page", "playwright", "site"],
+    &["drag", "drop", "hover", "mouse", "scroll", "move"],
+    &["console", "log", "logged", "error", "errors", "javascript", "js", "warning"],
+    &["network", "request", "requests", "traffic", "http"],
+    &["dialog", "popup", "alert", "confirm", "prompt"],
+    &["dropdown", "option", "select", "choose", "pick", "menu"],
+    &["resize", "size", "dimension", "width", "height", "viewport"],
+    &["dark", "light", "theme", "color", "scheme", "mode"],
+    &["news", "headline", "headlines", "article", "articles", "story", "stories", "press"],
+    // Data.
+    &["database", "db", "sql", "sqlite", "table", "row", "column", "schema", "record"],
+    &["query", "select", "sql", "filter"],
+    &["database", "notion", "page", "wiki", "workspace", "doc"],
+    &["block", "paragraph", "section", "element", "content", "children"],
+    &["title", "heading", "header", "subject", "name", "called", "named"],
+    &["template", "boilerplate", "skeleton", "blueprint"],
+    &["property", "properties", "field", "attribute", "column"],
+    // Places.
+    &[
+        "place", "location", "address", "geocode", "coordinate", "coordinates", "latitude",
+        "longitude", "where", "map", "spot",
+    ],
+    &["direction", "route", "navigate", "travel", "drive", "distance", "trip", "far", "apart", "away", "get"],
+    &[
+        "nearby", "near", "around", "close", "restaurant", "cafe", "coffee", "shop", "shops",
+        "store", "business", "businesses", "local", "pizza", "bar",
+    ],
+    &["elevation", "altitude", "height", "high", "tall", "sea"],
+    &["earth", "world", "globe", "planet"],
+    // Reasoning and numbers.
+    &[
+        "think", "reason", "plan", "reflect", "thought", "step", "analyze", "problem", "puzzle",
+        "solve", "stage", "carefully",
+    ],
+    &["sum", "add", "total", "calculate", "compute", "math", "arithmetic", "plus", "together"],
+    &["echo", "repeat", "mirror", "ping", "back"],
     &["pdf", "print", "export"],
-    &["block", "paragraph", "section", "element"],
-    &["database", "notion", "page", "wiki"],
     &["label", "tag", "category"],
     &["assign", "assignee", "owner", "responsible"],
-    &["star", "favorite", "like", "bookmark"],
-    &["emoji", "reaction", "react"],
-    &["env", "environment", "variable", "config", "setting"],
-    &["resource", "attachment", "asset"],
-    &["long", "slow", "lengthy"],
-    &["annotate", "annotation", "hint"],
+    &["star", "favorite", "bookmark"],
+    &["env", "environment", "variable", "variables", "config", "configuration", "setting", "settings"],
+    &["resource", "attachment", "asset", "assets"],
+    &["long", "slow", "lengthy", "operation"],
+    &["annotate", "annotation", "annotations", "hint"],
     &["sample", "sampling", "llm", "model", "completion"],
+    &["research", "investigate", "study", "deep"],
+    &["debug", "debugging", "diagnose", "troubleshoot", "logging"],
 ];
 
 /// A term's related terms (stemmed), its own excluded.
