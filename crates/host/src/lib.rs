@@ -26,6 +26,8 @@
 //! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
+//! - [`builtin`]: Switchboard's own tools (`mcp__switchboard__NAME`),
+//!   handlers in the host on the same governed path as servers' tools.
 //! - [`audit`]: the hash-chained audit log and its verifier.
 //! - [`observe`]: the call observer (metrics, traces) and trace context.
 //! - [`audit_stats`]: per-tool calls, error rate and p50/p95 durations
@@ -73,6 +75,7 @@ pub mod audit_stats;
 pub mod auth;
 mod breaker;
 pub mod budget;
+pub mod builtin;
 pub mod catalog;
 pub mod config;
 pub mod connect;
@@ -100,6 +103,7 @@ pub use audit::{
     VerifyProblem, VerifyReport, archives_of as audit_archives, verify as verify_audit,
 };
 pub use budget::Budget;
+pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
     Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, OAuthClientConfig,

@@ -9,6 +9,7 @@ mod util;
 mod audit;
 mod auth;
 mod breaker;
+mod builtin;
 mod call;
 mod config;
 mod gate;

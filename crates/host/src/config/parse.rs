@@ -299,6 +299,17 @@ impl Parser<'_> {
                     );
                     continue;
                 }
+                if alias == crate::builtin::ALIAS {
+                    self.problem(
+                        ProblemKind::BadAlias,
+                        &key,
+                        format!(
+                            "alias {alias:?} is reserved for Switchboard's own tools (mcp__{alias}__NAME)"
+                        ),
+                        format!("rename it, e.g. {:?}", format!("{alias}-server")),
+                    );
+                    continue;
+                }
                 if let Some((server, rules)) = self.server(alias, entry, &key, &mut config.notes) {
                     config.servers.push(server);
                     raw_rules.push(rules);

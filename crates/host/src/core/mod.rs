@@ -40,6 +40,7 @@ use crate::table::{DroppedTool, TableEntry, ToolTable};
 use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 
 mod background;
+mod builtin;
 mod catalog_sync;
 mod list;
 mod mount;
@@ -215,6 +216,8 @@ struct Inner {
     budget: Budget,
     connect: ConnectOptions,
     changes: broadcast::Sender<TableChange>,
+    /// Switchboard's own tools, `mcp__switchboard__NAME`.
+    builtins: crate::builtin::Builtins,
     /// Prompts, resources and templates beyond the tools.
     offers: catalog_sync::Offers,
     /// Authenticated callers' counts against their limits.
@@ -341,11 +344,13 @@ impl Host {
         self.inner.budget
     }
 
-    /// The pin state of every tool in the table.
+    /// The pin state of every server's tool in the table (built-in tools
+    /// are the host's own and carry no pins).
     pub fn pins(&self) -> Vec<PinReport> {
         self.table()
             .entries()
             .iter()
+            .filter(|e| e.alias != crate::builtin::ALIAS)
             .map(|e| PinReport {
                 name: e.local_name.clone(),
                 server: e.alias.clone(),
@@ -370,6 +375,7 @@ impl Host {
         let chosen: Vec<&TableEntry> = table
             .entries()
             .iter()
+            .filter(|e| e.alias != crate::builtin::ALIAS)
             .filter(|e| {
                 e.local_name == target
                     || e.alias == target

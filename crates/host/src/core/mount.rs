@@ -135,6 +135,7 @@ impl Host {
                 user_agent: options.oauth_user_agent,
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
+            builtins: crate::builtin::Builtins::default(),
             offers: super::catalog_sync::Offers::new(),
             limiter: Arc::default(),
             rebuild: Mutex::new(()),
@@ -267,7 +268,7 @@ impl Host {
             .rebuild
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let snapshots: Vec<Listed> = self
+        let mut snapshots: Vec<Listed> = self
             .upstreams()
             .iter()
             .filter(|s| s.config.enabled)
@@ -282,6 +283,11 @@ impl Host {
                 })
             })
             .collect();
+        // Switchboard's own tools, under the alias no server may take.
+        let builtins = self.inner.builtins.definitions();
+        if !builtins.is_empty() {
+            snapshots.push((crate::builtin::ALIAS.to_owned(), builtins, Vec::new()));
+        }
         let (table, dropped) = ToolTable::of_listings(&snapshots);
         let old = self.table();
         let change = diff_tables(&old, &table);

@@ -88,7 +88,7 @@ fn model_result(end: End<CallToolResult>) -> CallToolResult {
 }
 
 /// What the gate (and the approver) let through.
-enum Gate {
+pub(super) enum Gate {
     /// The call may run.
     Pass,
     /// Denied: the text the model reads.
@@ -162,14 +162,16 @@ impl Kind for CallTool<'_> {
             let Some(entry) = table.get(local_name) else {
                 return host.not_in_table(local_name, &table);
             };
+            if let Some(builtin) = host.builtin_of(entry) {
+                // Boxed: a rare path kept out of every call's future.
+                let call = (local_name, entry, builtin, self.arguments);
+                return Box::pin(host.run_builtin(call, &target, options)).await;
+            }
             let Some(server) = host.server(&target.alias) else {
                 let end = End::stopped(Outcome::UnknownTool, host.unknown_tool(local_name, &table));
                 return Governed::at(Some(&target), None, end);
             };
-            let pin = host
-                .inner
-                .pins
-                .state_of(&target.alias, &entry.tool, &entry.fingerprint);
+            let pin = host.pin_of(entry);
             let (decision, gate) = host
                 .decide(local_name, entry, &pin, self.arguments.as_ref(), options)
                 .await;
@@ -385,7 +387,7 @@ impl Host {
     ) -> Result<gate::Assessment, (Decision, String)> {
         let assessment = {
             let config = self.config_read();
-            gate::assess(&config.rules, &entry.alias, &entry.tool, pin)
+            self.assess(&config.rules, entry, pin)
         };
         if assessment.verdict != Verdict::Deny {
             return Ok(assessment);
@@ -403,7 +405,7 @@ impl Host {
 
     /// The gate, and the approver when the gate asks: the decision, and
     /// whether the call may run. The gate is assessed once per call.
-    async fn decide(
+    pub(super) async fn decide(
         &self,
         local_name: &str,
         entry: &TableEntry,
@@ -570,9 +572,12 @@ impl Host {
     }
 
     fn allow_always(&self, entry: &TableEntry, rule_text: &str) {
-        // The definition the user just approved becomes the pin.
-        if let Err(e) = self.inner.pins.pin(&entry.alias, &entry.tool) {
-            warn!(error = %e, "could not record the pin");
+        // The definition the user just approved becomes the pin (a
+        // built-in is the host's own: nothing to pin).
+        if self.builtin_of(entry).is_none() {
+            if let Err(e) = self.inner.pins.pin(&entry.alias, &entry.tool) {
+                warn!(error = %e, "could not record the pin");
+            }
         }
         // Only a rule naming exactly this tool is ever added.
         let Some(pattern) = Pattern::parse(rule_text).ok().filter(Pattern::is_exact) else {
