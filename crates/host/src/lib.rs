@@ -24,6 +24,11 @@
 //!   completing them ([`Host::get_prompt`], [`Host::read_resource`],
 //!   [`Host::complete`]) takes the same governed path as a tool call.
 //! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
+//! - [`search`]: the tool search index (BM25F, identifiers split, stems,
+//!   a thesaurus) behind `tools --search` and
+//!   `mcp__switchboard__search_tools`.
+//! - [`tokens`]: token estimates of tool definitions, and when the table
+//!   is deferred ([`ToolSearch`]).
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
 //! - [`builtin`]: Switchboard's own tools (`mcp__switchboard__NAME`),
@@ -95,6 +100,7 @@ pub mod sanitize;
 pub mod search;
 pub mod table;
 mod task;
+pub mod tokens;
 mod upstream;
 
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
@@ -124,4 +130,5 @@ pub use limits::{CallLimits, LimitsOverride};
 pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::PinState;
+pub use tokens::ToolSearch;
 pub use switchboard_client::{ProgressSink, Resume};

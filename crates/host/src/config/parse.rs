@@ -28,6 +28,7 @@ mod model;
 mod oauth;
 mod roots;
 mod rules;
+mod scale;
 mod sections;
 mod server;
 mod values;
@@ -161,6 +162,8 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "identityProviders",
     "principals",
     "callerLimits",
+    "toolSearch",
+    "idleTimeoutMs",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -182,6 +185,11 @@ const SERVER_KEYS: &[&str] = &[
     "transportType",
     "oauth",
     "required",
+    "lazy",
+    "alwaysLoad",
+    "budgetChars",
+    "idleTimeoutMs",
+    "tools",
 ];
 const OAUTH_KEYS: &[&str] = &[
     "clientId",
@@ -413,6 +421,14 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("roots") {
             config.roots = self.roots(v);
+        }
+        if let Some(v) = root.get("toolSearch") {
+            config.tool_search = self.tool_search(v);
+        }
+        if let Some(v) = root.get("idleTimeoutMs") {
+            if let Some(d) = self.millis(v, "idleTimeoutMs") {
+                config.idle_timeout = d;
+            }
         }
         config.identity_providers = std::mem::take(&mut self.idps);
         let refs = std::mem::take(&mut self.idp_refs);
