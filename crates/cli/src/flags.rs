@@ -204,6 +204,13 @@ pub(crate) struct ToolsArgs {
     /// OAuth subject): narrowed by its `principals` rules.
     #[arg(long, value_name = "NAME", conflicts_with = "all")]
     pub(crate) principal: Option<String>,
+    /// The best tools for QUERY, best first (what the model's
+    /// mcp__switchboard__search_tools finds), in the same shape.
+    #[arg(long, value_name = "QUERY", conflicts_with = "all")]
+    pub(crate) search: Option<String>,
+    /// How many tools --search prints.
+    #[arg(long, value_name = "K", default_value_t = 5, requires = "search")]
+    pub(crate) limit: usize,
 }
 
 /// `call`.

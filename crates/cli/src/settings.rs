@@ -44,6 +44,8 @@ pub(crate) enum Command {
     Tools {
         all: bool,
         principal: Option<String>,
+        /// `--search QUERY` and `--limit K`.
+        search: Option<(String, usize)>,
     },
     Servers,
     Call {
@@ -200,6 +202,7 @@ impl Settings {
             RawCommand::Tools(t) => Command::Tools {
                 all: t.all,
                 principal: t.principal,
+                search: t.search.map(|q| (q, t.limit)),
             },
             RawCommand::Servers => Command::Servers,
             RawCommand::Call(a) => {

@@ -31,6 +31,8 @@
 //!   is deferred ([`ToolSearch`]).
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
+//! - [`results`]: results over their budget kept for the session, read
+//!   on by `mcp__switchboard__read_result`.
 //! - [`builtin`]: Switchboard's own tools (`mcp__switchboard__NAME`),
 //!   handlers in the host on the same governed path as servers' tools.
 //! - [`audit`]: the hash-chained audit log and its verifier.
@@ -96,6 +98,7 @@ pub mod observe;
 pub mod permission;
 pub mod pins;
 mod reason;
+pub mod results;
 pub mod sanitize;
 pub mod search;
 pub mod table;
@@ -116,7 +119,8 @@ pub use config::{
     OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use core::{
-    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport, Host,
+    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport, FoundTool,
+    Host, LoadedTools,
     ModelTool, MountOptions, Named, OfferError, PinReport, ReloadReport, ResourceRef, ServerReport,
     ServerState, ServerStatus, TableChange, TaskResumption, ToolStatus,
 };
