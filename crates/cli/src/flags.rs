@@ -393,6 +393,11 @@ pub(crate) struct ServeArgs {
     /// client supports it, and denied otherwise.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+    /// List each caller only the always-loaded tools and
+    /// mcp__switchboard__search_tools, plus the tools its own searches
+    /// found (a notifications/tools/list_changed tells it when they join).
+    #[arg(long)]
+    pub(crate) tool_search: bool,
     /// Serve Prometheus metrics at /metrics next to /mcp (HTTP only; no
     /// authorization: bind where only the scraper and clients reach).
     #[arg(long, requires = "http")]
