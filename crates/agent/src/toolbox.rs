@@ -265,7 +265,7 @@ impl Toolbox for HostToolbox {
 }
 
 /// `mcp__switchboard__search_tools`.
-fn search_tool_name() -> String {
+pub(crate) fn search_tool_name() -> String {
     switchboard_wire::namespaced_tool_name(
         switchboard_host::builtin::ALIAS,
         switchboard_host::builtin::SEARCH_TOOLS,

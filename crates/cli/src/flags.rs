@@ -154,6 +154,12 @@ pub(crate) struct EvalArgs {
     /// `pins accept`.
     #[arg(long, conflicts_with = "selector")]
     pub(crate) against_pins: bool,
+    /// Run with the table deferred (on: the always-loaded tools and
+    /// mcp__switchboard__search_tools, whose calls are answered), whole
+    /// (off), or both, and report each with the tokens of tool
+    /// definitions sent per case.
+    #[arg(long, value_name = "on|off|both", conflicts_with = "against_pins")]
+    pub(crate) tool_search: Option<SearchMode>,
     /// Test the cases themselves: run them under `never` and under
     /// `always:TOOL` for every tool; a case that still passes cannot fail
     /// and is reported as broken (exit 1).
@@ -211,6 +217,17 @@ pub(crate) struct ToolsArgs {
     /// How many tools --search prints.
     #[arg(long, value_name = "K", default_value_t = 5, requires = "search")]
     pub(crate) limit: usize,
+}
+
+/// `eval --tool-search`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SearchMode {
+    /// The table deferred.
+    On,
+    /// The whole table.
+    Off,
+    /// Both, one after the other.
+    Both,
 }
 
 /// `call`.

@@ -114,6 +114,8 @@ pub(crate) struct EvalSettings {
     pub(crate) baseline: Option<PathBuf>,
     /// `--against-pins`.
     pub(crate) against_pins: bool,
+    /// `--tool-search`.
+    pub(crate) tool_search: Option<crate::flags::SearchMode>,
 }
 
 /// What `eval` measures.
@@ -385,6 +387,7 @@ fn eval_settings(a: EvalArgs) -> Result<EvalSettings, Failure> {
         save_baseline: a.save_baseline,
         baseline: a.baseline,
         against_pins: a.against_pins,
+        tool_search: a.tool_search,
     })
 }
 
