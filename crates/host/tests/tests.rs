@@ -23,6 +23,7 @@ mod outage;
 mod pins;
 mod reload;
 mod requests;
+mod scale;
 mod soak;
 mod supervision;
 mod tasks;
