@@ -157,6 +157,12 @@ pub(crate) struct EvalArgs {
     /// `pins accept`.
     #[arg(long, conflicts_with = "selector")]
     pub(crate) against_pins: bool,
+    /// Run with the table deferred (on: the always-loaded tools and
+    /// mcp__switchboard__search_tools, whose calls are answered), whole
+    /// (off), or both, and report each with the tokens of tool
+    /// definitions sent per case.
+    #[arg(long, value_name = "on|off|both", conflicts_with = "against_pins")]
+    pub(crate) tool_search: Option<SearchMode>,
     /// Test the cases themselves: run them under `never` and under
     /// `always:TOOL` for every tool; a case that still passes cannot fail
     /// and is reported as broken (exit 1).
@@ -207,6 +213,24 @@ pub(crate) struct ToolsArgs {
     /// OAuth subject): narrowed by its `principals` rules.
     #[arg(long, value_name = "NAME", conflicts_with = "all")]
     pub(crate) principal: Option<String>,
+    /// The best tools for QUERY, best first (what the model's
+    /// mcp__switchboard__search_tools finds), in the same shape.
+    #[arg(long, value_name = "QUERY", conflicts_with = "all")]
+    pub(crate) search: Option<String>,
+    /// How many tools --search prints.
+    #[arg(long, value_name = "K", default_value_t = 5, requires = "search")]
+    pub(crate) limit: usize,
+}
+
+/// `eval --tool-search`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SearchMode {
+    /// The table deferred.
+    On,
+    /// The whole table.
+    Off,
+    /// Both, one after the other.
+    Both,
 }
 
 /// `call`.
@@ -389,6 +413,11 @@ pub(crate) struct ServeArgs {
     /// client supports it, and denied otherwise.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+    /// List each caller only the always-loaded tools and
+    /// mcp__switchboard__search_tools, plus the tools its own searches
+    /// found (a notifications/tools/list_changed tells it when they join).
+    #[arg(long)]
+    pub(crate) tool_search: bool,
     /// Serve Prometheus metrics at /metrics next to /mcp (HTTP only; no
     /// authorization: bind where only the scraper and clients reach).
     #[arg(long, requires = "http")]

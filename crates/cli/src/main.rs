@@ -142,9 +142,22 @@ async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
     let host = &session.host;
     let json = settings.json;
     match &settings.command {
-        Command::Tools { all, principal } => {
-            Ok(cmd::tools::run(host, json, *all, principal.as_deref())?)
-        }
+        Command::Tools {
+            all,
+            principal,
+            search: None,
+        } => Ok(cmd::tools::run(host, json, *all, principal.as_deref())?),
+        Command::Tools {
+            principal,
+            search: Some((query, limit)),
+            ..
+        } => Ok(cmd::tools::search(
+            host,
+            json,
+            query,
+            *limit,
+            principal.as_deref(),
+        )?),
         Command::Servers => Ok(cmd::servers::run(host, json)?),
         Command::Call {
             tool,

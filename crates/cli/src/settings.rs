@@ -44,6 +44,8 @@ pub(crate) enum Command {
     Tools {
         all: bool,
         principal: Option<String>,
+        /// `--search QUERY` and `--limit K`.
+        search: Option<(String, usize)>,
     },
     Servers,
     Call {
@@ -116,6 +118,8 @@ pub(crate) struct EvalSettings {
     pub(crate) baseline: Option<PathBuf>,
     /// `--against-pins`.
     pub(crate) against_pins: bool,
+    /// `--tool-search`.
+    pub(crate) tool_search: Option<crate::flags::SearchMode>,
 }
 
 /// What `eval` measures.
@@ -204,6 +208,7 @@ impl Settings {
             RawCommand::Tools(t) => Command::Tools {
                 all: t.all,
                 principal: t.principal,
+                search: t.search.map(|q| (q, t.limit)),
             },
             RawCommand::Servers => Command::Servers,
             RawCommand::Call(a) => {
@@ -390,6 +395,7 @@ fn eval_settings(a: EvalArgs) -> Result<EvalSettings, Failure> {
         save_baseline: a.save_baseline,
         baseline: a.baseline,
         against_pins: a.against_pins,
+        tool_search: a.tool_search,
     })
 }
 

@@ -125,6 +125,7 @@ mod parked;
 mod question;
 mod relay;
 mod reload;
+mod search;
 mod serve;
 mod status;
 mod tasks;
@@ -216,8 +217,15 @@ pub struct GatewayOptions {
     /// whose listing's `ttlMs` lapsed ([`RELIST_MIN_INTERVAL`] when
     /// `None`).
     pub relist_min: Option<Duration>,
+    /// List each caller only the always-loaded tools, the built-ins and
+    /// what its own `mcp__switchboard__search_tools` calls loaded
+    /// (`serve --tool-search`); the config's `toolSearch` (`true`, or a
+    /// number of tokens the table is over) turns it on too.
+    pub tool_search: bool,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
+    /// Each caller's loaded tools, when the table is deferred.
+    search: Option<search::Search>,
 }
 
 impl std::fmt::Debug for GatewayOptions {
@@ -237,6 +245,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("drain", &self.drain)
             .field("connections", &self.connections)
             .field("relist_min", &self.relist_min)
+            .field("tool_search", &self.tool_search)
             .finish()
     }
 }
@@ -437,13 +446,26 @@ impl Gateway {
             options.park_limit.unwrap_or(PARK_LIMIT),
         );
         let server = build_server(host, &options)?;
+        // With tool search, each caller is listed what it loaded.
+        if search::Search::wanted(host, options.tool_search) {
+            host.enable_tool_search();
+            let state = search::Search::default();
+            state.refresh(host);
+            options.search = Some(state);
+        }
+        let listed = options.search.clone();
         // An authenticated caller sees only the tools its `principals`
         // rules let it call.
-        if options.auth.is_some() {
+        if options.auth.is_some() || listed.is_some() {
             let filter_host = host.clone();
+            let authenticated = options.auth.is_some();
             server.set_tool_filter(move |principal, tool| {
-                principal.is_none_or(|p| filter_host.principal_may_call(&p.subject, tool))
+                let subject = principal.map(|p| p.subject.as_str());
+                (!authenticated || subject.is_none_or(|p| filter_host.principal_may_call(p, tool)))
+                    && listed.as_ref().is_none_or(|s| s.lists(subject, tool))
             });
+        }
+        if options.auth.is_some() {
             // And the prompts and resources its rules let it use.
             let filter_host = host.clone();
             server.set_offer_filter(move |principal, offered| {

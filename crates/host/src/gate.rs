@@ -19,6 +19,7 @@
 use serde::{Deserialize, Serialize};
 use switchboard_wire::Tool;
 
+use crate::builtin::BuiltinGate;
 use crate::permission::{self, Rule, RuleKind, RuleVerdict};
 use crate::pins::PinState;
 
@@ -124,6 +125,71 @@ pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Asses
         rule: rule_ref,
         reasons,
         diff,
+    }
+}
+
+/// Assesses a call of the built-in tool `tool` (alias
+/// [`crate::builtin::ALIAS`]), whose default when no rule names it is
+/// `default`: a deny rule refuses; for [`BuiltinGate::PerCall`] nothing
+/// else is decided here (the verdict is `allow` for the tool itself: its
+/// handler asks its own question); otherwise an `ask` or
+/// `allow` rule decides, then the default. Built-ins carry no pins and no
+/// server annotations.
+///
+/// [`BuiltinGate::PerCall`]: crate::builtin::BuiltinGate::PerCall
+pub fn assess_builtin(rules: &[Rule], tool: &Tool, default: BuiltinGate) -> Assessment {
+    let alias = crate::builtin::ALIAS;
+    let matched = match permission::decide(rules, alias, &tool.name) {
+        RuleVerdict::Matched(rule) => Some(rule),
+        RuleVerdict::None => None,
+    };
+    let by_rule = |rule: &Rule, verdict, reason: String| Assessment {
+        verdict,
+        rule: (verdict != Verdict::Ask).then(|| (rule.source.clone(), rule.pattern.to_string())),
+        reasons: vec![reason],
+        diff: None,
+    };
+    match (matched, default) {
+        (Some(rule), _) if rule.kind == RuleKind::Deny => by_rule(
+            rule,
+            Verdict::Deny,
+            format!("denied by the rule at {} ({})", rule.source, rule.pattern),
+        ),
+        (_, BuiltinGate::PerCall) => Assessment {
+            verdict: Verdict::Allow,
+            rule: None,
+            reasons: vec![
+                "a built-in tool of Switchboard that asks about what each call names".into(),
+            ],
+            diff: None,
+        },
+        (Some(rule), _) => {
+            let verdict = if rule.kind == RuleKind::Ask {
+                Verdict::Ask
+            } else {
+                Verdict::Allow
+            };
+            by_rule(
+                rule,
+                verdict,
+                format!("the rule at {} ({}) decides", rule.source, rule.pattern),
+            )
+        }
+        (None, BuiltinGate::Allow) => Assessment {
+            verdict: Verdict::Allow,
+            rule: None,
+            reasons: vec!["a built-in tool of Switchboard, allowed by default".into()],
+            diff: None,
+        },
+        (None, _) => Assessment {
+            verdict: Verdict::Ask,
+            rule: None,
+            reasons: vec![
+                "no permission rule allows this built-in tool of Switchboard; it is asked about by default"
+                    .into(),
+            ],
+            diff: None,
+        },
     }
 }
 

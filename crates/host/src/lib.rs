@@ -24,8 +24,17 @@
 //!   completing them ([`Host::get_prompt`], [`Host::read_resource`],
 //!   [`Host::complete`]) takes the same governed path as a tool call.
 //! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
+//! - [`search`]: the tool search index (BM25F, identifiers split, stems,
+//!   a thesaurus) behind `tools --search` and
+//!   `mcp__switchboard__search_tools`.
+//! - [`tokens`]: token estimates of tool definitions, and when the table
+//!   is deferred ([`ToolSearch`]).
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
+//! - [`results`]: results over their budget kept for the session, read
+//!   on by `mcp__switchboard__read_result`.
+//! - [`builtin`]: Switchboard's own tools (`mcp__switchboard__NAME`),
+//!   handlers in the host on the same governed path as servers' tools.
 //! - [`audit`]: the hash-chained audit log and its verifier.
 //! - [`observe`]: the call observer (metrics, traces) and trace context.
 //! - [`audit_stats`]: per-tool calls, error rate and p50/p95 durations
@@ -73,6 +82,7 @@ pub mod audit_stats;
 pub mod auth;
 mod breaker;
 pub mod budget;
+pub mod builtin;
 pub mod catalog;
 pub mod config;
 pub mod connect;
@@ -88,10 +98,13 @@ pub mod observe;
 pub mod permission;
 pub mod pins;
 mod reason;
+pub mod results;
 pub mod sanitize;
+pub mod search;
 pub mod secret;
 pub mod table;
 mod task;
+pub mod tokens;
 mod upstream;
 
 pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
@@ -100,15 +113,17 @@ pub use audit::{
     VerifyProblem, VerifyReport, archives_of as audit_archives, verify as verify_audit,
 };
 pub use budget::Budget;
+pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
     Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, OAuthClientConfig,
     OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use core::{
-    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport, Host,
-    ModelTool, MountOptions, Named, OfferError, PinReport, ReloadReport, ResourceRef, ServerReport,
-    ServerState, ServerStatus, TableChange, TaskResumption, ToolStatus,
+    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport,
+    FoundTool, Host, LoadedTools, ModelTool, MountOptions, Named, OfferError, PinReport,
+    ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, TableChange,
+    TaskResumption, ToolStatus,
 };
 pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
@@ -121,3 +136,4 @@ pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::PinState;
 pub use switchboard_client::{ProgressSink, Resume};
+pub use tokens::ToolSearch;

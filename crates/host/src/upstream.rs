@@ -136,6 +136,28 @@ pub(crate) struct State {
     /// Tools the last listing left out (the client's reasons: invalid
     /// `x-mcp-header` annotations over HTTP).
     pub(crate) dropped: Vec<Dropped>,
+    /// Whether `tools` are its pinned definitions, not a listing: a lazy
+    /// server not started yet.
+    pub(crate) from_pins: bool,
+}
+
+/// A lazy server's calls: how many run, and when the last ended.
+#[derive(Debug)]
+pub(crate) struct Activity {
+    pub(crate) in_flight: usize,
+    pub(crate) last: Instant,
+}
+
+/// Counts a call as running on its server until dropped.
+#[derive(Debug)]
+pub(crate) struct Busy<'a>(&'a Upstream);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let mut activity = self.0.activity();
+        activity.in_flight = activity.in_flight.saturating_sub(1);
+        activity.last = Instant::now();
+    }
 }
 
 /// One configured server.
@@ -150,6 +172,11 @@ pub(crate) struct Upstream {
     pub(crate) connecting: tokio::sync::Mutex<()>,
     /// Wakes the server's refresher (list_changed, stale listing).
     pub(crate) refresh: Notify,
+    /// Started at its first call rather than at launch, and stopped again
+    /// when idle (`"lazy"`, or all its tools pinned with tool search on).
+    lazy: std::sync::atomic::AtomicBool,
+    /// Its calls, for the idle stop.
+    activity: Mutex<Activity>,
 }
 
 impl Upstream {
@@ -173,11 +200,63 @@ impl Upstream {
                 last_stderr: Vec::new(),
                 last_junk: 0,
                 dropped: Vec::new(),
+                from_pins: false,
             }),
             breaker: Mutex::new(Breaker::new(breaker)),
             connecting: tokio::sync::Mutex::new(()),
             refresh: Notify::new(),
+            lazy: std::sync::atomic::AtomicBool::new(false),
+            activity: Mutex::new(Activity {
+                in_flight: 0,
+                last: Instant::now(),
+            }),
         }
+    }
+
+    /// Whether it starts at its first call and stops when idle.
+    pub(crate) fn is_lazy(&self) -> bool {
+        self.lazy.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Makes it lazy, listed with `pinned` (its approved definitions)
+    /// until it starts.
+    pub(crate) fn set_lazy(&self, pinned: Vec<Tool>) {
+        self.lazy.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut state = self.state();
+        if !pinned.is_empty() && state.link.is_none() {
+            state.tools = pinned;
+            state.from_pins = true;
+        }
+    }
+
+    /// Whether it waits for its first call to start: lazy, listed from its
+    /// pins, never started.
+    pub(crate) fn waits_for_first_call(&self) -> bool {
+        self.is_lazy() && self.state().from_pins
+    }
+
+    /// Counts a call as running until the guard is dropped.
+    pub(crate) fn busy(&self) -> Busy<'_> {
+        self.activity().in_flight += 1;
+        Busy(self)
+    }
+
+    /// Whether no call runs and none has ended for `idle`.
+    pub(crate) fn idle_for(&self, idle: Duration, now: Instant) -> bool {
+        let activity = self.activity();
+        activity.in_flight == 0 && now.saturating_duration_since(activity.last) >= idle
+    }
+
+    /// How long until it has been idle for `idle` (zero when it has).
+    pub(crate) fn idle_left(&self, idle: Duration, now: Instant) -> Duration {
+        let activity = self.activity();
+        (activity.last + idle).saturating_duration_since(now)
+    }
+
+    pub(crate) fn activity(&self) -> MutexGuard<'_, Activity> {
+        self.activity
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn alias(&self) -> &str {
@@ -230,6 +309,10 @@ impl Upstream {
         state.fresh_until = listing.cache.ttl().map(|ttl| Instant::now() + ttl);
         state.tools = listing.items;
         state.dropped = listing.dropped;
+        state.from_pins = false;
+        drop(state);
+        // A (re)start counts as activity: the idle stop waits from here.
+        self.activity().last = Instant::now();
     }
 
     /// Records a new listing from a refresh.

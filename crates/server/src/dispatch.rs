@@ -1224,7 +1224,8 @@ impl Server {
             self.notifier(),
             self.inner.shutdown.clone(),
         )
-        .with_task_ids(task_ids))
+        .with_task_ids(task_ids)
+        .for_subject(incoming.principal.as_deref().map(|p| p.subject.as_str())))
     }
 }
 

@@ -35,6 +35,8 @@ const MIN_STATE_KEY: usize = 32;
 pub(crate) struct ServeSettings {
     http: Option<SocketAddr>,
     yes: bool,
+    /// `--tool-search`: list each caller only what it searched for.
+    tool_search: bool,
     auth: Option<AuthPlan>,
     resource: Option<String>,
     /// Serve `/metrics`.
@@ -168,6 +170,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
     Ok(ServeSettings {
         http: a.http,
         yes: a.yes,
+        tool_search: a.tool_search,
         auth,
         resource: a.resource,
         metrics: a.metrics,
@@ -266,7 +269,9 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         mut tickets,
     } = settings.load_config()?;
     let drain = Drain::default();
-    let options = GatewayOptions::default()
+    let mut options = GatewayOptions::default();
+    options.tool_search = serve.tool_search;
+    let options = options
         .replica(serve.replica.clone().unwrap_or_else(host_name))
         .peers(serve.peers.clone())
         .assume_yes(serve.yes)

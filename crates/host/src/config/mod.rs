@@ -47,6 +47,8 @@ pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(1800);
 pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
 /// Built-in time a tripped server rests before it is probed again.
 pub const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(30);
+/// Built-in time an idle lazy server keeps running after its last call.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Name of the pins lockfile, beside the config file.
 pub const LOCKFILE_NAME: &str = "switchboard.lock";
 
@@ -104,6 +106,12 @@ pub struct Config {
     /// Principals' own limits (`"principals": {NAME: {"limits": …}}`),
     /// over `caller_limits`.
     pub principal_limits: BTreeMap<String, crate::LimitsOverride>,
+    /// When the model is sent only some tools and finds the rest with
+    /// `mcp__switchboard__search_tools` (`"toolSearch"`).
+    pub tool_search: crate::ToolSearch,
+    /// How long an idle lazy server keeps running (`"idleTimeoutMs"`;
+    /// per server too).
+    pub idle_timeout: Duration,
 }
 
 /// One entry of `identityProviders`: the enterprise IdP whose ID token is
@@ -206,6 +214,30 @@ pub struct ServerConfig {
     /// (`"envPassthrough"` after `defaults.envPassthrough`): names or
     /// `PREFIX_*` patterns; `"*"` passes everything.
     pub env_passthrough: Vec<String>,
+    /// Not started at launch (`"lazy": true`): its pinned definitions are
+    /// listed and searchable, and the first call starts it.
+    pub lazy: bool,
+    /// Every tool of it is sent to the model in full even when the table
+    /// is deferred (`"alwaysLoad": true`).
+    pub always_load: bool,
+    /// Characters of text a result of its tools may carry to the model,
+    /// overriding the top-level `budgetChars`.
+    pub budget_chars: Option<usize>,
+    /// How long it keeps running idle when lazy, overriding the default.
+    pub idle_timeout: Option<Duration>,
+    /// Settings of single tools (`"tools": {NAME: {…}}`), by the tool's
+    /// name on the server.
+    pub tools: BTreeMap<String, ToolSettings>,
+}
+
+/// One entry of a server's `"tools"`: settings of one of its tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// `"alwaysLoad"`: sent in full even when the table is deferred (over
+    /// the server's own setting).
+    pub always_load: Option<bool>,
+    /// `"budgetChars"`: its results' budget, over the server's.
+    pub budget_chars: Option<usize>,
 }
 
 /// Whether and how an HTTP server authorizes with OAuth 2.1.
@@ -405,6 +437,11 @@ impl ServerConfig {
             required: true,
             sandbox: Sandbox::baseline(),
             env_passthrough: Vec::new(),
+            lazy: false,
+            always_load: false,
+            budget_chars: None,
+            idle_timeout: None,
+            tools: BTreeMap::new(),
         }
     }
 
@@ -585,6 +622,8 @@ impl Config {
             principals_default_deny: false,
             caller_limits: crate::CallLimits::default(),
             principal_limits: BTreeMap::new(),
+            tool_search: crate::ToolSearch::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 
@@ -648,6 +687,33 @@ impl Config {
         self.server(alias)
             .and_then(|s| s.task_timeout)
             .unwrap_or(self.timeouts.task)
+    }
+
+    /// The budget of results of `tool` on `alias`: per tool, else per
+    /// server, else `budgetChars`.
+    pub fn budget_chars(&self, alias: &str, tool: &str) -> usize {
+        let server = self.server(alias);
+        server
+            .and_then(|s| s.tools.get(tool).and_then(|t| t.budget_chars))
+            .or_else(|| server.and_then(|s| s.budget_chars))
+            .unwrap_or(self.budget_chars)
+    }
+
+    /// Whether `tool` of `alias` is sent in full even when the table is
+    /// deferred: per tool, else per server.
+    pub fn always_load(&self, alias: &str, tool: &str) -> bool {
+        let server = self.server(alias);
+        server
+            .and_then(|s| s.tools.get(tool).and_then(|t| t.always_load))
+            .or_else(|| server.map(|s| s.always_load))
+            .unwrap_or(false)
+    }
+
+    /// How long `alias` keeps running idle when lazy.
+    pub fn idle_timeout(&self, alias: &str) -> Duration {
+        self.server(alias)
+            .and_then(|s| s.idle_timeout)
+            .unwrap_or(self.idle_timeout)
     }
 
     /// The start-up timeout of `alias`.

@@ -29,6 +29,7 @@ mod oauth;
 mod roots;
 mod rules;
 mod sandbox;
+mod scale;
 mod sections;
 mod server;
 mod values;
@@ -166,6 +167,8 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "principalsDefault",
     "callerLimits",
     "defaults",
+    "toolSearch",
+    "idleTimeoutMs",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -189,6 +192,11 @@ const SERVER_KEYS: &[&str] = &[
     "required",
     "sandbox",
     "envPassthrough",
+    "lazy",
+    "alwaysLoad",
+    "budgetChars",
+    "idleTimeoutMs",
+    "tools",
 ];
 const DEFAULTS_KEYS: &[&str] = &["sandbox", "envPassthrough"];
 const SANDBOX_KEYS: &[&str] = &[
@@ -323,6 +331,17 @@ impl Parser<'_> {
                     );
                     continue;
                 }
+                if alias == crate::builtin::ALIAS {
+                    self.problem(
+                        ProblemKind::BadAlias,
+                        &key,
+                        format!(
+                            "alias {alias:?} is reserved for Switchboard's own tools (mcp__{alias}__NAME)"
+                        ),
+                        format!("rename it, e.g. {:?}", format!("{alias}-server")),
+                    );
+                    continue;
+                }
                 if let Some((server, rules)) = self.server(alias, entry, &key, &mut config.notes) {
                     config.servers.push(server);
                     raw_rules.push(rules);
@@ -438,6 +457,14 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("roots") {
             config.roots = self.roots(v);
+        }
+        if let Some(v) = root.get("toolSearch") {
+            config.tool_search = self.tool_search(v);
+        }
+        if let Some(v) = root.get("idleTimeoutMs") {
+            if let Some(d) = self.millis(v, "idleTimeoutMs") {
+                config.idle_timeout = d;
+            }
         }
         config.identity_providers = std::mem::take(&mut self.idps);
         let refs = std::mem::take(&mut self.idp_refs);

@@ -843,3 +843,30 @@ fn secret_references_parse_wherever_a_credential_goes() {
         ]
     );
 }
+
+// The built-in tools live under `switchboard`: no server may take the
+// alias (it would stand in for them), while rules may name it.
+#[test]
+fn the_alias_switchboard_is_reserved_for_the_built_in_tools() {
+    let text = r#"{
+      "mcpServers": {"switchboard": {"command": "x"}, "ok": {"command": "y"}},
+      "permissions": {"allow": ["mcp__switchboard__search_tools"], "deny": ["mcp__switchboard__load_skill"]}
+    }"#;
+    let err = parse(text, &[]).unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        [(ProblemKind::BadAlias, "mcpServers.switchboard")]
+    );
+    let shown = err.to_string();
+    assert!(
+        shown.contains("reserved for Switchboard's own tools"),
+        "{shown}"
+    );
+    assert!(shown.contains("switchboard-server"), "{shown}");
+    let ok = r#"{
+      "mcpServers": {"ok": {"command": "y"}},
+      "permissions": {"allow": ["mcp__switchboard__search_tools"]}
+    }"#;
+    let config = parse(ok, &[]).unwrap();
+    assert_eq!(config.rules[0].pattern.alias(), "switchboard");
+}

@@ -7,7 +7,7 @@ use serde_json::json;
 use switchboard_wire::JsonObject;
 
 use super::{Host, ModelTool, ServerStatus, ToolStatus};
-use crate::gate::{self, Verdict};
+use crate::gate::Verdict;
 use crate::pins::PinState;
 use crate::sanitize;
 use crate::table::{TableEntry, model_view};
@@ -109,15 +109,15 @@ impl Host {
             .entries()
             .iter()
             .filter_map(|e| {
-                let pin = self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint);
-                let gate = gate::assess(&config.rules, &e.alias, &e.tool, &pin).verdict;
+                let pin = self.pin_of(e);
+                let gate = self.listed_verdict(&config.rules, e, &pin);
                 if for_model && gate == Verdict::Deny {
                     return None;
                 }
                 let status = ToolStatus {
                     gate,
                     pin: pin.as_str(),
-                    server: self.server_status(&e.alias),
+                    server: self.server_status_of(e),
                 };
                 Some(match pin {
                     PinState::Changed { .. } if for_model => self.approved_view(e, status),

@@ -40,12 +40,16 @@ use crate::table::{DroppedTool, TableEntry, ToolTable};
 use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 
 mod background;
+mod builtin;
 mod catalog_sync;
+mod lazy;
 mod list;
 mod mount;
+mod paging;
 mod principal;
 mod reload;
 mod request;
+mod search;
 
 pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
@@ -53,6 +57,7 @@ pub use reload::ReloadReport;
 pub use request::{
     CallOptions, CallReport, CompletionRef, Named, OfferError, ResourceRef, TaskResumption,
 };
+pub use search::{FoundTool, LoadedTools};
 
 /// A tool as the model sees it, plus where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -109,6 +114,8 @@ pub enum ServerStatus {
     /// The server wants an OAuth login and no one could log in from here:
     /// run `switchboard auth login ALIAS`.
     NeedsLogin,
+    /// A lazy server that is not running: its first call starts it.
+    NotStarted,
 }
 
 impl ServerStatus {
@@ -120,6 +127,7 @@ impl ServerStatus {
             ServerStatus::Tripped => "tripped",
             ServerStatus::Disabled => "disabled",
             ServerStatus::NeedsLogin => "needs login",
+            ServerStatus::NotStarted => "not started",
         }
     }
 }
@@ -143,6 +151,10 @@ pub struct ServerReport {
     /// Whether it is down for want of authorization: it needs an OAuth
     /// login, refused the credentials (401/403), or authorizing failed.
     pub auth_required: bool,
+    /// Whether it starts at its first call and stops when idle.
+    pub lazy: bool,
+    /// Whether its process (or connection) is up now.
+    pub running: bool,
     /// Tools it contributes to the table.
     pub tools: usize,
     /// Tools left out, and why.
@@ -215,6 +227,12 @@ struct Inner {
     budget: Budget,
     connect: ConnectOptions,
     changes: broadcast::Sender<TableChange>,
+    /// Switchboard's own tools, `mcp__switchboard__NAME`.
+    builtins: crate::builtin::Builtins,
+    /// Results over their budget, kept for the session.
+    results: crate::results::ResultStore,
+    /// The tool search index, rebuilt after table changes.
+    search: Mutex<search::SearchCache>,
     /// Prompts, resources and templates beyond the tools.
     offers: catalog_sync::Offers,
     /// Authenticated callers' counts against their limits.
@@ -260,6 +278,8 @@ impl Host {
                     status,
                     reason,
                     auth_required,
+                    lazy: s.is_lazy(),
+                    running: s.live_link().is_some(),
                     tools: table.of(s.alias()).count(),
                     dropped: dropped_of(&dropped, s.alias())
                         .map(|d| DroppedReport {
@@ -325,7 +345,7 @@ impl Host {
             };
             let has_tools = table.of(s.alias()).next().is_some();
             match status {
-                ServerStatus::Up | ServerStatus::Disabled => {}
+                ServerStatus::Up | ServerStatus::Disabled | ServerStatus::NotStarted => {}
                 ServerStatus::Down if s.state().down.as_ref().is_some_and(Down::auth_required) => {
                     lines.push(format!(
                         "- {alias} refused authorization ({reason}); its tools cannot be called until the user fixes its credentials."
@@ -371,11 +391,13 @@ impl Host {
         self.inner.budget
     }
 
-    /// The pin state of every tool in the table.
+    /// The pin state of every server's tool in the table (built-in tools
+    /// are the host's own and carry no pins).
     pub fn pins(&self) -> Vec<PinReport> {
         self.table()
             .entries()
             .iter()
+            .filter(|e| e.alias != crate::builtin::ALIAS)
             .map(|e| PinReport {
                 name: e.local_name.clone(),
                 server: e.alias.clone(),
@@ -400,6 +422,7 @@ impl Host {
         let chosen: Vec<&TableEntry> = table
             .entries()
             .iter()
+            .filter(|e| e.alias != crate::builtin::ALIAS)
             .filter(|e| {
                 e.local_name == target
                     || e.alias == target
@@ -477,6 +500,9 @@ impl Host {
         if server.live_link().is_some() {
             return ServerStatus::Up;
         }
+        if server.is_lazy() && server.state().down.is_none() {
+            return ServerStatus::NotStarted;
+        }
         match server.state().down.as_ref().map(|d| d.cause) {
             Some(DownCause::NeedsLogin) => ServerStatus::NeedsLogin,
             _ => ServerStatus::Down,
@@ -485,7 +511,7 @@ impl Host {
 
     fn reason(&self, server: &Upstream, status: ServerStatus) -> Option<Reason> {
         match status {
-            ServerStatus::Up => None,
+            ServerStatus::Up | ServerStatus::NotStarted => None,
             ServerStatus::Disabled => Some(Reason::ours("disabled in the config")),
             ServerStatus::Down | ServerStatus::NeedsLogin => Some(
                 server
@@ -513,7 +539,7 @@ impl Host {
     /// config.
     fn caller_reason(&self, server: &Upstream, status: ServerStatus) -> Option<String> {
         match status {
-            ServerStatus::Up => None,
+            ServerStatus::Up | ServerStatus::NotStarted => None,
             ServerStatus::Disabled => Some("disabled in the config".to_owned()),
             ServerStatus::Down | ServerStatus::NeedsLogin => Some(
                 server

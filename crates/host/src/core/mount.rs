@@ -135,6 +135,12 @@ impl Host {
                 user_agent: options.oauth_user_agent,
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
+            builtins: crate::builtin::Builtins::default(),
+            search: Mutex::default(),
+            results: crate::results::ResultStore::new(
+                options.replica.clone(),
+                crate::results::StoreLimits::default(),
+            ),
             offers: super::catalog_sync::Offers::new(),
             limiter: Arc::default(),
             rebuild: Mutex::new(()),
@@ -144,8 +150,10 @@ impl Host {
 
         let host = Host { inner };
         let all = host.upstreams();
+        host.prepare_lazy(&all);
         host.connect_all(&all).await;
         host.rebuild_table();
+        host.start_idle_stops(&all);
         for server in all.iter() {
             host.start_refresher(server);
             host.start_listener(server);
@@ -162,7 +170,11 @@ impl Host {
     /// each one's link or outage.
     pub(super) async fn connect_all(&self, servers: &[Arc<Upstream>]) {
         let mut starts = JoinSet::new();
-        for server in servers.iter().filter(|s| s.config.enabled) {
+        // A lazy server listed from its pins starts at its first call.
+        for server in servers
+            .iter()
+            .filter(|s| s.config.enabled && !s.waits_for_first_call())
+        {
             let server = server.clone();
             let connect = self.inner.connect.clone();
             starts.spawn(async move {
@@ -224,6 +236,8 @@ impl Host {
             }
         }
         while closing.join_next().await.is_some() {}
+        // Kept results end with the session (their files too).
+        self.inner.results.clear();
         debug!("host shut down");
     }
 
@@ -270,13 +284,13 @@ impl Host {
             .rebuild
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let snapshots: Vec<Listed> = self
+        let mut snapshots: Vec<Listed> = self
             .upstreams()
             .iter()
             .filter(|s| s.config.enabled)
             .filter_map(|s| {
                 let state = s.state();
-                state.ever_up.then(|| {
+                (state.ever_up || state.from_pins).then(|| {
                     (
                         s.alias().to_owned(),
                         state.tools.clone(),
@@ -285,6 +299,11 @@ impl Host {
                 })
             })
             .collect();
+        // Switchboard's own tools, under the alias no server may take.
+        let builtins = self.inner.builtins.definitions();
+        if !builtins.is_empty() {
+            snapshots.push((crate::builtin::ALIAS.to_owned(), builtins, Vec::new()));
+        }
         let (table, dropped) = ToolTable::of_listings(&snapshots);
         let old = self.table();
         let change = diff_tables(&old, &table);

@@ -50,6 +50,7 @@
 //! | `never` | — | never answers |
 //! | `crash` | `code?` (3), `lines?` (2) | writes `lines` stderr lines, then exits with `code` mid-request |
 //! | `big` | `bytes?` (10 MiB) | one text block of `bytes` × `x` |
+//! | `lines` | `count?` (2000), `width?` (100) | one text block of `count` lines `line N é ---…`, each `width` characters with its newline (the last, without one, padded to `width`): 200,000 characters by default, a two-byte character on every line. Not listed (list it with `--tools-file`) |
 //! | `progress` | `steps?` (3) | `steps` progress notifications for the request's token, then a result |
 //! | `ask` | `rounds?` (2) | MRTR: `input_required` `rounds` times (one input request per capability the request declared, and a `requestState` with awkward characters), checks the retry echoes the state exactly and answers every key, then completes with the last `inputResponses` |
 //! | `fail` | — | a tool error (`isError: true`) |
@@ -922,6 +923,21 @@ impl Server {
             "big" => {
                 let bytes = usize::try_from(num("bytes", 10 * 1024 * 1024)).unwrap_or(0);
                 json!({"content": [{"type": "text", "text": "x".repeat(bytes)}]})
+            }
+            "lines" => {
+                let count = num("count", 2000);
+                let width = usize::try_from(num("width", 100)).unwrap_or(100).max(20);
+                // Each line `width` characters with its newline; the last,
+                // without one, is padded to `width`: `count × width` in all.
+                let text: Vec<String> = (1..=count)
+                    .map(|i| {
+                        let head = format!("line {i} é ");
+                        let newline = usize::from(i < count);
+                        let pad = width.saturating_sub(head.chars().count() + newline);
+                        format!("{head}{}", "-".repeat(pad))
+                    })
+                    .collect();
+                json!({"content": [{"type": "text", "text": text.join("\n")}]})
             }
             "progress" => {
                 let steps = num("steps", 3);

@@ -156,7 +156,11 @@ impl Parser<'_> {
                 );
                 None
             }
-            Ok(p) if !aliases.iter().any(|a| a == p.alias()) => {
+            // The built-in tools' reserved alias is always there.
+            Ok(p)
+                if p.alias() != crate::builtin::ALIAS
+                    && !aliases.iter().any(|a| a == p.alias()) =>
+            {
                 let names: Vec<&str> = aliases.iter().map(String::as_str).collect();
                 let fix = match did_you_mean(p.alias(), &names) {
                     Some(s) => format!(

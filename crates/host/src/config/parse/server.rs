@@ -245,6 +245,8 @@ impl Parser<'_> {
             }
         }
 
+        self.server_scale(obj, key, &mut server);
+
         let mut rules = RawRules {
             alias: alias.to_owned(),
             lists: Vec::new(),

@@ -42,6 +42,7 @@ use super::Host;
 use crate::audit::{AuditRecord, CallInFlight, Outcome};
 use crate::limits::Permit;
 
+mod builtin;
 mod completion;
 mod failure;
 mod options;

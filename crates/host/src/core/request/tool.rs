@@ -25,7 +25,6 @@ use crate::core::{Host, ServerStatus};
 use crate::gate::{self, Verdict};
 use crate::permission::{Pattern, Rule, RuleKind};
 use crate::pins::PinState;
-use crate::sanitize;
 use crate::table::{TableEntry, ToolTable};
 use crate::task::TaskWatch;
 use crate::upstream::{Down, Upstream};
@@ -88,7 +87,7 @@ fn model_result(end: End<CallToolResult>) -> CallToolResult {
 }
 
 /// What the gate (and the approver) let through.
-enum Gate {
+pub(super) enum Gate {
     /// The call may run.
     Pass,
     /// Denied: the text the model reads.
@@ -159,17 +158,30 @@ impl Kind for CallTool<'_> {
     ) -> impl Future<Output = Governed<CallToolResult>> + Send {
         async move {
             let local_name = self.name;
+            // A lazy server starts at its first call, before the gate sees
+            // the tool: its live definition is the one judged (a change
+            // since the pins is flagged as usual).
+            let mut table = table;
+            if let Some(server) = host.server(&target.alias).filter(|s| s.is_lazy()) {
+                if let Err(down) = Box::pin(host.start_lazy(&server)).await {
+                    let end = unreachable(&server, local_name, &target.original, &down);
+                    return Governed::at(Some(&target), None, end);
+                }
+                table = host.table();
+            }
             let Some(entry) = table.get(local_name) else {
                 return host.not_in_table(local_name, &table);
             };
+            if let Some(builtin) = host.builtin_of(entry) {
+                // Boxed: a rare path kept out of every call's future.
+                let call = (local_name, entry, builtin, self.arguments);
+                return Box::pin(host.run_builtin(call, &target, options)).await;
+            }
             let Some(server) = host.server(&target.alias) else {
                 let end = End::stopped(Outcome::UnknownTool, host.unknown_tool(local_name, &table));
                 return Governed::at(Some(&target), None, end);
             };
-            let pin = host
-                .inner
-                .pins
-                .state_of(&target.alias, &entry.tool, &entry.fingerprint);
+            let pin = host.pin_of(entry);
             let (decision, gate) = host
                 .decide(local_name, entry, &pin, self.arguments.as_ref(), options)
                 .await;
@@ -320,7 +332,7 @@ impl Host {
             .as_ref()
             .is_some_and(Down::auth_required);
         let end = match status {
-            ServerStatus::Up => return unknown(),
+            ServerStatus::Up | ServerStatus::NotStarted => return unknown(),
             ServerStatus::Disabled => End::stopped(
                 Outcome::UnknownTool,
                 format!(
@@ -385,7 +397,7 @@ impl Host {
     ) -> Result<gate::Assessment, (Decision, String)> {
         let assessment = {
             let config = self.config_read();
-            gate::assess(&config.rules, &entry.alias, &entry.tool, pin)
+            self.assess(&config.rules, entry, pin)
         };
         if assessment.verdict != Verdict::Deny {
             return Ok(assessment);
@@ -403,7 +415,7 @@ impl Host {
 
     /// The gate, and the approver when the gate asks: the decision, and
     /// whether the call may run. The gate is assessed once per call.
-    async fn decide(
+    pub(super) async fn decide(
         &self,
         local_name: &str,
         entry: &TableEntry,
@@ -495,6 +507,8 @@ impl Host {
             );
         }
 
+        // Counted as running until it ends, for a lazy server's idle stop.
+        let _busy = server.busy();
         let link = match server.live_link() {
             Some(link) => link,
             // The rare paths (a reconnection, a task followed) are boxed:
@@ -533,11 +547,8 @@ impl Host {
         match outcome {
             Ok(result) => {
                 server.breaker().record(None, Instant::now());
-                let tool_name = local_name.to_owned();
-                let alias = alias.to_owned();
-                End::Answered(self.inner.budget.apply_with(result, move |text| {
-                    sanitize::wrap(&alias, Some(&tool_name), &sanitize::strip_invisible(&text))
-                }))
+                let names = (alias, local_name, original);
+                End::Answered(self.fit_result(result, names, options.principal.as_deref()))
             }
             Err(switchboard_client::ClientError::InputRequired { result, .. }) => {
                 server.breaker().record(None, Instant::now());
@@ -571,9 +582,12 @@ impl Host {
     }
 
     fn allow_always(&self, entry: &TableEntry, rule_text: &str) {
-        // The definition the user just approved becomes the pin.
-        if let Err(e) = self.inner.pins.pin(&entry.alias, &entry.tool) {
-            warn!(error = %e, "could not record the pin");
+        // The definition the user just approved becomes the pin (a
+        // built-in is the host's own: nothing to pin).
+        if self.builtin_of(entry).is_none() {
+            if let Err(e) = self.inner.pins.pin(&entry.alias, &entry.tool) {
+                warn!(error = %e, "could not record the pin");
+            }
         }
         // Only a rule naming exactly this tool is ever added.
         let Some(pattern) = Pattern::parse(rule_text).ok().filter(Pattern::is_exact) else {
