@@ -24,6 +24,9 @@
 //!   completing them ([`Host::get_prompt`], [`Host::read_resource`],
 //!   [`Host::complete`]) takes the same governed path as a tool call.
 //! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
+//! - [`skills`]: skills served by servers (the Skills extension): the
+//!   registry by alias and URI, their status against the lockfile, the
+//!   verified-content cache, and the built-in tools that load them.
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
 //! - [`builtin`]: Switchboard's own tools (`mcp__switchboard__NAME`),
@@ -92,11 +95,14 @@ pub mod permission;
 pub mod pins;
 mod reason;
 pub mod sanitize;
+pub mod skills;
 pub mod table;
 mod task;
 mod upstream;
 
-pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
+pub use approver::{
+    Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover, SkillQuestion,
+};
 pub use audit::{
     AuditLog, AuditRecord, CallInFlight, Decider, Outcome, Rotation as AuditRotation,
     VerifyProblem, VerifyReport, archives_of as audit_archives, verify as verify_audit,
@@ -122,5 +128,6 @@ pub use input::{
 pub use limits::{CallLimits, LimitsOverride};
 pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
-pub use pins::PinState;
+pub use pins::{PinState, SkillPinState};
+pub use skills::{SkillReport, SkillStatus};
 pub use switchboard_client::{ProgressSink, Resume};

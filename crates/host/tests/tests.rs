@@ -23,6 +23,8 @@ mod outage;
 mod pins;
 mod reload;
 mod requests;
+mod skill_server;
+mod skills;
 mod soak;
 mod supervision;
 mod tasks;

@@ -30,6 +30,7 @@ mod roots;
 mod rules;
 mod sections;
 mod server;
+mod skills;
 mod values;
 
 /// Reads a config from its text ([`Config::parse`]).
@@ -161,6 +162,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "identityProviders",
     "principals",
     "callerLimits",
+    "skills",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -413,6 +415,9 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("roots") {
             config.roots = self.roots(v);
+        }
+        if let Some(v) = root.get("skills") {
+            config.skills = self.skills(v);
         }
         config.identity_providers = std::mem::take(&mut self.idps);
         let refs = std::mem::take(&mut self.idp_refs);

@@ -47,6 +47,7 @@ mod mount;
 mod principal;
 mod reload;
 mod request;
+pub(crate) mod skills;
 
 pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
@@ -218,6 +219,8 @@ struct Inner {
     changes: broadcast::Sender<TableChange>,
     /// Switchboard's own tools, `mcp__switchboard__NAME`.
     builtins: crate::builtin::Builtins,
+    /// Skills of every server that serves them.
+    skills: skills::Skills,
     /// Prompts, resources and templates beyond the tools.
     offers: catalog_sync::Offers,
     /// Authenticated callers' counts against their limits.

@@ -335,7 +335,7 @@ impl Host {
 
     /// The live client of `alias`, reconnecting a server whose connection
     /// is gone; the end of the request when there is none.
-    async fn client_of<T>(&self, alias: &str) -> Result<Client, End<T>> {
+    pub(crate) async fn client_of<T>(&self, alias: &str) -> Result<Client, End<T>> {
         let unavailable = |reason: String| {
             End::stopped(
                 Outcome::Transport,

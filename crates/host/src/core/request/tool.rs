@@ -445,6 +445,7 @@ impl Host {
             annotations: entry.tool.annotations.clone(),
             suggested_rule: rule_text.clone(),
             config_file: config_file.filter(|_| rule_text_is_persistable(&rule_text)),
+            skill: None,
         };
         let approval = approver.approve(&request).await;
         let by_approver = |verdict| Decision {
