@@ -124,7 +124,7 @@ impl Agent {
             // Fresh every call: outages come and go.
             self.request.system = prompt::system(
                 self.options.instructions.as_deref(),
-                self.toolbox.outage_text(),
+                prompt::with_skills(self.toolbox.skills_text(), self.toolbox.outage_text()),
             );
             self.request.tools = self.toolbox.tools();
             let servers: HashMap<&str, &str> = self

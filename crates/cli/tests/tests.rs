@@ -23,6 +23,7 @@ mod privilege;
 mod replicas;
 mod resume;
 mod serve;
+mod skills;
 mod state;
 mod tasks;
 mod ts_client;

@@ -115,14 +115,43 @@ impl FetchFailure {
                  (`switchboard skills show {id}`). Nothing was read."
             ),
             FetchFailure::Verify(e) => format!(
-                "Skill {id}: verification failed ({}): {e}. Nothing of it was used. \
+                "Skill {id}: verification failed ({}): {}. Nothing of it was used. \
                  The skill may have changed on its server; tell the user (`switchboard skills show {id}`).",
-                e.kind()
+                e.kind(),
+                unquoted(e)
             ),
             FetchFailure::Read(reason) => {
                 format!("Skill {id}: the file could not be read: {reason}. Nothing of it was used.")
             }
         }
+    }
+}
+
+/// A verification failure in words that quote none of the bytes that
+/// failed: a frontmatter mismatch names the field, never its value in the
+/// file (unverified text must not reach a model, even in an error).
+fn unquoted(e: &SkillError) -> String {
+    match e {
+        SkillError::Frontmatter { uri, reason } => {
+            let field = reason
+                .strip_prefix("field \"")
+                .and_then(|r| r.split_once('"'))
+                .map(|(f, _)| f)
+                .filter(|f| {
+                    f.len() <= 64
+                        && f.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+                });
+            match field {
+                Some(field) => format!(
+                    "frontmatter mismatch for {uri}: field {field:?} of the file is not the entry's"
+                ),
+                None => format!(
+                    "frontmatter mismatch for {uri}: the file's frontmatter cannot be read as the entry's"
+                ),
+            }
+        }
+        other => other.to_string(),
     }
 }
 
