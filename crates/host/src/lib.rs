@@ -117,7 +117,7 @@ pub use config::{
 pub use core::{
     CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport, Host,
     ModelTool, MountOptions, Named, OfferError, PinReport, ReloadReport, ResourceRef, ServerReport,
-    ServerState, ServerStatus, TableChange, TaskResumption, ToolStatus,
+    ServerState, ServerStatus, SkillRef, TableChange, TaskResumption, ToolStatus,
 };
 pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};

@@ -20,7 +20,11 @@
 //! [`ServerBuilder::skills_dir`]: crate::ServerBuilder::skills_dir
 
 mod disk;
+mod relay;
 mod serve;
+
+pub use relay::SkillsRelay;
+pub(crate) use relay::Relay;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;

@@ -53,7 +53,8 @@ pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
 pub use reload::ReloadReport;
 pub use request::{
-    CallOptions, CallReport, CompletionRef, Named, OfferError, ResourceRef, TaskResumption,
+    CallOptions, CallReport, CompletionRef, Named, OfferError, ResourceRef, SkillRef,
+    TaskResumption,
 };
 
 /// A tool as the model sees it, plus where it comes from.

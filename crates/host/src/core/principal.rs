@@ -21,6 +21,11 @@ impl Host {
         let Some(rules) = config.principals.get(principal) else {
             return true;
         };
+        if let Named::Skill { server, uri } = named {
+            drop(config);
+            let path = crate::skills::skill_path(uri);
+            return self.server(server).is_some() && self.principal_may_skill(principal, server, path);
+        }
         self.looked_up(named, |alias, original, by_name| {
             refusal(rules, alias, original, by_name).is_none()
         })
@@ -72,6 +77,10 @@ impl Host {
         principal: &str,
         target: &Target,
     ) -> Option<Option<(String, String)>> {
+        if target.skill {
+            // Asked by the skill request's route, which knows the skill.
+            return None;
+        }
         let config = self.config_read();
         let rules = config.principals.get(principal)?;
         refusal(rules, &target.alias, &target.original, target.by_name)

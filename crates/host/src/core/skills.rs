@@ -283,6 +283,41 @@ impl Host {
         ))
     }
 
+    /// Every skill entry the host holds, `(alias, entry)` in id order, as
+    /// the servers sent them: those `principal`'s `principals` rules let
+    /// it reach (all, without one). For a front end serving its servers'
+    /// skills; nothing is read.
+    pub fn skill_entries(&self, principal: Option<&str>) -> Vec<(String, Skill)> {
+        self.wake_stale_skills();
+        let listed = self.inner.skills.read().clone();
+        let mut entries: Vec<(String, Skill)> = listed
+            .into_iter()
+            .flat_map(|(alias, l)| l.skills.into_iter().map(move |s| (alias.clone(), s)))
+            .filter(|(alias, s)| {
+                principal.is_none_or(|p| self.principal_may_skill(p, alias, skill_path(&s.uri)))
+            })
+            .collect();
+        entries.sort_by_cached_key(|(alias, s)| skill_id(alias, &s.uri));
+        entries
+    }
+
+    /// Whether any mounted server declares the Skills extension: `None`
+    /// when none does, else whether any declares `directoryRead`.
+    pub fn skills_declared(&self) -> Option<bool> {
+        let mut declared = None;
+        for server in self.upstreams().iter() {
+            let state = server.state();
+            if let Some(caps) = state
+                .description
+                .as_ref()
+                .and_then(|d| SkillsCapability::of(&d.capabilities))
+            {
+                declared = Some(declared.unwrap_or(false) || caps.directory_read());
+            }
+        }
+        declared
+    }
+
     /// The report of one entry.
     fn report(&self, alias: &str, skill: &Skill) -> SkillReport {
         let (status, reason, diff) = self.skill_status(alias, skill);

@@ -143,6 +143,7 @@ impl Kind for CallTool<'_> {
             alias: entry.alias.clone(),
             original: entry.tool.name.clone(),
             by_name: true,
+            skill: false,
         };
         Ok((target, table))
     }
