@@ -56,3 +56,5 @@ echo "== official MCP conformance suite: our client"
 ./scripts/conformance-client.sh
 echo "== official MCP conformance suite: through the gateway"
 ./scripts/conformance-gateway.sh
+echo "== container files: the Dockerfile (hadolint) and the Kubernetes manifests (kubernetes-validate)"
+./scripts/container-check.sh

@@ -9,9 +9,11 @@
 # BENCH_DIR is the shared bench folder (README.md, run-all.sh, peers/, stdio-rtt/).
 # It is copied to a work directory (WORK_DIR, default a new temp dir), so the
 # original stays untouched; its Rust peers are built there unless already built
-# (set BENCH_BIN to reuse binaries). Results land in WORK_DIR/results/<stamp>/.
+# (set BENCH_BIN to reuse binaries; SB_BIN, a folder holding a built bench-echo, skips
+# building ours). Results land in WORK_DIR/results/<stamp>/.
 # Env passed through to run-all.sh: REPS SECS STDIO_N PEERS SERVER_CPUS LOADGEN_CPUS
-# MONITOR_CPU QUIET_WAIT PORT. Needs cargo, wrk, taskset, python3 (and npm for the
+# MONITOR_CPU QUIET_WAIT PORT. bench-echo is built into the caller's CARGO_TARGET_DIR
+# (or the repository's target/). Needs cargo, wrk, taskset, python3 (and npm for the
 # TypeScript peers, which this peers file leaves out).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,6 +24,8 @@ work="${WORK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/switchboard-bench.XXXXXX")}"
 mkdir -p "$work"
 cp -r "$bench/." "$work/"
 chmod -R u+w "$work"
+# The caller's target directory, for building bench-echo below.
+own_target="${CARGO_TARGET_DIR:-}"
 export CARGO_TARGET_DIR="${BENCH_TARGET_DIR:-$work/target}"
 if [[ -z "${BENCH_BIN:-}" ]]; then
   for d in stdio-rtt peers/floor; do
@@ -32,8 +36,12 @@ if [[ -z "${BENCH_BIN:-}" ]]; then
   fi
   BENCH_BIN="$CARGO_TARGET_DIR/release"
 fi
-unset CARGO_TARGET_DIR
-(cd "$repo" && cargo build --profile dist --locked --quiet -p switchboard-conformance-server --bin bench-echo)
-sb_bin="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/dist"
+if [[ -n "$own_target" ]]; then export CARGO_TARGET_DIR="$own_target"; else unset CARGO_TARGET_DIR; fi
+if [[ -n "${SB_BIN:-}" ]]; then
+  sb_bin="$SB_BIN"
+else
+  (cd "$repo" && cargo build --profile dist --locked --quiet -p switchboard-conformance-server --bin bench-echo)
+  sb_bin="$(cd "$repo" && cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/dist"
+fi
 export SB_BIN="$sb_bin" BIN="$BENCH_BIN"
 PEERS="${PEERS:-floor rmcp switchboard switchboard-mt}" PEERS_FILE="$here/peers.conf" "$work/run-all.sh"

@@ -122,11 +122,14 @@ impl Agent {
                 break;
             }
             // Fresh every call: outages come and go.
-            self.request.system = prompt::system(
+            // The tools first: deciding whether the table is deferred
+            // decides the catalogue text.
+            self.request.tools = self.toolbox.tools();
+            self.request.system = prompt::system_with(
                 self.options.instructions.as_deref(),
                 prompt::with_skills(self.toolbox.skills_text(), self.toolbox.outage_text()),
+                self.toolbox.catalog_text(),
             );
-            self.request.tools = self.toolbox.tools();
             let servers: HashMap<&str, &str> = self
                 .request
                 .tools

@@ -21,7 +21,10 @@
 //! - `script`, `mock`: the scripted and the built-in mock model.
 //! - `spec`: [`model_from_spec`] (`anthropic:…`, `openai:…`,
 //!   `script:FILE`, `mock`).
-//! - `agent`, `toolbox`, `event`, `cancel`, [`prompt`]: the loop.
+//! - `agent`, `toolbox`, `event`, `cancel`, [`prompt`]: the loop; the
+//!   toolbox defers a large table (the model gets the always-loaded tools
+//!   and `mcp__switchboard__search_tools`, and what it finds from then
+//!   on), `window` knows models' context windows.
 //! - [`eval`]: evals of tool selection on the same models and tool table.
 //!
 //! Its place among the layers: above `switchboard-host`, below the CLI;
@@ -56,6 +59,7 @@ pub mod schema;
 mod script;
 mod spec;
 mod toolbox;
+mod window;
 
 pub use agent::{Agent, AgentOptions, TurnEnd};
 pub use cancel::CancelToken;
@@ -72,4 +76,5 @@ pub use provider::{ProviderOptions, RetryPolicy};
 pub use sampler::ModelSampler;
 pub use script::{Expectation, ScriptCall, ScriptTurn, ScriptUsage, ScriptedModel};
 pub use spec::{Env, ModelSettings, ProcessEnv, model_from_spec, model_from_spec_with};
-pub use toolbox::{HostToolbox, ToolOutcome, Toolbox, result_text};
+pub use toolbox::{HostToolbox, TableView, ToolOutcome, Toolbox, result_text};
+pub use window::{DEFAULT_CONTEXT_WINDOW, context_window};

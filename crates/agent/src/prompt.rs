@@ -22,7 +22,23 @@ pub fn with_skills(skills: Option<String>, outages: Option<String>) -> Option<St
 
 /// The system prompt for one model call.
 pub fn system(instructions: Option<&str>, outages: Option<String>) -> String {
+    system_with(instructions, outages, None)
+}
+
+/// The system prompt for one model call whose tool list is deferred:
+/// `catalog` names the servers the model can search ([`Toolbox::catalog_text`]).
+///
+/// [`Toolbox::catalog_text`]: crate::Toolbox::catalog_text
+pub fn system_with(
+    instructions: Option<&str>,
+    outages: Option<String>,
+    catalog: Option<String>,
+) -> String {
     let mut text = String::from(BASE);
+    if let Some(c) = catalog {
+        text.push_str("\n\n");
+        text.push_str(&c);
+    }
     if let Some(i) = instructions.filter(|i| !i.trim().is_empty()) {
         text.push_str("\n\n");
         text.push_str(i.trim());

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use switchboard_host::approver::BoxFuture as ApproveFuture;
 use switchboard_host::sanitize;
 use switchboard_host::{
-    Approval, ApprovalRequest, Approver, CallOptions, Decider, Host, TableChange,
+    Approval, ApprovalRequest, Approver, CallOptions, Decider, Host, LoadedTools, ModelTool,
+    TableChange, ToolSearch,
 };
 use switchboard_wire::{CallToolResult, ContentBlock};
 use tokio::sync::broadcast;
@@ -45,6 +46,11 @@ pub trait Toolbox: Send + Sync + std::fmt::Debug {
     /// failure is an error outcome the model can read. Dropping the future
     /// cancels the call.
     fn call<'a>(&'a self, call: &'a ToolCall, events: &'a EventSink) -> BoxFuture<'a, ToolOutcome>;
+    /// Text for the system prompt when the tool list is deferred: the
+    /// servers the model can search (asked after [`Toolbox::tools`]).
+    fn catalog_text(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The host's governed tools: every call goes through `Host::call` (gate,
@@ -56,6 +62,12 @@ pub struct HostToolbox {
     host: Host,
     approver: Option<Arc<dyn Approver>>,
     tools: Arc<Mutex<ToolCache>>,
+    /// When the table is deferred (the config's `toolSearch` unless told).
+    search: ToolSearch,
+    /// The model's context window, which `auto` measures against.
+    context_window: u64,
+    /// The tools this session found with `search_tools`.
+    loaded: LoadedTools,
 }
 
 /// The tool list as last built, and the host's change feed that says when
@@ -64,6 +76,22 @@ pub struct HostToolbox {
 struct ToolCache {
     tools: Option<Arc<[ToolSpec]>>,
     changes: broadcast::Receiver<TableChange>,
+    /// How many tools were loaded when the list was built.
+    loaded: usize,
+    /// Whether the list was deferred, and the token counts of the whole
+    /// table and of the list sent.
+    view: TableView,
+}
+
+/// How the tool list sent compares with the whole table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableView {
+    /// Whether only some tools are sent (`search_tools` finds the rest).
+    pub deferred: bool,
+    /// Estimated tokens of every tool's definition.
+    pub table_tokens: u64,
+    /// Estimated tokens of the definitions sent.
+    pub sent_tokens: u64,
 }
 
 impl HostToolbox {
@@ -71,14 +99,43 @@ impl HostToolbox {
     /// they are denied with a message saying how to approve).
     pub fn new(host: Host, approver: Option<Arc<dyn Approver>>) -> HostToolbox {
         let changes = host.subscribe();
+        let search = host.config().tool_search;
         HostToolbox {
             host,
             approver,
             tools: Arc::new(Mutex::new(ToolCache {
                 tools: None,
                 changes,
+                loaded: 0,
+                view: TableView::default(),
             })),
+            search,
+            context_window: crate::window::DEFAULT_CONTEXT_WINDOW,
+            loaded: LoadedTools::new(),
         }
+    }
+
+    /// The same toolbox, deferring the table by `search` for a model with
+    /// `context_window` tokens ([`crate::context_window`]).
+    #[must_use]
+    pub fn with_tool_search(mut self, search: ToolSearch, context_window: u64) -> HostToolbox {
+        self.search = search;
+        self.context_window = context_window;
+        self
+    }
+
+    /// The tools this session loaded through `search_tools`.
+    pub fn loaded(&self) -> &LoadedTools {
+        &self.loaded
+    }
+
+    /// How the last tool list built compares with the whole table.
+    pub fn view(&self) -> TableView {
+        let _ = self.tools();
+        self.tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .view
     }
 
     /// The host.
@@ -91,7 +148,8 @@ impl Toolbox for HostToolbox {
     fn tools(&self) -> Arc<[ToolSpec]> {
         let mut cache = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         // Any change (or a missed one) since the last build makes it stale.
-        let mut stale = cache.tools.is_none();
+        // So is a list built before the session loaded more tools.
+        let mut stale = cache.tools.is_none() || cache.loaded != self.loaded.names().len();
         while let Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) = cache.changes.try_recv()
         {
             stale = true;
@@ -100,9 +158,36 @@ impl Toolbox for HostToolbox {
             self.host.wake_stale();
             return tools.clone();
         }
-        let mut tools: Vec<ToolSpec> = self
-            .host
-            .tools()
+        let mut all = self.host.tools();
+        // The table's own size decides (the built-ins are sent anyway).
+        let table: Vec<ModelTool> = all
+            .iter()
+            .filter(|t| t.server != switchboard_host::builtin::ALIAS)
+            .cloned()
+            .collect();
+        let table_tokens = Host::tools_tokens(&table);
+        let deferred = self.search.defers(table_tokens, self.context_window);
+        if deferred && !all.iter().any(|t| is_search_tool(&t.name)) {
+            self.host.enable_tool_search();
+            all = self.host.tools();
+            // The registration's own change is in the feed: seen.
+            while cache.changes.try_recv().is_ok() {}
+        }
+        let sent = if deferred {
+            self.host.deferred_tools(&all, &self.loaded)
+        } else {
+            // With the whole table sent there is nothing to search.
+            all.into_iter()
+                .filter(|t| !is_search_tool(&t.name))
+                .collect()
+        };
+        cache.view = TableView {
+            deferred,
+            table_tokens,
+            sent_tokens: Host::tools_tokens(&sent),
+        };
+        cache.loaded = self.loaded.names().len();
+        let mut tools: Vec<ToolSpec> = sent
             .into_iter()
             .map(|t| ToolSpec {
                 name: t.name,
@@ -125,9 +210,23 @@ impl Toolbox for HostToolbox {
         self.host.skills_prompt()
     }
 
+    fn catalog_text(&self) -> Option<String> {
+        if !self.view().deferred {
+            return None;
+        }
+        let servers = self.host.server_summaries()?;
+        Some(format!(
+            "Your tool list holds only some of the tools available. To find others, call {} \
+             with what you want to do; the tools it finds join your tool list for your next \
+             turn. The servers mounted:\n{servers}",
+            search_tool_name()
+        ))
+    }
+
     fn call<'a>(&'a self, call: &'a ToolCall, events: &'a EventSink) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let mut options = CallOptions::default();
+            options.loaded = Some(self.loaded.clone());
             if let Some(inner) = &self.approver {
                 options.approver = Some(Arc::new(Reporting {
                     inner: inner.clone(),
@@ -175,6 +274,18 @@ impl Toolbox for HostToolbox {
             }
         })
     }
+}
+
+/// `mcp__switchboard__search_tools`.
+pub(crate) fn search_tool_name() -> String {
+    switchboard_wire::namespaced_tool_name(
+        switchboard_host::builtin::ALIAS,
+        switchboard_host::builtin::SEARCH_TOOLS,
+    )
+}
+
+fn is_search_tool(name: &str) -> bool {
+    name == search_tool_name()
 }
 
 /// A result as text for the model: text blocks as the host gave them

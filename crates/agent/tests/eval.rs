@@ -69,6 +69,7 @@ fn tools() -> EvalTools {
         specs,
         catalog: Catalog::new(entries),
         system: "test".into(),
+        search: None,
     }
 }
 

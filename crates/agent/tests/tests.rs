@@ -9,3 +9,4 @@ mod agent;
 mod anthropic;
 mod eval;
 mod openai;
+mod scale;

@@ -21,7 +21,7 @@ pub(crate) fn http_server(alias: &str, url: &str, headers: Vec<(String, String)>
         alias,
         TransportConfig::Http {
             url: url.to_owned(),
-            headers: headers.into_iter().collect(),
+            headers: headers.into_iter().map(|(k, v)| (k, v.into())).collect(),
         },
     )
 }

@@ -1,5 +1,5 @@
 //! The built-in demo config: `notes` over stdio (this binary re-executed
-//! as `switchboard demo-server notes`) and `tickets` over Streamable HTTP
+//! as `switchboard demo-server notes`, under the `strict` sandbox) and `tickets` over Streamable HTTP
 //! on `127.0.0.1:3115`, served from this process.
 
 use std::collections::BTreeMap;
@@ -100,7 +100,9 @@ pub(crate) fn config(tickets_url: &str, extra: &[(&str, Value)]) -> Result<Confi
     let mut servers = serde_json::Map::new();
     servers.insert(
         "notes".into(),
-        json!({"command": exe.to_string_lossy(), "args": ["demo-server", "notes"]}),
+        // The demo's own server shows the strict sandbox working: it keeps
+        // its notes in memory and needs nothing beyond its own program.
+        json!({"command": exe.to_string_lossy(), "args": ["demo-server", "notes"], "sandbox": "strict"}),
     );
     servers.insert(
         "tickets".into(),

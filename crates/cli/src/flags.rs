@@ -105,6 +105,9 @@ pub(crate) enum RawCommand {
     DemoServer(DemoServerArgs),
     /// Check the whole system end to end with real processes and sockets.
     Selftest,
+    /// Probe a gateway's /healthz (or /readyz) over plain HTTP: exit 0 on
+    /// 200, 4 otherwise (a container's HEALTHCHECK, where there is no curl).
+    Health(HealthArgs),
     /// Measure tool selection: does the model call the right tool with the
     /// right arguments, or (for a trap) nothing? Tools are never run.
     Eval(EvalArgs),
@@ -157,6 +160,12 @@ pub(crate) struct EvalArgs {
     /// `pins accept`.
     #[arg(long, conflicts_with = "selector")]
     pub(crate) against_pins: bool,
+    /// Run with the table deferred (on: the always-loaded tools and
+    /// mcp__switchboard__search_tools, whose calls are answered), whole
+    /// (off), or both, and report each with the tokens of tool
+    /// definitions sent per case.
+    #[arg(long, value_name = "on|off|both", conflicts_with = "against_pins")]
+    pub(crate) tool_search: Option<SearchMode>,
     /// Test the cases themselves: run them under `never` and under
     /// `always:TOOL` for every tool; a case that still passes cannot fail
     /// and is reported as broken (exit 1).
@@ -207,6 +216,24 @@ pub(crate) struct ToolsArgs {
     /// OAuth subject): narrowed by its `principals` rules.
     #[arg(long, value_name = "NAME", conflicts_with = "all")]
     pub(crate) principal: Option<String>,
+    /// The best tools for QUERY, best first (what the model's
+    /// mcp__switchboard__search_tools finds), in the same shape.
+    #[arg(long, value_name = "QUERY", conflicts_with = "all")]
+    pub(crate) search: Option<String>,
+    /// How many tools --search prints.
+    #[arg(long, value_name = "K", default_value_t = 5, requires = "search")]
+    pub(crate) limit: usize,
+}
+
+/// `eval --tool-search`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SearchMode {
+    /// The table deferred.
+    On,
+    /// The whole table.
+    Off,
+    /// Both, one after the other.
+    Both,
 }
 
 /// `call`.
@@ -417,6 +444,11 @@ pub(crate) struct ServeArgs {
     /// client supports it, and denied otherwise.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
+    /// List each caller only the always-loaded tools and
+    /// mcp__switchboard__search_tools, plus the tools its own searches
+    /// found (a notifications/tools/list_changed tells it when they join).
+    #[arg(long)]
+    pub(crate) tool_search: bool,
     /// Serve Prometheus metrics at /metrics next to /mcp (HTTP only; no
     /// authorization: bind where only the scraper and clients reach).
     #[arg(long, requires = "http")]
@@ -488,10 +520,48 @@ pub(crate) struct ServeArgs {
     /// --auth oauth: a scope every request needs (repeatable).
     #[arg(long = "scope", value_name = "SCOPE")]
     pub(crate) scopes: Vec<String>,
+    /// --auth oauth: also accept JWT access tokens whose header's typ is
+    /// JWT (or absent), for an issuer that does not mark them at+jwt (RFC
+    /// 9068). Only when the issuer signs no other JWTs for this audience
+    /// with the same keys (ID tokens would then pass as access tokens).
+    #[arg(long)]
+    pub(crate) accept_plain_jwt: bool,
     /// Serve a non-loopback address without authentication: anyone who
     /// can reach it can call your tools.
     #[arg(long, conflicts_with = "auth")]
     pub(crate) insecure_no_auth: bool,
+    /// HTTP connections served at once (default 1024); at the cap a new
+    /// one takes the place of the one idle the longest.
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_connections: Option<u64>,
+    /// HTTP connections one client address may hold at once (default: no
+    /// cap; behind a proxy or on loopback every caller has one address).
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_connections_per_peer: Option<u64>,
+    /// Seconds a request head may take to arrive whole (default 10).
+    #[arg(long, value_name = "SECS", requires = "http", value_parser = seconds)]
+    pub(crate) header_timeout: Option<std::time::Duration>,
+    /// Seconds a kept-alive connection may stay idle between requests
+    /// (default 120).
+    #[arg(long, value_name = "SECS", requires = "http", value_parser = seconds)]
+    pub(crate) idle_timeout: Option<std::time::Duration>,
+    /// Seconds a request body may take to arrive whole (default 30).
+    #[arg(long, value_name = "SECS", requires = "http", value_parser = seconds)]
+    pub(crate) body_timeout: Option<std::time::Duration>,
+    /// Seconds an answer may wait for the client to read any of it
+    /// (default 30).
+    #[arg(long, value_name = "SECS", requires = "http", value_parser = seconds)]
+    pub(crate) write_timeout: Option<std::time::Duration>,
+}
+
+/// A positive number of seconds (fractions allowed: `0.5`), at most a day.
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 86_400.0 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds above 0 and at most 86400"
+        )),
+    }
 }
 
 /// `serve --auth`.
@@ -501,6 +571,17 @@ pub(crate) enum ServeAuth {
     Token,
     /// OAuth access tokens of --issuer (JWT or introspection).
     Oauth,
+}
+
+/// `health`.
+#[derive(Debug, Args)]
+pub(crate) struct HealthArgs {
+    /// The URL to GET (`http://HOST:PORT/PATH`; the path defaults to /healthz).
+    #[arg(default_value = crate::cmd::health::DEFAULT_URL)]
+    pub(crate) url: String,
+    /// Give up after this many milliseconds.
+    #[arg(long, default_value_t = 3000)]
+    pub(crate) timeout_ms: u64,
 }
 
 /// `demo-server`.

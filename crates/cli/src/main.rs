@@ -88,6 +88,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
     match &settings.command {
         Command::DemoServer { which, port } => cmd::demo_server::run(*which, *port).await,
         Command::Selftest => cmd::selftest::run(json).await,
+        Command::Health { url, timeout } => cmd::health::run(url, *timeout, json).await,
         Command::Inspect(target) => cmd::inspect::run(target, json).await,
         Command::AuditVerify { files } => {
             let config = match files.is_empty() {
@@ -144,9 +145,22 @@ async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
     let host = &session.host;
     let json = settings.json;
     match &settings.command {
-        Command::Tools { all, principal } => {
-            Ok(cmd::tools::run(host, json, *all, principal.as_deref())?)
-        }
+        Command::Tools {
+            all,
+            principal,
+            search: None,
+        } => Ok(cmd::tools::run(host, json, *all, principal.as_deref())?),
+        Command::Tools {
+            principal,
+            search: Some((query, limit)),
+            ..
+        } => Ok(cmd::tools::search(
+            host,
+            json,
+            query,
+            *limit,
+            principal.as_deref(),
+        )?),
         Command::Servers => Ok(cmd::servers::run(host, json)?),
         Command::Call {
             tool,

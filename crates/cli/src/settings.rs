@@ -44,6 +44,8 @@ pub(crate) enum Command {
     Tools {
         all: bool,
         principal: Option<String>,
+        /// `--search QUERY` and `--limit K`.
+        search: Option<(String, usize)>,
     },
     Servers,
     Call {
@@ -98,6 +100,10 @@ pub(crate) enum Command {
         port: u16,
     },
     Selftest,
+    Health {
+        url: String,
+        timeout: std::time::Duration,
+    },
     Eval(EvalSettings),
 }
 
@@ -120,6 +126,8 @@ pub(crate) struct EvalSettings {
     pub(crate) baseline: Option<PathBuf>,
     /// `--against-pins`.
     pub(crate) against_pins: bool,
+    /// `--tool-search`.
+    pub(crate) tool_search: Option<crate::flags::SearchMode>,
 }
 
 /// What `eval` measures.
@@ -208,6 +216,7 @@ impl Settings {
             RawCommand::Tools(t) => Command::Tools {
                 all: t.all,
                 principal: t.principal,
+                search: t.search.map(|q| (q, t.limit)),
             },
             RawCommand::Servers => Command::Servers,
             RawCommand::Call(a) => {
@@ -280,6 +289,10 @@ impl Settings {
                 port: a.port,
             },
             RawCommand::Selftest => Command::Selftest,
+            RawCommand::Health(a) => Command::Health {
+                url: a.url,
+                timeout: std::time::Duration::from_millis(a.timeout_ms),
+            },
             RawCommand::Eval(a) => Command::Eval(eval_settings(a)?),
         };
         Ok(Settings {
@@ -395,6 +408,7 @@ fn eval_settings(a: EvalArgs) -> Result<EvalSettings, Failure> {
         save_baseline: a.save_baseline,
         baseline: a.baseline,
         against_pins: a.against_pins,
+        tool_search: a.tool_search,
     })
 }
 

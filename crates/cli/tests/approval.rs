@@ -109,6 +109,38 @@ fn the_prompt_shows_the_real_arguments_and_y_allows() {
     assert_eq!(code, 0, "{text}");
 }
 
+// Issue 36: the terminal prompt shows what will run: a bidi override and
+// a zero-width space in the arguments are shown escaped, with a sentence
+// saying the arguments held such characters.
+#[test]
+fn the_prompt_shows_hidden_characters_escaped_and_says_so() {
+    let sb = Sandbox::new();
+    let mut term = OnPty::start(
+        &sb,
+        &[
+            "call",
+            "mcp__tickets__create_ticket",
+            "{\"title\":\"Refund \u{202e}0001$\u{200b}\",\"priority\":\"low\"}",
+        ],
+    );
+    let shown = term.wait_for("[N] deny: ");
+    assert!(
+        shown.contains(r#""title": "Refund \u{202e}0001$\u{200b}""#),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains('\u{202e}') && !shown.contains('\u{200b}'),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("the arguments contain invisible or text-direction characters"),
+        "{shown}"
+    );
+    term.type_line("n");
+    let (code, text) = term.finish("declined");
+    assert_eq!(code, 6, "{text}");
+}
+
 #[test]
 fn the_prompt_denies_on_n_with_exit_6() {
     let sb = Sandbox::new();

@@ -364,6 +364,136 @@ async fn tokens_from_the_environment_and_bad_lists() {
     assert!(run.stderr.contains("SWITCHBOARD_GATEWAY_TOKENS"), "{run:?}");
 }
 
+// Issue 36: files that grant access are checked at start: a tokens file
+// or state key file others may write stops serve with the fix; a tokens
+// file others may read is served, with a warning.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn files_others_may_write_are_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    let cfg = token_config(&sb);
+    let chmod = |path: &std::path::Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let tokens = sb.write("tokens.txt", &format!("alice {ALICE_TOKEN}\n"));
+    chmod(&tokens, 0o666);
+    let serve_args = |extra: &[&str]| {
+        let mut all = vec![
+            "--config",
+            &cfg,
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth",
+            "token",
+        ];
+        all.extend_from_slice(extra);
+        all.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>| sb.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let out = run(serve_args(&["--tokens-file", tokens.to_str().unwrap()]));
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("refusing the tokens file"), "{out:?}");
+    assert!(out.stderr.contains("chmod go-w"), "{out:?}");
+
+    chmod(&tokens, 0o600);
+    let key = sb.write("state.key", &"k".repeat(40));
+    chmod(&key, 0o620);
+    let env = format!("alice {ALICE_TOKEN}");
+    let args = serve_args(&["--state-key-file", key.to_str().unwrap()]);
+    let mut cmd = sb.cmd(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    cmd.env("SWITCHBOARD_GATEWAY_TOKENS", &env);
+    let out = crate::util::run(cmd);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(
+        out.stderr.contains("refusing the state key file"),
+        "{out:?}"
+    );
+
+    chmod(&tokens, 0o644);
+    let gw = serve(
+        &sb,
+        &cfg,
+        &["--auth", "token", "--tokens-file", tokens.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    assert!(admitted(&gw, ALICE_TOKEN));
+    assert!(
+        gw.stderr().contains("may be read by all users"),
+        "{}",
+        gw.stderr()
+    );
+}
+
+// Issue 36: the HTTP runner's connection limits are serve flags. With
+// --header-timeout 0.5 a socket that sends nothing is closed well within
+// the default's 10 s; with --max-connections-per-peer 1, while this
+// address's one connection has a request in flight (a listen stream), a
+// second is closed unanswered.
+#[tokio::test(flavor = "multi_thread")]
+async fn connection_limits_are_serve_flags() {
+    let sb = Sandbox::new();
+    let cfg = open_config(&sb);
+    let gw = serve(
+        &sb,
+        &cfg,
+        &["--header-timeout", "0.5", "--max-connections-per-peer", "1"],
+        &[],
+    )
+    .await;
+    let authority = gw.authority();
+    let closed_within = |limit: Duration, send: &'static [u8]| {
+        let authority = authority.clone();
+        move || {
+            let mut stream = TcpStream::connect(&authority).unwrap();
+            stream.set_read_timeout(Some(limit)).unwrap();
+            stream.write_all(send).unwrap();
+            // Closed: the end of the stream, or a reset when the request
+            // sent was never read. A read timeout is not.
+            let mut got = Vec::new();
+            match stream.read_to_end(&mut got) {
+                Ok(_) => Some(got),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Some(got),
+                Err(_) => None,
+            }
+        }
+    };
+    let silent = tokio::task::spawn_blocking(closed_within(Duration::from_secs(5), b""))
+        .await
+        .unwrap();
+    assert_eq!(silent.as_deref(), Some(&b""[..]), "not closed within 5 s");
+
+    let listener = client_with(&gw, None).await;
+    let _stream = listener
+        .listen(switchboard_wire::SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let second = tokio::task::spawn_blocking(closed_within(
+        Duration::from_secs(5),
+        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    ))
+    .await
+    .unwrap();
+    assert_eq!(second.as_deref(), Some(&b""[..]), "answered: {second:?}");
+
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--idle-timeout",
+        "0",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("above 0"), "{run:?}");
+}
+
 const BOB_TOKEN: &str = "bob-token-5555555555555";
 
 /// Whether a raw request with `token` gets past authentication (the
@@ -929,6 +1059,28 @@ async fn oauth_jwts_are_checked() {
     assert_eq!(doc["authorization_servers"][0], issuer.as_str());
     let stderr = gw.stderr();
     assert!(!stderr.contains(&good), "{stderr}");
+    drop(gw);
+
+    // Issue 36: an issuer that types its access tokens JWT is served with
+    // --accept-plain-jwt; the other checks stay.
+    let gw = serve(
+        &sb,
+        &cfg,
+        &["--auth", "oauth", "--issuer", &issuer, "--accept-plain-jwt"],
+        &[],
+    )
+    .await;
+    let claims = json!({
+        "iss": issuer, "aud": gw.url, "sub": "user-1", "scope": "mcp:tools",
+        "iat": now(), "exp": now() + 300,
+    });
+    let typed_jwt = auth.sign_access_token(&json!({"typ": "JWT"}), &claims);
+    let c = client(&gw, &typed_jwt).await;
+    assert_eq!(tool_names(&c).await.len(), 4);
+    drop(c);
+    let critical = auth.sign_access_token(&json!({"typ": "JWT", "crit": ["x"], "x": 1}), &claims);
+    let (status, _, body) = list_raw(&gw, Some(&format!("Bearer {critical}")));
+    assert_eq!(status, 401, "{body}");
 }
 
 // RS256 and key rotation end to end: the issuer starts with an ES256 key;

@@ -11,7 +11,7 @@ use switchboard_client::{
     StdioConfig, StdioTransport,
 };
 
-use crate::util::{Sandbox, bin, collect, spawn, wait_for};
+use crate::util::{Sandbox, bin, collect, empty_port, run, spawn, spawn_serving, wait_for};
 
 /// notes, with `list_notes` allowed and everything else asked about; the
 /// audit log in `audit.jsonl`.
@@ -216,4 +216,34 @@ async fn serve_http_serves_the_table_on_loopback() {
     // The notes demo's four, and the two skill tools (it serves a skill).
     assert_eq!(tools.len(), 6);
     assert!(!result.is_error(), "{result:?}");
+}
+
+/// `switchboard health` (a container's HEALTHCHECK) passes against a
+/// serving gateway's /healthz and fails, exit 4, against /readyz of a
+/// port nothing listens on and against a path that is not 200.
+#[test]
+fn health_probes_a_serving_gateway() {
+    let sb = Sandbox::new();
+    let cfg = config(&sb);
+    let (mut child, url) =
+        spawn_serving(&mut sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0", "--yes"]));
+    let base = url.trim_end_matches("/mcp").to_owned();
+    let ok = run(sb.cmd(&["health", &format!("{base}/healthz")]));
+    let missing = run(sb.cmd(&["health", &format!("{base}/no-such-path")]));
+    let _ = child.kill();
+    let _ = child.wait();
+    let nobody = run(sb.cmd(&[
+        "health",
+        &format!("http://127.0.0.1:{}/readyz", empty_port()),
+        "--timeout-ms",
+        "2000",
+    ]));
+    let tls = run(sb.cmd(&["health", "https://127.0.0.1:1/healthz"]));
+    assert_eq!(ok.code, 0, "{ok:?}");
+    assert!(ok.stdout.contains(": ok"), "{ok:?}");
+    assert_eq!(missing.code, 4, "{missing:?}");
+    assert!(missing.stderr.contains("answered 404"), "{missing:?}");
+    assert_eq!(nobody.code, 4, "{nobody:?}");
+    assert_eq!(tls.code, 1, "{tls:?}");
+    assert!(tls.stderr.contains("plain HTTP only"), "{tls:?}");
 }

@@ -22,6 +22,7 @@ mod ops;
 mod privilege;
 mod replicas;
 mod resume;
+mod sandbox;
 mod serve;
 mod skills;
 mod state;

@@ -226,6 +226,21 @@ impl TransportError {
         }
     }
 
+    /// Why the server's sandbox stopped it, when it did: a mechanism its
+    /// sandbox needs is missing (it never started), or it died of a limit
+    /// or a refusal of its sandbox. The text is the client's, never the
+    /// server's.
+    pub fn sandbox_stop(&self) -> Option<&crate::transport::sandbox::SandboxStop> {
+        let source = match self {
+            TransportError::Closed { source, .. } | TransportError::Spawn { source, .. } => {
+                source.as_ref()?
+            }
+            _ => return None,
+        };
+        let error: &(dyn std::error::Error + 'static) = &**source;
+        error.downcast_ref()
+    }
+
     /// Whether the channel is gone for good (closed, or never opened).
     pub fn is_closed(&self) -> bool {
         matches!(

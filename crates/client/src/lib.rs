@@ -87,5 +87,8 @@ pub use transport::http::{
     AuthChallenge, AuthError, AuthProvider, AuthRetry, HttpTransport, HttpTransportBuilder,
     StaticAuthorization,
 };
+pub use transport::sandbox::{
+    Confinement, Environment, FsAccess, Mechanism, MechanismState, Sandbox, SandboxStop,
+};
 pub use transport::stdio::{StdioConfig, StdioTransport};
 pub use transport::{BoxFuture, EventSink, Incoming, NotificationSink, Outgoing, Transport};

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 use switchboard_host::approver::BoxFuture;
-use switchboard_host::{Approval, ApprovalRequest, Approver, Decider};
+use switchboard_host::{Approval, ApprovalRequest, Approver, Decider, sanitize};
 use switchboard_server::{Elicitation, InputRequired};
 
 /// The key of the approval question in `inputRequests`.
@@ -21,22 +21,32 @@ pub(crate) struct ApprovalForm {
 
 /// The elicitation that puts the gate's question to the upstream user:
 /// the tool, the exact arguments, and why the gate asks (a changed
-/// definition's diff included: the user is the reviewer).
+/// definition's diff included: the user is the reviewer). Invisible and
+/// text-direction characters in the arguments, reasons and diff are
+/// shown escaped ([`sanitize::show_invisible`]), with a sentence saying
+/// the arguments held some: the question shows what will run.
 pub(crate) fn ask(
     name: &str,
     arguments: &Value,
     request: Option<&ApprovalRequest>,
 ) -> InputRequired {
-    let args = serde_json::to_string_pretty(arguments).unwrap_or_default();
-    let mut message =
-        format!("Switchboard: allow the tool call {name} with these arguments?\n{args}");
+    let args = sanitize::show_arguments(arguments);
+    let mut message = format!(
+        "Switchboard: allow the tool call {name} with these arguments?\n{}",
+        args.text
+    );
+    if args.escaped {
+        message.push('\n');
+        message.push_str(sanitize::HIDDEN_NOTICE);
+    }
     if let Some(request) = request {
         for reason in &request.reasons {
-            message.push_str(&format!("\nWhy asked: {reason}"));
+            message.push_str("\nWhy asked: ");
+            message.push_str(&sanitize::show_invisible(reason).text);
         }
         if let Some(diff) = &request.diff {
             message.push_str("\nThe tool's definition changed since it was approved:\n");
-            message.push_str(diff);
+            message.push_str(&sanitize::show_invisible(diff).text);
         }
     }
     InputRequired::new()
@@ -92,10 +102,16 @@ pub(crate) struct NoOneUpstream;
 
 impl Approver for NoOneUpstream {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
+        // The file's name only: its folder (a home directory, a user
+        // name) is not the caller's to learn.
         let place = request
             .config_file
-            .clone()
-            .unwrap_or_else(|| "the config".into());
+            .as_deref()
+            .and_then(|path| std::path::Path::new(path).file_name())
+            .map_or_else(
+                || "the gateway's config".to_owned(),
+                |name| format!("the gateway's config file ({})", name.to_string_lossy()),
+            );
         let text = format!(
             "This call needs the user's approval, and the gateway cannot ask: its client does not support elicitation. \
              The user can allow the tool by adding {:?} to permissions.allow in {place}, or start the gateway with `switchboard serve --yes`.",

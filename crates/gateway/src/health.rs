@@ -72,6 +72,8 @@ fn readiness(host: &Host) -> PlainResponse {
         .filter(|s| {
             s.status != ServerStatus::Up
                 && s.status != ServerStatus::Disabled
+                // A lazy server starts at its first call: not an outage.
+                && s.status != ServerStatus::NotStarted
                 && config
                     .servers
                     .iter()

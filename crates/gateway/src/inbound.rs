@@ -113,11 +113,10 @@ impl InboundAuth {
                 client_secret: i.client_secret,
                 cache: Mutex::new(HashMap::new()),
             })),
-            None => Source::Jwks(jwt_verifier(
-                client,
-                settings.issuer.clone(),
-                settings.jwks_url,
-            )),
+            None => Source::Jwks(
+                jwt_verifier(client, settings.issuer.clone(), settings.jwks_url)
+                    .accept_plain_jwt(settings.accept_plain_jwt),
+            ),
         });
         let kind = match *source {
             Source::Introspection(_) => "oauth (introspection)",

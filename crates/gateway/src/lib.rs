@@ -112,6 +112,7 @@
 //! # }
 //! ```
 
+mod access;
 mod approval;
 mod call;
 mod catalog;
@@ -124,6 +125,7 @@ mod parked;
 mod question;
 mod relay;
 mod reload;
+mod search;
 mod serve;
 mod skills;
 mod status;
@@ -134,6 +136,7 @@ mod trace;
 
 use std::time::Duration;
 
+pub use access::{AccessFile, AccessFileError, AccessWarning, check_access_file};
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
@@ -152,6 +155,7 @@ pub use relay::relay_input_handler;
 pub use serve::{Listener, OnReady, ServeConfig, serve};
 
 pub use status::STATUS_URI;
+pub use tools::RELIST_MIN_INTERVAL;
 
 use switchboard_host::Host;
 use switchboard_server::http::ServerTls;
@@ -207,8 +211,22 @@ pub struct GatewayOptions {
     /// The drain switch `/readyz` reports ([`Gateway::drain`]): give one
     /// of your own to start the drain from outside [`serve`].
     pub drain: Drain,
+    /// The HTTP runner's connection limits (`serve --max-connections`,
+    /// `--header-timeout` …); the framework's defaults where unset.
+    pub connections: ConnectionLimits,
+    /// The shortest time between two re-listings of downstream servers
+    /// whose listing's `ttlMs` lapsed ([`RELIST_MIN_INTERVAL`] when
+    /// `None`).
+    pub relist_min: Option<Duration>,
+    /// List each caller only the always-loaded tools, the built-ins and
+    /// what its own `mcp__switchboard__search_tools` calls loaded
+    /// (`serve --tool-search`); the config's `toolSearch` (`true`, or a
+    /// number of tokens the table is over) turns it on too.
+    pub tool_search: bool,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
+    /// Each caller's loaded tools, when the table is deferred.
+    search: Option<search::Search>,
 }
 
 impl std::fmt::Debug for GatewayOptions {
@@ -226,6 +244,9 @@ impl std::fmt::Debug for GatewayOptions {
             .field("recheck_streams", &self.recheck_streams)
             .field("tls", &self.tls.is_some())
             .field("drain", &self.drain)
+            .field("connections", &self.connections)
+            .field("relist_min", &self.relist_min)
+            .field("tool_search", &self.tool_search)
             .finish()
     }
 }
@@ -296,6 +317,63 @@ impl GatewayOptions {
         self.drain = drain;
         self
     }
+
+    /// Options serving HTTP within `limits`.
+    #[must_use]
+    pub fn connections(mut self, limits: ConnectionLimits) -> Self {
+        self.connections = limits;
+        self
+    }
+}
+
+/// How many connections the gateway's HTTP runner holds and how long each
+/// may take (the framework's [`HttpOptions`](switchboard_server::http::HttpOptions),
+/// `serve --max-connections` and the timeout flags); `None` keeps the
+/// framework's default, which `docs/LIMITS.md` lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionLimits {
+    /// Connections served at once; at the cap the one idle the longest
+    /// makes room (default 1,024).
+    pub max_connections: Option<usize>,
+    /// Connections one peer address may hold (default: no cap).
+    pub max_connections_per_peer: Option<usize>,
+    /// How long a request head may take to arrive (default 10 s).
+    pub header_timeout: Option<Duration>,
+    /// How long a kept-alive connection may stay idle (default 120 s).
+    pub idle_timeout: Option<Duration>,
+    /// How long a request body may take to arrive (default 30 s).
+    pub body_timeout: Option<Duration>,
+    /// How long an answer may wait for the client to read (default 30 s).
+    pub write_timeout: Option<Duration>,
+}
+
+impl ConnectionLimits {
+    /// `options` with the limits that are set.
+    fn apply(
+        &self,
+        mut options: switchboard_server::http::HttpOptions,
+    ) -> switchboard_server::http::HttpOptions {
+        if let Some(n) = self.max_connections {
+            options = options.max_connections(n);
+        }
+        if let Some(n) = self.max_connections_per_peer {
+            options = options.max_connections_per_peer(n);
+        }
+        if let Some(t) = self.header_timeout {
+            options = options.header_timeout(t);
+        }
+        if let Some(t) = self.idle_timeout {
+            options = options.idle_timeout(t);
+        }
+        if let Some(t) = self.body_timeout {
+            options = options.body_timeout(t);
+        }
+        if let Some(t) = self.write_timeout {
+            options = options.write_timeout(t);
+        }
+        options
+    }
 }
 
 /// Why the gateway could not be built or stopped serving.
@@ -326,6 +404,13 @@ pub enum GatewayError {
     /// The TLS certificate and key could not be loaded ([`serve`]).
     #[error("cannot load the TLS certificate and key")]
     Tls(#[source] switchboard_server::http::TlsError),
+    /// A file that grants access (tokens, state key, config) may be
+    /// written by other users ([`check_access_file`]).
+    #[error(transparent)]
+    FileAccess(#[from] AccessFileError),
+    /// The config file does not load ([`ConfigSource::load`]).
+    #[error("the config does not load")]
+    Config(#[source] switchboard_host::HostError),
 }
 
 /// A gateway over one mounted [`Host`]: an MCP server whose tools are the
@@ -338,10 +423,12 @@ pub struct Gateway {
     auth: Option<InboundAuth>,
     recheck_streams: Option<Duration>,
     tls: Option<ServerTls>,
+    connections: ConnectionLimits,
     tool_count: usize,
     drain: Drain,
     sync: JoinHandle<()>,
     offers: JoinHandle<()>,
+    relist: JoinHandle<()>,
 }
 
 impl Gateway {
@@ -360,13 +447,26 @@ impl Gateway {
             options.park_limit.unwrap_or(PARK_LIMIT),
         );
         let server = build_server(host, &options)?;
+        // With tool search, each caller is listed what it loaded.
+        if search::Search::wanted(host, options.tool_search) {
+            host.enable_tool_search();
+            let state = search::Search::default();
+            state.refresh(host);
+            options.search = Some(state);
+        }
+        let listed = options.search.clone();
         // An authenticated caller sees only the tools its `principals`
         // rules let it call.
-        if options.auth.is_some() {
+        if options.auth.is_some() || listed.is_some() {
             let filter_host = host.clone();
+            let authenticated = options.auth.is_some();
             server.set_tool_filter(move |principal, tool| {
-                principal.is_none_or(|p| filter_host.principal_may_call(&p.subject, tool))
+                let subject = principal.map(|p| p.subject.as_str());
+                (!authenticated || subject.is_none_or(|p| filter_host.principal_may_call(p, tool)))
+                    && listed.as_ref().is_none_or(|s| s.lists(subject, tool))
             });
+        }
+        if options.auth.is_some() {
             // And the prompts and resources its rules let it use.
             let filter_host = host.clone();
             server.set_offer_filter(move |principal, offered| {
@@ -375,6 +475,7 @@ impl Gateway {
         }
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;
+        let connections = options.connections;
         let tls = options.tls.clone();
         let drain = options.drain.clone();
         // Subscribe before registering, so no change falls between the two.
@@ -382,6 +483,10 @@ impl Gateway {
         let registered = tools::register_all(&server, host, &options);
         let tool_count = registered.len();
         let telemetry = options.telemetry.clone();
+        let relist = tokio::spawn(tools::relist_stale(
+            host.clone(),
+            options.relist_min.unwrap_or(RELIST_MIN_INTERVAL),
+        ));
         let sync = tokio::spawn(tools::follow_changes(
             host.clone(),
             server.clone(),
@@ -404,10 +509,12 @@ impl Gateway {
             auth,
             recheck_streams,
             tls,
+            connections,
             tool_count,
             drain,
             sync,
             offers,
+            relist,
         })
     }
 
@@ -443,6 +550,7 @@ impl Drop for Gateway {
     fn drop(&mut self) {
         self.sync.abort();
         self.offers.abort();
+        self.relist.abort();
         self.server.shutdown();
     }
 }
@@ -474,7 +582,7 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
     let builder = builder
         .request_state_ttl(APPROVAL_STATE_TTL)
         .title("Switchboard gateway")
-        .instructions_with(status::instructions(host, options))
+        .instructions_for(status::instructions(host, options))
         // The outages change at run time: never let a client cache them long.
         .discover_cache(0, switchboard_wire::CacheScope::Private)
         .declare_tools()

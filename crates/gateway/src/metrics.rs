@@ -375,5 +375,6 @@ fn status_label(status: ServerStatus) -> &'static str {
         ServerStatus::Tripped => "tripped",
         ServerStatus::Disabled => "disabled",
         ServerStatus::NeedsLogin => "needs_login",
+        ServerStatus::NotStarted => "not_started",
     }
 }

@@ -1,8 +1,9 @@
 //! Reload while serving: the config file, and the named tokens of
-//! `--tokens-file`. Each file is watched (its modification time and size,
-//! looked at every `poll`), and `SIGHUP` reloads both at once. A file that
-//! loads is applied (the config with [`Host::reload`], the tokens with
-//! [`InboundAuth::replace_tokens`]); one with problems is reported (every
+//! `--tokens-file`. Each file is watched (its modification time, size,
+//! mode and owner, looked at every `poll`), and `SIGHUP` reloads both at
+//! once. A file that loads is applied (the config with [`Host::reload`],
+//! the tokens with [`InboundAuth::replace_tokens`]); one with problems, or
+//! one that others may write ([`check_access_file`]), is reported (every
 //! problem, one log line each) and what is running is kept.
 
 use std::future::Future;
@@ -12,15 +13,18 @@ use std::time::{Duration, SystemTime};
 use switchboard_host::{Config, Host, HostError, ReloadReport};
 use switchboard_server::http::{ServerTls, TlsError};
 use tokio::task::JoinHandle;
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
+use crate::access::{AccessFile, AccessWarning, check_access_file};
 use crate::{GatewayError, InboundAuth, StaticTokens, Telemetry, TokenChange};
 
 /// How often a watched file is looked at by default.
 pub const WATCH_POLL: Duration = Duration::from_secs(1);
 
-/// A file's modification time and size.
-type Stamp = (SystemTime, u64);
+/// A file's modification time, size, and (on Unix) mode and owner: a
+/// `chmod` or `chown` changes no content, but may make a refused file
+/// acceptable, or an accepted one refused.
+type Stamp = (SystemTime, u64, u32, u32);
 
 /// Where the gateway's config comes from, and how it is read again.
 #[derive(Debug, Clone)]
@@ -48,15 +52,19 @@ impl ConfigSource {
         }
     }
 
-    /// Reads and checks the file.
+    /// Checks who may write the file ([`check_access_file`]), then reads
+    /// and checks it.
     ///
     /// # Errors
-    /// [`HostError`] listing every problem, or the read failure.
-    pub fn load(&self) -> Result<Config, HostError> {
+    /// [`GatewayError::FileAccess`] for a file others may write,
+    /// [`GatewayError::Config`] listing every problem, or the read failure.
+    pub fn load(&self) -> Result<Config, GatewayError> {
+        check_access_file(&self.path, AccessFile::Config)?;
         Config::load(Some(&self.path), || {
             // Never reached: an explicit path is never the demo.
             Err(HostError::NoMatch("the built-in demo config".into()))
         })
+        .map_err(GatewayError::Config)
     }
 }
 
@@ -125,17 +133,34 @@ impl TokensSource {
         }
     }
 
-    /// Reads and checks the file. Errors name the file and the line, never
-    /// a token.
+    /// Checks who may write and read the file ([`check_access_file`]: a
+    /// warning is logged for one others may read), then reads and checks
+    /// it. Errors name the file and the line, never a token.
     ///
     /// # Errors
-    /// [`GatewayError::Auth`] when the file cannot be read or its list is
-    /// bad ([`StaticTokens::parse`]).
+    /// As [`TokensSource::read`].
     pub fn load(&self) -> Result<StaticTokens, GatewayError> {
+        let (tokens, warning) = self.read()?;
+        if let Some(warning) = warning {
+            warn!("{warning}");
+        }
+        Ok(tokens)
+    }
+
+    /// [`TokensSource::load`], handing the warning about a file others may
+    /// read back to the caller (to show it where it shows warnings) instead
+    /// of logging it.
+    ///
+    /// # Errors
+    /// [`GatewayError::FileAccess`] for a file others may write or that
+    /// belongs to another user, [`GatewayError::Auth`] when the file cannot
+    /// be read or its list is bad ([`StaticTokens::parse`]).
+    pub fn read(&self) -> Result<(StaticTokens, Option<AccessWarning>), GatewayError> {
+        let warning = check_access_file(&self.path, AccessFile::Tokens)?;
         let name = self.path.display().to_string();
         let text = std::fs::read_to_string(&self.path)
             .map_err(|e| GatewayError::Auth(format!("cannot read {name}: {e}")))?;
-        StaticTokens::parse(&text, &name)
+        Ok((StaticTokens::parse(&text, &name)?, warning))
     }
 }
 
@@ -318,25 +343,36 @@ where
     })
 }
 
-/// Reads `source` and applies it to `host`; on problems, logs every one
-/// and keeps the running config.
+/// Reads `source` and applies it to `host`; on problems (or a file others
+/// may write), logs every one and keeps the running config.
 ///
 /// # Errors
-/// The load's [`HostError`] (already logged).
+/// The load's [`GatewayError`] (already logged).
 pub(crate) async fn reload_once(
     host: &Host,
     source: &ConfigSource,
     why: &str,
-) -> Result<ReloadReport, HostError> {
+) -> Result<ReloadReport, GatewayError> {
     match source.load() {
         Ok(config) => {
             info!(file = %source.path.display(), reason = why, "reloading the config");
             Ok(host.reload(config).await)
         }
+        Err(GatewayError::FileAccess(e)) => {
+            error!(
+                file = %source.path.display(),
+                reason = why,
+                "the config was not reloaded ({e}); the running config is kept"
+            );
+            Err(GatewayError::FileAccess(e))
+        }
         Err(e) => {
-            let problems: Vec<String> = match e.config_problems() {
-                Some(p) => p.to_string().lines().map(str::to_owned).collect(),
-                None => vec![e.to_string()],
+            let problems: Vec<String> = match &e {
+                GatewayError::Config(e) => match e.config_problems() {
+                    Some(p) => p.to_string().lines().map(str::to_owned).collect(),
+                    None => vec![e.to_string()],
+                },
+                e => vec![e.to_string()],
             };
             error!(
                 file = %source.path.display(),
@@ -351,11 +387,17 @@ pub(crate) async fn reload_once(
     }
 }
 
-/// The file's modification time and size (`None` while it cannot be
-/// read).
+/// The file's [`Stamp`] (`None` while it cannot be read).
 fn stamp_now(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
-    Some((meta.modified().ok()?, meta.len()))
+    #[cfg(unix)]
+    let (mode, owner) = {
+        use std::os::unix::fs::MetadataExt as _;
+        (meta.mode(), meta.uid())
+    };
+    #[cfg(not(unix))]
+    let (mode, owner) = (0, 0);
+    Some((meta.modified().ok()?, meta.len(), mode, owner))
 }
 
 /// [`stamp_now`] of each of `paths`, on the blocking pool (a file may be
@@ -490,6 +532,140 @@ mod tests {
             "{text}"
         );
         assert!(validator.validate("bbbbbbbbbbbbbbbbbbbbbbbb").await.is_ok());
+        watcher.abort();
+    }
+
+    /// Waits (5 s at most) until `telemetry`'s metrics contain `line`.
+    async fn wait_for_metric(telemetry: &Telemetry, line: &str) {
+        let start = std::time::Instant::now();
+        while !metrics_text(telemetry).contains(line) {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "no {line} in {}",
+                metrics_text(telemetry)
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The value of the counter line starting with `prefix` (0 if none).
+    fn count(telemetry: &Telemetry, prefix: &str) -> u64 {
+        metrics_text(telemetry)
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[cfg(unix)]
+    fn chmod(path: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    // Issue 36: a tokens file others may write is refused at start and at
+    // every reload (a local user appending a token of their own gets
+    // nothing), the tokens in use kept; once fixed, it loads again.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_tokens_file_others_may_write_is_refused_and_the_tokens_in_use_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.txt");
+        std::fs::write(&path, "alice aaaaaaaaaaaaaaaaaaaa\n").unwrap();
+        chmod(&path, 0o666);
+        let e = TokensSource::new(&path).load().unwrap_err();
+        assert!(
+            matches!(&e, GatewayError::FileAccess(_))
+                && e.to_string().contains("all users may write it"),
+            "{e}"
+        );
+        chmod(&path, 0o600);
+        let mut source = TokensSource::new(&path);
+        source.poll = Duration::from_millis(20);
+        let auth = InboundAuth::tokens(source.load().unwrap(), "http://gw/mcp");
+        let telemetry = Telemetry::from_env(true).unwrap();
+        let watcher = watch_tokens(&auth, source, &telemetry, &empty_host().await);
+        let validator = auth.validator(&Telemetry::default());
+
+        chmod(&path, 0o622);
+        std::fs::write(
+            &path,
+            "alice aaaaaaaaaaaaaaaaaaaa\nmallory mmmmmmmmmmmmmmmmmmmm\n",
+        )
+        .unwrap();
+        wait_for_metric(
+            &telemetry,
+            r#"switchboard_reloads_total{file="tokens",result="rejected"} "#,
+        )
+        .await;
+        assert!(validator.validate("mmmmmmmmmmmmmmmmmmmm").await.is_err());
+        assert!(validator.validate("aaaaaaaaaaaaaaaaaaaa").await.is_ok());
+
+        // A chmod alone is a change: the fixed file loads.
+        chmod(&path, 0o600);
+        wait_for_metric(
+            &telemetry,
+            r#"switchboard_reloads_total{file="tokens",result="applied"} 1"#,
+        )
+        .await;
+        assert!(validator.validate("mmmmmmmmmmmmmmmmmmmm").await.is_ok());
+
+        // Another user's file is refused too (only root can make one).
+        if nix::unistd::geteuid().is_root() {
+            std::fs::write(&path, "alice aaaaaaaaaaaaaaaaaaaa\n").unwrap();
+            let rejected = r#"switchboard_reloads_total{file="tokens",result="rejected"} "#;
+            let before = count(&telemetry, rejected);
+            std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+            let e = TokensSource::new(&path).load().unwrap_err();
+            assert!(e.to_string().contains("belongs to user 65534"), "{e}");
+            let start = std::time::Instant::now();
+            while count(&telemetry, rejected) == before {
+                assert!(start.elapsed() < Duration::from_secs(5), "not rejected");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(validator.validate("mmmmmmmmmmmmmmmmmmmm").await.is_ok());
+        }
+        watcher.abort();
+    }
+
+    // Issue 36: a config others may write is not reloaded: the running
+    // config is kept, the reload counted as rejected.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_config_others_may_write_is_not_reloaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, r#"{"mcpServers": {}, "budgetChars": 1000}"#).unwrap();
+        chmod(&path, 0o644);
+        let mut source = ConfigSource::new(&path);
+        source.poll = Duration::from_millis(20);
+        let host = Host::mount(
+            source.load().unwrap(),
+            switchboard_host::MountOptions::default(),
+        )
+        .await
+        .unwrap();
+        let telemetry = Telemetry::from_env(true).unwrap();
+        let watcher = watch_config(&host, source.clone(), &telemetry, None);
+
+        chmod(&path, 0o646);
+        std::fs::write(&path, r#"{"mcpServers": {}, "budgetChars": 2000}"#).unwrap();
+        wait_for_metric(
+            &telemetry,
+            r#"switchboard_reloads_total{file="config",result="rejected"} "#,
+        )
+        .await;
+        assert_eq!(host.config().budget_chars, 1000);
+        let e = source.load().unwrap_err();
+        assert!(e.to_string().contains("refusing the config file"), "{e}");
+
+        chmod(&path, 0o644);
+        wait_for_metric(
+            &telemetry,
+            r#"switchboard_reloads_total{file="config",result="applied"} 1"#,
+        )
+        .await;
+        assert_eq!(host.config().budget_chars, 2000);
         watcher.abort();
     }
 }

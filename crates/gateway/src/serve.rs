@@ -17,8 +17,9 @@ use switchboard_server::http::{HttpOptions, PlainResponse, PlainRoute};
 use tokio::task::JoinHandle;
 
 use crate::{
-    ConfigSource, Gateway, GatewayError, GatewayOptions, TlsFiles, TokensSource, check_principals,
-    relay_input_handler, watch_config, watch_tls, watch_tokens,
+    AccessFile, ConfigSource, Gateway, GatewayError, GatewayOptions, TlsFiles, TokensSource,
+    check_access_file, check_principals, relay_input_handler, watch_config, watch_tls,
+    watch_tokens,
 };
 
 /// Where [`serve`] listens.
@@ -106,7 +107,9 @@ impl std::fmt::Debug for ServeConfig {
 /// later: `/readyz` answers 503 meanwhile, and everything is still served.
 ///
 /// # Errors
-/// [`GatewayError::Tls`] when the TLS files do not load,
+/// [`GatewayError::FileAccess`] when the config file may be written by
+/// other users ([`check_access_file`]), [`GatewayError::Tls`] when the TLS
+/// files do not load,
 /// [`GatewayError::Mount`] when the host cannot be mounted,
 /// [`GatewayError::Build`] when the gateway cannot be built, and
 /// [`GatewayError::Serve`] when the runner fails for good.
@@ -125,6 +128,11 @@ pub async fn serve(
         on_ready,
     } = config;
     let http = matches!(listener, Listener::Http(_));
+    // The config decides which commands run and what callers may do: one
+    // that others may write is refused here as at every reload.
+    if let Some(path) = host_config.origin.path() {
+        check_access_file(path, AccessFile::Config)?;
+    }
     // Made before the mount, which may take a while: a change meanwhile is
     // reloaded once the watch starts.
     let watched = watch.and_then(|poll| {
@@ -249,7 +257,8 @@ impl Gateway {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
-        let mut options = crate::health::routes(HttpOptions::new(), &self.host, &self.drain);
+        let options = self.connections.apply(HttpOptions::new());
+        let mut options = crate::health::routes(options, &self.host, &self.drain);
         if let Some(auth) = &self.auth {
             options = options.auth(auth.validator(&self.telemetry), auth.metadata().clone());
         }

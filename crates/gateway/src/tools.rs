@@ -9,6 +9,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
@@ -81,15 +82,27 @@ fn register(
         // With a signing key that outlives the process, a task handed on
         // can be picked up again after a restart.
         resumable_tasks: options.state_key.is_some(),
+        loaded: None,
     };
     let telemetry = options.telemetry.clone();
     let parking = options.parking.clone();
+    let search = options
+        .search
+        .clone()
+        .map(|s| (s, server.notifier().clone()));
     let handler = move |args: Value, ctx: Context| {
         let host = host.clone();
         let name = name.clone();
         let telemetry = telemetry.clone();
         let parking = parking.clone();
-        async move { call(&host, &name, args, &ctx, settings, &telemetry, &parking).await }
+        // The caller's own loaded tools, when the table is deferred.
+        let loaded = search.as_ref().map(|(s, notifier)| {
+            s.loaded_for(ctx.principal().map(|p| p.subject.as_str()), notifier)
+        });
+        async move {
+            let settings = Settings { loaded, ..settings };
+            call(&host, &name, args, &ctx, settings, &telemetry, &parking).await
+        }
     };
     match server.put_tool(spec, handler) {
         Ok(()) => true,
@@ -111,6 +124,9 @@ pub(crate) async fn follow_changes(
     loop {
         match changes.recv().await {
             Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                if let Some(search) = &options.search {
+                    search.refresh(&host);
+                }
                 // A reconnect or a login may have changed a server's state.
                 server
                     .notifier()
@@ -138,13 +154,44 @@ pub(crate) async fn follow_changes(
     }
 }
 
+/// Re-lists each downstream server whose tool listing's `ttlMs` lapsed,
+/// while the gateway lives: the gateway serves its own copy of the table,
+/// so nobody else asks the host for it, and a server that changes a
+/// definition without `list_changed` would otherwise be believed until
+/// the next reconnect. The new listing goes through the pins like any
+/// other (a changed definition is served as approved, titled as changed).
+/// Bounded: at most one round every `min` ([`RELIST_MIN_INTERVAL`] by
+/// default), whatever TTL a server gives (a TTL of 0, or a refresh that
+/// fails, is tried again `min` later); the host's table is looked at at
+/// least every [`RELIST_POLL`], for listings that came since.
+pub(crate) async fn relist_stale(host: Host, min: Duration) {
+    let min = min.max(Duration::from_millis(1));
+    loop {
+        let now = std::time::Instant::now();
+        let due = host
+            .next_stale()
+            .unwrap_or(now + RELIST_POLL)
+            .clamp(now + min, now + RELIST_POLL.max(min));
+        tokio::time::sleep_until(due.into()).await;
+        host.wake_stale();
+    }
+}
+
+/// The shortest time between two rounds of [`relist_stale`] by default.
+pub const RELIST_MIN_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The longest [`relist_stale`] sleeps before it looks at the table again.
+const RELIST_POLL: Duration = Duration::from_secs(60);
+
 /// How the gateway's tools are called.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Settings {
     /// `--yes`: every question of the gate is allowed.
     yes: bool,
     /// Whether a task handed on upstream can be resumed after a restart.
     resumable_tasks: bool,
+    /// The caller's loaded tools, when the table is deferred.
+    loaded: Option<switchboard_host::LoadedTools>,
 }
 
 /// One `tools/call` through the host, its trace context continued on the
@@ -211,6 +258,7 @@ async fn call(
     let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
     let mut options = CallOptions::default();
     options.approver = Some(approver);
+    options.loaded = settings.loaded.clone();
     options.request.trace = Some(trace.downstream());
     options.principal = ctx.principal().map(|p| p.subject.clone());
     options.request.relay_input = true;

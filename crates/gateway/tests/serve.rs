@@ -92,3 +92,27 @@ async fn tls_files_that_do_not_load_stop_serve_before_the_mount() {
     // Nothing was mounted: no call was audited, no server started.
     assert!(dir.audit().is_empty());
 }
+
+// Issue 36: a config other users may write (they could add a server
+// command, or allow rules) stops serve before anything is mounted.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_others_may_write_stops_serve_before_the_mount() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = Dir::new();
+    let config = config(&dir);
+    let path = dir.path(".mcp.json");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let config = ServeConfig::new(config, GatewayOptions::default());
+    let served = serve(Listener::Http(listener), config, std::future::pending()).await;
+    let Err(GatewayError::FileAccess(e)) = served else {
+        panic!("{served:?}");
+    };
+    assert_eq!(e.path(), path);
+    assert!(
+        e.to_string().contains("its group may write it (mode 0664)"),
+        "{e}"
+    );
+    assert!(dir.audit().is_empty());
+}

@@ -22,7 +22,7 @@ use serde_json::Value;
 use switchboard_wire::ToolAnnotations;
 
 use crate::audit::Decider;
-use crate::sanitize::is_invisible;
+use crate::sanitize;
 
 /// A boxed, sendable future (approvers are trait objects).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -73,9 +73,19 @@ pub struct SkillQuestion {
 }
 
 impl ApprovalRequest {
+    /// The arguments as every approval surface shows them (the terminal
+    /// prompt, the gateway's elicitation, the console): pretty JSON with
+    /// each invisible or text-direction character escaped
+    /// ([`sanitize::show_arguments`]); when any was,
+    /// [`sanitize::HIDDEN_NOTICE`] must be shown beside them.
+    pub fn shown_arguments(&self) -> sanitize::Shown {
+        sanitize::show_arguments(&self.arguments)
+    }
+
     /// The question as text for a terminal: server, tool, arguments
     /// (pretty JSON, invisible characters shown as `\u{…}` escapes so the
-    /// model cannot hide anything from the person reading), reasons, diff.
+    /// model cannot hide anything from the person reading, with a sentence
+    /// saying so when there were any), reasons, diff.
     pub fn render(&self) -> String {
         if let Some(skill) = &self.skill {
             return self.render_skill(skill);
@@ -88,9 +98,12 @@ impl ApprovalRequest {
             visible(&self.original_name),
             self.local_name
         ));
-        let args = serde_json::to_string_pretty(&self.arguments).unwrap_or_default();
-        let args = visible(&args).replace('\n', "\n             ");
-        out.push_str(&format!("  arguments: {args}\n"));
+        let args = self.shown_arguments();
+        let shown = args.text.replace('\n', "\n             ");
+        out.push_str(&format!("  arguments: {shown}\n"));
+        if args.escaped {
+            out.push_str(&format!("  {}\n", sanitize::HIDDEN_NOTICE));
+        }
         for reason in &self.reasons {
             out.push_str(&format!("  why asked: {}\n", visible(reason)));
         }
@@ -169,17 +182,10 @@ impl ApprovalRequest {
     }
 }
 
-/// Shows invisible characters as `\u{…}` escapes.
+/// Shows invisible characters as `\u{…}` escapes
+/// ([`sanitize::show_invisible`]).
 pub(crate) fn visible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if is_invisible(c) && c != '\n' {
-            out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    sanitize::show_invisible(text).text
 }
 
 /// The answer to an [`ApprovalRequest`].
@@ -415,6 +421,11 @@ mod tests {
         assert!(text.contains("tool:      search"), "{text}");
         assert!(text.contains("\"q\": \"pay\\u{202e}ment\""), "{text}");
         assert!(!text.contains('\u{202e}'));
+        // Issue 36: and says the arguments held such characters.
+        assert!(text.contains(sanitize::HIDDEN_NOTICE), "{text}");
+        let mut plain = request();
+        plain.arguments = serde_json::json!({"q": "payment"});
+        assert!(!plain.render().contains(sanitize::HIDDEN_NOTICE));
     }
 
     #[tokio::test]

@@ -99,8 +99,10 @@ pub fn idp_login_config(name: &str, idp: &IdentityProviderConfig) -> OAuthConfig
 /// one `switchboard auth login --idp NAME` kept in the token store.
 pub fn identity_provider(name: &str, idp: &IdentityProviderConfig) -> IdentityProvider {
     let mut client = PreRegisteredClient::new(&idp.client_id).issuer(&idp.issuer);
-    if let Some(secret) = &idp.client_secret {
-        client = client.secret(secret.as_str());
+    // Resolved beforehand (IdentityProviderConfig::resolve_secrets); an
+    // unresolved reference gives no secret.
+    if let Some(secret) = idp.client_secret.as_ref().and_then(|s| s.plain()) {
+        client = client.secret(secret);
     }
     IdentityProvider {
         name: name.to_owned(),
@@ -154,8 +156,9 @@ pub fn oauth_config(server: &ServerConfig) -> Result<OAuthConfig, NoOAuth> {
     if let OAuthSetting::Client(client) = &server.oauth {
         if let Some(id) = &client.client_id {
             let mut pre = PreRegisteredClient::new(id);
-            if let Some(secret) = &client.client_secret {
-                pre = pre.secret(secret.as_str());
+            // Resolved beforehand (ServerConfig::resolve_secrets).
+            if let Some(secret) = client.client_secret.as_ref().and_then(|s| s.plain()) {
+                pre = pre.secret(secret);
             }
             if let Some(issuer) = &client.issuer {
                 pre = pre.issuer(issuer);

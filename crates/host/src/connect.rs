@@ -15,6 +15,7 @@ use switchboard_oauth::{OAuthError, OAuthProvider, TokenStore, UserAgent};
 use switchboard_wire::Implementation;
 
 use crate::config::{ServerConfig, TransportConfig};
+use crate::secret::SecretError;
 use crate::{HostError, auth};
 
 /// What a connection is made with.
@@ -72,6 +73,10 @@ pub enum ConnectError {
     /// The server's OAuth client could not be set up.
     #[error("its OAuth client cannot be set up: {0}")]
     OAuth(#[source] OAuthError),
+    /// A secret reference of its entry could not be resolved (the message
+    /// names the reference, never a value).
+    #[error("{0}")]
+    Secret(#[source] SecretError),
     /// The transport is up, but the era probe failed.
     #[error("{error}")]
     Probe {
@@ -101,6 +106,35 @@ impl ConnectError {
     }
 }
 
+/// The stdio settings of a stdio entry whose secrets are resolved
+/// ([`ServerConfig::resolve_secrets`]): command, arguments, environment
+/// policy and variables, working directory, sandbox. `None` for a remote
+/// server. `doctor` plans with it, the host spawns with it.
+pub fn stdio_config(server: &ServerConfig) -> Option<StdioConfig> {
+    let TransportConfig::Stdio {
+        command,
+        args,
+        env,
+        cwd,
+    } = &server.transport
+    else {
+        return None;
+    };
+    let mut cfg = StdioConfig::new(server.alias.as_str(), command)
+        .args(args)
+        .environment(server.environment())
+        .sandbox(server.sandbox.clone());
+    for (k, v) in env {
+        // A reference left unresolved names its source, never a value.
+        let value = v.plain().map(str::to_owned).unwrap_or_else(|| v.source());
+        cfg = cfg.env(k, value);
+    }
+    if let Some(cwd) = cwd {
+        cfg = cfg.cwd(cwd);
+    }
+    Some(cfg)
+}
+
 /// Opens a configured server: spawns a stdio server, or builds the HTTP
 /// transport with the entry's headers and, when it uses OAuth, a fresh
 /// OAuth client on the options' token store (so a login made meanwhile,
@@ -122,21 +156,16 @@ pub(crate) async fn try_open(
     server: &ServerConfig,
     options: &ConnectOptions,
 ) -> Result<Opened, ConnectError> {
+    // Secret references are read now, at start, and only kept wrapped.
+    let server = &server
+        .resolve_secrets()
+        .await
+        .map_err(ConnectError::Secret)?;
     let alias = server.alias.as_str();
     let (builder, stdio, auth) = match &server.transport {
-        TransportConfig::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let mut cfg = StdioConfig::new(alias, command).args(args);
-            for (k, v) in env {
-                cfg = cfg.env(k, v);
-            }
-            if let Some(cwd) = cwd {
-                cfg = cfg.cwd(cwd);
-            }
+        TransportConfig::Stdio { .. } => {
+            let cfg = stdio_config(server).unwrap_or_else(|| StdioConfig::new(alias, ""));
+            let mut cfg = cfg;
             cfg.shutdown_grace = options.shutdown_grace;
             let transport = StdioTransport::spawn(cfg).await?;
             (
@@ -148,7 +177,9 @@ pub(crate) async fn try_open(
         TransportConfig::Http { url, headers } | TransportConfig::Sse { url, headers } => {
             let mut builder = HttpTransport::builder(alias, url);
             for (k, v) in headers {
-                builder = builder.header(k, v);
+                if let Some(v) = v.plain() {
+                    builder = builder.header(k, v);
+                }
             }
             let auth = oauth(server, options)?;
             if let Some(auth) = &auth {

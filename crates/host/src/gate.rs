@@ -255,6 +255,27 @@ pub fn principal_reaches<'a>(rules: &'a [Rule], alias: &str) -> Result<(), Optio
     Ok(())
 }
 
+/// Whether a caller whose `principals` entry holds `rules` may reach
+/// anything of server `alias`: no deny rule takes the whole server, and
+/// either the entry has no allow rules or one of them names the server
+/// (a tool of it, a prefix, or all of it).
+pub fn principal_reaches_any(rules: &[Rule], alias: &str) -> bool {
+    let names = |rule: &&Rule| rule.pattern.alias() == alias;
+    let whole_denied = rules
+        .iter()
+        .filter(|r| r.kind == RuleKind::Deny)
+        .filter(names)
+        .any(|r| r.pattern.is_whole_server());
+    if whole_denied {
+        return false;
+    }
+    let mut allows = rules
+        .iter()
+        .filter(|r| r.kind == RuleKind::Allow)
+        .peekable();
+    allows.peek().is_none() || allows.any(|r| r.pattern.alias() == alias)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,6 +392,21 @@ mod tests {
         let deny_only = vec![rule(RuleKind::Deny, "mcp__git")];
         assert!(principal_allows(&deny_only, "fs", "write").is_ok());
         assert!(principal_allows(&deny_only, "git", "log").is_err());
+    }
+
+    // A server is told of to a caller some of whose rules reach it.
+    #[test]
+    fn a_server_is_reached_when_any_of_it_is() {
+        assert!(principal_reaches_any(&[], "fs"));
+        let some = vec![
+            rule(RuleKind::Allow, "mcp__fs__read"),
+            rule(RuleKind::Deny, "mcp__fs__write"),
+        ];
+        assert!(principal_reaches_any(&some, "fs"));
+        assert!(!principal_reaches_any(&some, "db"));
+        let deny_db = vec![rule(RuleKind::Deny, "mcp__db__*")];
+        assert!(!principal_reaches_any(&deny_db, "db"));
+        assert!(principal_reaches_any(&deny_db, "fs"));
     }
 
     // Resources follow the rules for the whole server.

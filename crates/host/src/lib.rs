@@ -24,11 +24,18 @@
 //!   completing them ([`Host::get_prompt`], [`Host::read_resource`],
 //!   [`Host::complete`]) takes the same governed path as a tool call.
 //! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
+//! - [`search`]: the tool search index (BM25F, identifiers split, stems,
+//!   a thesaurus) behind `tools --search` and
+//!   `mcp__switchboard__search_tools`.
 //! - [`skills`]: skills served by servers (the Skills extension): the
 //!   registry by alias and URI, their status against the lockfile, the
 //!   verified-content cache, and the built-in tools that load them.
+//! - [`tokens`]: token estimates of tool definitions, and when the table
+//!   is deferred ([`ToolSearch`]).
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`budget`]: the shared truncation budget.
+//! - [`results`]: results over their budget kept for the session, read
+//!   on by `mcp__switchboard__read_result`.
 //! - [`builtin`]: Switchboard's own tools (`mcp__switchboard__NAME`),
 //!   handlers in the host on the same governed path as servers' tools.
 //! - [`audit`]: the hash-chained audit log and its verifier.
@@ -94,10 +101,14 @@ pub mod observe;
 pub mod permission;
 pub mod pins;
 mod reason;
+pub mod results;
 pub mod sanitize;
+pub mod search;
+pub mod secret;
 pub mod skills;
 pub mod table;
 mod task;
+pub mod tokens;
 mod upstream;
 
 pub use approver::{
@@ -115,9 +126,10 @@ pub use config::{
     OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use core::{
-    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport, Host,
-    ModelTool, MountOptions, Named, OfferError, PinReport, ReloadReport, ResourceRef, ServerReport,
-    ServerState, ServerStatus, SkillRef, TableChange, TaskResumption, ToolStatus,
+    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport,
+    FoundTool, Host, LoadedTools, ModelTool, MountOptions, Named, OfferError, PinReport,
+    ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, SkillRef, TableChange,
+    TaskResumption, ToolStatus,
 };
 pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
@@ -131,3 +143,4 @@ pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::{PinState, SkillPinState};
 pub use skills::{SkillReport, SkillStatus};
 pub use switchboard_client::{ProgressSink, Resume};
+pub use tokens::ToolSearch;

@@ -317,6 +317,23 @@ impl Pins {
         Ok(())
     }
 
+    /// Every approved definition of `alias` recorded with its text (as
+    /// [`Pins::approved`]), in name order: what a server that is not
+    /// started yet (lazy) is listed with.
+    pub fn approved_tools(&self, alias: &str) -> Vec<Tool> {
+        let names: Vec<String> = {
+            let data = self.lock();
+            data.tools
+                .get(alias)
+                .map(|t| t.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        names
+            .iter()
+            .filter_map(|name| self.approved(alias, name))
+            .collect()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, LockData> {
         // A panic while holding the lock leaves valid data behind.
         self.data

@@ -59,6 +59,61 @@ pub fn strip_invisible(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Text as a person approving a call sees it ([`show_invisible`]): every
+/// invisible or direction-changing character written as an escape, and
+/// whether there was any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    /// The text, each such character as `\u{…}` (its code point in hex).
+    pub text: String,
+    /// Whether any character was escaped: the text shown differs from the
+    /// text that runs, and the person must be told ([`HIDDEN_NOTICE`]).
+    pub escaped: bool,
+}
+
+/// The sentence every approval surface adds when the arguments held
+/// characters [`show_invisible`] escaped.
+pub const HIDDEN_NOTICE: &str = "Note: the arguments contain invisible or text-direction characters (zero-width, \
+     bidirectional overrides or isolates, controls); each is shown as \\u{…} with its code point, \
+     and the call runs with the characters themselves.";
+
+/// Shows `text` to a person who approves what it says: each character
+/// [`is_invisible`] finds (zero-width characters, bidirectional embeddings,
+/// overrides and isolates, U+FEFF, tag characters, controls other than a
+/// line break), which could make the text read differently from what runs,
+/// written as `\u{202e}`; line breaks kept as layout. The one escaping of
+/// every approval surface: the terminal prompt, the elicitation a gateway
+/// sends, and the console.
+pub fn show_invisible(text: &str) -> Shown {
+    let hidden = |c: char| is_invisible(c) && c != '\n';
+    if !text.chars().any(hidden) {
+        return Shown {
+            text: text.to_owned(),
+            escaped: false,
+        };
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    Shown {
+        text: out,
+        escaped: true,
+    }
+}
+
+/// A call's arguments as an approval shows them: pretty JSON (which
+/// already writes controls inside strings as JSON escapes), then
+/// [`show_invisible`]. A literal backslash is `\\` in JSON, so an escape
+/// shown cannot be told apart from one the caller typed.
+pub fn show_arguments(arguments: &serde_json::Value) -> Shown {
+    show_invisible(&serde_json::to_string_pretty(arguments).unwrap_or_default())
+}
+
 /// Removes HTML comments (`<!-- … -->`; an unclosed one runs to the end).
 pub fn strip_html_comments(text: &str) -> Cow<'_, str> {
     if !text.contains("<!--") {
@@ -199,6 +254,42 @@ mod tests {
         assert_eq!(strip_invisible("a\u{0}b\u{b}c\u{1b}d\u{7f}e"), "abcde");
         assert_eq!(strip_invisible("caf\u{e9} \u{ad}x"), "caf\u{e9} x");
         assert!(matches!(strip_invisible("caf\u{e9}"), Cow::Borrowed(_)));
+    }
+
+    // Issue 36: what an approver sees is what runs.
+    #[test]
+    fn invisible_characters_are_shown_escaped_to_approvers() {
+        let args = serde_json::json!({
+            "path": "invoice\u{202e}fdp.exe",
+            "to": "a\u{200b}b\u{2066}c\u{feff}",
+            "note": "tab\there\u{7f}",
+        });
+        let shown = show_arguments(&args);
+        assert!(shown.escaped);
+        assert!(
+            shown.text.contains(r#""invoice\u{202e}fdp.exe""#),
+            "{}",
+            shown.text
+        );
+        assert!(
+            shown.text.contains(r#""a\u{200b}b\u{2066}c\u{feff}""#),
+            "{}",
+            shown.text
+        );
+        // JSON escapes the tab itself; DEL it does not.
+        assert!(
+            shown.text.contains(r#""tab\there\u{7f}""#),
+            "{}",
+            shown.text
+        );
+        assert!(!shown.text.chars().any(|c| is_invisible(c) && c != '\n'));
+        let plain = show_arguments(&serde_json::json!({"q": "caf\u{e9}\nnext"}));
+        assert!(!plain.escaped);
+        assert_eq!(plain.text, "{\n  \"q\": \"caf\u{e9}\\nnext\"\n}");
+        // A backslash the caller typed is doubled: never mistaken for ours.
+        let typed = show_arguments(&serde_json::json!({"q": "\\u{202e}"}));
+        assert!(!typed.escaped);
+        assert!(typed.text.contains(r#""\\u{202e}""#), "{}", typed.text);
     }
 
     #[test]

@@ -46,6 +46,10 @@ pub(crate) struct Down {
     pub(crate) reason: Reason,
     /// What kind of outage it is.
     pub(crate) cause: DownCause,
+    /// The kind of outage in a few fixed words, with nothing from the
+    /// server or the config in them (no stderr, no command line, no
+    /// URL), for callers of a gateway ([`Down::for_callers`]).
+    pub(crate) summary: &'static str,
 }
 
 /// The kinds of outage the host tells apart.
@@ -60,11 +64,12 @@ pub(crate) enum DownCause {
 }
 
 impl Down {
-    /// An outage of the plain kind.
-    pub(crate) fn failed(reason: Reason) -> Down {
+    /// An outage of the plain kind, `summary` saying which in fixed words.
+    pub(crate) fn failed(summary: &'static str, reason: Reason) -> Down {
         Down {
             reason,
             cause: DownCause::Failed,
+            summary,
         }
     }
 
@@ -73,7 +78,25 @@ impl Down {
         Down {
             reason: Reason::ours(auth::server_needs_login_reason(server)),
             cause: DownCause::NeedsLogin,
+            summary: summary::NEEDS_LOGIN,
         }
+    }
+
+    /// A server that refused the credentials: `reason` quotes its answer.
+    pub(crate) fn unauthorized(reason: Reason) -> Down {
+        Down {
+            reason,
+            cause: DownCause::Unauthorized,
+            summary: summary::UNAUTHORIZED,
+        }
+    }
+
+    /// The outage for a gateway's callers: its kind in fixed words.
+    /// Never the reason: what a server prints (stderr) or answers can
+    /// hold its secrets (a database password in a connection string), and
+    /// the config's values are not the callers' to read.
+    pub(crate) fn for_callers(&self) -> &'static str {
+        self.summary
     }
 
     /// Whether the outage is about authorization.
@@ -113,6 +136,28 @@ pub(crate) struct State {
     /// Tools the last listing left out (the client's reasons: invalid
     /// `x-mcp-header` annotations over HTTP).
     pub(crate) dropped: Vec<Dropped>,
+    /// Whether `tools` are its pinned definitions, not a listing: a lazy
+    /// server not started yet.
+    pub(crate) from_pins: bool,
+}
+
+/// A lazy server's calls: how many run, and when the last ended.
+#[derive(Debug)]
+pub(crate) struct Activity {
+    pub(crate) in_flight: usize,
+    pub(crate) last: Instant,
+}
+
+/// Counts a call as running on its server until dropped.
+#[derive(Debug)]
+pub(crate) struct Busy<'a>(&'a Upstream);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let mut activity = self.0.activity();
+        activity.in_flight = activity.in_flight.saturating_sub(1);
+        activity.last = Instant::now();
+    }
 }
 
 /// One configured server.
@@ -127,6 +172,11 @@ pub(crate) struct Upstream {
     pub(crate) connecting: tokio::sync::Mutex<()>,
     /// Wakes the server's refresher (list_changed, stale listing).
     pub(crate) refresh: Notify,
+    /// Started at its first call rather than at launch, and stopped again
+    /// when idle (`"lazy"`, or all its tools pinned with tool search on).
+    lazy: std::sync::atomic::AtomicBool,
+    /// Its calls, for the idle stop.
+    activity: Mutex<Activity>,
 }
 
 impl Upstream {
@@ -150,11 +200,63 @@ impl Upstream {
                 last_stderr: Vec::new(),
                 last_junk: 0,
                 dropped: Vec::new(),
+                from_pins: false,
             }),
             breaker: Mutex::new(Breaker::new(breaker)),
             connecting: tokio::sync::Mutex::new(()),
             refresh: Notify::new(),
+            lazy: std::sync::atomic::AtomicBool::new(false),
+            activity: Mutex::new(Activity {
+                in_flight: 0,
+                last: Instant::now(),
+            }),
         }
+    }
+
+    /// Whether it starts at its first call and stops when idle.
+    pub(crate) fn is_lazy(&self) -> bool {
+        self.lazy.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Makes it lazy, listed with `pinned` (its approved definitions)
+    /// until it starts.
+    pub(crate) fn set_lazy(&self, pinned: Vec<Tool>) {
+        self.lazy.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut state = self.state();
+        if !pinned.is_empty() && state.link.is_none() {
+            state.tools = pinned;
+            state.from_pins = true;
+        }
+    }
+
+    /// Whether it waits for its first call to start: lazy, listed from its
+    /// pins, never started.
+    pub(crate) fn waits_for_first_call(&self) -> bool {
+        self.is_lazy() && self.state().from_pins
+    }
+
+    /// Counts a call as running until the guard is dropped.
+    pub(crate) fn busy(&self) -> Busy<'_> {
+        self.activity().in_flight += 1;
+        Busy(self)
+    }
+
+    /// Whether no call runs and none has ended for `idle`.
+    pub(crate) fn idle_for(&self, idle: Duration, now: Instant) -> bool {
+        let activity = self.activity();
+        activity.in_flight == 0 && now.saturating_duration_since(activity.last) >= idle
+    }
+
+    /// How long until it has been idle for `idle` (zero when it has).
+    pub(crate) fn idle_left(&self, idle: Duration, now: Instant) -> Duration {
+        let activity = self.activity();
+        (activity.last + idle).saturating_duration_since(now)
+    }
+
+    pub(crate) fn activity(&self) -> MutexGuard<'_, Activity> {
+        self.activity
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn alias(&self) -> &str {
@@ -190,7 +292,7 @@ impl Upstream {
                     );
                 remember_stdio(&mut state, link.stdio.as_ref());
                 state.link = None;
-                state.down = Some(Down::failed(reason));
+                state.down = Some(Down::failed(self.closed_summary(), reason));
                 None
             }
             None => None,
@@ -207,6 +309,10 @@ impl Upstream {
         state.fresh_until = listing.cache.ttl().map(|ttl| Instant::now() + ttl);
         state.tools = listing.items;
         state.dropped = listing.dropped;
+        state.from_pins = false;
+        drop(state);
+        // A (re)start counts as activity: the idle stop waits from here.
+        self.activity().last = Instant::now();
     }
 
     /// Records a new listing from a refresh.
@@ -224,6 +330,12 @@ impl Upstream {
             remember_stdio(&mut state, link.stdio.as_ref());
         }
         state.down = Some(reason);
+    }
+
+    /// Until when the listing is fresh (its `ttlMs`), while connected.
+    pub(crate) fn fresh_until(&self) -> Option<Instant> {
+        let state = self.state();
+        state.link.as_ref().and(state.fresh_until)
     }
 
     /// Whether the listing's TTL has passed.
@@ -264,10 +376,13 @@ impl Upstream {
         let attempt = self.connect_inner(options, &mut stdio_handle, &mut auth);
         let result = match tokio::time::timeout(self.startup_timeout, attempt).await {
             Ok(result) => result,
-            Err(_) => Err(Down::failed(Reason::ours(format!(
-                "did not start and list its tools within {} ms",
-                self.startup_timeout.as_millis()
-            )))),
+            Err(_) => Err(Down::failed(
+                summary::STARTUP_TIMEOUT,
+                Reason::ours(format!(
+                    "did not start and list its tools within {} ms",
+                    self.startup_timeout.as_millis()
+                )),
+            )),
         };
         let mut down = match result {
             Ok(ok) => return Ok(ok),
@@ -315,9 +430,18 @@ impl Upstream {
             .await
             .map_err(|e| match e {
                 ConnectError::OAuth(e) => Down::failed(
+                    summary::OAUTH_SETUP,
                     Reason::ours("its OAuth client cannot be set up: ").then_quoted(e.to_string()),
                 ),
-                other => Down::failed(Reason::quoted(other.to_string())),
+                // Our own words: a secret reference, or a sandbox that
+                // cannot be had here.
+                ConnectError::Secret(e) => {
+                    Down::failed(summary::NOT_STARTED, Reason::ours(e.to_string()))
+                }
+                ConnectError::Transport(e) if e.sandbox_stop().is_some() => {
+                    Down::failed(summary::SANDBOX, Reason::ours(e.to_string()))
+                }
+                other => Down::failed(summary::NOT_STARTED, Reason::quoted(other.to_string())),
             })?;
         stdio_handle.clone_from(&opened.stdio);
         auth_handle.clone_from(&opened.auth);
@@ -343,14 +467,17 @@ impl Upstream {
             })
             .connect()
             .await
-            .map_err(|e| down_of(&e))?;
+            .map_err(|e| self.down_of(&e))?;
         // A server that offers no tools (only prompts or resources) is
         // not asked for them.
         let offers_tools = client
             .server()
             .is_none_or(|d| d.capabilities.tools.is_some());
         let listing = if offers_tools {
-            client.list_all_tools().await.map_err(|e| down_of(&e))?
+            client
+                .list_all_tools()
+                .await
+                .map_err(|e| self.down_of(&e))?
         } else {
             Listing {
                 items: Vec::new(),
@@ -382,17 +509,62 @@ pub(crate) fn describe(e: &ClientError) -> String {
     e.to_string()
 }
 
-/// The outage a failed connect or listing means: a refusal the
-/// authorization layer could not get past is about authorization.
-fn down_of(e: &ClientError) -> Down {
-    Down {
-        reason: Reason::quoted(describe(e)),
-        cause: if e.is_auth_failure() {
-            DownCause::Unauthorized
+impl Upstream {
+    /// The outage a failed connect or listing means: a refusal the
+    /// authorization layer could not get past is about authorization.
+    fn down_of(&self, e: &ClientError) -> Down {
+        let stop = e.transport_error().and_then(|t| t.sandbox_stop());
+        let reason = match stop {
+            Some(stop) => Reason::ours(format!("{}; ", stop.reason)).then_quoted(describe(e)),
+            None => Reason::quoted(describe(e)),
+        };
+        if e.is_auth_failure() {
+            Down::unauthorized(reason)
+        } else if stop.is_some() {
+            Down::failed(summary::SANDBOX, reason)
+        } else if e.is_timeout() {
+            Down::failed(summary::NO_ANSWER, reason)
+        } else if e.is_closed() {
+            Down::failed(self.closed_summary(), reason)
         } else {
-            DownCause::Failed
-        },
+            Down::failed(summary::FAILED, reason)
+        }
     }
+
+    /// The summary of a connection that is gone: a process that exited,
+    /// or a connection that closed.
+    pub(crate) fn closed_summary(&self) -> &'static str {
+        match self.config.transport {
+            crate::config::TransportConfig::Stdio { .. } => summary::EXITED,
+            _ => summary::CLOSED,
+        }
+    }
+}
+
+/// The fixed words of [`Down::for_callers`], one per kind of outage.
+pub(crate) mod summary {
+    /// A stdio server's process ended.
+    pub(crate) const EXITED: &str = "the process exited";
+    /// An HTTP server's connection closed.
+    pub(crate) const CLOSED: &str = "the connection closed";
+    /// It could not be started or reached at all.
+    pub(crate) const NOT_STARTED: &str = "it could not be started or reached";
+    /// It did not list its tools within the start-up timeout.
+    pub(crate) const STARTUP_TIMEOUT: &str = "it did not start in time";
+    /// A request to it timed out.
+    pub(crate) const NO_ANSWER: &str = "it did not answer in time";
+    /// The host's sandbox stopped it (a refused system call, a limit).
+    pub(crate) const SANDBOX: &str = "the sandbox stopped it";
+    /// It answered with an error, or broke the protocol.
+    pub(crate) const FAILED: &str = "it failed";
+    /// Its OAuth client could not be set up.
+    pub(crate) const OAUTH_SETUP: &str = "its authorization is not set up";
+    /// It wants a login no one can make from here.
+    pub(crate) const NEEDS_LOGIN: &str = "needs login";
+    /// It refused the credentials.
+    pub(crate) const UNAUTHORIZED: &str = "it refused the gateway's credentials";
+    /// The host is stopping.
+    pub(crate) const SHUT_DOWN: &str = "the host has shut down";
 }
 
 /// Dropped tools of one server, for reports.

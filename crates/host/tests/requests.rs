@@ -134,3 +134,62 @@ async fn a_deny_rule_naming_a_prompt_refuses_it_with_the_rule_audited() {
     assert!(lines[0].get("principal").is_none(), "{}", lines[0]);
     host.shutdown().await;
 }
+
+// Issue 36: with "principalsDefault": "deny", a caller the config does not
+// name (any subject an OAuth issuer vouches for) is refused every request
+// and offered nothing; a named one keeps its rules; a caller without a
+// principal (stdio, no authentication) is not a principal at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn principals_default_deny_refuses_unnamed_callers() {
+    use switchboard_host::Named;
+    let dir = Dir::new();
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"local": stdio(&[])},
+            "audit": dir.path_str("audit.jsonl"),
+            "permissions": {"allow": ["mcp__local"]},
+            "principals": {"bob": {"allow": ["mcp__local__echo"]}},
+            "principalsDefault": "deny",
+        }))
+        .await;
+    let echo = || json!({"text": "hi"}).as_object().cloned();
+    let by = |p: &str| CallOptions::default().with_principal(p);
+    let refused = host.call("mcp__local__echo", echo(), by("stranger")).await;
+    assert!(refused.is_error(), "{refused:?}");
+    assert!(
+        refused
+            .joined_text()
+            .contains("principalsDefault is \"deny\""),
+        "{refused:?}"
+    );
+    let e = host
+        .get_prompt("mcp__local__greet", who(), by("stranger"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            OfferError::Refused {
+                outcome: Outcome::Denied,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(!host.principal_may("stranger", Named::Tool("mcp__local__echo")));
+    assert!(!host.principal_may_reach("stranger", "local"));
+    assert!(host.status_for(Some("stranger")).is_empty());
+
+    let ok = host.call("mcp__local__echo", echo(), by("bob")).await;
+    assert!(!ok.is_error(), "{ok:?}");
+    let ok = host
+        .call("mcp__local__echo", echo(), CallOptions::default())
+        .await;
+    assert!(!ok.is_error(), "{ok:?}");
+
+    let lines = lines(&dir);
+    assert_eq!(lines[0]["principal"], "stranger");
+    assert_eq!(lines[0]["outcome"], "denied");
+    assert_eq!(lines[0]["rule"], "principalsDefault");
+    host.shutdown().await;
+}

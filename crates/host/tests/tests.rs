@@ -23,6 +23,8 @@ mod outage;
 mod pins;
 mod reload;
 mod requests;
+mod sandbox;
+mod scale;
 mod skill_server;
 mod skills;
 mod soak;

@@ -6,7 +6,9 @@
 //! from an earlier request on the same connection. Legacy sessions are the
 //! one exception, by design of the legacy protocol.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Poll, ready};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -19,6 +21,7 @@ use switchboard_wire::{
     SubscriptionFilter, version,
 };
 
+use crate::auth::BoxFuture;
 use crate::auth::Principal;
 use crate::cancel::Cancellation;
 use crate::completion::{self, CompleteRequest, CompletionRef};
@@ -33,7 +36,7 @@ use crate::seal::{Binding, ListKind, OpenedState, params_digest};
 use crate::server::{Offered, Server};
 use crate::sink::Sink;
 use crate::task::Started;
-use crate::tool::{ToolEntry, empty_args, failure_result};
+use crate::tool::{ToolEntry, ToolOutcome, empty_args, failure_result};
 
 /// How many input rounds a legacy session runs for one request before
 /// giving up (a handler that never stops asking).
@@ -104,6 +107,128 @@ enum ToolStep {
     Ask(InputRequired),
 }
 
+/// A tool call once its arguments are checked.
+enum ToolStart {
+    /// Answered without the handler (arguments the schema refuses).
+    Done(ToolStep),
+    /// The handler is running.
+    Running(RunningTool),
+}
+
+/// A tool's handler in progress, then (when it answers with a task) the
+/// start of that task; resolves to the call's step.
+struct RunningTool {
+    server: Server,
+    entry: Arc<ToolEntry>,
+    stage: ToolStage,
+    /// What starting a task needs, taken when the handler asks for one.
+    task: Option<TaskParts>,
+}
+
+enum ToolStage {
+    Handler(BoxFuture<'static, Result<ToolOutcome, HandlerError>>),
+    Task(BoxFuture<'static, Result<Started, Fault>>),
+}
+
+/// The request's parts a task started by its tool keeps.
+struct TaskParts {
+    meta: Arc<RequestMeta>,
+    principal: Option<Arc<Principal>>,
+    cancel: Cancellation,
+}
+
+impl Future for RunningTool {
+    type Output = Result<ToolStep, Fault>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        loop {
+            let outcome = match &mut this.stage {
+                ToolStage::Handler(handler) => match ready!(handler.as_mut().poll(cx)) {
+                    Ok(Outcome::Task(work)) => {
+                        let Some(TaskParts {
+                            meta,
+                            principal,
+                            cancel,
+                        }) = this.task.take()
+                        else {
+                            return Poll::Ready(Err(Fault::internal(
+                                "a task's work cannot start another task",
+                            )));
+                        };
+                        let server = this.server.clone();
+                        // Rare: boxed, so that it weighs nothing on every
+                        // other call.
+                        this.stage = ToolStage::Task(Box::pin(async move {
+                            server.start_task(work, meta, principal, cancel).await
+                        }));
+                        continue;
+                    }
+                    other => other,
+                },
+                ToolStage::Task(start) => match ready!(start.as_mut().poll(cx)) {
+                    Ok(Started::Created(bytes)) => return Poll::Ready(Ok(ToolStep::Done(bytes))),
+                    Ok(Started::Ran(run)) => (*run).map(Outcome::Complete),
+                    Err(f) => return Poll::Ready(Err(f)),
+                },
+            };
+            return Poll::Ready(this.server.settle_tool(&this.entry, outcome));
+        }
+    }
+}
+
+/// A fast-path `tools/call` once its handler is called.
+pub(crate) enum CallStart {
+    /// Answered already.
+    Done(Reply),
+    /// Waiting for the handler (poll it: most answer on the first poll).
+    Running(RunningCall),
+}
+
+/// A fast-path `tools/call` whose handler is running; resolves to the
+/// reply.
+pub(crate) struct RunningCall {
+    running: RunningTool,
+    /// What the reply needs besides the tool's answer (an `input_required`
+    /// answer is bound to the arguments); taken when it is ready.
+    rest: Option<CallRest>,
+}
+
+struct CallRest {
+    name: String,
+    arguments: Value,
+    meta: Arc<RequestMeta>,
+    incoming: Incoming,
+}
+
+impl Future for RunningCall {
+    type Output = Reply;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Reply> {
+        let this = &mut *self;
+        // Answered already: the handler's future is spent, never polled again.
+        let spent = || {
+            Poll::Ready(Reply::Error(Fault::internal(
+                "a call polled after its reply",
+            )))
+        };
+        if this.rest.is_none() {
+            return spent();
+        }
+        let step = ready!(Pin::new(&mut this.running).poll(cx));
+        let Some(rest) = this.rest.take() else {
+            return spent();
+        };
+        Poll::Ready(this.running.server.tool_call_reply(
+            step,
+            rest.name,
+            rest.arguments,
+            &rest.meta,
+            &rest.incoming,
+        ))
+    }
+}
+
 /// An `input_required` answer of a handler, checked against the request's
 /// capabilities (MRTR-05) and bound to its params.
 fn ask_step(
@@ -132,20 +257,29 @@ fn unknown_tool(name: &str) -> Fault {
 /// exactly `spare` more bytes: a buffer filled to its capacity becomes a
 /// `Bytes` without another allocation.
 pub(crate) fn frame_result(id: &RequestId, result: &[u8], spare: usize) -> Vec<u8> {
-    const HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
-    const MIDDLE: &[u8] = b",\"result\":";
     // Ids are strings or integers; both serialize infallibly, and alike
     // twice: once to size the buffer, once to fill it.
     let mut id_len = ByteCount(0);
     let _ = serde_json::to_writer(&mut id_len, id);
-    let mut out =
-        Vec::with_capacity(HEAD.len() + id_len.0 + MIDDLE.len() + result.len() + 1 + spare);
-    out.extend_from_slice(HEAD);
-    let _ = serde_json::to_writer(&mut out, id);
-    out.extend_from_slice(MIDDLE);
+    let mut out = Vec::with_capacity(FRAME_OVERHEAD + id_len.0 + result.len() + spare);
+    append_result_frame(&mut out, id, result);
+    out
+}
+
+const FRAME_HEAD: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":";
+const FRAME_MIDDLE: &[u8] = b",\"result\":";
+
+/// What a response frame adds to its id and result.
+pub(crate) const FRAME_OVERHEAD: usize = FRAME_HEAD.len() + FRAME_MIDDLE.len() + 1;
+
+/// Appends a result framed as a JSON-RPC response to `out` (the stdio
+/// runner frames answers straight into the lines it holds for stdout).
+pub(crate) fn append_result_frame(out: &mut Vec<u8>, id: &RequestId, result: &[u8]) {
+    out.extend_from_slice(FRAME_HEAD);
+    let _ = serde_json::to_writer(&mut *out, id);
+    out.extend_from_slice(FRAME_MIDDLE);
     out.extend_from_slice(result);
     out.push(b'}');
-    out
 }
 
 /// A writer that only counts what it is given.
@@ -213,7 +347,7 @@ impl Server {
             return Reply::Error(unsupported_version(&meta.protocol_version));
         }
         let result = match method.as_str() {
-            method::DISCOVER => Ok(self.discover_bytes()),
+            method::DISCOVER => Ok(self.discover_bytes(incoming.principal.as_deref())),
             method::TOOLS_LIST => self.list(ListKind::Tools, params, incoming.principal.as_deref()),
             method::PROMPTS_LIST => {
                 self.list(ListKind::Prompts, params, incoming.principal.as_deref())
@@ -541,10 +675,7 @@ impl Server {
                     Some(v @ Value::Object(_)) => v,
                     Some(_) => return Err(Fault::invalid_params("arguments must be an object")),
                 };
-                match self
-                    .run_tool(&entry, &name, args, ctx(method::TOOLS_CALL))
-                    .await?
-                {
+                match self.run_tool(&entry, args, ctx(method::TOOLS_CALL)).await? {
                     ToolStep::Done(bytes) => Ok(Step::Done(bytes)),
                     ToolStep::Ask(a) => ask(a, name, &params),
                 }
@@ -633,32 +764,54 @@ impl Server {
     /// Validates the arguments and runs a tool.
     async fn run_tool(
         &self,
-        entry: &ToolEntry,
-        name: &str,
+        entry: &Arc<ToolEntry>,
         args: &Value,
         ctx: Context,
     ) -> Result<ToolStep, Fault> {
+        match self.start_tool(entry, args, ctx)? {
+            ToolStart::Done(step) => Ok(step),
+            ToolStart::Running(running) => running.await,
+        }
+    }
+
+    /// Validates the arguments and calls the tool's handler, without
+    /// waiting for it: most handlers answer at once, and the runner polls
+    /// the returned future once before deciding whether it must wait.
+    fn start_tool(
+        &self,
+        entry: &Arc<ToolEntry>,
+        args: &Value,
+        ctx: Context,
+    ) -> Result<ToolStart, Fault> {
         if let Err(message) = entry.validator.validate(args) {
             // Input validation failures are tool errors the model can fix
             // (tools page, error handling).
-            return Ok(ToolStep::Done(self.tool_result(failure_result(message))));
+            return Ok(ToolStart::Done(ToolStep::Done(
+                self.tool_result(failure_result(message)),
+            )));
         }
         self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
-        let task_parts = (
-            Arc::clone(&ctx.meta),
-            ctx.principal.clone(),
-            ctx.cancel.clone(),
-        );
-        let outcome = match entry.handler.call(args, ctx).await {
-            Ok(Outcome::Task(work)) => {
-                let (meta, principal, cancel) = task_parts;
-                match self.start_task(work, meta, principal, cancel).await? {
-                    Started::Created(bytes) => return Ok(ToolStep::Done(bytes)),
-                    Started::Ran(run) => (*run).map(Outcome::Complete),
-                }
-            }
-            other => other,
+        let task = TaskParts {
+            meta: Arc::clone(&ctx.meta),
+            principal: ctx.principal.clone(),
+            cancel: ctx.cancel.clone(),
         };
+        Ok(ToolStart::Running(RunningTool {
+            server: self.clone(),
+            entry: Arc::clone(entry),
+            stage: ToolStage::Handler(entry.handler.call(args, ctx)),
+            task: Some(task),
+        }))
+    }
+
+    /// What a tool's answer becomes (its task, if it asked for one, has
+    /// started or run by now).
+    fn settle_tool(
+        &self,
+        entry: &ToolEntry,
+        outcome: Result<ToolOutcome, HandlerError>,
+    ) -> Result<ToolStep, Fault> {
+        let name = &entry.def.name;
         match outcome {
             Ok(Outcome::Complete(result)) => {
                 if let Some(v) = &entry.output_validator {
@@ -690,6 +843,16 @@ impl Server {
     /// Routes a `tools/call` read by the fast path ([`crate::fast`]): the
     /// same checks and answers as the general path, without a JSON tree.
     pub(crate) async fn dispatch_tool_call(&self, call: ToolCall, incoming: Incoming) -> Reply {
+        match self.start_tool_call(call, incoming) {
+            CallStart::Done(reply) => reply,
+            CallStart::Running(running) => running.await,
+        }
+    }
+
+    /// [`Server::dispatch_tool_call`] without waiting for the handler: the
+    /// reply when there is one at once, else the call in progress. Nothing
+    /// of the call is held in a future until the handler has to wait.
+    pub(crate) fn start_tool_call(&self, call: ToolCall, incoming: Incoming) -> CallStart {
         let ToolCall {
             id,
             name,
@@ -697,10 +860,10 @@ impl Server {
             meta,
         } = call;
         if !version::is_modern_supported(&meta.protocol_version) {
-            return Reply::Error(unsupported_version(&meta.protocol_version));
+            return CallStart::Done(Reply::Error(unsupported_version(&meta.protocol_version)));
         }
         let Some(entry) = self.registry().tool(&name).cloned() else {
-            return Reply::Error(unknown_tool(&name));
+            return CallStart::Done(Reply::Error(unknown_tool(&name)));
         };
         let ctx = Context::new(ContextParts {
             id,
@@ -713,7 +876,40 @@ impl Server {
             state: None,
             server: self.clone(),
         });
-        let step = match self.run_tool(&entry, &name, &arguments, ctx).await {
+        let running = match self.start_tool(&entry, &arguments, ctx) {
+            Ok(ToolStart::Running(running)) => running,
+            Ok(ToolStart::Done(step)) => {
+                return CallStart::Done(self.tool_call_reply(
+                    Ok(step),
+                    name,
+                    arguments,
+                    &meta,
+                    &incoming,
+                ));
+            }
+            Err(f) => return CallStart::Done(Reply::Error(f)),
+        };
+        CallStart::Running(RunningCall {
+            running,
+            rest: Some(CallRest {
+                name,
+                arguments,
+                meta,
+                incoming,
+            }),
+        })
+    }
+
+    /// The reply to a fast-path `tools/call` once its tool has answered.
+    fn tool_call_reply(
+        &self,
+        step: Result<ToolStep, Fault>,
+        name: String,
+        arguments: Value,
+        meta: &RequestMeta,
+        incoming: &Incoming,
+    ) -> Reply {
+        let step = match step {
             Ok(ToolStep::Done(bytes)) => return Reply::Result(bytes),
             Ok(ToolStep::Ask(a)) => {
                 let mut params = Map::new();
@@ -728,11 +924,12 @@ impl Server {
                 ask,
                 target,
                 digest,
-            }) => match self.render_input_required(Target::Tool, &target, &digest, &ask, &incoming)
-            {
-                Ok(bytes) => Reply::Result(bytes),
-                Err(f) => Reply::Error(f),
-            },
+            }) => {
+                match self.render_input_required(Target::Tool, &target, &digest, &ask, incoming) {
+                    Ok(bytes) => Reply::Result(bytes),
+                    Err(f) => Reply::Error(f),
+                }
+            }
             Ok(Step::Done(bytes)) => Reply::Result(bytes),
             Err(f) => Reply::Error(f),
         }
@@ -1048,7 +1245,8 @@ impl Server {
             self.notifier(),
             self.inner.shutdown.clone(),
         )
-        .with_task_ids(task_ids))
+        .with_task_ids(task_ids)
+        .for_subject(incoming.principal.as_deref().map(|p| p.subject.as_str())))
     }
 }
 

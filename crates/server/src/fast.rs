@@ -68,7 +68,7 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
         id: id?,
         name: params.name.to_owned(),
         arguments: Value::Object(params.arguments),
-        meta: Arc::new(params.meta),
+        meta: params.meta,
     })
 }
 
@@ -76,7 +76,9 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
 struct Params<'a> {
     name: &'a str,
     arguments: Map<String, Value>,
-    meta: RequestMeta,
+    /// Shared as soon as it is read: a `RequestMeta` is large, and each
+    /// move on the way to the router would copy it.
+    meta: Arc<RequestMeta>,
 }
 
 impl<'a> Params<'a> {
@@ -102,7 +104,7 @@ impl<'a> Params<'a> {
 
 /// A `_meta` of the known keys, read as `RequestMeta::from_meta_object`
 /// would; anything it would refuse goes to the general path, which says why.
-fn scan_meta(s: &mut Scanner<'_>) -> Option<RequestMeta> {
+fn scan_meta(s: &mut Scanner<'_>) -> Option<Arc<RequestMeta>> {
     let mut protocol_version = None;
     let mut client_capabilities = None;
     let mut client_info = None;
@@ -114,7 +116,12 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<RequestMeta> {
                 protocol_version = Some(s.plain_string()?.to_owned());
             }
             CLIENT_CAPABILITIES if client_capabilities.is_none() => {
-                client_capabilities = Some(ClientCapabilities::from_object(s.parsed()?).ok()?);
+                // Most clients declare none: no parser for `{}`.
+                client_capabilities = Some(if s.empty_object() {
+                    ClientCapabilities::default()
+                } else {
+                    ClientCapabilities::from_object(s.parsed()?).ok()?
+                });
             }
             CLIENT_INFO if client_info.is_none() => {
                 let map: Map<String, Value> = s.parsed()?;
@@ -130,7 +137,7 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<RequestMeta> {
         }
         Some(())
     })?;
-    Some(RequestMeta {
+    Some(Arc::new(RequestMeta {
         protocol_version: protocol_version?,
         client_capabilities: client_capabilities?,
         client_info,
@@ -139,7 +146,35 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<RequestMeta> {
         traceparent: None,
         tracestate: None,
         extra: Map::new(),
-    })
+    }))
+}
+
+/// Where the first `"` or `\\` in `bytes` is. Eight bytes at a time in a
+/// plain word: the strings scanned here are short (member names, versions,
+/// tool names), too short for a vector search to pay for its set-up.
+fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    // A byte of `x` is zero where the high bit of this is set; the lowest
+    // such bit is exact (a borrow only sets bits above a zero byte).
+    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let mut chunks = bytes.chunks_exact(8);
+    for (n, chunk) in chunks.by_ref().enumerate() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let word = u64::from_le_bytes(word);
+        let found = zero_bytes(word ^ QUOTES) | zero_bytes(word ^ BACKSLASHES);
+        if found != 0 {
+            return Some(n * 8 + found.trailing_zeros() as usize / 8);
+        }
+    }
+    let tail = chunks.remainder();
+    let at = bytes.len() - tail.len();
+    tail.iter()
+        .position(|&b| b == b'"' || b == b'\\')
+        .map(|p| at + p)
 }
 
 fn is_space(b: u8) -> bool {
@@ -206,12 +241,24 @@ impl<'a> Scanner<'a> {
     fn known_string(&mut self) -> Option<&'a str> {
         self.expect(b'"')?;
         let start = self.at;
-        let len = memchr::memchr2(b'"', b'\\', &self.bytes()[start..])?;
-        if self.bytes()[start + len] != b'"' {
+        let rest = &self.bytes()[start..];
+        let len = quote_or_backslash(rest)?;
+        if rest[len] != b'"' {
             return None;
         }
         self.at = start + len + 1;
         Some(&self.text[start..start + len])
+    }
+
+    /// Consumes an empty object (`{}`, perhaps with spaces inside) if one
+    /// comes next.
+    fn empty_object(&mut self) -> bool {
+        let at = self.at;
+        if self.expect(b'{').is_some() && self.expect(b'}').is_some() {
+            return true;
+        }
+        self.at = at;
+        false
     }
 
     /// A string without escapes or control characters, as it stands.
@@ -460,6 +507,21 @@ mod tests {
         let mut broken = call(&format!(r#""name":"e",{meta}"#)).into_bytes();
         broken[40] = 0xff;
         assert_eq!(agrees(&broken), Ok(false));
+    }
+
+    proptest! {
+        /// The word-at-a-time search finds the first `"` or `\\` wherever
+        /// it is (in the first word, across words, in the tail), or none.
+        #[test]
+        fn finds_the_first_quote_or_backslash(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(vec![b'a', b'"', b'\\', 0x00, 0x22 ^ 0x80, 0x5c ^ 0x01, 0xff, b'!']),
+                0..40,
+            ),
+        ) {
+            let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\');
+            prop_assert_eq!(quote_or_backslash(&bytes), naive);
+        }
     }
 
     proptest! {

@@ -194,13 +194,14 @@ impl Sessions {
 
 impl Server {
     /// Handles a legacy `initialize`: negotiates the version and opens a
-    /// session for `owner` (the principal's subject, when authenticated).
-    /// Returns the session and the result object.
+    /// session for `principal` (its owner is the principal's subject, when
+    /// authenticated). Returns the session and the result object.
     pub(crate) fn initialize(
         &self,
         params: Option<&Value>,
-        owner: Option<String>,
+        principal: Option<&crate::Principal>,
     ) -> Result<(Arc<Session>, Vec<u8>), Fault> {
+        let owner = principal.map(|p| p.subject.clone());
         let p = params
             .and_then(Value::as_object)
             .ok_or_else(|| Fault::invalid_params("initialize needs params"))?;
@@ -246,7 +247,7 @@ impl Server {
             protocol_version: negotiated.to_owned(),
             capabilities: self.legacy_capabilities(),
             server_info: self.inner.info.clone(),
-            instructions: self.instructions_now(),
+            instructions: self.instructions_now(principal),
             extra: Map::new(),
         };
         let bytes = serde_json::to_vec(&result).unwrap_or_else(|_| b"{}".to_vec());

@@ -22,6 +22,9 @@ use crate::cancel::Cancellation;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Change {
     ToolsListChanged,
+    /// The tool list changed for one caller only (its principal's subject;
+    /// `None` for callers without one).
+    ToolsListChangedFor(Option<Arc<str>>),
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated(Arc<str>),
@@ -58,6 +61,13 @@ impl Notifier {
     /// The tool list changed (`notifications/tools/list_changed`).
     pub fn tools_list_changed(&self) {
         self.send(Change::ToolsListChanged);
+    }
+
+    /// The tool list changed for one caller only: the listen streams of
+    /// `subject` (a principal's subject; `None`: the callers without one)
+    /// get `notifications/tools/list_changed`, no one else's.
+    pub fn tools_list_changed_for(&self, subject: Option<&str>) {
+        self.send(Change::ToolsListChangedFor(subject.map(Arc::from)));
     }
 
     /// The prompt list changed.
@@ -106,6 +116,9 @@ pub(crate) struct Subscription {
     pending: VecDeque<Vec<u8>>,
     /// Tasks whose status notifications this stream gets.
     task_ids: Vec<String>,
+    /// The subject of the caller that opened it (for changes meant for
+    /// one caller).
+    subject: Option<Arc<str>>,
 }
 
 impl Subscription {
@@ -135,7 +148,14 @@ impl Subscription {
             shutdown,
             pending: VecDeque::new(),
             task_ids: Vec::new(),
+            subject: None,
         }
+    }
+
+    /// Opened by the caller `subject` (its principal's).
+    pub(crate) fn for_subject(mut self, subject: Option<&str>) -> Self {
+        self.subject = subject.map(Arc::from);
+        self
     }
 
     /// Also delivers `notifications/tasks` for these tasks (acknowledged as
@@ -223,6 +243,11 @@ impl Subscription {
         let h = &self.honoured;
         match change {
             Change::ToolsListChanged if h.tools_list_changed == Some(true) => {
+                Some(self.notification(method::TOOLS_LIST_CHANGED, None))
+            }
+            Change::ToolsListChangedFor(subject)
+                if h.tools_list_changed == Some(true) && *subject == self.subject =>
+            {
                 Some(self.notification(method::TOOLS_LIST_CHANGED, None))
             }
             Change::PromptsListChanged if h.prompts_list_changed == Some(true) => {

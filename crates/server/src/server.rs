@@ -155,9 +155,10 @@ impl Default for Options {
     }
 }
 
-/// Text computed when it is sent (live instructions).
+/// Text computed when it is sent (live instructions), for the caller
+/// asking (`None` on stdio or without authentication).
 #[derive(Clone)]
-pub(crate) struct LiveText(Arc<dyn Fn() -> String + Send + Sync>);
+pub(crate) struct LiveText(Arc<dyn Fn(Option<&crate::Principal>) -> String + Send + Sync>);
 
 impl std::fmt::Debug for LiveText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -614,22 +615,23 @@ impl Server {
         }
     }
 
-    /// The instructions to send now: the live ones when set, else the
-    /// fixed ones.
-    pub(crate) fn instructions_now(&self) -> Option<String> {
+    /// The instructions to send now to `principal`: the live ones when
+    /// set, else the fixed ones.
+    pub(crate) fn instructions_now(&self, principal: Option<&crate::Principal>) -> Option<String> {
         match &self.inner.options.live_instructions {
-            Some(LiveText(text)) => Some(text()),
+            Some(LiveText(text)) => Some(text(principal)),
             None => self.inner.options.instructions.clone(),
         }
     }
 
-    /// The `server/discover` result, with the instructions of the moment.
-    pub(crate) fn discover_bytes(&self) -> Vec<u8> {
+    /// The `server/discover` result for `principal`, with the instructions
+    /// of the moment.
+    pub(crate) fn discover_bytes(&self, principal: Option<&crate::Principal>) -> Vec<u8> {
         match &self.inner.live_discover {
             None => self.inner.discover.clone(),
             Some(template) => {
                 let mut discover = template.clone();
-                discover.instructions = self.instructions_now();
+                discover.instructions = self.instructions_now(principal);
                 serde_json::to_vec(&discover).unwrap_or_default()
             }
         }
@@ -675,7 +677,19 @@ impl ServerBuilder {
     /// is currently unavailable; replaces [`ServerBuilder::instructions`].
     /// Pair it with a short [`ServerBuilder::discover_cache`], or clients
     /// may keep an old text for the default hour.
-    pub fn instructions_with(mut self, text: impl Fn() -> String + Send + Sync + 'static) -> Self {
+    pub fn instructions_with(self, text: impl Fn() -> String + Send + Sync + 'static) -> Self {
+        self.instructions_for(move |_| text())
+    }
+
+    /// Instructions computed by `text` for the caller asking, each time
+    /// they are sent (as [`ServerBuilder::instructions_with`]): `text` gets
+    /// the caller's [`Principal`](crate::Principal) (`None` on stdio or
+    /// without authentication), e.g. to speak only of what that caller may
+    /// use. Pair it with a private [`ServerBuilder::discover_cache`].
+    pub fn instructions_for(
+        mut self,
+        text: impl Fn(Option<&crate::Principal>) -> String + Send + Sync + 'static,
+    ) -> Self {
         self.options.live_instructions = Some(LiveText(Arc::new(text)));
         self
     }

@@ -217,6 +217,9 @@ pub struct Case {
     pub expect: Expect,
     /// Tools that must not be called at all.
     pub must_not_call: Vec<ToolRef>,
+    /// With the table deferred: the model must search
+    /// (`mcp__switchboard__search_tools`) before the expected tool.
+    pub search_first: bool,
     /// Further steps, used with `--follow` only.
     pub follow: Vec<FollowStep>,
     /// Why the case exists (shown in reports).
@@ -341,6 +344,8 @@ struct RawCase {
     #[serde(default)]
     must_not_call: Vec<ToolRef>,
     #[serde(default)]
+    search_first: bool,
+    #[serde(default)]
     follow: Vec<RawFollow>,
     #[serde(default)]
     note: Option<String>,
@@ -437,6 +442,7 @@ fn check(file: &Path, raw: RawCase) -> Result<Case, Vec<String>> {
             conversation,
             expect,
             must_not_call: raw.must_not_call,
+            search_first: raw.search_first,
             follow,
             note: raw.note,
         }),

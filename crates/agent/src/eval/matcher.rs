@@ -83,6 +83,14 @@ pub struct Observation {
     pub text: Option<String>,
     /// The provider failed (after retries): no selection was made.
     pub error: Option<String>,
+    /// Whether the table was deferred (tool search on).
+    pub deferred: bool,
+    /// The queries of the model's `search_tools` calls, in order (they are
+    /// answered, and left out of `turns`).
+    pub searches: Vec<String>,
+    /// Estimated tokens of the tool definitions sent, over every request
+    /// of the run.
+    pub tool_tokens: u64,
 }
 
 impl Observation {
@@ -179,6 +187,9 @@ pub fn judge(case: &Case, seen: &Observation, catalog: &Catalog, follow: bool) -
                 return Verdict::fail(format!("called {}, which the case forbids", call.name));
             }
         }
+    }
+    if case.search_first && seen.deferred && seen.searches.is_empty() {
+        return Verdict::fail("called no mcp__switchboard__search_tools before choosing a tool, and the case expects a search first".to_owned());
     }
     let mut steps = vec![&case.expect];
     if follow {

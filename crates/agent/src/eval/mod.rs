@@ -51,7 +51,7 @@ pub use report::{
     CaseResult, CaseRuns, CategoryScore, FailureRow, Policy, Report, RunRecord, columns,
     parse_per_category,
 };
-pub use runner::{EvalTools, NOT_RUN, PinnedViews, RunOptions, run_cases};
+pub use runner::{EvalSearch, EvalTools, NOT_RUN, PinnedViews, RunOptions, run_cases};
 pub use selector::{DECOY, DECOY_NUMBER, KeywordSelector, WrongSelector, decoys, select};
 
 /// What [`check_assertions`] found about one case.

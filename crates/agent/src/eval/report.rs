@@ -88,6 +88,9 @@ pub struct RunRecord {
     /// Wall time of the run, provider retries included.
     #[serde(rename = "durationMs", serialize_with = "millis")]
     pub duration: Duration,
+    /// Estimated tokens of the tool definitions sent in the run.
+    #[serde(rename = "toolTokens")]
+    pub tool_tokens: u64,
 }
 
 /// Every run of one case.
@@ -182,6 +185,9 @@ pub struct Report {
     pub cases: Vec<CaseResult>,
     /// Every failed run.
     pub failures: Vec<FailureRow>,
+    /// Mean estimated tokens of the tool definitions sent per run (every
+    /// request of the run added up).
+    pub tool_tokens_per_case: f64,
 }
 
 impl Report {
@@ -255,10 +261,17 @@ impl Report {
                 outcomes: r.runs.clone(),
             });
         }
+        let all_runs: Vec<&RunRecord> = results.iter().flat_map(|r| &r.runs).collect();
+        let tool_tokens_per_case = if all_runs.is_empty() {
+            0.0
+        } else {
+            all_runs.iter().map(|r| r.tool_tokens as f64).sum::<f64>() / all_runs.len() as f64
+        };
         Report {
             model: model.to_owned(),
             repeat,
             duration,
+            tool_tokens_per_case,
             ok: categories.iter().all(|c| c.ok),
             categories,
             score,
@@ -282,6 +295,11 @@ impl Report {
             self.model,
             self.repeat,
             self.duration.as_secs_f64()
+        );
+        let _ = writeln!(
+            out,
+            "tool definitions sent: about {:.0} tokens per case",
+            self.tool_tokens_per_case
         );
         let mut rows = vec![
             ["CATEGORY", "CASES", "PASSED", "RATE", "MIN", "WEIGHT", ""]
@@ -442,6 +460,7 @@ pub(crate) mod tests {
                         },
                         got: if p == 'P' { "ok" } else { "no tool" }.into(),
                         duration: Duration::from_millis(5),
+                        tool_tokens: 0,
                     })
                     .collect();
                 CaseRuns { case, runs }

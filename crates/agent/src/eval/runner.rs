@@ -33,7 +33,23 @@ pub struct EvalTools {
     pub catalog: Catalog,
     /// The system prompt (the chat's, with the host's outage report).
     pub system: String,
+    /// With the table deferred (tool search on): the host the model's
+    /// `search_tools` calls are answered from, and every tool it may load.
+    pub search: Option<EvalSearch>,
 }
+
+/// What a deferred table's searches need.
+#[derive(Debug, Clone)]
+pub struct EvalSearch {
+    /// The host (searches only read its index).
+    pub host: Host,
+    /// Every tool the model may see, as `chat` would send it once loaded.
+    pub all: Vec<ToolSpec>,
+}
+
+/// The most `search_tools` calls answered in one run before the model
+/// must choose.
+const MAX_SEARCHES: usize = 3;
 
 impl EvalTools {
     /// Exactly what `chat` sends the model now: the host's governed tool
@@ -58,8 +74,57 @@ impl EvalTools {
                 None,
                 prompt::with_skills(host.skills_prompt(), host.outage_text()),
             ),
+            search: None,
         }
     }
+
+    /// What `chat` sends with the table deferred (tool search on): the
+    /// always-loaded tools and `mcp__switchboard__search_tools`, and the
+    /// system prompt naming the servers; the model's searches are answered
+    /// and load what they find for the rest of the run.
+    pub fn deferred(host: &Host) -> EvalTools {
+        let toolbox = HostToolbox::new(host.clone(), None).with_tool_search(
+            switchboard_host::ToolSearch::On,
+            crate::DEFAULT_CONTEXT_WINDOW,
+        );
+        let specs = toolbox.tools().to_vec();
+        let mut tools = EvalTools::from_host(host);
+        let all = HostToolbox::new(host.clone(), None)
+            .with_tool_search(
+                switchboard_host::ToolSearch::Off,
+                crate::DEFAULT_CONTEXT_WINDOW,
+            )
+            .tools()
+            .to_vec();
+        tools.specs = specs;
+        tools.system = prompt::system_with(None, host.outage_text(), toolbox.catalog_text());
+        tools.search = Some(EvalSearch {
+            host: host.clone(),
+            all,
+        });
+        tools
+    }
+
+    /// Estimated tokens of the tool definitions sent first.
+    pub fn tool_tokens(&self) -> u64 {
+        specs_tokens(&self.specs)
+    }
+}
+
+/// Estimated tokens of `specs` as a request carries them.
+fn specs_tokens(specs: &[ToolSpec]) -> u64 {
+    specs
+        .iter()
+        .map(|s| switchboard_host::tokens::tool_tokens(&s.name, &s.description, &s.input_schema))
+        .sum()
+}
+
+/// Whether `name` is `mcp__switchboard__search_tools`.
+fn is_search(name: &str) -> bool {
+    name == switchboard_wire::namespaced_tool_name(
+        switchboard_host::builtin::ALIAS,
+        switchboard_host::builtin::SEARCH_TOOLS,
+    )
 }
 
 /// The two tool lists `--against-pins` compares.
@@ -235,6 +300,7 @@ pub async fn run_cases(
                         ),
                         got: "error: the run did not finish".into(),
                         duration: Duration::ZERO,
+                        tool_tokens: 0,
                     })
                 })
                 .collect(),
@@ -255,6 +321,7 @@ async fn one_run(
         verdict: judge(case, &seen, &tools.catalog, options.follow),
         got: seen.summary(),
         duration: started.elapsed(),
+        tool_tokens: seen.tool_tokens,
     }
 }
 
@@ -281,8 +348,13 @@ async fn observe(
         max_tokens: options.max_tokens,
     };
     let steps = if options.follow { case.follow.len() } else { 0 };
-    let mut seen = Observation::default();
-    for step in 0..=steps {
+    let mut seen = Observation {
+        deferred: tools.search.is_some(),
+        ..Observation::default()
+    };
+    let mut step = 0;
+    while step <= steps {
+        seen.tool_tokens += specs_tokens(&request.tools);
         let output = match turn(model, &request, options.retries).await {
             Ok(o) => o,
             Err(e) => {
@@ -290,6 +362,15 @@ async fn observe(
                 return seen;
             }
         };
+        // A search is answered at once and loads what it finds; it is
+        // not the model's choice (the case judges the call after it).
+        if let Some(search) = &tools.search {
+            let searching = output.tool_calls.iter().any(|c| is_search(&c.name));
+            if searching && seen.searches.len() < MAX_SEARCHES {
+                answer_searches(search, &output, &mut request, &mut seen);
+                continue;
+            }
+        }
         let calls: Vec<Call> = output
             .tool_calls
             .iter()
@@ -327,8 +408,78 @@ async fn observe(
             role: Role::User,
             content: results,
         });
+        step += 1;
     }
     seen
+}
+
+/// Answers the model's `search_tools` calls of one turn from the host's
+/// index, loading the tools found into the run's tool list; its other
+/// calls of the turn are told to wait for the search.
+fn answer_searches(
+    search: &EvalSearch,
+    output: &crate::model::TurnOutput,
+    request: &mut ModelRequest,
+    seen: &mut Observation,
+) {
+    if let Some(message) = output.message() {
+        request.messages.push(message);
+    }
+    let mut tools: Vec<ToolSpec> = request.tools.to_vec();
+    let mut results = Vec::new();
+    for c in &output.tool_calls {
+        if !is_search(&c.name) {
+            results.push(Content::ToolResult {
+                tool_use_id: c.id.clone(),
+                content: "Not run: choose again once the search has answered.".into(),
+                is_error: true,
+            });
+            continue;
+        }
+        let query = c
+            .arguments
+            .get("query")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let limit = c
+            .arguments
+            .get("limit")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(switchboard_host::builtin::DEFAULT_LIMIT)
+            .clamp(1, switchboard_host::builtin::MAX_LIMIT);
+        let found = search.host.search_tools(&query, limit, None);
+        let mut lines = Vec::new();
+        for f in &found {
+            lines.push(format!(
+                "- {} (server {}): {}",
+                f.tool.name, f.tool.server, f.summary
+            ));
+            if !tools.iter().any(|t| t.name == f.tool.name) {
+                if let Some(spec) = search.all.iter().find(|t| t.name == f.tool.name) {
+                    tools.push(spec.clone());
+                }
+            }
+        }
+        seen.searches.push(query);
+        results.push(Content::ToolResult {
+            tool_use_id: c.id.clone(),
+            content: if lines.is_empty() {
+                "No tool matches; try other words.".into()
+            } else {
+                format!("Found (now in your tool list):\n{}", lines.join("\n"))
+            },
+            is_error: false,
+        });
+    }
+    // Stable order, as chat sends it.
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    request.tools = tools.into();
+    request.messages.push(Message {
+        role: Role::User,
+        content: results,
+    });
 }
 
 /// One turn, again after a broken stream, a timeout or a failed connect.

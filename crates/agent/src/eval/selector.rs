@@ -127,10 +127,27 @@ impl Model for KeywordSelector {
         events: EventFn<'a>,
     ) -> BoxFuture<'a, Result<TurnOutput, ModelError>> {
         Box::pin(async move {
-            let call = if answered(request) {
+            let search = crate::toolbox::search_tool_name();
+            let searchable = request.tools.iter().any(|t| t.name == search);
+            let searched = last_call_was(request, &search);
+            let call = if answered(request) && !searched {
                 None
             } else {
-                select(&last_user_text(request), &request.tools)
+                let utterance = last_user_text(request);
+                let others: Vec<ToolSpec> = request
+                    .tools
+                    .iter()
+                    .filter(|t| t.name != search)
+                    .cloned()
+                    .collect();
+                match select(&utterance, &others) {
+                    Some(call) => Some(call),
+                    // With a deferred table, look for the tool first.
+                    None if searchable && !searched => {
+                        Some((search, serde_json::json!({"query": utterance})))
+                    }
+                    None => None,
+                }
             };
             let text =
                 "I can search, list and read the notes, and search, read, open and sum up tickets.";
@@ -417,6 +434,21 @@ fn title(utterance: &str) -> Option<String> {
 
 /// Whether the conversation already ends with tool results (the selector
 /// made its call and got an answer: it stops there).
+/// Whether the model's last turn called `name`.
+fn last_call_was(request: &ModelRequest, name: &str) -> bool {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)
+        .is_some_and(|m| {
+            m.content
+                .iter()
+                .any(|c| matches!(c, Content::ToolUse { name: n, .. } if n == name))
+        })
+        && answered(request)
+}
+
 fn answered(request: &ModelRequest) -> bool {
     request.messages.last().is_some_and(|m| {
         m.role == Role::User
@@ -431,8 +463,10 @@ fn last_user_text(request: &ModelRequest) -> String {
         .messages
         .iter()
         .rev()
-        .find(|m| m.role == Role::User)
+        // Past tool results (a search's), to what the user said.
+        .filter(|m| m.role == Role::User)
         .map(|m| m.text())
+        .find(|t| !t.is_empty())
         .unwrap_or_default()
 }
 

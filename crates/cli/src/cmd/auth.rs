@@ -36,6 +36,11 @@ pub(crate) async fn login(
 ) -> anyhow::Result<()> {
     let config = settings.load_config()?.config;
     let server = oauth_server(&config, alias)?;
+    // Its client secret (and its identity provider's) may be references.
+    let server = &server
+        .resolve_secrets()
+        .await
+        .map_err(|e| Failure::usage(format!("{alias}: {e}")))?;
     let store = store()?;
     let url = server.transport.url().unwrap_or_default().to_owned();
     let mut agent = loopback_agent(alias.to_owned(), open_browser, wait);
@@ -137,6 +142,10 @@ pub(crate) async fn login_idp(
         })
         .into());
     };
+    let idp = &idp
+        .resolve_secrets()
+        .await
+        .map_err(|e| Failure::usage(format!("identity provider {name}: {e}")))?;
     let agent = loopback_agent(format!("identity provider {name}"), open_browser, wait);
     let provider = provider(
         idp_login_config(name, idp)
@@ -287,6 +296,10 @@ pub(crate) async fn status(settings: &Settings, alias: Option<&str>) -> anyhow::
 pub(crate) async fn logout(settings: &Settings, alias: &str) -> anyhow::Result<()> {
     let config = settings.load_config()?.config;
     let server = oauth_server(&config, alias)?;
+    let server = &server
+        .resolve_secrets()
+        .await
+        .map_err(|e| Failure::usage(format!("{alias}: {e}")))?;
     let oauth = oauth_config(server).map_err(|why| not_oauth(alias, why))?;
     let had = provider(oauth.store(store()?))?
         .logout()

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use switchboard_agent::{
     Agent, AgentEvent, AgentOptions, CancelToken, EventSink, HostToolbox, Model, ModelSampler,
-    ModelSettings, ProcessEnv, TurnStop, Usage, model_from_spec_with,
+    ModelSettings, ProcessEnv, TurnStop, Usage, context_window, model_from_spec_with,
 };
 use switchboard_host::{Host, MountOptions};
 use tokio::sync::watch;
@@ -73,10 +73,12 @@ async fn converse(
     model: Arc<dyn Model>,
 ) -> anyhow::Result<()> {
     let json = settings.json;
-    let toolbox = Arc::new(HostToolbox::new(
-        host.clone(),
-        Some(session::approver(chat.approval)),
-    ));
+    // A large table is deferred (toolSearch): the model gets the
+    // always-loaded tools and search_tools, measured against its window.
+    let toolbox = Arc::new(
+        HostToolbox::new(host.clone(), Some(session::approver(chat.approval)))
+            .with_tool_search(host.config().tool_search, context_window(&model.name())),
+    );
     let mut options = AgentOptions::default();
     options.max_model_calls = chat.max_turns;
     options.loop_guard = chat.loop_guard;

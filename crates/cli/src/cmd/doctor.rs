@@ -81,6 +81,17 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
     if config.servers.is_empty() {
         findings.push(finding(Level::Warn, "config", "no servers are configured"));
     }
+    for server in config.servers.iter().filter(|s| s.lazy && s.enabled) {
+        findings.push(finding(
+            Level::Info,
+            &server.alias,
+            format!(
+                "lazy: chat, eval and serve list it from its pins and start it at its first call, \
+                 then stop it after {} s without calls (doctor starts it to check it)",
+                config.idle_timeout(&server.alias).as_secs()
+            ),
+        ));
+    }
 
     let mut checks = JoinSet::new();
     for (i, server) in config.servers.iter().enumerate() {
@@ -100,6 +111,7 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
         listed.extend(tools);
     }
     findings.extend(table_findings(&listed));
+    findings.push(tool_search_finding(&config, &listed));
     loaded.tickets.stop().await;
 
     let errors = findings.iter().filter(|f| f.level == Level::Error).count();
@@ -135,6 +147,87 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
     }
 }
 
+/// What the server receives and may do, before it is started: the names
+/// of its environment (never values) and where configured values come
+/// from; for a stdio server its sandbox: paths, network, limits, and each
+/// mechanism in force or missing on this system.
+fn confinement_findings(server: &ServerConfig) -> Vec<Finding> {
+    let alias = &server.alias;
+    let mut f = Vec::new();
+    let sources: Vec<String> = server
+        .value_sources()
+        .into_iter()
+        .map(|(name, source)| format!("{name} from {source}"))
+        .collect();
+    let Some(stdio) = switchboard_host::connect::stdio_config(server) else {
+        if !sources.is_empty() {
+            f.push(finding(
+                Level::Info,
+                alias,
+                format!("headers: {}", sources.join(", ")),
+            ));
+        }
+        return f;
+    };
+    let plan = stdio.plan();
+    let mut env = format!("environment (names only): {}", plan.env_names.join(" "));
+    if !sources.is_empty() {
+        env.push_str(&format!("; set by the entry: {}", sources.join(", ")));
+    }
+    f.push(finding(Level::Info, alias, env));
+    let mut lines = plan.to_string();
+    if lines.ends_with('\n') {
+        lines.pop();
+    }
+    for line in lines.lines().skip(1) {
+        let missing = line.contains(": MISSING");
+        let level = if missing && server.sandbox.required && server.sandbox.confines() {
+            Level::Error
+        } else if missing || line.contains(": partial") {
+            Level::Warn
+        } else {
+            Level::Info
+        };
+        let mut item = finding(level, alias, format!("sandbox {line}"));
+        if level == Level::Error {
+            item.code = Code::Unreachable;
+        }
+        f.push(item);
+    }
+    f
+}
+
+/// How big the table's definitions are, and whether `toolSearch` defers
+/// them (for a model of the default context window; Claude's is larger).
+fn tool_search_finding(config: &switchboard_host::Config, listed: &[Listed]) -> Finding {
+    let tokens: u64 = listed
+        .iter()
+        .flat_map(|(alias, tools, _)| tools.iter().map(move |t| (alias, t)))
+        .map(|(alias, t)| {
+            let (description, schema) = switchboard_host::table::model_view(alias, t);
+            let name = switchboard_wire::namespaced_tool_name(alias, &t.name);
+            switchboard_host::tokens::tool_tokens(&name, &description, &schema)
+        })
+        .sum();
+    let window = switchboard_agent::DEFAULT_CONTEXT_WINDOW;
+    let deferred = config.tool_search.defers(tokens, window);
+    let how = match config.tool_search.threshold(window) {
+        None => "never deferred (toolSearch: false)".to_owned(),
+        Some(0) => "always deferred (toolSearch: true)".to_owned(),
+        Some(t) if deferred => format!(
+            "deferred: over {t} tokens, the model gets search_tools and the always-loaded tools"
+        ),
+        Some(t) => format!("sent whole: within {t} tokens"),
+    };
+    finding(
+        Level::Info,
+        "tool search",
+        format!(
+            "the tool definitions take about {tokens} tokens; for a model with a {window}-token window they are {how}"
+        ),
+    )
+}
+
 /// The checks of one server; its tools when they could be listed.
 async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>, Option<Listed>) {
     let alias = server.alias.clone();
@@ -156,6 +249,7 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
             format!("{}: {url}", server.transport.kind())
         }
     };
+    f.extend(confinement_findings(&server));
     let connected = match connect::connect(&server, timeout).await {
         Ok(c) => c,
         Err(e) => {

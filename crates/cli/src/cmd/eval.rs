@@ -18,6 +18,7 @@ use switchboard_host::pins::Pins;
 use switchboard_host::{Host, MountOptions};
 
 use crate::exit::Failure;
+use crate::flags::SearchMode;
 use crate::out;
 use crate::session::Session;
 use crate::settings::{EvalSettings, EvalSubject, Settings};
@@ -101,10 +102,64 @@ async fn on_host(
             return against_pins(model, cases, &views, eval, json).await;
         }
     }
+    if let Some(mode) = eval.tool_search {
+        return tool_search(host, model, cases, mode, eval, json).await;
+    }
     let started = Instant::now();
     let results = run_cases(model.clone(), cases, &tools, &eval.options).await;
     let report = Report::build(&model.name(), &results, &eval.policy, started.elapsed());
     finish(&report, eval, json)
+}
+
+/// `--tool-search on|off|both`: the set with the table deferred, whole, or
+/// both (each report says the tokens of tool definitions sent per case).
+async fn tool_search(
+    host: &Host,
+    model: Arc<dyn Model>,
+    cases: &[Case],
+    mode: SearchMode,
+    eval: &EvalSettings,
+    json: bool,
+) -> anyhow::Result<()> {
+    let modes: &[(&str, bool)] = match mode {
+        SearchMode::On => &[("on", true)],
+        SearchMode::Off => &[("off", false)],
+        SearchMode::Both => &[("off", false), ("on", true)],
+    };
+    let mut reports = Vec::new();
+    for (label, deferred) in modes {
+        let tools = if *deferred {
+            EvalTools::deferred(host)
+        } else {
+            EvalTools::from_host(host)
+        };
+        let started = Instant::now();
+        let results = run_cases(model.clone(), cases, &tools, &eval.options).await;
+        let name = format!("{} (tool search {label})", model.name());
+        reports.push((
+            *label,
+            Report::build(&name, &results, &eval.policy, started.elapsed()),
+        ));
+    }
+    if json {
+        let by_mode: serde_json::Map<String, serde_json::Value> = reports
+            .iter()
+            .map(|(label, r)| ((*label).to_owned(), json!(r)))
+            .collect();
+        out::json(&json!({"toolSearch": by_mode}))?;
+    } else {
+        for (i, (_, report)) in reports.iter().enumerate() {
+            if i > 0 {
+                out::line("")?;
+            }
+            out::line(report.render().trim_end())?;
+        }
+    }
+    // Each mode is held to the thresholds.
+    for (_, report) in &reports {
+        gate(report, 0)?;
+    }
+    Ok(())
 }
 
 /// Prints the report, writes the files, and applies the gate.

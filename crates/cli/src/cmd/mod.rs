@@ -9,6 +9,7 @@ pub(crate) mod demo;
 pub(crate) mod demo_server;
 pub(crate) mod doctor;
 pub(crate) mod eval;
+pub(crate) mod health;
 pub(crate) mod inspect;
 pub(crate) mod pins;
 pub(crate) mod selftest;

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use switchboard_gateway::{
-    Drain, GatewayError, GatewayOptions, InboundAuth, Introspection, Listener, OAuthInbound,
-    ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource, WATCH_POLL,
+    AccessFile, ConnectionLimits, Drain, GatewayError, GatewayOptions, InboundAuth, Introspection,
+    Listener, OAuthInbound, ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource,
+    WATCH_POLL, check_access_file,
 };
 
 use crate::exit::Failure;
@@ -34,6 +35,8 @@ const MIN_STATE_KEY: usize = 32;
 pub(crate) struct ServeSettings {
     http: Option<SocketAddr>,
     yes: bool,
+    /// `--tool-search`: list each caller only what it searched for.
+    tool_search: bool,
     auth: Option<AuthPlan>,
     resource: Option<String>,
     /// Serve `/metrics`.
@@ -53,6 +56,8 @@ pub(crate) struct ServeSettings {
     drain: std::time::Duration,
     /// HTTPS: the certificate and key files (watched).
     tls: Option<TlsFiles>,
+    /// The HTTP runner's connection limits.
+    connections: ConnectionLimits,
 }
 
 /// How callers will authenticate, before the address is bound (the
@@ -66,6 +71,8 @@ enum AuthPlan {
         jwks_url: Option<String>,
         scopes: Vec<String>,
         introspection: Option<Introspection>,
+        /// JWTs typed `JWT` (or untyped) are accepted too.
+        accept_plain_jwt: bool,
     },
 }
 
@@ -76,11 +83,13 @@ enum AuthPlan {
 /// # Errors
 /// A usage [`Failure`] (exit 1) saying what to change.
 pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
+    let connections = connection_limits(&a);
     let oauth_only = [
         ("--issuer", a.issuer.is_some()),
         ("--jwks-url", a.jwks_url.is_some()),
         ("--introspection-url", a.introspection_url.is_some()),
         ("--scope", !a.scopes.is_empty()),
+        ("--accept-plain-jwt", a.accept_plain_jwt),
     ];
     if a.auth != Some(ServeAuth::Oauth) {
         if let Some((flag, _)) = oauth_only.iter().find(|(_, given)| *given) {
@@ -127,6 +136,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
                 jwks_url: a.jwks_url,
                 scopes: a.scopes,
                 introspection,
+                accept_plain_jwt: a.accept_plain_jwt,
             })
         }
     };
@@ -160,6 +170,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
     Ok(ServeSettings {
         http: a.http,
         yes: a.yes,
+        tool_search: a.tool_search,
         auth,
         resource: a.resource,
         metrics: a.metrics,
@@ -170,7 +181,21 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         poll,
         drain: std::time::Duration::from_secs(a.drain),
         tls,
+        connections,
     })
+}
+
+/// The connection limit flags, for the gateway's HTTP runner.
+fn connection_limits(a: &ServeArgs) -> ConnectionLimits {
+    let count = |n: Option<u64>| n.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let mut limits = ConnectionLimits::default();
+    limits.max_connections = count(a.max_connections);
+    limits.max_connections_per_peer = count(a.max_connections_per_peer);
+    limits.header_timeout = a.header_timeout;
+    limits.idle_timeout = a.idle_timeout;
+    limits.body_timeout = a.body_timeout;
+    limits.write_timeout = a.write_timeout;
+    limits
 }
 
 /// The `--peer NAME=URL` flags, split.
@@ -192,9 +217,13 @@ fn peers(flags: &[String]) -> Result<Vec<(String, String)>, Failure> {
 fn tokens(file: Option<&TokensSource>) -> Result<StaticTokens, Failure> {
     let (text, source) = match file {
         Some(file) => {
-            return file
-                .load()
-                .map_err(|e| Failure::usage(format!("--tokens-file: {e}")));
+            let (tokens, warning) = file
+                .read()
+                .map_err(|e| Failure::usage(format!("--tokens-file: {e}")))?;
+            if let Some(warning) = warning {
+                crate::out::warning(warning.to_string());
+            }
+            return Ok(tokens);
         }
         None => match std::env::var(TOKENS_VAR) {
             Ok(text) if !text.trim().is_empty() => (text, format!("${TOKENS_VAR}")),
@@ -240,14 +269,17 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         mut tickets,
     } = settings.load_config()?;
     let drain = Drain::default();
-    let options = GatewayOptions::default()
+    let mut options = GatewayOptions::default();
+    options.tool_search = serve.tool_search;
+    let options = options
         .replica(serve.replica.clone().unwrap_or_else(host_name))
         .peers(serve.peers.clone())
         .assume_yes(serve.yes)
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())
         .telemetry(telemetry)
-        .drain(drain.clone());
+        .drain(drain.clone())
+        .connections(serve.connections);
     let mut config = ServeConfig::new(config, options);
     config.mount.client_info = Some(crate::session::client_info());
     config.watch = Some(serve.poll);
@@ -256,8 +288,9 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     }
     let served = match serve.http {
         None => {
-            let served =
-                switchboard_gateway::serve(Listener::Stdio, config, crate::shutdown_signal()).await;
+            let mut signals = crate::StopSignals::new();
+            let stop = async move { signals.next().await };
+            let served = switchboard_gateway::serve(Listener::Stdio, config, stop).await;
             failure(served, "stdio gateway")
         }
         Some(addr) => serve_http(addr, serve, config, drain).await,
@@ -318,7 +351,9 @@ async fn serve_http(
             crate::out::note(format!("metrics: {scheme}://{local}/metrics"));
         }
     }));
-    let stop = drain_then_stop(drain, serve.drain);
+    // Listened for before the gateway says it is up: a signal that comes
+    // right after the banner drains it rather than killing the process.
+    let stop = drain_then_stop(crate::StopSignals::new(), drain, serve.drain);
     let served = switchboard_gateway::serve(Listener::Http(listener), config, stop).await;
     failure(served, "HTTP gateway")
 }
@@ -331,6 +366,7 @@ fn failure(served: Result<(), GatewayError>, what: &'static str) -> anyhow::Resu
         Ok(()) => Ok(()),
         Err(GatewayError::Mount(e)) => Err(Failure::usage(e.to_string()).into()),
         Err(GatewayError::Tls(e)) => Err(Failure::usage(e.to_string()).into()),
+        Err(GatewayError::FileAccess(e)) => Err(Failure::usage(e.to_string()).into()),
         Err(e) => Err(anyhow::Error::new(e).context(what)),
     }
 }
@@ -338,8 +374,11 @@ fn failure(served: Result<(), GatewayError>, what: &'static str) -> anyhow::Resu
 /// Completes when the gateway is to stop: at Ctrl-C / SIGTERM, or with a
 /// drain period, that long after it (`/readyz` answering 503 meanwhile)
 /// or at a second signal, whichever comes first.
-async fn drain_then_stop(drain: Drain, period: std::time::Duration) {
-    let mut signals = crate::StopSignals::new();
+async fn drain_then_stop(
+    mut signals: crate::StopSignals,
+    drain: Drain,
+    period: std::time::Duration,
+) {
     signals.next().await;
     if period.is_zero() {
         return;
@@ -364,8 +403,11 @@ fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
             jwks_url,
             scopes,
             introspection,
+            accept_plain_jwt,
         } => {
-            let mut settings = OAuthInbound::new(issuer, resource).scopes(scopes.clone());
+            let mut settings = OAuthInbound::new(issuer, resource)
+                .scopes(scopes.clone())
+                .accept_plain_jwt(*accept_plain_jwt);
             if let Some(url) = jwks_url {
                 settings = settings.jwks_url(url);
             }
@@ -382,6 +424,13 @@ fn inbound(plan: &AuthPlan, resource: &str) -> anyhow::Result<InboundAuth> {
 fn state_key(serve: &ServeSettings) -> Result<Option<Vec<u8>>, Failure> {
     let (key, from) = match &serve.state_key_file {
         Some(path) => {
+            // Whoever can write the key can forge approvals; whoever can
+            // read it can too, which is said (and the key still used).
+            match check_access_file(path, AccessFile::StateKey) {
+                Ok(Some(warning)) => crate::out::warning(warning.to_string()),
+                Ok(None) => {}
+                Err(e) => return Err(Failure::usage(e.to_string())),
+            }
             let bytes = std::fs::read(path).map_err(|e| {
                 Failure::usage(format!(
                     "cannot read the state key file {}: {e}",

@@ -16,6 +16,8 @@ pub(crate) struct ServerView<'a> {
     reason: Option<&'a str>,
     tools: usize,
     auth_required: bool,
+    lazy: bool,
+    running: bool,
     protocol_version: Option<&'a str>,
     dropped: &'a [DroppedReport],
     stderr_tail: &'a [String],
@@ -30,6 +32,8 @@ impl<'a> From<&'a ServerReport> for ServerView<'a> {
             reason: s.reason.as_deref(),
             tools: s.tools,
             auth_required: s.auth_required,
+            lazy: s.lazy,
+            running: s.running,
             protocol_version: s.protocol_version.as_deref(),
             dropped: &s.dropped,
             stderr_tail: &s.stderr_tail,
@@ -73,6 +77,13 @@ pub(crate) fn human(servers: &[ServerReport]) -> Vec<String> {
                 None => format!("protocol {version}"),
             },
             (None, None) => String::new(),
+        };
+        let detail = match (s.lazy, s.running) {
+            (true, false) => format!("lazy: starts at its first call. {detail}")
+                .trim_end()
+                .to_owned(),
+            (true, true) => format!("lazy, running. {detail}").trim_end().to_owned(),
+            _ => detail,
         };
         rows.push(vec![
             s.alias.clone(),

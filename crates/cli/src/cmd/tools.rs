@@ -85,6 +85,37 @@ pub(crate) fn run(
     Ok(())
 }
 
+/// Prints the best `limit` tools for `query` (as `principal` would find
+/// them through a gateway), best first, in the shape of [`run`].
+///
+/// # Errors
+/// When stdout is closed.
+pub(crate) fn search(
+    host: &Host,
+    json: bool,
+    query: &str,
+    limit: usize,
+    principal: Option<&str>,
+) -> std::io::Result<()> {
+    let tools: Vec<ModelTool> = host
+        .search_tools(query, limit, principal)
+        .into_iter()
+        .map(|f| f.tool)
+        .collect();
+    if json {
+        let views: Vec<ToolView<'_>> = tools.iter().map(ToolView::from).collect();
+        return out::json(&views);
+    }
+    if tools.is_empty() {
+        out::note(format!("No tool matches {query:?}."));
+        return Ok(());
+    }
+    for line in human(&tools) {
+        out::line(line)?;
+    }
+    Ok(())
+}
+
 /// The table people read.
 pub(crate) fn human(tools: &[ModelTool]) -> Vec<String> {
     if tools.is_empty() {

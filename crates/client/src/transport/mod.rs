@@ -21,6 +21,7 @@ use crate::error::TransportError;
 
 #[cfg(feature = "http")]
 pub mod http;
+pub mod sandbox;
 pub(crate) mod spawn;
 pub mod stdio;
 

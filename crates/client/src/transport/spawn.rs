@@ -13,7 +13,9 @@
 //!   and the watchdog sends `SIGTERM`, then `SIGKILL`, to every group still
 //!   registered: grandchildren, which the parent-death signal does not
 //!   reach, die too;
-//! - sets `kill_on_drop`, so a child whose handle is dropped is killed.
+//! - sets `kill_on_drop`, so a child whose handle is dropped is killed;
+//! - applies the server's sandbox ([`crate::transport::sandbox`]) last,
+//!   between fork and exec, so every descendant inherits it.
 //!
 //! `clippy.toml` forbids `Command::spawn` elsewhere in the workspace.
 
@@ -24,6 +26,8 @@ use std::sync::{Mutex, OnceLock};
 
 use tokio::process::{Child, Command};
 use tracing::{debug, warn};
+
+use crate::transport::sandbox::Prepared;
 
 /// A job for the spawner thread.
 type Job = Box<dyn FnOnce() + Send>;
@@ -36,7 +40,10 @@ type Job = Box<dyn FnOnce() + Send>;
 ///
 /// # Errors
 /// The spawn's I/O error (command not found, not executable, bad `cwd`).
-pub(crate) async fn spawn_server(mut command: Command) -> io::Result<Child> {
+pub(crate) async fn spawn_server(
+    mut command: Command,
+    sandbox: &mut Prepared,
+) -> io::Result<Child> {
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -47,6 +54,9 @@ pub(crate) async fn spawn_server(mut command: Command) -> io::Result<Child> {
         command.process_group(0);
         set_parent_death_signal(&mut command);
     }
+    // After the parent-death signal: the sandbox's steps run last, the
+    // seccomp filter last of all.
+    sandbox.install(&mut command);
     let handle = tokio::runtime::Handle::current();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let job: Job = Box::new(move || {

@@ -49,11 +49,14 @@ use tracing::{debug, info, warn};
 
 use crate::error::{Source, TransportError};
 use crate::pending::{Entry, Pending};
+use crate::transport::sandbox::{self, Confinement, Environment, Leftovers, Sandbox, SandboxStop};
 use crate::transport::spawn::{forget_group, group_alive, signal_group, spawn_server};
 use crate::transport::{BoxFuture, EventSink, Incoming, Outgoing, Transport};
 
 /// How to start a stdio server.
-#[derive(Clone, Debug)]
+///
+/// `Debug` shows the names of [`StdioConfig::env`], never their values.
+#[derive(Clone)]
 pub struct StdioConfig {
     /// The server's name (alias): tags its stderr lines and every error.
     pub name: String,
@@ -61,8 +64,15 @@ pub struct StdioConfig {
     pub command: OsString,
     /// Its arguments.
     pub args: Vec<OsString>,
-    /// Variables added to the inherited environment.
+    /// Variables added to the environment [`StdioConfig::environment`]
+    /// selects (they win over the host's).
     pub env: Vec<(OsString, OsString)>,
+    /// Which of the host's variables the server gets: all of them by
+    /// default; [`Environment::Scrubbed`] keeps a short list.
+    pub environment: Environment,
+    /// How the server is confined: not at all by default (see
+    /// [`Sandbox`]).
+    pub sandbox: Sandbox,
     /// The working directory; the client's when `None`.
     pub cwd: Option<PathBuf>,
     /// The longest stdout line accepted; longer ones are skipped with an
@@ -85,6 +95,8 @@ impl StdioConfig {
             command: command.into(),
             args: Vec::new(),
             env: Vec::new(),
+            environment: Environment::Inherit,
+            sandbox: Sandbox::none(),
             cwd: None,
             max_line: DEFAULT_MAX_LINE,
             stderr_lines: 50,
@@ -118,6 +130,49 @@ impl StdioConfig {
     pub fn cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());
         self
+    }
+
+    /// Sets which of the host's variables the server gets.
+    pub fn environment(mut self, environment: Environment) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// Sets how the server is confined.
+    pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// What the server would be allowed to do, worked out without starting
+    /// it (nothing is created): `doctor` shows it.
+    pub fn plan(&self) -> Confinement {
+        sandbox::plan(
+            &self.sandbox,
+            &self.environment,
+            &self.env,
+            &self.command,
+            self.cwd.as_deref(),
+        )
+    }
+}
+
+impl fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Values of the environment may be credentials: names only.
+        let env: Vec<_> = self.env.iter().map(|(k, _)| k).collect();
+        f.debug_struct("StdioConfig")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("environment", &self.environment)
+            .field("sandbox", &self.sandbox)
+            .field("cwd", &self.cwd)
+            .field("max_line", &self.max_line)
+            .field("stderr_lines", &self.stderr_lines)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
     }
 }
 
@@ -159,6 +214,12 @@ struct Shared {
     stdin_closed: watch::Sender<bool>,
     /// Set when the supervisor has finished (the process is gone).
     finished: watch::Sender<bool>,
+    /// What the server may do (its sandbox as applied), to explain an
+    /// exit the sandbox caused.
+    confinement: Confinement,
+    /// The sandbox's temp dir and cgroup, removed once the process group
+    /// is gone.
+    leftovers: Mutex<Option<Leftovers>>,
 }
 
 /// Bytes on their way to the server's stdin.
@@ -187,20 +248,35 @@ impl StdioTransport {
         let spawn_error = |cause: String, source: Option<io::Error>| {
             TransportError::spawn(config.name.clone(), cause, source.map(Source::new))
         };
+        let mut prepared = sandbox::prepare(
+            &config.name,
+            &config.sandbox,
+            &config.environment,
+            &config.env,
+            &config.command,
+            config.cwd.as_deref(),
+        )
+        .map_err(|why| spawn_stop(&config.name, why))?;
         let mut command = Command::new(&config.command);
         command.args(&config.args);
-        for (k, v) in &config.env {
-            command.env(k, v);
-        }
+        command.env_clear();
+        command.envs(prepared.env.drain(..));
         if let Some(cwd) = &config.cwd {
             command.current_dir(cwd);
         }
-        let mut child = spawn_server(command).await.map_err(|e| {
+        let spawned = spawn_server(command, &mut prepared).await;
+        if let Err(why) = prepared.after_spawn(spawned.as_ref().map(|_| ())) {
+            return Err(spawn_stop(&config.name, why));
+        }
+        let mut child = spawned.map_err(|e| {
             spawn_error(
                 format!("{}: {e}", config.command.to_string_lossy()),
                 Some(e),
             )
         })?;
+        if prepared.confinement.missing().is_some() || !config.sandbox.is_none() {
+            debug!(server = %config.name, confinement = %prepared.confinement, "sandbox");
+        }
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -233,6 +309,8 @@ impl StdioTransport {
             stderr_done: watch::Sender::new(false),
             stdin_closed: watch::Sender::new(false),
             finished: watch::Sender::new(false),
+            confinement: prepared.confinement.clone(),
+            leftovers: Mutex::new(Some(std::mem::take(&mut prepared.leftovers))),
         });
         let (shutdown_tx, shutdown_rx) = oneshot::channel();
         tokio::spawn(read_loop(shared.clone(), stdout, config.max_line));
@@ -261,6 +339,12 @@ impl StdioTransport {
     /// The server's process id (also its process group id).
     pub fn pid(&self) -> Option<u32> {
         self.shared.pid
+    }
+
+    /// What the server may do: its environment's names, paths, network,
+    /// limits and the sandbox mechanisms in force.
+    pub fn confinement(&self) -> &Confinement {
+        &self.shared.confinement
     }
 
     /// The last stderr lines, oldest first.
@@ -652,10 +736,18 @@ impl Shared {
     /// Why the server is gone, with exit status and last stderr lines.
     fn exit_cause(&self, what: &str, source: Option<io::Error>) -> TransportError {
         let mut cause = what.to_owned();
-        if let Some(status) = *self.exit.borrow() {
+        let status = *self.exit.borrow();
+        if let Some(status) = status {
             cause.push_str(&format!(" ({status})"));
         }
         let tail = lock(&self.stderr_tail);
+        let lines: Vec<String> = tail.iter().cloned().collect();
+        let mut source = source.map(Source::new);
+        if let Some(why) = self.confinement.explain_exit(status, &lines) {
+            cause.push_str("; ");
+            cause.push_str(&why);
+            source = source.or_else(|| Some(Source::new(SandboxStop::new(why))));
+        }
         if !tail.is_empty() {
             let skip = tail.len().saturating_sub(CAUSE_STDERR_LINES);
             let lines: Vec<&str> = tail.iter().skip(skip).map(String::as_str).collect();
@@ -665,9 +757,19 @@ impl Shared {
         TransportError::Closed {
             server: self.name.clone(),
             cause,
-            source: source.map(Source::new),
+            source,
         }
     }
+}
+
+/// A start the sandbox refused: `why` is also the error's typed source, so
+/// callers can tell it from a failed spawn ([`TransportError::sandbox_stop`]).
+fn spawn_stop(name: &str, why: String) -> TransportError {
+    TransportError::spawn(
+        name.to_owned(),
+        why.clone(),
+        Some(Source::new(SandboxStop::new(why))),
+    )
 }
 
 /// A byte count as the limits are written: `64 MiB`, `16 KiB`, `1000 bytes`.
@@ -917,5 +1019,7 @@ async fn supervise(
         forget_group(pgid);
     }
     guard.0 = None;
+    // The group is gone: its temp dir and cgroup can go too.
+    *lock(&shared.leftovers) = None;
     shared.finished.send_replace(true);
 }

@@ -7,5 +7,7 @@ mod era;
 mod hostile;
 mod legacy_tasks;
 mod lifecycle;
+#[cfg(target_os = "linux")]
+mod sandbox;
 mod tasks;
 mod transport;

@@ -188,6 +188,11 @@ pub struct AuditRecord {
     /// (the token's name or subject); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// Why the server's sandbox stopped it, when the call failed because
+    /// it did (a limit, a refused mechanism): the host's words, never the
+    /// server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 impl AuditRecord {
@@ -242,6 +247,7 @@ impl AuditRecord {
             duration_ms: 0,
             task_id: None,
             principal: None,
+            sandbox: None,
         }
     }
 }

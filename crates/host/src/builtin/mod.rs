@@ -24,6 +24,12 @@
 //! A configured server cannot take the alias `switchboard`: the config
 //! refuses it, so a server can never stand in for a built-in.
 
+mod results;
+mod search;
+
+pub use results::{READ_RESULT, ReadResult};
+pub use search::{DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOLS, SearchTools};
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};

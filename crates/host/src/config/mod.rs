@@ -22,6 +22,8 @@ use std::time::Duration;
 
 use crate::HostError;
 use crate::permission::Rule;
+use crate::secret::{ConfigValue, SecretError};
+pub use switchboard_client::{Environment, FsAccess, Sandbox};
 
 pub use edit::add_allow_rule;
 pub use lookup::{CONFIG_ENV, ConfigLoader, ConfigOrigin};
@@ -45,6 +47,8 @@ pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(1800);
 pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
 /// Built-in time a tripped server rests before it is probed again.
 pub const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(30);
+/// Built-in time an idle lazy server keeps running after its last call.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Name of the pins lockfile, beside the config file.
 pub const LOCKFILE_NAME: &str = "switchboard.lock";
 
@@ -90,12 +94,24 @@ pub struct Config {
     /// principal name: `allow` and `deny` rules that narrow what that
     /// caller may call (see [`crate::gate::principal_allows`]).
     pub principals: BTreeMap<String, Vec<Rule>>,
+    /// Whether an authenticated caller without a `principals` entry is
+    /// refused everything (`"principalsDefault": "deny"`) instead of being
+    /// narrowed by nothing (`"allow"`, the default): with OAuth, any
+    /// subject the issuer vouches for is a caller, so a gateway serving
+    /// only the ones it names sets this.
+    pub principals_default_deny: bool,
     /// The limits on every authenticated caller's calls
     /// (`"callerLimits"`), each caller counted on its own.
     pub caller_limits: crate::CallLimits,
     /// Principals' own limits (`"principals": {NAME: {"limits": …}}`),
     /// over `caller_limits`.
     pub principal_limits: BTreeMap<String, crate::LimitsOverride>,
+    /// When the model is sent only some tools and finds the rest with
+    /// `mcp__switchboard__search_tools` (`"toolSearch"`).
+    pub tool_search: crate::ToolSearch,
+    /// How long an idle lazy server keeps running (`"idleTimeoutMs"`;
+    /// per server too).
+    pub idle_timeout: Duration,
     /// Skills served by servers (`"skills"`).
     pub skills: SkillsConfig,
 }
@@ -124,8 +140,9 @@ pub struct IdentityProviderConfig {
     pub issuer: String,
     /// Switchboard's client id at the IdP.
     pub client_id: String,
-    /// Its secret, for a confidential client.
-    pub client_secret: Option<String>,
+    /// Its secret, for a confidential client: written out or a secret
+    /// reference, resolved by [`IdentityProviderConfig::resolve_secrets`].
+    pub client_secret: Option<ConfigValue>,
     /// Scopes asked for at the login besides `openid`.
     pub scopes: Vec<String>,
 }
@@ -203,6 +220,38 @@ pub struct ServerConfig {
     /// default `true`): `/readyz` answers 503 while a required, enabled
     /// server is down.
     pub required: bool,
+    /// How a stdio server is confined (`"sandbox"`, else
+    /// `defaults.sandbox`, else [`Sandbox::baseline`]: `no_new_privs` and
+    /// the seccomp filter). Ignored for remote servers.
+    pub sandbox: Sandbox,
+    /// Host variables a stdio server gets besides the base set
+    /// (`"envPassthrough"` after `defaults.envPassthrough`): names or
+    /// `PREFIX_*` patterns; `"*"` passes everything.
+    pub env_passthrough: Vec<String>,
+    /// Not started at launch (`"lazy": true`): its pinned definitions are
+    /// listed and searchable, and the first call starts it.
+    pub lazy: bool,
+    /// Every tool of it is sent to the model in full even when the table
+    /// is deferred (`"alwaysLoad": true`).
+    pub always_load: bool,
+    /// Characters of text a result of its tools may carry to the model,
+    /// overriding the top-level `budgetChars`.
+    pub budget_chars: Option<usize>,
+    /// How long it keeps running idle when lazy, overriding the default.
+    pub idle_timeout: Option<Duration>,
+    /// Settings of single tools (`"tools": {NAME: {…}}`), by the tool's
+    /// name on the server.
+    pub tools: BTreeMap<String, ToolSettings>,
+}
+
+/// One entry of a server's `"tools"`: settings of one of its tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolSettings {
+    /// `"alwaysLoad"`: sent in full even when the table is deferred (over
+    /// the server's own setting).
+    pub always_load: Option<bool>,
+    /// `"budgetChars"`: its results' budget, over the server's.
+    pub budget_chars: Option<usize>,
 }
 
 /// Whether and how an HTTP server authorizes with OAuth 2.1.
@@ -225,8 +274,9 @@ pub enum OAuthSetting {
 pub struct OAuthClientConfig {
     /// A client id registered with the authorization server beforehand.
     pub client_id: Option<String>,
-    /// Its secret, for a confidential client.
-    pub client_secret: Option<String>,
+    /// Its secret, for a confidential client: written out or a secret
+    /// reference, resolved by [`ServerConfig::resolve_secrets`].
+    pub client_secret: Option<ConfigValue>,
     /// The issuer the credentials belong to; unset, they are bound to the
     /// first authorization server the resource names.
     pub issuer: Option<String>,
@@ -301,8 +351,10 @@ pub enum TransportConfig {
         command: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Variables added to (or replacing in) the inherited environment.
-        env: BTreeMap<String, String>,
+        /// Variables given to the server on top of the host's it passes
+        /// (see [`ServerConfig::env_passthrough`]): written out or secret
+        /// references.
+        env: BTreeMap<String, ConfigValue>,
         /// Working directory, relative paths resolved against the config
         /// file's folder.
         cwd: Option<PathBuf>,
@@ -311,16 +363,18 @@ pub enum TransportConfig {
     Http {
         /// The endpoint.
         url: String,
-        /// Headers sent with every request.
-        headers: BTreeMap<String, String>,
+        /// Headers sent with every request: written out or secret
+        /// references.
+        headers: BTreeMap<String, ConfigValue>,
     },
     /// The deprecated HTTP+SSE transport (GET for the event stream, POST to
     /// the announced endpoint).
     Sse {
         /// The SSE endpoint.
         url: String,
-        /// Headers sent with every request.
-        headers: BTreeMap<String, String>,
+        /// Headers sent with every request: written out or secret
+        /// references.
+        headers: BTreeMap<String, ConfigValue>,
     },
 }
 
@@ -395,8 +449,94 @@ impl ServerConfig {
             task_timeout: None,
             oauth: OAuthSetting::Auto,
             required: true,
+            sandbox: Sandbox::baseline(),
+            env_passthrough: Vec::new(),
+            lazy: false,
+            always_load: false,
+            budget_chars: None,
+            idle_timeout: None,
+            tools: BTreeMap::new(),
         }
     }
+
+    /// The environment policy of a stdio server: the base set plus
+    /// [`ServerConfig::env_passthrough`].
+    pub fn environment(&self) -> Environment {
+        Environment::scrubbed(self.env_passthrough.iter().cloned())
+    }
+
+    /// This entry with every secret reference (in `env`, `headers`, the
+    /// OAuth client secret, its identity provider's) replaced by its
+    /// value, ready to connect with. Values stay wrapped: `Debug` shows
+    /// `<redacted>`.
+    ///
+    /// # Errors
+    /// [`SecretError`] for the first reference that cannot be resolved,
+    /// with the key it belongs to in its reference text.
+    pub async fn resolve_secrets(&self) -> Result<ServerConfig, SecretError> {
+        let mut out = self.clone();
+        match &mut out.transport {
+            TransportConfig::Stdio { env: map, .. } => resolve_map(map, "env").await?,
+            TransportConfig::Http { headers: map, .. }
+            | TransportConfig::Sse { headers: map, .. } => {
+                resolve_map(map, "headers").await?;
+            }
+        }
+        if let OAuthSetting::Client(client) = &mut out.oauth {
+            resolve_value(&mut client.client_secret, "oauth.clientSecret").await?;
+            if let Some(idp) = &mut client.idp {
+                idp.provider = idp.provider.resolve_secrets().await?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Where each configured value of `env` or `headers` comes from, by
+    /// name: `value` (written out) or the reference (`file:…`, `cmd:…`).
+    /// Never a value.
+    pub fn value_sources(&self) -> Vec<(String, String)> {
+        let map = match &self.transport {
+            TransportConfig::Stdio { env, .. } => env,
+            TransportConfig::Http { headers, .. } | TransportConfig::Sse { headers, .. } => headers,
+        };
+        map.iter().map(|(k, v)| (k.clone(), v.source())).collect()
+    }
+}
+
+impl IdentityProviderConfig {
+    /// This provider with its client secret resolved.
+    ///
+    /// # Errors
+    /// [`SecretError`] when its reference cannot be resolved.
+    pub async fn resolve_secrets(&self) -> Result<IdentityProviderConfig, SecretError> {
+        let mut out = self.clone();
+        resolve_value(&mut out.client_secret, "clientSecret").await?;
+        Ok(out)
+    }
+}
+
+async fn resolve_map(
+    map: &mut BTreeMap<String, ConfigValue>,
+    section: &str,
+) -> Result<(), SecretError> {
+    for (name, value) in map.iter_mut() {
+        if matches!(value, ConfigValue::Ref(_)) {
+            let secret = value
+                .resolve()
+                .await
+                .map_err(|e| e.within(&format!("{section}.{name}")))?;
+            *value = ConfigValue::Plain(secret);
+        }
+    }
+    Ok(())
+}
+
+async fn resolve_value(value: &mut Option<ConfigValue>, key: &str) -> Result<(), SecretError> {
+    if let Some(v @ ConfigValue::Ref(_)) = value {
+        let secret = v.resolve().await.map_err(|e| e.within(key))?;
+        *v = ConfigValue::Plain(secret);
+    }
+    Ok(())
 }
 
 /// Every problem found in a config, each naming the file and the key.
@@ -493,9 +633,12 @@ impl Config {
             roots: None,
             identity_providers: BTreeMap::new(),
             principals: BTreeMap::new(),
+            principals_default_deny: false,
             caller_limits: crate::CallLimits::default(),
             principal_limits: BTreeMap::new(),
             skills: SkillsConfig::default(),
+            tool_search: crate::ToolSearch::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
         }
     }
 
@@ -559,6 +702,33 @@ impl Config {
         self.server(alias)
             .and_then(|s| s.task_timeout)
             .unwrap_or(self.timeouts.task)
+    }
+
+    /// The budget of results of `tool` on `alias`: per tool, else per
+    /// server, else `budgetChars`.
+    pub fn budget_chars(&self, alias: &str, tool: &str) -> usize {
+        let server = self.server(alias);
+        server
+            .and_then(|s| s.tools.get(tool).and_then(|t| t.budget_chars))
+            .or_else(|| server.and_then(|s| s.budget_chars))
+            .unwrap_or(self.budget_chars)
+    }
+
+    /// Whether `tool` of `alias` is sent in full even when the table is
+    /// deferred: per tool, else per server.
+    pub fn always_load(&self, alias: &str, tool: &str) -> bool {
+        let server = self.server(alias);
+        server
+            .and_then(|s| s.tools.get(tool).and_then(|t| t.always_load))
+            .or_else(|| server.map(|s| s.always_load))
+            .unwrap_or(false)
+    }
+
+    /// How long `alias` keeps running idle when lazy.
+    pub fn idle_timeout(&self, alias: &str) -> Duration {
+        self.server(alias)
+            .and_then(|s| s.idle_timeout)
+            .unwrap_or(self.idle_timeout)
     }
 
     /// The start-up timeout of `alias`.

@@ -28,6 +28,8 @@ mod model;
 mod oauth;
 mod roots;
 mod rules;
+mod sandbox;
+mod scale;
 mod sections;
 mod server;
 mod skills;
@@ -58,6 +60,8 @@ pub(super) fn parse(
         problems: Vec::new(),
         idp_refs: Vec::new(),
         idps: BTreeMap::new(),
+        default_sandbox: None,
+        default_passthrough: Vec::new(),
     };
     let config = parser.config(&value, origin);
     if parser.problems.is_empty() {
@@ -161,8 +165,12 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "roots",
     "identityProviders",
     "principals",
+    "principalsDefault",
     "callerLimits",
     "skills",
+    "defaults",
+    "toolSearch",
+    "idleTimeoutMs",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -184,7 +192,24 @@ const SERVER_KEYS: &[&str] = &[
     "transportType",
     "oauth",
     "required",
+    "sandbox",
+    "envPassthrough",
+    "lazy",
+    "alwaysLoad",
+    "budgetChars",
+    "idleTimeoutMs",
+    "tools",
 ];
+const DEFAULTS_KEYS: &[&str] = &["sandbox", "envPassthrough"];
+const SANDBOX_KEYS: &[&str] = &[
+    "fs",
+    "network",
+    "memoryMiB",
+    "processes",
+    "cpuSeconds",
+    "required",
+];
+const SANDBOX_FS_KEYS: &[&str] = &["read", "write"];
 const OAUTH_KEYS: &[&str] = &[
     "clientId",
     "clientSecret",
@@ -217,6 +242,10 @@ struct Parser<'a> {
     idp_refs: Vec<(String, String)>,
     /// The `identityProviders` entries, read before the servers.
     idps: BTreeMap<String, super::IdentityProviderConfig>,
+    /// `defaults.sandbox`, read before the servers.
+    default_sandbox: Option<super::Sandbox>,
+    /// `defaults.envPassthrough`, read before the servers.
+    default_passthrough: Vec<String>,
 }
 
 /// A server entry before permissions are resolved.
@@ -261,6 +290,9 @@ impl Parser<'_> {
 
         if let Some(v) = root.get("identityProviders") {
             self.idps = self.identity_providers(v);
+        }
+        if let Some(v) = root.get("defaults") {
+            self.defaults(v);
         }
         let mut raw_rules = Vec::new();
         let mut seen = BTreeSet::new();
@@ -362,6 +394,18 @@ impl Parser<'_> {
         if let Some(v) = root.get("principals") {
             (config.principals, config.principal_limits) = self.principals(v, &aliases);
         }
+        if let Some(v) = root.get("principalsDefault") {
+            match v.as_str() {
+                Some("deny") => config.principals_default_deny = true,
+                Some("allow") => config.principals_default_deny = false,
+                _ => self.problem(
+                    ProblemKind::BadValue,
+                    "principalsDefault",
+                    format!("{v} is neither \"allow\" nor \"deny\""),
+                    "write \"deny\" to refuse callers without a principals entry, or \"allow\" (the default)",
+                ),
+            }
+        }
         if let Some(v) = root.get("callerLimits") {
             let own = self.limits(v, "callerLimits", false);
             config.caller_limits = own.over(crate::CallLimits::default());
@@ -418,6 +462,14 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("skills") {
             config.skills = self.skills(v);
+        }
+        if let Some(v) = root.get("toolSearch") {
+            config.tool_search = self.tool_search(v);
+        }
+        if let Some(v) = root.get("idleTimeoutMs") {
+            if let Some(d) = self.millis(v, "idleTimeoutMs") {
+                config.idle_timeout = d;
+            }
         }
         config.identity_providers = std::mem::take(&mut self.idps);
         let refs = std::mem::take(&mut self.idp_refs);

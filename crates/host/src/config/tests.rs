@@ -56,7 +56,7 @@ fn claude_shape_with_expansion_and_switchboard_keys() {
         TransportConfig::Stdio {
             command: "notes-server".into(),
             args: vec!["--root".into(), "/h/notes".into()],
-            env: [("TOKEN".to_owned(), "t".to_owned())].into(),
+            env: [("TOKEN".to_owned(), "t".into())].into(),
             cwd: Some(PathBuf::from("/cfg/work")),
         }
     );
@@ -75,7 +75,7 @@ fn claude_shape_with_expansion_and_switchboard_keys() {
         tickets.transport,
         TransportConfig::Http {
             url: "http://127.0.0.1:3115/mcp".into(),
-            headers: [("Authorization".to_owned(), "Bearer t".to_owned())].into(),
+            headers: [("Authorization".to_owned(), "Bearer t".into())].into(),
         }
     );
     let rules: Vec<(RuleKind, &str, &str)> = c
@@ -287,7 +287,10 @@ fn oauth_block() {
         panic!("{:?}", c.servers[3].oauth);
     };
     assert_eq!(client.client_id.as_deref(), Some("sb"));
-    assert_eq!(client.client_secret.as_deref(), Some("s3cret"));
+    assert_eq!(
+        client.client_secret.as_ref().and_then(|s| s.plain()),
+        Some("s3cret")
+    );
     assert_eq!(client.issuer.as_deref(), Some("https://as.example"));
     assert_eq!(client.scopes, ["read", "write"]);
     assert_eq!(client.callback_port, Some(8765));
@@ -448,7 +451,10 @@ fn identity_providers_and_server_idp() {
     let corp = &c.identity_providers["corp"];
     assert_eq!(corp.issuer, "https://idp.example.com");
     assert_eq!(corp.client_id, "sb");
-    assert_eq!(corp.client_secret.as_deref(), Some("hush"));
+    assert_eq!(
+        corp.client_secret.as_ref().and_then(|s| s.plain()),
+        Some("hush")
+    );
     assert_eq!(corp.scopes, vec!["email".to_owned()]);
     assert!(
         !format!("{corp:?}").contains("hush"),
@@ -615,6 +621,33 @@ fn audit_rotation_is_read_and_its_mistakes_named() {
 }
 
 #[test]
+fn principals_default_is_allow_or_deny() {
+    let with = |value: &str| {
+        format!(r#"{{"mcpServers": {{"a": {{"command": "x"}}}}, "principalsDefault": {value}}}"#)
+    };
+    assert!(
+        parse(&with(r#""deny""#), &[])
+            .unwrap()
+            .principals_default_deny
+    );
+    assert!(
+        !parse(&with(r#""allow""#), &[])
+            .unwrap()
+            .principals_default_deny
+    );
+    let plain = parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#, &[]).unwrap();
+    assert!(!plain.principals_default_deny);
+    for bad in [r#""refuse""#, "true", "null"] {
+        let err = parse(&with(bad), &[]).unwrap_err();
+        assert_eq!(
+            kinds(&err),
+            [(ProblemKind::BadValue, "principalsDefault")],
+            "{bad}"
+        );
+    }
+}
+
+#[test]
 fn caller_limits_are_read_with_each_principals_own_over_them() {
     let config = parse(
         r#"{
@@ -676,6 +709,137 @@ fn caller_limits_are_read_with_each_principals_own_over_them() {
                 ProblemKind::BadValue,
                 "principals.bot.limits.concurrentCalls"
             ),
+        ]
+    );
+}
+
+#[test]
+fn sandboxes_come_from_presets_objects_and_defaults() {
+    let text = r#"{
+      "defaults": {"sandbox": "strict", "envPassthrough": ["LANGUAGE_*"]},
+      "mcpServers": {
+        "plain": {"command": "a"},
+        "open": {"command": "a", "sandbox": "none"},
+        "base": {"command": "a", "sandbox": "baseline", "envPassthrough": ["GITHUB_TOKEN", "AWS_*"]},
+        "custom": {"command": "a", "sandbox": {
+          "fs": {"read": ["data", "/abs", "~/docs"], "write": ["out"]},
+          "network": false, "memoryMiB": 512, "processes": 32, "cpuSeconds": 60, "required": false
+        }}
+      }
+    }"#;
+    let c = parse(text, &[("HOME", "/home/u")]).unwrap();
+    let get = |alias: &str| c.servers.iter().find(|s| s.alias == alias).unwrap();
+    assert_eq!(get("plain").sandbox, Sandbox::strict());
+    assert_eq!(get("plain").env_passthrough, ["LANGUAGE_*"]);
+    assert_eq!(get("open").sandbox, Sandbox::none());
+    assert_eq!(get("base").sandbox, Sandbox::baseline());
+    assert_eq!(
+        get("base").env_passthrough,
+        ["LANGUAGE_*", "GITHUB_TOKEN", "AWS_*"]
+    );
+    let custom = &get("custom").sandbox;
+    assert_eq!(
+        custom.fs,
+        Some(FsAccess::new(
+            vec!["/cfg/data".into(), "/abs".into(), "/home/u/docs".into()],
+            vec!["/cfg/out".into()]
+        ))
+    );
+    assert!(!custom.network && !custom.required && custom.baseline);
+    assert_eq!(
+        (custom.memory_mib, custom.processes, custom.cpu_seconds),
+        (Some(512), Some(32), Some(60))
+    );
+    // Without defaults: the baseline, and the base environment only.
+    let c = parse(r#"{"mcpServers": {"a": {"command": "a"}}}"#, &[]).unwrap();
+    assert_eq!(c.servers[0].sandbox, Sandbox::baseline());
+    assert!(c.servers[0].env_passthrough.is_empty());
+}
+
+#[test]
+fn bad_sandboxes_and_passthroughs_are_named() {
+    let text = r#"{
+      "defaults": {"sandbox": "lax", "colour": 1},
+      "mcpServers": {
+        "a": {"command": "a", "sandbox": {"fs": {"read": "x"}, "network": "no", "memoryMiB": 0, "procs": 3}},
+        "b": {"command": "a", "envPassthrough": ["OK_*", "BAD*NAME", "A=B", ""]},
+        "w": {"type": "http", "url": "http://h/mcp", "sandbox": "strict"}
+      }
+    }"#;
+    let err = parse(text, &[]).unwrap_err();
+    let keys: Vec<&str> = err.problems.iter().map(|p| p.key.as_str()).collect();
+    for want in [
+        "defaults.sandbox",
+        "defaults.colour",
+        "mcpServers.a.sandbox.fs.read",
+        "mcpServers.a.sandbox.network",
+        "mcpServers.a.sandbox.memoryMiB",
+        "mcpServers.a.sandbox.procs",
+        "mcpServers.b.envPassthrough[1]",
+        "mcpServers.b.envPassthrough[2]",
+        "mcpServers.b.envPassthrough[3]",
+        "mcpServers.w.sandbox",
+    ] {
+        assert!(keys.contains(&want), "{want} missing from {keys:?}");
+    }
+}
+
+#[test]
+fn secret_references_parse_wherever_a_credential_goes() {
+    use crate::secret::{ConfigValue, SecretRef};
+    let text = r#"{
+      "mcpServers": {
+        "s": {"command": "a", "env": {
+          "F": {"secret": "file:tok"}, "E": {"secret": "env:${NAME}"}, "P": "plain"
+        }},
+        "h": {"type": "http", "url": "http://h/mcp",
+              "headers": {"Authorization": {"secret": "cmd:pass show 'my token'"}},
+              "oauth": false},
+        "o": {"type": "http", "url": "http://h/mcp",
+              "oauth": {"clientId": "x", "clientSecret": {"secret": "keyring:svc/me"}}}
+      }
+    }"#;
+    let c = parse(text, &[("NAME", "TOKEN")]).unwrap();
+    let TransportConfig::Stdio { env, .. } = &c.servers[0].transport else {
+        panic!()
+    };
+    assert_eq!(
+        env["F"],
+        ConfigValue::Ref(SecretRef::File("/cfg/tok".into()))
+    );
+    assert_eq!(env["E"], ConfigValue::Ref(SecretRef::Env("TOKEN".into())));
+    assert_eq!(env["P"].plain(), Some("plain"));
+    // Debug never shows a written-out value.
+    assert!(!format!("{:?}", c.servers[0]).contains("plain\""));
+    assert_eq!(
+        c.servers[1].value_sources(),
+        [(
+            "Authorization".to_owned(),
+            "cmd:pass show my token".to_owned()
+        )]
+    );
+    let OAuthSetting::Client(client) = &c.servers[2].oauth else {
+        panic!()
+    };
+    assert_eq!(
+        client.client_secret,
+        Some(ConfigValue::Ref(SecretRef::Keyring {
+            service: "svc".into(),
+            account: "me".into()
+        }))
+    );
+
+    let bad = r#"{"mcpServers": {"s": {"command": "a", "env": {
+        "A": {"secret": "vault:x"}, "B": {"secret": "env:X", "extra": 1}, "C": {"nope": 1}
+    }}}}"#;
+    let err = parse(bad, &[]).unwrap_err();
+    let keys: Vec<&str> = err.problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "mcpServers.s.env.A.secret",
+            "mcpServers.s.env.B",
+            "mcpServers.s.env.C"
         ]
     );
 }

@@ -31,6 +31,18 @@ impl Host {
         }
     }
 
+    /// When the first tool listing now held goes stale (its `ttlMs`
+    /// lapses), if any has a lifetime; a past instant for one already
+    /// stale. A caller that keeps its own copy of the list (a gateway)
+    /// sleeps until then and calls [`Host::wake_stale`].
+    pub fn next_stale(&self) -> Option<std::time::Instant> {
+        self.upstreams()
+            .iter()
+            .filter_map(|s| s.fresh_until())
+            .min()
+            .map(Instant::into_std)
+    }
+
     pub(super) fn tasks(&self) -> std::sync::MutexGuard<'_, Vec<tokio::task::AbortHandle>> {
         let mut tasks = self
             .inner

@@ -77,6 +77,30 @@ impl Host {
             .collect()
     }
 
+    /// [`Host::status`] for a gateway's caller: only the servers
+    /// `principal` may reach ([`Host::principal_may_reach`]; every server
+    /// for `None`, a caller that did not authenticate), and each reason
+    /// only the kind of outage in fixed words ("the process exited",
+    /// "needs login", "it refused the gateway's credentials"): what a
+    /// server prints on stderr or answers can hold its secrets, and is for
+    /// the people running the gateway (`switchboard servers`, the log).
+    pub fn status_for(&self, principal: Option<&str>) -> Vec<ServerState> {
+        let table = self.table();
+        self.upstreams()
+            .iter()
+            .filter(|s| principal.is_none_or(|p| self.principal_may_reach(p, s.alias())))
+            .map(|s| {
+                let status = self.status_of(s);
+                ServerState {
+                    alias: s.alias().to_owned(),
+                    status,
+                    reason: self.caller_reason(s, status),
+                    tools: table.of(s.alias()).count(),
+                }
+            })
+            .collect()
+    }
+
     fn tool_list(&self, for_model: bool) -> Vec<ModelTool> {
         self.wake_stale();
         let table = self.table();

@@ -42,11 +42,14 @@ use crate::upstream::{Down, DownCause, Upstream, dropped_of};
 mod background;
 mod builtin;
 mod catalog_sync;
+mod lazy;
 mod list;
 mod mount;
+mod paging;
 mod principal;
 mod reload;
 mod request;
+mod search;
 pub(crate) mod skills;
 
 pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
@@ -56,6 +59,7 @@ pub use request::{
     CallOptions, CallReport, CompletionRef, Named, OfferError, ResourceRef, SkillRef,
     TaskResumption,
 };
+pub use search::{FoundTool, LoadedTools};
 
 /// A tool as the model sees it, plus where it comes from.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,6 +116,8 @@ pub enum ServerStatus {
     /// The server wants an OAuth login and no one could log in from here:
     /// run `switchboard auth login ALIAS`.
     NeedsLogin,
+    /// A lazy server that is not running: its first call starts it.
+    NotStarted,
 }
 
 impl ServerStatus {
@@ -123,6 +129,7 @@ impl ServerStatus {
             ServerStatus::Tripped => "tripped",
             ServerStatus::Disabled => "disabled",
             ServerStatus::NeedsLogin => "needs login",
+            ServerStatus::NotStarted => "not started",
         }
     }
 }
@@ -146,6 +153,10 @@ pub struct ServerReport {
     /// Whether it is down for want of authorization: it needs an OAuth
     /// login, refused the credentials (401/403), or authorizing failed.
     pub auth_required: bool,
+    /// Whether it starts at its first call and stops when idle.
+    pub lazy: bool,
+    /// Whether its process (or connection) is up now.
+    pub running: bool,
     /// Tools it contributes to the table.
     pub tools: usize,
     /// Tools left out, and why.
@@ -222,6 +233,10 @@ struct Inner {
     builtins: crate::builtin::Builtins,
     /// Skills of every server that serves them.
     skills: skills::Skills,
+    /// Results over their budget, kept for the session.
+    results: crate::results::ResultStore,
+    /// The tool search index, rebuilt after table changes.
+    search: Mutex<search::SearchCache>,
     /// Prompts, resources and templates beyond the tools.
     offers: catalog_sync::Offers,
     /// Authenticated callers' counts against their limits.
@@ -267,6 +282,8 @@ impl Host {
                     status,
                     reason,
                     auth_required,
+                    lazy: s.is_lazy(),
+                    running: s.live_link().is_some(),
                     tools: table.of(s.alias()).count(),
                     dropped: dropped_of(&dropped, s.alias())
                         .map(|d| DroppedReport {
@@ -291,18 +308,48 @@ impl Host {
     /// inside boundary markers naming the server, cleaned of invisible
     /// characters (DESIGN.md item 8); the host's own words are outside.
     pub fn outage_text(&self) -> Option<String> {
+        self.outages(|s, status| {
+            Some(
+                self.reason(s, status)
+                    .map(|r| r.for_model(s.alias()))
+                    .unwrap_or_default(),
+            )
+        })
+    }
+
+    /// [`Host::outage_text`] for a gateway's caller: only the servers
+    /// `principal` may reach ([`Host::principal_may_reach`]; every server
+    /// for `None`, a caller that did not authenticate), each reason only
+    /// the kind of outage in fixed words ([`Host::status_for`]), never what
+    /// the server printed or answered.
+    pub fn outage_text_for(&self, principal: Option<&str>) -> Option<String> {
+        self.outages(|s, status| {
+            principal
+                .is_none_or(|p| self.principal_may_reach(p, s.alias()))
+                .then(|| self.caller_reason(s, status).unwrap_or_default())
+        })
+    }
+
+    /// The outage lines, one per server that is out and that `reason`
+    /// (its reason in words) does not leave out by answering `None`.
+    fn outages(
+        &self,
+        reason: impl Fn(&Upstream, ServerStatus) -> Option<String>,
+    ) -> Option<String> {
         let mut lines = Vec::new();
         let table = self.table();
         for s in self.upstreams().iter() {
             let status = self.status_of(s);
+            if matches!(status, ServerStatus::Up | ServerStatus::Disabled) {
+                continue;
+            }
             let alias = s.alias();
-            let reason = self
-                .reason(s, status)
-                .map(|r| r.for_model(alias))
-                .unwrap_or_default();
+            let Some(reason) = reason(s, status) else {
+                continue;
+            };
             let has_tools = table.of(s.alias()).next().is_some();
             match status {
-                ServerStatus::Up | ServerStatus::Disabled => {}
+                ServerStatus::Up | ServerStatus::Disabled | ServerStatus::NotStarted => {}
                 ServerStatus::Down if s.state().down.as_ref().is_some_and(Down::auth_required) => {
                     lines.push(format!(
                         "- {alias} refused authorization ({reason}); its tools cannot be called until the user fixes its credentials."
@@ -457,6 +504,9 @@ impl Host {
         if server.live_link().is_some() {
             return ServerStatus::Up;
         }
+        if server.is_lazy() && server.state().down.is_none() {
+            return ServerStatus::NotStarted;
+        }
         match server.state().down.as_ref().map(|d| d.cause) {
             Some(DownCause::NeedsLogin) => ServerStatus::NeedsLogin,
             _ => ServerStatus::Down,
@@ -465,7 +515,7 @@ impl Host {
 
     fn reason(&self, server: &Upstream, status: ServerStatus) -> Option<Reason> {
         match status {
-            ServerStatus::Up => None,
+            ServerStatus::Up | ServerStatus::NotStarted => None,
             ServerStatus::Disabled => Some(Reason::ours("disabled in the config")),
             ServerStatus::Down | ServerStatus::NeedsLogin => Some(
                 server
@@ -482,6 +532,35 @@ impl Host {
                     "; calls resume in about {} s",
                     retry_in.as_secs().max(1)
                 ))),
+                BreakerStatus::Closed => None,
+            },
+        }
+    }
+
+    /// Why a server is not up, for a gateway's caller: the kind of outage
+    /// in fixed words ([`Down::for_callers`]), and for a paused server when
+    /// calls resume; nothing quoted from the server, nothing from the
+    /// config.
+    fn caller_reason(&self, server: &Upstream, status: ServerStatus) -> Option<String> {
+        match status {
+            ServerStatus::Up | ServerStatus::NotStarted => None,
+            ServerStatus::Disabled => Some("disabled in the config".to_owned()),
+            ServerStatus::Down | ServerStatus::NeedsLogin => Some(
+                server
+                    .state()
+                    .down
+                    .as_ref()
+                    .map_or("not connected", Down::for_callers)
+                    .to_owned(),
+            ),
+            ServerStatus::Tripped => match server.breaker().status(Instant::now()) {
+                BreakerStatus::Tripped { retry_in, .. } if retry_in.is_zero() => {
+                    Some("repeated failures; a probe call is due".to_owned())
+                }
+                BreakerStatus::Tripped { retry_in, .. } => Some(format!(
+                    "repeated failures; calls resume in about {} s",
+                    retry_in.as_secs().max(1)
+                )),
                 BreakerStatus::Closed => None,
             },
         }

@@ -148,6 +148,11 @@ impl Host {
             changes: broadcast::channel(CHANGE_BUFFER).0,
             builtins: crate::builtin::Builtins::default(),
             skills: super::skills::Skills::with_cache(skill_cache),
+            search: Mutex::default(),
+            results: crate::results::ResultStore::new(
+                options.replica.clone(),
+                crate::results::StoreLimits::default(),
+            ),
             offers: super::catalog_sync::Offers::new(),
             limiter: Arc::default(),
             rebuild: Mutex::new(()),
@@ -157,8 +162,10 @@ impl Host {
 
         let host = Host { inner };
         let all = host.upstreams();
+        host.prepare_lazy(&all);
         host.connect_all(&all).await;
         host.rebuild_table();
+        host.start_idle_stops(&all);
         for server in all.iter() {
             host.start_refresher(server);
             host.start_listener(server);
@@ -176,7 +183,11 @@ impl Host {
     /// each one's link or outage.
     pub(super) async fn connect_all(&self, servers: &[Arc<Upstream>]) {
         let mut starts = JoinSet::new();
-        for server in servers.iter().filter(|s| s.config.enabled) {
+        // A lazy server listed from its pins starts at its first call.
+        for server in servers
+            .iter()
+            .filter(|s| s.config.enabled && !s.waits_for_first_call())
+        {
             let server = server.clone();
             let connect = self.inner.connect.clone();
             starts.spawn(async move {
@@ -238,6 +249,8 @@ impl Host {
             }
         }
         while closing.join_next().await.is_some() {}
+        // Kept results end with the session (their files too).
+        self.inner.results.clear();
         debug!("host shut down");
     }
 
@@ -251,7 +264,10 @@ impl Host {
             }
         }
         if self.is_shut_down() {
-            return Err(Down::failed(Reason::ours("the host has shut down")));
+            return Err(Down::failed(
+                crate::upstream::summary::SHUT_DOWN,
+                Reason::ours("the host has shut down"),
+            ));
         }
         match server.connect(&self.inner.connect).await {
             Ok((link, listing)) => {
@@ -288,7 +304,7 @@ impl Host {
             .filter(|s| s.config.enabled)
             .filter_map(|s| {
                 let state = s.state();
-                state.ever_up.then(|| {
+                (state.ever_up || state.from_pins).then(|| {
                     (
                         s.alias().to_owned(),
                         state.tools.clone(),

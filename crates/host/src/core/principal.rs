@@ -13,13 +13,14 @@ impl Host {
     /// rules go: a tool's or prompt's name as the rules name tools
     /// ([`gate::principal_allows`]), a resource or template as its whole
     /// server ([`gate::principal_reaches`]). A caller without an entry
-    /// may reach anything; for one with an entry, a name neither the
-    /// table nor the catalog holds is refused. The ordinary rules,
-    /// approvals and limits still apply to a request this allows.
+    /// may reach anything, or nothing under `"principalsDefault":
+    /// "deny"`; for one with an entry, a name neither the table nor the
+    /// catalog holds is refused. The ordinary rules, approvals and limits
+    /// still apply to a request this allows.
     pub fn principal_may(&self, principal: &str, named: Named<'_>) -> bool {
         let config = self.config_read();
         let Some(rules) = config.principals.get(principal) else {
-            return true;
+            return !config.principals_default_deny;
         };
         if let Named::Skill { server, uri } = named {
             drop(config);
@@ -69,9 +70,26 @@ impl Host {
             && self.principal_may(principal, Named::Tool(local_name))
     }
 
+    /// Whether `principal` may reach anything of server `alias` as far as
+    /// its `principals` rules go: some tool or prompt of it
+    /// ([`gate::principal_allows`] could let one through), or its
+    /// resources. What a gateway tells that caller about the server (its
+    /// status, its outages) follows this: a caller is told nothing of a
+    /// server it cannot use. A caller without an entry reaches every
+    /// server, or none under `"principalsDefault": "deny"`.
+    pub fn principal_may_reach(&self, principal: &str, alias: &str) -> bool {
+        let config = self.config_read();
+        let Some(rules) = config.principals.get(principal) else {
+            return !config.principals_default_deny;
+        };
+        gate::principal_reaches_any(rules, alias)
+    }
+
     /// The refusal of `principal`'s rules for `target`: `Some(rule)` with
     /// the refusing rule's place and pattern (`None` inside when no allow
-    /// rule grants it); `None` when they let it through.
+    /// rule grants it; [`PRINCIPALS_DEFAULT`] for a caller without an entry
+    /// under `"principalsDefault": "deny"`); `None` when they let it
+    /// through.
     pub(super) fn principal_rule(
         &self,
         principal: &str,
@@ -82,11 +100,19 @@ impl Host {
             return None;
         }
         let config = self.config_read();
-        let rules = config.principals.get(principal)?;
+        let Some(rules) = config.principals.get(principal) else {
+            return config
+                .principals_default_deny
+                .then(|| Some((PRINCIPALS_DEFAULT.to_owned(), "deny".to_owned())));
+        };
         refusal(rules, &target.alias, &target.original, target.by_name)
             .map(|rule| rule.map(|r| (r.source.clone(), r.pattern.to_string())))
     }
 }
+
+/// Where the refusal of a caller without a `principals` entry comes from,
+/// under `"principalsDefault": "deny"` (the audit line's `rule`).
+pub(super) const PRINCIPALS_DEFAULT: &str = "principalsDefault";
 
 /// The refusal of a caller's `rules` for `original` of server `alias`
 /// (picked out `by_name`, or by its whole server): `Some` with the

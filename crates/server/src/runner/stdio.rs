@@ -2,16 +2,19 @@
 //! pair of blocking byte streams).
 //!
 //! A dedicated thread reads and frames stdin (the wire crate's
-//! [`LineFramer`]). Each request's future is polled once right there: most
-//! answers are ready at once and are written without any hand-off between
-//! threads. A request that has to wait is moved onto the tokio runtime and
-//! registered for `notifications/cancelled`. Only this runner writes stdout,
+//! [`LineFramer`]). Each request is started right there and its future
+//! polled once: most answers are ready at once and are written without any
+//! hand-off between threads (a plain `tools/call` does not even become a
+//! future of its own then: only its handler's is polled). A request that
+//! has to wait is moved onto the tokio runtime and registered for
+//! `notifications/cancelled`. Only this runner writes stdout,
 //! whole lines only (STDIO-01/02); logs go to stderr through `tracing`.
 //!
-//! What the reader thread answers is written once it has handled all the
-//! input it has (before it waits for more), so a burst of pipelined
-//! requests costs one write; what tasks on the runtime send is written at
-//! once, after anything the reader still holds.
+//! What the reader thread answers is framed straight into the lines it
+//! holds and written once it has handled all the input it has (before it
+//! waits for more), so a burst of pipelined requests costs one write; what
+//! tasks on the runtime send is written at once, after anything the reader
+//! still holds.
 //!
 //! At end of input the runner lets in-flight requests finish (bounded by
 //! a grace period), cancels the rest, and returns (STDIO-12).
@@ -36,7 +39,9 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 
 use crate::cancel::Cancellation;
-use crate::dispatch::{Incoming, Reply, frame_error, frame_result};
+use crate::dispatch::{
+    CallStart, FRAME_OVERHEAD, Incoming, Reply, append_result_frame, frame_error, frame_result,
+};
 use crate::error::ServeError;
 use crate::fast;
 use crate::legacy::Session;
@@ -242,6 +247,26 @@ impl LineSink for Shared {
 }
 
 impl Shared {
+    /// Writes the answer `result` to request `id`. On the reader thread it
+    /// is framed straight into the lines held for stdout: no buffer of its
+    /// own, no copy.
+    fn write_result(&self, id: &RequestId, result: &[u8]) -> bool {
+        if ON_READER.get() {
+            if self.broken.load(Ordering::Relaxed) {
+                return false;
+            }
+            let mut out = lock(&self.writer);
+            // Ids are short; a long one only makes the estimate err on the
+            // side of writing at once.
+            if out.held.len() + FRAME_OVERHEAD + 24 + result.len() < HOLD_LIMIT {
+                append_result_frame(&mut out.held, id, result);
+                out.held.push(b'\n');
+                return true;
+            }
+        }
+        self.write_line(frame_result(id, result, 1))
+    }
+
     /// Writes what the reader thread holds.
     fn write_held(&self) -> bool {
         let ok = lock(&self.writer).write_through(&[]).is_ok();
@@ -301,9 +326,15 @@ impl Shared {
     fn on_line(self: &Arc<Self>, line: &[u8]) {
         if let Some(call) = fast::tool_call(line) {
             let id = call.id.clone();
-            return self.start(id, None, move |server, incoming| async move {
-                server.dispatch_tool_call(call, incoming).await
-            });
+            if self.refuse_pending_id(&id) {
+                return;
+            }
+            let cancel = Cancellation::new();
+            let incoming = self.incoming(&cancel, None);
+            return match self.server.start_tool_call(call, incoming) {
+                CallStart::Done(reply) => self.respond(id, reply, cancel),
+                CallStart::Running(running) => self.drive(id, running, cancel),
+            };
         }
         match Message::from_slice(line) {
             Ok(Message::Request(request)) => self.on_request(request),
@@ -351,7 +382,7 @@ impl Shared {
             match self.server.initialize(request.params.as_ref(), None) {
                 Ok((session, result)) => {
                     *lock(&self.session) = Some(session);
-                    self.write_line(frame_result(&request.id, &result, 1));
+                    self.write_result(&request.id, &result);
                 }
                 Err(f) => {
                     self.write_line(frame_error(Some(&request.id), &f.error));
@@ -377,43 +408,64 @@ impl Shared {
         F: FnOnce(Server, Incoming) -> Fut,
         Fut: Future<Output = Reply> + Send + 'static,
     {
-        // JSON-RPC ids are unique among requests in flight: a second
-        // request under a pending id is refused (its answer names the id,
-        // which is all JSON-RPC allows) and never run, so the first keeps
-        // its cancellation.
-        if lock(&self.in_flight).contains_key(&id) {
-            tracing::warn!(%id, "refusing a request whose id is already in flight");
-            let error = ErrorObject::new(
-                ErrorCode::InvalidRequest,
-                format!(
-                    "request id {id} is already in flight; ids must be unique among pending requests"
-                ),
-            );
-            self.write_line(frame_error(Some(&id), &error));
+        if self.refuse_pending_id(&id) {
             return;
         }
         let cancel = Cancellation::new();
+        let incoming = self.incoming(&cancel, session);
+        self.drive(id, Box::pin(route(self.server.clone(), incoming)), cancel);
+    }
+
+    /// JSON-RPC ids are unique among requests in flight: a second request
+    /// under a pending id is refused (its answer names the id, which is all
+    /// JSON-RPC allows) and never run, so the first keeps its cancellation.
+    fn refuse_pending_id(&self, id: &RequestId) -> bool {
+        if !lock(&self.in_flight).contains_key(id) {
+            return false;
+        }
+        tracing::warn!(%id, "refusing a request whose id is already in flight");
+        let error = ErrorObject::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "request id {id} is already in flight; ids must be unique among pending requests"
+            ),
+        );
+        self.write_line(frame_error(Some(id), &error));
+        true
+    }
+
+    /// What the router knows of a request on this stream.
+    fn incoming(
+        self: &Arc<Self>,
+        cancel: &Cancellation,
+        session: Option<Arc<Session>>,
+    ) -> Incoming {
         let shared: Arc<dyn LineSink> = Arc::<Shared>::clone(self);
-        let incoming = Incoming {
+        Incoming {
             principal: None,
             sink: Sink::Lines(shared),
             cancel: cancel.clone(),
             session,
-        };
-        let mut fut = Box::pin(route(self.server.clone(), incoming));
+        }
+    }
+
+    /// Polls a request's future once, here on the reader thread, and
+    /// answers it, or moves it onto the runtime if it has to wait.
+    fn drive<Fut>(self: &Arc<Self>, id: RequestId, mut fut: Fut, cancel: Cancellation)
+    where
+        Fut: Future<Output = Reply> + Unpin + Send + 'static,
+    {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        match fut.as_mut().poll(&mut cx) {
+        match Pin::new(&mut fut).poll(&mut cx) {
             Poll::Ready(reply) => self.respond(id, reply, cancel),
             Poll::Pending => self.spawn(id, fut, cancel),
         }
     }
 
-    fn spawn(
-        self: &Arc<Self>,
-        id: RequestId,
-        mut fut: Pin<Box<impl Future<Output = Reply> + Send + 'static>>,
-        cancel: Cancellation,
-    ) {
+    fn spawn<Fut>(self: &Arc<Self>, id: RequestId, mut fut: Fut, cancel: Cancellation)
+    where
+        Fut: Future<Output = Reply> + Unpin + Send + 'static,
+    {
         self.admit();
         lock(&self.in_flight).insert(id.clone(), cancel.clone());
         let shared = Arc::clone(self);
@@ -442,7 +494,7 @@ impl Shared {
     fn respond(self: &Arc<Self>, id: RequestId, reply: Reply, cancel: Cancellation) {
         match reply {
             Reply::Result(bytes) => {
-                self.write_line(frame_result(&id, &bytes, 1));
+                self.write_result(&id, &bytes);
             }
             Reply::Error(fault) => {
                 self.write_line(frame_error(Some(&id), &fault.error));
@@ -631,6 +683,36 @@ mod tests {
             .map(|m| m["id"].as_u64().unwrap())
             .collect();
         assert_eq!(ids, (0..50).collect::<Vec<_>>());
+    }
+
+    // An answer too long to hold is written at once, after what the reader
+    // held, and the answers still come whole and in order (STDIO-01/02).
+    #[tokio::test]
+    async fn an_answer_too_long_to_hold_keeps_its_place() {
+        let big = "x".repeat(HOLD_LIMIT + 1);
+        let expected = big.clone();
+        let server = Server::builder("t", "1")
+            .tool("now", "Answers at once", |_: Context| async { "now" })
+            .tool(
+                "big",
+                "Answers with more than the runner holds",
+                move |_: Context| {
+                    let big = big.clone();
+                    async move { big }
+                },
+            )
+            .build()
+            .unwrap();
+        let input = call(0, "now", meta()) + &call(1, "big", meta()) + &call(2, "now", meta());
+        let out = Recorder::default();
+        serve_io(server, Cursor::new(input), out.clone(), StdioOptions::new())
+            .await
+            .unwrap();
+        let lines = out.lines();
+        let ids: Vec<u64> = lines.iter().map(|m| m["id"].as_u64().unwrap()).collect();
+        assert_eq!(ids, [0, 1, 2]);
+        assert_eq!(lines[1]["result"]["content"][0]["text"], expected.as_str());
+        assert_eq!(lines[2]["result"]["content"][0]["text"], "now");
     }
 
     // What the reader holds is written before anything a task sends, so a

@@ -8,7 +8,9 @@
 //! # Flags
 //! Flags come from the command line, then from the `MOCK_SERVER_FLAGS`
 //! environment variable (split on whitespace), so a test can change the
-//! behaviour without changing the command.
+//! behaviour without changing the command. Started by a host, the server
+//! sees that variable only when its entry passes it (`env`, or
+//! `envPassthrough`): stdio servers get a scrubbed environment.
 //!
 //! | flag | effect |
 //! |---|---|
@@ -35,6 +37,7 @@
 //! | `--sleep-forever` | do nothing but sleep (the grandchild mode) |
 //! | `--tools-file PATH` | list the tools of PATH (a JSON array of tool definitions, re-read on every `tools/list`) instead of the built-in ones; calling a listed tool that is not built in answers `"<name> ran"` with `structuredContent` `{"tool", "arguments"}` |
 //! | `--watch-tools` | with `--tools-file`: when the file changes, send `notifications/tools/list_changed` on every open listen stream that asked for it (and, in legacy mode, unsolicited) |
+//! | `--tools-ttl-ms N` | the `ttlMs` of every `tools/list` page (default 30000 minus the page's number) |
 //! | `--startup-log PATH` | append `start <unix µs>` when the process starts and `ready <unix µs>` after `--startup-delay-ms` (tests count overlapping start-ups) |
 //!
 //! # Tools
@@ -47,6 +50,7 @@
 //! | `never` | — | never answers |
 //! | `crash` | `code?` (3), `lines?` (2) | writes `lines` stderr lines, then exits with `code` mid-request |
 //! | `big` | `bytes?` (10 MiB) | one text block of `bytes` × `x` |
+//! | `lines` | `count?` (2000), `width?` (100) | one text block of `count` lines `line N é ---…`, each `width` characters with its newline (the last, without one, padded to `width`): 200,000 characters by default, a two-byte character on every line. Not listed (list it with `--tools-file`) |
 //! | `progress` | `steps?` (3) | `steps` progress notifications for the request's token, then a result |
 //! | `ask` | `rounds?` (2) | MRTR: `input_required` `rounds` times (one input request per capability the request declared, and a `requestState` with awkward characters), checks the retry echoes the state exactly and answers every key, then completes with the last `inputResponses` |
 //! | `fail` | — | a tool error (`isError: true`) |
@@ -119,6 +123,7 @@ struct Opts {
     /// request: the Skills extension is declared and served from it as it
     /// stands (entries and bytes as given, matching or not).
     skills_file: Option<String>,
+    tools_ttl_ms: Option<i64>,
 }
 
 fn parse_opts() -> anyhow::Result<Opts> {
@@ -164,6 +169,7 @@ fn parse_opts() -> anyhow::Result<Opts> {
             "--skills-file" => o.skills_file = Some(value()?),
             "--watch-tools" => o.watch_tools = true,
             "--startup-log" => o.startup_log = Some(value()?),
+            "--tools-ttl-ms" => o.tools_ttl_ms = Some(value()?.parse()?),
             other => bail!("unknown flag {other} (see the mock-server docs)"),
         }
     }
@@ -908,8 +914,8 @@ impl Server {
             return Err(rpc_error(-32602, "invalid cursor"));
         }
         let items: Vec<Value> = tools.into_iter().skip(page * size).take(size).collect();
-        let mut result =
-            json!({"tools": items, "ttlMs": 30000 - page as i64, "cacheScope": "public"});
+        let ttl = self.opts.tools_ttl_ms.unwrap_or(30000 - page as i64);
+        let mut result = json!({"tools": items, "ttlMs": ttl, "cacheScope": "public"});
         if page + 1 < pages {
             let next = if page + 1 == 1 {
                 String::new()
@@ -970,6 +976,21 @@ impl Server {
             "big" => {
                 let bytes = usize::try_from(num("bytes", 10 * 1024 * 1024)).unwrap_or(0);
                 json!({"content": [{"type": "text", "text": "x".repeat(bytes)}]})
+            }
+            "lines" => {
+                let count = num("count", 2000);
+                let width = usize::try_from(num("width", 100)).unwrap_or(100).max(20);
+                // Each line `width` characters with its newline; the last,
+                // without one, is padded to `width`: `count × width` in all.
+                let text: Vec<String> = (1..=count)
+                    .map(|i| {
+                        let head = format!("line {i} é ");
+                        let newline = usize::from(i < count);
+                        let pad = width.saturating_sub(head.chars().count() + newline);
+                        format!("{head}{}", "-".repeat(pad))
+                    })
+                    .collect();
+                json!({"content": [{"type": "text", "text": text.join("\n")}]})
             }
             "progress" => {
                 let steps = num("steps", 3);

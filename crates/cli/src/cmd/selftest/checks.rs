@@ -625,10 +625,15 @@ pub(super) async fn no_orphans(env: &Env) -> Seen {
         return Err("this check reads /proc, which this system lacks".into());
     }
     let config = env.dir.path().join("orphans.json");
-    let text = json!({"mcpServers": {
-        "notes": {"command": env.exe.to_string_lossy(), "args": ["demo-server", "notes"]},
-        "faulty": {"command": env.exe.to_string_lossy(), "args": ["demo-server", "faulty"]},
-    }})
+    // The mark reaches the servers only when passed through: their
+    // environment is scrubbed.
+    let text = json!({
+        "defaults": {"envPassthrough": [MARK]},
+        "mcpServers": {
+            "notes": {"command": env.exe.to_string_lossy(), "args": ["demo-server", "notes"]},
+            "faulty": {"command": env.exe.to_string_lossy(), "args": ["demo-server", "faulty"]},
+        },
+    })
     .to_string();
     std::fs::write(&config, text).map_err(|e| format!("cannot write {}: {e}", config.display()))?;
 

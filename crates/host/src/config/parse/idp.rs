@@ -55,7 +55,7 @@ impl Parser<'_> {
         let sub = |k: &str| key_path(key, k);
         let issuer = self.expanded_string(obj.get("issuer"), &sub("issuer"));
         let client_id = self.expanded_string(obj.get("clientId"), &sub("clientId"));
-        let client_secret = self.expanded_string(obj.get("clientSecret"), &sub("clientSecret"));
+        let client_secret = self.config_value(obj.get("clientSecret"), &sub("clientSecret"));
         let scopes = self.string_list(obj.get("scopes"), &sub("scopes"), true);
         let before = self.problems.len();
         match &issuer {

@@ -26,7 +26,7 @@ impl Parser<'_> {
         let sub = |k: &str| key_path(key, k);
         let mut client = OAuthClientConfig {
             client_id: self.expanded_string(obj.get("clientId"), &sub("clientId")),
-            client_secret: self.expanded_string(obj.get("clientSecret"), &sub("clientSecret")),
+            client_secret: self.config_value(obj.get("clientSecret"), &sub("clientSecret")),
             issuer: self.expanded_string(obj.get("issuer"), &sub("issuer")),
             scopes: self.string_list(obj.get("scopes"), &sub("scopes"), true),
             client_metadata_url: self

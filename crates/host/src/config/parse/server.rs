@@ -105,7 +105,7 @@ impl Parser<'_> {
                         self.env_file(&path, &sub("envFile"), &mut env);
                     }
                 }
-                env.extend(self.string_map(obj.get("env"), &sub("env"), true, false));
+                env.extend(self.value_map(obj.get("env"), &sub("env"), false));
                 let cwd = obj.get("cwd").and_then(|v| self.path(v, &sub("cwd")));
                 TransportConfig::Stdio {
                     command,
@@ -115,7 +115,15 @@ impl Parser<'_> {
                 }
             }
             Some(kind @ ("http" | "sse")) => {
-                for k in ["command", "args", "env", "envFile", "cwd"] {
+                for k in [
+                    "command",
+                    "args",
+                    "env",
+                    "envFile",
+                    "cwd",
+                    "sandbox",
+                    "envPassthrough",
+                ] {
                     if obj.contains_key(k) {
                         self.problem(
                             ProblemKind::BadValue,
@@ -144,7 +152,7 @@ impl Parser<'_> {
                         "write the server's full endpoint URL, e.g. https://host/mcp",
                     );
                 }
-                let headers = self.string_map(obj.get("headers"), &sub("headers"), true, true);
+                let headers = self.value_map(obj.get("headers"), &sub("headers"), true);
                 if kind == "http" {
                     TransportConfig::Http { url, headers }
                 } else {
@@ -163,6 +171,19 @@ impl Parser<'_> {
         };
 
         let mut server = ServerConfig::new(alias, transport);
+        if let Some(sandbox) = self.default_sandbox.clone() {
+            server.sandbox = sandbox;
+        }
+        if let Some(v) = obj.get("sandbox") {
+            if let Some(sandbox) = self.sandbox(v, &sub("sandbox")) {
+                server.sandbox = sandbox;
+            }
+        }
+        server.env_passthrough = self.default_passthrough.clone();
+        if let Some(v) = obj.get("envPassthrough") {
+            let own = self.passthrough(v, &sub("envPassthrough"));
+            server.env_passthrough.extend(own);
+        }
         if let Some(v) = obj.get("oauth") {
             if !matches!(server.transport, TransportConfig::Stdio { .. }) {
                 server.oauth = self.oauth(v, &sub("oauth"));
@@ -223,6 +244,8 @@ impl Parser<'_> {
                 None => self.bad_type(&k, "an object mapping tool names to milliseconds"),
             }
         }
+
+        self.server_scale(obj, key, &mut server);
 
         let mut rules = RawRules {
             alias: alias.to_owned(),

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::{MAX_MS, Parser, key_path};
 use crate::config::{ProblemKind, expand};
+use crate::secret::{ConfigValue, SecretRef};
 
 impl Parser<'_> {
     pub(super) fn bad_type(&mut self, key: &str, want: &str) {
@@ -73,6 +74,108 @@ impl Parser<'_> {
         }
     }
 
+    /// A value that may be a secret reference: a string (expanded), or
+    /// `{"secret": "KIND:WHERE"}` (the reference expanded too).
+    pub(super) fn config_value(&mut self, value: Option<&Value>, key: &str) -> Option<ConfigValue> {
+        let value = value?;
+        if let Value::Object(o) = value {
+            let Some(reference) = o.get("secret") else {
+                self.bad_type(key, "a string or {\"secret\": \"KIND:WHERE\"}");
+                return None;
+            };
+            if o.len() != 1 {
+                self.problem(
+                    ProblemKind::BadValue,
+                    key,
+                    "a secret reference has the one key \"secret\"".into(),
+                    "write {\"secret\": \"file:PATH\"} (or env:NAME, cmd:COMMAND, keyring:SERVICE/ACCOUNT)",
+                );
+                return None;
+            }
+            let text = self.expanded_string(Some(reference), &key_path(key, "secret"))?;
+            return match SecretRef::parse(&text, Some(&self.base_dir)) {
+                Ok(r) => Some(ConfigValue::Ref(r)),
+                Err(e) => {
+                    self.problem(
+                        ProblemKind::BadValue,
+                        &key_path(key, "secret"),
+                        e,
+                        "write file:PATH, env:NAME, cmd:COMMAND ARGS or keyring:SERVICE/ACCOUNT",
+                    );
+                    None
+                }
+            };
+        }
+        self.expanded_string(Some(value), key)
+            .map(ConfigValue::from)
+    }
+
+    /// `env` or `headers`: names to strings or secret references.
+    pub(super) fn value_map(
+        &mut self,
+        value: Option<&Value>,
+        key: &str,
+        headers: bool,
+    ) -> BTreeMap<String, ConfigValue> {
+        let mut out = BTreeMap::new();
+        let Some(value) = value else {
+            return out;
+        };
+        let Some(obj) = value.as_object() else {
+            self.bad_type(
+                key,
+                "an object mapping names to strings or secret references",
+            );
+            return out;
+        };
+        for (name, v) in obj {
+            let k = key_path(key, name);
+            if !self.valid_name(name, &k, headers) {
+                continue;
+            }
+            let Some(value) = self.config_value(Some(v), &k) else {
+                continue;
+            };
+            if headers
+                && value
+                    .plain()
+                    .is_some_and(|s| s.contains(['\r', '\n', '\0']))
+            {
+                self.problem(
+                    ProblemKind::BadValue,
+                    &k,
+                    "a header value cannot contain line breaks".into(),
+                    "remove the line break (check the variable it expands)",
+                );
+                continue;
+            }
+            out.insert(name.clone(), value);
+        }
+        out
+    }
+
+    fn valid_name(&mut self, name: &str, key: &str, headers: bool) -> bool {
+        let ok = if headers {
+            switchboard_wire::header::is_token(name)
+        } else {
+            !name.is_empty() && !name.contains(['=', '\0'])
+        };
+        if !ok {
+            let what = if headers {
+                "an HTTP header name"
+            } else {
+                "an environment variable name"
+            };
+            self.problem(
+                ProblemKind::BadValue,
+                key,
+                format!("{name:?} is not a valid {what}"),
+                "rename it",
+            );
+        }
+        ok
+    }
+
     pub(super) fn string_list(
         &mut self,
         value: Option<&Value>,
@@ -102,67 +205,6 @@ impl Parser<'_> {
         out
     }
 
-    pub(super) fn string_map(
-        &mut self,
-        value: Option<&Value>,
-        key: &str,
-        expand: bool,
-        headers: bool,
-    ) -> BTreeMap<String, String> {
-        let mut out = BTreeMap::new();
-        let Some(value) = value else {
-            return out;
-        };
-        let Some(obj) = value.as_object() else {
-            self.bad_type(key, "an object mapping names to strings");
-            return out;
-        };
-        for (name, v) in obj {
-            let k = key_path(key, name);
-            let name_ok = if headers {
-                switchboard_wire::header::is_token(name)
-            } else {
-                !name.is_empty() && !name.contains(['=', '\0'])
-            };
-            if !name_ok {
-                let what = if headers {
-                    "an HTTP header name"
-                } else {
-                    "an environment variable name"
-                };
-                self.problem(
-                    ProblemKind::BadValue,
-                    &k,
-                    format!("{name:?} is not a valid {what}"),
-                    "rename it",
-                );
-                continue;
-            }
-            let Some(raw) = v.as_str() else {
-                self.bad_type(&k, "a string");
-                continue;
-            };
-            let Some(s) = (if expand {
-                self.expand(raw, &k)
-            } else {
-                Some(raw.to_owned())
-            }) else {
-                continue;
-            };
-            if headers && s.contains(['\r', '\n', '\0']) {
-                self.problem(
-                    ProblemKind::BadValue,
-                    &k,
-                    "a header value cannot contain line breaks".into(),
-                    "remove the line break (check the variable it expands)",
-                );
-                continue;
-            }
-            out.insert(name.clone(), s);
-        }
-        out
-    }
-
     pub(super) fn path(&mut self, value: &Value, key: &str) -> Option<PathBuf> {
         let s = self.expanded_string(Some(value), key)?;
         if s.is_empty() {
@@ -177,7 +219,12 @@ impl Parser<'_> {
         })
     }
 
-    pub(super) fn env_file(&mut self, path: &Path, key: &str, env: &mut BTreeMap<String, String>) {
+    pub(super) fn env_file(
+        &mut self,
+        path: &Path,
+        key: &str,
+        env: &mut BTreeMap<String, ConfigValue>,
+    ) {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
@@ -211,7 +258,7 @@ impl Parser<'_> {
                 .and_then(|v| v.strip_suffix('"'))
                 .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
                 .unwrap_or(value);
-            env.insert(name.trim().to_owned(), value.to_owned());
+            env.insert(name.trim().to_owned(), ConfigValue::from(value));
         }
     }
 }

@@ -83,10 +83,7 @@ pub(super) fn failure(
             .transport_error()
             .and_then(TransportError::http_status);
         if status != Some(403) {
-            server.set_down(Down {
-                reason: Reason::quoted(error.to_string()),
-                cause: DownCause::Unauthorized,
-            });
+            server.set_down(Down::unauthorized(Reason::quoted(error.to_string())));
         }
         return End::stopped(
             Outcome::AuthRequired,
@@ -115,19 +112,28 @@ pub(super) fn failure(
         );
     }
     if let Some(transport) = error.transport_error() {
-        let reason = Reason::quoted(transport.to_string());
+        let stop = transport.sandbox_stop();
+        // The sandbox's verdict is the host's own words, ahead of the
+        // quoted exit status and stderr.
+        let reason = match stop {
+            Some(stop) => {
+                Reason::ours(format!("{}; ", stop.reason)).then_quoted(transport.to_string())
+            }
+            None => Reason::quoted(transport.to_string()),
+        };
         server.breaker().record(Some(&reason), now);
         let said = reason.for_model(alias);
         if transport.is_closed() {
-            server.set_down(Down::failed(reason));
+            server.set_down(Down::failed(server.closed_summary(), reason));
         }
-        return End::stopped(
-            Outcome::Transport,
-            format!(
-                "Server {alias} could not complete the call of {original}: {said}. \
-                 Use other tools meanwhile or tell the user."
-            ),
+        let text = format!(
+            "Server {alias} could not complete the call of {original}: {said}. \
+             Use other tools meanwhile or tell the user."
         );
+        return match stop {
+            Some(stop) => End::stopped_by_sandbox(Outcome::Transport, text, &stop.reason),
+            None => End::stopped(Outcome::Transport, text),
+        };
     }
     // The server answered: it is alive, whatever it said.
     server.breaker().record(None, now);

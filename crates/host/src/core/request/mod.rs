@@ -306,6 +306,9 @@ impl Host {
     fn principal_refusal(&self, principal: &str, target: &Target) -> Option<(Decision, String)> {
         let rule = self.principal_rule(principal, target)?;
         let why = match &rule {
+            Some((at, _)) if at == super::principal::PRINCIPALS_DEFAULT => format!(
+                "principals has no entry for {principal}, and principalsDefault is \"deny\""
+            ),
             Some((at, pattern)) => format!("rule {pattern} at {at}"),
             None => format!("no rule at principals.{principal}.allow names it"),
         };

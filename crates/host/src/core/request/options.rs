@@ -70,6 +70,9 @@ pub struct CallOptions {
     /// call up again ([`Host::resume_task`](crate::Host::resume_task)) if
     /// whoever follows it stops first (a gateway restarting).
     pub on_task_started: Option<Arc<dyn Fn(TaskResumption) + Send + Sync>>,
+    /// The caller's session of a deferred table: the tools
+    /// `mcp__switchboard__search_tools` finds are loaded into it.
+    pub loaded: Option<crate::LoadedTools>,
     /// The server's task to follow instead of calling the tool (set by
     /// [`Host::resume_task`](crate::Host::resume_task)).
     pub(super) follow_task: Option<String>,
@@ -109,6 +112,7 @@ impl std::fmt::Debug for CallOptions {
             .field("approver", &self.approver)
             .field("principal", &self.principal)
             .field("on_task_started", &self.on_task_started.is_some())
+            .field("loaded", &self.loaded)
             .field("follow_task", &self.follow_task)
             .finish()
     }

@@ -80,6 +80,9 @@ pub(crate) enum End<T> {
         /// For the caller (a model, for a tool): what happened and what it
         /// can do.
         text: String,
+        /// Why the server's sandbox stopped it, when that is why the
+        /// request failed (the audit line's `sandbox`).
+        sandbox: Option<String>,
     },
     /// The server answered with a JSON-RPC error (or a tool call's task
     /// failed with one): the error, and the text a caller reads.
@@ -91,6 +94,20 @@ impl<T> End<T> {
         End::Stopped {
             outcome,
             text: text.into(),
+            sandbox: None,
+        }
+    }
+
+    /// A stop the server's sandbox caused, with its reason.
+    pub(super) fn stopped_by_sandbox(
+        outcome: Outcome,
+        text: impl Into<String>,
+        reason: &str,
+    ) -> End<T> {
+        End::Stopped {
+            outcome,
+            text: text.into(),
+            sandbox: Some(reason.to_owned()),
         }
     }
 
@@ -102,6 +119,10 @@ impl<T> End<T> {
             return End::InputRequired(result);
         }
         let text = error.to_string();
+        let sandbox = error
+            .transport_error()
+            .and_then(|t| t.sandbox_stop())
+            .map(|s| s.reason.clone());
         if let Some(rejected) = error.protocol_error() {
             return End::Rejected(Box::new(rejected.clone()), text);
         }
@@ -112,7 +133,11 @@ impl<T> End<T> {
         } else {
             Outcome::Transport
         };
-        End::stopped(outcome, text)
+        End::Stopped {
+            outcome,
+            text,
+            sandbox,
+        }
     }
 }
 
@@ -191,6 +216,9 @@ impl<T: Answer> Governed<T> {
             record.rule.clone_from(&decision.rule);
         }
         record.task_id.clone_from(&self.task_id);
+        if let End::Stopped { sandbox, .. } = &self.end {
+            record.sandbox.clone_from(sandbox);
+        }
         record.outcome = self.outcome();
         record.is_error = match &self.end {
             End::Answered(result) => result.is_error(),
@@ -237,11 +265,12 @@ impl<T: Answer> Governed<T> {
             End::Stopped {
                 outcome: Outcome::UnknownTool,
                 text,
+                ..
             } => Err(OfferError::Unknown(text)),
-            End::Stopped { outcome, text } if outcome.is_refusal() => {
+            End::Stopped { outcome, text, .. } if outcome.is_refusal() => {
                 Err(OfferError::Refused { outcome, text })
             }
-            End::Stopped { outcome, text } => Err(OfferError::Failed { outcome, text }),
+            End::Stopped { outcome, text, .. } => Err(OfferError::Failed { outcome, text }),
         }
     }
 }

@@ -25,7 +25,6 @@ use crate::core::{Host, ServerStatus};
 use crate::gate::{self, Verdict};
 use crate::permission::{Pattern, Rule, RuleKind};
 use crate::pins::PinState;
-use crate::sanitize;
 use crate::table::{TableEntry, ToolTable};
 use crate::task::TaskWatch;
 use crate::upstream::{Down, Upstream};
@@ -160,6 +159,17 @@ impl Kind for CallTool<'_> {
     ) -> impl Future<Output = Governed<CallToolResult>> + Send {
         async move {
             let local_name = self.name;
+            // A lazy server starts at its first call, before the gate sees
+            // the tool: its live definition is the one judged (a change
+            // since the pins is flagged as usual).
+            let mut table = table;
+            if let Some(server) = host.server(&target.alias).filter(|s| s.is_lazy()) {
+                if let Err(down) = Box::pin(host.start_lazy(&server)).await {
+                    let end = unreachable(&server, local_name, &target.original, &down);
+                    return Governed::at(Some(&target), None, end);
+                }
+                table = host.table();
+            }
             let Some(entry) = table.get(local_name) else {
                 return host.not_in_table(local_name, &table);
             };
@@ -323,7 +333,7 @@ impl Host {
             .as_ref()
             .is_some_and(Down::auth_required);
         let end = match status {
-            ServerStatus::Up => return unknown(),
+            ServerStatus::Up | ServerStatus::NotStarted => return unknown(),
             ServerStatus::Disabled => End::stopped(
                 Outcome::UnknownTool,
                 format!(
@@ -499,6 +509,8 @@ impl Host {
             );
         }
 
+        // Counted as running until it ends, for a lazy server's idle stop.
+        let _busy = server.busy();
         let link = match server.live_link() {
             Some(link) => link,
             // The rare paths (a reconnection, a task followed) are boxed:
@@ -537,11 +549,8 @@ impl Host {
         match outcome {
             Ok(result) => {
                 server.breaker().record(None, Instant::now());
-                let tool_name = local_name.to_owned();
-                let alias = alias.to_owned();
-                End::Answered(self.inner.budget.apply_with(result, move |text| {
-                    sanitize::wrap(&alias, Some(&tool_name), &sanitize::strip_invisible(&text))
-                }))
+                let names = (alias, local_name, original);
+                End::Answered(self.fit_result(result, names, options.principal.as_deref()))
             }
             Err(switchboard_client::ClientError::InputRequired { result, .. }) => {
                 server.breaker().record(None, Instant::now());
@@ -555,6 +564,7 @@ impl Host {
                         End::Stopped {
                             outcome: Outcome::ProtocolError,
                             text,
+                            ..
                         },
                     ) => End::Rejected(Box::new(e.clone()), text),
                     (_, end) => end,

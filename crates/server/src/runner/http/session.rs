@@ -85,8 +85,7 @@ impl State {
         request: &Request,
         principal: Option<&Principal>,
     ) -> HttpResponse {
-        let owner = principal.map(|p| p.subject.clone());
-        match self.server.initialize(request.params.as_ref(), owner) {
+        match self.server.initialize(request.params.as_ref(), principal) {
             Ok((session, result)) => {
                 let id = session.id.clone();
                 if let Some(sessions) = &self.server.inner.sessions {

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# regress.sh — the check a change touching a hot path runs before it lands:
+# the server bench (bench/server/run.sh: HTTP c1/c64, stdio sequential and
+# 64 in flight, peak RSS, each over the floor measured in the same round),
+# our client over the reference clients (bench/client-stdio.sh,
+# bench/client-http.sh) and the gateway over the server it mounts
+# (bench/gateway.sh), all short, compared with the figures recorded in
+# bench/baseline.json by bench/regress.py. Exits 1 when a figure dropped by
+# more than 15 % beyond the run's noise (regress.py says exactly how that
+# is computed), and prints every figure with its rounds; put that output in
+# the change's note.
+#
+# Not a test: it takes a few minutes, wants a quiet machine and builds the
+# dist profile (what ships). Timing figures belong here, not in CI.
+#
+# Usage: bench/regress.sh [BENCH_DIR]      (default ../shared/bench, relative to the repo)
+# Env:
+#   PARTS        which benches (default "server client-stdio client-http gateway")
+#   REPS=3       rounds of each bench       SECS=3   seconds per HTTP figure
+#   STDIO_N      stdio requests per figure (default 50000)
+#   QUIET_WAIT   seconds each bench waits for the machine to go quiet before
+#                a figure (default 20; run-all.sh's own default is 600)
+#   BENCH_TARGET_DIR  where the bench's floor and stdio-rtt are built
+#                (default ${TMPDIR:-/tmp}/switchboard-bench-target)
+#   SB_BIN       a folder with a built bench-echo (skips building it)
+#   BIN          a built switchboard binary for the gateway bench
+#   BASELINE     the figures to compare with (default bench/baseline.json)
+#   RECORD=1     write this run's figures to BASELINE instead of comparing
+#                (NOTE="..." is recorded with them: the machine, what changed)
+#   KEEP=DIR     keep the logs in DIR (default: a temp dir, removed at exit)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH_DIR=$(cd "${1:-${BENCH_DIR:-../shared/bench}}" && pwd)
+PARTS=${PARTS:-server client-stdio client-http gateway}
+REPS=${REPS:-3}; SECS=${SECS:-3}; STDIO_N=${STDIO_N:-50000}; QUIET_WAIT=${QUIET_WAIT:-20}
+BASELINE=${BASELINE:-bench/baseline.json}
+TARGET=${BENCH_TARGET_DIR:-${TMPDIR:-/tmp}/switchboard-bench-target}
+export REPS SECS QUIET_WAIT
+if [[ -n ${KEEP:-} ]]; then
+  logs=$KEEP; mkdir -p "$logs"
+else
+  logs=$(mktemp -d "${TMPDIR:-/tmp}/switchboard-regress.XXXXXX")
+  trap 'rm -rf "$logs"' EXIT
+fi
+want() { [[ " $PARTS " == *" $1 "* ]]; }
+
+echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; REPS=$REPS SECS=$SECS STDIO_N=$STDIO_N"
+echo "== building the bench's floor and stdio-rtt into $TARGET"
+for d in peers/floor stdio-rtt; do
+  (cd "$BENCH_DIR/$d" && CARGO_TARGET_DIR="$TARGET" cargo build --release --locked --quiet)
+done
+
+if want server; then
+  echo "== server: bench/server/run.sh (floor, switchboard)"
+  WORK_DIR="$logs/server" BENCH_BIN="$TARGET/release" PEERS="floor switchboard" STDIO_N="$STDIO_N" \
+    bench/server/run.sh "$BENCH_DIR" | tee "$logs/server.log"
+  raw=$(ls -d "$logs"/server/results/*/raw.tsv | tail -n 1)
+  cp "$raw" "$logs/server.tsv"
+fi
+if want client-stdio; then
+  echo "== client, stdio: bench/client-stdio.sh"
+  BENCH_TARGET_DIR="$TARGET" N=20000 bench/client-stdio.sh "$BENCH_DIR" | tee "$logs/client-stdio.log"
+fi
+if want client-http; then
+  echo "== client, HTTP: bench/client-http.sh"
+  BENCH_DIR="$BENCH_DIR" FLOOR="$TARGET/release/floor" bench/client-http.sh | tee "$logs/client-http.log"
+fi
+if want gateway; then
+  echo "== gateway: bench/gateway.sh"
+  BENCH_DIR="$BENCH_DIR" bench/gateway.sh | tee "$logs/gateway.log"
+fi
+
+echo "== figures against $BASELINE"
+if [[ ${RECORD:-0} == 1 ]]; then
+  python3 bench/regress.py "$logs" "$BASELINE" --record --note "${NOTE:-}"
+else
+  python3 bench/regress.py "$logs" "$BASELINE"
+fi

@@ -1,0 +1,152 @@
+//! A server's result fitted to its budget (per tool, per server, else
+//! `budgetChars`): under it, as before; over it, kept whole in the
+//! session's [`ResultStore`](crate::results::ResultStore) and shown as its
+//! head and its tail within the budget, with a note naming the handle
+//! `mcp__switchboard__read_result` reads the rest by.
+
+use std::sync::Arc;
+
+use switchboard_wire::{CallToolResult, ContentBlock, ResourceContents};
+use tracing::warn;
+
+use super::Host;
+use crate::budget::Budget;
+use crate::builtin::{READ_RESULT, ReadResult};
+use crate::sanitize;
+
+impl Host {
+    /// Fits a server's `result` of `local_name` (`original` on `alias`) to
+    /// its budget, keeping it whole for `principal` when it is over.
+    pub(super) fn fit_result(
+        &self,
+        result: CallToolResult,
+        (alias, local_name, original): (&str, &str, &str),
+        principal: Option<&str>,
+    ) -> CallToolResult {
+        let chars = self.config_read().budget_chars(alias, original);
+        let budget = Budget::new(chars).with_media_bytes(self.inner.budget.media_bytes());
+        let present = {
+            let (alias, tool) = (alias.to_owned(), local_name.to_owned());
+            move |text: String| {
+                sanitize::wrap(&alias, Some(&tool), &sanitize::strip_invisible(&text))
+            }
+        };
+        let text = result_text(&result);
+        let total = text.chars().count();
+        if total <= chars || chars == 0 {
+            return budget.apply_with(result, present);
+        }
+        // The head and the tail within the budget; the middle is what
+        // read_result is for.
+        let head_chars = chars * 2 / 3;
+        let tail_chars = chars - head_chars;
+        let head: String = text.chars().take(head_chars).collect();
+        let tail: String = text.chars().skip(total - tail_chars).collect();
+        let lines = text.lines().count().max(1);
+        let kept = match self.inner.results.keep(principal, alias, local_name, text) {
+            Ok(kept) => kept,
+            Err(e) => {
+                warn!(error = %e, tool = %local_name, "a result over its budget could not be kept; it is cut");
+                return budget.apply_with(result, present);
+            }
+        };
+        self.enable_read_result();
+        let media: Vec<ContentBlock> = result
+            .content
+            .iter()
+            .filter(|b| !is_text(b))
+            .cloned()
+            .collect();
+        let parts = media.len();
+        let shown = CallToolResult {
+            content: [ContentBlock::text(head), ContentBlock::text(tail)]
+                .into_iter()
+                .chain(media)
+                .collect(),
+            ..result
+        };
+        let mut fitted = budget.apply_with(shown, present);
+        let skipped = total - head_chars - tail_chars;
+        fitted.content.insert(
+            1,
+            ContentBlock::text(format!(
+                "[switchboard: {skipped} characters not shown here (characters {head_chars} to {})]",
+                total - tail_chars
+            )),
+        );
+        let media_note = match parts {
+            0 => String::new(),
+            n => format!(" Its {n} non-text part(s) are passed on as they are."),
+        };
+        fitted.content.push(ContentBlock::text(format!(
+            "[switchboard: this result has {total} characters ({lines} lines), over the budget of {chars}: \
+             shown are its first {head_chars} and its last {tail_chars}. It is kept whole for this session: \
+             call mcp__switchboard__{READ_RESULT} with {{\"handle\": \"{h}\", \"offset\": {head_chars}}} \
+             (and optionally \"length\") to read on, or {{\"handle\": \"{h}\", \"grep\": \"TEXT\"}} for the \
+             lines containing TEXT with their line numbers.{media_note}]",
+            h = kept.handle,
+        )));
+        fitted
+    }
+
+    /// Offers `mcp__switchboard__read_result` (once a result was kept).
+    pub(crate) fn enable_read_result(&self) {
+        if self.inner.builtins.get(READ_RESULT).is_none() {
+            self.register_builtin(Arc::new(ReadResult));
+        }
+    }
+
+    /// The results kept for this session.
+    pub fn results(&self) -> &crate::results::ResultStore {
+        &self.inner.results
+    }
+}
+
+/// Whether a block is text as the budget counts it (text, an embedded
+/// text resource, a resource link).
+fn is_text(block: &ContentBlock) -> bool {
+    matches!(
+        block,
+        ContentBlock::Text { .. }
+            | ContentBlock::ResourceLink { .. }
+            | ContentBlock::Resource {
+                resource: ResourceContents { text: Some(_), .. },
+                ..
+            }
+    )
+}
+
+/// A result's text, as the budget counts it and `read_result` reads it:
+/// its text blocks, embedded text resources and resource links (as the
+/// line the budget shows for them), joined by newlines.
+fn result_text(result: &CallToolResult) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for block in &result.content {
+        match block {
+            ContentBlock::Text { text, .. } => parts.push(text.clone()),
+            ContentBlock::Resource {
+                resource:
+                    ResourceContents {
+                        text: Some(text), ..
+                    },
+                ..
+            } => parts.push(text.clone()),
+            ContentBlock::ResourceLink { fields } => {
+                let field = |k: &str| {
+                    fields
+                        .get(k)
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                parts.push(format!(
+                    "[resource link: {} {}]",
+                    field("uri"),
+                    field("name")
+                ));
+            }
+            _ => {}
+        }
+    }
+    parts.join("\n")
+}
