@@ -254,16 +254,34 @@ mod tests {
     #[test]
     fn served_uris_name_the_server_and_map_back() {
         for (alias, uri, want) in [
-            ("notes", "skill://meeting-notes/SKILL.md", "skill://notes/meeting-notes/SKILL.md"),
-            ("a", "skill://acme/billing/refunds/x.md", "skill://a/acme/billing/refunds/x.md"),
-            ("gh", "github://o/r/refunds/SKILL.md", "skill://gh/~github/o/r/refunds/SKILL.md"),
+            (
+                "notes",
+                "skill://meeting-notes/SKILL.md",
+                "skill://notes/meeting-notes/SKILL.md",
+            ),
+            (
+                "a",
+                "skill://acme/billing/refunds/x.md",
+                "skill://a/acme/billing/refunds/x.md",
+            ),
+            (
+                "gh",
+                "github://o/r/refunds/SKILL.md",
+                "skill://gh/~github/o/r/refunds/SKILL.md",
+            ),
         ] {
             let s = served(alias, uri);
             assert_eq!(s, want);
             assert_eq!(origin(&s), Some((alias, uri.to_owned())));
         }
-        assert_ne!(served("a", "skill://x/SKILL.md"), served("b", "skill://x/SKILL.md"));
-        assert_eq!(origin("skill://notes"), Some(("notes", "skill://".to_owned())));
+        assert_ne!(
+            served("a", "skill://x/SKILL.md"),
+            served("b", "skill://x/SKILL.md")
+        );
+        assert_eq!(
+            origin("skill://notes"),
+            Some(("notes", "skill://".to_owned()))
+        );
         assert_eq!(origin("mock://a"), None);
         assert_eq!(origin("skill://bad alias/x"), None);
     }

@@ -724,9 +724,8 @@ impl Server {
                         .call(ctx(method::RESOURCES_READ))
                         .await
                         .map(|o| (o, cache))
-                } else if let Some(read) = self
-                    .relay_read(&name, incoming.principal.as_deref())
-                    .await
+                } else if let Some(read) =
+                    self.relay_read(&name, incoming.principal.as_deref()).await
                 {
                     // A skill file served on another server's behalf.
                     return Ok(Step::Done(self.read_result(&name, read?, None)?));

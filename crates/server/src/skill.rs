@@ -23,8 +23,8 @@ mod disk;
 mod relay;
 mod serve;
 
-pub use relay::SkillsRelay;
 pub(crate) use relay::Relay;
+pub use relay::SkillsRelay;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;

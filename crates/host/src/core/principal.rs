@@ -25,7 +25,8 @@ impl Host {
         if let Named::Skill { server, uri } = named {
             drop(config);
             let path = crate::skills::skill_path(uri);
-            return self.server(server).is_some() && self.principal_may_skill(principal, server, path);
+            return self.server(server).is_some()
+                && self.principal_may_skill(principal, server, path);
         }
         self.looked_up(named, |alias, original, by_name| {
             refusal(rules, alias, original, by_name).is_none()
