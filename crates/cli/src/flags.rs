@@ -100,7 +100,7 @@ pub(crate) enum RawCommand {
     /// Connect to one server and show everything it offers.
     Inspect(InspectArgs),
     /// Serve the governed tool table as one MCP server (a gateway).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run one of the demo servers.
     DemoServer(DemoServerArgs),
     /// Check the whole system end to end with real processes and sockets.

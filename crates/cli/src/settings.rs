@@ -283,7 +283,7 @@ impl Settings {
             },
             RawCommand::Doctor => Command::Doctor,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
-            RawCommand::Serve(a) => Command::Serve(Box::new(crate::cmd::serve::resolve(a)?)),
+            RawCommand::Serve(a) => Command::Serve(Box::new(crate::cmd::serve::resolve(*a)?)),
             RawCommand::DemoServer(a) => Command::DemoServer {
                 which: a.which,
                 port: a.port,

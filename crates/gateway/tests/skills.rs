@@ -286,6 +286,52 @@ async fn skills_are_served_per_alias_routed_to_their_server_and_ruled_per_caller
     host.shutdown().await;
 }
 
+// Under `"principalsDefault": "deny"`, a caller without a `principals`
+// entry is listed no skill and reads none, as it is refused every tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_without_an_entry_gets_no_skill_under_principals_default_deny() {
+    let dir = Dir::new();
+    let root = dir.path("skills");
+    write_skill(&root, "meeting-notes", "# Minutes\n");
+    let url = skill_server("server-a", &root).await;
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"a": {"type": "http", "url": url}},
+            "principals": {"bob": {"allow": ["skill:a:meeting-notes"]}},
+            "principalsDefault": "deny"
+        }))
+        .await;
+    let auth = InboundAuth::tokens(
+        StaticTokens::parse(&format!("alice {ALICE}\nbob {BOB}"), "test").unwrap(),
+        "http://127.0.0.1/mcp",
+    );
+    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
+    let (alice, bob) = (
+        client_as(&gateway.url, ALICE).await,
+        client_as(&gateway.url, BOB).await,
+    );
+    assert_eq!(bob.list_skills().await.unwrap().items.len(), 1);
+    assert!(alice.list_skills().await.unwrap().items.is_empty());
+    let uri = "skill://a/meeting-notes/SKILL.md";
+    let refused = alice.get_skill(uri).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("No skill is served"),
+        "{refused}"
+    );
+    let refused = alice.read_resource(uri).await.unwrap_err();
+    assert!(
+        refused.to_string().contains("No skill is served"),
+        "{refused}"
+    );
+    let denied = dir.audit();
+    let last = denied.last().unwrap();
+    assert_eq!(
+        (&last["principal"], &last["outcome"]),
+        (&json!("alice"), &json!("denied"))
+    );
+    host.shutdown().await;
+}
+
 // A gateway whose servers serve no skills does not declare the extension.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_skills_extension_without_a_server_declaring_it() {

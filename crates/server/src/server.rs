@@ -158,7 +158,10 @@ impl Default for Options {
 /// Text computed when it is sent (live instructions), for the caller
 /// asking (`None` on stdio or without authentication).
 #[derive(Clone)]
-pub(crate) struct LiveText(Arc<dyn Fn(Option<&crate::Principal>) -> String + Send + Sync>);
+pub(crate) struct LiveText(Arc<LiveTextFn>);
+
+/// What computes a [`LiveText`].
+type LiveTextFn = dyn Fn(Option<&crate::Principal>) -> String + Send + Sync;
 
 impl std::fmt::Debug for LiveText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -38,11 +38,12 @@ impl Host {
     /// as far as its `principals` rules go: a deny rule naming the skill
     /// (`skill:ALIAS:…`) or the whole server refuses; with allow rules, a
     /// skill rule or a rule granting the whole server must take it in. A
-    /// caller without an entry may reach every skill.
+    /// caller without an entry may reach every skill, or none under
+    /// `"principalsDefault": "deny"`.
     pub fn principal_may_skill(&self, principal: &str, alias: &str, path: &str) -> bool {
         let config = self.config_read();
         let Some(rules) = config.principals.get(principal) else {
-            return true;
+            return !config.principals_default_deny;
         };
         let takes = |r: &&Rule| {
             r.pattern.matches_skill(alias, path)
