@@ -87,7 +87,7 @@ async fn serve_stdio_exposes_the_governed_table() {
     assert!(
         result
             .joined_text()
-            .contains("1448 of 9448 characters were cut")
+            .contains("1448 characters not shown here (characters 5333 to 6781)")
     );
     // A schema violation is refused by the gateway before the host.
     let bad = client

@@ -160,7 +160,7 @@ impl Default for Options {
 #[derive(Clone)]
 pub(crate) struct LiveText(Arc<LiveTextFn>);
 
-/// What computes a [`LiveText`].
+/// What computes a [`LiveText`] for the caller asking.
 type LiveTextFn = dyn Fn(Option<&crate::Principal>) -> String + Send + Sync;
 
 impl std::fmt::Debug for LiveText {
