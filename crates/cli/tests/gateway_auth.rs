@@ -1076,7 +1076,7 @@ async fn oauth_jwts_are_checked() {
     });
     let typed_jwt = auth.sign_access_token(&json!({"typ": "JWT"}), &claims);
     let c = client(&gw, &typed_jwt).await;
-    assert_eq!(tool_names(&c).await.len(), 4);
+    assert_eq!(tool_names(&c).await.len(), NOTES_TOOLS);
     drop(c);
     let critical = auth.sign_access_token(&json!({"typ": "JWT", "crit": ["x"], "x": 1}), &claims);
     let (status, _, body) = list_raw(&gw, Some(&format!("Bearer {critical}")));

@@ -172,7 +172,17 @@ fn check_search(report: &Value) {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(before, ["mcp__switchboard__search_tools"], "{report:#}");
+    // The built-ins are always sent: the search, and the skill tools (the
+    // notes demo serves a skill).
+    assert_eq!(
+        before,
+        [
+            "mcp__switchboard__load_skill",
+            "mcp__switchboard__read_skill_file",
+            "mcp__switchboard__search_tools"
+        ],
+        "{report:#}"
+    );
     assert_eq!(report["notified"], json!(true), "{report:#}");
     assert!(report["pages"].as_u64().unwrap() >= 3, "{report:#}");
     assert!(
