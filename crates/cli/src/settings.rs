@@ -16,7 +16,7 @@ use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
 use crate::flags::{
     AuditAction, AuthAction, ConfigAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction,
-    RawArgs, RawCommand, StatsBy,
+    RawArgs, RawCommand, SkillsAction, StatsBy,
 };
 
 /// Everything a command needs, resolved.
@@ -56,6 +56,14 @@ pub(crate) enum Command {
     PinsList,
     PinsAccept {
         target: String,
+    },
+    SkillsList,
+    SkillsShow {
+        id: String,
+        yes: bool,
+    },
+    SkillsAccept {
+        id: String,
     },
     AuditVerify {
         files: Vec<PathBuf>,
@@ -228,6 +236,11 @@ impl Settings {
             RawCommand::Pins(p) => match p.action {
                 PinsAction::List => Command::PinsList,
                 PinsAction::Accept { target } => Command::PinsAccept { target },
+            },
+            RawCommand::Skills(s) => match s.action {
+                None => Command::SkillsList,
+                Some(SkillsAction::Show { id, yes }) => Command::SkillsShow { id, yes },
+                Some(SkillsAction::Accept { id }) => Command::SkillsAccept { id },
             },
             RawCommand::Config(c) => match c.action {
                 ConfigAction::Check { tokens_file } => Command::ConfigCheck { tokens_file },

@@ -1,7 +1,9 @@
 //! The official MCP TypeScript client (`@modelcontextprotocol/client`,
 //! `tests/ts-client/drive.mjs`) driving the gateway over stdio and over
 //! Streamable HTTP: it lists the tools, calls an allowed one, and answers
-//! the approval question the gate asks about another.
+//! the approval question the gate asks about another; and
+//! (`tests/ts-client/skills.mjs`) lists and reads the skills the gateway
+//! serves on its servers' behalf.
 //!
 //! With `--tool-search` (`tests/ts-client/search.mjs`), over both
 //! transports: it is listed only the search tool, searches, hears the
@@ -170,7 +172,17 @@ fn check_search(report: &Value) {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(before, ["mcp__switchboard__search_tools"], "{report:#}");
+    // The built-ins are always sent: the search, and the skill tools (the
+    // notes demo serves a skill).
+    assert_eq!(
+        before,
+        [
+            "mcp__switchboard__load_skill",
+            "mcp__switchboard__read_skill_file",
+            "mcp__switchboard__search_tools"
+        ],
+        "{report:#}"
+    );
     assert_eq!(report["notified"], json!(true), "{report:#}");
     assert!(report["pages"].as_u64().unwrap() >= 3, "{report:#}");
     assert!(
@@ -245,4 +257,56 @@ async fn the_official_typescript_client_searches_the_gateway_over_http() {
     let _ = child.kill();
     let _ = child.wait();
     check_search(&report);
+}
+
+// Through the gateway, the official client lists the demo server's skill
+// under the gateway's URI (`skill://notes/…`), gets the same entry with
+// `skills/get`, and reads each of its files, every one matching the digest
+// and size the notes server computed (SK-VER-1 from the outside: the
+// gateway passes digests and bytes through unchanged).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_client_lists_and_reads_skills_through_the_gateway() {
+    let dir = match driver() {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let sb = Sandbox::new();
+    let cfg = config(&sb);
+    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let err = collect(child.stderr.take().unwrap());
+    let report = tokio::task::spawn_blocking(move || {
+        let url = url_in(&wait_for(&err, "/mcp", Duration::from_secs(60)));
+        let skill = "skill://notes/meeting-notes/SKILL.md";
+        drive_with(&sb, &dir, "skills.mjs", &[&url, skill])
+    })
+    .await
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(report["negotiated"], json!("2026-07-28"), "{report:#}");
+    assert_eq!(report["sameEntry"], json!(true), "{report:#}");
+    let files: Vec<&str> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["uri"].as_str())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "skill://notes/meeting-notes/SKILL.md",
+            "skill://notes/meeting-notes/templates/minutes.md"
+        ],
+        "{report:#}"
+    );
+    let template = &report["files"][1]["text"];
+    assert!(
+        template.as_str().unwrap().contains("## Action items"),
+        "{report:#}"
+    );
 }
