@@ -5,31 +5,15 @@ use serde_json::json;
 use crate::util::Sandbox;
 
 #[test]
-fn pins_are_recorded_on_approval_listed_and_accepted() {
+fn pins_are_recorded_at_first_mount_listed_and_accepted() {
     let sb = Sandbox::new();
     let config = sb.config(json!({}), json!({}));
     let config = config.to_str().unwrap();
+    // Issue 39, item 1: the first mount pins every definition, called or
+    // not (trust on first use).
     let run = sb.run(&["--config", config, "--json", "pins", "list"]);
-    assert_eq!(run.code, 0, "{run:?}");
-    assert!(
-        run.json()
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|p| p["state"] == "unpinned"),
-        "{run:?}"
-    );
-    // A first approved call pins the tool's definition.
-    let run = sb.run(&[
-        "--config",
-        config,
-        "call",
-        "mcp__notes__list_notes",
-        "--yes",
-    ]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(sb.path().join("switchboard.lock").exists());
-    let run = sb.run(&["--config", config, "--json", "pins", "list"]);
     let pins = run.json();
     let state = |name: &str| {
         pins.as_array()
@@ -40,7 +24,7 @@ fn pins_are_recorded_on_approval_listed_and_accepted() {
             .clone()
     };
     assert_eq!(state("mcp__notes__list_notes"), "pinned");
-    assert_eq!(state("mcp__notes__search"), "unpinned");
+    assert_eq!(state("mcp__notes__search"), "pinned");
     // Accept a whole server.
     let run = sb.run(&["--config", config, "--json", "pins", "accept", "notes"]);
     assert_eq!(run.code, 0, "{run:?}");

@@ -122,14 +122,14 @@ pub use budget::Budget;
 pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
-    Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, OAuthClientConfig,
-    OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
+    Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, NewTools,
+    OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use core::{
-    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport,
-    FoundTool, Host, LoadedTools, ModelTool, MountOptions, Named, OfferError, PinReport,
-    ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, SkillRef, TableChange,
-    TaskResumption, ToolStatus,
+    CHANGED_DEF_NOTICE, CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef,
+    DroppedReport, FoundTool, Host, LoadedTools, ModelTool, MountOptions, Named, OfferError,
+    PinReport, ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, SkillRef,
+    TableChange, TaskResumption, ToolStatus,
 };
 pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
@@ -140,7 +140,7 @@ pub use input::{
 pub use limits::{CallLimits, LimitsOverride};
 pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
-pub use pins::{PinState, SkillPinState};
+pub use pins::{DefKind, PinState, SkillPinState};
 pub use skills::{SkillReport, SkillStatus};
 pub use switchboard_client::{ProgressSink, Resume};
 pub use tokens::ToolSearch;

@@ -895,3 +895,22 @@ fn skills_settings() {
         ]
     );
 }
+
+// Issue 39, item 1: `newTools` decides whether what a server adds after its
+// first mount is offered before `pins accept`.
+#[test]
+fn new_tools_is_ask_by_default_allow_when_said_and_anything_else_a_problem() {
+    let mcp = r#""mcpServers": {"a": {"command": "x"}}"#;
+    assert_eq!(
+        parse(&format!("{{{mcp}}}"), &[]).unwrap().new_tools,
+        NewTools::Ask
+    );
+    assert_eq!(
+        parse(&format!(r#"{{{mcp}, "newTools": "allow"}}"#), &[])
+            .unwrap()
+            .new_tools,
+        NewTools::Allow
+    );
+    let err = parse(&format!(r#"{{{mcp}, "newTools": true}}"#), &[]).unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::BadValue, "newTools")]);
+}

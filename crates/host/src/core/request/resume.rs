@@ -231,10 +231,8 @@ impl Host {
                 .map(|(decision, why)| (decision, forbidden_call(principal, &r.tool, &why)))
         });
         let refused = forbidden.map(Err).unwrap_or_else(|| {
-            let pin = self
-                .inner
-                .pins
-                .state_of(&r.alias, &entry.tool, &entry.fingerprint);
+            let new_tools = self.config_read().new_tools;
+            let pin = self.pin_of(entry, new_tools);
             self.gate_refusal(&r.tool, entry, &pin).map(|_| ())
         });
         if let Err((decision, text)) = refused {

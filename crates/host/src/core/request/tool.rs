@@ -182,7 +182,8 @@ impl Kind for CallTool<'_> {
                 let end = End::stopped(Outcome::UnknownTool, host.unknown_tool(local_name, &table));
                 return Governed::at(Some(&target), None, end);
             };
-            let pin = host.pin_of(entry);
+            let new_tools = host.config_read().new_tools;
+            let pin = host.pin_of(entry, new_tools);
             let (decision, gate) = host
                 .decide(local_name, entry, &pin, self.arguments.as_ref(), options)
                 .await;
