@@ -33,6 +33,7 @@
 //! - [`tokens`]: token estimates of tool definitions, and when the table
 //!   is deferred ([`ToolSearch`]).
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
+//! - [`compat`]: deprecation notes and breaking/compatible change classes.
 //! - [`budget`]: the shared truncation budget.
 //! - [`results`]: results over their budget kept for the session, read
 //!   on by `mcp__switchboard__read_result`.
@@ -87,6 +88,7 @@ mod breaker;
 pub mod budget;
 pub mod builtin;
 pub mod catalog;
+pub mod compat;
 pub mod config;
 pub mod connect;
 mod core;

@@ -48,6 +48,8 @@ pub enum PinState {
     /// First seen after its server's first mount and not accepted yet
     /// (`pins accept`); recorded as it was first seen.
     New,
+    /// Pinned, but gone from its server's listing (`pins list` only).
+    Removed,
     /// The definition differs from the approved one.
     Changed {
         /// A line diff (unified format) of description, schema and
@@ -63,6 +65,7 @@ impl PinState {
             PinState::Unpinned => "unpinned",
             PinState::Pinned => "pinned",
             PinState::New => "new",
+            PinState::Removed => "removed",
             PinState::Changed { .. } => "changed",
         }
     }
@@ -250,6 +253,45 @@ impl Pins {
                 diff: diff(entry, &entry_of(tool)),
             },
         }
+    }
+
+    /// How `tool` of `alias` changed since it was approved: `None` when it
+    /// was never pinned or has not changed. A pin that kept only its hash
+    /// is breaking (what it was is unknown).
+    pub fn change_of(&self, alias: &str, tool: &Tool) -> Option<crate::compat::ChangeClass> {
+        let data = self.lock();
+        let entry = data.tools.get(alias)?.get(&tool.name)?;
+        let now = entry_of(tool);
+        if entry.sha256 == now.sha256 {
+            return None;
+        }
+        if entry.input_schema.is_null() {
+            return Some(crate::compat::ChangeClass {
+                breaking: true,
+                reasons: vec!["the approved definition is not on record".into()],
+            });
+        }
+        Some(crate::compat::classify(
+            (
+                entry.description.as_deref(),
+                &entry.input_schema,
+                &entry.annotations,
+            ),
+            (
+                now.description.as_deref(),
+                &now.input_schema,
+                &now.annotations,
+            ),
+        ))
+    }
+
+    /// The names of every tool of `alias` with a pin, in name order.
+    pub fn pinned_names(&self, alias: &str) -> Vec<String> {
+        self.lock()
+            .tools
+            .get(alias)
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Records the tools of `alias`'s listing never seen before (trust on

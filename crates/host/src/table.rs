@@ -65,15 +65,21 @@ pub struct ServerTools<'a> {
 pub type Listed = (String, Vec<Tool>, Vec<Dropped>);
 
 /// What the model reads of `tool` of `alias`: the description (`[from
-/// alias]` and the cleaned server text inside boundary markers) and the
-/// input schema with its descriptions and titles cleaned.
+/// alias]` and the cleaned server text inside boundary markers, after a
+/// short note when the server marks the tool deprecated) and the input
+/// schema with its descriptions and titles cleaned.
 pub fn model_view(alias: &str, tool: &Tool) -> (String, JsonObject) {
     let mut input_schema = tool.input_schema.clone();
     sanitize::clean_schema(&mut input_schema);
-    (
-        sanitize::model_description(alias, tool.description.as_deref()),
-        input_schema,
-    )
+    let description = sanitize::model_description(alias, tool.description.as_deref());
+    let description = match tool.deprecation() {
+        Some(d) => format!(
+            "{} {description}",
+            crate::compat::deprecation_note(alias, &d)
+        ),
+        None => description,
+    };
+    (description, input_schema)
 }
 
 /// The table: entries in name order, plus the reverse map.

@@ -11,7 +11,7 @@ use crate::util::*;
 fn config(dir: &Dir, tools_file: &str) -> serde_json::Value {
     json!({
         "mcpServers": {"notes": stdio(&["--tools-file", tools_file, "--watch-tools"])},
-        "permissions": {"allow": ["mcp__notes__search"]},
+        "permissions": {"allow": ["mcp__notes__search", "mcp__notes__find"]},
     })
     .as_object()
     .map(|o| {
@@ -385,5 +385,67 @@ async fn prompts_and_templates_are_pinned_at_first_mount() {
     assert_eq!(catalog.prompts().len(), 2);
     let greet = catalog.prompts()[0].prompt.description.clone().unwrap();
     assert!(greet.contains("ssh"), "accepted: {greet}");
+    host.shutdown().await;
+}
+
+/// Issue 39, item 3: a breaking change is asked about again even where a
+/// rule allows the tool, and the question says it is breaking; a
+/// deprecated tool tells the model in its description.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_breaking_change_is_asked_about_despite_an_allow_rule() {
+    let dir = Dir::new();
+    let mut v1 = tool("search", "Search the notes.");
+    v1["inputSchema"] = json!({"type": "object", "properties": {
+        "q": {"type": "string"}, "mode": {"type": "string", "enum": ["fast", "full"]},
+    }});
+    let mut old = tool("find", "Find notes.");
+    old["_meta"] =
+        json!({"dev.switchboard/deprecated": {"replacement": "search", "removal": "2026-12-31"}});
+    let tools = dir.tools("tools.json", json!([v1, old]));
+    let host = dir.mount(config(&dir, &tools)).await;
+    let find = host
+        .tools()
+        .into_iter()
+        .find(|t| t.name == "mcp__notes__find")
+        .unwrap();
+    assert!(
+        find.description.starts_with(
+            "[deprecated: use mcp__notes__search instead; may be removed after 2026-12-31] [from notes]"
+        ),
+        "{}",
+        find.description
+    );
+    assert_eq!(
+        find.deprecation.and_then(|d| d.replacement).as_deref(),
+        Some("search")
+    );
+
+    let mut changes = host.subscribe();
+    let mut v2 = tool("search", "Search the notes.");
+    v2["inputSchema"] = json!({"type": "object", "properties": {"q": {"type": "string"}}});
+    dir.tools("tools.json", json!([v2, old]));
+    next_change(&mut changes).await;
+    let recorder = Recorder::new(Approval::Deny(None));
+    let r = host
+        .call(
+            "mcp__notes__search",
+            None,
+            CallOptions::approver(recorder.clone()),
+        )
+        .await;
+    assert!(r.is_error());
+    let asked = recorder.questions();
+    assert_eq!(asked.len(), 1, "the allow rule skipped a breaking change");
+    let question = asked[0].render();
+    assert!(
+        question.contains("a breaking change: property `mode` removed or renamed"),
+        "{question}"
+    );
+    let report = host
+        .pins()
+        .into_iter()
+        .find(|p| p.name == "mcp__notes__search")
+        .unwrap();
+    assert_eq!(report.change.map(|c| c.breaking), Some(true));
     host.shutdown().await;
 }

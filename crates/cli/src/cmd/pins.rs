@@ -25,6 +25,10 @@ pub(crate) fn list(host: &Host, json: bool) -> anyhow::Result<()> {
                     "server": p.server,
                     "originalName": p.original_name,
                     "state": p.state.as_str(),
+                    "change": p.change.as_ref().map(|c| json!({
+                        "class": c.as_str(),
+                        "reasons": c.reasons,
+                    })),
                     "diff": match &p.state {
                         PinState::Changed { diff } => Some(diff.as_str()),
                         _ => None,
@@ -44,6 +48,7 @@ pub(crate) fn list(host: &Host, json: bool) -> anyhow::Result<()> {
         "KIND".into(),
         "SERVER".into(),
         "PIN".into(),
+        "CHANGE".into(),
     ]];
     for p in &pins {
         rows.push(vec![
@@ -51,6 +56,9 @@ pub(crate) fn list(host: &Host, json: bool) -> anyhow::Result<()> {
             p.kind.to_owned(),
             p.server.clone(),
             p.state.as_str().to_owned(),
+            p.change
+                .as_ref()
+                .map_or_else(String::new, |c| c.as_str().to_owned()),
         ]);
     }
     for line in out::table(&rows) {
@@ -69,9 +77,20 @@ pub(crate) fn list(host: &Host, json: bool) -> anyhow::Result<()> {
         ))?;
     }
     for p in &pins {
-        if let PinState::Changed { diff } = &p.state {
+        if p.state == PinState::Removed {
             out::line(format!(
-                "\n{} changed since it was approved (accept with `switchboard pins accept {}`):",
+                "\n{} was approved but its server no longer serves it (a breaking change).",
+                p.name
+            ))?;
+        }
+        if let PinState::Changed { diff } = &p.state {
+            let class = p
+                .change
+                .as_ref()
+                .map(|c| format!(" — {}: {}", c.as_str(), c.reasons.join(", ")))
+                .unwrap_or_default();
+            out::line(format!(
+                "\n{} changed since it was approved{class} (accept with `switchboard pins accept {}`):",
                 p.name, p.name
             ))?;
             for l in diff.lines() {

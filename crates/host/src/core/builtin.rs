@@ -61,7 +61,21 @@ impl Host {
     pub(super) fn assess(&self, rules: &[Rule], e: &TableEntry, pin: &PinState) -> Assessment {
         match self.builtin_of(e) {
             Some(builtin) => gate::assess_builtin(rules, &e.tool, builtin.gate()),
-            None => gate::assess(rules, &e.alias, &e.tool, pin),
+            None => {
+                let mut assessment = gate::assess(rules, &e.alias, &e.tool, pin);
+                // Whatever its class, a change is asked about again; the
+                // class says how closely to look.
+                if matches!(pin, PinState::Changed { .. }) && assessment.verdict != Verdict::Deny {
+                    if let Some(class) = self.inner.pins.change_of(&e.alias, &e.tool) {
+                        assessment.reasons.push(format!(
+                            "a {} change: {}",
+                            class.as_str(),
+                            class.reasons.join(", ")
+                        ));
+                    }
+                }
+                assessment
+            }
         }
     }
 

@@ -193,6 +193,7 @@ fn served(e: &TableEntry, status: ToolStatus) -> ModelTool {
         original_name: e.tool.name.clone(),
         title: e.tool.title.as_deref().map(sanitize::clean_description),
         annotations: e.tool.annotations.clone(),
+        deprecation: e.tool.deprecation(),
         status,
     }
 }

@@ -85,6 +85,10 @@ pub struct ModelTool {
     /// The server's annotations (untrusted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// The server marks the tool deprecated (`_meta`
+    /// `dev.switchboard/deprecated`): its replacement and removal date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<switchboard_wire::Deprecation>,
     /// Gate, pin and server state.
     pub status: ToolStatus,
 }
@@ -207,8 +211,10 @@ pub struct PinReport {
     /// The tool's or prompt's name on the server (a template: its
     /// `uriTemplate`).
     pub original_name: String,
-    /// Unpinned, pinned, new, or changed with its diff.
+    /// Unpinned, pinned, new, changed with its diff, or removed.
     pub state: PinState,
+    /// For a changed or removed tool: breaking or compatible, and why.
+    pub change: Option<crate::compat::ChangeClass>,
 }
 
 /// Many MCP servers mounted into one governed tool table.
@@ -415,8 +421,35 @@ impl Host {
                 server: e.alias.clone(),
                 original_name: e.tool.name.clone(),
                 state: self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint),
+                change: self.inner.pins.change_of(&e.alias, &e.tool),
             })
             .collect();
+        // Pinned tools a server that lists for real no longer serves: a
+        // breaking change for whoever relied on them.
+        let table = self.table();
+        for server in self.upstreams().iter() {
+            let listed = {
+                let state = server.state();
+                state.ever_up && !state.from_pins
+            };
+            if !listed {
+                continue;
+            }
+            let alias = server.alias();
+            for name in self.inner.pins.pinned_names(alias) {
+                if table.of(alias).any(|e| e.tool.name == name) {
+                    continue;
+                }
+                pins.push(PinReport {
+                    kind: "tool",
+                    name: switchboard_wire::namespaced_tool_name(alias, &name),
+                    server: alias.to_owned(),
+                    original_name: name,
+                    state: PinState::Removed,
+                    change: Some(crate::compat::ChangeClass::removed()),
+                });
+            }
+        }
         for (alias, kind, key, state) in self.offer_pins() {
             pins.push(PinReport {
                 kind: kind.as_str(),
@@ -424,6 +457,7 @@ impl Host {
                 server: alias,
                 original_name: key,
                 state,
+                change: None,
             });
         }
         pins
