@@ -193,6 +193,11 @@ pub struct AuditRecord {
     /// server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The call was sent a second time, after the connection broke before
+    /// its answer (a tool the config's `idempotent` names); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retried: bool,
 }
 
 impl AuditRecord {
@@ -248,6 +253,7 @@ impl AuditRecord {
             task_id: None,
             principal: None,
             sandbox: None,
+            retried: false,
         }
     }
 }

@@ -117,6 +117,11 @@ pub struct Config {
     /// What happens to a tool, prompt or resource template a server adds
     /// after its first mount (`"newTools"`).
     pub new_tools: NewTools,
+    /// The tools local policy says are idempotent (`"idempotent"`, in the
+    /// rules' pattern syntax): a call of one whose connection broke before
+    /// the answer is retried once, with the same idempotency key. The
+    /// server's `idempotentHint` alone never counts.
+    pub idempotent: Vec<crate::permission::Pattern>,
 }
 
 /// The `"newTools"` setting: whether a definition a server adds after its
@@ -656,6 +661,7 @@ impl Config {
             tool_search: crate::ToolSearch::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             new_tools: NewTools::Ask,
+            idempotent: Vec::new(),
         }
     }
 

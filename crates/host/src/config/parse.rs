@@ -172,6 +172,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "toolSearch",
     "idleTimeoutMs",
     "newTools",
+    "idempotent",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -392,6 +393,18 @@ impl Parser<'_> {
             }
         }
 
+        if let Some(v) = root.get("idempotent") {
+            for (i, text) in self
+                .string_list(Some(v), "idempotent", false)
+                .into_iter()
+                .enumerate()
+            {
+                let source = format!("idempotent[{i}]");
+                if let Some(pattern) = self.pattern(&text, &source, &aliases, None) {
+                    config.idempotent.push(pattern);
+                }
+            }
+        }
         if let Some(v) = root.get("principals") {
             (config.principals, config.principal_limits) = self.principals(v, &aliases);
         }

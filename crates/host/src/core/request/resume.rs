@@ -195,6 +195,7 @@ impl Host {
             task_id: Some(r.task_id.clone()),
             asked: None,
             end: End::stopped(outcome, text),
+            retried: false,
         };
         if self.is_shut_down() {
             return stopped(
@@ -247,7 +248,7 @@ impl Host {
             };
         }
         let (notifications, task) = crate::task::watch(&server, options, None);
-        let end = self
+        let (end, retried) = self
             .send(
                 &server,
                 (&r.tool, &r.original_tool),
@@ -263,6 +264,7 @@ impl Host {
             task_id: Some(r.task_id.clone()),
             asked: None,
             end,
+            retried,
         }
     }
 }
