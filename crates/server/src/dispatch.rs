@@ -687,7 +687,8 @@ impl Server {
                     None => None,
                     Some(key) => {
                         let caller = incoming.principal.as_ref().map(|p| p.subject.as_str());
-                        match self.inner.idempotency.begin(caller, &name, &key).await {
+                        let call = params_digest(&params);
+                        match self.inner.idempotency.begin(caller, call, &key).await {
                             Begin::Answered(answer) => {
                                 return Ok(Step::Done(answer.as_ref().clone()));
                             }

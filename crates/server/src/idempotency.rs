@@ -5,7 +5,9 @@
 //! instead of a second run.
 //!
 //! Entries are keyed by caller (the principal's subject; none on stdio),
-//! tool name and key, so one caller's key never answers another's call.
+//! the call (a digest of its tool name and arguments) and the key: one
+//! caller's key never answers another caller's call, and a key reused (or
+//! guessed) with other arguments is another call.
 //! The record is bounded ([`MAX_ENTRIES`], the oldest answered entry goes
 //! first) and time-limited ([`TTL`]). A duplicate arriving while the first
 //! call still runs waits for its answer; when the first ends without one
@@ -23,8 +25,8 @@ pub(crate) const TTL: Duration = Duration::from_secs(600);
 /// How many answers are kept at most.
 pub(crate) const MAX_ENTRIES: usize = 4096;
 
-/// `(caller, tool, key)`.
-type Key = (Option<String>, String, String);
+/// `(caller, digest of the tool name and arguments, key)`.
+type Key = (Option<String>, [u8; 16], String);
 
 /// An answer: the result object's bytes.
 pub(crate) type Answer = Arc<Vec<u8>>;
@@ -104,16 +106,16 @@ impl Record {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Starts the call of `tool` by `caller` with `key`: its recorded
-    /// answer, or the right to run it (after waiting for a first call
-    /// still running).
+    /// Starts the call `call` (a digest of its tool name and arguments) by
+    /// `caller` with `key`: its recorded answer, or the right to run it
+    /// (after waiting for a first call still running).
     pub(crate) async fn begin(
         self: &Arc<Self>,
         caller: Option<&str>,
-        tool: &str,
+        call: [u8; 16],
         key: &str,
     ) -> Begin {
-        let key: Key = (caller.map(str::to_owned), tool.to_owned(), key.to_owned());
+        let key: Key = (caller.map(str::to_owned), call, key.to_owned());
         loop {
             let mut waiting = {
                 let mut slots = self.lock();
@@ -170,16 +172,19 @@ impl Record {
 mod tests {
     use super::*;
 
+    const GET: [u8; 16] = [1; 16];
+    const PUT: [u8; 16] = [2; 16];
+
     #[tokio::test]
     async fn a_duplicate_gets_the_recorded_answer_and_other_callers_do_not() {
         let record = Arc::new(Record::default());
-        let Begin::Run(first) = record.begin(Some("alice"), "get", "k1").await else {
+        let Begin::Run(first) = record.begin(Some("alice"), GET, "k1").await else {
             panic!("the first call runs")
         };
         // A duplicate while it runs waits for its answer.
         let r = Arc::clone(&record);
         let waiter = tokio::spawn(async move {
-            match r.begin(Some("alice"), "get", "k1").await {
+            match r.begin(Some("alice"), GET, "k1").await {
                 Begin::Answered(a) => a.as_ref().clone(),
                 Begin::Run(_) => b"ran again".to_vec(),
             }
@@ -188,40 +193,40 @@ mod tests {
         first.finish(b"{\"ok\":1}".to_vec());
         assert_eq!(waiter.await.unwrap(), b"{\"ok\":1}");
         assert!(matches!(
-            record.begin(Some("alice"), "get", "k1").await,
+            record.begin(Some("alice"), GET, "k1").await,
             Begin::Answered(a) if a.as_slice() == b"{\"ok\":1}"
         ));
         // Another caller, tool or key is another call.
         assert!(matches!(
-            record.begin(Some("bob"), "get", "k1").await,
+            record.begin(Some("bob"), GET, "k1").await,
             Begin::Run(_)
         ));
         assert!(matches!(
-            record.begin(Some("alice"), "put", "k1").await,
+            record.begin(Some("alice"), PUT, "k1").await,
             Begin::Run(_)
         ));
         // A call that ended without an answer frees its key.
-        let Begin::Run(failed) = record.begin(None, "get", "k2").await else {
+        let Begin::Run(failed) = record.begin(None, GET, "k2").await else {
             panic!()
         };
         drop(failed);
-        assert!(matches!(
-            record.begin(None, "get", "k2").await,
-            Begin::Run(_)
-        ));
+        assert!(matches!(record.begin(None, GET, "k2").await, Begin::Run(_)));
     }
 
     #[tokio::test]
     async fn answers_expire_and_the_record_is_bounded() {
         let record = Arc::new(Record::default());
         for i in 0..MAX_ENTRIES + 10 {
-            let Begin::Run(r) = record.begin(None, "t", &i.to_string()).await else {
+            let Begin::Run(r) = record.begin(None, [0; 16], &i.to_string()).await else {
                 panic!()
             };
             r.finish(Vec::new());
         }
         assert_eq!(record.lock().len(), MAX_ENTRIES);
         // The oldest went first.
-        assert!(matches!(record.begin(None, "t", "0").await, Begin::Run(_)));
+        assert!(matches!(
+            record.begin(None, [0; 16], "0").await,
+            Begin::Run(_)
+        ));
     }
 }
