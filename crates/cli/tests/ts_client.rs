@@ -75,6 +75,7 @@ fn drive_with(sb: &Sandbox, dir: &Path, script: &str, args: &[&str]) -> Value {
 
 /// The driver's folder, or `None` with the reason printed: the test is
 /// then skipped.
+#[allow(clippy::print_stderr)] // a skipped test says why
 fn driver_or_skip() -> Option<PathBuf> {
     driver().map_err(|why| eprintln!("skipped: {why}")).ok()
 }
