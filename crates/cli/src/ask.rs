@@ -16,8 +16,8 @@ use switchboard_client::{BoxFuture, InputHandler};
 use switchboard_host::approver::BoxFuture as ApproveFuture;
 use switchboard_host::input::sampled_text;
 use switchboard_host::{
-    Approval, ApprovalRequest, Approver, Asker, Config, ConfigOrigin, Decider, ElicitAnswer, Elicitation,
-    ElicitationKind, Form, HostInput, PromptApprover, Sampler, SamplingRequest,
+    Approval, ApprovalRequest, Approver, Asker, Config, ConfigOrigin, Decider, ElicitAnswer,
+    Elicitation, ElicitationKind, Form, HostInput, PromptApprover, Sampler, SamplingRequest,
 };
 use switchboard_wire::JsonObject;
 
@@ -59,13 +59,15 @@ pub(crate) fn config_sampler(config: &Config) -> Option<Arc<dyn Sampler>> {
     let settings = ModelSettings {
         base_url: model.base_url.clone(),
     };
-    Some(match model_from_spec_with(&model.name, &settings, &ProcessEnv) {
-        Ok(model) => Arc::new(ModelSampler::new(model)),
-        Err(e) => Arc::new(UnusableModel {
-            name: model.name.clone(),
-            reason: e.to_string(),
-        }),
-    })
+    Some(
+        match model_from_spec_with(&model.name, &settings, &ProcessEnv) {
+            Ok(model) => Arc::new(ModelSampler::new(model)),
+            Err(e) => Arc::new(UnusableModel {
+                name: model.name.clone(),
+                reason: e.to_string(),
+            }),
+        },
+    )
 }
 
 /// The config's model, when it cannot be used: every sampling request is
