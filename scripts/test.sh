@@ -32,7 +32,7 @@ for want in \
   '"type":"tool_call","id":"mock_0_0","name":"mcp__notes__list_notes"' \
   '"name":"mcp__tickets__search","is_error":false,"outcome":"ok"' \
   '"type":"approval","id":"mock_1_0","name":"mcp__notes__search"' \
-  'characters were cut from this result' \
+  'over the budget of 8000' \
   '"name":"mcp__archive__search","is_error":true,"outcome":"transport"' \
   '"type":"usage"'; do
   grep -qF -- "$want" <<<"$chat_out" || {

@@ -127,7 +127,7 @@ impl Agent {
             self.request.tools = self.toolbox.tools();
             self.request.system = prompt::system_with(
                 self.options.instructions.as_deref(),
-                self.toolbox.outage_text(),
+                prompt::with_skills(self.toolbox.skills_text(), self.toolbox.outage_text()),
                 self.toolbox.catalog_text(),
             );
             let servers: HashMap<&str, &str> = self

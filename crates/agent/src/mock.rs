@@ -129,11 +129,12 @@ fn summary_line(text: &str) -> String {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    // A cut result ends with the host's line saying so: that is the news.
+    // A result over the budget ends with the host's line saying so (what
+    // was cut, or how to read the rest): that is the news.
     let line = lines
         .iter()
         .rev()
-        .find(|l| l.contains("were cut"))
+        .find(|l| l.contains("were cut") || l.contains("over the budget of"))
         .map(|l| (*l).to_owned())
         .unwrap_or_else(|| lines.join(" "));
     let line = match line.split_whitespace().collect::<Vec<_>>().join(" ") {

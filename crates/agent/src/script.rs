@@ -8,6 +8,9 @@
 //! - `expect`: checks on the tool results the model is given before this
 //!   turn, in order: `[{"is_error"?: bool, "contains"?: "text"}]`; a
 //!   mismatch fails the turn with [`ModelError::Script`];
+//! - `system_contains`: texts the system prompt of this turn must contain
+//!   (optional; e.g. a skill the model should be offered);
+//! - `system_lacks`: texts it must not contain (optional);
 //! - `usage`: `{"input_tokens": n, "output_tokens": n}` (optional);
 //! - `stop`: `end_turn` (default without tool calls), `max_tokens`, ….
 //!
@@ -40,6 +43,12 @@ pub struct ScriptTurn {
     /// Checks on the results given before this turn.
     #[serde(default)]
     pub expect: Vec<Expectation>,
+    /// Texts the system prompt must contain.
+    #[serde(default)]
+    pub system_contains: Vec<String>,
+    /// Texts the system prompt must not contain.
+    #[serde(default)]
+    pub system_lacks: Vec<String>,
     /// Token counts to report.
     #[serde(default)]
     pub usage: Option<ScriptUsage>,
@@ -159,6 +168,7 @@ impl ScriptedModel {
             return Ok(out.finish());
         };
         check(&self.file, line, &turn.expect, request)?;
+        check_system(&self.file, line, &turn, &request.system)?;
         if let Some(text) = &turn.text {
             out.emit(ModelEvent::TextDelta(text.clone()), sink);
         }
@@ -196,6 +206,36 @@ impl ScriptedModel {
         out.emit(ModelEvent::Stop(stop), sink);
         Ok(out.finish())
     }
+}
+
+/// The system prompt against the turn's `system_contains` and
+/// `system_lacks`.
+fn check_system(
+    file: &str,
+    line: usize,
+    turn: &ScriptTurn,
+    system: &str,
+) -> Result<(), ModelError> {
+    let fail = |message: String| ModelError::Script {
+        file: file.to_owned(),
+        line,
+        message,
+    };
+    for want in &turn.system_contains {
+        if !system.contains(want.as_str()) {
+            return Err(fail(format!(
+                "expected the system prompt to contain {want:?}, got: {system}"
+            )));
+        }
+    }
+    for unwanted in &turn.system_lacks {
+        if system.contains(unwanted.as_str()) {
+            return Err(fail(format!(
+                "expected the system prompt not to contain {unwanted:?}, got: {system}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The tool results of the request's last message, checked in order.

@@ -36,6 +36,12 @@ pub trait Toolbox: Send + Sync + std::fmt::Debug {
     /// Text for the system prompt about tools that are unavailable
     /// (asked again before every model turn).
     fn outage_text(&self) -> Option<String>;
+    /// The skills servers offer, for the system prompt (id, name,
+    /// description, origin; never their content), asked again before
+    /// every model turn; none by default.
+    fn skills_text(&self) -> Option<String> {
+        None
+    }
     /// Runs one call (its arguments are an object). Never fails: a
     /// failure is an error outcome the model can read. Dropping the future
     /// cancels the call.
@@ -198,6 +204,10 @@ impl Toolbox for HostToolbox {
 
     fn outage_text(&self) -> Option<String> {
         self.host.outage_text()
+    }
+
+    fn skills_text(&self) -> Option<String> {
+        self.host.skills_prompt()
     }
 
     fn catalog_text(&self) -> Option<String> {

@@ -23,8 +23,11 @@ use switchboard_host::{
 /// (none ends the turn).
 struct Reactive {
     seen: Mutex<Vec<(Vec<String>, String)>>,
-    next: Box<dyn Fn(usize, &ModelRequest) -> Vec<(String, Value)> + Send + Sync>,
+    next: Box<NextCalls>,
 }
+
+/// What decides the calls of the next turn from its number and request.
+type NextCalls = dyn Fn(usize, &ModelRequest) -> Vec<(String, Value)> + Send + Sync;
 
 impl std::fmt::Debug for Reactive {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -217,7 +220,7 @@ async fn a_table_over_the_threshold_is_deferred_and_what_the_model_finds_is_sent
         ["mcp__mock__report_0", "mcp__switchboard__search_tools"]
     );
     // The system prompt names the server to search.
-    let system = &model.seen.lock().unwrap()[0].1;
+    let system = model.seen.lock().unwrap()[0].1.clone();
     assert!(system.contains("- mock: 41 tools"), "{system}");
     // Next: what the search found joins, in a stable (name) order.
     assert!(

@@ -85,6 +85,9 @@ pub(crate) enum RawCommand {
     Call(CallArgs),
     /// Show or accept pinned tool definitions (switchboard.lock).
     Pins(PinsArgs),
+    /// List the skills servers offer (with their status), show one, or
+    /// accept one's files (switchboard.lock).
+    Skills(SkillsArgs),
     /// Check the audit log.
     Audit(AuditArgs),
     /// Check the config (and a gateway's tokens file) without starting
@@ -97,7 +100,7 @@ pub(crate) enum RawCommand {
     /// Connect to one server and show everything it offers.
     Inspect(InspectArgs),
     /// Serve the governed tool table as one MCP server (a gateway).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run one of the demo servers.
     DemoServer(DemoServerArgs),
     /// Check the whole system end to end with real processes and sockets.
@@ -264,6 +267,34 @@ pub(crate) enum PinsAction {
     Accept {
         /// The tool or server.
         target: String,
+    },
+}
+
+/// `skills`.
+#[derive(Debug, Args)]
+pub(crate) struct SkillsArgs {
+    /// What to do; without one, list them.
+    #[command(subcommand)]
+    pub(crate) action: Option<SkillsAction>,
+}
+
+/// `skills show|accept`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum SkillsAction {
+    /// Show a skill's entry (origin, files, status), then, once you
+    /// confirm, its SKILL.md (verified): inspect it before any model sees it.
+    Show {
+        /// The skill's id, ALIAS:SKILL_PATH.
+        id: String,
+        /// Show the content without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Accept a skill: record its files ({uri, digest} each) in
+    /// switchboard.lock, so it loads without asking until they change.
+    Accept {
+        /// The skill's id, ALIAS:SKILL_PATH.
+        id: String,
     },
 }
 

@@ -128,7 +128,10 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         | Command::Servers
         | Command::Call { .. }
         | Command::PinsList
-        | Command::PinsAccept { .. } => {
+        | Command::PinsAccept { .. }
+        | Command::SkillsList
+        | Command::SkillsShow { .. }
+        | Command::SkillsAccept { .. } => {
             let session = Session::open(&settings).await?;
             let result = on_host(&settings, &session).await;
             session.close().await;
@@ -176,6 +179,11 @@ async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
         }
         Command::PinsList => cmd::pins::list(host, json),
         Command::PinsAccept { target } => cmd::pins::accept(host, target, json),
+        Command::SkillsList => cmd::skills::list(host, json),
+        Command::SkillsShow { id, yes } => {
+            cmd::skills::show(host, id, *yes, settings.stdin_tty, json).await
+        }
+        Command::SkillsAccept { id } => cmd::skills::accept(host, id, json).await,
         _ => Ok(()),
     }
 }

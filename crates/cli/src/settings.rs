@@ -16,7 +16,7 @@ use crate::demo_env::{self, DemoTickets, SharedTickets};
 use crate::exit::Failure;
 use crate::flags::{
     AuditAction, AuthAction, ConfigAction, DemoServerKind, EvalArgs, InspectArgs, PinsAction,
-    RawArgs, RawCommand, StatsBy,
+    RawArgs, RawCommand, SkillsAction, StatsBy,
 };
 
 /// Everything a command needs, resolved.
@@ -56,6 +56,14 @@ pub(crate) enum Command {
     PinsList,
     PinsAccept {
         target: String,
+    },
+    SkillsList,
+    SkillsShow {
+        id: String,
+        yes: bool,
+    },
+    SkillsAccept {
+        id: String,
     },
     AuditVerify {
         files: Vec<PathBuf>,
@@ -229,6 +237,11 @@ impl Settings {
                 PinsAction::List => Command::PinsList,
                 PinsAction::Accept { target } => Command::PinsAccept { target },
             },
+            RawCommand::Skills(s) => match s.action {
+                None => Command::SkillsList,
+                Some(SkillsAction::Show { id, yes }) => Command::SkillsShow { id, yes },
+                Some(SkillsAction::Accept { id }) => Command::SkillsAccept { id },
+            },
             RawCommand::Config(c) => match c.action {
                 ConfigAction::Check { tokens_file } => Command::ConfigCheck { tokens_file },
             },
@@ -270,7 +283,7 @@ impl Settings {
             },
             RawCommand::Doctor => Command::Doctor,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
-            RawCommand::Serve(a) => Command::Serve(Box::new(crate::cmd::serve::resolve(a)?)),
+            RawCommand::Serve(a) => Command::Serve(Box::new(crate::cmd::serve::resolve(*a)?)),
             RawCommand::DemoServer(a) => Command::DemoServer {
                 which: a.which,
                 port: a.port,

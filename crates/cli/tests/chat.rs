@@ -61,9 +61,11 @@ fn the_mock_model_runs_its_conversation_on_the_demo_as_json_events() {
     // tickets' search is allowed by the demo's rules, and reports progress.
     assert_eq!(result("mcp__tickets__search")["is_error"], false);
     assert!(events.iter().any(|e| e["type"] == "progress"));
-    // The long note comes back cut to the budget, inside the markers.
+    // The long note comes back as its head and tail within the budget,
+    // inside the markers, with a handle to read the rest.
     let note = result("mcp__notes__read_note")["text"].as_str().unwrap();
-    assert!(note.contains("characters were cut"), "{note}");
+    assert!(note.contains("over the budget of 8000"), "{note}");
+    assert!(note.contains("mcp__switchboard__read_result"), "{note}");
     assert!(
         note.starts_with("<untrusted-text source=\"notes\""),
         "{note}"
@@ -249,7 +251,7 @@ fn a_scripted_session_on_a_terminal() {
             json!({"expect": [{"is_error": false, "contains": "standup"}], "tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "release"}}]}),
             json!({"expect": [{"is_error": true, "contains": "declined"}], "tool_calls": [{"name": "mcp__archive__search", "arguments": {}}]}),
             json!({"expect": [{"is_error": true, "contains": "archive is down"}], "tool_calls": [{"name": "mcp__notes__read_note", "arguments": {"id": "handbook"}}]}),
-            json!({"expect": [{"is_error": false, "contains": "characters were cut"}], "text": "First turn done."}),
+            json!({"expect": [{"is_error": false, "contains": "over the budget of 8000"}], "text": "First turn done."}),
             // Turn 2: a call that never answers, cancelled with Ctrl-C.
             json!({"tool_calls": [{"name": "mcp__slow__never", "arguments": {}}]}),
             // Turn 3: the model was told; then the same call three times.

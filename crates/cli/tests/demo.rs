@@ -21,9 +21,12 @@ fn the_demo_shows_everything_and_does_not_wait_without_a_terminal() {
         "no terminal to ask on",
         // Progress.
         "progress 1/2: searching 3 tickets",
-        // The long note cut to the budget.
-        "8000 characters of the note",
-        "[switchboard: 1448 of 9448 characters were cut",
+        // The long note over the budget: head and tail, the rest kept.
+        "5333 characters of the note",
+        "[switchboard: 1448 characters not shown here (characters 5333 to 6781)]",
+        "2667 characters of the note",
+        "[switchboard: this result has 9448 characters",
+        "Characters 5333 to 5533 of the 9448 of result",
         // The outage in plain words, and isolation.
         "archive is down (",
         "Meanwhile notes works",

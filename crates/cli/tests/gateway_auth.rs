@@ -160,6 +160,11 @@ async fn client_with(gw: &Running, token: Option<&str>) -> Client {
         .unwrap()
 }
 
+/// The tools a gateway serving the notes demo lists: its four, and the two
+/// skill tools (`mcp__switchboard__load_skill`, `read_skill_file`) the
+/// host adds because the demo serves a skill.
+const NOTES_TOOLS: usize = 6;
+
 async fn tool_names(client: &Client) -> Vec<String> {
     client
         .list_all_tools()
@@ -265,7 +270,7 @@ async fn token_auth_names_the_principal() {
 
     // alice has no principals entry: the whole table.
     let alice = client(&gw, ALICE_TOKEN).await;
-    assert_eq!(tool_names(&alice).await.len(), 4);
+    assert_eq!(tool_names(&alice).await.len(), NOTES_TOOLS);
     let r = alice
         .call_tool("mcp__notes__read_note", args(json!({"id": "handbook"})))
         .await
@@ -327,7 +332,7 @@ async fn tokens_from_the_environment_and_bad_lists() {
     )
     .await;
     let alice = client(&gw, ALICE_TOKEN).await;
-    assert_eq!(tool_names(&alice).await.len(), 4);
+    assert_eq!(tool_names(&alice).await.len(), NOTES_TOOLS);
     drop(alice);
     drop(gw);
 
@@ -784,7 +789,7 @@ async fn https_with_a_certificate_renewed_while_serving() {
         .connect()
         .await
         .unwrap();
-    assert_eq!(tool_names(&alice).await.len(), 4);
+    assert_eq!(tool_names(&alice).await.len(), NOTES_TOOLS);
     lists_notes(&alice).await;
     let (presented, health) = tls_get(&gw, "/healthz").await;
     assert_eq!(presented, tls::der("server-a.pem").to_vec());
@@ -986,7 +991,7 @@ async fn oauth_jwts_are_checked() {
     .await;
     let good = auth.mint_access_token(&gw.url, "mcp:tools", 300);
     let c = client(&gw, &good).await;
-    assert_eq!(tool_names(&c).await.len(), 4);
+    assert_eq!(tool_names(&c).await.len(), NOTES_TOOLS);
     drop(c);
     call_is_audited_as(&gw, &good, sb.path(), "user-1").await;
 
@@ -1071,7 +1076,7 @@ async fn oauth_jwts_are_checked() {
     });
     let typed_jwt = auth.sign_access_token(&json!({"typ": "JWT"}), &claims);
     let c = client(&gw, &typed_jwt).await;
-    assert_eq!(tool_names(&c).await.len(), 4);
+    assert_eq!(tool_names(&c).await.len(), NOTES_TOOLS);
     drop(c);
     let critical = auth.sign_access_token(&json!({"typ": "JWT", "crit": ["x"], "x": 1}), &claims);
     let (status, _, body) = list_raw(&gw, Some(&format!("Bearer {critical}")));
@@ -1102,7 +1107,7 @@ async fn oauth_rs256_and_key_rotation() {
     let accepted = async |token: &str| {
         let c = client(&gw, token).await;
         let names = tool_names(&c).await;
-        assert_eq!(names.len(), 4, "{names:?}");
+        assert_eq!(names.len(), NOTES_TOOLS, "{names:?}");
     };
 
     let old = auth.mint_access_token(&gw.url, "mcp:tools", 300);
@@ -1175,7 +1180,7 @@ async fn oauth_introspection() {
     .await;
     let good = auth.mint_access_token(&gw.url, "", 300);
     let c = client(&gw, &good).await;
-    assert_eq!(tool_names(&c).await.len(), 4);
+    assert_eq!(tool_names(&c).await.len(), NOTES_TOOLS);
     drop(c);
     let forged = Signer::generate("as-key").sign(&json!({
         "iss": issuer, "aud": gw.url, "sub": "root", "exp": now() + 300,

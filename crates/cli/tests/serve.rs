@@ -61,7 +61,10 @@ async fn serve_stdio_exposes_the_governed_table() {
             "mcp__notes__list_notes",
             "mcp__notes__read_note",
             "mcp__notes__search",
-            "mcp__notes__summarize_note"
+            "mcp__notes__summarize_note",
+            // Added by the host: the notes demo serves a skill.
+            "mcp__switchboard__load_skill",
+            "mcp__switchboard__read_skill_file",
         ]
     );
     let search = &tools[2];
@@ -84,7 +87,7 @@ async fn serve_stdio_exposes_the_governed_table() {
     assert!(
         result
             .joined_text()
-            .contains("1448 of 9448 characters were cut")
+            .contains("1448 characters not shown here (characters 5333 to 6781)")
     );
     // A schema violation is refused by the gateway before the host.
     let bad = client
@@ -210,7 +213,8 @@ async fn serve_http_serves_the_table_on_loopback() {
         .unwrap();
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(tools.len(), 4);
+    // The notes demo's four, and the two skill tools (it serves a skill).
+    assert_eq!(tools.len(), 6);
     assert!(!result.is_error(), "{result:?}");
 }
 

@@ -24,6 +24,7 @@ mod replicas;
 mod resume;
 mod sandbox;
 mod serve;
+mod skills;
 mod state;
 mod tasks;
 mod ts_client;

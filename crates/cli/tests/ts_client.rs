@@ -1,7 +1,14 @@
 //! The official MCP TypeScript client (`@modelcontextprotocol/client`,
 //! `tests/ts-client/drive.mjs`) driving the gateway over stdio and over
 //! Streamable HTTP: it lists the tools, calls an allowed one, and answers
-//! the approval question the gate asks about another.
+//! the approval question the gate asks about another; and
+//! (`tests/ts-client/skills.mjs`) lists and reads the skills the gateway
+//! serves on its servers' behalf.
+//!
+//! With `--tool-search` (`tests/ts-client/search.mjs`), over both
+//! transports: it is listed only the search tool, searches, hears the
+//! `list_changed` meant for it, calls the tool it found, and pages the
+//! long result to its end with `read_result`.
 //!
 //! Skipped, with the reason printed, when `node` or the client's
 //! `node_modules` is missing (`npm ci` in `tests/ts-client`; CI does it).
@@ -43,9 +50,14 @@ fn config(sb: &Sandbox) -> String {
 
 /// Runs the driver in the sandbox's environment and returns its report.
 fn drive(sb: &Sandbox, dir: &Path, args: &[&str]) -> Value {
+    drive_with(sb, dir, "drive.mjs", args)
+}
+
+/// Runs `script` of the driver's folder likewise.
+fn drive_with(sb: &Sandbox, dir: &Path, script: &str, args: &[&str]) -> Value {
     let cmd = sb.cmd(&[]);
     let mut node = Command::new("node");
-    node.arg(dir.join("drive.mjs"))
+    node.arg(dir.join(script))
         .args(args)
         .current_dir(sb.path())
         .stdin(Stdio::null());
@@ -135,4 +147,166 @@ async fn the_official_typescript_client_drives_the_gateway_over_http() {
     let _ = child.kill();
     let _ = child.wait();
     check(&report);
+}
+
+/// The gateway with tool search over the notes demo: `read_note` allowed,
+/// a budget small enough that the handbook note pages.
+fn search_config(sb: &Sandbox) -> String {
+    sb.config(
+        json!({}),
+        json!({"permissions": {"allow": ["mcp__notes__read_note"]}, "budgetChars": 2000}),
+    )
+    .to_str()
+    .unwrap()
+    .to_owned()
+}
+
+const QUERY: &str = "read a note by its id";
+const FOUND: &str = "mcp__notes__read_note";
+const ARGS: &str = r#"{"id": "handbook"}"#;
+
+fn check_search(report: &Value) {
+    let before: Vec<&str> = report["before"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    // The built-ins are always sent: the search, and the skill tools (the
+    // notes demo serves a skill).
+    assert_eq!(
+        before,
+        [
+            "mcp__switchboard__load_skill",
+            "mcp__switchboard__read_skill_file",
+            "mcp__switchboard__search_tools"
+        ],
+        "{report:#}"
+    );
+    assert_eq!(report["notified"], json!(true), "{report:#}");
+    assert!(report["pages"].as_u64().unwrap() >= 3, "{report:#}");
+    assert!(
+        report["end"]
+            .as_str()
+            .unwrap()
+            .contains("End of the handbook."),
+        "{report:#}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_client_searches_the_gateway_over_stdio() {
+    let dir = match driver() {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let sb = Sandbox::new();
+    let cfg = search_config(&sb);
+    let report = tokio::task::spawn_blocking(move || {
+        let args = [
+            "stdio",
+            QUERY,
+            FOUND,
+            ARGS,
+            "--",
+            bin(),
+            "--config",
+            &cfg,
+            "serve",
+            "--stdio",
+            "--tool-search",
+        ];
+        drive_with(&sb, &dir, "search.mjs", &args)
+    })
+    .await
+    .unwrap();
+    check_search(&report);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_client_searches_the_gateway_over_http() {
+    let dir = match driver() {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let sb = Sandbox::new();
+    let cfg = search_config(&sb);
+    let mut cmd = sb.cmd(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--tool-search",
+    ]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let err = collect(child.stderr.take().unwrap());
+    let report = tokio::task::spawn_blocking(move || {
+        let url = url_in(&wait_for(&err, "/mcp", Duration::from_secs(60)));
+        drive_with(&sb, &dir, "search.mjs", &["http", &url, QUERY, FOUND, ARGS])
+    })
+    .await
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    check_search(&report);
+}
+
+// Through the gateway, the official client lists the demo server's skill
+// under the gateway's URI (`skill://notes/…`), gets the same entry with
+// `skills/get`, and reads each of its files, every one matching the digest
+// and size the notes server computed (SK-VER-1 from the outside: the
+// gateway passes digests and bytes through unchanged).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_client_lists_and_reads_skills_through_the_gateway() {
+    let dir = match driver() {
+        Ok(dir) => dir,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let sb = Sandbox::new();
+    let cfg = config(&sb);
+    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let err = collect(child.stderr.take().unwrap());
+    let report = tokio::task::spawn_blocking(move || {
+        let url = url_in(&wait_for(&err, "/mcp", Duration::from_secs(60)));
+        let skill = "skill://notes/meeting-notes/SKILL.md";
+        drive_with(&sb, &dir, "skills.mjs", &[&url, skill])
+    })
+    .await
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(report["negotiated"], json!("2026-07-28"), "{report:#}");
+    assert_eq!(report["sameEntry"], json!(true), "{report:#}");
+    let files: Vec<&str> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["uri"].as_str())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "skill://notes/meeting-notes/SKILL.md",
+            "skill://notes/meeting-notes/templates/minutes.md"
+        ],
+        "{report:#}"
+    );
+    let template = &report["files"][1]["text"];
+    assert!(
+        template.as_str().unwrap().contains("## Action items"),
+        "{report:#}"
+    );
 }

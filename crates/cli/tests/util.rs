@@ -41,6 +41,8 @@ impl Sandbox {
             .current_dir(self.path())
             .env("XDG_CONFIG_HOME", self.path().join("xdg"))
             .env("HOME", self.path())
+            // Skill content is cached in the sandbox too.
+            .env("XDG_CACHE_HOME", self.path().join("cache"))
             // OAuth logins live in the sandbox, and no browser is opened.
             .env("SWITCHBOARD_STATE_DIR", self.state_dir())
             .env("SWITCHBOARD_NO_BROWSER", "1")

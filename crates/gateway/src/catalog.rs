@@ -338,7 +338,7 @@ async fn read(
 /// The host's answer as the gateway's error: a server's JSON-RPC error
 /// passes through; a name not served is invalid params; a refusal or a
 /// failure is said in the host's words.
-fn handler_error(e: OfferError) -> HandlerError {
+pub(crate) fn handler_error(e: OfferError) -> HandlerError {
     match e {
         OfferError::Unknown(text) => HandlerError::invalid_params(text),
         OfferError::Refused { text, .. } => HandlerError::msg(text),

@@ -127,6 +127,7 @@ mod relay;
 mod reload;
 mod search;
 mod serve;
+mod skills;
 mod status;
 mod tasks;
 mod telemetry;
@@ -599,5 +600,10 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
         .tasks()
         // The table changes at run time: never let a client cache it long.
         .list_cache(0, switchboard_wire::CacheScope::Private);
+    // The servers' skills, when any serves some (declared at start).
+    let builder = match skills::ServedSkills::of(host) {
+        Some((relay, directory_read)) => builder.skills_relay(relay, directory_read),
+        None => builder,
+    };
     status::register(builder, host).build()
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use switchboard_host::builtin::READ_RESULT;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
 use switchboard_server::{Context, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
@@ -33,6 +34,18 @@ pub(crate) fn register_all(
         if register(server, host, &tool, listed, options) {
             names.insert(tool.name.clone());
         }
+    }
+    // A result over its budget makes the host offer read_result then and
+    // there, and its caller may call it before that change reaches
+    // [`follow_changes`]: it answers by name from the start (unlisted,
+    // and not counted as registered, so the host's own entry replaces it).
+    let read_result =
+        switchboard_wire::namespaced_tool_name(switchboard_host::builtin::ALIAS, READ_RESULT);
+    if !names.contains(&read_result) {
+        let spec = ToolSpec::new(&read_result)
+            .input_schema(serde_json::json!({"type": "object"}))
+            .unlisted();
+        put(server, host, &read_result, spec, options);
     }
     names
 }
@@ -75,8 +88,15 @@ fn register(
             .input_schema(serde_json::json!({"type": "object"}))
             .unlisted()
     };
+    put(server, host, &tool.name, spec, options)
+}
+
+/// Serves `spec` as the host's tool `name`; `false` (with a warning) when
+/// the framework refuses it.
+fn put(server: &Server, host: &Host, name: &str, spec: ToolSpec, options: &GatewayOptions) -> bool {
     let host = host.clone();
-    let name = tool.name.clone();
+    let tool_name = name;
+    let name = name.to_owned();
     let settings = Settings {
         yes: options.assume_yes,
         // With a signing key that outlives the process, a task handed on
@@ -107,7 +127,7 @@ fn register(
     match server.put_tool(spec, handler) {
         Ok(()) => true,
         Err(e) => {
-            tracing::warn!(tool = %tool.name, error = %e, "the gateway cannot serve this tool");
+            tracing::warn!(tool = %tool_name, error = %e, "the gateway cannot serve this tool");
             false
         }
     }

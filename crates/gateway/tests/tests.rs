@@ -18,5 +18,6 @@ mod live_status;
 mod offer;
 mod relay;
 mod serve;
+mod skills;
 mod tasks;
 mod util;

@@ -49,6 +49,27 @@ pub struct ApprovalRequest {
     /// Where "allow always" writes it; `None` when the config has no file
     /// (the option should not be offered).
     pub config_file: Option<String>,
+    /// When the question is about loading a skill served by `alias`
+    /// rather than about a tool call: what the user approves.
+    pub skill: Option<SkillQuestion>,
+}
+
+/// What a question about loading a skill shows: "allow always" records
+/// the skill's files (their `{uri, digest}` set) in the lockfile instead
+/// of adding a rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillQuestion {
+    /// `ALIAS:SKILL_PATH`.
+    pub id: String,
+    /// The URI of its `SKILL.md`.
+    pub uri: String,
+    /// Files its entry lists, and their bytes (`None` for a dynamic skill).
+    pub files: Option<(usize, u64)>,
+    /// The lockfile "allow always" records the approval in; `None` when it
+    /// cannot be recorded (no lockfile, or a dynamic skill).
+    pub lockfile: Option<String>,
+    /// Its frontmatter's `allowed-tools`, shown as ignored.
+    pub allowed_tools: Option<String>,
 }
 
 impl ApprovalRequest {
@@ -66,6 +87,9 @@ impl ApprovalRequest {
     /// model cannot hide anything from the person reading, with a sentence
     /// saying so when there were any), reasons, diff.
     pub fn render(&self) -> String {
+        if let Some(skill) = &self.skill {
+            return self.render_skill(skill);
+        }
         let mut out = String::new();
         out.push_str("Switchboard: a tool call needs your approval\n");
         out.push_str(&format!("  server:    {}\n", self.alias));
@@ -90,6 +114,71 @@ impl ApprovalRequest {
             }
         }
         out
+    }
+}
+
+impl ApprovalRequest {
+    fn render_skill(&self, skill: &SkillQuestion) -> String {
+        let mut out = String::new();
+        out.push_str("Switchboard: loading a skill needs your approval\n");
+        out.push_str(&format!("  skill:     {}\n", visible(&skill.id)));
+        out.push_str(&format!(
+            "  served by: {} (an MCP server, not a local skill)\n",
+            self.alias
+        ));
+        out.push_str(&format!("  uri:       {}\n", visible(&skill.uri)));
+        match skill.files {
+            Some((files, bytes)) => {
+                out.push_str(&format!("  files:     {files} ({bytes} bytes)\n"));
+            }
+            None => out.push_str(
+                "  files:     dynamic (no digests: this approval covers this load only)\n",
+            ),
+        }
+        if let Some(tools) = &skill.allowed_tools {
+            out.push_str(&format!(
+                "  allowed-tools: {} (ignored: a served skill never widens any permission)\n",
+                visible(tools)
+            ));
+        }
+        for reason in &self.reasons {
+            out.push_str(&format!("  why asked: {}\n", visible(reason)));
+        }
+        if let Some(diff) = &self.diff {
+            out.push_str("  its files changed since you approved it:\n");
+            for line in diff.lines() {
+                out.push_str(&format!("    {}\n", visible(line)));
+            }
+        }
+        out.push_str(&format!(
+            "  inspect it first with `switchboard skills show {}`\n",
+            skill.id
+        ));
+        out
+    }
+
+    /// What "allow always" does, when it is offered: where it is recorded.
+    fn always(&self) -> Option<String> {
+        match &self.skill {
+            Some(skill) => skill
+                .lockfile
+                .as_ref()
+                .map(|lock| format!("records the skill's files in {lock}")),
+            None => self.config_file.as_ref().map(|file| {
+                format!(
+                    "adds {} to permissions.allow in {file}",
+                    self.suggested_rule
+                )
+            }),
+        }
+    }
+
+    /// What "for the session" allows: the tool, or the skill.
+    fn session_key(&self) -> &str {
+        match &self.skill {
+            Some(skill) => &skill.id,
+            None => &self.local_name,
+        }
     }
 }
 
@@ -207,23 +296,33 @@ impl PromptApprover {
                 .session
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .contains(&request.local_name)
+                .contains(request.session_key())
     }
 
     fn ask_blocking(io: &Mutex<Io>, request: &ApprovalRequest) -> Answer {
         let mut guard = io.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (input, output) = &mut *guard;
-        let always = request.config_file.is_some();
-        let choices = match &request.config_file {
-            Some(file) => format!(
-                "[y] allow once, [s] allow this tool for the session, \
-                 [a] allow always (adds {} to permissions.allow in {file}), [N] deny: ",
-                request.suggested_rule
-            ),
-            None => "(allow always is not offered: there is no config file to write the rule to)\n\
-                     [y] allow once, [s] allow this tool for the session, [N] deny: "
-                .to_owned(),
+        let always = request.always();
+        let what = if request.skill.is_some() {
+            "skill"
+        } else {
+            "tool"
         };
+        let choices = match &always {
+            Some(always) => format!(
+                "[y] allow once, [s] allow this {what} for the session, \
+                 [a] allow always ({always}), [N] deny: "
+            ),
+            None if request.skill.is_some() => format!(
+                "(allow always is not offered: there is no lockfile to record it in, or the skill is dynamic)\n\
+                 [y] allow once, [s] allow this {what} for the session, [N] deny: "
+            ),
+            None => format!(
+                "(allow always is not offered: there is no config file to write the rule to)\n\
+                 [y] allow once, [s] allow this {what} for the session, [N] deny: "
+            ),
+        };
+        let always = always.is_some();
         if write!(output, "{}{choices}", request.render())
             .and_then(|()| output.flush())
             .is_err()
@@ -274,7 +373,7 @@ impl Approver for PromptApprover {
                     self.session
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(request.local_name.clone());
+                        .insert(request.session_key().to_owned());
                     Approval::AllowOnce
                 }
                 Err(_) => Approval::Deny(Some("the approval prompt failed".into())),
@@ -299,6 +398,7 @@ mod tests {
             annotations: None,
             suggested_rule: "mcp__notes__search".into(),
             config_file: Some("/p/.mcp.json".into()),
+            skill: None,
         }
     }
 

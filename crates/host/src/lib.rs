@@ -27,6 +27,9 @@
 //! - [`search`]: the tool search index (BM25F, identifiers split, stems,
 //!   a thesaurus) behind `tools --search` and
 //!   `mcp__switchboard__search_tools`.
+//! - [`skills`]: skills served by servers (the Skills extension): the
+//!   registry by alias and URI, their status against the lockfile, the
+//!   verified-content cache, and the built-in tools that load them.
 //! - [`tokens`]: token estimates of tool definitions, and when the table
 //!   is deferred ([`ToolSearch`]).
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
@@ -102,12 +105,15 @@ pub mod results;
 pub mod sanitize;
 pub mod search;
 pub mod secret;
+pub mod skills;
 pub mod table;
 mod task;
 pub mod tokens;
 mod upstream;
 
-pub use approver::{Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover};
+pub use approver::{
+    Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover, SkillQuestion,
+};
 pub use audit::{
     AuditLog, AuditRecord, CallInFlight, Decider, Outcome, Rotation as AuditRotation,
     VerifyProblem, VerifyReport, archives_of as audit_archives, verify as verify_audit,
@@ -122,7 +128,7 @@ pub use config::{
 pub use core::{
     CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport,
     FoundTool, Host, LoadedTools, ModelTool, MountOptions, Named, OfferError, PinReport,
-    ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, TableChange,
+    ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, SkillRef, TableChange,
     TaskResumption, ToolStatus,
 };
 pub use error::HostError;
@@ -134,6 +140,7 @@ pub use input::{
 pub use limits::{CallLimits, LimitsOverride};
 pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
-pub use pins::PinState;
+pub use pins::{PinState, SkillPinState};
+pub use skills::{SkillReport, SkillStatus};
 pub use switchboard_client::{ProgressSink, Resume};
 pub use tokens::ToolSearch;

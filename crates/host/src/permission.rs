@@ -9,6 +9,12 @@
 //!
 //! Rules come in three kinds; when several match, `deny` wins over `ask`,
 //! which wins over `allow`, whatever their order or specificity.
+//!
+//! Skills served by a server (the Skills extension) are named apart:
+//! `skill:ALIAS` or `skill:ALIAS:*` (every skill of the server),
+//! `skill:ALIAS:SKILL_PATH` (one skill, by the path in its id, e.g.
+//! `skill:notes:meeting-notes`) and `skill:ALIAS:PREFIX*`. A tool pattern
+//! never matches a skill, nor a skill pattern a tool.
 
 use std::fmt;
 
@@ -49,13 +55,19 @@ enum ToolPattern {
 }
 
 /// A parsed pattern: `mcp__alias`, `mcp__alias__*`, `mcp__alias__tool` or
-/// `mcp__alias__prefix*`.
+/// `mcp__alias__prefix*` for tools; `skill:alias`, `skill:alias:*`,
+/// `skill:alias:path` or `skill:alias:prefix*` for skills.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Pattern {
     alias: String,
     tool: ToolPattern,
     text: String,
+    /// Whether it names skills (`skill:…`) rather than tools.
+    skills: bool,
 }
+
+/// What skill patterns start with.
+pub const SKILL_PREFIX: &str = "skill:";
 
 /// Why a pattern cannot be read; `Display` also says what to write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,7 +75,7 @@ pub struct Pattern {
 pub enum PatternError {
     /// The pattern does not start with `mcp__`.
     #[error(
-        "pattern {0:?} does not start with mcp__; write mcp__ALIAS, mcp__ALIAS__* or mcp__ALIAS__TOOL"
+        "pattern {0:?} does not start with mcp__ or skill:; write mcp__ALIAS, mcp__ALIAS__*, mcp__ALIAS__TOOL or skill:ALIAS:SKILL_PATH"
     )]
     NoPrefix(String),
     /// The alias part is not a valid alias.
@@ -83,6 +95,9 @@ impl Pattern {
     /// # Errors
     /// [`PatternError`] naming what is wrong.
     pub fn parse(text: &str) -> Result<Pattern, PatternError> {
+        if let Some(rest) = text.strip_prefix(SKILL_PREFIX) {
+            return Pattern::parse_skill(text, rest);
+        }
         let rest = text
             .strip_prefix(PREFIX)
             .ok_or_else(|| PatternError::NoPrefix(text.to_owned()))?;
@@ -107,7 +122,61 @@ impl Pattern {
             alias: alias.to_owned(),
             tool,
             text: text.to_owned(),
+            skills: false,
         })
+    }
+
+    /// `skill:ALIAS[:PATH]`, `rest` after `skill:`.
+    fn parse_skill(text: &str, rest: &str) -> Result<Pattern, PatternError> {
+        let (alias, path) = match rest.split_once(':') {
+            Some((alias, path)) => (alias, Some(path)),
+            None => (rest, None),
+        };
+        if !is_valid_alias(alias) {
+            return Err(PatternError::BadAlias(text.to_owned()));
+        }
+        let tool = match path {
+            None | Some("*") => ToolPattern::Any,
+            Some("") => return Err(PatternError::EmptyTool(text.to_owned())),
+            Some(p) => match p.find('*') {
+                None => ToolPattern::Exact(p.to_owned()),
+                Some(i) if i == p.len() - 1 => ToolPattern::Prefix(p[..i].to_owned()),
+                Some(_) => return Err(PatternError::InnerWildcard(text.to_owned())),
+            },
+        };
+        Ok(Pattern {
+            alias: alias.to_owned(),
+            tool,
+            text: text.to_owned(),
+            skills: true,
+        })
+    }
+
+    /// A pattern for one skill of `alias`, by the path in its id.
+    pub fn skill(alias: &str, path: &str) -> Pattern {
+        Pattern {
+            alias: alias.to_owned(),
+            tool: ToolPattern::Exact(path.to_owned()),
+            text: format!("{SKILL_PREFIX}{alias}:{path}"),
+            skills: true,
+        }
+    }
+
+    /// Whether the pattern names skills (`skill:…`) rather than tools.
+    pub fn is_skill(&self) -> bool {
+        self.skills
+    }
+
+    /// Whether the pattern covers the skill whose id is `alias:path`.
+    pub fn matches_skill(&self, alias: &str, path: &str) -> bool {
+        if !self.skills || self.alias != alias {
+            return false;
+        }
+        match &self.tool {
+            ToolPattern::Any => true,
+            ToolPattern::Exact(p) => p == path,
+            ToolPattern::Prefix(p) => path.starts_with(p.as_str()),
+        }
     }
 
     /// A pattern for every tool of `alias`.
@@ -116,6 +185,7 @@ impl Pattern {
             alias: alias.to_owned(),
             tool: ToolPattern::Any,
             text: format!("{PREFIX}{alias}"),
+            skills: false,
         }
     }
 
@@ -125,6 +195,7 @@ impl Pattern {
             alias: alias.to_owned(),
             tool: ToolPattern::Exact(tool.to_owned()),
             text: format!("{PREFIX}{alias}{SEPARATOR}{tool}"),
+            skills: false,
         }
     }
 
@@ -134,9 +205,9 @@ impl Pattern {
     }
 
     /// Whether the pattern takes in a whole server (`mcp__ALIAS` or
-    /// `mcp__ALIAS__*`).
+    /// `mcp__ALIAS__*`; a skill pattern never does).
     pub fn is_whole_server(&self) -> bool {
-        matches!(self.tool, ToolPattern::Any)
+        !self.skills && matches!(self.tool, ToolPattern::Any)
     }
 
     /// Whether the pattern names exactly one tool (not a whole server or a
@@ -150,9 +221,10 @@ impl Pattern {
         &self.text
     }
 
-    /// Whether the pattern covers tool `original` of server `alias`.
+    /// Whether the pattern covers tool `original` of server `alias` (a
+    /// skill pattern covers no tool).
     pub fn matches(&self, alias: &str, original: &str) -> bool {
-        if self.alias != alias {
+        if self.skills || self.alias != alias {
             return false;
         }
         match &self.tool {
@@ -202,6 +274,24 @@ pub enum RuleVerdict<'a> {
 pub fn decide<'a>(rules: &'a [Rule], alias: &str, original: &str) -> RuleVerdict<'a> {
     let mut best: Option<&Rule> = None;
     for rule in rules.iter().filter(|r| r.pattern.matches(alias, original)) {
+        if best.is_none_or(|b| rule.kind > b.kind) {
+            best = Some(rule);
+        }
+    }
+    match best {
+        Some(rule) => RuleVerdict::Matched(rule),
+        None => RuleVerdict::None,
+    }
+}
+
+/// Finds the deciding rule for the skill whose id is `alias:path`, as
+/// [`decide`] does for tools, among the skill patterns.
+pub fn decide_skill<'a>(rules: &'a [Rule], alias: &str, path: &str) -> RuleVerdict<'a> {
+    let mut best: Option<&Rule> = None;
+    for rule in rules
+        .iter()
+        .filter(|r| r.pattern.matches_skill(alias, path))
+    {
         if best.is_none_or(|b| rule.kind > b.kind) {
             best = Some(rule);
         }
@@ -318,5 +408,72 @@ mod tests {
                 RuleVerdict::None => panic!("no match"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod skill_tests {
+    use super::*;
+
+    fn rule(kind: RuleKind, pattern: &str) -> Rule {
+        Rule {
+            kind,
+            pattern: Pattern::parse(pattern).unwrap(),
+            source: format!("permissions.{}", kind.key()),
+        }
+    }
+
+    // Rules can name skills with the wildcards tools have; the two kinds
+    // of pattern never cover each other.
+    #[test]
+    fn skill_patterns_name_skills_and_only_skills() {
+        let one = Pattern::parse("skill:notes:meeting-notes").unwrap();
+        assert!(one.is_skill() && one.is_exact() && !one.is_whole_server());
+        assert!(one.matches_skill("notes", "meeting-notes"));
+        assert!(!one.matches_skill("other", "meeting-notes"));
+        assert!(!one.matches("notes", "meeting-notes"));
+        for all in ["skill:notes", "skill:notes:*"] {
+            let p = Pattern::parse(all).unwrap();
+            assert!(p.matches_skill("notes", "acme/billing/refunds"), "{all}");
+            assert!(!p.matches("notes", "search"), "{all}");
+        }
+        let prefix = Pattern::parse("skill:notes:acme/*").unwrap();
+        assert!(prefix.matches_skill("notes", "acme/billing/refunds"));
+        assert!(!prefix.matches_skill("notes", "meeting-notes"));
+        assert!(
+            !Pattern::parse("mcp__notes")
+                .unwrap()
+                .matches_skill("notes", "x")
+        );
+        assert!(matches!(
+            Pattern::parse("skill:"),
+            Err(PatternError::BadAlias(_))
+        ));
+        assert!(matches!(
+            Pattern::parse("skill:notes:"),
+            Err(PatternError::EmptyTool(_))
+        ));
+        assert!(matches!(
+            Pattern::parse("skill:notes:a*b"),
+            Err(PatternError::InnerWildcard(_))
+        ));
+        assert_eq!(Pattern::skill("notes", "x").as_str(), "skill:notes:x");
+
+        let rules = [
+            rule(RuleKind::Allow, "skill:notes"),
+            rule(RuleKind::Deny, "skill:notes:evil"),
+            rule(RuleKind::Allow, "mcp__notes"),
+        ];
+        assert!(
+            matches!(decide_skill(&rules, "notes", "evil"), RuleVerdict::Matched(r) if r.kind == RuleKind::Deny)
+        );
+        assert!(
+            matches!(decide_skill(&rules, "notes", "good"), RuleVerdict::Matched(r) if r.kind == RuleKind::Allow)
+        );
+        assert_eq!(decide_skill(&rules, "tickets", "good"), RuleVerdict::None);
+        // A deny of a skill never touches the server's tools.
+        assert!(
+            matches!(decide(&rules, "notes", "evil"), RuleVerdict::Matched(r) if r.kind == RuleKind::Allow)
+        );
     }
 }

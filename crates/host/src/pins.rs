@@ -9,6 +9,12 @@
 //! entry per tool, keyed by alias and original name. It keeps the approved
 //! description and schema next to the hash, so a reviewer sees in a plain
 //! `git diff` what changed, and the gate can show the same.
+//!
+//! Skills approved "always" (or with `switchboard skills accept`) are kept
+//! beside the tools under `skills`, keyed by alias and the URI of the
+//! skill's `SKILL.md` (never the URI alone: SK-ENT-1/2), each with the full
+//! `{uri: digest}` set of its files seen at approval (SK-SEC-16); a later
+//! entry with another set is `changed` (SK-SEC-17).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -74,6 +80,32 @@ struct LockData {
     /// alias → tool name → entry.
     #[serde(default)]
     tools: BTreeMap<String, BTreeMap<String, Entry>>,
+    /// alias → `SKILL.md` URI → the approved skill; absent when none was
+    /// ever approved (older lockfiles stay byte for byte the same).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    skills: BTreeMap<String, BTreeMap<String, SkillPin>>,
+}
+
+/// One approved skill: the `{uri: digest}` set of its files at approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct SkillPin {
+    /// File URI → `sha256:` digest.
+    files: BTreeMap<String, String>,
+}
+
+/// How a skill's current `{uri, digest}` set compares with the approved one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkillPinState {
+    /// Never approved.
+    Unapproved,
+    /// Approved with this very set.
+    Approved,
+    /// Approved with another set: the files added, removed and changed.
+    Changed {
+        /// One line per file: `+ URI` added, `- URI` removed, `~ URI`
+        /// changed (old digest → new digest).
+        diff: String,
+    },
 }
 
 /// The pins of every tool, backed by a lockfile (or memory only).
@@ -90,7 +122,7 @@ impl Pins {
             path: None,
             data: Mutex::new(LockData {
                 version: FORMAT_VERSION,
-                tools: BTreeMap::new(),
+                ..LockData::default()
             }),
         }
     }
@@ -197,6 +229,94 @@ impl Pins {
         Some(tool)
     }
 
+    /// How the skill at `uri` of `alias`, whose files are now `set`
+    /// (`(uri, digest)` pairs), compares with its approval.
+    pub fn skill_state(&self, alias: &str, uri: &str, set: &[(&str, &str)]) -> SkillPinState {
+        let data = self.lock();
+        let Some(pin) = data.skills.get(alias).and_then(|s| s.get(uri)) else {
+            return SkillPinState::Unapproved;
+        };
+        let same = pin.files.len() == set.len()
+            && set
+                .iter()
+                .all(|(u, d)| pin.files.get(*u).is_some_and(|old| old == d));
+        if same {
+            return SkillPinState::Approved;
+        }
+        let mut diff = String::new();
+        let now: BTreeMap<&str, &str> = set.iter().copied().collect();
+        for (u, old) in &pin.files {
+            match now.get(u.as_str()) {
+                None => diff.push_str(&format!("- {u}\n")),
+                Some(new) if new != old => diff.push_str(&format!("~ {u} ({old} -> {new})\n")),
+                Some(_) => {}
+            }
+        }
+        for u in now.keys() {
+            if !pin.files.contains_key(*u) {
+                diff.push_str(&format!("+ {u}\n"));
+            }
+        }
+        SkillPinState::Changed { diff }
+    }
+
+    /// Records the skill at `uri` of `alias` as approved with its files'
+    /// `set` (`(uri, digest)` pairs), replacing an earlier approval.
+    ///
+    /// # Errors
+    /// As [`Pins::pin`]; the approval holds in memory regardless.
+    pub fn approve_skill(
+        &self,
+        alias: &str,
+        uri: &str,
+        set: &[(&str, &str)],
+    ) -> Result<(), HostError> {
+        let pin = SkillPin {
+            files: set
+                .iter()
+                .map(|(u, d)| ((*u).to_owned(), (*d).to_owned()))
+                .collect(),
+        };
+        self.update(|data| {
+            data.skills
+                .entry(alias.to_owned())
+                .or_default()
+                .insert(uri.to_owned(), pin.clone());
+        })
+    }
+
+    /// Forgets every skill approval of `alias` (its server was removed).
+    ///
+    /// # Errors
+    /// As [`Pins::pin`].
+    pub fn forget_skills(&self, alias: &str) -> Result<(), HostError> {
+        if !self.lock().skills.contains_key(alias) {
+            return Ok(());
+        }
+        self.update(|data| {
+            data.skills.remove(alias);
+        })
+    }
+
+    /// Applies `change` in memory, then to the file as it is on disk now
+    /// (merged under the folder lock, as [`Pins::pin_all`] does).
+    fn update(&self, change: impl Fn(&mut LockData)) -> Result<(), HostError> {
+        change(&mut self.lock());
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let io = |source| HostError::PinsIo {
+            path: path.clone(),
+            source,
+        };
+        let _lock = DirLock::acquire(parent_dir(path)).map_err(io)?;
+        let mut on_disk = read(path)?;
+        change(&mut on_disk);
+        write_atomic(path, render(&on_disk).as_bytes()).map_err(io)?;
+        *self.lock() = on_disk;
+        Ok(())
+    }
+
     /// Every approved definition of `alias` recorded with its text (as
     /// [`Pins::approved`]), in name order: what a server that is not
     /// started yet (lazy) is listed with.
@@ -228,7 +348,7 @@ fn read(path: &Path) -> Result<LockData, HostError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(LockData {
                 version: FORMAT_VERSION,
-                tools: BTreeMap::new(),
+                ..LockData::default()
             });
         }
         Err(source) => {
@@ -496,5 +616,69 @@ mod tests {
         assert!(matches!(err, HostError::PinsDamaged { .. }));
         assert!(err.to_string().contains("switchboard.lock"));
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json");
+    }
+}
+
+#[cfg(test)]
+mod skill_tests {
+    use super::*;
+
+    // SK-SEC-16/17: the approval binds the full {uri, digest} set, keyed by
+    // alias and uri; any other set is changed, with a diff of files.
+    #[test]
+    fn a_skill_approval_binds_its_files_and_a_different_set_is_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("switchboard.lock");
+        // A lockfile of tools only keeps its bytes when skills are absent.
+        let pins = Pins::open(&path).unwrap();
+        let t = Tool::new("t", "d", serde_json::Map::new());
+        pins.pin("notes", &t).unwrap();
+        let before = std::fs::read_to_string(&path).unwrap();
+        assert!(!before.contains("skills"), "{before}");
+
+        let md = "skill://a/SKILL.md";
+        let set = [(md, "sha256:01"), ("skill://a/t.md", "sha256:02")];
+        assert_eq!(
+            pins.skill_state("notes", md, &set),
+            SkillPinState::Unapproved
+        );
+        pins.approve_skill("notes", md, &set).unwrap();
+        let reopened = Pins::open(&path).unwrap();
+        assert_eq!(
+            reopened.skill_state("notes", md, &set),
+            SkillPinState::Approved
+        );
+        // The same URI on another server is another skill.
+        assert_eq!(
+            reopened.skill_state("other", md, &set),
+            SkillPinState::Unapproved
+        );
+        let rotated = [
+            (md, "sha256:01"),
+            ("skill://a/t.md", "sha256:99"),
+            ("skill://a/new.md", "sha256:03"),
+        ];
+        let SkillPinState::Changed { diff } = reopened.skill_state("notes", md, &rotated) else {
+            panic!("not changed")
+        };
+        assert!(
+            diff.contains("~ skill://a/t.md (sha256:02 -> sha256:99)"),
+            "{diff}"
+        );
+        assert!(diff.contains("+ skill://a/new.md"), "{diff}");
+        let fewer = [(md, "sha256:01")];
+        let SkillPinState::Changed { diff } = reopened.skill_state("notes", md, &fewer) else {
+            panic!("not changed")
+        };
+        assert!(diff.contains("- skill://a/t.md"), "{diff}");
+        // Tools survive, and removing the server forgets its skills.
+        assert_eq!(reopened.state("notes", &t), PinState::Pinned);
+        reopened.forget_skills("notes").unwrap();
+        let again = Pins::open(&path).unwrap();
+        assert_eq!(
+            again.skill_state("notes", md, &set),
+            SkillPinState::Unapproved
+        );
+        assert_eq!(again.state("notes", &t), PinState::Pinned);
     }
 }

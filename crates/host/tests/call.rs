@@ -26,18 +26,28 @@ fn inner(block: &str) -> &str {
 
 fn check_cut(result: &CallToolResult, kept: usize, total: usize) {
     assert!(!result.is_error());
-    assert_eq!(result.content.len(), 2, "{result:?}");
-    let body = result.content[0].as_text().unwrap();
+    // The head, the gap in one line, the tail, the note with the handle.
+    assert_eq!(result.content.len(), 4, "{result:?}");
+    let text = |i: usize| result.content[i].as_text().unwrap();
+    for body in [text(0), text(2)] {
+        assert!(
+            body.starts_with("<untrusted-text source="),
+            "{}",
+            &body[..80]
+        );
+    }
+    let shown = inner(text(0)).chars().count() + inner(text(2)).chars().count();
+    assert_eq!(shown, kept);
+    assert_eq!(text(1).lines().count(), 1);
     assert!(
-        body.starts_with("<untrusted-text source="),
+        text(1).contains(&format!("{} characters not shown here", total - kept)),
         "{}",
-        &body[..80]
+        text(1)
     );
-    assert_eq!(inner(body).chars().count(), kept);
-    let note = result.content[1].as_text().unwrap();
+    let note = text(3);
     assert_eq!(note.lines().count(), 1);
     assert!(
-        note.contains(&format!("{} of {total} characters were cut", total - kept)),
+        note.contains(&format!("this result has {total} characters")),
         "{note}"
     );
 }

@@ -25,6 +25,8 @@ mod reload;
 mod requests;
 mod sandbox;
 mod scale;
+mod skill_server;
+mod skills;
 mod soak;
 mod supervision;
 mod tasks;

@@ -96,6 +96,8 @@ impl Dir {
     pub(crate) fn options(&self) -> MountOptions {
         let mut options = MountOptions::default();
         options.token_store = Some(self.store());
+        // Skill content is cached in this folder, never the user's.
+        options.skill_cache = Some(self.path("skill-cache"));
         options
     }
 

@@ -371,6 +371,21 @@ impl Server {
                     .await
             }
             method::COMPLETE => self.complete(&id, params, meta, &incoming).await,
+            skills::SKILLS_LIST | skills::SKILLS_GET | skills::DIRECTORY_READ
+                if self.relay().is_some() =>
+            {
+                let principal = incoming.principal.as_deref();
+                match (self.relay(), method.as_str()) {
+                    (Some(relay), skills::SKILLS_LIST) => {
+                        self.relay_list(relay, params, principal).await
+                    }
+                    (Some(relay), skills::SKILLS_GET) => {
+                        self.relay_get(relay, params, principal).await
+                    }
+                    (Some(relay), _) => self.relay_directory(relay, params, principal).await,
+                    (None, m) => Err(Fault::method_not_found(m)),
+                }
+            }
             skills::SKILLS_LIST => self.skills_list(params).await,
             skills::SKILLS_GET => self.skills_get(params).await,
             skills::DIRECTORY_READ => self.directory_read(params).await,
@@ -741,6 +756,11 @@ impl Server {
                         .call(ctx(method::RESOURCES_READ))
                         .await
                         .map(|o| (o, cache))
+                } else if let Some(read) =
+                    self.relay_read(&name, incoming.principal.as_deref()).await
+                {
+                    // A skill file served on another server's behalf.
+                    return Ok(Step::Done(self.read_result(&name, read?, None)?));
                 } else if let Some(read) = self.read_skill_file(&name).await {
                     // A skill file (checked before templates, which may
                     // match any URI).

@@ -112,7 +112,7 @@ pub use resource::{
     TemplateSpec, blob_contents, text_contents,
 };
 pub use server::{OfferFilter, Offered, Server, ServerBuilder, ToolFilter};
-pub use skill::SkillSpec;
+pub use skill::{SkillSpec, SkillsRelay};
 pub use state::StateHandles;
 pub use task::{TaskContext, TaskHandler, TaskSupport, TaskWork};
 pub use tool::{

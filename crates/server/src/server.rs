@@ -93,6 +93,8 @@ pub(crate) struct Inner {
     pub(crate) offer_filter: RwLock<Option<OfferFilter>>,
     /// The skills served, when any source was given.
     pub(crate) skills: Option<Arc<crate::skill::Catalog>>,
+    /// Skills served on other servers' behalf ([`ServerBuilder::skills_relay`]).
+    pub(crate) skills_relay: Option<crate::skill::Relay>,
 }
 
 /// Decides whether a tool is listed for a caller: the caller's
@@ -156,7 +158,10 @@ impl Default for Options {
 /// Text computed when it is sent (live instructions), for the caller
 /// asking (`None` on stdio or without authentication).
 #[derive(Clone)]
-pub(crate) struct LiveText(Arc<dyn Fn(Option<&crate::Principal>) -> String + Send + Sync>);
+pub(crate) struct LiveText(Arc<LiveTextFn>);
+
+/// What computes a [`LiveText`] for the caller asking.
+type LiveTextFn = dyn Fn(Option<&crate::Principal>) -> String + Send + Sync;
 
 impl std::fmt::Debug for LiveText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -297,6 +302,7 @@ pub struct ServerBuilder {
     error: Option<BuildError>,
     pub(crate) task_options: crate::task::TaskOptions,
     skills: crate::skill::SkillsBuilder,
+    skills_relay: Option<crate::skill::Relay>,
 }
 
 impl std::fmt::Debug for ServerBuilder {
@@ -326,6 +332,7 @@ impl Server {
             error: None,
             task_options: crate::task::TaskOptions::default(),
             skills: crate::skill::SkillsBuilder::default(),
+            skills_relay: None,
         }
     }
 
@@ -875,6 +882,24 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves skills on other servers' behalf (a gateway): the extension
+    /// is declared (with `directoryRead` when `directory_read`), with the
+    /// `resources` capability, and `skills/list`, `skills/get`,
+    /// `resources/directory/read` and the `resources/read` of the files
+    /// the relay serves go to it with the caller's principal. Replaces
+    /// [`ServerBuilder::skills_dir`] and [`ServerBuilder::skill`].
+    pub fn skills_relay(
+        mut self,
+        relay: std::sync::Arc<dyn crate::SkillsRelay>,
+        directory_read: bool,
+    ) -> Self {
+        self.skills_relay = Some(crate::skill::Relay {
+            relay,
+            directory_read,
+        });
+        self
+    }
+
     /// Whether `resources/directory/read` is offered with skills (default
     /// on: the extension is declared with `directoryRead: true`).
     pub fn skills_directory_read(mut self, on: bool) -> Self {
@@ -924,10 +949,16 @@ impl ServerBuilder {
         };
         let skills = self.skills.build()?;
         let mut extensions = self.extensions;
-        if let Some(catalog) = &skills {
+        let skills = skills.filter(|_| self.skills_relay.is_none());
+        let directory_read = match (&self.skills_relay, &skills) {
+            (Some(relay), _) => Some(relay.directory_read),
+            (None, Some(catalog)) => Some(catalog.directory_read),
+            (None, None) => None,
+        };
+        if let Some(directory_read) = directory_read {
             extensions.insert(
                 switchboard_wire::skills::EXTENSION_ID.to_owned(),
-                switchboard_wire::SkillsCapability::new(catalog.directory_read).to_value(),
+                switchboard_wire::SkillsCapability::new(directory_read).to_value(),
             );
         }
         let list_changed = || {
@@ -949,7 +980,7 @@ impl ServerBuilder {
             resources: (self.declare_resources
                 || !r.resources.is_empty()
                 || !r.templates.is_empty()
-                || skills.is_some())
+                || directory_read.is_some())
             .then(|| ResourcesCapability {
                 subscribe: Some(true),
                 list_changed: Some(true),
@@ -1010,6 +1041,7 @@ impl ServerBuilder {
                 tool_filter: RwLock::new(None),
                 offer_filter: RwLock::new(None),
                 skills,
+                skills_relay: self.skills_relay,
             }),
         })
     }

@@ -20,7 +20,11 @@
 //! [`ServerBuilder::skills_dir`]: crate::ServerBuilder::skills_dir
 
 mod disk;
+mod relay;
 mod serve;
+
+pub(crate) use relay::Relay;
+pub use relay::SkillsRelay;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;

@@ -70,7 +70,10 @@ impl EvalTools {
         EvalTools {
             specs,
             catalog,
-            system: prompt::system(None, host.outage_text()),
+            system: prompt::system(
+                None,
+                prompt::with_skills(host.skills_prompt(), host.outage_text()),
+            ),
             search: None,
         }
     }

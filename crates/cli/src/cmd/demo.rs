@@ -236,7 +236,8 @@ async fn progress(host: &Host, settings: &Settings) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Step 5, budget: a long result cut to the shared budget, saying so.
+/// Step 5, budget: a long result over the shared budget, its head and
+/// tail shown and the rest kept for the model to read on.
 async fn budget(host: &Host) -> anyhow::Result<()> {
     let say = |text: &str| out::line(text);
     say("")?;
@@ -246,7 +247,7 @@ async fn budget(host: &Host) -> anyhow::Result<()> {
         notes::LONG_NOTE_ID,
         host.budget().chars()
     ))?;
-    say("   so the model gets the first 8,000 and one line saying what was cut:")?;
+    say("   so the model gets its head and its tail, and a handle to read the rest:")?;
     let result = host
         .call(
             "mcp__notes__read_note",
@@ -254,24 +255,47 @@ async fn budget(host: &Host) -> anyhow::Result<()> {
             CallOptions::default(),
         )
         .await;
-    let text = call::human(&result);
-    let lines: Vec<&str> = text.lines().collect();
-    let (note, kept) = lines.split_last().unwrap_or((&"", &[]));
-    let kept_chars = kept
-        .iter()
-        .map(|l| l.chars().count() + 1)
-        .sum::<usize>()
-        .saturating_sub(1);
-    say(&format!(
-        "   | {}",
-        kept.first().copied().unwrap_or_default()
-    ))?;
-    say(&format!(
-        "   | … {kept_chars} characters of the note in {} lines, ending {:?}",
-        kept.len(),
-        kept.last().copied().unwrap_or_default()
-    ))?;
-    say(&format!("   | {note}"))?;
+    let texts: Vec<&str> = result.content.iter().filter_map(|b| b.as_text()).collect();
+    for text in &texts {
+        if text.starts_with('[') {
+            say(&format!("   | {text}"))?;
+            continue;
+        }
+        let plain = out::without_markers(text);
+        let lines: Vec<&str> = plain.lines().collect();
+        say(&format!(
+            "   | … {} characters of the note in {} lines, from {:?} to {:?}",
+            plain.chars().count(),
+            lines.len(),
+            lines.first().copied().unwrap_or_default(),
+            lines.last().copied().unwrap_or_default()
+        ))?;
+    }
+    // The model reads on where the head ended.
+    let handle = texts
+        .last()
+        .and_then(|t| t.split("\"handle\": \"").nth(1))
+        .and_then(|rest| rest.split('"').next());
+    if let Some(handle) = handle {
+        let head = texts
+            .first()
+            .map_or(0, |t| out::without_markers(t).chars().count());
+        say(&format!(
+            "   The model calls mcp__switchboard__read_result {{\"handle\": \"{handle}\", \"offset\": {head}, \"length\": 200}}:"
+        ))?;
+        let page = host
+            .call(
+                "mcp__switchboard__read_result",
+                Some(object(
+                    json!({"handle": handle, "offset": head, "length": 200}),
+                )),
+                CallOptions::default(),
+            )
+            .await;
+        if let Some(said) = page.content.first().and_then(|b| b.as_text()) {
+            say(&format!("   | {said}"))?;
+        }
+    }
     Ok(())
 }
 

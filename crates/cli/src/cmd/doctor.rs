@@ -362,6 +362,9 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
             None
         }
     };
+    if client.skills_capability().is_some() {
+        f.extend(skill_findings(&alias, &client).await);
+    }
     if is_http {
         f.push(finding(
             Level::Ok,
@@ -383,6 +386,59 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
     }
     client.close().await;
     (f, listed.map(|(tools, dropped)| (alias, tools, dropped)))
+}
+
+/// The skills a server offers (entries only, nothing read): how many, and
+/// a warning for each invalid or dynamic one, and for names used twice.
+async fn skill_findings(alias: &str, client: &switchboard_client::Client) -> Vec<Finding> {
+    let listing = match client.list_skills().await {
+        Ok(listing) => listing,
+        Err(e) => {
+            return vec![finding(
+                Level::Error,
+                alias,
+                format!("skills/list failed: {e}"),
+            )];
+        }
+    };
+    let mut f = vec![finding(
+        Level::Ok,
+        alias,
+        format!(
+            "{} skill(s) (see `switchboard skills`)",
+            listing.items.len()
+        ),
+    )];
+    let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+    for skill in &listing.items {
+        let id = switchboard_host::skills::skill_id(alias, &skill.uri);
+        if let Some(name) = skill.name() {
+            *names.entry(name).or_default() += 1;
+        }
+        match skill.check() {
+            Err(e) => f.push(finding(
+                Level::Warn,
+                alias,
+                format!("skill {id} is {}: {e}; it never loads", e.kind()),
+            )),
+            Ok(()) if skill.is_dynamic() => f.push(finding(
+                Level::Info,
+                alias,
+                format!(
+                    "skill {id} is dynamic: no digests, so it is refused unless \"skills\": {{\"dynamic\": \"ask\"}}"
+                ),
+            )),
+            Ok(()) => {}
+        }
+    }
+    for (name, n) in names.into_iter().filter(|(_, n)| *n > 1) {
+        f.push(finding(
+            Level::Warn,
+            alias,
+            format!("{n} skills are named {name:?}: each keeps its own id"),
+        ));
+    }
+    f
 }
 
 /// What to do about a server that refused authorization.

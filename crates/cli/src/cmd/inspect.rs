@@ -66,6 +66,8 @@ pub(crate) struct Report {
     prompts: Option<List<Value>>,
     resources: Option<List<Value>>,
     resource_templates: Option<List<Value>>,
+    /// The skills' entries (the Skills extension), never their files.
+    skills: Option<List<Value>>,
 }
 
 /// One listing: its items, how many pages it took, its cache hints.
@@ -117,6 +119,11 @@ async fn inspect(client: &Client) -> Result<Report, ClientError> {
         ),
         None => (None, None),
     };
+    // Entries only: nothing of a skill is read (SK-VER-6).
+    let skills = match client.skills_capability() {
+        Some(_) => Some(values(client.list_skills().await?)),
+        None => None,
+    };
     let server_info = client
         .server()
         .and_then(|d| d.server_info)
@@ -133,6 +140,7 @@ async fn inspect(client: &Client) -> Result<Report, ClientError> {
         prompts,
         resources,
         resource_templates,
+        skills,
     })
 }
 
@@ -205,6 +213,7 @@ fn human(r: &Report) -> Vec<String> {
             }
         }
     }
+    skill_lines(r, &mut lines);
     for (kind, list, key) in [
         ("prompts", &r.prompts, "name"),
         ("resources", &r.resources, "uri"),
@@ -224,6 +233,35 @@ fn human(r: &Report) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The skills' entries: URI, files (or dynamic, or why invalid), and the
+/// description.
+fn skill_lines(r: &Report, lines: &mut Vec<String>) {
+    let Some(l) = &r.skills else {
+        lines.push("skills:       not offered".into());
+        return;
+    };
+    lines.push(header("skills", l.items.len(), l.pages, &l.cache));
+    for item in &l.items {
+        let Ok(skill) = serde_json::from_value::<switchboard_wire::Skill>(item.clone()) else {
+            continue;
+        };
+        let state = match (skill.check(), skill.files()) {
+            (Err(e), _) => format!("invalid: {e}"),
+            (Ok(()), Some(files)) => format!(
+                "{} files, {} bytes",
+                files.len(),
+                skill.total_size().unwrap_or_default()
+            ),
+            (Ok(()), None) => "dynamic".into(),
+        };
+        lines.push(format!(
+            "  {}  {}  ({state})",
+            skill.uri,
+            out::clip(skill.description().unwrap_or(""), 60)
+        ));
+    }
 }
 
 fn header(kind: &str, n: usize, pages: usize, cache: &CacheHints) -> String {

@@ -15,4 +15,5 @@ pub(crate) mod pins;
 pub(crate) mod selftest;
 pub(crate) mod serve;
 pub(crate) mod servers;
+pub(crate) mod skills;
 pub(crate) mod tools;

@@ -115,6 +115,20 @@ pub struct Config {
     /// How long an idle lazy server keeps running (`"idleTimeoutMs"`;
     /// per server too).
     pub idle_timeout: Duration,
+    /// Skills served by servers (`"skills"`).
+    pub skills: SkillsConfig,
+}
+
+/// The `"skills"` settings: `{"dynamic": "refuse" | "ask", "cacheDir": PATH}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SkillsConfig {
+    /// Whether a `"dynamic"` skill (no digests, so no approval can be
+    /// bound to its content) is refused (the default) or asked about on
+    /// every load.
+    pub dynamic_ask: bool,
+    /// Where verified skill content is cached; `None`: the user's cache
+    /// directory (`$XDG_CACHE_HOME/switchboard/skills`).
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// One entry of `identityProviders`: the enterprise IdP whose ID token is
@@ -625,6 +639,7 @@ impl Config {
             principals_default_deny: false,
             caller_limits: crate::CallLimits::default(),
             principal_limits: BTreeMap::new(),
+            skills: SkillsConfig::default(),
             tool_search: crate::ToolSearch::default(),
             description_limits: crate::table::DescriptionLimits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

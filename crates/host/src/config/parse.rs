@@ -33,6 +33,7 @@ mod sandbox;
 mod scale;
 mod sections;
 mod server;
+mod skills;
 mod values;
 
 /// Reads a config from its text ([`Config::parse`]).
@@ -167,6 +168,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "principals",
     "principalsDefault",
     "callerLimits",
+    "skills",
     "defaults",
     "toolSearch",
     "idleTimeoutMs",
@@ -459,6 +461,9 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("roots") {
             config.roots = self.roots(v);
+        }
+        if let Some(v) = root.get("skills") {
+            config.skills = self.skills(v);
         }
         if let Some(v) = root.get("toolSearch") {
             config.tool_search = self.tool_search(v);

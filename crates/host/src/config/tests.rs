@@ -870,3 +870,28 @@ fn the_alias_switchboard_is_reserved_for_the_built_in_tools() {
     let config = parse(ok, &[]).unwrap();
     assert_eq!(config.rules[0].pattern.alias(), "switchboard");
 }
+
+#[test]
+fn skills_settings() {
+    let config = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}}, "skills": {"dynamic": "ask", "cacheDir": "cache"}}"#,
+        &[],
+    )
+    .unwrap();
+    assert!(config.skills.dynamic_ask);
+    assert_eq!(config.skills.cache_dir, Some(PathBuf::from("/cfg/cache")));
+    let config = parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#, &[]).unwrap();
+    assert!(!config.skills.dynamic_ask);
+    let err = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}}, "skills": {"dynamic": "maybe", "other": 1}}"#,
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(
+        kinds(&err),
+        [
+            (ProblemKind::UnknownKey, "skills.other"),
+            (ProblemKind::BadValue, "skills.dynamic")
+        ]
+    );
+}

@@ -265,6 +265,10 @@ async fn watch(host: Weak<Inner>, alias: String, client: Client, mut offer: Serv
                     Host { inner }.set_offer(&alias, offer.clone());
                 }
                 method::RESOURCES_LIST_CHANGED => {
+                    // Its skills are resources too: list them again.
+                    if let Some(inner) = host.upgrade() {
+                        Host { inner }.refresh_skills(&alias);
+                    }
                     // The URIs to watch may have changed: re-open.
                     break;
                 }

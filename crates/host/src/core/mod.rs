@@ -50,12 +50,14 @@ mod principal;
 mod reload;
 mod request;
 mod search;
+pub(crate) mod skills;
 
 pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
 pub use reload::ReloadReport;
 pub use request::{
-    CallOptions, CallReport, CompletionRef, Named, OfferError, ResourceRef, TaskResumption,
+    CallOptions, CallReport, CompletionRef, Named, OfferError, ResourceRef, SkillRef,
+    TaskResumption,
 };
 pub use search::{FoundTool, LoadedTools};
 
@@ -229,6 +231,8 @@ struct Inner {
     changes: broadcast::Sender<TableChange>,
     /// Switchboard's own tools, `mcp__switchboard__NAME`.
     builtins: crate::builtin::Builtins,
+    /// Skills of every server that serves them.
+    skills: skills::Skills,
     /// Results over their budget, kept for the session.
     results: crate::results::ResultStore,
     /// The tool search index, rebuilt after table changes.

@@ -60,6 +60,10 @@ pub struct MountOptions {
     /// The name of this replica (several gateways behind one URL): written
     /// into every audit line.
     pub replica: Option<String>,
+    /// Where verified skill content is cached: by default the config's
+    /// `skills.cacheDir`, else the user's cache directory
+    /// ([`crate::skills::cache::default_root`]).
+    pub skill_cache: Option<std::path::PathBuf>,
 }
 
 impl Default for MountOptions {
@@ -72,6 +76,7 @@ impl Default for MountOptions {
             oauth_user_agent: None,
             observer: None,
             replica: None,
+            skill_cache: None,
         }
     }
 }
@@ -118,6 +123,12 @@ impl Host {
             .iter()
             .map(|s| Arc::new(upstream_of(&config, s)))
             .collect();
+        let skill_cache = options
+            .skill_cache
+            .clone()
+            .or_else(|| config.skills.cache_dir.clone())
+            .or_else(crate::skills::cache::default_root)
+            .map(crate::skills::cache::Cache::at);
         let inner = Arc::new(Inner {
             budget: Budget::new(config.budget_chars).with_media_bytes(config.budget_media_bytes),
             config: RwLock::new(config),
@@ -136,6 +147,7 @@ impl Host {
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
             builtins: crate::builtin::Builtins::default(),
+            skills: super::skills::Skills::with_cache(skill_cache),
             search: Mutex::default(),
             results: crate::results::ResultStore::new(
                 options.replica.clone(),
@@ -159,6 +171,7 @@ impl Host {
             host.start_listener(server);
         }
         host.mount_offers().await;
+        host.mount_skills().await;
         if let Some((path, seen)) = store_seen {
             let task = tokio::spawn(login_watcher(Arc::downgrade(&host.inner), path, seen));
             host.tasks().push(task.abort_handle());
@@ -267,6 +280,7 @@ impl Host {
                 self.rebuild_table();
                 self.start_listener(server);
                 self.start_offers(server);
+                self.start_skills(server);
                 Ok(link)
             }
             Err(down) => {

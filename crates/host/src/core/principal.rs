@@ -6,7 +6,7 @@
 use super::Host;
 use super::request::{Named, Target};
 use crate::gate;
-use crate::permission::Rule;
+use crate::permission::{Rule, RuleKind};
 
 impl Host {
     /// Whether `principal` may reach `named` as far as its `principals`
@@ -22,10 +22,45 @@ impl Host {
         let Some(rules) = config.principals.get(principal) else {
             return !config.principals_default_deny;
         };
+        if let Named::Skill { server, uri } = named {
+            drop(config);
+            let path = crate::skills::skill_path(uri);
+            return self.server(server).is_some()
+                && self.principal_may_skill(principal, server, path);
+        }
         self.looked_up(named, |alias, original, by_name| {
             refusal(rules, alias, original, by_name).is_none()
         })
         .unwrap_or(false)
+    }
+
+    /// Whether `principal` may reach the skill `path` of server `alias`
+    /// as far as its `principals` rules go: a deny rule naming the skill
+    /// (`skill:ALIAS:…`) or the whole server refuses; with allow rules, a
+    /// skill rule or a rule granting the whole server must take it in. A
+    /// caller without an entry may reach every skill, or none under
+    /// `"principalsDefault": "deny"`.
+    pub fn principal_may_skill(&self, principal: &str, alias: &str, path: &str) -> bool {
+        let config = self.config_read();
+        let Some(rules) = config.principals.get(principal) else {
+            return !config.principals_default_deny;
+        };
+        let takes = |r: &&Rule| {
+            r.pattern.matches_skill(alias, path)
+                || (r.pattern.alias() == alias && r.pattern.is_whole_server())
+        };
+        if rules
+            .iter()
+            .filter(|r| r.kind == RuleKind::Deny)
+            .any(|r| takes(&r))
+        {
+            return false;
+        }
+        let mut allows = rules
+            .iter()
+            .filter(|r| r.kind == RuleKind::Allow)
+            .peekable();
+        allows.peek().is_none() || allows.any(|r| takes(&r))
     }
 
     /// Whether `principal` may call the table's tool `local_name` as far as
@@ -62,6 +97,10 @@ impl Host {
         principal: &str,
         target: &Target,
     ) -> Option<Option<(String, String)>> {
+        if target.skill {
+            // Asked by the skill request's route, which knows the skill.
+            return None;
+        }
         let config = self.config_read();
         let Some(rules) = config.principals.get(principal) else {
             return config

@@ -122,9 +122,15 @@ impl Host {
             self.start_refresher(server);
             self.start_listener(server);
             self.start_offers(server);
+            self.start_skills(server);
         }
         for server in gone {
             self.drop_offer(server.alias());
+            // A server removed from the config takes its skills, and their
+            // cached content, with it (one replaced keeps its alias).
+            if self.server(server.alias()).is_none() {
+                self.drop_skills(server.alias());
+            }
             // Its refresher sees it is no longer mounted and stops.
             server.refresh.notify_one();
             let link = server.state().link.take();

@@ -39,8 +39,11 @@ struct LoadedInner {
     names: Mutex<BTreeSet<String>>,
     /// Told of the names each load added (a gateway tells its caller the
     /// list changed).
-    on_load: Option<Box<dyn Fn(&[String]) + Send + Sync>>,
+    on_load: Option<Box<OnLoad>>,
 }
+
+/// What is told of the names a load added.
+type OnLoad = dyn Fn(&[String]) + Send + Sync;
 
 impl LoadedTools {
     /// An empty set.

@@ -119,6 +119,10 @@ struct Opts {
     tools_file: Option<String>,
     watch_tools: bool,
     startup_log: Option<String>,
+    /// `{"skills": [entries], "files": {uri: text}}`, read again on every
+    /// request: the Skills extension is declared and served from it as it
+    /// stands (entries and bytes as given, matching or not).
+    skills_file: Option<String>,
     tools_ttl_ms: Option<i64>,
 }
 
@@ -162,6 +166,7 @@ fn parse_opts() -> anyhow::Result<Opts> {
             "--ignore-sigterm" => o.ignore_sigterm = true,
             "--sleep-forever" => o.sleep_forever = true,
             "--tools-file" => o.tools_file = Some(value()?),
+            "--skills-file" => o.skills_file = Some(value()?),
             "--watch-tools" => o.watch_tools = true,
             "--startup-log" => o.startup_log = Some(value()?),
             "--tools-ttl-ms" => o.tools_ttl_ms = Some(value()?.parse()?),
@@ -702,6 +707,9 @@ impl Server {
                 )));
         }
         let caps = caps.clone();
+        if let Some(answer) = self.skills_request(&req.method, params) {
+            return Some(answer.map(|r| self.complete(r)));
+        }
         Some(match req.method.as_str() {
             "server/discover" => Ok(self.complete(json!({
                 "supportedVersions": self.opts.versions,
@@ -710,6 +718,7 @@ impl Server {
                     "resources": {"subscribe": true, "listChanged": true},
                     "prompts": {},
                     "completions": {},
+                    "extensions": self.skills_extension(),
                 },
                 "instructions": "A mock server for tests.",
                 "ttlMs": 60000,
@@ -832,6 +841,50 @@ impl Server {
             tools.push(json!({"name": format!("filler_{i}"), "inputSchema": {"type": "object"}}));
         }
         tools
+    }
+
+    /// The `extensions` capability: the Skills extension with
+    /// `--skills-file`, nothing otherwise.
+    fn skills_extension(&self) -> Value {
+        match self.opts.skills_file {
+            Some(_) => json!({"io.modelcontextprotocol/skills": {}}),
+            None => json!({}),
+        }
+    }
+
+    /// `skills/list`, `skills/get` and `resources/read` of a skill file,
+    /// from `--skills-file` as it stands now; `None` for other requests.
+    fn skills_request(
+        &self,
+        method: &str,
+        params: &Value,
+    ) -> Option<Result<Value, switchboard_wire::ErrorObject>> {
+        let path = self.opts.skills_file.as_ref()?;
+        let data: Value = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or(Value::Null);
+        let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+        match method {
+            "skills/list" => Some(Ok(json!({
+                "skills": data["skills"].clone(),
+                "ttlMs": 0, "cacheScope": "public",
+            }))),
+            "skills/get" => Some(
+                data["skills"]
+                    .as_array()
+                    .and_then(|all| all.iter().find(|s| s["uri"] == uri))
+                    .map(|skill| json!({"skill": skill, "ttlMs": 0, "cacheScope": "public"}))
+                    .ok_or_else(|| rpc_error(-32602, format!("no skill is served at {uri}"))),
+            ),
+            "resources/read" => data["files"].get(uri).map(|text| {
+                Ok(json!({
+                    "contents": [{"uri": uri, "text": text}],
+                    "ttlMs": 0, "cacheScope": "public",
+                }))
+            }),
+            _ => None,
+        }
     }
 
     fn tools_list(&self, params: &Value) -> Result<Value, switchboard_wire::ErrorObject> {

@@ -343,6 +343,15 @@ pub(super) async fn read_only_still_gated(env: &Env) -> Seen {
 
 pub(super) async fn budget_cut(env: &Env) -> Seen {
     let host = demo_host(env).await?;
+    let seen = paged_note(&host).await;
+    host.shutdown().await;
+    seen
+}
+
+/// The long note over the budget: its head and tail within the budget,
+/// a note with a handle, and the rest read back through
+/// `mcp__switchboard__read_result` until the note is whole again.
+async fn paged_note(host: &Host) -> Seen {
     let result = host
         .call(
             "mcp__notes__read_note",
@@ -351,32 +360,68 @@ pub(super) async fn budget_cut(env: &Env) -> Seen {
         )
         .await;
     let budget = host.budget().chars();
-    host.shutdown().await;
     let note = notes::long_note();
-    let prefix = |n: usize| note.chars().take(n).collect::<String>();
     let texts: Vec<&str> = result.content.iter().filter_map(|b| b.as_text()).collect();
-    let [kept, line] = texts.as_slice() else {
+    let [head, _gap, tail, line] = texts.as_slice() else {
         return Err(format!(
-            "{} text blocks, want the kept text and one line",
+            "{} text blocks, want the head, the gap, the tail and one line",
             texts.len()
         ));
     };
-    let kept_plain = out::without_markers(kept);
+    let (head, tail) = (inside_markers(head).to_owned(), inside_markers(tail));
+    let (head_chars, tail_chars) = (head.chars().count(), tail.chars().count());
+    if budget != 8_000 || head_chars + tail_chars > budget {
+        return Err(format!(
+            "{head_chars} + {tail_chars} characters shown, over the budget of {budget}"
+        ));
+    }
+    if !note.starts_with(&head) || !note.ends_with(&tail) || line.contains('\n') {
+        return Err(format!(
+            "not the note's head and tail, then one line: {line}"
+        ));
+    }
+    let Some(handle) = line
+        .split("\"handle\": \"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+    else {
+        return Err(format!("no handle in the note: {line}"));
+    };
+    // Read on from the end of the head until the result says it ended.
+    let mut whole = head.clone();
+    let mut pages = 0;
+    loop {
+        let offset = whole.chars().count();
+        let page = host
+            .call(
+                "mcp__switchboard__read_result",
+                Some(object(json!({"handle": handle, "offset": offset}))),
+                CallOptions::approver(AssumeYes),
+            )
+            .await;
+        pages += 1;
+        let texts: Vec<&str> = page.content.iter().filter_map(|b| b.as_text()).collect();
+        let [said, body] = texts.as_slice() else {
+            return Err(format!("read_result at {offset}: {page:?}"));
+        };
+        whole.push_str(inside_markers(body));
+        if said.contains("that is the end") || pages > 20 {
+            break;
+        }
+    }
     let seen = format!(
-        "{} of {} characters kept, then one line: {line}",
-        kept_plain.chars().count(),
+        "{head_chars} + {tail_chars} of {} characters shown, a handle, the rest read back in {pages} page(s)",
         note.chars().count()
     );
-    if budget == 8_000
-        && kept.contains(&prefix(8_000))
-        && !kept.contains(&prefix(8_001))
-        && !line.contains('\n')
-        && line.contains("cut")
-    {
-        Ok(seen)
-    } else {
-        Err(seen)
-    }
+    if whole == note { Ok(seen) } else { Err(seen) }
+}
+
+/// The server's text of one wrapped block, exactly: between the line of
+/// the opening marker and the closing one.
+fn inside_markers(block: &str) -> &str {
+    let start = block.find(">\n").map_or(0, |i| i + 2);
+    let end = block.rfind("\n</untrusted-text>").unwrap_or(block.len());
+    block.get(start..end).unwrap_or_default()
 }
 
 pub(super) async fn non_ascii_name(env: &Env) -> Seen {

@@ -54,7 +54,7 @@ const CHECKS: [(&str, CheckFn); 14] = [
         Box::pin(checks::read_only_still_gated(e))
     }),
     (
-        "the long note is cut to 8,000 characters plus one line",
+        "the long note over the 8,000-character budget: head and tail shown, the rest read back by its handle",
         |e| Box::pin(checks::budget_cut(e)),
     ),
     (

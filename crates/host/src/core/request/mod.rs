@@ -28,7 +28,10 @@
 //!   pins, breaker, tasks), a call the server did not complete in words,
 //!   a call's task picked up again;
 //! - `prompt`, `resource`, `completion`: `prompts/get`,
-//!   `resources/read`, `completion/complete`.
+//!   `resources/read`, `completion/complete`;
+//! - `skill`: `skills/get`, `resources/read` of a skill's file and
+//!   `resources/directory/read`, for a gateway serving its servers' skills;
+//! - `builtin`: a call of a built-in tool (`mcp__switchboard__NAME`).
 
 use std::future::Future;
 use std::time::{Duration, SystemTime};
@@ -50,6 +53,7 @@ mod outcome;
 mod prompt;
 mod resource;
 mod resume;
+mod skill;
 mod tool;
 
 pub use completion::CompletionRef;
@@ -57,6 +61,7 @@ pub use options::CallOptions;
 pub use outcome::OfferError;
 pub use resource::ResourceRef;
 pub use resume::TaskResumption;
+pub use skill::SkillRef;
 pub use tool::CallReport;
 
 use outcome::{Answer, Decision, End, Governed};
@@ -75,6 +80,14 @@ pub enum Named<'a> {
     Resource(&'a str),
     /// A resource template, by its served `uriTemplate`.
     Template(&'a str),
+    /// A skill of a server, by its alias and the URI of its `SKILL.md`
+    /// there.
+    Skill {
+        /// The server's alias.
+        server: &'a str,
+        /// The URI of the skill's `SKILL.md` on that server.
+        uri: &'a str,
+    },
 }
 
 /// Where a request goes: the server, and the name (or URI) there.
@@ -89,6 +102,10 @@ pub(crate) struct Target {
     /// (tools, prompts), rather than by its whole server (resources and
     /// templates have no names the rules could pick out).
     pub(crate) by_name: bool,
+    /// Whether it is a skill, or a file or directory of one: a caller's
+    /// rules about skills were asked when the request was routed (the
+    /// route knows which skill a file belongs to).
+    pub(crate) skill: bool,
 }
 
 /// When a request started, and its audit line as it stood then (a tool
@@ -157,6 +174,7 @@ impl Host {
             alias: alias.to_owned(),
             original: original.to_owned(),
             by_name,
+            skill: matches!(named, Named::Skill { .. }),
         })
     }
 
@@ -188,6 +206,10 @@ impl Host {
                 let catalog = self.catalog();
                 let t = catalog.template(template)?;
                 Some(found(&t.alias, &t.original_template, false))
+            }
+            Named::Skill { server, uri } => {
+                self.server(server)?;
+                Some(found(server, uri, false))
             }
         }
     }
@@ -338,7 +360,7 @@ impl Host {
 
     /// The live client of `alias`, reconnecting a server whose connection
     /// is gone; the end of the request when there is none.
-    async fn client_of<T>(&self, alias: &str) -> Result<Client, End<T>> {
+    pub(crate) async fn client_of<T>(&self, alias: &str) -> Result<Client, End<T>> {
         let unavailable = |reason: String| {
             End::stopped(
                 Outcome::Transport,

@@ -62,6 +62,7 @@ impl Kind for ReadResource<'_> {
                     alias: offered.alias.clone(),
                     original: offered.original_uri(uri).to_owned(),
                     by_name: false,
+                    skill: false,
                 })
             }
         }

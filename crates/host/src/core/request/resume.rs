@@ -224,6 +224,7 @@ impl Host {
             alias: r.alias.clone(),
             original: r.original_tool.clone(),
             by_name: true,
+            skill: false,
         };
         let forbidden = options.principal.as_deref().and_then(|principal| {
             self.principal_refusal(principal, &target)

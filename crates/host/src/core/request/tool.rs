@@ -142,6 +142,7 @@ impl Kind for CallTool<'_> {
             alias: entry.alias.clone(),
             original: entry.tool.name.clone(),
             by_name: true,
+            skill: false,
         };
         Ok((target, table))
     }
@@ -455,6 +456,7 @@ impl Host {
             annotations: entry.tool.annotations.clone(),
             suggested_rule: rule_text.clone(),
             config_file: config_file.filter(|_| rule_text_is_persistable(&rule_text)),
+            skill: None,
         };
         let approval = approver.approve(&request).await;
         let by_approver = |verdict| Decision {
