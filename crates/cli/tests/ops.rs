@@ -304,7 +304,7 @@ async fn metrics_agree_with_audit_stats_on_the_same_traffic() {
         .display()
         .to_string();
     let served = serve(&sb, &cfg, &["--metrics"], &[]).await;
-    let transport = HttpTransport::builder("gateway", &served.url())
+    let transport = HttpTransport::builder("gateway", served.url())
         .build()
         .unwrap();
     let client = Client::builder("gateway", transport)
