@@ -6,8 +6,8 @@
 //! | metric | labels | what |
 //! |---|---|---|
 //! | `switchboard_calls_total` | `server`, `tool`, `outcome` | governed calls, by audit outcome |
-//! | `switchboard_call_errors_total` | `server`, `tool` | calls that did not end `ok` (denials excluded) |
-//! | `switchboard_call_duration_seconds` | `server`, `tool` | latency histogram |
+//! | `switchboard_call_errors_total` | `server`, `tool` | calls that failed (not `ok`, not refused) |
+//! | `switchboard_call_duration_seconds` | `server`, `tool` | latency histogram of the calls that ran |
 //! | `switchboard_gate_decisions_total` | `server`, `decision` | the gate's `allow` / `ask` / `deny` |
 //! | `switchboard_approvals_total` | `server`, `answer` | questions answered `allow` or `deny` |
 //! | `switchboard_server_up` | `server` | 1 when mounted and reachable |
@@ -19,6 +19,13 @@
 //!
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
 //! cannot grow the label set without bound.
+//!
+//! Calls are counted as `switchboard audit stats` counts the audit log's
+//! lines, so the two agree on the same traffic: a request handed back to
+//! its caller (`asked`, `input_required`) is no call (its answered retry
+//! is), a refusal (`denied`, `limited`) is a call but no error, and only
+//! calls that were not refused have a duration (a denied call's time is
+//! mostly someone reading a question).
 
 use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
@@ -152,12 +159,12 @@ impl Metrics {
         );
         registry.register(
             "switchboard_call_errors",
-            "Tool calls that did not end ok (denials excluded)",
+            "Tool calls that failed (refusals and questions handed back excluded)",
             errors.clone(),
         );
         registry.register(
             "switchboard_call_duration_seconds",
-            "Duration of governed tool calls",
+            "Duration of governed tool calls that were not refused",
             latency.clone(),
         );
         registry.register(
@@ -302,6 +309,11 @@ impl CallObserver for Metrics {
             }
         }
         let server = alias.to_owned();
+        // A request handed back is not a call: its retry, answered, is
+        // counted (gate decision included), as `audit stats` counts it.
+        if call.outcome.is_handed_back() {
+            return;
+        }
         // Only names the table routed are labels; anything else is one
         // bucket.
         let tool = if call.original_tool.is_some() {
@@ -317,12 +329,14 @@ impl CallObserver for Metrics {
             })
             .inc();
         let labels = ToolLabels { server, tool };
-        if call.outcome != Outcome::Ok && !call.outcome.is_refusal() {
+        if call.outcome.is_error() {
             self.errors.get_or_create(&labels).inc();
         }
-        self.latency
-            .get_or_create(&labels)
-            .observe(call.duration.as_secs_f64());
+        if !call.outcome.is_refusal() {
+            self.latency
+                .get_or_create(&labels)
+                .observe(call.duration.as_secs_f64());
+        }
         if allowed_ok {
             let counters = AllowedOk {
                 calls: self
@@ -349,21 +363,28 @@ impl CallObserver for Metrics {
                 .or_default()
                 .insert(labels.tool.clone(), counters);
         }
-        if let Some(gate) = call.gate {
-            self.gate
-                .get_or_create(&GateLabels {
-                    server: labels.server.clone(),
-                    decision: gate.as_str(),
+        self.count_gate(call, &labels.server);
+    }
+}
+
+impl Metrics {
+    /// Counts what the gate said of `call` to `server`, and the approver's
+    /// answer when someone was asked.
+    fn count_gate(&self, call: &CallEvent<'_>, server: &str) {
+        let Some(gate) = call.gate else { return };
+        self.gate
+            .get_or_create(&GateLabels {
+                server: server.to_owned(),
+                decision: gate.as_str(),
+            })
+            .inc();
+        if gate == Verdict::Ask && call.decided_by != Decider::NoApprover {
+            self.approvals
+                .get_or_create(&ApprovalLabels {
+                    server: server.to_owned(),
+                    answer: call.decision.map_or("deny", Verdict::as_str),
                 })
                 .inc();
-            if gate == Verdict::Ask && call.decided_by != Decider::NoApprover {
-                self.approvals
-                    .get_or_create(&ApprovalLabels {
-                        server: labels.server,
-                        answer: call.decision.map_or("deny", Verdict::as_str),
-                    })
-                    .inc();
-            }
         }
     }
 }

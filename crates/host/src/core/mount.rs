@@ -318,7 +318,8 @@ impl Host {
         if !builtins.is_empty() {
             snapshots.push((crate::builtin::ALIAS.to_owned(), builtins, Vec::new()));
         }
-        let (table, dropped) = ToolTable::of_listings(&snapshots);
+        let limits = self.config_read().description_limits;
+        let (table, dropped) = ToolTable::of_listings_within(&snapshots, &limits);
         let old = self.table();
         let change = diff_tables(&old, &table);
         if let Ok(mut t) = self.inner.table.write() {
