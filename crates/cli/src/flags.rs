@@ -480,7 +480,12 @@ pub(crate) struct ServeArgs {
     /// Valkey): each answered approval runs once across all of them, and
     /// callers' calls a minute are counted once for all of them (else
     /// $SWITCHBOARD_STATE; default: none, each replica on its own).
-    #[arg(long, value_name = "URL", env = "SWITCHBOARD_STATE", hide_env_values = true)]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "SWITCHBOARD_STATE",
+        hide_env_values = true
+    )]
     pub(crate) state: Option<String>,
     /// With --state, what a limited caller gets while the store cannot be
     /// reached: closed refuses its calls, open lets them through

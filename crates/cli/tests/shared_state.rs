@@ -205,7 +205,12 @@ fn ran(message: &Value) -> bool {
 
 /// Asks for `search` on `asker` with `query`: the retry that approves it.
 fn approval(asker: &Served, query: &str) -> Value {
-    let asked = call(asker, ALICE_TOKEN, "mcp__notes__search", &json!({"query": query}));
+    let asked = call(
+        asker,
+        ALICE_TOKEN,
+        "mcp__notes__search",
+        &json!({"query": query}),
+    );
     let result = &asked["result"];
     assert_eq!(result["resultType"], "input_required", "{asked}");
     let key = result["inputRequests"]
@@ -269,7 +274,12 @@ async fn three_replicas_share_callers_limits_and_approvals_through_redis() {
         "{refusals:#?}"
     );
     for i in 0..2 * LIMIT {
-        let answer = call(&gateways[i % 3], ALICE_TOKEN, "mcp__notes__list_notes", &json!({}));
+        let answer = call(
+            &gateways[i % 3],
+            ALICE_TOKEN,
+            "mcp__notes__list_notes",
+            &json!({}),
+        );
         assert!(ran(&answer), "alice is not limited: {answer}");
     }
 

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use switchboard_gateway::{
     AccessFile, ConnectionLimits, Drain, GatewayError, GatewayOptions, InboundAuth, Introspection,
-    Listener, OAuthInbound, ServeConfig, SharedState, StateFail, StaticTokens, Telemetry,
-    TlsFiles, TokensSource, WATCH_POLL, check_access_file,
+    Listener, OAuthInbound, ServeConfig, SharedState, StateFail, StaticTokens, Telemetry, TlsFiles,
+    TokensSource, WATCH_POLL, check_access_file,
 };
 
 use crate::exit::Failure;

@@ -132,8 +132,22 @@ impl SharedState {
     /// # Errors
     /// [`StateError`] when the URL is not one, or TLS cannot be set up.
     pub fn new(url: &str, fail: StateFail) -> Result<SharedState, StateError> {
+        SharedState::with_tls(url, fail, None)
+    }
+
+    /// [`SharedState::new`], a `rediss://` store verified with `tls`
+    /// (e.g. trusting a private CA only) rather than the roots every
+    /// server the gateway reaches is verified with.
+    ///
+    /// # Errors
+    /// As [`SharedState::new`].
+    pub fn with_tls(
+        url: &str,
+        fail: StateFail,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Result<SharedState, StateError> {
         let target = Target::parse(url).map_err(StateError)?;
-        let client = Client::new(target).map_err(StateError)?;
+        let client = Client::new(target, tls).map_err(StateError)?;
         let rate_sha = Sha1::digest(RATE_SCRIPT.as_bytes())
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -197,7 +211,11 @@ impl SharedState {
 
     /// One round trip for `operation`, its outcome recorded (up or down,
     /// errors counted, a change of state logged once).
-    async fn run(&self, operation: Operation, commands: &[Vec<&[u8]>]) -> Result<Vec<Reply>, String> {
+    async fn run(
+        &self,
+        operation: Operation,
+        commands: &[Vec<&[u8]>],
+    ) -> Result<Vec<Reply>, String> {
         let ran = self.inner.client.run(commands).await;
         self.inner.up.store(ran.is_ok(), Ordering::Relaxed);
         let mut said_down = self
@@ -248,7 +266,14 @@ impl SharedState {
         let replies = self
             .run(
                 Operation::Replay,
-                &[vec![b"SET", key.as_bytes(), b"1", b"NX", b"PX", ttl.as_bytes()]],
+                &[vec![
+                    b"SET",
+                    key.as_bytes(),
+                    b"1",
+                    b"NX",
+                    b"PX",
+                    ttl.as_bytes(),
+                ]],
             )
             .await?;
         match replies.first() {
@@ -260,7 +285,11 @@ impl SharedState {
 
     /// One call of `principal` counted against `per_minute`: `Ok(None)`
     /// when allowed, `Ok(Some(wait))` when the minute's calls are spent.
-    async fn count_call(&self, principal: &str, per_minute: u32) -> Result<Option<Duration>, String> {
+    async fn count_call(
+        &self,
+        principal: &str,
+        per_minute: u32,
+    ) -> Result<Option<Duration>, String> {
         let key = format!("{PREFIX}calls:{principal}");
         let n = per_minute.to_string();
         let sha = self.inner.rate_sha.as_bytes();
@@ -289,9 +318,9 @@ impl SharedState {
         match replies.first() {
             Some(Reply::Array(Some(items))) => match items.as_slice() {
                 [Reply::Integer(1), _] => Ok(None),
-                [Reply::Integer(0), Reply::Integer(ms)] => Ok(Some(Duration::from_millis(
-                    u64::try_from(*ms).unwrap_or(0),
-                ))),
+                [Reply::Integer(0), Reply::Integer(ms)] => {
+                    Ok(Some(Duration::from_millis(u64::try_from(*ms).unwrap_or(0))))
+                }
                 _ => Err(self.odd(Operation::Limit, replies.first())),
             },
             other => Err(self.odd(Operation::Limit, other)),

@@ -69,7 +69,9 @@ impl Target {
         } else if let Some(rest) = url.strip_prefix("rediss://") {
             (true, rest)
         } else {
-            return Err(format!("the store's URL must start with redis:// or rediss:// ({expected})"));
+            return Err(format!(
+                "the store's URL must start with redis:// or rediss:// ({expected})"
+            ));
         };
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (userinfo, hostport) = match authority.rsplit_once('@') {
@@ -265,15 +267,20 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client of `target` (nothing is opened yet).
+    /// A client of `target` (nothing is opened yet); a `rediss://` one
+    /// verifies the store with `tls`, else as every server the gateway
+    /// reaches.
     ///
     /// # Errors
     /// A sentence when `rediss://` is asked for and TLS cannot be set up.
-    pub(crate) fn new(target: Target) -> Result<Client, String> {
-        let tls = if target.tls {
-            Some(switchboard_client::default_tls()?)
-        } else {
-            None
+    pub(crate) fn new(
+        target: Target,
+        tls: Option<Arc<rustls::ClientConfig>>,
+    ) -> Result<Client, String> {
+        let tls = match (target.tls, tls) {
+            (false, _) => None,
+            (true, Some(tls)) => Some(tls),
+            (true, None) => Some(switchboard_client::default_tls()?),
         };
         Ok(Client {
             target,
@@ -351,10 +358,16 @@ mod tests {
     #[test]
     fn urls_are_read_with_their_defaults_and_credentials() {
         let t = Target::parse("redis://localhost").unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.db, t.tls), ("localhost", 6379, 0, false));
+        assert_eq!(
+            (t.host.as_str(), t.port, t.db, t.tls),
+            ("localhost", 6379, 0, false)
+        );
         assert_eq!((t.user, t.password), (None, None));
         let t = Target::parse("rediss://gw:p%40ss%3Aw@10.0.0.5:6380/3").unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.db, t.tls), ("10.0.0.5", 6380, 3, true));
+        assert_eq!(
+            (t.host.as_str(), t.port, t.db, t.tls),
+            ("10.0.0.5", 6380, 3, true)
+        );
         assert_eq!(t.user.as_deref(), Some("gw"));
         assert_eq!(t.password.as_deref(), Some("p@ss:w"));
         // The password alone (the `default` user), and an IPv6 host.

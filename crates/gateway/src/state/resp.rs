@@ -54,11 +54,7 @@ pub(crate) fn parse(buf: &[u8]) -> Result<Option<(Reply, usize)>, ProtocolError>
 const MAX_DEPTH: usize = 8;
 
 /// The reply starting at `at`, and where it ends.
-fn parse_at(
-    buf: &[u8],
-    at: usize,
-    depth: usize,
-) -> Result<Option<(Reply, usize)>, ProtocolError> {
+fn parse_at(buf: &[u8], at: usize, depth: usize) -> Result<Option<(Reply, usize)>, ProtocolError> {
     let Some(end) = line_end(buf, at + 1) else {
         return Ok(None);
     };
@@ -81,7 +77,9 @@ fn parse_at(
             if len < 0 {
                 return Ok(Some((Reply::Bulk(None), next)));
             }
-            let len = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_REPLY + 1);
+            let len = usize::try_from(len)
+                .unwrap_or(usize::MAX)
+                .min(MAX_REPLY + 1);
             if len > MAX_REPLY {
                 return Err(ProtocolError(format!("more than {MAX_REPLY} bytes")));
             }
@@ -117,16 +115,17 @@ fn parse_at(
             }
             Ok(Some((Reply::Array(Some(items)), at)))
         }
-        other => Err(ProtocolError(format!("unknown reply type {:?}", other as char))),
+        other => Err(ProtocolError(format!(
+            "unknown reply type {:?}",
+            other as char
+        ))),
     }
 }
 
 /// Where the line starting at `from` ends (its `\r`), once it is whole.
 fn line_end(buf: &[u8], from: usize) -> Option<usize> {
     let rest = buf.get(from..)?;
-    rest.windows(2)
-        .position(|w| w == b"\r\n")
-        .map(|i| from + i)
+    rest.windows(2).position(|w| w == b"\r\n").map(|i| from + i)
 }
 
 #[cfg(test)]
