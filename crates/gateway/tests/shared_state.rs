@@ -69,12 +69,13 @@ fn redis(tls: bool) -> Option<Redis> {
     } else {
         cmd.args(["--port", &port.to_string()]);
     }
-    let child = cmd
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    // The store the test talks to, killed when dropped (the client's
+    // helper is for servers a host starts).
+    #[allow(clippy::disallowed_methods)]
+    let child = cmd.spawn().unwrap();
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(

@@ -373,7 +373,10 @@ mod tests {
         // The password alone (the `default` user), and an IPv6 host.
         let t = Target::parse("redis://:secret@[::1]:7000/").unwrap();
         assert_eq!((t.host.as_str(), t.port, t.db), ("::1", 7000, 0));
-        assert_eq!((t.user, t.password.as_deref()), (None, Some("secret")));
+        assert_eq!(
+            (t.user.as_deref(), t.password.as_deref()),
+            (None, Some("secret"))
+        );
         // Credentials never show.
         assert_eq!(t.to_string(), "redis://[::1]:7000/0");
         assert!(!format!("{t:?}").contains("secret"));
