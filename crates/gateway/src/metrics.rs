@@ -16,6 +16,8 @@
 //! | `switchboard_tasks_resumed_total` | `server` | tasks handed on upstream that this process picked up again after a restart |
 //! | `switchboard_reloads_total` | `file` (`config`, `tokens`, `tls`), `result` (`applied`, `rejected`) | reloads of the watched files; a rejected one leaves the running settings in place |
 //! | `switchboard_auth_refusals_total` | `reason` | HTTP requests refused for their authorization: `missing_token`, `invalid_token`, `insufficient_scope`, `invalid_request`, `unavailable`, `invalid_proof` |
+//! | `switchboard_state_up` | | with `--state`: 1 when the shared store answered its last use |
+//! | `switchboard_state_errors_total` | `operation` (`replay`, `limit`, `ping`) | with `--state`: uses of the shared store that failed |
 //!
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
 //! cannot grow the label set without bound.
@@ -28,16 +30,21 @@
 //! mostly someone reading a question).
 
 use std::collections::HashMap;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use switchboard_host::{CallEvent, CallObserver, Decider, Host, Outcome, ServerStatus, Verdict};
 use switchboard_server::Refusal;
+
+use crate::SharedState;
+use crate::state::Operation;
 
 /// The content type of the exposition.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -56,6 +63,9 @@ pub struct Metrics {
     resumed: Family<ServerLabels, Counter>,
     refusals: Family<RefusalLabels, Counter>,
     reloads: Family<ReloadLabels, Counter>,
+    /// The shared store, once one is attached (its metrics are read from
+    /// it when scraped; none without one).
+    state: Arc<OnceLock<SharedState>>,
     /// What an allowed call that ended ok counts, by server and tool: the
     /// same counters as in the families (they share their values), found
     /// without building label sets (strings) for every call.
@@ -115,6 +125,46 @@ struct ReloadLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RefusalLabels {
     reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    operation: &'static str,
+}
+
+/// The shared store's metrics, read from it when scraped: nothing before
+/// a store is attached.
+#[derive(Debug)]
+struct StateCollector(Arc<OnceLock<SharedState>>);
+
+impl Collector for StateCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let Some(state) = self.0.get() else {
+            return Ok(());
+        };
+        let up = ConstGauge::new(i64::from(state.is_up()));
+        up.encode(encoder.encode_descriptor(
+            "switchboard_state_up",
+            "1 when the shared store (--state) answered its last use",
+            None,
+            up.metric_type(),
+        )?)?;
+        let errors = Family::<OperationLabels, Counter>::default();
+        for operation in [Operation::Replay, Operation::Limit, Operation::Ping] {
+            errors
+                .get_or_create(&OperationLabels {
+                    operation: operation.label(),
+                })
+                .inc_by(state.errors(operation));
+        }
+        errors.encode(encoder.encode_descriptor(
+            "switchboard_state_errors",
+            "Uses of the shared store that failed, by operation (replay, limit, ping)",
+            None,
+            errors.metric_type(),
+        )?)?;
+        Ok(())
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -207,7 +257,10 @@ impl Metrics {
             "Reloads of the config and tokens files, by file and result (applied, rejected)",
             reloads.clone(),
         );
+        let state = Arc::new(OnceLock::new());
+        registry.register_collector(Box::new(StateCollector(Arc::clone(&state))));
         Metrics {
+            state,
             registry,
             calls,
             errors,
@@ -222,6 +275,11 @@ impl Metrics {
             reloads,
             allowed_ok: RwLock::default(),
         }
+    }
+
+    /// Reports `state`'s metrics from now on (the first store attached).
+    pub(crate) fn attach_state(&self, state: &SharedState) {
+        let _ = self.state.set(state.clone());
     }
 
     /// Counts a reload of `file` (`config`, `tokens` or `tls`), applied or

@@ -75,6 +75,13 @@ impl Telemetry {
         self.otel.is_some()
     }
 
+    /// Reports the shared store's state and errors (metrics on).
+    pub(crate) fn attach_state(&self, state: &crate::SharedState) {
+        if let Some(m) = &self.metrics {
+            m.attach_state(state);
+        }
+    }
+
     /// Counts a task of `server`'s picked up again after a restart.
     pub(crate) fn task_resumed(&self, server: &str) {
         if let Some(m) = &self.metrics {
