@@ -126,23 +126,9 @@ impl Target {
 
 /// `text` with its `%XX` escapes decoded.
 fn percent_decode(text: &str) -> Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or("a bad %-escape in the store's credentials")?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "the store's credentials are not UTF-8".to_owned())
+    switchboard_wire::percent::decode(text).ok_or_else(|| {
+        "a bad %-escape, or credentials that are not UTF-8, in the store's URL".to_owned()
+    })
 }
 
 /// Why a round trip with the store failed.
