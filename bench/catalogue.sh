@@ -15,6 +15,10 @@
 #   bench/catalogue.sh snapshot    tools, then the servers' definitions as
 #                                  bench/catalogue-tools.json (committed: the
 #                                  search's recall is tested on it offline)
+#   bench/catalogue.sh strict      every server under "sandbox": "strict"
+#                                  with its allowlist (catalogue-strict.json):
+#                                  all must come up, and a call each to the
+#                                  servers that touch files works
 # Env:
 #   CATALOGUE_DIR   where everything goes (default
 #                   ${XDG_CACHE_HOME:-~/.cache}/switchboard-catalogue)
@@ -67,7 +71,8 @@ install() {
     git -C "$CACHE/repo" -c user.name=bench -c user.email=bench@localhost commit --quiet -m init
   fi
   write_config
-  echo "config: $CACHE/catalogue.json"
+  write_strict_config
+  echo "config: $CACHE/catalogue.json (strict: $CACHE/catalogue-strict.json)"
 }
 
 write_config() {
@@ -96,12 +101,70 @@ write_config() {
 EOF
 }
 
-tools() {
+# The same servers, each under "strict" with what it needs beyond the
+# system's runtime: the npm tree (node resolves modules up from the
+# script), the venv and the interpreter it was made from (pyenv or another
+# prefix outside /usr), and the folders the file, memory and git servers
+# write. No server gets the network. git reads no ~/.gitconfig (outside
+# the sandbox's reach): GIT_CONFIG_GLOBAL points it at nothing.
+write_strict_config() {
+  local pybase
+  pybase=$("$CACHE/py/bin/python" -c 'import sys; print(sys.base_prefix)')
+  python3 - "$CACHE" "$pybase" <<'EOF'
+import json, sys
+cache, pybase = sys.argv[1], sys.argv[2]
+config = json.load(open(f"{cache}/catalogue.json"))
+writes = {"filesystem": f"{cache}/files", "memory": f"{cache}/data", "git": f"{cache}/repo"}
+for alias, server in config["mcpServers"].items():
+    python = "/py/bin/" in server["command"]
+    read = [f"{cache}/py", pybase] if python else [f"{cache}/npm"]
+    fs = {"read": read}
+    if alias in writes:
+        fs["write"] = [writes[alias]]
+    server["sandbox"] = {"fs": fs, "network": False}
+config["mcpServers"]["git"]["env"] = {"GIT_CONFIG_GLOBAL": "/dev/null"}
+config["defaults"] = {"sandbox": "strict"}
+config["roots"] = [f"{cache}/files"]
+config["lockfile"] = f"{cache}/strict.lock"
+json.dump(config, open(f"{cache}/catalogue-strict.json", "w"), indent=1)
+EOF
+}
+
+# Every server up under its strict sandbox, and the ones that touch files
+# doing so within their allowlists.
+strict() {
+  bin_path
+  write_strict_config
+  local config=$CACHE/catalogue-strict.json
+  "$BIN" --config "$config" servers --json >"$CACHE/strict-servers.json"
+  python3 - "$CACHE/strict-servers.json" <<'EOF'
+import json, sys
+servers = json.load(open(sys.argv[1]))
+down = [s for s in servers if s["status"] != "up"]
+tools = sum(s.get("tools", 0) for s in servers)
+print(f"{len(servers) - len(down)} of {len(servers)} servers up under strict, {tools} tools")
+for s in down:
+    print(f"  down: {s.get('alias')}: {s.get('reason', '')}")
+sys.exit(1 if down else 0)
+EOF
+  call() { "$BIN" --config "$config" call "$1" "$2" --yes >/dev/null && echo "  ok: $1"; }
+  call mcp__filesystem__write_file "{\"path\": \"$CACHE/files/strict.txt\", \"content\": \"written under strict\"}"
+  call mcp__filesystem__read_text_file "{\"path\": \"$CACHE/files/strict.txt\"}"
+  call mcp__memory__create_entities '{"entities": [{"name": "strict", "entityType": "check", "observations": ["written under strict"]}]}'
+  call mcp__git__git_status "{\"repo_path\": \"$CACHE/repo\"}"
+  call mcp__time__get_current_time '{"timezone": "UTC"}'
+}
+
+bin_path() {
   if [[ -z ${BIN:-} ]]; then
     cargo build --locked --quiet -p switchboard --bin switchboard --manifest-path "$REPO/Cargo.toml"
     BIN=$(cargo metadata --format-version 1 --no-deps --manifest-path "$REPO/Cargo.toml" |
       python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/switchboard
   fi
+}
+
+tools() {
+  bin_path
   "$BIN" --config "$CACHE/catalogue.json" tools --all --json >"$CACHE/tools.json"
   python3 - "$CACHE/tools.json" <<'EOF'
 import collections, json, sys
@@ -142,5 +205,6 @@ case ${1:-install} in
   config) echo "$CACHE/catalogue.json" ;;
   tools) tools ;;
   snapshot) snapshot ;;
-  *) echo "usage: $0 install|config|tools|snapshot" >&2; exit 2 ;;
+  strict) strict ;;
+  *) echo "usage: $0 install|config|tools|snapshot|strict" >&2; exit 2 ;;
 esac

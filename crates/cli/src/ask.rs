@@ -16,8 +16,8 @@ use switchboard_client::{BoxFuture, InputHandler};
 use switchboard_host::approver::BoxFuture as ApproveFuture;
 use switchboard_host::input::sampled_text;
 use switchboard_host::{
-    Approval, ApprovalRequest, Approver, Asker, Config, Decider, ElicitAnswer, Elicitation,
-    ElicitationKind, Form, HostInput, PromptApprover, Sampler, SamplingRequest,
+    Approval, ApprovalRequest, Approver, Asker, Config, ConfigOrigin, Decider, ElicitAnswer,
+    Elicitation, ElicitationKind, Form, HostInput, PromptApprover, Sampler, SamplingRequest,
 };
 use switchboard_wire::JsonObject;
 
@@ -49,21 +49,25 @@ pub(crate) fn input_handler(config: &Config, person: bool, yes: bool) -> Arc<dyn
 
 /// Who answers sampling outside `chat`: the config's `"model"` when it
 /// names one (a model that cannot be built declines every request, saying
-/// why), otherwise the demo sampler's fixed, labelled answer.
-pub(crate) fn config_sampler(config: &Config) -> Arc<dyn Sampler> {
+/// why); on the built-in demo, the demo sampler's fixed, labelled answer;
+/// otherwise no one, and sampling is not declared to servers at all (a
+/// capability is declared only when it can be answered).
+pub(crate) fn config_sampler(config: &Config) -> Option<Arc<dyn Sampler>> {
     let Some(model) = &config.model else {
-        return Arc::new(DemoSampler);
+        return (config.origin == ConfigOrigin::Demo).then(|| Arc::new(DemoSampler) as _);
     };
     let settings = ModelSettings {
         base_url: model.base_url.clone(),
     };
-    match model_from_spec_with(&model.name, &settings, &ProcessEnv) {
-        Ok(model) => Arc::new(ModelSampler::new(model)),
-        Err(e) => Arc::new(UnusableModel {
-            name: model.name.clone(),
-            reason: e.to_string(),
-        }),
-    }
+    Some(
+        match model_from_spec_with(&model.name, &settings, &ProcessEnv) {
+            Ok(model) => Arc::new(ModelSampler::new(model)),
+            Err(e) => Arc::new(UnusableModel {
+                name: model.name.clone(),
+                reason: e.to_string(),
+            }),
+        },
+    )
 }
 
 /// The config's model, when it cannot be used: every sampling request is
@@ -96,16 +100,18 @@ impl Sampler for UnusableModel {
 /// The input handler of a command: roots from `config`, the terminal for
 /// questions when a person is there (`person`: stdin is a terminal the
 /// command does not read data from), and `sampler` for sampling, approved
-/// on the terminal or by `--yes` (`yes`), declined otherwise.
+/// on the terminal or by `--yes` (`yes`), declined otherwise; without a
+/// sampler, sampling is not declared.
 pub(crate) fn input_handler_with(
     config: &Config,
     person: bool,
     yes: bool,
-    sampler: Arc<dyn Sampler>,
+    sampler: Option<Arc<dyn Sampler>>,
 ) -> Arc<dyn InputHandler> {
-    let mut input = HostInput::for_config(config)
-        .with_sampler(sampler)
-        .preapprove_sampling(yes);
+    let mut input = HostInput::for_config(config).preapprove_sampling(yes);
+    if let Some(sampler) = sampler {
+        input = input.with_sampler(sampler);
+    }
     if person {
         input = input.with_asker(Arc::new(TerminalAsker::new(
             stdin_lines(),

@@ -474,8 +474,25 @@ pub(crate) struct ServeArgs {
     /// Record each used approval in FILE, shared by the replicas behind
     /// one URL, so an answered approval runs once across all of them
     /// (default: each replica remembers its own).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "state")]
     pub(crate) replay_ledger: Option<PathBuf>,
+    /// The store the replicas behind one URL share,
+    /// redis://[USER:PASS@]HOST:PORT/DB (rediss:// for TLS; Redis 7 or
+    /// Valkey): each answered approval runs once across all of them, and
+    /// callers' calls a minute are counted once for all of them (else
+    /// $SWITCHBOARD_STATE; default: none, each replica on its own).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "SWITCHBOARD_STATE",
+        hide_env_values = true
+    )]
+    pub(crate) state: Option<String>,
+    /// With --state, what a limited caller gets while the store cannot be
+    /// reached: closed refuses its calls, open lets them through
+    /// uncounted. Answered approvals are refused either way.
+    #[arg(long, value_enum, default_value = "closed", requires = "state")]
+    pub(crate) state_fail: StateFailFlag,
     /// Do not watch the config and tokens files (SIGHUP still reloads
     /// them).
     #[arg(long)]
@@ -563,6 +580,15 @@ fn seconds(text: &str) -> Result<std::time::Duration, String> {
             "{text:?} is not a number of seconds above 0 and at most 86400"
         )),
     }
+}
+
+/// `serve --state-fail`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum StateFailFlag {
+    /// Refuse limited callers' calls.
+    Closed,
+    /// Let limited callers' calls through, uncounted.
+    Open,
 }
 
 /// `serve --auth`.

@@ -1,10 +1,13 @@
 //! A mounted host for one command: the config loaded, every server
 //! mounted, and everything stopped again at the end (servers, the demo's
-//! tickets server).
+//! tickets server, queued trace spans sent). With
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` set, every call the command makes is
+//! exported as a span, through the gateway's telemetry (as `serve`).
 
 use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use switchboard_gateway::Telemetry;
 use switchboard_host::{Approver, AssumeYes, CallOptions, Host, MountOptions, NoApprover};
 use switchboard_wire::{Implementation, ProgressParams};
 
@@ -25,6 +28,9 @@ pub(crate) struct Session {
     pub(crate) host: Host,
     /// The demo's tickets server, when the demo config is in use.
     tickets: DemoTickets,
+    /// Traces of the calls made (on when the environment names an OTLP
+    /// endpoint).
+    telemetry: Telemetry,
 }
 
 impl Session {
@@ -44,8 +50,9 @@ impl Session {
     /// mounts the config with `options` (client info is filled in).
     ///
     /// # Errors
-    /// A usage [`Failure`] for unusable host files (lockfile, audit log) or
-    /// a tickets server that cannot start.
+    /// A usage [`Failure`] for unusable host files (lockfile, audit log),
+    /// a tickets server that cannot start, or tracing that cannot be set
+    /// up.
     pub(crate) async fn mount(
         loaded: Loaded,
         mut options: MountOptions,
@@ -54,6 +61,10 @@ impl Session {
             config,
             mut tickets,
         } = loaded;
+        let telemetry = Telemetry::for_commands().map_err(|e| Failure::usage(e.to_string()))?;
+        if options.observer.is_none() {
+            options.observer = telemetry.observer();
+        }
         if let Err(e) = tickets.start() {
             return Err(Failure::usage(format!("{e:#}")));
         }
@@ -61,7 +72,11 @@ impl Session {
             options.client_info = Some(client_info());
         }
         match Host::mount(config, options).await {
-            Ok(host) => Ok(Session { host, tickets }),
+            Ok(host) => Ok(Session {
+                host,
+                tickets,
+                telemetry,
+            }),
             Err(e) => {
                 tickets.stop().await;
                 Err(Failure::usage(e.to_string()))
@@ -84,6 +99,7 @@ impl Session {
     pub(crate) async fn close(mut self) {
         self.host.shutdown().await;
         self.tickets.stop().await;
+        self.telemetry.shutdown().await;
     }
 }
 

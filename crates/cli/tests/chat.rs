@@ -285,12 +285,13 @@ fn a_scripted_session_on_a_terminal() {
     term.type_line("n");
     term.wait_for("\"id\": \"handbook\"");
     term.type_line("y");
-    let text = term.wait_for("First turn done.");
+    // The turn's usage line comes after its last text.
+    let text = term.wait_for("[tokens:");
+    assert!(text.contains("First turn done."), "{text}");
     assert!(
         text.contains("✗ transport Server archive is down"),
         "{text}"
     );
-    assert!(text.contains("[tokens:"), "{text}");
 
     term.type_line("now hang");
     term.wait_for("→ mcp__slow__never [slow]");

@@ -181,3 +181,80 @@ fn config_check_reads_the_config_and_tokens_without_starting_anything() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("no config file"), "{run:?}");
 }
+
+/// A server whose tool has a 200,000-character description and a long
+/// title: the model reads them cut, with a note (`tools`), the config's
+/// `descriptionLimits` sets the caps, and `doctor` names the offender.
+#[test]
+fn a_huge_description_is_cut_for_the_model_and_flagged_by_doctor() {
+    let sb = Sandbox::new();
+    let tools = json!([
+        {"name": "huge", "title": "T".repeat(300), "description": "spam ".repeat(40_000),
+         "inputSchema": {"type": "object"}},
+        {"name": "small", "description": "Finds things.", "inputSchema": {"type": "object"}}
+    ]);
+    let file = sb.write("tools.json", &tools.to_string());
+    let server = json!({"big": {"command": crate::ops::mock_server(),
+        "args": ["--tools-file", file.to_str().unwrap()]}});
+    let config = sb.config(server.clone(), json!({}));
+    let config = config.to_str().unwrap();
+    let run = sb.run(&["--config", config, "--json", "tools"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let listed = run.json();
+    let items = listed
+        .as_array()
+        .or_else(|| listed["tools"].as_array())
+        .unwrap()
+        .clone();
+    let huge = items
+        .iter()
+        .find(|t| t["name"] == "mcp__big__huge")
+        .unwrap();
+    let text = huge["description"].as_str().unwrap();
+    assert!(
+        text.len() < 2_400,
+        "{} characters reach the model",
+        text.len()
+    );
+    assert!(
+        text.ends_with(
+            "[switchboard: this description was cut to its first 2000 of 199999 characters]"
+        ),
+        "{}",
+        &text[text.len() - 100..]
+    );
+    assert!(huge["title"].as_str().unwrap().ends_with("… [cut]"));
+    let small = items
+        .iter()
+        .find(|t| t["name"] == "mcp__big__small")
+        .unwrap();
+    assert!(
+        !small["description"]
+            .as_str()
+            .unwrap()
+            .contains("[switchboard:")
+    );
+
+    let run = sb.run(&["--config", config, "doctor"]);
+    assert!(
+        run.stdout.contains(
+            "tool \"huge\" has a 199999-character description; the model reads its first 2000"
+        ),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("over the 40000 a server may"),
+        "{run:?}"
+    );
+    assert!(run.stdout.contains("300-character title"), "{run:?}");
+
+    // The config sets the caps.
+    let config = sb.config(server, json!({"descriptionLimits": {"description": 500}}));
+    let run = sb.run(&["--config", config.to_str().unwrap(), "--json", "tools"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("cut to its first 500 of 199999 characters"),
+        "{run:?}"
+    );
+}

@@ -84,7 +84,7 @@ async fn serve_asking(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &
 }
 
 /// One raw HTTP/1.1 exchange: status, headers (lower-cased names), body.
-fn raw(
+pub(crate) fn raw(
     authority: &str,
     method: &str,
     path: &str,

@@ -129,7 +129,14 @@ fn a_sampling_request_declined_on_the_terminal_fails_the_call() {
 #[test]
 fn without_a_terminal_sampling_is_declined() {
     let sb = Sandbox::new();
-    let config = sb.config(json!({}), json!({"permissions": {"allow": [SUMMARIZE]}}));
+    let script = sb.write("s.jsonl", "{\"text\": \"Printer jams, floor 3.\"}\n");
+    let config = sb.config(
+        json!({}),
+        json!({
+            "permissions": {"allow": [SUMMARIZE]},
+            "model": format!("script:{}", script.display())
+        }),
+    );
     let config = config.to_str().unwrap();
     let run = sb.run(&["--config", config, "call", SUMMARIZE, r#"{"id":"standup"}"#]);
     assert_ne!(run.code, 0, "{run:?}");
@@ -146,13 +153,41 @@ fn without_a_terminal_sampling_is_declined() {
         "--yes",
     ]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert!(run.stdout.contains("[demo sampler]"), "{run:?}");
+    assert!(run.stdout.contains("Printer jams, floor 3."), "{run:?}");
     let run = sb.run(&["call", CREATE, r#"{"title":"Door squeaks"}"#, "--yes"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stdout.contains("Created T-4 [normal] Door squeaks"),
         "{run:?}"
     );
+}
+
+/// A config without a model declares no sampling to its servers (the
+/// demo sampler answers only on the built-in demo): the notes server sees
+/// a client that cannot sample, even with `--yes`.
+#[test]
+fn without_a_model_sampling_is_not_declared() {
+    let sb = Sandbox::new();
+    let config = sb.config(json!({}), json!({"permissions": {"allow": [SUMMARIZE]}}));
+    let config = config.to_str().unwrap();
+    let run = sb.run(&[
+        "--config",
+        config,
+        "call",
+        SUMMARIZE,
+        r#"{"id":"standup"}"#,
+        "--yes",
+    ]);
+    assert_ne!(run.code, 0, "{run:?}");
+    assert!(
+        run.stdout.contains("needs a client that can sample"),
+        "{run:?}"
+    );
+    assert!(!run.stdout.contains("[demo sampler]"), "{run:?}");
+    // The built-in demo still shows sampling, with the demo sampler.
+    let run = sb.run(&["call", SUMMARIZE, r#"{"id":"standup"}"#, "--yes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("[demo sampler]"), "{run:?}");
 }
 
 /// Outside `chat`, the config's `"model"` answers sampling: here a script

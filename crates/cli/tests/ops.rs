@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_client::{Client, HttpTransport, RequestOptions, TraceContext};
+use switchboard_client::{
+    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+    RequestOptions, TraceContext,
+};
 use switchboard_testutil::{Artifacts, built};
 
 use crate::util::{Sandbox, collect, spawn, wait_for};
@@ -249,6 +252,244 @@ async fn metrics_count_calls_decisions_and_server_states() {
         !body.contains(r#"switchboard_call_errors_total{server="mock",tool="mcp__mock__echo"}"#),
         "{body}"
     );
+}
+
+/// Approves every approval question the gateway puts to its upstream
+/// client (form elicitation).
+#[derive(Debug)]
+struct ApproveAll;
+
+impl InputHandler for ApproveAll {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_form: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        _params: Value,
+    ) -> BoxFuture<'_, Result<Value, InputError>> {
+        Box::pin(async { Ok(json!({"action": "accept", "content": {"approve": true}})) })
+    }
+}
+
+/// The value of the metric line `name{labels}` in `body` (0 when absent).
+fn metric(body: &str, name: &str, labels: &str) -> f64 {
+    let head = format!("{name}{{{labels}}} ");
+    body.lines()
+        .find_map(|l| l.strip_prefix(&head))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+// The same traffic, allowed, denied, asked (approved upstream), a tool
+// error and a protocol error: `/metrics` and `audit stats` count the same
+// calls, errors and durations.
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_agree_with_audit_stats_on_the_same_traffic() {
+    let sb = Sandbox::new();
+    let cfg = sb
+        .config(
+            json!({"mock": {"command": mock_server()}}),
+            json!({
+                "permissions": {
+                    "allow": ["mcp__mock__echo", "mcp__mock__fail", "mcp__mock__error"],
+                    "deny": ["mcp__notes__search"]
+                },
+                "audit": "audit.jsonl"
+            }),
+        )
+        .display()
+        .to_string();
+    let served = serve(&sb, &cfg, &["--metrics"], &[]).await;
+    let transport = HttpTransport::builder("gateway", served.url())
+        .build()
+        .unwrap();
+    let client = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .input_handler(ApproveAll)
+        .connect()
+        .await
+        .unwrap();
+    let call = |name: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .call_tool(name, object(json!({"text": "x", "query": "vpn"})))
+                .await
+                .unwrap()
+        }
+    };
+    for _ in 0..2 {
+        assert!(!call("mcp__mock__echo").await.is_error());
+    }
+    assert!(call("mcp__mock__fail").await.is_error());
+    assert!(call("mcp__mock__error").await.is_error());
+    assert!(call("mcp__notes__search").await.is_error(), "denied");
+    // Asked: the question goes upstream (`asked`), the approved retry runs.
+    let asked = call("mcp__mock__pids").await;
+    assert!(!asked.is_error(), "{asked:?}");
+    let (_, _, body) = http_get(&served.addr, "/metrics");
+    drop(served);
+
+    let run = sb.run(&["--config", &cfg, "--json", "audit", "stats"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let stats = run.json();
+    let outcomes: Vec<String> = std::fs::read_to_string(sb.path().join("audit.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["outcome"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert!(outcomes.iter().any(|o| o == "asked"), "{outcomes:?}");
+    let rows = stats["tools"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "{stats}");
+    for row in rows {
+        let tool = row["tool"].as_str().unwrap();
+        let server = row["server"].as_str().unwrap();
+        let labels = format!(r#"server="{server}",tool="{tool}""#);
+        let calls: f64 = [
+            "ok",
+            "tool_error",
+            "protocol_error",
+            "denied",
+            "asked",
+            "input_required",
+        ]
+        .iter()
+        .map(|o| {
+            metric(
+                &body,
+                "switchboard_calls_total",
+                &format!(r#"{labels},outcome="{o}""#),
+            )
+        })
+        .sum();
+        assert_eq!(
+            calls,
+            row["calls"].as_f64().unwrap(),
+            "calls of {tool}:\n{body}"
+        );
+        assert_eq!(
+            metric(&body, "switchboard_call_errors_total", &labels),
+            row["errors"].as_f64().unwrap(),
+            "errors of {tool}:\n{body}"
+        );
+        let ran = row["calls"].as_u64().unwrap() - row["denied"].as_u64().unwrap();
+        assert_eq!(
+            metric(&body, "switchboard_call_duration_seconds_count", &labels),
+            ran as f64,
+            "durations of {tool}:\n{body}"
+        );
+    }
+    // Errors by kind, as the outcomes say.
+    let kinds =
+        |tool: &str| rows.iter().find(|r| r["tool"] == tool).unwrap()["errorsByKind"].clone();
+    assert_eq!(kinds("mcp__mock__fail"), json!({"tool_error": 1}));
+    assert_eq!(kinds("mcp__mock__error"), json!({"protocol_error": 1}));
+    assert_eq!(kinds("mcp__mock__pids"), json!({}));
+    // The question handed back is no call and no error; the gate decided
+    // once per call.
+    let pids = r#"server="mock",tool="mcp__mock__pids""#;
+    assert_eq!(
+        metric(
+            &body,
+            "switchboard_calls_total",
+            &format!(r#"{pids},outcome="asked""#)
+        ),
+        0.0
+    );
+    assert_eq!(
+        metric(
+            &body,
+            "switchboard_calls_total",
+            &format!(r#"{pids},outcome="ok""#)
+        ),
+        1.0
+    );
+    assert_eq!(
+        metric(
+            &body,
+            "switchboard_gate_decisions_total",
+            r#"server="mock",decision="ask""#
+        ),
+        1.0,
+        "{body}"
+    );
+    // The table names the kinds too.
+    let run = sb.run(&["--config", &cfg, "audit", "stats"]);
+    assert!(
+        run.stdout.contains("TOOL ERR") && run.stdout.contains("PROTOCOL"),
+        "{run:?}"
+    );
+}
+
+// A server's protocol error on a tool call is logged at warn.
+#[test]
+fn a_protocol_error_from_a_server_is_logged_at_warn() {
+    let sb = Sandbox::new();
+    let cfg = mock_config(&sb, json!({"permissions": {"allow": ["mcp__mock__error"]}}));
+    let run = sb.run(&["--config", &cfg, "-v", "call", "mcp__mock__error", "{}"]);
+    assert_ne!(run.code, 0, "{run:?}");
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("protocol error"))
+        .unwrap_or_else(|| panic!("no log line: {run:?}"));
+    assert!(
+        line.contains("WARN") && line.contains("server=mock"),
+        "{line}"
+    );
+}
+
+// `call` and `chat` export their calls as spans, as `serve` does.
+#[test]
+fn call_and_chat_export_their_calls_as_spans() {
+    let collector = Collector::start();
+    let sb = Sandbox::new();
+    let endpoint = format!("http://{}", collector.addr);
+    let cfg = mock_config(&sb, json!({"permissions": {"allow": ["mcp__mock__echo"]}}));
+    let mut cmd = sb.cmd(&[
+        "--config",
+        &cfg,
+        "call",
+        "mcp__mock__echo",
+        r#"{"text":"x"}"#,
+    ]);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    let run = crate::util::run(cmd);
+    assert_eq!(run.code, 0, "{run:?}");
+    // Spans are sent before the command exits.
+    assert!(
+        contains(&collector.all_bodies(), b"tools/call echo"),
+        "no span of the call"
+    );
+
+    let mut cmd = sb.cmd(&["chat", "--model", "mock", "-p", "printers?", "--json"]);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+    let run = crate::util::run(cmd);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        contains(&collector.all_bodies(), b"tools/call list_notes"),
+        "no span of the chat's calls"
+    );
+    // Without the variable nothing is set up.
+    let before = collector.requests.lock().unwrap().len();
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "call",
+        "mcp__mock__echo",
+        r#"{"text":"x"}"#,
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(collector.requests.lock().unwrap().len(), before);
 }
 
 /// Requests received: head and body of each.

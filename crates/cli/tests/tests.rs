@@ -24,6 +24,7 @@ mod replicas;
 mod resume;
 mod sandbox;
 mod serve;
+mod shared_state;
 mod skills;
 mod state;
 mod tasks;

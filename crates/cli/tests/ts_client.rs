@@ -48,12 +48,8 @@ fn config(sb: &Sandbox) -> String {
         .to_owned()
 }
 
-/// Runs the driver in the sandbox's environment and returns its report.
-fn drive(sb: &Sandbox, dir: &Path, args: &[&str]) -> Value {
-    drive_with(sb, dir, "drive.mjs", args)
-}
-
-/// Runs `script` of the driver's folder likewise.
+/// Runs `script` of the driver's folder in the sandbox's environment and
+/// returns its report.
 fn drive_with(sb: &Sandbox, dir: &Path, script: &str, args: &[&str]) -> Value {
     let cmd = sb.cmd(&[]);
     let mut node = Command::new("node");
@@ -77,6 +73,64 @@ fn drive_with(sb: &Sandbox, dir: &Path, script: &str, args: &[&str]) -> Value {
     report
 }
 
+/// The driver's folder, or `None` with the reason printed: the test is
+/// then skipped.
+#[allow(clippy::print_stderr)] // a skipped test says why
+fn driver_or_skip() -> Option<PathBuf> {
+    driver().map_err(|why| eprintln!("skipped: {why}")).ok()
+}
+
+/// Runs `script` with `args`, then `-- switchboard --config CFG serve
+/// --stdio` and `serve_flags`: the driver starts the gateway itself.
+async fn over_stdio(
+    sb: Sandbox,
+    dir: PathBuf,
+    cfg: String,
+    script: &'static str,
+    args: &'static [&'static str],
+    serve_flags: &'static [&'static str],
+) -> Value {
+    tokio::task::spawn_blocking(move || {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--", bin(), "--config", &cfg, "serve", "--stdio"]);
+        all.extend(serve_flags);
+        drive_with(&sb, &dir, script, &all)
+    })
+    .await
+    .unwrap()
+}
+
+/// Starts `switchboard --config CFG serve --http 127.0.0.1:0` with
+/// `serve_flags`, runs `script` with `(before, after)` the gateway's URL,
+/// and stops the gateway.
+async fn over_http(
+    sb: Sandbox,
+    dir: PathBuf,
+    cfg: String,
+    script: &'static str,
+    (before, after): (&'static [&'static str], &'static [&'static str]),
+    serve_flags: &'static [&'static str],
+) -> Value {
+    let mut flags = vec!["--config", &cfg, "serve", "--http", "127.0.0.1:0"];
+    flags.extend(serve_flags);
+    let mut cmd = sb.cmd(&flags);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let err = collect(child.stderr.take().unwrap());
+    let report = tokio::task::spawn_blocking(move || {
+        let url = url_in(&wait_for(&err, "/mcp", Duration::from_secs(60)));
+        let mut all = before.to_vec();
+        all.push(&url);
+        all.extend(after);
+        drive_with(&sb, &dir, script, &all)
+    })
+    .await
+    .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    report
+}
+
 fn check(report: &Value) {
     assert_eq!(report["negotiated"], json!("2026-07-28"), "{report:#}");
     assert_eq!(report["server"], json!("switchboard"), "{report:#}");
@@ -95,57 +149,20 @@ fn check(report: &Value) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_typescript_client_drives_the_gateway_over_stdio() {
-    let dir = match driver() {
-        Ok(dir) => dir,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+    let Some(dir) = driver_or_skip() else { return };
     let sb = Sandbox::new();
     let cfg = config(&sb);
-    let report = tokio::task::spawn_blocking(move || {
-        let args = [
-            "stdio",
-            ALLOWED,
-            ASKED,
-            "--",
-            bin(),
-            "--config",
-            &cfg,
-            "serve",
-            "--stdio",
-        ];
-        drive(&sb, &dir, &args)
-    })
-    .await
-    .unwrap();
+    let report = over_stdio(sb, dir, cfg, "drive.mjs", &["stdio", ALLOWED, ASKED], &[]).await;
     check(&report);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_typescript_client_drives_the_gateway_over_http() {
-    let dir = match driver() {
-        Ok(dir) => dir,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+    let Some(dir) = driver_or_skip() else { return };
     let sb = Sandbox::new();
     let cfg = config(&sb);
-    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let err = collect(child.stderr.take().unwrap());
-    let report = tokio::task::spawn_blocking(move || {
-        let url = url_in(&wait_for(&err, "/mcp", Duration::from_secs(60)));
-        drive(&sb, &dir, &["http", &url, ALLOWED, ASKED])
-    })
-    .await
-    .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    let args = (&["http"][..], &[ALLOWED, ASKED][..]);
+    let report = over_http(sb, dir, cfg, "drive.mjs", args, &[]).await;
     check(&report);
 }
 
@@ -196,66 +213,21 @@ fn check_search(report: &Value) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_typescript_client_searches_the_gateway_over_stdio() {
-    let dir = match driver() {
-        Ok(dir) => dir,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+    let Some(dir) = driver_or_skip() else { return };
     let sb = Sandbox::new();
     let cfg = search_config(&sb);
-    let report = tokio::task::spawn_blocking(move || {
-        let args = [
-            "stdio",
-            QUERY,
-            FOUND,
-            ARGS,
-            "--",
-            bin(),
-            "--config",
-            &cfg,
-            "serve",
-            "--stdio",
-            "--tool-search",
-        ];
-        drive_with(&sb, &dir, "search.mjs", &args)
-    })
-    .await
-    .unwrap();
+    let args = &["stdio", QUERY, FOUND, ARGS];
+    let report = over_stdio(sb, dir, cfg, "search.mjs", args, &["--tool-search"]).await;
     check_search(&report);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_typescript_client_searches_the_gateway_over_http() {
-    let dir = match driver() {
-        Ok(dir) => dir,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+    let Some(dir) = driver_or_skip() else { return };
     let sb = Sandbox::new();
     let cfg = search_config(&sb);
-    let mut cmd = sb.cmd(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--tool-search",
-    ]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let err = collect(child.stderr.take().unwrap());
-    let report = tokio::task::spawn_blocking(move || {
-        let url = url_in(&wait_for(&err, "/mcp", Duration::from_secs(60)));
-        drive_with(&sb, &dir, "search.mjs", &["http", &url, QUERY, FOUND, ARGS])
-    })
-    .await
-    .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    let args = (&["http"][..], &[QUERY, FOUND, ARGS][..]);
+    let report = over_http(sb, dir, cfg, "search.mjs", args, &["--tool-search"]).await;
     check_search(&report);
 }
 
@@ -266,28 +238,11 @@ async fn the_official_typescript_client_searches_the_gateway_over_http() {
 // gateway passes digests and bytes through unchanged).
 #[tokio::test(flavor = "multi_thread")]
 async fn the_official_typescript_client_lists_and_reads_skills_through_the_gateway() {
-    let dir = match driver() {
-        Ok(dir) => dir,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+    let Some(dir) = driver_or_skip() else { return };
     let sb = Sandbox::new();
     let cfg = config(&sb);
-    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let err = collect(child.stderr.take().unwrap());
-    let report = tokio::task::spawn_blocking(move || {
-        let url = url_in(&wait_for(&err, "/mcp", Duration::from_secs(60)));
-        let skill = "skill://notes/meeting-notes/SKILL.md";
-        drive_with(&sb, &dir, "skills.mjs", &[&url, skill])
-    })
-    .await
-    .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    let args = (&[][..], &["skill://notes/meeting-notes/SKILL.md"][..]);
+    let report = over_http(sb, dir, cfg, "skills.mjs", args, &[]).await;
     assert_eq!(report["negotiated"], json!("2026-07-28"), "{report:#}");
     assert_eq!(report["sameEntry"], json!(true), "{report:#}");
     let files: Vec<&str> = report["files"]

@@ -8,6 +8,11 @@
 //!   Only aliases and states are shown, never reasons: the route is open
 //!   to anyone who can reach the port. While the gateway drains
 //!   ([`Drain`]), 503 with `{"ready":false,"draining":true}`.
+//!   With a shared store (`--state`), every answer also says
+//!   `"state":"up"` or `"state":"down"`; a store that is down does not
+//!   make the replica unready, since everything but approvals and limited
+//!   calls is still served (and every replica shares the store: taking
+//!   them all out of rotation would stop those calls too).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::json;
 use switchboard_host::{Host, ServerStatus};
 use switchboard_server::http::{HttpOptions, PlainResponse, PlainRoute};
+
+use crate::SharedState;
 
 /// A gateway about to stop, for a balancer to take it out of rotation
 /// first: once [`Drain::start`] is called `/readyz` answers 503, while
@@ -36,7 +43,12 @@ impl Drain {
 }
 
 /// `options` with the two routes.
-pub(crate) fn routes(options: HttpOptions, host: &Host, drain: &Drain) -> HttpOptions {
+pub(crate) fn routes(
+    options: HttpOptions,
+    host: &Host,
+    drain: &Drain,
+    state: Option<&SharedState>,
+) -> HttpOptions {
     let healthz: PlainRoute = Arc::new(|| {
         Box::pin(std::future::ready(PlainResponse::new(
             200,
@@ -46,16 +58,17 @@ pub(crate) fn routes(options: HttpOptions, host: &Host, drain: &Drain) -> HttpOp
     });
     let host = host.clone();
     let drain = drain.clone();
+    let state = state.cloned();
     let readyz: PlainRoute = Arc::new(move || {
-        let answer = if drain.is_draining() {
-            PlainResponse::new(
-                503,
-                "application/json",
-                json!({"ready": false, "draining": true}).to_string(),
-            )
+        let (status, mut body) = if drain.is_draining() {
+            (503, json!({"ready": false, "draining": true}))
         } else {
             readiness(&host)
         };
+        if let Some(state) = &state {
+            body["state"] = json!(if state.is_up() { "up" } else { "down" });
+        }
+        let answer = PlainResponse::new(status, "application/json", body.to_string());
         Box::pin(std::future::ready(answer))
     });
     options
@@ -63,8 +76,8 @@ pub(crate) fn routes(options: HttpOptions, host: &Host, drain: &Drain) -> HttpOp
         .plain_route("/readyz", readyz)
 }
 
-/// The `/readyz` answer for `host` now.
-fn readiness(host: &Host) -> PlainResponse {
+/// The `/readyz` status and body for `host` now.
+fn readiness(host: &Host) -> (u16, serde_json::Value) {
     let config = host.config();
     let missing: Vec<_> = host
         .servers()
@@ -82,12 +95,8 @@ fn readiness(host: &Host) -> PlainResponse {
         .map(|s| json!({"server": s.alias, "status": s.status.as_words()}))
         .collect();
     if missing.is_empty() {
-        PlainResponse::new(200, "application/json", json!({"ready": true}).to_string())
+        (200, json!({"ready": true}))
     } else {
-        PlainResponse::new(
-            503,
-            "application/json",
-            json!({"ready": false, "missing": missing}).to_string(),
-        )
+        (503, json!({"ready": false, "missing": missing}))
     }
 }

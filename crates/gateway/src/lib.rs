@@ -58,7 +58,7 @@
 //! host's governed path), `relay` relays servers' questions, `parked`
 //! holds the calls of legacy servers that asked until their retry,
 //! `inbound` checks callers' tokens, `health` answers liveness and
-//! readiness.
+//! readiness, `state` is the store replicas share.
 //! Observability:
 //! `trace` continues the upstream request's W3C trace context on every
 //! downstream call, `metrics` (Prometheus, `/metrics`) and `otel`
@@ -72,7 +72,10 @@
 //! the tool, the arguments and the principal, and lapses after
 //! [`APPROVAL_STATE_TTL`]. Its single use is enforced by the replica that
 //! redeems it (a replay on another replica within the lapse would run the
-//! same approved call, with the same arguments, again). The one exception
+//! same approved call, with the same arguments, again), unless the
+//! replicas share a ledger file ([`GatewayOptions::replay_ledger`]) or a
+//! store ([`GatewayOptions::state`], `state`), which also counts callers'
+//! calls a minute for all of them. The one exception
 //! is a legacy (2025-11-25) server's question: its call waits in the memory
 //! of the replica that asked, so the retry must reach that replica. A
 //! replica that has the asking one among its [`GatewayOptions::peers`]
@@ -128,6 +131,7 @@ mod reload;
 mod search;
 mod serve;
 mod skills;
+mod state;
 mod status;
 mod tasks;
 mod telemetry;
@@ -154,6 +158,7 @@ pub use parked::{PARK_LIMIT, PARK_TTL};
 pub use relay::relay_input_handler;
 pub use serve::{Listener, OnReady, ServeConfig, serve};
 
+pub use state::{HEARTBEAT, SharedState, StateError, StateFail};
 pub use status::STATUS_URI;
 pub use tools::RELIST_MIN_INTERVAL;
 
@@ -182,6 +187,11 @@ pub struct GatewayOptions {
     /// approval `requestState` is recorded, so an answered approval runs
     /// once across all of them. `None`: each gateway remembers its own.
     pub replay_ledger: Option<std::path::PathBuf>,
+    /// The store replicas share (`serve --state redis://…`): each
+    /// approval's single use is recorded there (in place of
+    /// [`GatewayOptions::replay_ledger`]), and [`serve`] counts callers'
+    /// calls a minute there for every replica. `None`: as without it.
+    pub state: Option<SharedState>,
     /// Metrics and traces (`/metrics` is served when metrics are on).
     pub telemetry: Telemetry,
     /// This gateway's name among replicas, named in the error a retry
@@ -235,6 +245,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("assume_yes", &self.assume_yes)
             .field("state_key", &self.state_key.as_ref().map(|_| ".."))
             .field("replay_ledger", &self.replay_ledger)
+            .field("state", &self.state)
             .field("telemetry", &self.telemetry)
             .field("auth", &self.auth)
             .field("replica", &self.replica)
@@ -278,6 +289,13 @@ impl GatewayOptions {
     #[must_use]
     pub fn replay_ledger(mut self, path: Option<std::path::PathBuf>) -> Self {
         self.replay_ledger = path;
+        self
+    }
+
+    /// Options sharing state with the other replicas in `state`.
+    #[must_use]
+    pub fn state(mut self, state: Option<SharedState>) -> Self {
+        self.state = state;
         self
     }
 
@@ -426,9 +444,11 @@ pub struct Gateway {
     connections: ConnectionLimits,
     tool_count: usize,
     drain: Drain,
+    state: Option<SharedState>,
     sync: JoinHandle<()>,
     offers: JoinHandle<()>,
     relist: JoinHandle<()>,
+    heartbeat: Option<JoinHandle<()>>,
 }
 
 impl Gateway {
@@ -478,6 +498,11 @@ impl Gateway {
         let connections = options.connections;
         let tls = options.tls.clone();
         let drain = options.drain.clone();
+        let state = options.state.clone();
+        if let Some(state) = &state {
+            options.telemetry.attach_state(state);
+        }
+        let heartbeat = state.as_ref().map(SharedState::heartbeat);
         // Subscribe before registering, so no change falls between the two.
         let changes = host.subscribe();
         let registered = tools::register_all(&server, host, &options);
@@ -512,9 +537,11 @@ impl Gateway {
             connections,
             tool_count,
             drain,
+            state,
             sync,
             offers,
             relist,
+            heartbeat,
         })
     }
 
@@ -551,6 +578,9 @@ impl Drop for Gateway {
         self.sync.abort();
         self.offers.abort();
         self.relist.abort();
+        if let Some(heartbeat) = &self.heartbeat {
+            heartbeat.abort();
+        }
         self.server.shutdown();
     }
 }
@@ -567,7 +597,9 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
             .signing_key(key.clone())
             .task_resumer(tasks::resumer(host.clone(), options.telemetry.clone()));
     }
-    if let Some(path) = &options.replay_ledger {
+    if let Some(state) = &options.state {
+        builder = builder.use_ledger(std::sync::Arc::new(state.clone()));
+    } else if let Some(path) = &options.replay_ledger {
         builder = builder.replay_ledger(path);
     }
     if let Some(replica) = &options.replica {

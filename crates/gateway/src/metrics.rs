@@ -6,8 +6,8 @@
 //! | metric | labels | what |
 //! |---|---|---|
 //! | `switchboard_calls_total` | `server`, `tool`, `outcome` | governed calls, by audit outcome |
-//! | `switchboard_call_errors_total` | `server`, `tool` | calls that did not end `ok` (denials excluded) |
-//! | `switchboard_call_duration_seconds` | `server`, `tool` | latency histogram |
+//! | `switchboard_call_errors_total` | `server`, `tool` | calls that failed (not `ok`, not refused) |
+//! | `switchboard_call_duration_seconds` | `server`, `tool` | latency histogram of the calls that ran |
 //! | `switchboard_gate_decisions_total` | `server`, `decision` | the gate's `allow` / `ask` / `deny` |
 //! | `switchboard_approvals_total` | `server`, `answer` | questions answered `allow` or `deny` |
 //! | `switchboard_server_up` | `server` | 1 when mounted and reachable |
@@ -16,21 +16,35 @@
 //! | `switchboard_tasks_resumed_total` | `server` | tasks handed on upstream that this process picked up again after a restart |
 //! | `switchboard_reloads_total` | `file` (`config`, `tokens`, `tls`), `result` (`applied`, `rejected`) | reloads of the watched files; a rejected one leaves the running settings in place |
 //! | `switchboard_auth_refusals_total` | `reason` | HTTP requests refused for their authorization: `missing_token`, `invalid_token`, `insufficient_scope`, `invalid_request`, `unavailable`, `invalid_proof` |
+//! | `switchboard_state_up` | | with `--state`: 1 when the shared store answered its last use |
+//! | `switchboard_state_errors_total` | `operation` (`replay`, `limit`, `ping`) | with `--state`: uses of the shared store that failed |
 //!
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
 //! cannot grow the label set without bound.
+//!
+//! Calls are counted as `switchboard audit stats` counts the audit log's
+//! lines, so the two agree on the same traffic: a request handed back to
+//! its caller (`asked`, `input_required`) is no call (its answered retry
+//! is), a refusal (`denied`, `limited`) is a call but no error, and only
+//! calls that were not refused have a duration (a denied call's time is
+//! mostly someone reading a question).
 
 use std::collections::HashMap;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use switchboard_host::{CallEvent, CallObserver, Decider, Host, Outcome, ServerStatus, Verdict};
 use switchboard_server::Refusal;
+
+use crate::SharedState;
+use crate::state::Operation;
 
 /// The content type of the exposition.
 pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -49,6 +63,9 @@ pub struct Metrics {
     resumed: Family<ServerLabels, Counter>,
     refusals: Family<RefusalLabels, Counter>,
     reloads: Family<ReloadLabels, Counter>,
+    /// The shared store, once one is attached (its metrics are read from
+    /// it when scraped; none without one).
+    state: Arc<OnceLock<SharedState>>,
     /// What an allowed call that ended ok counts, by server and tool: the
     /// same counters as in the families (they share their values), found
     /// without building label sets (strings) for every call.
@@ -111,6 +128,46 @@ struct RefusalLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    operation: &'static str,
+}
+
+/// The shared store's metrics, read from it when scraped: nothing before
+/// a store is attached.
+#[derive(Debug)]
+struct StateCollector(Arc<OnceLock<SharedState>>);
+
+impl Collector for StateCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let Some(state) = self.0.get() else {
+            return Ok(());
+        };
+        let up = ConstGauge::new(i64::from(state.is_up()));
+        up.encode(encoder.encode_descriptor(
+            "switchboard_state_up",
+            "1 when the shared store (--state) answered its last use",
+            None,
+            up.metric_type(),
+        )?)?;
+        let errors = Family::<OperationLabels, Counter>::default();
+        for operation in [Operation::Replay, Operation::Limit, Operation::Ping] {
+            errors
+                .get_or_create(&OperationLabels {
+                    operation: operation.label(),
+                })
+                .inc_by(state.errors(operation));
+        }
+        errors.encode(encoder.encode_descriptor(
+            "switchboard_state_errors",
+            "Uses of the shared store that failed, by operation (replay, limit, ping)",
+            None,
+            errors.metric_type(),
+        )?)?;
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabels {
     server: String,
     status: &'static str,
@@ -152,12 +209,12 @@ impl Metrics {
         );
         registry.register(
             "switchboard_call_errors",
-            "Tool calls that did not end ok (denials excluded)",
+            "Tool calls that failed (refusals and questions handed back excluded)",
             errors.clone(),
         );
         registry.register(
             "switchboard_call_duration_seconds",
-            "Duration of governed tool calls",
+            "Duration of governed tool calls that were not refused",
             latency.clone(),
         );
         registry.register(
@@ -200,7 +257,10 @@ impl Metrics {
             "Reloads of the config and tokens files, by file and result (applied, rejected)",
             reloads.clone(),
         );
+        let state = Arc::new(OnceLock::new());
+        registry.register_collector(Box::new(StateCollector(Arc::clone(&state))));
         Metrics {
+            state,
             registry,
             calls,
             errors,
@@ -215,6 +275,11 @@ impl Metrics {
             reloads,
             allowed_ok: RwLock::default(),
         }
+    }
+
+    /// Reports `state`'s metrics from now on (the first store attached).
+    pub(crate) fn attach_state(&self, state: &SharedState) {
+        let _ = self.state.set(state.clone());
     }
 
     /// Counts a reload of `file` (`config`, `tokens` or `tls`), applied or
@@ -302,6 +367,11 @@ impl CallObserver for Metrics {
             }
         }
         let server = alias.to_owned();
+        // A request handed back is not a call: its retry, answered, is
+        // counted (gate decision included), as `audit stats` counts it.
+        if call.outcome.is_handed_back() {
+            return;
+        }
         // Only names the table routed are labels; anything else is one
         // bucket.
         let tool = if call.original_tool.is_some() {
@@ -317,12 +387,14 @@ impl CallObserver for Metrics {
             })
             .inc();
         let labels = ToolLabels { server, tool };
-        if call.outcome != Outcome::Ok && !call.outcome.is_refusal() {
+        if call.outcome.is_error() {
             self.errors.get_or_create(&labels).inc();
         }
-        self.latency
-            .get_or_create(&labels)
-            .observe(call.duration.as_secs_f64());
+        if !call.outcome.is_refusal() {
+            self.latency
+                .get_or_create(&labels)
+                .observe(call.duration.as_secs_f64());
+        }
         if allowed_ok {
             let counters = AllowedOk {
                 calls: self
@@ -349,21 +421,28 @@ impl CallObserver for Metrics {
                 .or_default()
                 .insert(labels.tool.clone(), counters);
         }
-        if let Some(gate) = call.gate {
-            self.gate
-                .get_or_create(&GateLabels {
-                    server: labels.server.clone(),
-                    decision: gate.as_str(),
+        self.count_gate(call, &labels.server);
+    }
+}
+
+impl Metrics {
+    /// Counts what the gate said of `call` to `server`, and the approver's
+    /// answer when someone was asked.
+    fn count_gate(&self, call: &CallEvent<'_>, server: &str) {
+        let Some(gate) = call.gate else { return };
+        self.gate
+            .get_or_create(&GateLabels {
+                server: server.to_owned(),
+                decision: gate.as_str(),
+            })
+            .inc();
+        if gate == Verdict::Ask && call.decided_by != Decider::NoApprover {
+            self.approvals
+                .get_or_create(&ApprovalLabels {
+                    server: server.to_owned(),
+                    answer: call.decision.map_or("deny", Verdict::as_str),
                 })
                 .inc();
-            if gate == Verdict::Ask && call.decided_by != Decider::NoApprover {
-                self.approvals
-                    .get_or_create(&ApprovalLabels {
-                        server: labels.server,
-                        answer: call.decision.map_or("deny", Verdict::as_str),
-                    })
-                    .inc();
-            }
         }
     }
 }

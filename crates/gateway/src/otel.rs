@@ -16,8 +16,10 @@
 //! request carried in its `traceparent`: downstream time apart from the
 //! gateway's, for about twice the cost. Names and attributes follow
 //! OpenTelemetry's MCP conventions (`mcp.method.name`, `gen_ai.tool.name`,
-//! `error.type`); a call that did not end ok also has
-//! `switchboard.outcome` (the audit log's word for it). Attributes are
+//! `error.type`, for failures only); a call that did not end ok also has
+//! `switchboard.outcome` (the audit log's word for it). The commands that
+//! call tools themselves (`switchboard call`, `chat`, [`crate::Telemetry::for_commands`])
+//! record each call as a root client span of a new trace. Attributes are
 //! kept to those: each one is converted and encoded again for every span
 //! exported. Batches go out through the workspace's hyper client
 //! (rustls with ring), not a second HTTP stack.
@@ -60,6 +62,9 @@ pub(crate) struct Otel {
     tracer: SdkTracer,
     /// Whether each downstream call is a client span of its own.
     downstream_spans: bool,
+    /// Whether a call made without a trace context (a command's own call:
+    /// `switchboard call`, `chat`) is a root client span of its own.
+    root_calls: bool,
 }
 
 impl std::fmt::Debug for Otel {
@@ -127,7 +132,15 @@ impl Otel {
             provider,
             tracer,
             downstream_spans,
+            root_calls: false,
         }))
+    }
+
+    /// The same, recording every call made without a trace context as a
+    /// root client span (the commands that call tools themselves).
+    pub(crate) fn with_root_calls(mut self) -> Otel {
+        self.root_calls = true;
+        self
     }
 
     /// Whether each downstream call is a client span of its own.
@@ -185,6 +198,13 @@ impl CallObserver for Otel {
         // Only calls made with a trace context (the gateway's) that names
         // the gateway's span as the downstream call's parent are spans.
         let Some(context) = call.trace else {
+            if self.root_calls {
+                // The SDK gives a span without a parent a new trace.
+                let mut span = self
+                    .client_span(call)
+                    .start_with_context(&self.tracer, &opentelemetry::Context::new());
+                span.end_with_timestamp(call.started + call.duration);
+            }
             return;
         };
         let Some(parent) = context.parent_span_id.as_deref().and_then(span_id) else {
@@ -200,6 +220,18 @@ impl CallObserver for Otel {
             false,
             TraceState::default(),
         ));
+        let mut builder = self.client_span(call);
+        builder.span_id = Some(own);
+        let mut span = builder.start_with_context(&self.tracer, &parent);
+        span.end_with_timestamp(call.started + call.duration);
+    }
+}
+
+impl Otel {
+    /// The client span of the downstream call `call` (`tools/call
+    /// ORIGINAL`, with the server alias and the gate's decision), ids not
+    /// yet set.
+    fn client_span(&self, call: &CallEvent<'_>) -> SpanBuilder {
         let alias = call.alias.unwrap_or("");
         let original = call.original_tool.unwrap_or(call.tool);
         let mut attributes = Vec::with_capacity(6);
@@ -214,10 +246,8 @@ impl CallObserver for Otel {
             .with_kind(SpanKind::Client)
             .with_start_time(call.started)
             .with_attributes(attributes);
-        builder.span_id = Some(own);
         builder.status = status(call.outcome);
-        let mut span = builder.start_with_context(&self.tracer, &parent);
-        span.end_with_timestamp(call.started + call.duration);
+        builder
     }
 }
 
@@ -234,7 +264,7 @@ fn push_outcome(attributes: &mut Vec<KeyValue>, outcome: Outcome) {
         return;
     }
     attributes.push(KeyValue::new("switchboard.outcome", outcome.as_str()));
-    if !outcome.is_refusal() {
+    if outcome.is_error() {
         attributes.push(KeyValue::new("error.type", outcome.as_str()));
     }
 }
@@ -285,9 +315,8 @@ fn parse_traceparent(text: &str) -> Option<(TraceId, SpanId, TraceFlags)> {
 
 fn status(outcome: Outcome) -> Status {
     match outcome {
-        Outcome::Ok => Status::Unset,
-        refused if refused.is_refusal() => Status::Unset,
-        other => Status::error(other.as_str()),
+        failed if failed.is_error() => Status::error(failed.as_str()),
+        _ => Status::Unset,
     }
 }
 

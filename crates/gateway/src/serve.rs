@@ -46,8 +46,9 @@ pub struct ServeConfig {
     /// How the host is mounted. [`serve`] fills in what a gateway needs
     /// when it is not given: the input handler ([`relay_input_handler`],
     /// which lets servers ask questions the gateway relays), the call
-    /// observer (the gateway's telemetry) and the replica's name (the
-    /// gateway's).
+    /// observer (the gateway's telemetry), the replica's name (the
+    /// gateway's) and the callers' shared limits (the gateway's
+    /// [`GatewayOptions::state`]).
     pub mount: MountOptions,
     /// The gateway's options (callers' authentication, the state key,
     /// telemetry, replicas, the drain switch). Its TLS is taken from
@@ -158,6 +159,12 @@ pub async fn serve(
     if mount.replica.is_none() {
         mount.replica.clone_from(&gateway.replica);
     }
+    if mount.shared_limits.is_none() {
+        mount.shared_limits = gateway
+            .state
+            .clone()
+            .map(|state| Arc::new(state) as Arc<dyn switchboard_host::SharedLimits>);
+    }
     let telemetry = gateway.telemetry.clone();
     let host = Host::mount(host_config, mount)
         .await
@@ -258,7 +265,8 @@ impl Gateway {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
         let options = self.connections.apply(HttpOptions::new());
-        let mut options = crate::health::routes(options, &self.host, &self.drain);
+        let mut options =
+            crate::health::routes(options, &self.host, &self.drain, self.state.as_ref());
         if let Some(auth) = &self.auth {
             options = options.auth(auth.validator(&self.telemetry), auth.metadata().clone());
         }

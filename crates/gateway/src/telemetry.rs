@@ -36,6 +36,22 @@ impl Telemetry {
         })
     }
 
+    /// Traces when the environment names an OTLP endpoint, as
+    /// [`Telemetry::from_env`], for a command that calls tools itself
+    /// (`switchboard call`, `chat`): each call is a root client span of a
+    /// trace of its own. No metrics (nothing would scrape them). Call it
+    /// inside the tokio runtime, and [`Telemetry::shutdown`] before exiting
+    /// so queued spans are sent.
+    ///
+    /// # Errors
+    /// [`OtelError`] when tracing is asked for and cannot be set up.
+    pub fn for_commands() -> Result<Telemetry, OtelError> {
+        Ok(Telemetry {
+            metrics: None,
+            otel: Otel::from_env()?.map(|o| Arc::new(o.with_root_calls())),
+        })
+    }
+
     /// The observer to mount the host with; `None` when nothing is on.
     #[must_use]
     pub fn observer(&self) -> Option<Arc<dyn CallObserver>> {
@@ -57,6 +73,13 @@ impl Telemetry {
     #[must_use]
     pub fn has_traces(&self) -> bool {
         self.otel.is_some()
+    }
+
+    /// Reports the shared store's state and errors (metrics on).
+    pub(crate) fn attach_state(&self, state: &crate::SharedState) {
+        if let Some(m) = &self.metrics {
+            m.attach_state(state);
+        }
     }
 
     /// Counts a task of `server`'s picked up again after a restart.

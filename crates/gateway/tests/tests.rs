@@ -18,6 +18,7 @@ mod live_status;
 mod offer;
 mod relay;
 mod serve;
+mod shared_state;
 mod skills;
 mod tasks;
 mod util;

@@ -8,18 +8,22 @@
 //!
 //! - **Errors** are every outcome except `ok`, `denied` and `limited` (a
 //!   tool error, a protocol error, a timeout, an unreachable server, an
-//!   open breaker, an unknown tool, a missing login). A denial is the
+//!   open breaker, an unknown tool, a missing login), counted by kind too
+//!   ([`Figures::errors_by_kind`]). A denial is the
 //!   user's decision, and a call over its caller's limits a policy's, not a
 //!   failure of the tool: both are counted as refused and left out of the
 //!   error rate and of the durations (a denied call's time is mostly
 //!   someone reading a prompt).
+//! - A request handed back to its caller (`asked`, `input_required`:
+//!   [`Outcome::is_handed_back`]) is not a call: its answered retry has a
+//!   line of its own. The gateway's `/metrics` count the same way.
 //! - **Durations** are the wall time the host recorded, as percentiles by
 //!   the nearest-rank method; never a mean, which one slow call drags away
 //!   from what most calls take.
 //! - A line that is not an audit record is skipped and reported with its
 //!   line number; the rest still count.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::HostError;
@@ -32,6 +36,9 @@ pub struct Figures {
     pub calls: u64,
     /// Calls that failed (any outcome but `ok`, `denied` and `limited`).
     pub errors: u64,
+    /// `errors` by kind: the audit outcome (`tool_error`, `transport`,
+    /// `timeout`, `protocol_error`, `breaker`, …) and its count.
+    pub errors_by_kind: BTreeMap<&'static str, u64>,
     /// Calls the gate refused, or the caller's limits.
     pub denied: u64,
     /// Of `denied`, the calls over the caller's limits (`limited`).
@@ -45,6 +52,14 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// The errors of one kind (`outcome`), 0 when there were none.
+    pub fn errors_of(&self, outcome: Outcome) -> u64 {
+        self.errors_by_kind
+            .get(outcome.as_str())
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Errors over the calls that were not denied; 0 when every call was
     /// denied.
     pub fn error_rate(&self) -> f64 {
@@ -150,6 +165,7 @@ struct Tally {
 struct Acc {
     calls: u64,
     errors: u64,
+    errors_by_kind: BTreeMap<&'static str, u64>,
     denied: u64,
     limited: u64,
     durations: Vec<u64>,
@@ -167,8 +183,9 @@ impl Acc {
                     self.limited += 1;
                 }
             }
-            _ => {
+            failed => {
                 self.errors += 1;
+                *self.errors_by_kind.entry(failed.as_str()).or_default() += 1;
                 self.durations.push(duration_ms);
             }
         }
@@ -180,6 +197,7 @@ impl Acc {
         Figures {
             calls: self.calls,
             errors: self.errors,
+            errors_by_kind: self.errors_by_kind,
             denied: self.denied,
             limited: self.limited,
             p50_ms: percentile(&self.durations, 50),
@@ -208,9 +226,9 @@ impl Tally {
                 }
             };
             self.out.records += 1;
-            // A question handed back to the gateway's user is not a call:
-            // the answered retry has its own line.
-            if record.outcome == Outcome::Asked {
+            // A question handed back to the caller is not a call: the
+            // answered retry has its own line.
+            if record.outcome.is_handed_back() {
                 continue;
             }
             let (alias, acc) = self.by_tool.entry(record.tool).or_default();
@@ -411,6 +429,27 @@ mod tests {
             (1, 0)
         );
         assert_eq!(s.tools[0].figures.p50_ms, Some(7));
+    }
+
+    #[test]
+    fn errors_are_split_by_kind_and_relayed_questions_are_not_calls() {
+        let lines = [
+            line("t", "tool_error", 1),
+            line("t", "tool_error", 1),
+            line("t", "transport", 1),
+            line("t", "timeout", 1),
+            line("t", "protocol_error", 1),
+            line("t", "input_required", 1),
+            line("t", "ok", 1),
+        ];
+        let s = stats(lines.iter().map(String::as_str));
+        let f = &s.tools[0].figures;
+        assert_eq!((f.calls, f.errors), (6, 5));
+        assert_eq!(f.errors_of(Outcome::ToolError), 2);
+        assert_eq!(f.errors_of(Outcome::Transport), 1);
+        assert_eq!(f.errors_of(Outcome::Timeout), 1);
+        assert_eq!(f.errors_of(Outcome::ProtocolError), 1);
+        assert_eq!(f.errors_of(Outcome::Breaker), 0);
     }
 
     #[test]

@@ -4,14 +4,17 @@
 //! says when to try again; the call does not run, nobody is asked and the
 //! server never hears of it. Every request on the host's governed path
 //! counts: prompt gets, reads and completions with the tool calls.
-//! Counted per principal in this process: each replica of a gateway
-//! counts its own callers.
+//! Counted per principal in this process; with [`SharedLimits`] (a
+//! gateway's shared store) the calls a minute are counted once for all
+//! the replicas, while the calls running at once stay counted by each.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use crate::approver::BoxFuture;
 
 /// The limits on one caller's tool calls. `None`: no limit of that kind.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,14 +58,43 @@ impl LimitsOverride {
     }
 }
 
+/// Counts callers' calls a minute for every replica at once (a store they
+/// share, e.g. the gateway's `--state`), in place of this process's own
+/// count: given to the host at mount (`MountOptions::shared_limits`).
+pub trait SharedLimits: Send + Sync + std::fmt::Debug {
+    /// Takes one call of `principal`'s `per_minute` (a minute's worth at
+    /// once at the most, then one every `60 / per_minute` seconds), or
+    /// says when the next one is allowed; counts nothing when refused.
+    fn take<'a>(&'a self, principal: &'a str, per_minute: u32) -> BoxFuture<'a, SharedAdmission>;
+}
+
+/// What [`SharedLimits::take`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SharedAdmission {
+    /// The call is counted: go on.
+    Allowed,
+    /// The minute's calls are spent; the next one is allowed after
+    /// `retry_in`.
+    Refused {
+        /// When the next call is allowed.
+        retry_in: Duration,
+    },
+    /// The count could not be taken (the store is unreachable), and the
+    /// store refuses rather than let the caller through unlimited: why,
+    /// in words.
+    Unavailable(String),
+}
+
 /// Why a caller's call was refused.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Refusal {
     /// The minute's calls are spent; the next one is allowed after
     /// `retry_in`.
     Rate { per_minute: u32, retry_in: Duration },
     /// As many calls as allowed are running.
     Running { at_once: u32 },
+    /// The shared count could not be taken: why.
+    Unavailable(String),
 }
 
 impl Refusal {
@@ -85,6 +117,11 @@ impl Refusal {
                 "{refused}: {principal} already has {at_once} {} running, the most it may \
                  run at once. Try again when one of them has finished.",
                 if *at_once == 1 { "call" } else { "calls" }
+            ),
+            Refusal::Unavailable(why) => format!(
+                "{refused}: calls by {principal} are limited, and the gateway cannot count them \
+                 now ({why}), so it refuses them rather than let them through unlimited. Try \
+                 again shortly."
             ),
         }
     }

@@ -96,51 +96,36 @@ impl Pattern {
     /// [`PatternError`] naming what is wrong.
     pub fn parse(text: &str) -> Result<Pattern, PatternError> {
         if let Some(rest) = text.strip_prefix(SKILL_PREFIX) {
-            return Pattern::parse_skill(text, rest);
+            // `skill:ALIAS[:PATH]`.
+            return Pattern::parse_parts(text, rest.split_once(':').ok_or(rest), true);
         }
         let rest = text
             .strip_prefix(PREFIX)
             .ok_or_else(|| PatternError::NoPrefix(text.to_owned()))?;
         // Aliases never contain `__`, so the first `__` ends the alias.
-        let (alias, tool) = match rest.split_once(SEPARATOR) {
-            Some((alias, tool)) => (alias, Some(tool)),
-            None => (rest, None),
-        };
-        if !is_valid_alias(alias) {
-            return Err(PatternError::BadAlias(text.to_owned()));
-        }
-        let tool = match tool {
-            None | Some("*") => ToolPattern::Any,
-            Some("") => return Err(PatternError::EmptyTool(text.to_owned())),
-            Some(t) => match t.find('*') {
-                None => ToolPattern::Exact(t.to_owned()),
-                Some(i) if i == t.len() - 1 => ToolPattern::Prefix(t[..i].to_owned()),
-                Some(_) => return Err(PatternError::InnerWildcard(text.to_owned())),
-            },
-        };
-        Ok(Pattern {
-            alias: alias.to_owned(),
-            tool,
-            text: text.to_owned(),
-            skills: false,
-        })
+        Pattern::parse_parts(text, rest.split_once(SEPARATOR).ok_or(rest), false)
     }
 
-    /// `skill:ALIAS[:PATH]`, `rest` after `skill:`.
-    fn parse_skill(text: &str, rest: &str) -> Result<Pattern, PatternError> {
-        let (alias, path) = match rest.split_once(':') {
-            Some((alias, path)) => (alias, Some(path)),
-            None => (rest, None),
+    /// The pattern `text`, split into its alias and what follows it (`Err`
+    /// holds a bare alias); `skills` for a `skill:` pattern.
+    fn parse_parts(
+        text: &str,
+        parts: Result<(&str, &str), &str>,
+        skills: bool,
+    ) -> Result<Pattern, PatternError> {
+        let (alias, name) = match parts {
+            Ok((alias, name)) => (alias, Some(name)),
+            Err(alias) => (alias, None),
         };
         if !is_valid_alias(alias) {
             return Err(PatternError::BadAlias(text.to_owned()));
         }
-        let tool = match path {
+        let tool = match name {
             None | Some("*") => ToolPattern::Any,
             Some("") => return Err(PatternError::EmptyTool(text.to_owned())),
-            Some(p) => match p.find('*') {
-                None => ToolPattern::Exact(p.to_owned()),
-                Some(i) if i == p.len() - 1 => ToolPattern::Prefix(p[..i].to_owned()),
+            Some(n) => match n.find('*') {
+                None => ToolPattern::Exact(n.to_owned()),
+                Some(i) if i == n.len() - 1 => ToolPattern::Prefix(n[..i].to_owned()),
                 Some(_) => return Err(PatternError::InnerWildcard(text.to_owned())),
             },
         };
@@ -148,7 +133,7 @@ impl Pattern {
             alias: alias.to_owned(),
             tool,
             text: text.to_owned(),
-            skills: true,
+            skills,
         })
     }
 

@@ -202,13 +202,54 @@ pub fn wrap(alias: &str, tool: Option<&str>, text: &str) -> String {
 }
 
 /// The description the model sees: `[from ALIAS]`, then the cleaned server
-/// text inside boundary markers.
+/// text inside boundary markers, held to the default cap
+/// ([`crate::table::DEFAULT_DESCRIPTION_CHARS`]; prompts', resources' and
+/// templates' descriptions; a tool's follows the config,
+/// [`crate::table::DescriptionLimits`]).
 pub fn model_description(alias: &str, server_text: Option<&str>) -> String {
     let cleaned = server_text.map(clean_description).unwrap_or_default();
+    model_description_within(alias, &cleaned, crate::table::DEFAULT_DESCRIPTION_CHARS)
+}
+
+/// [`model_description`] of a description already cleaned
+/// ([`clean_description`]), held to `cap` characters: a longer one keeps
+/// its first `cap` characters, and a note outside the markers (the host's
+/// words) says how much was cut, so neither the model nor a person reading
+/// the table takes the rest for absent.
+pub fn model_description_within(alias: &str, cleaned: &str, cap: usize) -> String {
     if cleaned.is_empty() {
         return format!("[from {alias}] (the server gave no description)");
     }
-    format!("[from {alias}] {}", wrap(alias, None, &cleaned))
+    match cut_chars(cleaned, cap) {
+        None => format!("[from {alias}] {}", wrap(alias, None, cleaned)),
+        Some(kept) => {
+            let total = cleaned.chars().count();
+            format!(
+                "[from {alias}] {} [switchboard: this description was cut to its first {cap} of {total} characters]",
+                wrap(alias, None, kept)
+            )
+        }
+    }
+}
+
+/// A title as the model and `tools` show it: cleaned, and held to `cap`
+/// characters, a cut one ending in `… [cut]`.
+pub fn model_title(title: &str, cap: usize) -> String {
+    let cleaned = clean_description(title);
+    match cut_chars(&cleaned, cap) {
+        None => cleaned,
+        Some(kept) => format!("{}… [cut]", kept.trim_end()),
+    }
+}
+
+/// The first `cap` characters of `text` when it has more; `None` when it
+/// fits.
+fn cut_chars(text: &str, cap: usize) -> Option<&str> {
+    // A byte count within the cap means a character count within it too.
+    if text.len() <= cap {
+        return None;
+    }
+    text.char_indices().nth(cap).map(|(at, _)| &text[..at])
 }
 
 /// Cleans every `description` and `title` string inside a JSON Schema, in

@@ -7,6 +7,14 @@
 //! tool `y`) both get a hash suffix of their own `alias::tool`, so neither
 //! depends on which server came first. The reverse map is the table itself;
 //! a name is never split to find its server.
+//!
+//! Descriptions and titles are bounded ([`DescriptionLimits`]): each tool's
+//! description to a cap, each title to another, and each server's tools
+//! together to a share of the table, so one server cannot fill the model's
+//! context with text. The share is split by water-filling: tools whose
+//! descriptions are short keep them whole, and the long ones are cut to
+//! one common length (never below [`MIN_SHARE_CHARS`]), so the cut falls on
+//! the text that caused it and does not depend on the server's order.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -16,6 +24,41 @@ use switchboard_wire::naming::MAX_TOOL_NAME;
 use switchboard_wire::{JsonObject, Tool, namespaced_tool_name};
 
 use crate::sanitize;
+
+/// The default cap on one tool's description, in characters (of the
+/// cleaned server text).
+pub const DEFAULT_DESCRIPTION_CHARS: usize = 2_000;
+/// The default cap on a title, in characters.
+pub const DEFAULT_TITLE_CHARS: usize = 100;
+/// The default share of one server: its tools' descriptions together, in
+/// characters.
+pub const DEFAULT_SERVER_DESCRIPTION_CHARS: usize = 40_000;
+/// The least a description is cut to for its server's share: a server
+/// with very many tools goes over its share rather than leaving them
+/// unexplained (and `doctor` says so).
+pub const MIN_SHARE_CHARS: usize = 200;
+
+/// How long server text in the tool table may be (config
+/// `descriptionLimits`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DescriptionLimits {
+    /// Characters of one tool's description (`description`).
+    pub description: usize,
+    /// Characters of one title (`title`).
+    pub title: usize,
+    /// Characters of one server's descriptions together (`perServer`).
+    pub per_server: usize,
+}
+
+impl Default for DescriptionLimits {
+    fn default() -> Self {
+        DescriptionLimits {
+            description: DEFAULT_DESCRIPTION_CHARS,
+            title: DEFAULT_TITLE_CHARS,
+            per_server: DEFAULT_SERVER_DESCRIPTION_CHARS,
+        }
+    }
+}
 
 /// One tool in the table.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +71,13 @@ pub struct TableEntry {
     pub tool: Tool,
     /// What the model reads: `[from alias]` and the cleaned, bounded text.
     pub description: String,
+    /// The characters of the cleaned server description.
+    pub description_chars: usize,
+    /// The characters it was held to: the description cap, or less for
+    /// the server's share ([`DescriptionLimits`]).
+    pub description_cap: usize,
+    /// The title the model reads: cleaned and bounded.
+    pub title: Option<String>,
     /// The input schema the model reads: the server's, with descriptions
     /// and titles cleaned.
     pub input_schema: JsonObject,
@@ -69,9 +119,20 @@ pub type Listed = (String, Vec<Tool>, Vec<Dropped>);
 /// short note when the server marks the tool deprecated) and the input
 /// schema with its descriptions and titles cleaned.
 pub fn model_view(alias: &str, tool: &Tool) -> (String, JsonObject) {
+    model_view_within(alias, tool, DEFAULT_DESCRIPTION_CHARS)
+}
+
+/// [`model_view`] with the description held to `cap` characters.
+pub fn model_view_within(alias: &str, tool: &Tool, cap: usize) -> (String, JsonObject) {
     let mut input_schema = tool.input_schema.clone();
     sanitize::clean_schema(&mut input_schema);
-    let description = sanitize::model_description(alias, tool.description.as_deref());
+    let cleaned = tool
+        .description
+        .as_deref()
+        .map(sanitize::clean_description)
+        .unwrap_or_default();
+    let description = sanitize::model_description_within(alias, &cleaned, cap);
+    // The note goes first, so no cut of the description can hide it.
     let description = match tool.deprecation() {
         Some(d) => format!(
             "{} {description}",
@@ -80,6 +141,34 @@ pub fn model_view(alias: &str, tool: &Tool) -> (String, JsonObject) {
         None => description,
     };
     (description, input_schema)
+}
+
+/// The cap of one server's descriptions (`lengths`: each one's
+/// characters) under `limits`: the description cap, or for a server over
+/// its share the one level that the longest are cut to (water-filling),
+/// never below [`MIN_SHARE_CHARS`].
+pub fn share_caps(lengths: &[usize], limits: &DescriptionLimits) -> usize {
+    let capped: Vec<usize> = lengths
+        .iter()
+        .map(|n| (*n).min(limits.description))
+        .collect();
+    if capped.iter().sum::<usize>() <= limits.per_server {
+        return limits.description;
+    }
+    let mut sorted = capped;
+    sorted.sort_unstable();
+    let mut left = limits.per_server;
+    let n = sorted.len();
+    let mut level = limits.description;
+    for (i, len) in sorted.iter().enumerate() {
+        let share = left / (n - i);
+        if *len > share {
+            level = share;
+            break;
+        }
+        left -= len;
+    }
+    level.max(MIN_SHARE_CHARS.min(limits.description))
 }
 
 /// The table: entries in name order, plus the reverse map.
@@ -94,6 +183,14 @@ impl ToolTable {
     /// listing left out)` each, as the host mounts them and `doctor`
     /// checks them. See [`ToolTable::build`].
     pub fn of_listings(listings: &[Listed]) -> (ToolTable, Vec<DroppedTool>) {
+        ToolTable::of_listings_within(listings, &DescriptionLimits::default())
+    }
+
+    /// [`ToolTable::of_listings`] with these description limits.
+    pub fn of_listings_within(
+        listings: &[Listed],
+        limits: &DescriptionLimits,
+    ) -> (ToolTable, Vec<DroppedTool>) {
         let inputs: Vec<ServerTools<'_>> = listings
             .iter()
             .map(|(alias, tools, dropped)| ServerTools {
@@ -102,17 +199,27 @@ impl ToolTable {
                 dropped,
             })
             .collect();
-        ToolTable::build(&inputs)
+        ToolTable::build_within(&inputs, limits)
     }
 
-    /// Builds the table from every server's tools.
+    /// Builds the table from every server's tools, with the default
+    /// description limits.
     ///
     /// # Returns
     /// The table (sorted by model-facing name) and the tools left out with
     /// their reasons.
     pub fn build(servers: &[ServerTools<'_>]) -> (ToolTable, Vec<DroppedTool>) {
+        ToolTable::build_within(servers, &DescriptionLimits::default())
+    }
+
+    /// [`ToolTable::build`] with these description limits.
+    pub fn build_within(
+        servers: &[ServerTools<'_>],
+        limits: &DescriptionLimits,
+    ) -> (ToolTable, Vec<DroppedTool>) {
         let mut dropped = Vec::new();
-        let mut candidates: Vec<(String, &str, &Tool)> = Vec::new();
+        // Name, alias, tool, cleaned description, its cap.
+        let mut candidates: Vec<(String, &str, &Tool, String, usize)> = Vec::new();
         for server in servers {
             dropped.extend(server.dropped.iter().map(|d| DroppedTool {
                 alias: server.alias.to_owned(),
@@ -120,6 +227,7 @@ impl ToolTable {
                 reason: d.reason.clone(),
             }));
             let mut seen = std::collections::HashSet::new();
+            let first = candidates.len();
             for tool in server.tools {
                 let drop = |reason: String| DroppedTool {
                     alias: server.alias.to_owned(),
@@ -136,16 +244,30 @@ impl ToolTable {
                     ));
                     continue;
                 }
+                let cleaned = tool
+                    .description
+                    .as_deref()
+                    .map(sanitize::clean_description)
+                    .unwrap_or_default();
                 candidates.push((
                     namespaced_tool_name(server.alias, &tool.name),
                     server.alias,
                     tool,
+                    cleaned,
+                    limits.description,
                 ));
+            }
+            // The server's share, over the tools it keeps.
+            let mine = &mut candidates[first..];
+            let lengths: Vec<usize> = mine.iter().map(|c| c.3.chars().count()).collect();
+            let cap = share_caps(&lengths, limits);
+            for c in mine {
+                c.4 = cap;
             }
         }
 
         let mut groups: BTreeMap<&str, usize> = BTreeMap::new();
-        for (name, _, _) in &candidates {
+        for (name, ..) in &candidates {
             *groups.entry(name.as_str()).or_default() += 1;
         }
         let colliding: std::collections::HashSet<String> = groups
@@ -155,15 +277,22 @@ impl ToolTable {
             .collect();
 
         let mut entries: Vec<TableEntry> = Vec::with_capacity(candidates.len());
-        for (name, alias, tool) in candidates {
+        for (name, alias, tool, cleaned, cap) in candidates {
             let local_name = if colliding.contains(&name) {
                 disambiguated(alias, &tool.name)
             } else {
                 name
             };
-            let (description, input_schema) = model_view(alias, tool);
+            let mut input_schema = tool.input_schema.clone();
+            sanitize::clean_schema(&mut input_schema);
             entries.push(TableEntry {
-                description,
+                description: sanitize::model_description_within(alias, &cleaned, cap),
+                description_chars: cleaned.chars().count(),
+                description_cap: cap,
+                title: tool
+                    .title
+                    .as_deref()
+                    .map(|t| sanitize::model_title(t, limits.title)),
                 local_name,
                 alias: alias.to_owned(),
                 fingerprint: crate::pins::fingerprint(tool),
@@ -253,6 +382,86 @@ mod tests {
             description,
             json!({"type": "object"}).as_object().unwrap().clone(),
         )
+    }
+
+    // A 200,000-character description reaches the model cut to the cap,
+    // with a note saying so; the title is cut too; a short one is whole.
+    #[test]
+    fn a_huge_description_and_title_are_cut_with_a_note() {
+        let mut huge = tool("huge", &"word ".repeat(40_000));
+        huge.title = Some("T".repeat(500));
+        let (table, _) = build(&[("a", vec![huge, tool("small", "Finds things.")])]);
+        let e = table.get("mcp__a__huge").unwrap();
+        assert_eq!(e.description_chars, 199_999);
+        assert!(
+            e.description.len() < DEFAULT_DESCRIPTION_CHARS + 300,
+            "{}",
+            e.description.len()
+        );
+        assert!(
+            e.description.ends_with(
+                "[switchboard: this description was cut to its first 2000 of 199999 characters]"
+            ),
+            "{}",
+            &e.description[e.description.len() - 120..]
+        );
+        // The cut text stays inside the markers; the note is outside.
+        assert!(e.description.contains(sanitize::CLOSE_TAG));
+        let title = e.title.as_deref().unwrap();
+        assert_eq!(
+            title.chars().count(),
+            DEFAULT_TITLE_CHARS + "… [cut]".chars().count()
+        );
+        assert!(title.ends_with("… [cut]"));
+        let small = table.get("mcp__a__small").unwrap();
+        assert!(small.description.contains("Finds things.") && !small.description.contains("cut"));
+    }
+
+    // Over its share, a server's long descriptions are cut to one level
+    // (water-filling); short ones stay whole; other servers are untouched.
+    #[test]
+    fn a_server_over_its_share_has_its_longest_descriptions_cut() {
+        let limits = DescriptionLimits {
+            description: 2_000,
+            title: 100,
+            per_server: 3_000,
+        };
+        let many: Vec<Tool> = (0..4)
+            .map(|i| tool(&format!("long{i}"), &"x".repeat(1_500)))
+            .chain([tool("short", &"y".repeat(300))])
+            .collect();
+        let inputs = [
+            ServerTools {
+                alias: "big",
+                tools: &many,
+                dropped: &[],
+            },
+            ServerTools {
+                alias: "other",
+                tools: &[tool("t", &"z".repeat(1_500))],
+                dropped: &[],
+            },
+        ];
+        let (table, _) = ToolTable::build_within(&inputs, &limits);
+        // 3000 - 300 left for four: 675 each.
+        let long = table.get("mcp__big__long0").unwrap();
+        assert_eq!(long.description_cap, 675);
+        assert!(
+            long.description
+                .contains("cut to its first 675 of 1500 characters")
+        );
+        let short = table.get("mcp__big__short").unwrap();
+        assert!(!short.description.contains("[switchboard:"));
+        assert!(
+            !table
+                .get("mcp__other__t")
+                .unwrap()
+                .description
+                .contains("[switchboard:")
+        );
+        // Never below the floor, however many tools.
+        let lots: Vec<usize> = vec![1_500; 1_000];
+        assert_eq!(share_caps(&lots, &limits), MIN_SHARE_CHARS);
     }
 
     fn build(servers: &[(&str, Vec<Tool>)]) -> (ToolTable, Vec<DroppedTool>) {

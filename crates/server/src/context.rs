@@ -330,7 +330,7 @@ impl Context {
                 )),
                 StateUse::Unrecorded(why) => Err(HandlerError::msg(format!(
                     "this server cannot record that requestState was used ({why}), so it is not accepted; \
-                     the server's operator must make the ledger writable, then the request can be retried"
+                     the server's operator must make the ledger writable (or its store reachable), then the request can be retried"
                 ))),
             },
         }

@@ -33,7 +33,7 @@ use crate::input::InputResponses;
 use crate::legacy::Session;
 use crate::notify::Subscription;
 use crate::outcome::{InputRequired, Outcome};
-use crate::seal::{Binding, ListKind, OpenedState, params_digest};
+use crate::seal::{Binding, CursorAt, ListKind, OpenedState, generation, params_digest};
 use crate::server::{Offered, Server};
 use crate::sink::Sink;
 use crate::task::Started;
@@ -442,7 +442,7 @@ impl Server {
             // HTTP-S-17: a feature not advertised is a method not found.
             return Err(Fault::method_not_found(name));
         }
-        let offset = self.cursor_offset(kind, params.as_ref())?;
+        let at = self.cursor_at(kind, params.as_ref())?;
         let registry = self.registry();
         let offers = self.offer_filter();
         let page = self.inner.options.page_size;
@@ -451,9 +451,16 @@ impl Server {
         out.push(b'"');
         out.extend_from_slice(member.as_bytes());
         out.extend_from_slice(b"\":");
-        let len = match kind {
+        let listed = match kind {
             ListKind::Tools => match self.tool_filter() {
-                None => write_page(&mut out, &registry.tools, offset, page, |t| &t.def),
+                None => write_page(
+                    &mut out,
+                    &registry.tools,
+                    at,
+                    page,
+                    |t| &t.def.name,
+                    |t| &t.def,
+                ),
                 Some(keep) => {
                     let shown: Vec<_> = registry
                         .tools
@@ -461,14 +468,14 @@ impl Server {
                         .filter(|t| keep(principal, &t.def.name))
                         .cloned()
                         .collect();
-                    write_page(&mut out, &shown, offset, page, |t| &t.def)
+                    write_page(&mut out, &shown, at, page, |t| &t.def.name, |t| &t.def)
                 }
             },
             ListKind::Prompts => {
                 let shown = offered(&registry.prompts, principal, &offers, |p| {
                     Offered::Prompt(&p.def.name)
                 });
-                write_page(&mut out, &shown, offset, page, |p| &p.def)
+                write_page(&mut out, &shown, at, page, |p| &p.def.name, |p| &p.def)
             }
             ListKind::Resources => {
                 let shown = offered(&registry.resources, principal, &offers, |r| {
@@ -476,7 +483,7 @@ impl Server {
                 });
                 let skills = self.skill_resources();
                 if skills.is_empty() {
-                    write_page(&mut out, &shown, offset, page, |r| &r.def)
+                    write_page(&mut out, &shown, at, page, |r| &r.def.uri, |r| &r.def)
                 } else {
                     // The fixed resources, then the skills' SKILL.md files.
                     let all: Vec<Arc<switchboard_wire::Resource>> = shown
@@ -484,37 +491,62 @@ impl Server {
                         .map(|r| Arc::new(r.def.clone()))
                         .chain(skills.into_iter().map(Arc::new))
                         .collect();
-                    write_page(&mut out, &all, offset, page, |r| r)
+                    write_page(&mut out, &all, at, page, |r| &r.uri, |r| r)
                 }
             }
-            ListKind::Skills | ListKind::Directory => 0,
+            ListKind::Skills | ListKind::Directory => Ok(Listed::default()),
             ListKind::Templates => {
                 let shown = offered(&registry.templates, principal, &offers, |t| {
                     Offered::Template(&t.def.uri_template)
                 });
-                write_page(&mut out, &shown, offset, page, |t| &t.def)
+                write_page(
+                    &mut out,
+                    &shown,
+                    at,
+                    page,
+                    |t| &t.def.uri_template,
+                    |t| &t.def,
+                )
             }
-        };
-        if offset.saturating_add(page) < len {
-            out.extend_from_slice(b",\"nextCursor\":");
-            out.extend_from_slice(&to_json(&self.inner.keys.cursor(kind, offset + page)));
-        }
+        }?;
+        self.write_next_cursor(&mut out, kind, listed, page);
         write_cache(&mut out, &self.inner.options.list_cache);
         out.extend_from_slice(b",\"resultType\":\"complete\"}");
         Ok(self.finish_result(out))
     }
 
-    /// Where the page a list request asks for starts: 0 without a
-    /// cursor, else the offset in a cursor this server issued for `kind`
-    /// (-32602 for any other: PAGE-03).
-    pub(crate) fn cursor_offset(
+    /// Writes `,"nextCursor":…` after a page of `listed` when more
+    /// follow.
+    pub(crate) fn write_next_cursor(
+        &self,
+        out: &mut Vec<u8>,
+        kind: ListKind,
+        listed: Listed,
+        page: usize,
+    ) {
+        let next = listed.offset.saturating_add(page);
+        if next < listed.len {
+            out.extend_from_slice(b",\"nextCursor\":");
+            let at = CursorAt {
+                offset: next,
+                generation: listed.generation,
+            };
+            out.extend_from_slice(&to_json(&self.inner.keys.cursor(kind, at)));
+        }
+    }
+
+    /// Where the page a list request asks for starts: `None` without a
+    /// cursor, else where a cursor this server issued for `kind` points
+    /// (-32602 for any other: PAGE-03). Whether the list is still the
+    /// one it was issued for is [`page_start`]'s question.
+    pub(crate) fn cursor_at(
         &self,
         kind: ListKind,
         params: Option<&Value>,
-    ) -> Result<usize, Fault> {
+    ) -> Result<Option<CursorAt>, Fault> {
         match params.and_then(|p| p.get("cursor")) {
-            None | Some(Value::Null) => Ok(0),
-            Some(Value::String(c)) => self.inner.keys.open_cursor(kind, c).ok_or_else(|| {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(c)) => self.inner.keys.open_cursor(kind, c).map(Some).ok_or_else(|| {
                 Fault::invalid_params(
                     "invalid cursor: it was not issued by this server for this list; list again without a cursor",
                 )
@@ -1303,13 +1335,45 @@ fn offered<'a, T>(
     }
 }
 
+/// A page written: where it started, in a list of how many items, of
+/// which generation.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Listed {
+    /// The page's first item.
+    pub(crate) offset: usize,
+    /// Items in the whole list.
+    pub(crate) len: usize,
+    /// The list's generation, for the next cursor.
+    pub(crate) generation: u32,
+}
+
+/// The offset a page starts at: 0 without a cursor, the cursor's offset
+/// while the list is the one it was issued for (`now`, its generation),
+/// and a -32602 refusal once the list changed (an item added, removed or
+/// moved): the offset would skip or repeat items, so the client lists
+/// again from the start.
+pub(crate) fn page_start(at: Option<CursorAt>, now: u32) -> Result<usize, Fault> {
+    match at {
+        None => Ok(0),
+        Some(at) if at.generation == now => Ok(at.offset),
+        Some(_) => Err(Fault::invalid_params(
+            "stale cursor: the list changed since this cursor was issued; list again without a cursor",
+        )),
+    }
+}
+
+/// Writes the page of `items` (keyed by `key`) that `at` asks for, as a
+/// JSON array of `def`s.
 fn write_page<T, D: Serialize>(
     out: &mut Vec<u8>,
     items: &[Arc<T>],
-    offset: usize,
+    at: Option<CursorAt>,
     page: usize,
+    key: impl Fn(&Arc<T>) -> &str,
     def: impl Fn(&T) -> &D,
-) -> usize {
+) -> Result<Listed, Fault> {
+    let generation = generation(items.iter().map(key));
+    let offset = page_start(at, generation)?;
     out.push(b'[');
     for (i, item) in items.iter().skip(offset).take(page).enumerate() {
         if i > 0 {
@@ -1318,7 +1382,11 @@ fn write_page<T, D: Serialize>(
         let _ = serde_json::to_writer(&mut *out, def(item));
     }
     out.push(b']');
-    items.len()
+    Ok(Listed {
+        offset,
+        len: items.len(),
+        generation,
+    })
 }
 
 /// The method a list kind answers.

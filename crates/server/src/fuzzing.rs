@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::seal::{Binding, Keys, ListKind, StateError, params_digest};
+use crate::seal::{Binding, CursorAt, Keys, ListKind, StateError, generation, params_digest};
 
 /// The differential check of the `tools/call` fast path: the fast path
 /// either declines `body` or reads exactly what the general path reads.
@@ -39,8 +39,8 @@ pub fn cursors(data: &[u8]) -> Result<(), String> {
     ];
     if let Ok(token) = std::str::from_utf8(data) {
         for kind in kinds {
-            if let Some(offset) = keys.open_cursor(kind, token) {
-                if keys.cursor(kind, offset) != token {
+            if let Some(at) = keys.open_cursor(kind, token) {
+                if keys.cursor(kind, at) != token {
                     return Err(format!(
                         "accepted a cursor the server never issued: {token:?}"
                     ));
@@ -53,8 +53,12 @@ pub fn cursors(data: &[u8]) -> Result<(), String> {
     };
     let offset = usize::try_from(u32::from_be_bytes([*a, *b, *c, *d])).unwrap_or(usize::MAX);
     let kind = kinds[offset % kinds.len()];
-    let genuine = keys.cursor(kind, offset);
-    if keys.open_cursor(kind, &genuine) != Some(offset) {
+    let at = CursorAt {
+        offset,
+        generation: generation([String::from_utf8_lossy(rest).as_ref()]),
+    };
+    let genuine = keys.cursor(kind, at);
+    if keys.open_cursor(kind, &genuine) != Some(at) {
         return Err(format!("refused its own cursor for offset {offset}"));
     }
     let altered = alter(&genuine, rest);

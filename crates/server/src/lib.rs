@@ -114,7 +114,7 @@ pub use resource::{
 };
 pub use server::{OfferFilter, Offered, Server, ServerBuilder, ToolFilter};
 pub use skill::{SkillSpec, SkillsRelay};
-pub use state::StateHandles;
+pub use state::{StateHandles, UseLedger};
 pub use task::{TaskContext, TaskHandler, TaskSupport, TaskWork};
 pub use tool::{
     IntoToolResult, Json, NoArgs, ToolHandler, ToolOutcome, ToolResult, ToolSpec,

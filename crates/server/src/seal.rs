@@ -479,8 +479,12 @@ fn canonical(h: &mut Sha256, v: &Value) {
 // ---------------------------------------------------------------------------
 // cursors
 
-const CURSOR_VERSION: u8 = 1;
+// Version 2 carries the list's generation (version 1, offsets alone, is
+// refused like any unknown cursor: its client lists again from the start).
+const CURSOR_VERSION: u8 = 2;
 const CURSOR_TAG_LEN: usize = 16;
+/// Version, kind, offset (4 bytes), generation (4 bytes).
+const CURSOR_PAYLOAD_LEN: usize = 10;
 
 /// Which list a cursor pages through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -495,14 +499,41 @@ pub(crate) enum ListKind {
     Directory = 6,
 }
 
+/// Where a cursor points: an offset into the list as it stood when the
+/// cursor was issued, and that list's generation ([`generation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CursorAt {
+    /// The first item of the page.
+    pub(crate) offset: usize,
+    /// The generation of the list the offset counts in.
+    pub(crate) generation: u32,
+}
+
+/// The generation of a list: a digest of its items' keys (names, URIs) in
+/// order. An offset means the same items only while it is unchanged; a
+/// digest, unlike a counter, is the same on every replica serving the same
+/// list, and a reload that changes nothing does not end a listing.
+pub(crate) fn generation<'a>(keys: impl IntoIterator<Item = &'a str>) -> u32 {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same digest in every process of one
+    // build, which is what replicas sharing cursors are.
+    let mut h = std::hash::DefaultHasher::new();
+    for key in keys {
+        key.hash(&mut h);
+    }
+    let d = h.finish();
+    (d ^ (d >> 32)) as u32
+}
+
 impl Keys {
-    /// An opaque cursor for the page of `kind` starting at `offset`.
-    pub(crate) fn cursor(&self, kind: ListKind, offset: usize) -> String {
-        let offset = u32::try_from(offset).unwrap_or(u32::MAX);
-        let mut out = Vec::with_capacity(6 + CURSOR_TAG_LEN);
+    /// An opaque cursor for the page of `kind` starting at `at`.
+    pub(crate) fn cursor(&self, kind: ListKind, at: CursorAt) -> String {
+        let offset = u32::try_from(at.offset).unwrap_or(u32::MAX);
+        let mut out = Vec::with_capacity(CURSOR_PAYLOAD_LEN + CURSOR_TAG_LEN);
         out.push(CURSOR_VERSION);
         out.push(kind as u8);
         out.extend_from_slice(&offset.to_be_bytes());
+        out.extend_from_slice(&at.generation.to_be_bytes());
         let mut mac = new_mac(&self.cursor);
         mac.update(&out);
         let tag = mac.finalize().into_bytes();
@@ -510,14 +541,14 @@ impl Keys {
         encode(&out)
     }
 
-    /// The offset a cursor we issued for `kind` points at; `None` for
-    /// anything else (forged, altered, another list's cursor).
-    pub(crate) fn open_cursor(&self, kind: ListKind, cursor: &str) -> Option<usize> {
+    /// Where a cursor we issued for `kind` points; `None` for anything
+    /// else (forged, altered, another list's cursor, an older version).
+    pub(crate) fn open_cursor(&self, kind: ListKind, cursor: &str) -> Option<CursorAt> {
         let raw = decode(cursor)?;
-        if raw.len() != 6 + CURSOR_TAG_LEN {
+        if raw.len() != CURSOR_PAYLOAD_LEN + CURSOR_TAG_LEN {
             return None;
         }
-        let (payload, tag) = raw.split_at(6);
+        let (payload, tag) = raw.split_at(CURSOR_PAYLOAD_LEN);
         let mut mac = new_mac(&self.cursor);
         mac.update(payload);
         mac.verify_truncated_left(tag).ok()?;
@@ -526,7 +557,12 @@ impl Keys {
         }
         let mut off = [0u8; 4];
         off.copy_from_slice(&payload[2..6]);
-        usize::try_from(u32::from_be_bytes(off)).ok()
+        let mut generation = [0u8; 4];
+        generation.copy_from_slice(&payload[6..10]);
+        Some(CursorAt {
+            offset: usize::try_from(u32::from_be_bytes(off)).ok()?,
+            generation: u32::from_be_bytes(generation),
+        })
     }
 }
 
@@ -683,8 +719,12 @@ mod tests {
     #[test]
     fn cursors_open_only_for_their_list() {
         let k = keys();
-        let c = k.cursor(ListKind::Tools, 40);
-        assert_eq!(k.open_cursor(ListKind::Tools, &c), Some(40));
+        let at = CursorAt {
+            offset: 40,
+            generation: 7,
+        };
+        let c = k.cursor(ListKind::Tools, at);
+        assert_eq!(k.open_cursor(ListKind::Tools, &c), Some(at));
         assert_eq!(k.open_cursor(ListKind::Prompts, &c), None);
         assert_eq!(k.open_cursor(ListKind::Tools, ""), None);
         assert_eq!(k.open_cursor(ListKind::Tools, "garbage"), None);

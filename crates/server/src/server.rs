@@ -296,6 +296,7 @@ pub struct ServerBuilder {
     completion: Option<Box<dyn ErasedCompletion>>,
     key: Option<Vec<u8>>,
     replay_ledger: Option<std::path::PathBuf>,
+    use_ledger: Option<std::sync::Arc<dyn crate::state::UseLedger>>,
     extensions: JsonObject,
     experimental: Option<JsonObject>,
     declare_tools: bool,
@@ -326,6 +327,7 @@ impl Server {
             completion: None,
             key: None,
             replay_ledger: None,
+            use_ledger: None,
             extensions: JsonObject::new(),
             experimental: None,
             declare_tools: false,
@@ -743,6 +745,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Records each used single-use `requestState` in `ledger` as well as
+    /// in memory (in place of a [`ServerBuilder::replay_ledger`] file):
+    /// servers sharing the ledger accept such a state once between them,
+    /// and a use the ledger cannot record is refused.
+    pub fn use_ledger(mut self, ledger: std::sync::Arc<dyn crate::state::UseLedger>) -> Self {
+        self.use_ledger = Some(ledger);
+        self
+    }
+
     /// How long a `requestState` stays valid (default 10 minutes).
     pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
         self.options.state_ttl = ttl;
@@ -940,9 +951,10 @@ impl ServerBuilder {
         }
         let keys = Keys::new(self.key.as_deref())
             .map_err(|e| BuildError::Config(format!("no operating-system randomness: {}", e.0)))?;
-        let replay = match &self.replay_ledger {
-            None => ReplayGuard::default(),
-            Some(path) => ReplayGuard::with_ledger(path).map_err(|e| {
+        let replay = match (&self.use_ledger, &self.replay_ledger) {
+            (Some(ledger), _) => ReplayGuard::shared(ledger.clone()),
+            (None, None) => ReplayGuard::default(),
+            (None, Some(path)) => ReplayGuard::with_ledger(path).map_err(|e| {
                 BuildError::Config(format!(
                     "cannot open the replay ledger {}: {e}",
                     path.display()

@@ -1,6 +1,7 @@
 //! Cross-call state for servers that need it: opaque handles bound to a
 //! principal ([`StateHandles`]), and at-most-once use of a `requestState`
-//! ([`ReplayGuard`], MRTR-10).
+//! ([`ReplayGuard`], MRTR-10), recorded for replicas in a shared
+//! [`UseLedger`] (a file here, or a store a gateway brings).
 //!
 //! Requests are stateless (WIRE-19), so state spanning requests is named by
 //! an explicit identifier the client sends back (WIRE-22). A handle is 256
@@ -187,15 +188,32 @@ fn owner_matches(owner: &Option<String>, caller: Option<&Principal>) -> bool {
     }
 }
 
+/// Where the replicas behind one URL record each single-use state they
+/// accept, so that a state accepted by one is refused by all the others:
+/// a file they share ([`crate::ServerBuilder::replay_ledger`]), or a store
+/// of one's own ([`crate::ServerBuilder::use_ledger`], e.g. a gateway's
+/// Redis).
+pub trait UseLedger: Send + Sync + std::fmt::Debug {
+    /// Records the use of the state named `nonce`, valid until
+    /// `expires_at_ms` (Unix milliseconds), atomically for every replica:
+    /// `Ok(true)` for its first use, `Ok(false)` when it was recorded
+    /// before, `Err(why)` when the use could not be recorded (the state is
+    /// then refused rather than risk a replay).
+    fn record(
+        &self,
+        nonce: [u8; 16],
+        expires_at_ms: u64,
+    ) -> crate::auth::BoxFuture<'_, Result<bool, String>>;
+}
+
 /// Remembers which sealed states were used, until they expire, so a state
-/// that must be single-use cannot be replayed (MRTR-10). With a ledger
-/// file ([`crate::ServerBuilder::replay_ledger`]) the memory is shared by
-/// every server that opens the same file: replicas behind one URL refuse a
-/// state any of them has accepted.
+/// that must be single-use cannot be replayed (MRTR-10). With a shared
+/// [`UseLedger`] (a file every replica opens, or a store) replicas behind
+/// one URL refuse a state any of them has accepted.
 #[derive(Debug, Default)]
 pub(crate) struct ReplayGuard {
     seen: Mutex<HashMap<[u8; 16], u64>>,
-    ledger: Option<Arc<Ledger>>,
+    ledger: Option<Arc<dyn UseLedger>>,
 }
 
 /// What [`ReplayGuard::consume`] found.
@@ -214,15 +232,20 @@ impl ReplayGuard {
     /// A guard whose uses are also recorded in the file at `path`, shared
     /// with every other server that opens it.
     pub(crate) fn with_ledger(path: &Path) -> std::io::Result<ReplayGuard> {
-        Ok(ReplayGuard {
-            seen: Mutex::default(),
-            ledger: Some(Arc::new(Ledger::open(path)?)),
-        })
+        Ok(ReplayGuard::shared(Arc::new(Ledger::open(path)?)))
     }
 
-    /// Records a use of `nonce`, a state valid until `expires_at_ms`. The
-    /// ledger's file work (a lock another replica may hold, a read, a
-    /// write) runs on the blocking pool, never on the caller's thread.
+    /// A guard whose uses are also recorded in `ledger`.
+    pub(crate) fn shared(ledger: Arc<dyn UseLedger>) -> ReplayGuard {
+        ReplayGuard {
+            seen: Mutex::default(),
+            ledger: Some(ledger),
+        }
+    }
+
+    /// Records a use of `nonce`, a state valid until `expires_at_ms`, here
+    /// and in the shared ledger (whose file work runs on the blocking
+    /// pool, never on the caller's thread).
     pub(crate) async fn consume(&self, nonce: [u8; 16], expires_at_ms: u64) -> StateUse {
         let now = seal::now_ms();
         {
@@ -235,20 +258,10 @@ impl ReplayGuard {
             }
         }
         if let Some(ledger) = &self.ledger {
-            let shared = Arc::clone(ledger);
-            let recorded =
-                tokio::task::spawn_blocking(move || shared.record(&nonce, expires_at_ms, now))
-                    .await
-                    .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
-            match recorded {
+            match ledger.record(nonce, expires_at_ms).await {
                 Ok(true) => {}
                 Ok(false) => return StateUse::Again,
-                Err(e) => {
-                    return StateUse::Unrecorded(format!(
-                        "the replay ledger {}: {e}",
-                        ledger.path.display()
-                    ));
-                }
+                Err(why) => return StateUse::Unrecorded(why),
             }
         }
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
@@ -265,13 +278,13 @@ impl ReplayGuard {
 /// once they are most of it. A rewrite goes to `PATH.tmp`, is synced and
 /// then renamed over the ledger, so a crash at any point leaves either the
 /// old ledger or the new one whole, never one missing live lines.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Ledger {
     path: PathBuf,
     /// `PATH.lock`, held open: every server locks it around its read and
     /// write of the ledger (the ledger itself is replaced when rewritten,
     /// so it cannot carry the lock).
-    lock: Mutex<File>,
+    lock: Arc<Mutex<File>>,
 }
 
 /// Lines in the ledger before expired ones are dropped.
@@ -292,6 +305,23 @@ fn open_private(path: &Path, options: &mut OpenOptions) -> std::io::Result<File>
     options.open(path)
 }
 
+impl UseLedger for Ledger {
+    fn record(
+        &self,
+        nonce: [u8; 16],
+        expires_at_ms: u64,
+    ) -> crate::auth::BoxFuture<'_, Result<bool, String>> {
+        Box::pin(async move {
+            let shared = self.clone();
+            let now = seal::now_ms();
+            tokio::task::spawn_blocking(move || shared.record_now(&nonce, expires_at_ms, now))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+                .map_err(|e| format!("the replay ledger {}: {e}", self.path.display()))
+        })
+    }
+}
+
 impl Ledger {
     fn open(path: &Path) -> std::io::Result<Ledger> {
         let lock = open_private(
@@ -302,12 +332,12 @@ impl Ledger {
         open_private(path, OpenOptions::new().append(true))?;
         Ok(Ledger {
             path: path.to_owned(),
-            lock: Mutex::new(lock),
+            lock: Arc::new(Mutex::new(lock)),
         })
     }
 
     /// Records `nonce`; `false` when a live line already names it.
-    fn record(&self, nonce: &[u8; 16], expires_at_ms: u64, now: u64) -> std::io::Result<bool> {
+    fn record_now(&self, nonce: &[u8; 16], expires_at_ms: u64, now: u64) -> std::io::Result<bool> {
         // The mutex orders this process's threads; the file lock, other
         // processes (a lock is held per open file, not per thread).
         let lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);

@@ -186,7 +186,7 @@ impl Search<'_> {
             }
             self.steps += 1;
             if input.is_char_boundary(end) && self.from(part + 1, at + end, vars) {
-                return match percent_decode(&input[..end]) {
+                return match switchboard_wire::percent::decode(&input[..end]) {
                     Some(v) => {
                         vars.insert(name.to_owned(), v);
                         true
@@ -198,23 +198,6 @@ impl Search<'_> {
         }
         false
     }
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 #[cfg(test)]

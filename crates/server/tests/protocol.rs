@@ -219,6 +219,49 @@ async fn pagination_and_forged_cursors() {
     http.stop().await;
 }
 
+// PAGE-*: a cursor is an offset into the list as it stood; once the list
+// changed (a tool of an earlier page removed, one added) the offset would
+// skip or repeat tools, so the cursor is refused (-32602, saying to list
+// again) instead; an unchanged list pages as before.
+#[tokio::test]
+async fn a_cursor_across_a_change_of_the_list_is_refused_as_stale() {
+    let probe = std::sync::Arc::new(Probe::default());
+    let server = builder(probe).page_size(3).build().unwrap();
+    let http = start(server.clone(), HttpOptions::new()).await;
+    let first = http.call("tools/list", json!({})).await.result();
+    let next = first["nextCursor"].as_str().unwrap().to_owned();
+    let second = http
+        .call("tools/list", json!({"cursor": next}))
+        .await
+        .result();
+    let again = http
+        .call("tools/list", json!({"cursor": next}))
+        .await
+        .result();
+    assert_eq!(second["tools"], again["tools"], "unchanged: the same page");
+    let removed = first["tools"][0]["name"].as_str().unwrap();
+    assert!(server.remove_tool(removed));
+    let stale = http.call("tools/list", json!({"cursor": next})).await;
+    assert_eq!(stale.error_code(), -32602);
+    let message = stale.response()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        message.contains("stale cursor") && message.contains("list again without a cursor"),
+        "{message}"
+    );
+    // The listing started again pages through the list as it is now.
+    let fresh = http.call("tools/list", json!({})).await.result();
+    let next = fresh["nextCursor"].as_str().unwrap();
+    let r = http
+        .call("tools/list", json!({"cursor": next}))
+        .await
+        .result();
+    assert_eq!(r["tools"][0], second["tools"][1]);
+    http.stop().await;
+}
+
 // TOOL-15, TOOL-12/14: validation failures and business failures are
 // isError results; unknown tools are -32602; structured output.
 #[tokio::test]

@@ -43,6 +43,7 @@ pub mod header;
 pub mod jsonrpc;
 pub mod meta;
 pub mod naming;
+pub mod percent;
 pub mod scan;
 pub mod skills;
 pub mod sse;

@@ -1,13 +1,13 @@
 //! `switchboard audit verify [FILE...]`: checks each audit log's hash chain
 //! (a rotated log together with its archives).
 //! `switchboard audit stats [FILE]`: per tool, calls, error rate and
-//! p50/p95 duration (of the config's log with its archives, or of FILE).
+//! p50/p95 duration, errors by kind (of the config's log with its archives, or of FILE).
 
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use switchboard_host::audit_stats::{Figures, stats_of_files};
-use switchboard_host::{Config, audit_archives, verify_audit};
+use switchboard_host::{Config, Outcome, audit_archives, verify_audit};
 
 use crate::exit::Failure;
 use crate::flags::StatsBy;
@@ -166,6 +166,7 @@ pub(crate) fn stats(
                 let mut row = json!({
                     "calls": f.calls,
                     "errors": f.errors,
+                    "errorsByKind": f.errors_by_kind,
                     "errorRate": f.error_rate(),
                     "denied": f.denied,
                     "limited": f.limited,
@@ -199,6 +200,10 @@ pub(crate) fn stats(
             "CALLS",
             "ERROR RATE",
             "ERRORS",
+            "TOOL ERR",
+            "PROTOCOL",
+            "TIMEOUT",
+            "TRANSPORT",
             "DENIED",
             "LIMITED",
             "P50",
@@ -217,6 +222,10 @@ pub(crate) fn stats(
             f.calls.to_string(),
             format!("{:.1}%", f.error_rate() * 100.0),
             f.errors.to_string(),
+            f.errors_of(Outcome::ToolError).to_string(),
+            f.errors_of(Outcome::ProtocolError).to_string(),
+            f.errors_of(Outcome::Timeout).to_string(),
+            f.errors_of(Outcome::Transport).to_string(),
             f.denied.to_string(),
             f.limited.to_string(),
             ms(f.p50_ms),
@@ -229,7 +238,7 @@ pub(crate) fn stats(
         out::line(line)?;
     }
     out::line(format!(
-        "{} call(s) in {}; error rate excludes denied calls (by the rules or the caller's limits: LIMITED); durations of calls that ran",
+        "{} call(s) in {}; error rate excludes denied calls (by the rules or the caller's limits: LIMITED) and requests handed back to the caller (asked, input_required); ERRORS counts every kind, the four beside it the common ones; durations of calls that ran",
         stats.records,
         path.display()
     ))?;

@@ -58,7 +58,7 @@ pub(crate) async fn run(settings: &Settings, chat: &Chat) -> anyhow::Result<()> 
         &loaded.config,
         settings.stdin_tty,
         chat.approval == ApprovalMode::Yes,
-        Arc::new(ModelSampler::new(model.clone())),
+        Some(Arc::new(ModelSampler::new(model.clone()))),
     ));
     let session = Session::mount(loaded, options).await?;
     let result = converse(settings, chat, &session.host, model).await;

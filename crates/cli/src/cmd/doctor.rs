@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::json;
 use switchboard_host::auth::{NoOAuth, login_command, needs_login_reason, oauth_config};
-use switchboard_host::table::{Listed, ToolTable};
+use switchboard_host::table::{DescriptionLimits, Listed, ToolTable};
 use switchboard_host::{ServerConfig, TransportConfig};
 use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{Tool, namespaced_tool_name};
@@ -110,7 +110,7 @@ pub(crate) async fn run(settings: &Settings) -> anyhow::Result<()> {
         findings.extend(f);
         listed.extend(tools);
     }
-    findings.extend(table_findings(&listed));
+    findings.extend(table_findings(&listed, &config.description_limits));
     findings.push(tool_search_finding(&config, &listed));
     loaded.tickets.stop().await;
 
@@ -546,10 +546,54 @@ fn schema_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {
     f
 }
 
+/// The servers whose text the table cuts (`descriptionLimits`): each
+/// server over its share, each tool whose description or title is cut.
+fn description_findings(table: &ToolTable, limits: &DescriptionLimits) -> Vec<Finding> {
+    let mut f = Vec::new();
+    let mut totals: BTreeMap<&str, usize> = BTreeMap::new();
+    for e in table.entries() {
+        *totals.entry(e.alias.as_str()).or_default() += e.description_chars;
+    }
+    for (alias, total) in totals.iter().filter(|(_, t)| **t > limits.per_server) {
+        f.push(finding(
+            Level::Warn,
+            alias,
+            format!(
+                "its tool descriptions take {total} characters, over the {} a server may                  (descriptionLimits.perServer); its longest are cut shorter",
+                limits.per_server
+            ),
+        ));
+    }
+    for e in table.entries() {
+        if e.description_chars > e.description_cap {
+            f.push(finding(
+                Level::Warn,
+                &e.alias,
+                format!(
+                    "tool {:?} has a {}-character description; the model reads its first {}",
+                    e.tool.name, e.description_chars, e.description_cap
+                ),
+            ));
+        }
+        let title = e.tool.title.as_deref().map_or(0, |t| t.chars().count());
+        if title > limits.title {
+            f.push(finding(
+                Level::Warn,
+                &e.alias,
+                format!(
+                    "tool {:?} has a {title}-character title; the model reads its first {}                      (descriptionLimits.title)",
+                    e.tool.name, limits.title
+                ),
+            ));
+        }
+    }
+    f
+}
+
 /// Collisions, renames and dropped tools of the table the servers make
 /// together.
-fn table_findings(listed: &[Listed]) -> Vec<Finding> {
-    let (table, dropped) = ToolTable::of_listings(listed);
+fn table_findings(listed: &[Listed], limits: &DescriptionLimits) -> Vec<Finding> {
+    let (table, dropped) = ToolTable::of_listings_within(listed, limits);
     let mut f = vec![finding(
         Level::Ok,
         "table",
@@ -584,6 +628,7 @@ fn table_findings(listed: &[Listed]) -> Vec<Finding> {
             ));
         }
     }
+    f.extend(description_findings(&table, limits));
     let mut by_name: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for e in table.entries() {
         by_name

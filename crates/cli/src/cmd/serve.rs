@@ -10,12 +10,12 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use switchboard_gateway::{
     AccessFile, ConnectionLimits, Drain, GatewayError, GatewayOptions, InboundAuth, Introspection,
-    Listener, OAuthInbound, ServeConfig, StaticTokens, Telemetry, TlsFiles, TokensSource,
-    WATCH_POLL, check_access_file,
+    Listener, OAuthInbound, ServeConfig, SharedState, StateFail, StaticTokens, Telemetry, TlsFiles,
+    TokensSource, WATCH_POLL, check_access_file,
 };
 
 use crate::exit::Failure;
-use crate::flags::{ServeArgs, ServeAuth};
+use crate::flags::{ServeArgs, ServeAuth, StateFailFlag};
 use crate::settings::{Loaded, Settings};
 
 /// The variable holding tokens when there is no `--tokens-file`.
@@ -49,6 +49,9 @@ pub(crate) struct ServeSettings {
     state_key_file: Option<PathBuf>,
     /// Where used approvals are recorded for every replica.
     replay_ledger: Option<PathBuf>,
+    /// The store the replicas share (`--state`), checked, and what limited
+    /// callers get while it is unreachable.
+    state: Option<SharedState>,
     /// How often the config and tokens files are looked at (`--no-watch`:
     /// practically never; SIGHUP reloads them either way).
     poll: std::time::Duration,
@@ -178,6 +181,19 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         peers: peers(&a.peers)?,
         state_key_file: a.state_key_file,
         replay_ledger: a.replay_ledger,
+        state: match &a.state {
+            None => None,
+            Some(url) => Some(
+                SharedState::new(
+                    url,
+                    match a.state_fail {
+                        StateFailFlag::Closed => StateFail::Closed,
+                        StateFailFlag::Open => StateFail::Open,
+                    },
+                )
+                .map_err(|e| Failure::usage(e.to_string()))?,
+            ),
+        },
         poll,
         drain: std::time::Duration::from_secs(a.drain),
         tls,
@@ -269,6 +285,16 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         mut tickets,
     } = settings.load_config()?;
     let drain = Drain::default();
+    if let Some(state) = &serve.state {
+        // Started anyway: the store may come up later, and everything
+        // but approvals and limited calls works without it.
+        match state.check().await {
+            Ok(()) => crate::out::note(format!("shared state: {}", state.url())),
+            Err(why) => crate::out::warning(format!(
+                "{why}; starting anyway: until it answers, answered approvals are refused, and limited callers as --state-fail says"
+            )),
+        }
+    }
     let mut options = GatewayOptions::default();
     options.tool_search = serve.tool_search;
     let options = options
@@ -277,6 +303,7 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
         .assume_yes(serve.yes)
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())
+        .state(serve.state.clone())
         .telemetry(telemetry)
         .drain(drain.clone())
         .connections(serve.connections);

@@ -266,7 +266,10 @@ impl Client {
     }
 
     /// Pages through a listing until `nextCursor` is absent, refusing a
-    /// repeated cursor and stopping at the page limit (PAGE-01…04).
+    /// repeated cursor and stopping at the page limit (PAGE-01…04). A
+    /// cursor the server refuses (-32602, as a server does once the list
+    /// changed under the cursor) restarts the listing from the beginning,
+    /// once: pages of two versions of a list would skip or repeat items.
     pub(super) async fn list_all<T, F, Fut>(
         &self,
         method: &str,
@@ -284,13 +287,32 @@ impl Client {
         let mut cursor: Option<String> = None;
         let mut cache: Option<CacheHints> = None;
         let mut pages = 0;
+        let mut restarted = false;
         loop {
             if pages == self.inner.config.max_pages {
                 return Err(
                     self.invalid(method, format!("listing did not end after {pages} pages"))
                 );
             }
-            let (mut batch, next, hints, mut left_out) = page(cursor.take()).await?;
+            let sent = cursor.take();
+            let paged = sent.is_some();
+            let (mut batch, next, hints, mut left_out) = match page(sent).await {
+                Ok(answer) => answer,
+                Err(e)
+                    if paged
+                        && !restarted
+                        && e.code() == Some(switchboard_wire::ErrorCode::InvalidParams.code()) =>
+                {
+                    restarted = true;
+                    items.clear();
+                    dropped.clear();
+                    seen.clear();
+                    cache = None;
+                    pages = 0;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             pages += 1;
             items.append(&mut batch);
             let max_items = self.inner.config.max_items;

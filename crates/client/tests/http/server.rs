@@ -262,3 +262,41 @@ async fn legacy_wire_against_our_server() {
     assert_eq!(result.joined_text(), "us-east: sunny for 1 days");
     client.close().await;
 }
+
+// PAGE-*: the list changes between two pages (a tool of page one hidden),
+// the server refuses the stale cursor, and `list_all_tools` lists again
+// from the start, once: every tool of the list as it is now, none skipped
+// or twice.
+#[tokio::test]
+async fn list_all_starts_again_when_the_list_changed_between_pages() {
+    let mut builder = Server::builder("paged", "1").page_size(2);
+    for name in ["t0", "t1", "t2", "t3", "t4"] {
+        builder = builder.tool(name, "a tool", || async { "ok" });
+    }
+    let server = builder.build().unwrap();
+    // `t0` is shown in the first listing only.
+    let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = asked.clone();
+    server.set_tool_filter(move |_, name| {
+        name != "t0" || seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (_stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        let _ =
+            switchboard_server::http::serve(server, listener, HttpOptions::new(), shutdown).await;
+    });
+    let transport = HttpTransport::builder("paged", &url).build().unwrap();
+    let client = within(Client::builder("paged", transport).connect())
+        .await
+        .unwrap();
+    let listing = within(client.list_all_tools()).await.unwrap();
+    let names: Vec<&str> = listing.items.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["t1", "t2", "t3", "t4"]);
+    assert_eq!(listing.pages, 2, "the pages of the listing started again");
+    assert!(asked.load(std::sync::atomic::Ordering::SeqCst) > 1);
+}

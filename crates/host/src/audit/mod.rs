@@ -115,6 +115,22 @@ impl Outcome {
         matches!(self, Outcome::Denied | Outcome::Limited)
     }
 
+    /// Whether the request was handed back to its caller unfinished (a
+    /// question for the upstream user, [`Outcome::Asked`], or a server's
+    /// relayed question, [`Outcome::InputRequired`]): not a call of its
+    /// own, since the answered retry has a line of its own. Figures
+    /// (`audit stats`, the gateway's metrics) leave such lines out.
+    pub fn is_handed_back(self) -> bool {
+        matches!(self, Outcome::Asked | Outcome::InputRequired)
+    }
+
+    /// Whether the call failed: anything but ok, a refusal or a request
+    /// handed back. Failures are what error rates count, by the kind
+    /// [`Outcome::as_str`] names.
+    pub fn is_error(self) -> bool {
+        !(self == Outcome::Ok || self.is_refusal() || self.is_handed_back())
+    }
+
     /// Whether this outcome counts against the server's breaker.
     pub fn is_failure_of_server(self) -> bool {
         matches!(self, Outcome::Timeout | Outcome::Transport)

@@ -109,6 +109,9 @@ pub struct Config {
     /// When the model is sent only some tools and finds the rest with
     /// `mcp__switchboard__search_tools` (`"toolSearch"`).
     pub tool_search: crate::ToolSearch,
+    /// How long server text in the tool table may be
+    /// (`"descriptionLimits"`).
+    pub description_limits: crate::table::DescriptionLimits,
     /// How long an idle lazy server keeps running (`"idleTimeoutMs"`;
     /// per server too).
     pub idle_timeout: Duration,
@@ -659,6 +662,7 @@ impl Config {
             principal_limits: BTreeMap::new(),
             skills: SkillsConfig::default(),
             tool_search: crate::ToolSearch::default(),
+            description_limits: crate::table::DescriptionLimits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             new_tools: NewTools::Ask,
             idempotent: Vec::new(),

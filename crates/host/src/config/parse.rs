@@ -23,6 +23,7 @@ use super::{
 };
 use crate::permission::{Pattern, Rule, RuleKind};
 
+mod descriptions;
 mod idp;
 mod model;
 mod oauth;
@@ -173,6 +174,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "idleTimeoutMs",
     "newTools",
     "idempotent",
+    "descriptionLimits",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -479,6 +481,9 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("toolSearch") {
             config.tool_search = self.tool_search(v);
+        }
+        if let Some(v) = root.get("descriptionLimits") {
+            config.description_limits = self.description_limits(v);
         }
         if let Some(v) = root.get("idleTimeoutMs") {
             if let Some(d) = self.millis(v, "idleTimeoutMs") {

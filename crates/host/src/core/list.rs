@@ -10,7 +10,7 @@ use super::{Host, ModelTool, ServerStatus, ToolStatus};
 use crate::gate::Verdict;
 use crate::pins::PinState;
 use crate::sanitize;
-use crate::table::{TableEntry, model_view};
+use crate::table::{TableEntry, model_view_within};
 
 /// The title a tool gets while its definition differs from the approved
 /// one, after its name.
@@ -148,7 +148,8 @@ impl Host {
             .approved(&e.alias, &e.tool.name)
         {
             Some(approved) => {
-                let (description, schema) = model_view(&e.alias, &approved);
+                let (description, schema) =
+                    model_view_within(&e.alias, &approved, e.description_cap);
                 (
                     format!("{CHANGED_NOTICE} {description}"),
                     schema,
@@ -191,7 +192,7 @@ fn served(e: &TableEntry, status: ToolStatus) -> ModelTool {
         output_schema: e.tool.output_schema.clone(),
         server: e.alias.clone(),
         original_name: e.tool.name.clone(),
-        title: e.tool.title.as_deref().map(sanitize::clean_description),
+        title: e.title.clone(),
         annotations: e.tool.annotations.clone(),
         deprecation: e.tool.deprecation(),
         status,

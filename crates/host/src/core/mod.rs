@@ -252,6 +252,8 @@ struct Inner {
     offers: catalog_sync::Offers,
     /// Authenticated callers' counts against their limits.
     limiter: Arc<crate::limits::Limiter>,
+    /// The calls a minute counted for every replica, when shared.
+    shared_limits: Option<Arc<dyn crate::limits::SharedLimits>>,
     /// Serialises table rebuilds.
     rebuild: Mutex<()>,
     /// Refreshers and listeners, stopped at shutdown or drop.

@@ -64,6 +64,9 @@ pub struct MountOptions {
     /// `skills.cacheDir`, else the user's cache directory
     /// ([`crate::skills::cache::default_root`]).
     pub skill_cache: Option<std::path::PathBuf>,
+    /// Counts callers' calls a minute for every replica at once (the
+    /// gateway's shared store); `None`: this process counts its own.
+    pub shared_limits: Option<Arc<dyn crate::limits::SharedLimits>>,
 }
 
 impl Default for MountOptions {
@@ -77,6 +80,7 @@ impl Default for MountOptions {
             observer: None,
             replica: None,
             skill_cache: None,
+            shared_limits: None,
         }
     }
 }
@@ -155,6 +159,7 @@ impl Host {
             ),
             offers: super::catalog_sync::Offers::new(),
             limiter: Arc::default(),
+            shared_limits: options.shared_limits,
             rebuild: Mutex::new(()),
             tasks: Mutex::new(Vec::new()),
             shut_down: std::sync::atomic::AtomicBool::new(false),
@@ -333,7 +338,8 @@ impl Host {
         if !builtins.is_empty() {
             snapshots.push((crate::builtin::ALIAS.to_owned(), builtins, Vec::new()));
         }
-        let (table, dropped) = ToolTable::of_listings(&snapshots);
+        let limits = self.config_read().description_limits;
+        let (table, dropped) = ToolTable::of_listings_within(&snapshots, &limits);
         let old = self.table();
         let change = diff_tables(&old, &table);
         if let Ok(mut t) = self.inner.table.write() {

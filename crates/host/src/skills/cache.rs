@@ -116,20 +116,7 @@ pub fn encode(uri: &str) -> String {
 
 /// The URI a cache file name encodes.
 pub fn decode(name: &str) -> Option<String> {
-    let bytes = name.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = name.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    switchboard_wire::percent::decode(name)
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ use switchboard_wire::skills::{DIRECTORY_READ, SKILLS_GET};
 use switchboard_wire::{ReadDirectoryResult, ReadResourceResult, Skill};
 
 use crate::auth::{BoxFuture, Principal};
-use crate::dispatch::write_cache;
+use crate::dispatch::{Listed, page_start, write_cache};
 use crate::error::{Fault, HandlerError};
-use crate::seal::ListKind;
+use crate::seal::{ListKind, generation};
 use crate::server::Server;
 
 /// Where a gateway's skills come from: the servers behind it. Every
@@ -81,17 +81,20 @@ impl Server {
         params: Option<Value>,
         principal: Option<&Principal>,
     ) -> Result<Vec<u8>, Fault> {
-        let offset = self.cursor_offset(ListKind::Skills, params.as_ref())?;
+        let at = self.cursor_at(ListKind::Skills, params.as_ref())?;
         let skills = relay.relay.list(principal).await.map_err(fault)?;
+        let generation = generation(skills.iter().map(|s| s.uri.as_str()));
+        let offset = page_start(at, generation)?;
         let page = self.inner.options.page_size;
         let shown: Vec<&Skill> = skills.iter().skip(offset).take(page).collect();
         let mut out = b"{\"skills\":".to_vec();
         out.extend_from_slice(&serde_json::to_vec(&shown).unwrap_or_else(|_| b"[]".to_vec()));
-        if offset.saturating_add(page) < skills.len() {
-            out.extend_from_slice(b",\"nextCursor\":");
-            let cursor = self.inner.keys.cursor(ListKind::Skills, offset + page);
-            out.extend_from_slice(&serde_json::to_vec(&cursor).unwrap_or_default());
-        }
+        let listed = Listed {
+            offset,
+            len: skills.len(),
+            generation,
+        };
+        self.write_next_cursor(&mut out, ListKind::Skills, listed, page);
         write_cache(&mut out, &self.inner.options.list_cache);
         out.extend_from_slice(b",\"resultType\":\"complete\"}");
         Ok(self.finish_result(out))

@@ -15,10 +15,10 @@ use switchboard_wire::{
 };
 
 use super::{Catalog, ServedFile, Snapshot, Source, is_textual};
-use crate::dispatch::write_cache;
+use crate::dispatch::{Listed, page_start, write_cache};
 use crate::error::{Fault, HandlerError};
 use crate::resource::{blob_contents, text_contents};
-use crate::seal::ListKind;
+use crate::seal::{ListKind, generation};
 use crate::server::Server;
 
 impl Server {
@@ -45,10 +45,12 @@ impl Server {
         if self.skills().is_none() {
             return Err(Fault::method_not_found(SKILLS_LIST));
         }
-        let offset = self.cursor_offset(ListKind::Skills, params.as_ref())?;
+        let at = self.cursor_at(ListKind::Skills, params.as_ref())?;
         let Some(snapshot) = self.refresh_skills().await else {
             return Err(Fault::method_not_found(SKILLS_LIST));
         };
+        let generation = generation(snapshot.skills.iter().map(|s| s.entry.uri.as_str()));
+        let offset = page_start(at, generation)?;
         let page = self.inner.options.page_size;
         let mut out = Vec::with_capacity(1024);
         out.extend_from_slice(b"{\"skills\":[");
@@ -59,11 +61,12 @@ impl Server {
             out.extend_from_slice(&skill.json);
         }
         out.push(b']');
-        if offset.saturating_add(page) < snapshot.skills.len() {
-            out.extend_from_slice(b",\"nextCursor\":");
-            let cursor = self.inner.keys.cursor(ListKind::Skills, offset + page);
-            out.extend_from_slice(&serde_json::to_vec(&cursor).unwrap_or_default());
-        }
+        let listed = Listed {
+            offset,
+            len: snapshot.skills.len(),
+            generation,
+        };
+        self.write_next_cursor(&mut out, ListKind::Skills, listed, page);
         write_cache(&mut out, &self.inner.options.list_cache);
         out.extend_from_slice(b",\"resultType\":\"complete\"}");
         Ok(self.finish_result(out))
@@ -96,7 +99,7 @@ impl Server {
             return Err(Fault::method_not_found(DIRECTORY_READ));
         }
         let uri = uri_param(params.as_ref(), DIRECTORY_READ)?.to_owned();
-        let offset = self.cursor_offset(ListKind::Directory, params.as_ref())?;
+        let at = self.cursor_at(ListKind::Directory, params.as_ref())?;
         let Some(snapshot) = self.refresh_skills().await else {
             return Err(Fault::method_not_found(DIRECTORY_READ));
         };
@@ -108,15 +111,22 @@ impl Server {
             };
             return Err(Fault::invalid_params(format!("{uri} {what}")));
         };
+        // The directory's URI is part of its generation: a cursor of one
+        // directory does not page another.
+        let generation = generation(
+            std::iter::once(uri.as_str()).chain(children.iter().map(|r| r.uri.as_str())),
+        );
+        let offset = page_start(at, generation)?;
         let page = self.inner.options.page_size;
         let shown: Vec<&Resource> = children.iter().skip(offset).take(page).collect();
         let mut out = b"{\"resources\":".to_vec();
         out.extend_from_slice(&serde_json::to_vec(&shown).unwrap_or_else(|_| b"[]".to_vec()));
-        if offset.saturating_add(page) < children.len() {
-            out.extend_from_slice(b",\"nextCursor\":");
-            let cursor = self.inner.keys.cursor(ListKind::Directory, offset + page);
-            out.extend_from_slice(&serde_json::to_vec(&cursor).unwrap_or_default());
-        }
+        let listed = Listed {
+            offset,
+            len: children.len(),
+            generation,
+        };
+        self.write_next_cursor(&mut out, ListKind::Directory, listed, page);
         write_cache(&mut out, &self.inner.options.list_cache);
         out.extend_from_slice(b",\"resultType\":\"complete\"}");
         Ok(self.finish_result(out))

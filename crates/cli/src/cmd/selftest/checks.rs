@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_client::{Client, RequestOptions};
+use switchboard_client::RequestOptions;
 use switchboard_demo::{notes, tickets};
 use switchboard_host::approver::BoxFuture;
 use switchboard_host::connect::Connection;
@@ -14,7 +14,7 @@ use switchboard_host::{
     MountOptions, Outcome, ServerConfig, ServerStatus, Verdict,
 };
 use switchboard_wire::meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
-use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, SseDecoder, header, version};
+use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, header, version};
 
 use super::raw::{self, marked_processes};
 use super::{Env, Seen};
@@ -65,105 +65,55 @@ pub(super) async fn long_note_whole(env: &Env) -> Seen {
 }
 
 pub(super) async fn paging(env: &Env) -> Seen {
+    // The client's own paging (`list_all_tools`, as the host mounts
+    // servers), so a regression there fails this check.
     let c = connect_stdio(env, "notes", "notes").await?;
-    let result = pages(&c.client).await;
+    let result = c.client.list_all_tools().await;
     c.client.close().await;
-    let pages = result?;
-    let names: Vec<Vec<&str>> = pages
-        .iter()
-        .map(|p| p.iter().map(String::as_str).collect())
-        .collect();
-    let total: usize = names.iter().map(Vec::len).sum();
-    let seen = names
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("page {}: {}", i + 1, p.join(", ")))
-        .collect::<Vec<_>>()
-        .join("; ");
-    let mut all: Vec<&str> = names.concat();
+    let listing = result.map_err(|e| format!("listing the tools failed: {e}"))?;
+    let mut all: Vec<&str> = listing.items.iter().map(|t| t.name.as_str()).collect();
+    let seen = format!(
+        "{} tools in {} pages: {}",
+        all.len(),
+        listing.pages,
+        all.join(", ")
+    );
     all.sort_unstable();
-    if names.len() == 2
-        && total == 4
-        && all == ["list_notes", "read_note", "search", "summarize_note"]
-    {
+    if listing.pages == 2 && all == ["list_notes", "read_note", "search", "summarize_note"] {
         Ok(seen)
     } else {
-        Err(format!("{total} tools in {} pages ({seen})", names.len()))
-    }
-}
-
-/// Every page of `tools/list`, following `nextCursor` until it is absent.
-async fn pages(client: &Client) -> Result<Vec<Vec<String>>, String> {
-    let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let page = client
-            .list_tools(cursor.as_deref())
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?
-            .page;
-        out.push(page.tools.into_iter().map(|t| t.name).collect());
-        match page.next_cursor {
-            Some(next) if out.len() < 10 => cursor = Some(next),
-            Some(_) => return Err("more than 10 pages".into()),
-            None => return Ok(out),
-        }
+        Err(seen)
     }
 }
 
 // ---- 3, 9: tickets on the wire ------------------------------------------
 
 pub(super) async fn progress_then_response(env: &Env) -> Seen {
-    let id = "selftest-3";
-    let body = tools_call_body(id, "search", json!({"query": "printer"}), Some("p-3"));
-    let response = raw::post(
-        env.tickets.addr(),
-        "/mcp",
-        &mcp_headers("tools/call", "search"),
-        &body,
-    )
-    .await?;
-    if response.status != 200 {
-        return Err(format!(
-            "HTTP {}: {}",
-            response.status,
-            String::from_utf8_lossy(&response.body)
-        ));
-    }
-    let content_type = response
-        .header("content-type")
-        .unwrap_or_default()
-        .to_owned();
-    if !content_type.starts_with("text/event-stream") {
-        return Err(format!(
-            "the answer is {content_type}, not an event stream, so no progress can precede it"
-        ));
-    }
-    let mut decoder = SseDecoder::new();
-    decoder.push(&response.body);
-    let mut kinds = Vec::new();
-    while let Ok(Some(event)) = decoder.next_event() {
-        let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
-            kinds.push("non-JSON event".to_owned());
-            continue;
-        };
-        let kind = match (
-            message.get("id"),
-            message.get("method").and_then(Value::as_str),
-        ) {
-            (None, Some("notifications/progress"))
-                if message["params"]["progressToken"] == json!("p-3") =>
-            {
-                "progress".to_owned()
-            }
-            (Some(i), None) if *i == json!(id) && message.get("result").is_some() => {
-                "response".to_owned()
-            }
-            (Some(i), _) => format!("message with id {i}"),
-            (None, Some(m)) => format!("notification {m}"),
-            (None, None) => "unknown message".to_owned(),
-        };
-        kinds.push(kind);
+    // Through the client's HTTP transport (the one the host uses), which
+    // decodes the event stream: its progress reaches the call's sink, then
+    // the call ends with the id-matched response.
+    let c = connect_tickets(env).await?;
+    let events: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = events.clone();
+    let options = RequestOptions::default().with_progress(move |_| {
+        sink.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push("progress".to_owned());
+    });
+    let result = c
+        .client
+        .call_tool_with(
+            "search",
+            Some(object(json!({"query": "printer"}))),
+            &options,
+        )
+        .await;
+    c.client.close().await;
+    let mut kinds = std::mem::take(&mut *events.lock().unwrap_or_else(PoisonError::into_inner));
+    match result {
+        Ok(r) if !r.is_error() => kinds.push("response".to_owned()),
+        Ok(r) => kinds.push(format!("tool error ({})", one_line(&r))),
+        Err(e) => kinds.push(format!("failure ({e})")),
     }
     let seen = format!("events in order: {}", kinds.join(", "));
     if kinds == ["progress", "response"] {

@@ -6,7 +6,11 @@
 //! binary re-executed (`switchboard demo-server …`) over stdio, `tickets`
 //! is served from this process on a free loopback port. Each check fails
 //! when the behaviour it names breaks; none asserts a duration (only
-//! generous upper bounds on waits, so a stuck check ends).
+//! generous upper bounds on waits, so a stuck check ends). The checks go
+//! through the client's own code where the host does: check 2 pages with
+//! the client's `list_all_tools`, check 3 reads the event stream through
+//! the client's HTTP transport, so a regression of the client fails them;
+//! only check 9 writes raw HTTP, to send headers no client would.
 
 mod checks;
 mod raw;

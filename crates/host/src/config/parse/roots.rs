@@ -22,7 +22,7 @@ impl Parser<'_> {
                 continue;
             };
             let path = match text.strip_prefix("file://") {
-                Some(rest) => match percent_decoded(rest) {
+                Some(rest) => match switchboard_wire::percent::decode(rest) {
                     Some(p) if p.starts_with('/') => p,
                     _ => {
                         self.bad_type(&key, "a folder path or a file:///… URI");
@@ -44,22 +44,4 @@ impl Parser<'_> {
         }
         Some(out)
     }
-}
-
-/// `%XX` escapes decoded; `None` for a broken escape or non-UTF-8 result.
-fn percent_decoded(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = text.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }

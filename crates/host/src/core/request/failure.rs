@@ -137,6 +137,14 @@ pub(super) fn failure(
     }
     // The server answered: it is alive, whatever it said.
     server.breaker().record(None, now);
+    // A server breaking the protocol (or refusing a call the model made
+    // from its own schema) is for the operator to see, not only the model.
+    tracing::warn!(
+        server = %alias,
+        tool = %original,
+        error = ?error.to_string(),
+        "the server answered a tool call with a protocol error"
+    );
     let advice = match error.code().map(ErrorCode::from_code) {
         Some(Some(ErrorCode::InvalidParams)) => {
             "Check the arguments against the tool's input schema and try again."

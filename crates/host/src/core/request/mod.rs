@@ -43,7 +43,7 @@ use tracing::error;
 
 use super::Host;
 use crate::audit::{AuditRecord, CallInFlight, Outcome};
-use crate::limits::Permit;
+use crate::limits::{CallLimits, Permit, Refusal, SharedAdmission};
 
 mod builtin;
 mod completion;
@@ -242,7 +242,8 @@ impl Host {
             });
             let in_flight = self.inner.audit.as_ref().map(|a| a.call_in_flight());
             // Counts the request as its caller's until it ends.
-            let governed = match self.admit(options.principal.as_deref(), || request.refused()) {
+            let admitted = self.admit(options.principal.as_deref()).await;
+            let governed = match admitted.map_err(|(p, r)| r.text(p, &request.refused())) {
                 Ok(_permit) => 'run: {
                     let (target, route) = match request.route(self).await {
                         Ok(routed) => routed,
@@ -278,14 +279,14 @@ impl Host {
 
     /// Admits a request of `principal` under its limits (none without a
     /// principal, or when its limits are unset): the permit counts it as
-    /// running until dropped. A request over them is refused with a text
-    /// saying, after `refused` (what did not happen), which limit and when
-    /// to try again.
-    fn admit(
+    /// running until dropped. A request over them is refused, with the
+    /// principal and which limit. With shared limits the calls running at
+    /// once are counted here first (a call refused for them spends nothing
+    /// of the minute), then the minute's count is taken from the store.
+    async fn admit<'p>(
         &self,
-        principal: Option<&str>,
-        refused: impl FnOnce() -> String,
-    ) -> Result<Option<Permit>, String> {
+        principal: Option<&'p str>,
+    ) -> Result<Option<Permit>, (&'p str, Refusal)> {
         let Some(principal) = principal else {
             return Ok(None);
         };
@@ -293,11 +294,37 @@ impl Host {
         if limits.is_unlimited() {
             return Ok(None);
         }
-        self.inner
+        let Some(shared) = &self.inner.shared_limits else {
+            return self
+                .inner
+                .limiter
+                .admit(principal, limits, Instant::now())
+                .map(Some)
+                .map_err(|refusal| (principal, refusal));
+        };
+        let running = CallLimits {
+            calls_per_minute: None,
+            ..limits
+        };
+        let permit = self
+            .inner
             .limiter
-            .admit(principal, limits, Instant::now())
-            .map(Some)
-            .map_err(|refusal| refusal.text(principal, &refused()))
+            .admit(principal, running, Instant::now())
+            .map_err(|refusal| (principal, refusal))?;
+        if let Some(per_minute) = limits.calls_per_minute {
+            let refusal = match shared.take(principal, per_minute).await {
+                SharedAdmission::Allowed => None,
+                SharedAdmission::Refused { retry_in } => Some(Refusal::Rate {
+                    per_minute,
+                    retry_in,
+                }),
+                SharedAdmission::Unavailable(why) => Some(Refusal::Unavailable(why)),
+            };
+            if let Some(refusal) = refusal {
+                return Err((principal, refusal));
+            }
+        }
+        Ok(Some(permit))
     }
 
     /// The refusal of `principal`'s `principals` rules for `target`: the

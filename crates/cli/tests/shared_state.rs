@@ -1,0 +1,362 @@
+//! Replicas sharing a real `redis-server` (`serve --state redis://…`),
+//! reached in turn with no balancer affinity: a caller limited to N calls
+//! a minute gets exactly N across all of them; an answered approval runs
+//! once, its replay refused on every replica; with the store killed,
+//! limited callers and answered approvals are refused saying why while
+//! plain calls go on, `/readyz` and `/metrics` say the store is down; once
+//! it is back, everything works again without restarting the gateways.
+//! Skipped, saying so, when `redis-server` is not installed (CI installs
+//! it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::gateway_auth::raw;
+use crate::ops::{Served, serve_on};
+use crate::util::{Sandbox, empty_port, spawn};
+
+const CI_TOKEN: &str = "ci-bot-token-0123456789";
+const ALICE_TOKEN: &str = "alice-token-9876543210";
+/// A state key the replicas share (tests only).
+const STATE_KEY: &str = "0123456789abcdef0123456789abcdef-test-only-key";
+/// ci-bot's calls a minute.
+const LIMIT: usize = 5;
+
+/// A `redis-server` of the test's own: a free loopback port, its own
+/// folder, nothing saved.
+struct Redis {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Redis {
+    /// Started, or `None` (saying so) when it is not installed.
+    #[allow(clippy::print_stderr)] // a skipped test says why
+    fn start(dir: &Path) -> Option<Redis> {
+        let Some(bin) = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
+            .iter()
+            .map(PathBuf::from)
+            .find(|p| p.exists())
+        else {
+            eprintln!("skipped: redis-server is not installed (apt-get install redis-server)");
+            return None;
+        };
+        std::fs::create_dir_all(dir).unwrap();
+        let mut redis = Redis {
+            bin,
+            dir: dir.to_owned(),
+            port: empty_port(),
+            child: None,
+        };
+        redis.run();
+        Some(redis)
+    }
+
+    /// Starts the server on its port and waits until it answers.
+    fn run(&mut self) {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        self.child = Some(spawn(&mut cmd));
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the server (everything it held is lost).
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `replicas` gateways over the notes demo sharing `redis`: `list_notes`
+/// allowed (`search` asks), ci-bot limited to [`LIMIT`] calls a minute,
+/// alice unlimited. Fields drop in order: the gateways before the sandbox.
+struct Replicas {
+    gateways: Vec<Served>,
+    sb: Sandbox,
+}
+
+async fn replicas(redis: &Redis, count: usize, sb: Sandbox) -> Replicas {
+    let cfg = sb
+        .config(
+            json!({}),
+            json!({
+                "permissions": {"allow": ["mcp__notes__list_notes"]},
+                "callerLimits": {"callsPerMinute": LIMIT},
+                "principals": {"alice": {"limits": {"callsPerMinute": null}}}
+            }),
+        )
+        .display()
+        .to_string();
+    let tokens = sb.write(
+        "tokens.txt",
+        &format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
+    );
+    let url = redis.url();
+    let mut gateways = Vec::new();
+    for i in 0..count {
+        let name = format!("r{i}");
+        let args = [
+            "--auth",
+            "token",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "--replica",
+            &name,
+            "--metrics",
+            "--state",
+            &url,
+        ];
+        gateways.push(
+            serve_on(
+                &sb,
+                &cfg,
+                "127.0.0.1:0",
+                &args,
+                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+            )
+            .await,
+        );
+    }
+    Replicas { gateways, sb }
+}
+
+/// The `_meta` of a modern client that can answer forms.
+fn meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"}
+    })
+}
+
+/// One JSON-RPC `method` POSTed to `gw` with `token`: the message back.
+fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Method", method),
+        ("Mcp-Name", params["name"].as_str().unwrap_or_default()),
+        ("Mcp-Protocol-Version", "2026-07-28"),
+    ];
+    let (status, _, text) = raw(&gw.addr, "POST", "/mcp", &headers, &body);
+    let json = &text[text.find('{').unwrap_or(0)..=text.rfind('}').unwrap_or(0)];
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{status} {e}: {text}"))
+}
+
+/// `name` called on `gw` by `token`'s caller: the message back.
+fn call(gw: &Served, token: &str, name: &str, arguments: &Value) -> Value {
+    let params = json!({"name": name, "arguments": arguments, "_meta": meta()});
+    post(gw, token, "tools/call", &params)
+}
+
+/// The text of a tool result (or of an error).
+fn text_of(message: &Value) -> String {
+    if let Some(error) = message["error"]["message"].as_str() {
+        return error.to_owned();
+    }
+    message["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Whether `message` is a tool result that ran.
+fn ran(message: &Value) -> bool {
+    message["result"].is_object()
+        && message["result"]["isError"] != json!(true)
+        && message["result"]["resultType"] != json!("input_required")
+}
+
+/// Asks for `search` on `asker` with `query`: the retry that approves it.
+fn approval(asker: &Served, query: &str) -> Value {
+    let asked = call(
+        asker,
+        ALICE_TOKEN,
+        "mcp__notes__search",
+        &json!({"query": query}),
+    );
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let key = result["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .unwrap();
+    json!({
+        "name": "mcp__notes__search",
+        "arguments": {"query": query},
+        "_meta": meta(),
+        "inputResponses": { key: {"action": "accept", "content": {"approve": true}} },
+        "requestState": result["requestState"].clone(),
+    })
+}
+
+/// `/readyz` and `/metrics` of `gw`.
+fn health(gw: &Served) -> (u16, Value, String) {
+    let (status, _, ready) = raw(&gw.addr, "GET", "/readyz", &[], "");
+    let (_, _, metrics) = raw(&gw.addr, "GET", "/metrics", &[], "");
+    let ready = serde_json::from_str(&ready).unwrap_or_else(|e| panic!("{e}: {ready}"));
+    (status, ready, metrics)
+}
+
+/// The value of the metric line starting with `prefix`.
+fn metric(metrics: &str, prefix: &str) -> f64 {
+    metrics
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {prefix} in\n{metrics}"))
+}
+
+// Three replicas, one store: ci-bot's LIMIT calls a minute hold across
+// them (each replica alone would admit LIMIT, 3 × LIMIT in all), alice
+// is not limited; an approval asked by one replica and answered on
+// another runs once, and its replay is refused on every replica.
+#[tokio::test(flavor = "multi_thread")]
+async fn three_replicas_share_callers_limits_and_approvals_through_redis() {
+    let sb = Sandbox::new();
+    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let Replicas { gateways, sb: _sb } = replicas(&redis, 3, sb).await;
+    let mut accepted = 0;
+    let mut refusals = Vec::new();
+    for i in 0..3 * LIMIT {
+        let gw = &gateways[i % gateways.len()];
+        let answer = call(gw, CI_TOKEN, "mcp__notes__list_notes", &json!({}));
+        if ran(&answer) {
+            accepted += 1;
+        } else {
+            refusals.push(text_of(&answer));
+        }
+    }
+    assert_eq!(accepted, LIMIT, "{refusals:#?}");
+    assert!(
+        refusals
+            .iter()
+            .all(|t| t.contains(&format!("limited to {LIMIT} a minute")) && t.contains("ci-bot")),
+        "{refusals:#?}"
+    );
+    for i in 0..2 * LIMIT {
+        let answer = call(
+            &gateways[i % 3],
+            ALICE_TOKEN,
+            "mcp__notes__list_notes",
+            &json!({}),
+        );
+        assert!(ran(&answer), "alice is not limited: {answer}");
+    }
+
+    // Asked on r0, answered on r1: it runs there once.
+    let retry = approval(&gateways[0], "shared");
+    let first = post(&gateways[1], ALICE_TOKEN, "tools/call", &retry);
+    assert!(ran(&first), "{first}");
+    for gw in &gateways {
+        let again = post(gw, ALICE_TOKEN, "tools/call", &retry);
+        assert!(!ran(&again), "a replay ran on {}: {again}", gw.addr);
+        assert!(text_of(&again).contains("already used"), "{again}");
+    }
+    let (status, ready, metrics) = health(&gateways[2]);
+    assert_eq!((status, &ready["state"]), (200, &json!("up")), "{ready}");
+    assert_eq!(metric(&metrics, "switchboard_state_up "), 1.0);
+}
+
+// The store killed: limited callers and answered approvals are refused
+// saying the store cannot be reached, plain calls go on, `/readyz` (still
+// 200) and `/metrics` say it is down; the store back: everything works
+// again, the gateways untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_redis_down_what_needs_it_fails_closed_and_recovers_when_it_is_back() {
+    let sb = Sandbox::new();
+    let Some(mut redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let Replicas { gateways, sb: _sb } = replicas(&redis, 2, sb).await;
+    let limited = call(&gateways[0], CI_TOKEN, "mcp__notes__list_notes", &json!({}));
+    assert!(ran(&limited), "{limited}");
+    let retry = approval(&gateways[0], "before the outage");
+
+    redis.kill();
+    for gw in &gateways {
+        let limited = call(gw, CI_TOKEN, "mcp__notes__list_notes", &json!({}));
+        let text = text_of(&limited);
+        assert!(!ran(&limited), "{limited}");
+        assert!(
+            text.contains("cannot count them") && text.contains("cannot be reached"),
+            "{text}"
+        );
+        let plain = call(gw, ALICE_TOKEN, "mcp__notes__list_notes", &json!({}));
+        assert!(ran(&plain), "{plain}");
+    }
+    let refused = post(&gateways[1], ALICE_TOKEN, "tools/call", &retry);
+    assert!(!ran(&refused), "an approval ran unrecorded: {refused}");
+    assert!(
+        text_of(&refused).contains("cannot record that requestState was used"),
+        "{refused}"
+    );
+    let (status, ready, metrics) = health(&gateways[1]);
+    assert_eq!((status, &ready["state"]), (200, &json!("down")), "{ready}");
+    assert_eq!(metric(&metrics, "switchboard_state_up "), 0.0);
+    assert!(
+        metric(
+            &metrics,
+            "switchboard_state_errors_total{operation=\"replay\"}"
+        ) >= 1.0
+    );
+    assert!(
+        metric(
+            &metrics,
+            "switchboard_state_errors_total{operation=\"limit\"}"
+        ) >= 1.0
+    );
+
+    // Back (empty: it saved nothing), on the same port.
+    redis.run();
+    for gw in &gateways {
+        let limited = call(gw, CI_TOKEN, "mcp__notes__list_notes", &json!({}));
+        assert!(ran(&limited), "{limited}");
+    }
+    let retry = approval(&gateways[0], "after the outage");
+    let answered = post(&gateways[1], ALICE_TOKEN, "tools/call", &retry);
+    assert!(ran(&answered), "{answered}");
+    let again = post(&gateways[0], ALICE_TOKEN, "tools/call", &retry);
+    assert!(text_of(&again).contains("already used"), "{again}");
+    let (_, ready, _) = health(&gateways[0]);
+    assert_eq!(ready["state"], "up", "{ready}");
+}
