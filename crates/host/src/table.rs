@@ -132,15 +132,20 @@ pub fn model_view_within(alias: &str, tool: &Tool, cap: usize) -> (String, JsonO
         .map(sanitize::clean_description)
         .unwrap_or_default();
     let description = sanitize::model_description_within(alias, &cleaned, cap);
-    // The note goes first, so no cut of the description can hide it.
-    let description = match tool.deprecation() {
+    (with_deprecation(alias, tool, description), input_schema)
+}
+
+/// `description` after the short note saying `tool` is deprecated, when
+/// its server marks it so. The note goes first, so no cut of the
+/// description can hide it.
+fn with_deprecation(alias: &str, tool: &Tool, description: String) -> String {
+    match tool.deprecation() {
         Some(d) => format!(
             "{} {description}",
             crate::compat::deprecation_note(alias, &d)
         ),
         None => description,
-    };
-    (description, input_schema)
+    }
 }
 
 /// The cap of one server's descriptions (`lengths`: each one's
@@ -286,7 +291,11 @@ impl ToolTable {
             let mut input_schema = tool.input_schema.clone();
             sanitize::clean_schema(&mut input_schema);
             entries.push(TableEntry {
-                description: sanitize::model_description_within(alias, &cleaned, cap),
+                description: with_deprecation(
+                    alias,
+                    tool,
+                    sanitize::model_description_within(alias, &cleaned, cap),
+                ),
                 description_chars: cleaned.chars().count(),
                 description_cap: cap,
                 title: tool
