@@ -856,7 +856,14 @@ fn report(fd: RawFd, step: u8, detail: i32) {
     }
 }
 
-fn set_limit(resource: libc::__rlimit_resource_t, soft: u64, hard: u64) -> libc::c_int {
+/// The type of `setrlimit`'s resource: glibc's own enum type, a plain
+/// `int` elsewhere (musl, for the static build the container ships).
+#[cfg(target_env = "gnu")]
+type RlimitResource = libc::__rlimit_resource_t;
+#[cfg(not(target_env = "gnu"))]
+type RlimitResource = libc::c_int;
+
+fn set_limit(resource: RlimitResource, soft: u64, hard: u64) -> libc::c_int {
     let limit = libc::rlimit {
         rlim_cur: soft,
         rlim_max: hard,
