@@ -286,9 +286,14 @@ async fn a_lazy_server_starts_at_its_first_call_and_not_before_and_stops_when_id
             "idleTimeoutMs": 1500,
         }}})
     };
-    // Pinned once (a first mount, then `pins accept lazy`).
+    // Pinned once, at its first mount.
     let host = mount(&server(false), dir.path()).await;
-    assert_eq!(host.accept_pins("lazy").unwrap().len(), 2);
+    let pinned = host
+        .pins()
+        .iter()
+        .filter(|p| p.kind == "tool" && p.state == switchboard_host::PinState::Pinned)
+        .count();
+    assert_eq!(pinned, 2);
     host.shutdown().await;
     assert_eq!(starts(&log), 1);
 

@@ -260,7 +260,8 @@ pub(crate) struct PinsArgs {
 /// `pins list|accept`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum PinsAction {
-    /// Show every tool's pin: unpinned, pinned or changed (with the diff).
+    /// Show every tool's, prompt's and resource template's pin: pinned, new
+    /// (added after the first mount) or changed (with the diff).
     List,
     /// Accept the current definition of a tool (mcp__ALIAS__TOOL) or of
     /// every tool of a server (ALIAS).

@@ -5,31 +5,15 @@ use serde_json::json;
 use crate::util::Sandbox;
 
 #[test]
-fn pins_are_recorded_on_approval_listed_and_accepted() {
+fn pins_are_recorded_at_first_mount_listed_and_accepted() {
     let sb = Sandbox::new();
     let config = sb.config(json!({}), json!({}));
     let config = config.to_str().unwrap();
+    // Issue 39, item 1: the first mount pins every definition, called or
+    // not (trust on first use).
     let run = sb.run(&["--config", config, "--json", "pins", "list"]);
-    assert_eq!(run.code, 0, "{run:?}");
-    assert!(
-        run.json()
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|p| p["state"] == "unpinned"),
-        "{run:?}"
-    );
-    // A first approved call pins the tool's definition.
-    let run = sb.run(&[
-        "--config",
-        config,
-        "call",
-        "mcp__notes__list_notes",
-        "--yes",
-    ]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(sb.path().join("switchboard.lock").exists());
-    let run = sb.run(&["--config", config, "--json", "pins", "list"]);
     let pins = run.json();
     let state = |name: &str| {
         pins.as_array()
@@ -40,7 +24,7 @@ fn pins_are_recorded_on_approval_listed_and_accepted() {
             .clone()
     };
     assert_eq!(state("mcp__notes__list_notes"), "pinned");
-    assert_eq!(state("mcp__notes__search"), "unpinned");
+    assert_eq!(state("mcp__notes__search"), "pinned");
     // Accept a whole server.
     let run = sb.run(&["--config", config, "--json", "pins", "accept", "notes"]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -51,6 +35,110 @@ fn pins_are_recorded_on_approval_listed_and_accepted() {
     // Nothing matches: a usage error.
     let run = sb.run(&["--config", config, "pins", "accept", "mcp__nobody__x"]);
     assert_eq!(run.code, 1, "{run:?}");
+}
+
+/// Issue 39, item 3: `pins list --json` classifies each change (breaking
+/// or compatible, with reasons; a tool gone is breaking), and a tool its
+/// server marks deprecated is shown so in `tools` and `doctor`.
+#[test]
+fn changes_are_classified_and_deprecations_shown() {
+    let sb = Sandbox::new();
+    let search = |props: serde_json::Value| json!({"name": "search", "description": "Search.", "inputSchema": {"type": "object", "properties": props}});
+    let plain = |name: &str, description: &str| json!({"name": name, "description": description, "inputSchema": {"type": "object"}});
+    let mut old = plain("find", "Find notes.");
+    old["_meta"] =
+        json!({"dev.switchboard/deprecated": {"replacement": "search", "removal": "2000-01-01"}});
+    let tools = sb.write(
+        "tools.json",
+        &json!([
+            search(json!({"q": {"type": "string"}, "mode": {"type": "string"}})),
+            plain("keep", "Keeps."),
+            plain("gone", "Soon gone."),
+            old,
+        ])
+        .to_string(),
+    );
+    let config = sb.config(
+        json!({"mock": {"command": crate::ops::mock_server(), "args": ["--tools-file", tools]}}),
+        json!({}),
+    );
+    let config = config.to_str().unwrap();
+    // The first mount pins them.
+    let run = sb.run(&["--config", config, "--json", "pins", "list"]);
+    assert_eq!(run.code, 0, "{run:?}");
+
+    let run = sb.run(&["--config", config, "--json", "tools"]);
+    let listed = run.json();
+    let find = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__mock__find")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        find["deprecated"],
+        json!({"replacement": "search", "removal": "2000-01-01"})
+    );
+    assert!(
+        find["description"].as_str().unwrap().starts_with(
+            "[deprecated: use mcp__mock__search instead; may be removed after 2000-01-01]"
+        ),
+        "{find}"
+    );
+    let run = sb.run(&["--config", config, "tools"]);
+    assert!(
+        run.stdout.contains(
+            "mcp__mock__find is deprecated: use mcp__mock__search instead; may be removed after 2000-01-01"
+        ),
+        "{run:?}"
+    );
+    let run = sb.run(&["--config", config, "--json", "doctor"]);
+    assert!(
+        run.stdout.contains(
+            "tool find is deprecated: use mcp__mock__search instead; may be removed after 2000-01-01 (the removal date has passed)"
+        ),
+        "{run:?}"
+    );
+
+    std::fs::write(
+        &tools,
+        json!([
+            search(json!({"q": {"type": "integer"}})),
+            plain("keep", "Keeps, faster."),
+            plain("find", "Find notes."),
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let run = sb.run(&["--config", config, "--json", "pins", "list"]);
+    let pins = run.json();
+    let pin = |name: &str| {
+        pins.as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {pins}"))
+            .clone()
+    };
+    let search = pin("mcp__mock__search");
+    assert_eq!(search["state"], "changed");
+    assert_eq!(search["change"]["class"], "breaking", "{search}");
+    let reasons = search["change"]["reasons"].to_string();
+    assert!(
+        reasons.contains("type of `q` changed")
+            && reasons.contains("property `mode` removed or renamed"),
+        "{reasons}"
+    );
+    let keep = pin("mcp__mock__keep");
+    assert_eq!(
+        keep["change"],
+        json!({"class": "compatible", "reasons": ["description changed"]})
+    );
+    let gone = pin("mcp__mock__gone");
+    assert_eq!(gone["state"], "removed");
+    assert_eq!(gone["change"]["class"], "breaking");
+    assert_eq!(pin("mcp__mock__find")["change"], serde_json::Value::Null);
 }
 
 #[test]

@@ -76,6 +76,13 @@ pub struct RequestOptions {
     /// ([`crate::Client::follow_task_with`]), e.g. a gateway stopping for
     /// a restart. Running out of the task deadline still cancels it.
     pub leave_task_on_drop: bool,
+    /// A key naming this call across retries: sent in `_meta` under
+    /// `dev.switchboard/idempotencyKey`
+    /// ([`switchboard_wire::meta::IDEMPOTENCY_KEY`]), the same on every
+    /// attempt (each attempt has a fresh request id), so a server that
+    /// keeps a record (the Switchboard server framework does) answers a
+    /// duplicate from it instead of running the call again.
+    pub idempotency_key: Option<String>,
 }
 
 /// W3C Trace Context for one request: the `traceparent` (and
@@ -143,6 +150,7 @@ impl fmt::Debug for RequestOptions {
             .field("resume", &self.resume.is_some())
             .field("capabilities", &self.capabilities)
             .field("leave_task_on_drop", &self.leave_task_on_drop)
+            .field("idempotency_key", &self.idempotency_key)
             .finish()
     }
 }

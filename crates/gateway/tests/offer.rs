@@ -10,7 +10,7 @@ use switchboard_server::{
 };
 use switchboard_wire::{ContentBlock, SubscriptionFilter};
 
-use crate::util::{eventually, front, mount, object, serve};
+use crate::util::{eventually, front, mount, mount_allowing_new, object, serve};
 
 /// A server with a prompt, two resources (one at a URI `beta` also has), a
 /// template and completions.
@@ -201,7 +201,7 @@ async fn updates_and_list_changes_reach_upstream_listeners() {
     let dir = tempfile::tempdir().unwrap();
     let server = alpha();
     let (a, _ta) = serve(server.clone()).await;
-    let host = mount(&dir, &[("alpha", &a)], None).await;
+    let host = mount_allowing_new(&dir, &[("alpha", &a)]).await;
     let front = front(&host, GatewayOptions::default(), None).await;
     let c = &front.client;
 
@@ -259,7 +259,7 @@ async fn what_a_server_adds_before_the_host_listens_is_not_missed() {
         .build()
         .unwrap();
     let (a, _ta) = serve(server.clone()).await;
-    let host = mount(&dir, &[("e", &a)], None).await;
+    let host = mount_allowing_new(&dir, &[("e", &a)]).await;
     // Added as soon as the host has listed the server: most likely before
     // its listen streams are open, so no notification reaches it.
     server

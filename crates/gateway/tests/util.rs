@@ -70,6 +70,33 @@ pub(crate) async fn mount_servers(
         "permissions": permissions,
         "audit": dir.path().join("audit.jsonl").display().to_string(),
     });
+    mount_config(dir, config, input).await
+}
+
+/// [`mount`] where what a server adds after its first mount is offered at
+/// once (`"newTools": "allow"`): for tests of how changes travel.
+pub(crate) async fn mount_allowing_new(dir: &tempfile::TempDir, servers: &[(&str, &str)]) -> Host {
+    let mut map = serde_json::Map::new();
+    for (alias, url) in servers {
+        map.insert(
+            (*alias).into(),
+            serde_json::json!({"type": "http", "url": url}),
+        );
+    }
+    let config = serde_json::json!({
+        "mcpServers": map,
+        "newTools": "allow",
+        "audit": dir.path().join("audit.jsonl").display().to_string(),
+    });
+    mount_config(dir, config, None).await
+}
+
+/// A host mounting the config `config`, written into `dir`.
+async fn mount_config(
+    dir: &tempfile::TempDir,
+    config: Value,
+    input: Option<std::sync::Arc<dyn InputHandler>>,
+) -> Host {
     let path = dir.path().join(".mcp.json");
     std::fs::write(&path, config.to_string()).unwrap();
     let config = ConfigLoader::new().explicit(path).load().unwrap();

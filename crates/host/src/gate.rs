@@ -118,6 +118,17 @@ pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Asses
             }
             Some(diff.clone())
         }
+        PinState::New if verdict != Verdict::Deny => {
+            reasons.push(
+                "the server added this tool after it was first mounted, and it has not been accepted; accept it with `switchboard pins accept`"
+                    .into(),
+            );
+            if verdict == Verdict::Allow {
+                verdict = Verdict::Ask;
+                rule_ref = None;
+            }
+            None
+        }
         _ => None,
     };
     Assessment {

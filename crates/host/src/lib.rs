@@ -33,6 +33,7 @@
 //! - [`tokens`]: token estimates of tool definitions, and when the table
 //!   is deferred ([`ToolSearch`]).
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
+//! - [`compat`]: deprecation notes and breaking/compatible change classes.
 //! - [`budget`]: the shared truncation budget.
 //! - [`results`]: results over their budget kept for the session, read
 //!   on by `mcp__switchboard__read_result`.
@@ -87,6 +88,7 @@ mod breaker;
 pub mod budget;
 pub mod builtin;
 pub mod catalog;
+pub mod compat;
 pub mod config;
 pub mod connect;
 mod core;
@@ -122,14 +124,14 @@ pub use budget::Budget;
 pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
-    Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, OAuthClientConfig,
-    OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
+    Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, NewTools,
+    OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use core::{
-    CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef, DroppedReport,
-    FoundTool, Host, LoadedTools, ModelTool, MountOptions, Named, OfferError, PinReport,
-    ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, SkillRef, TableChange,
-    TaskResumption, ToolStatus,
+    CHANGED_DEF_NOTICE, CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef,
+    DroppedReport, FoundTool, Host, LoadedTools, ModelTool, MountOptions, Named, OfferError,
+    PinReport, ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, SkillRef,
+    TableChange, TaskResumption, ToolStatus,
 };
 pub use error::HostError;
 pub use form::{Choice, FieldKind, Form, FormField};
@@ -140,7 +142,7 @@ pub use input::{
 pub use limits::{CallLimits, LimitsOverride, SharedAdmission, SharedLimits};
 pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
-pub use pins::{PinState, SkillPinState};
+pub use pins::{DefKind, PinState, SkillPinState};
 pub use skills::{SkillReport, SkillStatus};
 pub use switchboard_client::{ProgressSink, Resume};
 pub use tokens::ToolSearch;

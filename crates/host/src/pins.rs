@@ -1,9 +1,16 @@
 //! Pins: the rug-pull guard.
 //!
-//! When a tool is first approved, its name, description, input schema and
-//! annotations are hashed and recorded in `switchboard.lock` beside the
-//! config. A tool whose definition later differs is `changed`: the gate asks
-//! again, showing a line diff, until the user accepts the new definition.
+//! When a server is first mounted, the name, description, input schema and
+//! annotations of each of its tools are hashed and recorded in
+//! `switchboard.lock` beside the config (trust on first use), called or
+//! not. A tool whose definition later differs is `changed`: the model keeps
+//! reading the approved text and the gate asks again, showing a line diff,
+//! until the user accepts the new definition. A tool the server adds after
+//! its first mount is recorded as `new` (see `"newTools"` in the config):
+//! not offered to the model until accepted, unless the config allows it.
+//! Prompts and resource templates are pinned the same way, under `prompts`
+//! and `resourceTemplates` (the whole definition, keyed by name and by URI
+//! template).
 //!
 //! The lockfile is JSON with sorted keys, two-space indentation and one
 //! entry per tool, keyed by alias and original name. It keeps the approved
@@ -16,7 +23,7 @@
 //! `{uri: digest}` set of its files seen at approval (SK-SEC-16); a later
 //! entry with another set is `changed` (SK-SEC-17).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -38,6 +45,11 @@ pub enum PinState {
     Unpinned,
     /// Same definition as approved.
     Pinned,
+    /// First seen after its server's first mount and not accepted yet
+    /// (`pins accept`); recorded as it was first seen.
+    New,
+    /// Pinned, but gone from its server's listing (`pins list` only).
+    Removed,
     /// The definition differs from the approved one.
     Changed {
         /// A line diff (unified format) of description, schema and
@@ -47,11 +59,13 @@ pub enum PinState {
 }
 
 impl PinState {
-    /// `unpinned`, `pinned` or `changed`.
+    /// `unpinned`, `pinned`, `new` or `changed`.
     pub fn as_str(&self) -> &'static str {
         match self {
             PinState::Unpinned => "unpinned",
             PinState::Pinned => "pinned",
+            PinState::New => "new",
+            PinState::Removed => "removed",
             PinState::Changed { .. } => "changed",
         }
     }
@@ -72,6 +86,49 @@ struct Entry {
     /// The approved annotations (keys sorted).
     #[serde(default)]
     annotations: Value,
+    /// Recorded when first seen after the server's first mount, not
+    /// accepted yet.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    new: bool,
+}
+
+/// What besides tools is pinned: the kinds of definition a server offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefKind {
+    /// A prompt, keyed by its name on the server.
+    Prompt,
+    /// A resource template, keyed by its `uriTemplate` on the server.
+    ResourceTemplate,
+}
+
+impl DefKind {
+    /// `prompt` or `resourceTemplate`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DefKind::Prompt => "prompt",
+            DefKind::ResourceTemplate => "resourceTemplate",
+        }
+    }
+
+    /// The name the `mounted` record keeps for this kind.
+    fn mounted_key(self) -> &'static str {
+        match self {
+            DefKind::Prompt => "prompts",
+            DefKind::ResourceTemplate => "resourceTemplates",
+        }
+    }
+}
+
+/// One recorded prompt or resource template: its whole definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct DefPin {
+    /// sha256 of the canonical definition.
+    sha256: String,
+    /// The approved definition (keys sorted).
+    definition: Value,
+    /// As [`Entry::new`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    new: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -84,6 +141,40 @@ struct LockData {
     /// ever approved (older lockfiles stay byte for byte the same).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     skills: BTreeMap<String, BTreeMap<String, SkillPin>>,
+    /// alias → the kinds (`tools`, `prompts`, `resourceTemplates`) whose
+    /// first listing was recorded: what appears later is `new`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    mounted: BTreeMap<String, BTreeSet<String>>,
+    /// alias → prompt name → the approved prompt.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    prompts: BTreeMap<String, BTreeMap<String, DefPin>>,
+    /// alias → `uriTemplate` → the approved resource template.
+    #[serde(
+        default,
+        rename = "resourceTemplates",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    resource_templates: BTreeMap<String, BTreeMap<String, DefPin>>,
+}
+
+impl LockData {
+    fn defs(&self, kind: DefKind) -> &BTreeMap<String, BTreeMap<String, DefPin>> {
+        match kind {
+            DefKind::Prompt => &self.prompts,
+            DefKind::ResourceTemplate => &self.resource_templates,
+        }
+    }
+
+    fn defs_mut(&mut self, kind: DefKind) -> &mut BTreeMap<String, BTreeMap<String, DefPin>> {
+        match kind {
+            DefKind::Prompt => &mut self.prompts,
+            DefKind::ResourceTemplate => &mut self.resource_templates,
+        }
+    }
+
+    fn was_mounted(&self, alias: &str, kind: &str) -> bool {
+        self.mounted.get(alias).is_some_and(|k| k.contains(kind))
+    }
 }
 
 /// One approved skill: the `{uri: digest}` set of its files at approval.
@@ -156,11 +247,174 @@ impl Pins {
         let data = self.lock();
         match data.tools.get(alias).and_then(|t| t.get(&tool.name)) {
             None => PinState::Unpinned,
+            Some(entry) if entry.sha256 == fingerprint && entry.new => PinState::New,
             Some(entry) if entry.sha256 == fingerprint => PinState::Pinned,
             Some(entry) => PinState::Changed {
                 diff: diff(entry, &entry_of(tool)),
             },
         }
+    }
+
+    /// How `tool` of `alias` changed since it was approved: `None` when it
+    /// was never pinned or has not changed. A pin that kept only its hash
+    /// is breaking (what it was is unknown).
+    pub fn change_of(&self, alias: &str, tool: &Tool) -> Option<crate::compat::ChangeClass> {
+        let data = self.lock();
+        let entry = data.tools.get(alias)?.get(&tool.name)?;
+        let now = entry_of(tool);
+        if entry.sha256 == now.sha256 {
+            return None;
+        }
+        if entry.input_schema.is_null() {
+            return Some(crate::compat::ChangeClass {
+                breaking: true,
+                reasons: vec!["the approved definition is not on record".into()],
+            });
+        }
+        Some(crate::compat::classify(
+            (
+                entry.description.as_deref(),
+                &entry.input_schema,
+                &entry.annotations,
+            ),
+            (
+                now.description.as_deref(),
+                &now.input_schema,
+                &now.annotations,
+            ),
+        ))
+    }
+
+    /// The names of every tool of `alias` with a pin, in name order.
+    pub fn pinned_names(&self, alias: &str) -> Vec<String> {
+        self.lock()
+            .tools
+            .get(alias)
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Records the tools of `alias`'s listing never seen before (trust on
+    /// first use): as approved when it is the server's first listing, as
+    /// `new` afterwards. Definitions already recorded are left alone,
+    /// changed or not.
+    ///
+    /// # Errors
+    /// As [`Pins::pin`]; the records hold in memory regardless.
+    pub fn see_tools(&self, alias: &str, tools: &[Tool]) -> Result<(), HostError> {
+        let (first, unseen): (bool, Vec<(String, Entry)>) = {
+            let data = self.lock();
+            let first = !data.was_mounted(alias, "tools");
+            let known = data.tools.get(alias);
+            let unseen = tools
+                .iter()
+                .filter(|t| !known.is_some_and(|k| k.contains_key(&t.name)))
+                .map(|t| {
+                    let entry = Entry {
+                        new: !first,
+                        ..entry_of(t)
+                    };
+                    (t.name.clone(), entry)
+                })
+                .collect();
+            (first, unseen)
+        };
+        if !first && unseen.is_empty() {
+            return Ok(());
+        }
+        self.update(|data| {
+            data.mounted
+                .entry(alias.to_owned())
+                .or_default()
+                .insert("tools".to_owned());
+            let known = data.tools.entry(alias.to_owned()).or_default();
+            for (name, entry) in &unseen {
+                known.entry(name.clone()).or_insert_with(|| entry.clone());
+            }
+        })
+    }
+
+    /// How the definition `value` of the prompt or template `key` of
+    /// `alias` compares with its pin.
+    pub fn def_state(&self, kind: DefKind, alias: &str, key: &str, value: &Value) -> PinState {
+        let data = self.lock();
+        match data.defs(kind).get(alias).and_then(|d| d.get(key)) {
+            None => PinState::Unpinned,
+            Some(pin) if pin.sha256 == canonical_sha256(value) && pin.new => PinState::New,
+            Some(pin) if pin.sha256 == canonical_sha256(value) => PinState::Pinned,
+            Some(pin) => PinState::Changed {
+                diff: text_diff(kind.as_str(), &pin.definition, &canonical(value)),
+            },
+        }
+    }
+
+    /// The approved definition of the prompt or template `key` of `alias`.
+    pub fn approved_def(&self, kind: DefKind, alias: &str, key: &str) -> Option<Value> {
+        let data = self.lock();
+        data.defs(kind)
+            .get(alias)
+            .and_then(|d| d.get(key))
+            .map(|p| p.definition.clone())
+    }
+
+    /// [`Pins::see_tools`] for prompts or templates: `defs` are `(key,
+    /// definition)` pairs of one listing of `alias`.
+    ///
+    /// # Errors
+    /// As [`Pins::pin`].
+    pub fn see_defs(
+        &self,
+        kind: DefKind,
+        alias: &str,
+        defs: &[(String, Value)],
+    ) -> Result<(), HostError> {
+        let (first, unseen): (bool, Vec<(String, DefPin)>) = {
+            let data = self.lock();
+            let first = !data.was_mounted(alias, kind.mounted_key());
+            let known = data.defs(kind).get(alias);
+            let unseen = defs
+                .iter()
+                .filter(|(k, _)| !known.is_some_and(|d| d.contains_key(k)))
+                .map(|(k, v)| (k.clone(), def_pin(v, !first)))
+                .collect();
+            (first, unseen)
+        };
+        if !first && unseen.is_empty() {
+            return Ok(());
+        }
+        self.update(|data| {
+            data.mounted
+                .entry(alias.to_owned())
+                .or_default()
+                .insert(kind.mounted_key().to_owned());
+            let known = data.defs_mut(kind).entry(alias.to_owned()).or_default();
+            for (key, pin) in &unseen {
+                known.entry(key.clone()).or_insert_with(|| pin.clone());
+            }
+        })
+    }
+
+    /// Records these prompt or template definitions of `alias` as approved
+    /// (`pins accept`).
+    ///
+    /// # Errors
+    /// As [`Pins::pin`].
+    pub fn accept_defs(
+        &self,
+        kind: DefKind,
+        alias: &str,
+        defs: &[(String, Value)],
+    ) -> Result<(), HostError> {
+        let pins: Vec<(String, DefPin)> = defs
+            .iter()
+            .map(|(k, v)| (k.clone(), def_pin(v, false)))
+            .collect();
+        self.update(|data| {
+            let known = data.defs_mut(kind).entry(alias.to_owned()).or_default();
+            for (key, pin) in &pins {
+                known.insert(key.clone(), pin.clone());
+            }
+        })
     }
 
     /// Records the current definition of `tool` as approved (first approval
@@ -410,6 +664,7 @@ fn entry_of(tool: &Tool) -> Entry {
         description: tool.description.clone(),
         input_schema,
         annotations,
+        new: false,
     }
 }
 
@@ -429,6 +684,25 @@ pub(crate) fn canonical(value: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
         other => other.clone(),
     }
+}
+
+fn def_pin(value: &Value, new: bool) -> DefPin {
+    DefPin {
+        sha256: canonical_sha256(value),
+        definition: canonical(value),
+        new,
+    }
+}
+
+/// A unified line diff of two JSON values, pretty-printed, approved → now.
+fn text_diff(name: &str, old: &Value, new: &Value) -> String {
+    let text = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
+    let (a, b) = (text(old), text(new));
+    similar::TextDiff::from_lines(&a, &b)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("{name} (approved)"), &format!("{name} (now)"))
+        .to_string()
 }
 
 fn diff(old: &Entry, new: &Entry) -> String {
@@ -605,6 +879,32 @@ mod tests {
                 .approved("notes", "search")
                 .is_none()
         );
+    }
+
+    // Issue 39, item 1: the first listing is trusted, later additions are
+    // new; a lockfile from before (pins of called tools only, no record of
+    // the mount) counts as never mounted.
+    #[test]
+    fn the_first_listing_is_pinned_and_later_tools_are_new() {
+        let pins = Pins::in_memory();
+        let mut other = tool("x");
+        other.name = "other".into();
+        pins.pin("old", &tool("d")).unwrap();
+        pins.see_tools("old", &[tool("d"), other.clone()]).unwrap();
+        assert_eq!(pins.state("old", &other), PinState::Pinned);
+
+        pins.see_tools("a", &[tool("d")]).unwrap();
+        assert_eq!(pins.state("a", &tool("d")), PinState::Pinned);
+        // Seeing a changed definition records nothing over the approved one.
+        pins.see_tools("a", &[tool("changed"), other.clone()])
+            .unwrap();
+        assert!(matches!(
+            pins.state("a", &tool("changed")),
+            PinState::Changed { .. }
+        ));
+        assert_eq!(pins.state("a", &other), PinState::New);
+        pins.pin("a", &other).unwrap();
+        assert_eq!(pins.state("a", &other), PinState::Pinned);
     }
 
     #[test]

@@ -115,8 +115,9 @@ pub struct ServerTools<'a> {
 pub type Listed = (String, Vec<Tool>, Vec<Dropped>);
 
 /// What the model reads of `tool` of `alias`: the description (`[from
-/// alias]` and the cleaned server text inside boundary markers) and the
-/// input schema with its descriptions and titles cleaned.
+/// alias]` and the cleaned server text inside boundary markers, after a
+/// short note when the server marks the tool deprecated) and the input
+/// schema with its descriptions and titles cleaned.
 pub fn model_view(alias: &str, tool: &Tool) -> (String, JsonObject) {
     model_view_within(alias, tool, DEFAULT_DESCRIPTION_CHARS)
 }
@@ -130,10 +131,21 @@ pub fn model_view_within(alias: &str, tool: &Tool, cap: usize) -> (String, JsonO
         .as_deref()
         .map(sanitize::clean_description)
         .unwrap_or_default();
-    (
-        sanitize::model_description_within(alias, &cleaned, cap),
-        input_schema,
-    )
+    let description = sanitize::model_description_within(alias, &cleaned, cap);
+    (with_deprecation(alias, tool, description), input_schema)
+}
+
+/// `description` after the short note saying `tool` is deprecated, when
+/// its server marks it so. The note goes first, so no cut of the
+/// description can hide it.
+fn with_deprecation(alias: &str, tool: &Tool, description: String) -> String {
+    match tool.deprecation() {
+        Some(d) => format!(
+            "{} {description}",
+            crate::compat::deprecation_note(alias, &d)
+        ),
+        None => description,
+    }
 }
 
 /// The cap of one server's descriptions (`lengths`: each one's
@@ -279,7 +291,11 @@ impl ToolTable {
             let mut input_schema = tool.input_schema.clone();
             sanitize::clean_schema(&mut input_schema);
             entries.push(TableEntry {
-                description: sanitize::model_description_within(alias, &cleaned, cap),
+                description: with_deprecation(
+                    alias,
+                    tool,
+                    sanitize::model_description_within(alias, &cleaned, cap),
+                ),
                 description_chars: cleaned.chars().count(),
                 description_cap: cap,
                 title: tool

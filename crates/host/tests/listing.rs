@@ -128,9 +128,9 @@ async fn a_deferred_question_ends_the_call_with_the_request_and_one_asked_line()
     assert_eq!(request.local_name, "mcp__m__echo");
     assert_eq!(request.arguments, json!({"text": "hi"}));
     assert_eq!(request.suggested_rule, "mcp__m__echo");
-    // The call did not run, and nothing was pinned.
+    // The call did not run (the tool was pinned at mount, not by it).
     assert!(logged_calls(&dir.path("calls.log")).is_empty());
-    assert_eq!(host.pins()[0].state.as_str(), "unpinned");
+    assert_eq!(host.pins()[0].state.as_str(), "pinned");
     let audit: Vec<Value> = std::fs::read_to_string(dir.path("audit.jsonl"))
         .unwrap()
         .lines()

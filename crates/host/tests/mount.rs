@@ -163,7 +163,11 @@ async fn refresh_after_ttl_expiry() {
     *server.state.ttl_ms.lock().unwrap() = Some(100);
     let dir = Dir::new();
     let host = dir
-        .mount(json!({"mcpServers": {"web": {"type": "http", "url": server.url}}}))
+        .mount(json!({
+            "mcpServers": {"web": {"type": "http", "url": server.url}},
+            // A tool added later is offered at once.
+            "newTools": "allow",
+        }))
         .await;
     let mut changes = host.subscribe();
     assert_eq!(host.tools().len(), 1);

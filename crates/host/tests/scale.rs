@@ -84,7 +84,13 @@ async fn search_finds_what_the_model_may_see_and_follows_the_table() {
             .contains(&"mcp__wx__forecast".to_owned()),
         "the new text reached the index before it was accepted"
     );
-    // The index follows the table: the new tool is found.
+    // The index follows the table: the new tool is found once accepted
+    // (added after the first mount, it is not offered before:
+    // `"newTools": "ask"`).
+    assert!(
+        !names(&host.search_tools("harbour tides", 5, None)).contains(&"mcp__wx__tides".to_owned())
+    );
+    host.accept_pins("mcp__wx__tides").unwrap();
     assert_eq!(
         names(&host.search_tools("harbour tides", 1, None)),
         ["mcp__wx__tides"]

@@ -23,6 +23,7 @@ mod outage;
 mod pins;
 mod reload;
 mod requests;
+mod retry;
 mod sandbox;
 mod scale;
 mod skill_server;

@@ -12,7 +12,7 @@ use std::task::{Poll, ready};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use switchboard_wire::meta::{META, SERVER_INFO};
+use switchboard_wire::meta::{IDEMPOTENCY_KEY, META, SERVER_INFO};
 use switchboard_wire::skills;
 use switchboard_wire::types::method;
 use switchboard_wire::{
@@ -28,6 +28,7 @@ use crate::completion::{self, CompleteRequest, CompletionRef};
 use crate::context::{Context, ContextParts};
 use crate::error::{Fault, FaultKind, HandlerError};
 use crate::fast::ToolCall;
+use crate::idempotency::Begin;
 use crate::input::InputResponses;
 use crate::legacy::Session;
 use crate::notify::Subscription;
@@ -707,8 +708,33 @@ impl Server {
                     Some(v @ Value::Object(_)) => v,
                     Some(_) => return Err(Fault::invalid_params("arguments must be an object")),
                 };
+                // A retry of a call already answered gets the recorded
+                // answer; the first run of a key records its answer.
+                let key = caps
+                    .extra
+                    .get(IDEMPOTENCY_KEY)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                let running = match key {
+                    None => None,
+                    Some(key) => {
+                        let caller = incoming.principal.as_ref().map(|p| p.subject.as_str());
+                        let call = params_digest(&params);
+                        match self.inner.idempotency.begin(caller, call, &key).await {
+                            Begin::Answered(answer) => {
+                                return Ok(Step::Done(answer.as_ref().clone()));
+                            }
+                            Begin::Run(running) => Some(running),
+                        }
+                    }
+                };
                 match self.run_tool(&entry, args, ctx(method::TOOLS_CALL)).await? {
-                    ToolStep::Done(bytes) => Ok(Step::Done(bytes)),
+                    ToolStep::Done(bytes) => {
+                        if let Some(running) = running {
+                            running.finish(bytes.clone());
+                        }
+                        Ok(Step::Done(bytes))
+                    }
                     ToolStep::Ask(a) => ask(a, name, &params),
                 }
             }

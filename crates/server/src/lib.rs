@@ -73,6 +73,7 @@ mod fast;
 #[doc(hidden)]
 pub mod fuzzing;
 mod handler;
+mod idempotency;
 mod input;
 pub mod jws;
 pub mod jwt;

@@ -95,6 +95,8 @@ pub(crate) struct Inner {
     pub(crate) skills: Option<Arc<crate::skill::Catalog>>,
     /// Skills served on other servers' behalf ([`ServerBuilder::skills_relay`]).
     pub(crate) skills_relay: Option<crate::skill::Relay>,
+    /// Answered tool calls by idempotency key, for retries.
+    pub(crate) idempotency: Arc<crate::idempotency::Record>,
 }
 
 /// Decides whether a tool is listed for a caller: the caller's
@@ -1054,6 +1056,7 @@ impl ServerBuilder {
                 offer_filter: RwLock::new(None),
                 skills,
                 skills_relay: self.skills_relay,
+                idempotency: Arc::default(),
             }),
         })
     }

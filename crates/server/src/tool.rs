@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use switchboard_wire::header::{HeaderParam, header_params};
 use switchboard_wire::{
-    CallToolResult, ContentBlock, JsonObject, ResultHeader, ResultType, Tool, ToolAnnotations,
+    CallToolResult, ContentBlock, Deprecation, JsonObject, ResultHeader, ResultType, Tool,
+    ToolAnnotations,
 };
 
 use crate::auth::BoxFuture;
@@ -112,9 +113,23 @@ impl ToolSpec {
         self
     }
 
-    /// Tool `_meta`.
+    /// Tool `_meta` (a deprecation set before is kept).
     pub fn meta(mut self, meta: JsonObject) -> Self {
+        let deprecation = self.tool.deprecation();
         self.tool.meta = Some(meta);
+        if let Some(d) = deprecation {
+            self.tool.set_deprecation(&d);
+        }
+        self
+    }
+
+    /// Marks the tool deprecated, naming its replacement and the day after
+    /// which it may be removed: `_meta` `"dev.switchboard/deprecated"`
+    /// ([`switchboard_wire::DEPRECATED_META_KEY`]; the protocol defines no
+    /// field for it). Switchboard hosts show it in `switchboard tools`,
+    /// `doctor`, and to the model in the tool's description.
+    pub fn deprecated(mut self, deprecation: Deprecation) -> Self {
+        self.tool.set_deprecation(&deprecation);
         self
     }
 
@@ -427,4 +442,33 @@ pub(crate) fn empty_args() -> Value {
 /// `{"type": "object"}` for tools taking free-form arguments.
 pub fn any_object_schema() -> Value {
     json!({"type": "object"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 39, item 3: a deprecation lands in `_meta` under our own key
+    // and survives a later `meta`.
+    #[test]
+    fn a_deprecated_tool_carries_its_replacement_and_removal_in_meta() {
+        let spec = ToolSpec::new("find")
+            .deprecated(Deprecation::new("search", "2026-12-31"))
+            .meta(
+                serde_json::json!({"other": 1})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            );
+        let meta = spec.tool.meta.clone().unwrap_or_default();
+        assert_eq!(
+            meta["dev.switchboard/deprecated"],
+            serde_json::json!({"replacement": "search", "removal": "2026-12-31"})
+        );
+        assert_eq!(meta["other"], 1);
+        assert_eq!(
+            spec.tool.deprecation(),
+            Some(Deprecation::new("search", "2026-12-31"))
+        );
+    }
 }

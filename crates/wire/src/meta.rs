@@ -28,6 +28,10 @@ pub const TRACEPARENT: &str = "traceparent";
 pub const TRACESTATE: &str = "tracestate";
 /// W3C Baggage (unprefixed, reserved).
 pub const BAGGAGE: &str = "baggage";
+/// Switchboard's own `_meta` key (no protocol field exists): a key the
+/// client repeats on a retry of the same call, so a server that keeps a
+/// record answers the duplicate from it instead of running the call twice.
+pub const IDEMPOTENCY_KEY: &str = "dev.switchboard/idempotencyKey";
 
 /// A progress token: a string or an integer unique among active requests.
 pub type ProgressToken = crate::jsonrpc::RequestId;

@@ -353,6 +353,7 @@ async fn check_server(server: ServerConfig, timeout: Duration) -> (Vec<Finding>,
                 ),
             ));
             f.extend(schema_findings(&alias, &listing.items));
+            f.extend(deprecation_findings(&alias, &listing.items));
             Some((listing.items, listing.dropped))
         }
         Err(e) => {
@@ -485,6 +486,35 @@ async fn auth_state(server: &ServerConfig, auth: Option<&OAuthProvider>) -> Stri
             None => "auth: none needed (it answered without credentials)".into(),
         },
     }
+}
+
+/// A warning for each tool its server marks deprecated, naming the
+/// replacement and the removal date (and whether that date has passed).
+fn deprecation_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    tools
+        .iter()
+        .filter_map(|t| {
+            let d = t.deprecation()?;
+            let note = switchboard_host::compat::deprecation_note(alias, &d);
+            let passed = if d.is_past(now_ms) {
+                " (the removal date has passed)"
+            } else {
+                ""
+            };
+            Some(finding(
+                Level::Warn,
+                alias,
+                format!(
+                    "tool {} is {}{passed}",
+                    t.name,
+                    note.trim_start_matches('[').trim_end_matches(']')
+                ),
+            ))
+        })
+        .collect()
 }
 
 fn schema_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {

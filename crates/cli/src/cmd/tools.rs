@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use switchboard_host::{CHANGED_NOTICE, Host, ModelTool, ToolStatus, Verdict};
-use switchboard_wire::{JsonObject, ToolAnnotations};
+use switchboard_wire::{Deprecation, JsonObject, ToolAnnotations};
 
 use crate::out;
 
@@ -18,6 +18,8 @@ pub(crate) struct ToolView<'a> {
     description: &'a str,
     input_schema: &'a JsonObject,
     annotations: Option<&'a ToolAnnotations>,
+    /// `{replacement?, removal?}` when the server marks it deprecated.
+    deprecated: Option<&'a Deprecation>,
     status: &'a ToolStatus,
 }
 
@@ -31,6 +33,7 @@ impl<'a> From<&'a ModelTool> for ToolView<'a> {
             description: &t.description,
             input_schema: &t.input_schema,
             annotations: t.annotations.as_ref(),
+            deprecated: t.deprecation.as_ref(),
             status: &t.status,
         }
     }
@@ -133,11 +136,21 @@ pub(crate) fn human(tools: &[ModelTool]) -> Vec<String> {
         if t.status.pin == "changed" {
             gate.push_str(" (changed)");
         }
-        // The gate column says "changed": the notice would fill the column.
+        // The gate column says "changed": the notice would fill the column;
+        // a deprecation is said under the table.
         let text = t
             .description
             .strip_prefix(CHANGED_NOTICE)
             .unwrap_or(&t.description)
+            .trim_start();
+        let note = t
+            .deprecation
+            .as_ref()
+            .map(|d| switchboard_host::compat::deprecation_note(&t.server, d));
+        let text = note
+            .as_deref()
+            .and_then(|n| text.strip_prefix(n))
+            .unwrap_or(text)
             .trim_start();
         let mut description = out::clip(&out::plain_description(text), 64);
         if let Some(hints) = hints(t.annotations.as_ref()) {
@@ -151,7 +164,20 @@ pub(crate) fn human(tools: &[ModelTool]) -> Vec<String> {
             description,
         ]);
     }
-    out::table(&rows)
+    let mut lines = out::table(&rows);
+    // Deprecations, under the table: the description column is too narrow.
+    for t in tools {
+        if let Some(d) = &t.deprecation {
+            lines.push(format!(
+                "{} is {}",
+                t.name,
+                switchboard_host::compat::deprecation_note(&t.server, d)
+                    .trim_start_matches('[')
+                    .trim_end_matches(']')
+            ));
+        }
+    }
+    lines
 }
 
 /// The annotations a server set to true, as `readOnlyHint, …`.

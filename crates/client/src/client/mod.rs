@@ -25,7 +25,9 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use switchboard_wire::header::{HeaderParam, encode_value, header_params};
-use switchboard_wire::meta::{CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN};
+use switchboard_wire::meta::{
+    CLIENT_CAPABILITIES, CLIENT_INFO, IDEMPOTENCY_KEY, LOG_LEVEL, PROGRESS_TOKEN,
+};
 use switchboard_wire::meta::{PROTOCOL_VERSION, SERVER_INFO, TRACEPARENT, TRACESTATE};
 use switchboard_wire::types::{
     CacheHints, CompleteResult, ContentBlock, GetPromptResult, InputRequiredResult, JsonObject,

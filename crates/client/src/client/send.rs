@@ -98,6 +98,9 @@ impl Client {
         if let Some(token) = progress {
             meta.insert(PROGRESS_TOKEN.into(), token.to_value());
         }
+        if let Some(key) = &options.idempotency_key {
+            meta.insert(IDEMPOTENCY_KEY.into(), Value::from(key.as_str()));
+        }
         if !meta.is_empty() {
             params.insert("_meta".into(), Value::Object(meta));
         }

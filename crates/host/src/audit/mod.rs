@@ -209,6 +209,11 @@ pub struct AuditRecord {
     /// server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The call was sent a second time, after the connection broke before
+    /// its answer (a tool the config's `idempotent` names); absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retried: bool,
 }
 
 impl AuditRecord {
@@ -264,6 +269,7 @@ impl AuditRecord {
             task_id: None,
             principal: None,
             sandbox: None,
+            retried: false,
         }
     }
 }

@@ -117,6 +117,27 @@ pub struct Config {
     pub idle_timeout: Duration,
     /// Skills served by servers (`"skills"`).
     pub skills: SkillsConfig,
+    /// What happens to a tool, prompt or resource template a server adds
+    /// after its first mount (`"newTools"`).
+    pub new_tools: NewTools,
+    /// The tools local policy says are idempotent (`"idempotent"`, in the
+    /// rules' pattern syntax): a call of one whose connection broke before
+    /// the answer is retried once, with the same idempotency key. The
+    /// server's `idempotentHint` alone never counts.
+    pub idempotent: Vec<crate::permission::Pattern>,
+}
+
+/// The `"newTools"` setting: whether a definition a server adds after its
+/// first mount reaches the model before `switchboard pins accept`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NewTools {
+    /// Not offered to the model, and a call by name asks the user, until
+    /// accepted (`"ask"`, the default).
+    #[default]
+    Ask,
+    /// Offered as served from the start (`"allow"`); still pinned as first
+    /// seen, so a later change is held back like any other.
+    Allow,
 }
 
 /// The `"skills"` settings: `{"dynamic": "refuse" | "ask", "cacheDir": PATH}`.
@@ -643,6 +664,8 @@ impl Config {
             tool_search: crate::ToolSearch::default(),
             description_limits: crate::table::DescriptionLimits::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            new_tools: NewTools::Ask,
+            idempotent: Vec::new(),
         }
     }
 

@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use switchboard_wire::is_valid_alias;
 
 use super::{
-    CHARS_PER_TOKEN, Config, ConfigOrigin, ConfigProblem, ConfigProblems, LOCKFILE_NAME,
+    CHARS_PER_TOKEN, Config, ConfigOrigin, ConfigProblem, ConfigProblems, LOCKFILE_NAME, NewTools,
     ProblemKind, jsonc,
 };
 use crate::permission::{Pattern, Rule, RuleKind};
@@ -172,6 +172,8 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "defaults",
     "toolSearch",
     "idleTimeoutMs",
+    "newTools",
+    "idempotent",
     "descriptionLimits",
 ];
 const SERVER_KEYS: &[&str] = &[
@@ -393,6 +395,18 @@ impl Parser<'_> {
             }
         }
 
+        if let Some(v) = root.get("idempotent") {
+            for (i, text) in self
+                .string_list(Some(v), "idempotent", false)
+                .into_iter()
+                .enumerate()
+            {
+                let source = format!("idempotent[{i}]");
+                if let Some(pattern) = self.pattern(&text, &source, &aliases, None) {
+                    config.idempotent.push(pattern);
+                }
+            }
+        }
         if let Some(v) = root.get("principals") {
             (config.principals, config.principal_limits) = self.principals(v, &aliases);
         }
@@ -475,6 +489,18 @@ impl Parser<'_> {
             if let Some(d) = self.millis(v, "idleTimeoutMs") {
                 config.idle_timeout = d;
             }
+        }
+        match root.get("newTools") {
+            None => {}
+            Some(Value::String(s)) if s == "ask" => config.new_tools = NewTools::Ask,
+            Some(Value::String(s)) if s == "allow" => config.new_tools = NewTools::Allow,
+            Some(_) => self.problem(
+                ProblemKind::BadValue,
+                "newTools",
+                "must be \"ask\" or \"allow\"".into(),
+                "write \"ask\" (a tool added after the first mount waits for `switchboard pins accept`) \
+                 or \"allow\" (offered at once)",
+            ),
         }
         config.identity_providers = std::mem::take(&mut self.idps);
         let refs = std::mem::take(&mut self.idp_refs);

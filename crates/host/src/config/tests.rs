@@ -895,3 +895,39 @@ fn skills_settings() {
         ]
     );
 }
+
+// Issue 39, item 1: `newTools` decides whether what a server adds after its
+// first mount is offered before `pins accept`.
+#[test]
+fn new_tools_is_ask_by_default_allow_when_said_and_anything_else_a_problem() {
+    let mcp = r#""mcpServers": {"a": {"command": "x"}}"#;
+    assert_eq!(
+        parse(&format!("{{{mcp}}}"), &[]).unwrap().new_tools,
+        NewTools::Ask
+    );
+    assert_eq!(
+        parse(&format!(r#"{{{mcp}, "newTools": "allow"}}"#), &[])
+            .unwrap()
+            .new_tools,
+        NewTools::Allow
+    );
+    let err = parse(&format!(r#"{{{mcp}, "newTools": true}}"#), &[]).unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::BadValue, "newTools")]);
+}
+
+// Issue 39, item 5: `idempotent` takes rule patterns; a bad one is a
+// problem naming its place.
+#[test]
+fn idempotent_patterns_are_parsed_like_rules() {
+    let mcp = r#""mcpServers": {"x": {"command": "x"}}"#;
+    let c = parse(
+        &format!(r#"{{{mcp}, "idempotent": ["mcp__x__get_*", "mcp__x__list"]}}"#),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.idempotent.len(), 2);
+    assert!(c.idempotent[0].matches("x", "get_item"));
+    assert!(!c.idempotent[0].matches("x", "put_item"));
+    let err = parse(&format!(r#"{{{mcp}, "idempotent": ["get_*"]}}"#), &[]).unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::BadPattern, "idempotent[0]")]);
+}

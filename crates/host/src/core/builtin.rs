@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{Host, ServerStatus};
 use crate::builtin::{ALIAS, BuiltinGate, BuiltinTool};
+use crate::config::NewTools;
 use crate::gate::{self, Assessment, Verdict};
 use crate::permission::Rule;
 use crate::pins::PinState;
@@ -40,13 +41,18 @@ impl Host {
         self.inner.builtins.get(&entry.tool.name)
     }
 
-    /// How an entry compares with its pin. A built-in is the host's own
-    /// definition: never pinned, never changed.
-    pub(super) fn pin_of(&self, e: &TableEntry) -> PinState {
+    /// How an entry compares with its pin, as the gate and the model's
+    /// view take it. A built-in is the host's own definition: never
+    /// pinned, never changed. A `new` tool counts as pinned where the
+    /// config says new tools are allowed (`"newTools": "allow"`).
+    pub(super) fn pin_of(&self, e: &TableEntry, new_tools: NewTools) -> PinState {
         if e.alias == ALIAS {
             return PinState::Pinned;
         }
-        self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint)
+        match self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint) {
+            PinState::New if new_tools == NewTools::Allow => PinState::Pinned,
+            state => state,
+        }
     }
 
     /// The gate's assessment of a call of `e` under `rules`: a server's
@@ -55,7 +61,21 @@ impl Host {
     pub(super) fn assess(&self, rules: &[Rule], e: &TableEntry, pin: &PinState) -> Assessment {
         match self.builtin_of(e) {
             Some(builtin) => gate::assess_builtin(rules, &e.tool, builtin.gate()),
-            None => gate::assess(rules, &e.alias, &e.tool, pin),
+            None => {
+                let mut assessment = gate::assess(rules, &e.alias, &e.tool, pin);
+                // Whatever its class, a change is asked about again; the
+                // class says how closely to look.
+                if matches!(pin, PinState::Changed { .. }) && assessment.verdict != Verdict::Deny {
+                    if let Some(class) = self.inner.pins.change_of(&e.alias, &e.tool) {
+                        assessment.reasons.push(format!(
+                            "a {} change: {}",
+                            class.as_str(),
+                            class.reasons.join(", ")
+                        ));
+                    }
+                }
+                assessment
+            }
         }
     }
 

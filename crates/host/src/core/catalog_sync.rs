@@ -12,12 +12,14 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_client::{Client, ClientError};
 use switchboard_wire::types::method;
-use switchboard_wire::{Era, SubscriptionFilter};
+use switchboard_wire::{Era, Prompt, ResourceTemplate, SubscriptionFilter};
 use tokio::sync::broadcast;
 use tracing::{debug, warn};
 
 use super::{Host, Inner};
 use crate::catalog::{Catalog, OfferChange, ServerOffer};
+use crate::config::NewTools;
+use crate::pins::{DefKind, PinState, Pins};
 use crate::upstream::Upstream;
 
 /// How many offer changes a slow subscriber may fall behind.
@@ -128,9 +130,10 @@ impl Host {
                 servers.remove(alias);
             }
         }
+        let new_tools = self.config_read().new_tools;
         let listed: Vec<(String, ServerOffer)> = servers
             .iter()
-            .map(|(a, o)| (a.clone(), o.clone()))
+            .map(|(a, o)| (a.clone(), self.held_offer(a, o, new_tools)))
             .collect();
         let catalog = Catalog::build(&listed);
         let old = self.catalog();
@@ -145,6 +148,165 @@ impl Host {
             let _ = offers.changes.send(OfferChange::Resources);
         }
     }
+}
+
+impl Host {
+    /// What of `alias`'s `offer` the catalog serves, under the pins: its
+    /// prompts and templates are pinned when first seen (trust on first
+    /// use); a changed one is served as approved, its description starting
+    /// with [`CHANGED_DEF_NOTICE`], until `pins accept`; one added after
+    /// the server's first listing only under `"newTools": "allow"`.
+    fn held_offer(&self, alias: &str, offer: &ServerOffer, new_tools: NewTools) -> ServerOffer {
+        let pins = &self.inner.pins;
+        let prompts = defs_of(&offer.prompts, |p| p.name.clone());
+        let templates = defs_of(&offer.templates, |t| t.uri_template.clone());
+        for (kind, defs) in [
+            (DefKind::Prompt, &prompts),
+            (DefKind::ResourceTemplate, &templates),
+        ] {
+            if let Err(e) = pins.see_defs(kind, alias, defs) {
+                warn!(server = %alias, error = %e, "could not record the pins");
+            }
+        }
+        ServerOffer {
+            prompts: held(
+                pins,
+                DefKind::Prompt,
+                alias,
+                &prompts,
+                new_tools,
+                |p: &mut Prompt| &mut p.description,
+            ),
+            templates: held(
+                pins,
+                DefKind::ResourceTemplate,
+                alias,
+                &templates,
+                new_tools,
+                |t: &mut ResourceTemplate| &mut t.description,
+            ),
+            ..offer.clone()
+        }
+    }
+
+    /// The pin state of each prompt and template `alias` offers now (a
+    /// server's last listing), with its key: for `pins list`.
+    pub(super) fn offer_pins(&self) -> Vec<(String, DefKind, String, PinState)> {
+        let servers = self
+            .inner
+            .offers
+            .servers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let pins = &self.inner.pins;
+        let mut out = Vec::new();
+        for (alias, offer) in &servers {
+            for (kind, defs) in [
+                (DefKind::Prompt, defs_of(&offer.prompts, |p| p.name.clone())),
+                (
+                    DefKind::ResourceTemplate,
+                    defs_of(&offer.templates, |t| t.uri_template.clone()),
+                ),
+            ] {
+                for (key, value) in defs {
+                    let state = pins.def_state(kind, alias, &key, &value);
+                    out.push((alias.clone(), kind, key, state));
+                }
+            }
+        }
+        out
+    }
+
+    /// Accepts the current definition of the prompts and templates that
+    /// `chosen(alias, kind, key)` picks, then serves them as they are now.
+    ///
+    /// # Returns
+    /// `(alias, kind, key)` of each one accepted.
+    ///
+    /// # Errors
+    /// [`HostError::PinsIo`] when the lockfile cannot be written.
+    pub(super) fn accept_offer_pins(
+        &self,
+        chosen: impl Fn(&str, DefKind, &str) -> bool,
+    ) -> Result<Vec<(String, DefKind, String)>, crate::HostError> {
+        let servers = self
+            .inner
+            .offers
+            .servers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let mut accepted = Vec::new();
+        for (alias, offer) in &servers {
+            let mut touched = false;
+            for (kind, defs) in [
+                (DefKind::Prompt, defs_of(&offer.prompts, |p| p.name.clone())),
+                (
+                    DefKind::ResourceTemplate,
+                    defs_of(&offer.templates, |t| t.uri_template.clone()),
+                ),
+            ] {
+                let picked: Vec<(String, Value)> = defs
+                    .into_iter()
+                    .filter(|(key, _)| chosen(alias, kind, key))
+                    .collect();
+                if picked.is_empty() {
+                    continue;
+                }
+                self.inner.pins.accept_defs(kind, alias, &picked)?;
+                touched = true;
+                accepted.extend(picked.into_iter().map(|(k, _)| (alias.clone(), kind, k)));
+            }
+            if touched {
+                self.set_offer(alias, offer.clone());
+            }
+        }
+        Ok(accepted)
+    }
+}
+
+/// What a changed prompt's or template's description starts with (then a
+/// space), while it is served as approved.
+pub const CHANGED_DEF_NOTICE: &str =
+    "[changed since the user approved it: shown as approved until reviewed]";
+
+/// `(key, definition)` of each item, the definition as JSON.
+fn defs_of<T: serde::Serialize>(items: &[T], key: impl Fn(&T) -> String) -> Vec<(String, Value)> {
+    items
+        .iter()
+        .map(|i| (key(i), serde_json::to_value(i).unwrap_or(Value::Null)))
+        .collect()
+}
+
+/// The items of `defs` as served under their pins (see
+/// [`Host::held_offer`]); `description` reaches an item's description.
+fn held<T: serde::de::DeserializeOwned>(
+    pins: &Pins,
+    kind: DefKind,
+    alias: &str,
+    defs: &[(String, Value)],
+    new_tools: NewTools,
+    description: impl Fn(&mut T) -> &mut Option<String>,
+) -> Vec<T> {
+    defs.iter()
+        .filter_map(|(key, value)| {
+            let (shown, changed) = match pins.def_state(kind, alias, key, value) {
+                PinState::New if new_tools == NewTools::Ask => return None,
+                PinState::Changed { .. } => (pins.approved_def(kind, alias, key)?, true),
+                _ => (value.clone(), false),
+            };
+            let mut item: T = serde_json::from_value(shown).ok()?;
+            if changed {
+                let text = description(&mut item);
+                *text = Some(match text.take() {
+                    Some(d) => format!("{CHANGED_DEF_NOTICE} {d}"),
+                    None => CHANGED_DEF_NOTICE.to_owned(),
+                });
+            }
+            Some(item)
+        })
+        .collect()
 }
 
 /// Lists what `client`'s server offers; `None` parts failed to list and

@@ -36,7 +36,9 @@ pub struct ServerState {
 impl Host {
     /// The tools the model sees, in name order, under least privilege:
     /// - a tool the permission rules deny is left out (called by name
-    ///   anyway, the gate still refuses it);
+    ///   anyway, the gate still refuses it), and so is one its server added
+    ///   after its first mount, until accepted (`"newTools": "ask"`; called
+    ///   by name anyway, the gate asks);
     /// - a tool whose definition changed since it was pinned is shown with
     ///   its *approved* description, input schema and annotations, and a
     ///   title saying it changed ([`CHANGED_TITLE`]), until `pins accept`;
@@ -109,9 +111,11 @@ impl Host {
             .entries()
             .iter()
             .filter_map(|e| {
-                let pin = self.pin_of(e);
+                let pin = self.pin_of(e, config.new_tools);
                 let gate = self.listed_verdict(&config.rules, e, &pin);
-                if for_model && gate == Verdict::Deny {
+                // Least privilege: neither a denied tool nor a new one not
+                // accepted yet (`"newTools": "ask"`) is offered.
+                if for_model && (gate == Verdict::Deny || pin == PinState::New) {
                     return None;
                 }
                 let status = ToolStatus {
@@ -190,6 +194,7 @@ fn served(e: &TableEntry, status: ToolStatus) -> ModelTool {
         original_name: e.tool.name.clone(),
         title: e.title.clone(),
         annotations: e.tool.annotations.clone(),
+        deprecation: e.tool.deprecation(),
         status,
     }
 }

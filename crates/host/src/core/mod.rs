@@ -33,7 +33,7 @@ use crate::connect::ConnectOptions;
 pub(crate) use crate::error::HostError;
 use crate::gate::Verdict;
 use crate::permission::Pattern;
-use crate::pins::{PinState, Pins};
+use crate::pins::{DefKind, PinState, Pins};
 use crate::reason::Reason;
 use crate::sanitize;
 use crate::table::{DroppedTool, TableEntry, ToolTable};
@@ -52,6 +52,7 @@ mod request;
 mod search;
 pub(crate) mod skills;
 
+pub use catalog_sync::CHANGED_DEF_NOTICE;
 pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
 pub use reload::ReloadReport;
@@ -84,6 +85,10 @@ pub struct ModelTool {
     /// The server's annotations (untrusted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
+    /// The server marks the tool deprecated (`_meta`
+    /// `dev.switchboard/deprecated`): its replacement and removal date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<switchboard_wire::Deprecation>,
     /// Gate, pin and server state.
     pub status: ToolStatus,
 }
@@ -94,7 +99,7 @@ pub struct ModelTool {
 pub struct ToolStatus {
     /// What the gate would do before asking anyone.
     pub gate: Verdict,
-    /// `unpinned`, `pinned` or `changed`.
+    /// `unpinned`, `pinned`, `new` or `changed`.
     pub pin: &'static str,
     /// The server's state: `up`, `down`, `tripped`, `needs_login` or
     /// `disabled`.
@@ -196,14 +201,20 @@ pub struct TableChange {
 /// A tool's pin, as `switchboard pins list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinReport {
-    /// The model-facing name.
+    /// What is pinned: `tool`, `prompt` or `resourceTemplate`.
+    pub kind: &'static str,
+    /// The model-facing name (a template: its `uriTemplate` on the
+    /// server).
     pub name: String,
     /// The server's alias.
     pub server: String,
-    /// The tool's name on the server.
+    /// The tool's or prompt's name on the server (a template: its
+    /// `uriTemplate`).
     pub original_name: String,
-    /// Unpinned, pinned, or changed with its diff.
+    /// Unpinned, pinned, new, changed with its diff, or removed.
     pub state: PinState,
+    /// For a changed or removed tool: breaking or compatible, and why.
+    pub change: Option<crate::compat::ChangeClass>,
 }
 
 /// Many MCP servers mounted into one governed tool table.
@@ -398,26 +409,69 @@ impl Host {
     }
 
     /// The pin state of every server's tool in the table (built-in tools
-    /// are the host's own and carry no pins).
+    /// are the host's own and carry no pins), then of every prompt and
+    /// resource template servers offer.
     pub fn pins(&self) -> Vec<PinReport> {
-        self.table()
+        let mut pins: Vec<PinReport> = self
+            .table()
             .entries()
             .iter()
             .filter(|e| e.alias != crate::builtin::ALIAS)
             .map(|e| PinReport {
+                kind: "tool",
                 name: e.local_name.clone(),
                 server: e.alias.clone(),
                 original_name: e.tool.name.clone(),
                 state: self.inner.pins.state_of(&e.alias, &e.tool, &e.fingerprint),
+                change: self.inner.pins.change_of(&e.alias, &e.tool),
             })
-            .collect()
+            .collect();
+        // Pinned tools a server that lists for real no longer serves: a
+        // breaking change for whoever relied on them.
+        let table = self.table();
+        for server in self.upstreams().iter() {
+            let listed = {
+                let state = server.state();
+                state.ever_up && !state.from_pins
+            };
+            if !listed {
+                continue;
+            }
+            let alias = server.alias();
+            for name in self.inner.pins.pinned_names(alias) {
+                if table.of(alias).any(|e| e.tool.name == name) {
+                    continue;
+                }
+                pins.push(PinReport {
+                    kind: "tool",
+                    name: switchboard_wire::namespaced_tool_name(alias, &name),
+                    server: alias.to_owned(),
+                    original_name: name,
+                    state: PinState::Removed,
+                    change: Some(crate::compat::ChangeClass::removed()),
+                });
+            }
+        }
+        for (alias, kind, key, state) in self.offer_pins() {
+            pins.push(PinReport {
+                kind: kind.as_str(),
+                name: offer_pin_name(&alias, kind, &key),
+                server: alias,
+                original_name: key,
+                state,
+                change: None,
+            });
+        }
+        pins
     }
 
     /// Accepts the current definition of a tool (`mcp__alias__tool`, its
-    /// model-facing name) or of every tool of a server (its alias).
+    /// model-facing name), of a prompt (the same form), of a resource
+    /// template (its `uriTemplate`), or of everything a server offers (its
+    /// alias).
     ///
     /// # Returns
-    /// The model-facing names accepted.
+    /// The model-facing names accepted (templates: their `uriTemplate`).
     ///
     /// # Errors
     /// [`HostError::NoMatch`] when nothing matches; [`HostError::PinsIo`] when
@@ -437,18 +491,33 @@ impl Host {
                         .is_some_and(|p| p.matches(&e.alias, &e.tool.name))
             })
             .collect();
-        if chosen.is_empty() {
+        let offered = self.accept_offer_pins(|alias, kind, key| {
+            alias == target
+                || offer_pin_name(alias, kind, key) == target
+                || (kind == DefKind::Prompt
+                    && pattern.as_ref().is_some_and(|p| p.matches(alias, key)))
+        })?;
+        if chosen.is_empty() && offered.is_empty() {
             return Err(HostError::NoMatch(target.to_owned()));
         }
         let pairs: Vec<(&str, &Tool)> =
             chosen.iter().map(|e| (e.alias.as_str(), &e.tool)).collect();
-        self.inner.pins.pin_all(&pairs)?;
-        let accepted: Vec<String> = chosen.iter().map(|e| e.local_name.clone()).collect();
+        if !pairs.is_empty() {
+            self.inner.pins.pin_all(&pairs)?;
+        }
+        let mut accepted: Vec<String> = chosen.iter().map(|e| e.local_name.clone()).collect();
+        let offered: Vec<String> = offered
+            .iter()
+            .map(|(alias, kind, key)| offer_pin_name(alias, *kind, key))
+            .collect();
         // What the model reads of them changed (no "changed since" notice).
-        let _ = self.inner.changes.send(TableChange {
-            changed: accepted.clone(),
-            ..TableChange::default()
-        });
+        if !accepted.is_empty() {
+            let _ = self.inner.changes.send(TableChange {
+                changed: accepted.clone(),
+                ..TableChange::default()
+            });
+        }
+        accepted.extend(offered);
         Ok(accepted)
     }
 
@@ -582,5 +651,14 @@ impl Host {
             })
             .max_by_key(|s| s.alias().len())
             .cloned()
+    }
+}
+
+/// The name `pins list` and `pins accept` give a prompt (namespaced like a
+/// tool) or a resource template (its `uriTemplate` on the server).
+fn offer_pin_name(alias: &str, kind: DefKind, key: &str) -> String {
+    match kind {
+        DefKind::Prompt => switchboard_wire::namespaced_tool_name(alias, key),
+        DefKind::ResourceTemplate => key.to_owned(),
     }
 }

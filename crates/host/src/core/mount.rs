@@ -309,13 +309,28 @@ impl Host {
             .filter(|s| s.config.enabled)
             .filter_map(|s| {
                 let state = s.state();
+                let listed = state.ever_up && !state.from_pins;
                 (state.ever_up || state.from_pins).then(|| {
                     (
-                        s.alias().to_owned(),
-                        state.tools.clone(),
-                        state.dropped.clone(),
+                        (
+                            s.alias().to_owned(),
+                            state.tools.clone(),
+                            state.dropped.clone(),
+                        ),
+                        listed,
                     )
                 })
+            })
+            .map(|(snapshot, listed)| {
+                // Trust on first use: every definition of a real listing is
+                // pinned when first seen, called or not (one listed from
+                // its pins has nothing new).
+                if listed {
+                    if let Err(e) = self.inner.pins.see_tools(&snapshot.0, &snapshot.1) {
+                        warn!(server = %snapshot.0, error = %e, "could not record the pins");
+                    }
+                }
+                snapshot
             })
             .collect();
         // Switchboard's own tools, under the alias no server may take.

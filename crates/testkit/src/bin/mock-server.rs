@@ -36,6 +36,7 @@
 //! | `--ignore-sigterm` | ignore SIGTERM (tests SIGKILL escalation) |
 //! | `--sleep-forever` | do nothing but sleep (the grandchild mode) |
 //! | `--tools-file PATH` | list the tools of PATH (a JSON array of tool definitions, re-read on every `tools/list`) instead of the built-in ones; calling a listed tool that is not built in answers `"<name> ran"` with `structuredContent` `{"tool", "arguments"}` |
+//! | `--offers-file PATH` | list `prompts` and `resourceTemplates` of PATH (a JSON object with either array, re-read on every listing) instead of the built-in ones |
 //! | `--watch-tools` | with `--tools-file`: when the file changes, send `notifications/tools/list_changed` on every open listen stream that asked for it (and, in legacy mode, unsolicited) |
 //! | `--tools-ttl-ms N` | the `ttlMs` of every `tools/list` page (default 30000 minus the page's number) |
 //! | `--startup-log PATH` | append `start <unix µs>` when the process starts and `ready <unix µs>` after `--startup-delay-ms` (tests count overlapping start-ups) |
@@ -117,6 +118,7 @@ struct Opts {
     ignore_sigterm: bool,
     sleep_forever: bool,
     tools_file: Option<String>,
+    offers_file: Option<String>,
     watch_tools: bool,
     startup_log: Option<String>,
     /// `{"skills": [entries], "files": {uri: text}}`, read again on every
@@ -166,6 +168,7 @@ fn parse_opts() -> anyhow::Result<Opts> {
             "--ignore-sigterm" => o.ignore_sigterm = true,
             "--sleep-forever" => o.sleep_forever = true,
             "--tools-file" => o.tools_file = Some(value()?),
+            "--offers-file" => o.offers_file = Some(value()?),
             "--skills-file" => o.skills_file = Some(value()?),
             "--watch-tools" => o.watch_tools = true,
             "--startup-log" => o.startup_log = Some(value()?),
@@ -735,7 +738,9 @@ impl Server {
                 "ttlMs": 1000, "cacheScope": "private",
             }))),
             "resources/templates/list" => Ok(self.complete(json!({
-                "resourceTemplates": [{"uriTemplate": "mock://item/{id}", "name": "item"}],
+                "resourceTemplates": self.file_offers("resourceTemplates").unwrap_or_else(
+                    || json!([{"uriTemplate": "mock://item/{id}", "name": "item"}])
+                ),
                 "ttlMs": 0, "cacheScope": "public",
             }))),
             "resources/read" => {
@@ -752,7 +757,9 @@ impl Server {
                 }
             }
             "prompts/list" => Ok(self.complete(json!({
-                "prompts": [{"name": "greet", "arguments": [{"name": "who", "required": true}]}],
+                "prompts": self.file_offers("prompts").unwrap_or_else(
+                    || json!([{"name": "greet", "arguments": [{"name": "who", "required": true}]}])
+                ),
                 "ttlMs": 1000, "cacheScope": "public",
             }))),
             "prompts/get" => {
@@ -783,6 +790,15 @@ impl Server {
                 .map(|r| self.complete(r)),
             other => Err(rpc_error(-32601, format!("method not found: {other}"))),
         })
+    }
+
+    /// The `key` list (`prompts`, `resourceTemplates`) of `--offers-file`,
+    /// if given.
+    fn file_offers(&self, key: &str) -> Option<Value> {
+        let path = self.opts.offers_file.as_ref()?;
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let offers: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        Some(offers.get(key).cloned().unwrap_or_else(|| json!([])))
     }
 
     /// The tools of `--tools-file`, if given.

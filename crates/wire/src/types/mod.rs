@@ -40,6 +40,7 @@ pub fn value_kind(value: &Value) -> &'static str {
 
 mod completion;
 mod content;
+mod deprecation;
 mod lifecycle;
 pub mod method;
 mod mrtr;
@@ -54,6 +55,7 @@ mod tools;
 
 pub use completion::*;
 pub use content::*;
+pub use deprecation::*;
 pub use lifecycle::*;
 pub use mrtr::*;
 pub use notifications::*;

@@ -35,6 +35,9 @@ pub(crate) struct Governed<T> {
     pub(super) asked: Option<Box<ApprovalRequest>>,
     /// How the request ended.
     pub(super) end: End<T>,
+    /// Sent a second time after the connection broke before the answer
+    /// (an idempotent tool).
+    pub(super) retried: bool,
 }
 
 /// The decision on one request (a question is answered by then).
@@ -171,6 +174,7 @@ impl<T> Governed<T> {
             task_id: None,
             asked: None,
             end,
+            retried: false,
         }
     }
 
@@ -216,6 +220,7 @@ impl<T: Answer> Governed<T> {
             record.rule.clone_from(&decision.rule);
         }
         record.task_id.clone_from(&self.task_id);
+        record.retried = self.retried;
         if let End::Stopped { sandbox, .. } = &self.end {
             record.sandbox.clone_from(sandbox);
         }

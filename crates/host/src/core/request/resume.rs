@@ -195,6 +195,7 @@ impl Host {
             task_id: Some(r.task_id.clone()),
             asked: None,
             end: End::stopped(outcome, text),
+            retried: false,
         };
         if self.is_shut_down() {
             return stopped(
@@ -231,10 +232,8 @@ impl Host {
                 .map(|(decision, why)| (decision, forbidden_call(principal, &r.tool, &why)))
         });
         let refused = forbidden.map(Err).unwrap_or_else(|| {
-            let pin = self
-                .inner
-                .pins
-                .state_of(&r.alias, &entry.tool, &entry.fingerprint);
+            let new_tools = self.config_read().new_tools;
+            let pin = self.pin_of(entry, new_tools);
             self.gate_refusal(&r.tool, entry, &pin).map(|_| ())
         });
         if let Err((decision, text)) = refused {
@@ -249,7 +248,7 @@ impl Host {
             };
         }
         let (notifications, task) = crate::task::watch(&server, options, None);
-        let end = self
+        let (end, retried) = self
             .send(
                 &server,
                 (&r.tool, &r.original_tool),
@@ -265,6 +264,7 @@ impl Host {
             task_id: Some(r.task_id.clone()),
             asked: None,
             end,
+            retried,
         }
     }
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use switchboard_client::{NotificationSink, RequestOptions};
 use switchboard_wire::{CallToolResult, JsonObject, namespaced_tool_name};
 use tokio::time::Instant;
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::failure::{failure, needs_login_text, unreachable};
 use super::outcome::{Decision, End, Governed};
@@ -27,7 +27,7 @@ use crate::permission::{Pattern, Rule, RuleKind};
 use crate::pins::PinState;
 use crate::table::{TableEntry, ToolTable};
 use crate::task::TaskWatch;
-use crate::upstream::{Down, Upstream};
+use crate::upstream::{Down, Link, Upstream};
 
 /// A call's result with what happened to it.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,19 +182,20 @@ impl Kind for CallTool<'_> {
                 let end = End::stopped(Outcome::UnknownTool, host.unknown_tool(local_name, &table));
                 return Governed::at(Some(&target), None, end);
             };
-            let pin = host.pin_of(entry);
+            let new_tools = host.config_read().new_tools;
+            let pin = host.pin_of(entry, new_tools);
             let (decision, gate) = host
                 .decide(local_name, entry, &pin, self.arguments.as_ref(), options)
                 .await;
             let mut asked = None;
-            let (end, task_id) = match gate {
-                Gate::Refuse(text) => (End::stopped(Outcome::Denied, text), None),
+            let (end, task_id, retried) = match gate {
+                Gate::Refuse(text) => (End::stopped(Outcome::Denied, text), None, false),
                 Gate::Defer(request) => {
                     asked = Some(request);
                     let text = format!(
                         "{local_name} needs the user's approval, which has been asked for; the call did not run."
                     );
-                    (End::stopped(Outcome::Asked, text), None)
+                    (End::stopped(Outcome::Asked, text), None, false)
                 }
                 Gate::Pass => {
                     // First approval pins the definition (changed ones wait
@@ -218,7 +219,7 @@ impl Kind for CallTool<'_> {
                             as crate::task::OnStarted
                     });
                     let (notifications, task) = crate::task::watch(&server, options, started);
-                    let end = host
+                    let (end, retried) = host
                         .send(
                             &server,
                             (local_name, &target.original),
@@ -227,12 +228,13 @@ impl Kind for CallTool<'_> {
                             (notifications, &task),
                         )
                         .await;
-                    (end, task.task_id())
+                    (end, task.task_id(), retried)
                 }
             };
             Governed {
                 task_id,
                 asked,
+                retried,
                 ..Governed::at(Some(&target), Some(decision), end)
             }
         }
@@ -487,6 +489,10 @@ impl Host {
     /// that died), then the call itself with the original name (or the
     /// server's task it became, followed: [`Host::resume_task`]); the
     /// call's notifications (task statuses) go to `notifications`.
+    ///
+    /// A tool the config's `idempotent` names is sent with an idempotency
+    /// key, and sent once more (a fresh request, the same key) when the
+    /// connection broke before its answer; the flag says it was.
     pub(super) async fn send(
         &self,
         server: &Arc<Upstream>,
@@ -494,11 +500,11 @@ impl Host {
         arguments: Option<JsonObject>,
         options: &CallOptions,
         (notifications, task): (NotificationSink, &TaskWatch),
-    ) -> End<CallToolResult> {
+    ) -> (End<CallToolResult>, bool) {
         let alias = server.alias();
         let admission = server.breaker().admit(Instant::now());
         if let Admission::Refuse { retry_in, reason } = admission {
-            return End::stopped(
+            let end = End::stopped(
                 Outcome::Breaker,
                 format!(
                     "Server {alias} is paused after repeated failures ({}). Calls to its tools are refused for about {} more seconds; \
@@ -507,18 +513,19 @@ impl Host {
                     retry_in.as_secs().max(1)
                 ),
             );
+            return (end, false);
         }
 
         // Counted as running until it ends, for a lazy server's idle stop.
         let _busy = server.busy();
-        let link = match server.live_link() {
+        let mut link = match server.live_link() {
             Some(link) => link,
             // The rare paths (a reconnection, a task followed) are boxed:
             // their state would otherwise be part of every call's future,
             // which is moved as a whole when it is boxed and spawned.
             None => match Box::pin(self.relink(server, false)).await {
                 Ok(link) => link,
-                Err(down) => return unreachable(server, local_name, original, &down),
+                Err(down) => return (unreachable(server, local_name, original, &down), false),
             },
         };
 
@@ -528,12 +535,24 @@ impl Host {
             .request
             .timeout
             .unwrap_or_else(|| self.config_read().call_timeout(alias, original));
-        let client_options = RequestOptions {
+        let mut client_options = RequestOptions {
             timeout: Some(timeout),
             on_notification: Some(notifications),
             ..options.request.clone()
         };
-        let outcome = match &options.follow_task {
+        // Local policy, never the server's `idempotentHint`, says whether a
+        // call may be sent twice.
+        let idempotent = options.follow_task.is_none()
+            && self
+                .config_read()
+                .idempotent
+                .iter()
+                .any(|p| p.matches(alias, original));
+        let again = idempotent.then(|| arguments.clone());
+        if idempotent && client_options.idempotency_key.is_none() {
+            client_options.idempotency_key = Some(fresh_idempotency_key());
+        }
+        let mut outcome = match &options.follow_task {
             Some(task_id) => Box::pin(link.client.follow_task_with(task_id, &client_options)).await,
             None => {
                 link.client
@@ -541,12 +560,29 @@ impl Host {
                     .await
             }
         };
+        let mut retried = false;
+        if let (Some(arguments), Err(error)) = (again, &outcome) {
+            if broke_before_answer(error) {
+                // Boxed: a rare path kept out of every call's future.
+                match Box::pin(self.resend(server, original, arguments, &client_options)).await {
+                    Ok((l, second)) => {
+                        info!(server = %alias, tool = %local_name, error = %error, "the connection broke before the answer; sent once more with the same idempotency key");
+                        link = l;
+                        outcome = second;
+                        retried = true;
+                    }
+                    Err(down) => {
+                        warn!(server = %alias, tool = %local_name, reason = %down.reason, "could not reconnect to retry an idempotent call");
+                    }
+                }
+            }
+        }
         // A tasked call runs under the task deadline, not the call timeout.
         let timeout = match task.task_id() {
             Some(_) => self.config_read().task_timeout(alias),
             None => timeout,
         };
-        match outcome {
+        let end = match outcome {
             Ok(result) => {
                 server.breaker().record(None, Instant::now());
                 let names = (alias, local_name, original);
@@ -570,7 +606,35 @@ impl Host {
                     (_, end) => end,
                 }
             }
-        }
+        };
+        (end, retried)
+    }
+
+    /// The second sending of an idempotent call whose connection broke:
+    /// on the live connection, or a new one (a process that died is
+    /// started again).
+    async fn resend(
+        &self,
+        server: &Arc<Upstream>,
+        original: &str,
+        arguments: Option<JsonObject>,
+        client_options: &RequestOptions,
+    ) -> Result<
+        (
+            Link,
+            Result<CallToolResult, switchboard_client::ClientError>,
+        ),
+        Down,
+    > {
+        let link = match server.live_link() {
+            Some(link) => link,
+            None => self.relink(server, false).await?,
+        };
+        let outcome = link
+            .client
+            .call_tool_with(original, arguments, client_options)
+            .await;
+        Ok((link, outcome))
     }
 
     /// The allow rule for one tool: its model-facing name, unless that name
@@ -624,4 +688,28 @@ fn args_value_or_empty(arguments: Option<&JsonObject>) -> Value {
 
 fn rule_text_is_persistable(rule: &str) -> bool {
     Pattern::parse(rule).is_ok_and(|p| p.is_exact())
+}
+
+/// Whether a call failed because its connection broke before the answer
+/// came (a stream cut, a connection reset or refused, a process gone): the
+/// server may or may not have run it.
+fn broke_before_answer(error: &switchboard_client::ClientError) -> bool {
+    use switchboard_client::{ClientError, TransportError};
+    matches!(
+        error,
+        ClientError::Transport(TransportError::Exchange { .. } | TransportError::Closed { .. })
+    )
+}
+
+/// A key no other call of this host (or of an earlier run of it) uses:
+/// the process, the time it started, and a counter.
+fn fresh_idempotency_key() -> String {
+    static STARTED: std::sync::LazyLock<u128> = std::sync::LazyLock::new(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    });
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("sb-{:x}-{:x}-{n:x}", std::process::id(), *STARTED)
 }
