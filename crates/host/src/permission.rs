@@ -291,7 +291,7 @@ pub fn decide_skill<'a>(rules: &'a [Rule], alias: &str, path: &str) -> RuleVerdi
 mod tests {
     use super::*;
 
-    fn rule(kind: RuleKind, pattern: &str) -> Rule {
+    pub(super) fn rule(kind: RuleKind, pattern: &str) -> Rule {
         Rule {
             kind,
             pattern: Pattern::parse(pattern).unwrap(),
@@ -398,15 +398,8 @@ mod tests {
 
 #[cfg(test)]
 mod skill_tests {
+    use super::tests::rule;
     use super::*;
-
-    fn rule(kind: RuleKind, pattern: &str) -> Rule {
-        Rule {
-            kind,
-            pattern: Pattern::parse(pattern).unwrap(),
-            source: format!("permissions.{}", kind.key()),
-        }
-    }
 
     // Rules can name skills with the wildcards tools have; the two kinds
     // of pattern never cover each other.

@@ -9,13 +9,9 @@ use std::convert::Infallible;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use switchboard_host::sanitize::{CLOSE_TAG, OPEN_TAG, is_invisible};
 use switchboard_host::{CallOptions, ServerStatus};
-use tokio::net::TcpListener;
 
 use crate::util::*;
 
@@ -100,18 +96,7 @@ impl Drop for FailingServer {
 
 impl FailingServer {
     async fn start(fail: Fail) -> FailingServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| answer(fail, req));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        let (url, task) = serve_loopback(move |req| answer(fail, req)).await;
         FailingServer { url, task }
     }
 }

@@ -9,12 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use tokio::net::TcpListener;
 
 /// The `sha256:` digest of `bytes`.
 pub(crate) fn digest(bytes: &[u8]) -> String {
@@ -115,24 +111,9 @@ impl Drop for SkillServer {
 
 impl SkillServer {
     pub(crate) async fn start() -> SkillServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let state = Arc::new(SkillState::default());
         let st = state.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let st = st.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| handle(st.clone(), req));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        let (url, task) = crate::util::serve_loopback(move |req| handle(st.clone(), req)).await;
         SkillServer { url, state, task }
     }
 

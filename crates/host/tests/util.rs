@@ -215,29 +215,38 @@ pub(crate) struct HttpState {
 
 impl HttpServer {
     pub(crate) async fn start(tools: Vec<Value>) -> HttpServer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let state = Arc::new(HttpState {
             tools: Mutex::new(tools),
             ..HttpState::default()
         });
         let st = state.clone();
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let st = st.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| handle(st.clone(), req));
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        });
+        let (url, task) = serve_loopback(move |req| handle(st.clone(), req)).await;
         HttpServer { url, state, task }
     }
+}
+
+/// Serves HTTP/1 on a fresh 127.0.0.1 port, every request through
+/// `handler`, until the returned task is aborted; with the URL of its
+/// `/mcp` endpoint. The test servers' one accept loop.
+pub(crate) async fn serve_loopback<F, Fut, E>(handler: F) -> (String, tokio::task::JoinHandle<()>)
+where
+    F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<hyper::Response<Full<Bytes>>, E>> + Send + 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let handler = handler.clone();
+            tokio::spawn(async move {
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service_fn(handler))
+                    .await;
+            });
+        }
+    });
+    (url, task)
 }
 
 async fn handle(

@@ -127,7 +127,7 @@ impl Target {
 /// `text` with its `%XX` escapes decoded.
 fn percent_decode(text: &str) -> Result<String, String> {
     switchboard_wire::percent::decode(text).ok_or_else(|| {
-        "a bad %-escape, or credentials that are not UTF-8, in the store's URL".to_owned()
+        "a bad %-escape, or credentials that are not UTF-8, in the store's URL: write each special character of the user and password as %XX (e.g. @ as %40)".to_owned()
     })
 }
 
