@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use switchboard_testutil::{Artifacts, built};
 
 use crate::approval::OnPty;
-use crate::util::{Sandbox, empty_port};
+use crate::util::{Sandbox, Tickets, empty_port};
 
 fn events(stdout: &str) -> Vec<Value> {
     stdout
@@ -148,7 +148,7 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
     let script = sb.write(
         "s.jsonl",
         concat!(
-            r#"{"tool_calls": [{"name": "mcp__notes__summarize_note", "arguments": {"id": "standup"}}]}"#,
+            r#"{"tool_calls": [{"name": "mcp__tickets__summarize_ticket", "arguments": {"id": "T-1"}}]}"#,
             "\n",
             r#"{"text": "The floor 3 printer keeps jamming."}"#,
             "\n",
@@ -162,7 +162,7 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
         "--model",
         &model,
         "-p",
-        "sum up standup",
+        "sum up T-1",
         "--yes",
         "--json",
     ]);
@@ -186,15 +186,16 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
     let script = sb.write(
         "d.jsonl",
         concat!(
-            r#"{"tool_calls": [{"name": "mcp__notes__summarize_note", "arguments": {"id": "standup"}}]}"#,
+            r#"{"tool_calls": [{"name": "mcp__tickets__summarize_ticket", "arguments": {"id": "T-1"}}]}"#,
             "\n",
             r#"{"expect": [{"is_error": true}], "text": "declined"}"#,
             "\n",
         ),
     );
+    let tickets = Tickets::start(&sb);
     let config = sb.config(
-        json!({}),
-        json!({"permissions": {"allow": ["mcp__notes__summarize_note"]}}),
+        tickets.entry(),
+        json!({"permissions": {"allow": ["mcp__tickets__summarize_ticket"]}}),
     );
     let model = format!("script:{}", script.display());
     let run = sb.run(&[
@@ -204,7 +205,7 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
         "--model",
         &model,
         "-p",
-        "sum up standup",
+        "sum up T-1",
         "--json",
     ]);
     assert_eq!(run.code, 0, "{run:?}");
