@@ -376,6 +376,9 @@ fn offers_script(sb: &Sandbox) -> String {
                 "[the user ran the prompt mock:greet]",
                 "<untrusted-text source=\"mock\">\nhello Ada Lovelace\n</untrusted-text>",
             ], "text": "Prompt seen."}),
+            json!({"user_contains": [
+                "<untrusted-text source=\"mock\">\ncontents of mock://item/7\n</untrusted-text>",
+            ], "text": "Template seen."}),
         ]
         .iter()
         .map(Value::to_string)
@@ -424,8 +427,11 @@ fn the_user_attaches_resources_and_runs_prompts_on_a_terminal() {
     term.wait_for("Attachment seen.");
     term.type_line("/mock:greet who='Ada Lovelace'");
     term.wait_for("Prompt seen.");
-    term.type_line("what about @mock:mock://nope");
-    term.wait_for("mock offers no resource mock://nope; /resources lists");
+    // A URI a template matches is read too.
+    term.type_line("and @mock:mock://item/7");
+    term.wait_for("Template seen.");
+    term.type_line("what about @mock:other://nope");
+    term.wait_for("mock offers no resource other://nope; /resources lists");
     term.type_line("/mock:nope");
     term.wait_for("mock offers no prompt nope; /prompts lists");
     term.wait_for("> ");

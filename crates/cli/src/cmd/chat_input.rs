@@ -2,7 +2,8 @@
 //! resources and prompts, which the user (not the model) chooses.
 //!
 //! - `@ALIAS:URI` anywhere in a message attaches that resource's text to
-//!   the message sent;
+//!   the message sent (a listed resource, or a URI one of the server's
+//!   templates matches);
 //! - `/ALIAS:PROMPT key=value …` gets that prompt and sends its messages;
 //! - `/resources` and `/prompts` list what can be named so.
 //!
@@ -13,6 +14,7 @@
 //! `@` (a path, an e-mail address) is sent as typed.
 
 use switchboard_host::{CallOptions, Host, ResourceRef};
+use switchboard_server::UriTemplate;
 use switchboard_wire::{ContentBlock, JsonObject, ReadResourceResult};
 
 /// What a line of the user's comes to.
@@ -74,20 +76,30 @@ fn is_server(host: &Host, alias: &str) -> bool {
 /// contents (already marked and budgeted by the host).
 async fn read(host: &Host, alias: &str, uri: &str) -> Result<String, String> {
     let catalog = host.catalog();
-    let Some(offered) = catalog
+    let served = catalog.served_uri(alias, uri);
+    let listed = catalog
         .resources()
         .iter()
-        .find(|r| r.alias == alias && r.original_uri == uri)
-    else {
-        return Err(format!(
-            "{alias} offers no resource {uri}; /resources lists the resources you can attach"
-        ));
+        .find(|r| r.alias == alias && r.original_uri == uri);
+    // Else a URI one of the server's templates matches.
+    let template = catalog.templates().iter().find(|t| {
+        t.alias == alias
+            && UriTemplate::parse(&t.original_template).is_ok_and(|p| p.matches(uri).is_some())
+    });
+    let resource = match (listed, template) {
+        (Some(r), _) => ResourceRef::Listed(&r.resource.uri),
+        (None, Some(t)) => ResourceRef::Templated {
+            template: &t.template.uri_template,
+            uri: &served,
+        },
+        (None, None) => {
+            return Err(format!(
+                "{alias} offers no resource {uri}; /resources lists the resources you can attach"
+            ));
+        }
     };
     let result = host
-        .read_resource(
-            ResourceRef::Listed(&offered.resource.uri),
-            CallOptions::default(),
-        )
+        .read_resource(resource, CallOptions::default())
         .await
         .map_err(|e| format!("reading @{alias}:{uri} failed: {e}"))?;
     Ok(format!(
