@@ -268,6 +268,10 @@ pub(crate) enum PinsAction {
     Accept {
         /// The tool or server.
         target: String,
+        /// Accept even when the config's `evals` regress with the new
+        /// definitions (or cannot run).
+        #[arg(long)]
+        force: bool,
     },
 }
 

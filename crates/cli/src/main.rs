@@ -178,7 +178,9 @@ async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
             .await
         }
         Command::PinsList => cmd::pins::list(host, json),
-        Command::PinsAccept { target } => cmd::pins::accept(host, target, json),
+        Command::PinsAccept { target, force } => {
+            cmd::pins::accept(host, target, *force, json).await
+        }
         Command::SkillsList => cmd::skills::list(host, json),
         Command::SkillsShow { id, yes } => {
             cmd::skills::show(host, id, *yes, settings.stdin_tty, json).await

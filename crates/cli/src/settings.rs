@@ -56,6 +56,7 @@ pub(crate) enum Command {
     PinsList,
     PinsAccept {
         target: String,
+        force: bool,
     },
     SkillsList,
     SkillsShow {
@@ -235,7 +236,7 @@ impl Settings {
             }
             RawCommand::Pins(p) => match p.action {
                 PinsAction::List => Command::PinsList,
-                PinsAction::Accept { target } => Command::PinsAccept { target },
+                PinsAction::Accept { target, force } => Command::PinsAccept { target, force },
             },
             RawCommand::Skills(s) => match s.action {
                 None => Command::SkillsList,

@@ -125,6 +125,21 @@ pub struct Config {
     /// the answer is retried once, with the same idempotency key. The
     /// server's `idempotentHint` alone never counts.
     pub idempotent: Vec<crate::permission::Pattern>,
+    /// The eval gate of `switchboard pins accept` (`"evals"`): case files
+    /// run against the approved and the changed definitions before a
+    /// change is accepted. `None`: accept without running anything.
+    pub evals: Option<EvalsConfig>,
+}
+
+/// The `"evals"` setting: `{"files": [PATH…], "model": SPEC}` or just
+/// `[PATH…]` (then the config's `model` answers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvalsConfig {
+    /// Case files, relative to the config's folder.
+    pub files: Vec<PathBuf>,
+    /// The model spec that runs them (`mock`, `script:FILE`,
+    /// `PROVIDER:MODEL`); `None`: the config's `model`.
+    pub model: Option<String>,
 }
 
 /// The `"newTools"` setting: whether a definition a server adds after its
@@ -666,6 +681,7 @@ impl Config {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             new_tools: NewTools::Ask,
             idempotent: Vec::new(),
+            evals: None,
         }
     }
 

@@ -24,6 +24,7 @@ use super::{
 use crate::permission::{Pattern, Rule, RuleKind};
 
 mod descriptions;
+mod evals;
 mod idp;
 mod model;
 mod oauth;
@@ -175,6 +176,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "newTools",
     "idempotent",
     "descriptionLimits",
+    "evals",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -489,6 +491,9 @@ impl Parser<'_> {
             if let Some(d) = self.millis(v, "idleTimeoutMs") {
                 config.idle_timeout = d;
             }
+        }
+        if let Some(v) = root.get("evals") {
+            config.evals = self.evals(v);
         }
         match root.get("newTools") {
             None => {}

@@ -931,3 +931,32 @@ fn idempotent_patterns_are_parsed_like_rules() {
     let err = parse(&format!(r#"{{{mcp}, "idempotent": ["get_*"]}}"#), &[]).unwrap_err();
     assert_eq!(kinds(&err), [(ProblemKind::BadPattern, "idempotent[0]")]);
 }
+
+// Issue 39, item 4: `evals` names the case files `pins accept` runs,
+// relative to the config's folder, with an optional model.
+#[test]
+fn evals_take_files_beside_the_config_and_an_optional_model() {
+    let mcp = r#""mcpServers": {"x": {"command": "x"}}"#;
+    let c = parse(&format!(r#"{{{mcp}, "evals": ["cases.json"]}}"#), &[]).unwrap();
+    let evals = c.evals.unwrap();
+    assert!(evals.files[0].ends_with("cases.json"), "{evals:?}");
+    assert!(evals.files[0].is_absolute(), "{evals:?}");
+    assert_eq!(evals.model, None);
+    let c = parse(
+        &format!(r#"{{{mcp}, "evals": {{"files": ["a.json"], "model": "mock"}}}}"#),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.evals.unwrap().model.as_deref(), Some("mock"));
+    assert_eq!(parse(&format!("{{{mcp}}}"), &[]).unwrap().evals, None);
+    let err = parse(&format!(r#"{{{mcp}, "evals": []}}"#), &[]).unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::BadValue, "evals")]);
+    let err = parse(&format!(r#"{{{mcp}, "evals": "x.json"}}"#), &[]).unwrap_err();
+    assert_eq!(kinds(&err).len(), 1);
+    let err = parse(
+        &format!(r#"{{{mcp}, "evals": {{"files": ["a.json"], "modle": "mock"}}}}"#),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(kinds(&err).len(), 1, "{err}");
+}

@@ -45,6 +45,7 @@ mod catalog_sync;
 mod lazy;
 mod list;
 mod mount;
+mod offered_text;
 mod paging;
 mod principal;
 mod reload;
