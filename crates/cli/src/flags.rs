@@ -454,6 +454,11 @@ pub(crate) struct ServeArgs {
     /// authorization: bind where only the scraper and clients reach).
     #[arg(long, requires = "http")]
     pub(crate) metrics: bool,
+    /// Serve the web console at /console next to /mcp: servers, tools and
+    /// calls in a browser, for principals whose config entry says
+    /// "console": true (needs --auth).
+    #[arg(long, requires = "http")]
+    pub(crate) console: bool,
     /// This gateway's name among replicas behind one URL: written into
     /// every audit line, and named when a retry for a call parked here
     /// reaches another replica (default: the host name).

@@ -119,6 +119,7 @@ mod access;
 mod approval;
 mod call;
 mod catalog;
+mod console;
 mod health;
 mod identity;
 mod inbound;
@@ -141,6 +142,7 @@ mod trace;
 use std::time::Duration;
 
 pub use access::{AccessFile, AccessFileError, AccessWarning, check_access_file};
+pub use console::{MAX_SESSIONS, SESSION_TTL};
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
@@ -233,6 +235,10 @@ pub struct GatewayOptions {
     /// (`serve --tool-search`); the config's `toolSearch` (`true`, or a
     /// number of tokens the table is over) turns it on too.
     pub tool_search: bool,
+    /// Serve the web console at `/console` over HTTP (`serve --console`):
+    /// only to principals whose config entry says `"console": true`, so
+    /// it needs [`GatewayOptions::auth`].
+    pub console: bool,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
     /// Each caller's loaded tools, when the table is deferred.
@@ -258,6 +264,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("connections", &self.connections)
             .field("relist_min", &self.relist_min)
             .field("tool_search", &self.tool_search)
+            .field("console", &self.console)
             .finish()
     }
 }
@@ -445,6 +452,7 @@ pub struct Gateway {
     tool_count: usize,
     drain: Drain,
     state: Option<SharedState>,
+    console: Option<console::Console>,
     sync: JoinHandle<()>,
     offers: JoinHandle<()>,
     relist: JoinHandle<()>,
@@ -493,6 +501,19 @@ impl Gateway {
                 principal.is_none_or(|p| catalog::may_list(&filter_host, &p.subject, offered))
             });
         }
+        let console = match (&options.auth, options.console) {
+            (_, false) => None,
+            (Some(auth), true) => Some(console::Console::new(
+                host,
+                std::sync::Arc::new(auth.validator(&options.telemetry)),
+            )),
+            (None, true) => {
+                return Err(GatewayError::Auth(
+                    "the console needs authentication: serve it with --auth token or --auth oauth"
+                        .into(),
+                ));
+            }
+        };
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;
         let connections = options.connections;
@@ -538,6 +559,7 @@ impl Gateway {
             tool_count,
             drain,
             state,
+            console,
             sync,
             offers,
             relist,

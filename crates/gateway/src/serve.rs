@@ -282,6 +282,9 @@ impl Gateway {
             Ok(config) => options = options.peer_tls(config),
             Err(e) => tracing::warn!("https:// peers cannot be reached: {e}"),
         }
+        if let Some(console) = &self.console {
+            options = options.app_route(crate::console::PREFIX, console.route());
+        }
         if self.telemetry.has_metrics() {
             let host = self.host.clone();
             let telemetry = self.telemetry.clone();

@@ -41,6 +41,8 @@ pub(crate) struct ServeSettings {
     resource: Option<String>,
     /// Serve `/metrics`.
     metrics: bool,
+    /// Serve the web console at `/console`.
+    console: bool,
     /// The replica's name for the audit log.
     replica: Option<String>,
     /// The other replicas: (name, URL of the MCP endpoint).
@@ -98,6 +100,11 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         if let Some((flag, _)) = oauth_only.iter().find(|(_, given)| *given) {
             return Err(Failure::usage(format!("{flag} needs --auth oauth")));
         }
+    }
+    if a.console && a.auth.is_none() {
+        return Err(Failure::usage(
+            "--console needs --auth token (or --auth oauth): only principals marked \"console\": true in the config may open it",
+        ));
     }
     if a.auth != Some(ServeAuth::Token) && a.tokens_file.is_some() {
         return Err(Failure::usage("--tokens-file needs --auth token"));
@@ -177,6 +184,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         auth,
         resource: a.resource,
         metrics: a.metrics,
+        console: a.console,
         replica: a.replica,
         peers: peers(&a.peers)?,
         state_key_file: a.state_key_file,
@@ -297,6 +305,7 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     }
     let mut options = GatewayOptions::default();
     options.tool_search = serve.tool_search;
+    options.console = serve.console;
     let options = options
         .replica(serve.replica.clone().unwrap_or_else(host_name))
         .peers(serve.peers.clone())
@@ -369,7 +378,11 @@ async fn serve_http(
         )
     };
     let metrics = config.gateway.telemetry.has_metrics();
+    let console = config.gateway.console;
     config.on_ready = Some(Box::new(move |gateway| {
+        if console {
+            crate::out::note(format!("console: {scheme}://{local}/console"));
+        }
         crate::out::note(format!(
             "switchboard gateway: {scheme}://{local}/mcp ({} tools; {how}; {stopping})",
             gateway.tool_count()

@@ -106,6 +106,9 @@ pub struct Config {
     /// Principals' own limits (`"principals": {NAME: {"limits": …}}`),
     /// over `caller_limits`.
     pub principal_limits: BTreeMap<String, crate::LimitsOverride>,
+    /// The principals that may open the gateway's web console
+    /// (`"principals": {NAME: {"console": true}}`, `serve --console`).
+    pub console_principals: std::collections::BTreeSet<String>,
     /// When the model is sent only some tools and finds the rest with
     /// `mcp__switchboard__search_tools` (`"toolSearch"`).
     pub tool_search: crate::ToolSearch,
@@ -658,6 +661,7 @@ impl Config {
             identity_providers: BTreeMap::new(),
             principals: BTreeMap::new(),
             principals_default_deny: false,
+            console_principals: std::collections::BTreeSet::new(),
             caller_limits: crate::CallLimits::default(),
             principal_limits: BTreeMap::new(),
             skills: SkillsConfig::default(),

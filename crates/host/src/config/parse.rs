@@ -226,7 +226,7 @@ const OAUTH_KEYS: &[&str] = &[
     "idp",
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
-const PRINCIPAL_KEYS: &[&str] = &["allow", "ask", "deny", "limits"];
+const PRINCIPAL_KEYS: &[&str] = &["allow", "ask", "deny", "limits", "console"];
 const LIMIT_KEYS: &[&str] = &["callsPerMinute", "concurrentCalls"];
 /// The most a limit may say (a million calls a minute, or at once).
 const MAX_LIMIT: u64 = 1_000_000;
@@ -409,6 +409,7 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("principals") {
             (config.principals, config.principal_limits) = self.principals(v, &aliases);
+            config.console_principals = self.console_principals(v);
         }
         if let Some(v) = root.get("principalsDefault") {
             match v.as_str() {

@@ -1,0 +1,465 @@
+//! The console's pages: servers (with their live updates), tools (with
+//! changed definitions side by side and their acceptance), and calls
+//! (the audit log's recent lines, per-tool figures, the chain's state).
+//! Every string that came from a server, the config or the audit log
+//! goes through [`escape`].
+
+use std::fmt::Write as _;
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serde::Serialize;
+use switchboard_host::audit_stats::stats_of_file;
+use switchboard_host::{AuditRecord, Host, PinState, ServerReport, verify_audit};
+use switchboard_server::http::{AppBody, AppResponse};
+
+use super::html::{Frame, csrf_field, escape, message, page, secured};
+use super::{Form, query_value, redirect};
+
+/// How often an open Servers page's event stream looks at the servers.
+pub(crate) const EVENTS_POLL: Duration = Duration::from_secs(1);
+
+/// How many audit lines the Calls page shows at most.
+pub(crate) const CALLS_SHOWN: usize = 200;
+
+/// How much of the end of the audit log the Calls page reads for its
+/// recent lines.
+pub(crate) const CALLS_TAIL_BYTES: u64 = 1024 * 1024;
+
+/// One server as the Servers page shows it, and as its event stream
+/// sends it.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct ServerRow {
+    alias: String,
+    /// `up`, `down`, `tripped`, `needs_login`, `disabled`, `not_started`.
+    status: String,
+    /// The status for people.
+    status_text: String,
+    reason: String,
+    protocol: String,
+    tools: usize,
+    transport: String,
+    breaker: String,
+    sandbox: String,
+}
+
+fn rows(host: &Host) -> Vec<ServerRow> {
+    let config = host.config();
+    host.servers()
+        .iter()
+        .map(|s: &ServerReport| {
+            let status = serde_json::to_value(s.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let sandbox = config
+                .servers
+                .iter()
+                .find(|c| c.alias == s.alias)
+                .filter(|_| s.transport == "stdio")
+                .map_or("", |c| {
+                    if c.sandbox.is_none() {
+                        "none"
+                    } else if c.sandbox.fs.is_some() {
+                        if c.sandbox.network {
+                            "strict (files)"
+                        } else {
+                            "strict (files, no network)"
+                        }
+                    } else {
+                        "baseline"
+                    }
+                });
+            let status_text = if s.lazy && status == "not_started" {
+                "lazy, not started".to_owned()
+            } else if s.auth_required && status == "down" {
+                "needs login".to_owned()
+            } else {
+                s.status.as_words().to_owned()
+            };
+            ServerRow {
+                alias: s.alias.clone(),
+                breaker: if status == "tripped" {
+                    "open"
+                } else {
+                    "closed"
+                }
+                .to_owned(),
+                status,
+                status_text,
+                reason: s.reason.clone().unwrap_or_default(),
+                protocol: s.protocol_version.clone().unwrap_or_default(),
+                tools: s.tools,
+                transport: s.transport.to_owned(),
+                sandbox: sandbox.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// The Servers page: one row per server; the script keeps it live from
+/// `/console/events`.
+pub(crate) fn servers(host: &Host, frame: &Frame<'_>) -> AppResponse {
+    let mut body = String::from(
+        "<p class=\"live\" id=\"live\" data-state=\"static\">Live updates need JavaScript; reload to refresh.</p>\
+         <table id=\"servers\"><thead><tr><th>Server</th><th>Status</th><th>Reason</th><th>Protocol</th>\
+         <th>Tools</th><th>Transport</th><th>Breaker</th><th>Sandbox</th></tr></thead><tbody>",
+    );
+    for r in rows(host) {
+        let _ = write!(
+            body,
+            "<tr data-server=\"{a}\"><td>{a}</td><td data-field=\"statusText\" class=\"status status-{s}\">{st}</td>\
+             <td data-field=\"reason\">{reason}</td><td data-field=\"protocol\">{p}</td><td data-field=\"tools\">{t}</td>\
+             <td data-field=\"transport\">{tr}</td><td data-field=\"breaker\">{b}</td><td data-field=\"sandbox\">{sb}</td></tr>",
+            a = escape(&r.alias),
+            s = escape(&r.status),
+            st = escape(&r.status_text),
+            reason = escape(&r.reason),
+            p = escape(&r.protocol),
+            t = r.tools,
+            tr = escape(&r.transport),
+            b = escape(&r.breaker),
+            sb = escape(&r.sandbox),
+        );
+    }
+    body.push_str("</tbody></table>");
+    page(200, "Servers", Some(frame), &body)
+}
+
+/// `/console/events`: server-sent events, a `servers` event with every
+/// row whenever one changes (and at once), polling the host every
+/// [`EVENTS_POLL`] while the page listens; the poll ends when the page
+/// goes away.
+pub(crate) fn events(host: &Host) -> AppResponse {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(8);
+    let host = host.clone();
+    tokio::spawn(async move {
+        let mut last: Option<Vec<ServerRow>> = None;
+        let mut ticks = 0u32;
+        let mut interval = tokio::time::interval(EVENTS_POLL);
+        loop {
+            interval.tick().await;
+            let now = rows(&host);
+            let frame = if last.as_ref() != Some(&now) {
+                let data = serde_json::to_string(&now).unwrap_or_default();
+                last = Some(now);
+                ticks = 0;
+                format!("event: servers\ndata: {data}\n\n")
+            } else {
+                ticks += 1;
+                // A comment now and then keeps proxies from closing it.
+                if ticks % 15 != 0 {
+                    if tx.is_closed() {
+                        break;
+                    }
+                    continue;
+                }
+                ": keep-alive\n\n".to_owned()
+            };
+            if tx.send(Bytes::from(frame)).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut answer = secured(AppResponse::new(200, "text/event-stream", Vec::new()))
+        .header("x-accel-buffering", "no");
+    answer.body = AppBody::Stream(rx);
+    answer
+}
+
+/// The Tools page: the table as the chosen principal (`?principal=`)
+/// would be listed it, each tool's gate verdict, pin and server state;
+/// then the changed and new definitions, side by side, to accept.
+pub(crate) fn tools(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppResponse {
+    let config = host.config();
+    let chosen = query_value(query, "principal").filter(|p| config.principals.contains_key(p));
+    let mut body = String::from(
+        "<form method=\"get\" action=\"/console/tools\" class=\"filters\"><label>As seen by \
+         <select name=\"principal\"><option value=\"\">every tool (no principal)</option>",
+    );
+    for name in config.principals.keys() {
+        let selected = if chosen.as_deref() == Some(name) {
+            " selected"
+        } else {
+            ""
+        };
+        let _ = write!(
+            body,
+            "<option value=\"{n}\"{selected}>{n}</option>",
+            n = escape(name)
+        );
+    }
+    body.push_str("</select></label> <button type=\"submit\">Show</button></form>");
+    let mut tools = host.all_tools();
+    if let Some(p) = &chosen {
+        tools.retain(|t| host.principal_may_call(p, &t.name));
+    }
+    let _ = write!(
+        body,
+        "<p>{} tools.</p><table id=\"tools\"><thead><tr><th>Tool</th><th>Server</th><th>Gate</th><th>Pin</th>\
+         <th>Server state</th><th>Description</th></tr></thead><tbody>",
+        tools.len()
+    );
+    for t in &tools {
+        let _ = write!(
+            body,
+            "<tr data-tool=\"{n}\"><td>{n}</td><td>{s}</td><td class=\"gate gate-{g}\">{g}</td><td>{pin}</td>\
+             <td>{st}</td><td class=\"description\">{d}</td></tr>",
+            n = escape(&t.name),
+            s = escape(&t.server),
+            g = t.status.gate.as_str(),
+            pin = escape(t.status.pin),
+            st = t.status.server.as_words(),
+            d = escape(&t.description),
+        );
+    }
+    body.push_str("</tbody></table><h2>Changed and new definitions</h2>");
+    let mut any = false;
+    for p in host.pins() {
+        let diff = match &p.state {
+            PinState::Changed { diff } => Some(diff.as_str()),
+            PinState::New => None,
+            _ => continue,
+        };
+        any = true;
+        let _ = write!(
+            body,
+            "<section class=\"change\" data-pin=\"{n}\"><h3>{n} <small>({k} of {s}, {state}{class})</small></h3>",
+            n = escape(&p.name),
+            k = escape(p.kind),
+            s = escape(&p.server),
+            state = p.state.as_str(),
+            class = p
+                .change
+                .as_ref()
+                .map_or_else(String::new, |c| format!(", {}", escape(c.as_str()))),
+        );
+        if let Some(diff) = diff {
+            body.push_str(&side_by_side(diff));
+        } else {
+            body.push_str(
+                "<p>New since the server was first mounted; not offered until accepted.</p>",
+            );
+        }
+        if let Some(csrf) = frame.csrf {
+            let _ = write!(
+                body,
+                "<form method=\"post\" action=\"/console/tools/accept\">{}<input type=\"hidden\" name=\"name\" value=\"{}\">\
+                 <button type=\"submit\">Accept</button></form>",
+                csrf_field(csrf),
+                escape(&p.name)
+            );
+        }
+        body.push_str("</section>");
+    }
+    if !any {
+        body.push_str("<p>Every definition is as approved.</p>");
+    }
+    page(200, "Tools", Some(frame), &body)
+}
+
+/// A unified diff as two columns: approved (left) and current (right).
+fn side_by_side(diff: &str) -> String {
+    let mut out = String::from(
+        "<table class=\"diff\"><thead><tr><th>Approved</th><th>Current</th></tr></thead><tbody>",
+    );
+    let mut left: Vec<&str> = Vec::new();
+    let mut right: Vec<&str> = Vec::new();
+    let flush = |out: &mut String, left: &mut Vec<&str>, right: &mut Vec<&str>| {
+        for i in 0..left.len().max(right.len()) {
+            let cell = |side: &[&str], class: &str| {
+                side.get(i).map_or_else(
+                    || "<td></td>".to_owned(),
+                    |l| format!("<td class=\"{class}\">{}</td>", escape(l)),
+                )
+            };
+            let _ = write!(out, "<tr>{}{}</tr>", cell(left, "del"), cell(right, "add"));
+        }
+        left.clear();
+        right.clear();
+    };
+    for line in diff.lines() {
+        if line.starts_with("---") || line.starts_with("+++") || line.starts_with("@@") {
+            continue;
+        }
+        if let Some(l) = line.strip_prefix('-') {
+            left.push(l);
+        } else if let Some(r) = line.strip_prefix('+') {
+            right.push(r);
+        } else {
+            flush(&mut out, &mut left, &mut right);
+            let same = escape(line.strip_prefix(' ').unwrap_or(line));
+            let _ = write!(out, "<tr><td>{same}</td><td>{same}</td></tr>");
+        }
+    }
+    flush(&mut out, &mut left, &mut right);
+    out.push_str("</tbody></table>");
+    out
+}
+
+/// `POST /console/tools/accept`: what `pins accept NAME` does, recorded
+/// in the audit log with who accepted.
+pub(crate) fn accept(host: &Host, principal: &str, form: &Form) -> AppResponse {
+    let Some(name) = form.get("name").filter(|n| !n.is_empty()) else {
+        return message(400, "Bad request", "Say which definition to accept.");
+    };
+    match host.accept_pins_by(name, principal) {
+        Ok(accepted) => {
+            tracing::info!(%principal, accepted = ?accepted, "accepted in the console");
+            redirect("/console/tools")
+        }
+        Err(e) => message(400, "Not accepted", &e.to_string()),
+    }
+}
+
+/// The Calls page: the recent audit lines (newest first, filtered by
+/// `tool`, `server`, `principal`, `outcome`), the per-tool figures of
+/// `audit stats`, and whether the log's hash chain is intact.
+pub(crate) fn calls(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppResponse {
+    let Some(path) = host.config().audit else {
+        return page(
+            200,
+            "Calls",
+            Some(frame),
+            "<p>No audit log is kept: set <code>\"audit\"</code> in the config to see calls here.</p>",
+        );
+    };
+    let filter = |name| query_value(query, name);
+    let (tool, server, principal, outcome) = (
+        filter("tool"),
+        filter("server"),
+        filter("principal"),
+        filter("outcome"),
+    );
+    let mut body =
+        String::from("<form method=\"get\" action=\"/console/calls\" class=\"filters\">");
+    for (name, value) in [
+        ("tool", &tool),
+        ("server", &server),
+        ("principal", &principal),
+        ("outcome", &outcome),
+    ] {
+        let _ = write!(
+            body,
+            "<label>{name} <input name=\"{name}\" value=\"{}\"></label> ",
+            escape(value.as_deref().unwrap_or_default())
+        );
+    }
+    body.push_str("<button type=\"submit\">Filter</button></form>");
+    match verify_audit(&path) {
+        Ok(report) if report.is_intact() => {
+            let _ = write!(
+                body,
+                "<p class=\"chain ok\" id=\"chain\">Audit chain intact ({} lines).</p>",
+                report.lines
+            );
+        }
+        Ok(report) => {
+            let _ = write!(
+                body,
+                "<p class=\"chain bad\" id=\"chain\">Audit chain broken: {} problem(s); first at line {}: {}</p>",
+                report.problems.len(),
+                report.problems.first().map_or(0, |p| p.line),
+                escape(report.problems.first().map_or("", |p| p.what.as_str()))
+            );
+        }
+        Err(e) => {
+            let _ = write!(
+                body,
+                "<p class=\"chain bad\" id=\"chain\">The audit log cannot be verified: {}</p>",
+                escape(&e.to_string())
+            );
+        }
+    }
+    let records: Vec<AuditRecord> = tail_records(&path)
+        .into_iter()
+        .rev()
+        .filter(|r| tool.as_ref().is_none_or(|t| &r.tool == t))
+        .filter(|r| server.as_ref().is_none_or(|s| r.alias.as_ref() == Some(s)))
+        .filter(|r| {
+            principal
+                .as_ref()
+                .is_none_or(|p| r.principal.as_ref() == Some(p))
+        })
+        .filter(|r| outcome.as_ref().is_none_or(|o| r.outcome.as_str() == o))
+        .take(CALLS_SHOWN)
+        .collect();
+    body.push_str(
+        "<h2>Recent calls</h2><table id=\"calls\"><thead><tr><th>Time</th><th>Principal</th><th>Server</th><th>Tool</th>\
+         <th>Outcome</th><th>Decision</th><th>ms</th><th>Arguments (names, sha256)</th></tr></thead><tbody>",
+    );
+    for r in &records {
+        let decided_by = serde_json::to_value(&r.decided_by)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"outcome outcome-{o}\">{o}</td><td>{} ({})</td>\
+             <td>{}</td><td>{} <code title=\"{sha}\">{}</code></td></tr>",
+            escape(&r.time),
+            escape(r.principal.as_deref().unwrap_or("")),
+            escape(r.alias.as_deref().unwrap_or("")),
+            escape(&r.tool),
+            escape(r.decision.as_deref().unwrap_or("none")),
+            escape(&decided_by),
+            r.duration_ms,
+            escape(&r.argument_names.join(", ")),
+            escape(r.arguments_sha256.get(..12).unwrap_or(&r.arguments_sha256)),
+            o = escape(r.outcome.as_str()),
+            sha = escape(&r.arguments_sha256),
+        );
+    }
+    body.push_str("</tbody></table>");
+    if let Ok(stats) = stats_of_file(&path) {
+        body.push_str(
+            "<h2>Per tool</h2><table id=\"stats\"><thead><tr><th>Tool</th><th>Server</th><th>Calls</th>\
+             <th>Error rate</th><th>Refused</th><th>p50 ms</th><th>p95 ms</th></tr></thead><tbody>",
+        );
+        for t in &stats.tools {
+            let f = &t.figures;
+            let ms = |v: Option<u64>| v.map_or_else(String::new, |v| v.to_string());
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                escape(&t.tool),
+                escape(t.alias.as_deref().unwrap_or("")),
+                f.calls,
+                f.error_rate() * 100.0,
+                f.denied,
+                ms(f.p50_ms),
+                ms(f.p95_ms),
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    page(200, "Calls", Some(frame), &body)
+}
+
+/// The audit records in the last [`CALLS_TAIL_BYTES`] of the log at
+/// `path`, oldest first (a partial first line is skipped).
+fn tail_records(path: &Path) -> Vec<AuditRecord> {
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let start = len.saturating_sub(CALLS_TAIL_BYTES);
+    if file.seek(SeekFrom::Start(start)).is_err() {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines = text.lines();
+    if start > 0 {
+        lines.next();
+    }
+    lines
+        .filter_map(|l| serde_json::from_str::<AuditRecord>(l).ok())
+        .collect()
+}
