@@ -137,6 +137,27 @@ mod tests {
     }
 
     #[test]
+    fn the_cookie_is_strict_and_secure_under_tls() {
+        let plain = set_cookie("abc", false);
+        assert!(
+            plain.starts_with("switchboard_console=abc; Path=/console; HttpOnly; SameSite=Strict")
+        );
+        assert!(!plain.contains("Secure"));
+        assert!(set_cookie("abc", true).ends_with("; Secure"));
+        assert!(clear_cookie(true).contains("Max-Age=0"));
+    }
+
+    #[test]
+    fn the_session_id_is_read_among_other_cookies() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            http::header::COOKIE,
+            http::HeaderValue::from_static("a=1; switchboard_console=xyz; b=2"),
+        );
+        assert_eq!(cookie_of(&headers).as_deref(), Some("xyz"));
+    }
+
+    #[test]
     fn secrets_compare_whole() {
         assert!(same_secret("abc", "abc"));
         assert!(!same_secret("abd", "abc"));

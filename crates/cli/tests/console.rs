@@ -1,0 +1,417 @@
+//! The web console (`serve --http … --console`): no route without the
+//! flag, only console principals, the session cookie's attributes, CSRF
+//! tokens and cross-site refusals on every change, hostile server text
+//! shown as text, and a changed tool accepted with who accepted it in the
+//! audit log. Real gateways on 127.0.0.1:0, plain HTTP exchanges.
+
+use serde_json::json;
+
+use crate::gateway_auth::raw;
+use crate::ops::{Served, mock_server, serve};
+use crate::util::Sandbox;
+
+const ALICE: &str = "alice-console-token-0123456789";
+const BOT: &str = "bot-console-token-0123456789ab";
+
+/// A hostile tool description: markup that must stay text.
+const HOSTILE: &str = "Lists things. <script>alert('pwned')</script><img src=x onerror=alert(1)>";
+
+/// A sandbox with a tokens file (alice, bot) and a config: the notes demo,
+/// a mock server listing the tools of `tools.json`, an audit log, alice a
+/// console principal, bot narrowed and not one.
+fn setup() -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    let tokens = sb.write("tokens", &format!("alice {ALICE}\nbot {BOT}\n"));
+    set_private(&tokens);
+    write_tools(&sb, HOSTILE);
+    let tools = sb.path().join("tools.json");
+    let cfg = sb.config(
+        json!({
+            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string(), "--watch-tools"]}
+        }),
+        json!({
+            "audit": sb.path().join("audit.jsonl").display().to_string(),
+            "principals": {
+                "alice": {"console": true},
+                "bot": {"deny": ["mcp__notes__search"]}
+            }
+        }),
+    );
+    set_private(&cfg);
+    (sb, cfg.display().to_string())
+}
+
+fn set_private(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// The mock server's tool listing: one tool, `lister`, described by
+/// `description`.
+fn write_tools(sb: &Sandbox, description: &str) {
+    let tools = json!([{
+        "name": "lister",
+        "description": description,
+        "inputSchema": {"type": "object"}
+    }]);
+    sb.write("tools.json", &tools.to_string());
+}
+
+async fn console(sb: &Sandbox, cfg: &str) -> Served {
+    let tokens = sb.path().join("tokens").display().to_string();
+    serve(
+        sb,
+        cfg,
+        &["--auth", "token", "--tokens-file", &tokens, "--console"],
+        &[],
+    )
+    .await
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Signs in with `token`: the session cookie (`name=value`) and the whole
+/// `Set-Cookie` header.
+fn sign_in(addr: &str, token: &str) -> (String, String) {
+    let form = format!("token={token}");
+    let (status, headers, body) = raw(
+        addr,
+        "POST",
+        "/console/login",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &form,
+    );
+    assert_eq!(status, 303, "{body}");
+    assert_eq!(header(&headers, "location"), Some("/console/servers"));
+    let set = header(&headers, "set-cookie").unwrap().to_owned();
+    let cookie = set.split(';').next().unwrap().trim().to_owned();
+    (cookie, set)
+}
+
+/// A page fetched with the session cookie.
+fn get(addr: &str, cookie: &str, path: &str) -> (u16, Vec<(String, String)>, String) {
+    raw(addr, "GET", path, &[("Cookie", cookie)], "")
+}
+
+/// The session's CSRF token, from the sign-out form of any page.
+fn csrf_of(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
+    page[at..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn without_the_flag_there_is_no_console() {
+    let (sb, cfg) = setup();
+    let tokens = sb.path().join("tokens").display().to_string();
+    let served = serve(
+        &sb,
+        &cfg,
+        &["--auth", "token", "--tokens-file", &tokens],
+        &[],
+    )
+    .await;
+    for path in ["/console", "/console/servers", "/console/assets/console.js"] {
+        let (status, _, _) = raw(
+            &served.addr,
+            "GET",
+            path,
+            &[("Authorization", &format!("Bearer {ALICE}"))],
+            "",
+        );
+        assert_eq!(status, 404, "{path}");
+    }
+    let (status, _, _) = raw(
+        &served.addr,
+        "POST",
+        "/console/login",
+        &[],
+        &format!("token={ALICE}"),
+    );
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn the_console_needs_authentication() {
+    let (sb, cfg) = setup();
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--console",
+    ]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr.contains("--console needs --auth"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn only_console_principals_may_open_it() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    // Nobody yet: the sign-in page, 401.
+    let (status, _, body) = raw(addr, "GET", "/console/servers", &[], "");
+    assert_eq!(status, 401);
+    assert!(body.contains("action=\"/console/login\""), "{body}");
+    // A token that is not a console principal's: 403 with a bearer
+    // header, and no session at sign-in.
+    let (status, _, body) = raw(
+        addr,
+        "GET",
+        "/console/servers",
+        &[("Authorization", &format!("Bearer {BOT}"))],
+        "",
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("console"), "{body}");
+    let (status, headers, _) = raw(addr, "POST", "/console/login", &[], &format!("token={BOT}"));
+    assert_eq!(status, 403);
+    assert!(header(&headers, "set-cookie").is_none());
+    // A wrong token: 401, no session.
+    let (status, headers, _) = raw(
+        addr,
+        "POST",
+        "/console/login",
+        &[],
+        "token=not-a-token-at-all-000000",
+    );
+    assert_eq!(status, 401);
+    assert!(header(&headers, "set-cookie").is_none());
+    // A forged session cookie is no session.
+    let (status, _, _) = get(addr, "switchboard_console=00ff", "/console/servers");
+    assert_eq!(status, 401);
+    // The console principal, with its bearer header or its session.
+    let (status, _, _) = raw(
+        addr,
+        "GET",
+        "/console/servers",
+        &[("Authorization", &format!("Bearer {ALICE}"))],
+        "",
+    );
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn signing_in_sets_a_strict_session_cookie_and_pages_carry_a_strict_csp() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    let (cookie, set) = sign_in(addr, ALICE);
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age="] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    // Plain HTTP: not `Secure` (the browser would drop it).
+    assert!(!set.contains("Secure"), "{set}");
+    assert!(cookie.len() > 40, "a long random id: {cookie}");
+    let (status, headers, body) = get(addr, &cookie, "/console/servers");
+    assert_eq!(status, 200);
+    let csp = header(&headers, "content-security-policy").unwrap();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "connect-src 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert_eq!(header(&headers, "x-content-type-options"), Some("nosniff"));
+    // The demo's notes server is up, with its tools.
+    assert!(body.contains("data-server=\"notes\""), "{body}");
+    // No inline script: only the embedded file.
+    assert!(!body.contains("<script>"), "{body}");
+    let (status, headers, js) = get(addr, &cookie, "/console/assets/console.js");
+    assert_eq!(status, 200);
+    assert!(
+        header(&headers, "content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(js.contains("EventSource"));
+}
+
+#[tokio::test]
+async fn changes_need_the_sessions_csrf_token_and_the_same_site() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    let (cookie, _) = sign_in(addr, ALICE);
+    let (_, _, page) = get(addr, &cookie, "/console/tools");
+    let csrf = csrf_of(&page);
+    let form = "Content-Type";
+    let urlencoded = "application/x-www-form-urlencoded";
+    // No token, a wrong one: refused, nothing accepted.
+    for body in [
+        "name=mcp__mock__lister".to_owned(),
+        "name=mcp__mock__lister&csrf=0000".to_owned(),
+        format!("name=mcp__mock__lister&csrf={}", "a".repeat(csrf.len())),
+    ] {
+        let (status, _, text) = raw(
+            addr,
+            "POST",
+            "/console/tools/accept",
+            &[("Cookie", &cookie), (form, urlencoded)],
+            &body,
+        );
+        assert_eq!(status, 403, "{body}: {text}");
+        assert!(text.contains("CSRF"), "{text}");
+    }
+    // The right token from another site or origin: refused too.
+    for (name, value) in [
+        ("Origin", "http://evil.example"),
+        ("Origin", "null"),
+        ("Sec-Fetch-Site", "cross-site"),
+        ("Sec-Fetch-Site", "same-site"),
+    ] {
+        let (status, _, text) = raw(
+            addr,
+            "POST",
+            "/console/logout",
+            &[("Cookie", &cookie), (form, urlencoded), (name, value)],
+            &format!("csrf={csrf}"),
+        );
+        assert_eq!(status, 403, "{name}: {value}: {text}");
+        assert!(text.contains("other"), "{text}");
+    }
+    // A sign-in from another site is refused as well (login CSRF).
+    let (status, headers, _) = raw(
+        addr,
+        "POST",
+        "/console/login",
+        &[("Origin", "http://evil.example")],
+        &format!("token={ALICE}"),
+    );
+    assert_eq!(status, 403);
+    assert!(header(&headers, "set-cookie").is_none());
+    // The session still stands; with the right token and its own origin,
+    // signing out works and ends it.
+    let (status, _, _) = get(addr, &cookie, "/console/servers");
+    assert_eq!(status, 200);
+    let own = format!("http://{addr}");
+    let (status, headers, _) = raw(
+        addr,
+        "POST",
+        "/console/logout",
+        &[
+            ("Cookie", &cookie),
+            (form, urlencoded),
+            ("Origin", &own),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+        &format!("csrf={csrf}"),
+    );
+    assert_eq!(status, 303);
+    assert!(
+        header(&headers, "set-cookie")
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    let (status, _, _) = get(addr, &cookie, "/console/servers");
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn hostile_server_text_is_escaped_and_a_restricted_principal_sees_only_its_tools() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    let (cookie, _) = sign_in(addr, ALICE);
+    let (status, _, page) = get(addr, &cookie, "/console/tools");
+    assert_eq!(status, 200);
+    assert!(page.contains("data-tool=\"mcp__mock__lister\""), "{page}");
+    assert!(
+        page.contains("&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;"),
+        "{page}"
+    );
+    assert!(!page.contains("<script>alert"), "{page}");
+    assert!(!page.contains("<img src=x"), "{page}");
+    assert!(page.contains("data-tool=\"mcp__notes__search\""));
+    // As bot sees it: the tool its rules deny is not there.
+    let (_, _, page) = get(addr, &cookie, "/console/tools?principal=bot");
+    assert!(!page.contains("data-tool=\"mcp__notes__search\""), "{page}");
+    assert!(
+        page.contains("data-tool=\"mcp__notes__list_notes\""),
+        "{page}"
+    );
+    // A filter value from the URL is escaped too.
+    let (_, _, page) = get(
+        addr,
+        &cookie,
+        "/console/calls?tool=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+    );
+    assert!(page.contains("value=\"&lt;script&gt;"), "{page}");
+    assert!(!page.contains("<script>alert"), "{page}");
+}
+
+#[tokio::test]
+async fn a_changed_tool_shows_its_diff_and_is_accepted_with_who_accepted_in_the_audit_log() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = served.addr.clone();
+    let (cookie, _) = sign_in(&addr, ALICE);
+    // The server changes the tool's description.
+    write_tools(&sb, "Lists things, and now also deletes them.");
+    let page = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        let cookie = cookie.clone();
+        move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                let (_, _, page) = get(&addr, &cookie, "/console/tools");
+                if page.contains("data-pin=\"mcp__mock__lister\"") {
+                    return page;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the change never showed: {page}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        }
+    })
+    .await
+    .unwrap();
+    // Side by side: approved on the left, current on the right, both
+    // escaped.
+    assert!(page.contains("<table class=\"diff\">"), "{page}");
+    assert!(page.contains("now also deletes them"), "{page}");
+    assert!(page.contains("&lt;script&gt;"), "{page}");
+    let csrf = csrf_of(&page);
+    let (status, headers, text) = raw(
+        &addr,
+        "POST",
+        "/console/tools/accept",
+        &[
+            ("Cookie", &cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &format!("csrf={csrf}&name=mcp__mock__lister"),
+    );
+    assert_eq!(status, 303, "{text}");
+    assert_eq!(header(&headers, "location"), Some("/console/tools"));
+    let (_, _, page) = get(&addr, &cookie, "/console/tools");
+    assert!(!page.contains("data-pin=\"mcp__mock__lister\""), "{page}");
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let line: serde_json::Value = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["method"] == "pins/accept")
+        .unwrap_or_else(|| panic!("no acceptance in {audit}"));
+    assert_eq!(line["tool"], "mcp__mock__lister");
+    assert_eq!(line["principal"], "alice");
+    assert_eq!(line["decidedBy"], "human");
+    // The Calls page reads the same log: its chain is intact.
+    let (_, _, calls) = get(&addr, &cookie, "/console/calls");
+    assert!(calls.contains("Audit chain intact"), "{calls}");
+}
