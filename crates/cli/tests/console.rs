@@ -4,17 +4,20 @@
 //! shown as text, and a changed tool accepted with who accepted it in the
 //! audit log. Real gateways on 127.0.0.1:0, plain HTTP exchanges.
 
-use serde_json::json;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
 
 use crate::gateway_auth::raw;
 use crate::ops::{Served, mock_server, serve};
-use crate::util::Sandbox;
+use crate::util::{Sandbox, empty_port, run};
 
 const ALICE: &str = "alice-console-token-0123456789";
 const BOT: &str = "bot-console-token-0123456789ab";
 
 /// A hostile tool description: markup that must stay text.
-const HOSTILE: &str = "Lists things. <script>alert('pwned')</script><img src=x onerror=alert(1)>";
+const HOSTILE: &str = "Lists things. <script>alert('pwned')</script><img src=https://attacker.invalid/p.png onerror=alert(1)>";
 
 /// A sandbox with a tokens file (alice, bot) and a config: the notes demo,
 /// a mock server listing the tools of `tools.json`, an audit log, alice a
@@ -335,7 +338,7 @@ async fn hostile_server_text_is_escaped_and_a_restricted_principal_sees_only_its
         "{page}"
     );
     assert!(!page.contains("<script>alert"), "{page}");
-    assert!(!page.contains("<img src=x"), "{page}");
+    assert!(!page.contains("<img src="), "{page}");
     assert!(page.contains("data-tool=\"mcp__notes__search\""));
     // As bot sees it: the tool its rules deny is not there.
     let (_, _, page) = get(addr, &cookie, "/console/tools?principal=bot");
@@ -414,4 +417,114 @@ async fn a_changed_tool_shows_its_diff_and_is_accepted_with_who_accepted_in_the_
     // The Calls page reads the same log: its chain is intact.
     let (_, _, calls) = get(&addr, &cookie, "/console/calls");
     assert!(calls.contains("Audit chain intact"), "{calls}");
+}
+
+/// The browser driver's folder and the browser, or why they are not here
+/// (`npm ci` in `tests/console`, and Debian's `chromium`; CI installs
+/// both).
+fn browser() -> Result<(PathBuf, String), String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/console");
+    if !dir
+        .join("node_modules/puppeteer-core/package.json")
+        .is_file()
+    {
+        return Err("tests/console/node_modules is missing (run `npm ci` in tests/console)".into());
+    }
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if !std::path::Path::new(&chromium).exists() {
+        return Err(format!("no browser at {chromium} (set CHROMIUM)"));
+    }
+    match Command::new("node").arg("--version").output() {
+        Ok(out) if out.status.success() => Ok((dir, chromium)),
+        _ => Err("node is not installed".into()),
+    }
+}
+
+#[tokio::test]
+#[allow(clippy::print_stderr)] // the screenshots' paths, and why a run was skipped
+async fn in_a_browser_the_servers_are_live_tools_are_filtered_and_hostile_script_never_runs() {
+    let (dir, chromium) = match browser() {
+        Ok(found) => found,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let (sb, _) = setup();
+    // The demo's outage (archive: nothing listens at its URL), and a
+    // server the browser stops mid-test (it writes its pid first).
+    let pid_file = sb.path().join("victim.pid");
+    let tools = sb.path().join("tools.json");
+    let victim = format!(
+        "echo $$ > '{}'; exec '{}' --tools-file '{}'",
+        pid_file.display(),
+        mock_server(),
+        tools.display()
+    );
+    let cfg = sb.config(
+        json!({
+            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string()]},
+            "archive": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", empty_port())},
+            "victim": {"command": "/bin/sh", "args": ["-c", victim]}
+        }),
+        json!({
+            "audit": sb.path().join("audit.jsonl").display().to_string(),
+            "principals": {
+                "alice": {"console": true},
+                "bot": {"deny": ["mcp__notes__search"]}
+            }
+        }),
+    );
+    set_private(&cfg);
+    let served = console(&sb, &cfg.display().to_string()).await;
+    let shots = sb.path().join("screenshots");
+    let mut node = Command::new("node");
+    node.arg(dir.join("browse.mjs"))
+        .args([
+            format!("http://{}", served.addr),
+            ALICE.to_owned(),
+            "bot".to_owned(),
+            "mcp__notes__search".to_owned(),
+            pid_file.display().to_string(),
+            "victim".to_owned(),
+            shots.display().to_string(),
+        ])
+        .env("CHROMIUM", chromium)
+        .current_dir(sb.path())
+        .stdin(Stdio::null());
+    let out = tokio::task::spawn_blocking(move || run(node))
+        .await
+        .unwrap();
+    let last = out.stdout.lines().last().unwrap_or_default().to_owned();
+    let report: Value = serde_json::from_str(&last).unwrap_or_else(|e| {
+        panic!(
+            "no report from the browser ({e}):\n{}\n{}",
+            out.stdout, out.stderr
+        )
+    });
+    assert_eq!(report["ok"], json!(true), "{report:#}\n{}", served.stderr());
+    assert!(
+        report["archive"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty())
+    );
+    let screenshots = report["screenshots"].as_array().unwrap();
+    assert_eq!(screenshots.len(), 6, "{report:#}");
+    for path in screenshots {
+        let path = path.as_str().unwrap();
+        assert!(std::fs::metadata(path).is_ok_and(|m| m.len() > 0), "{path}");
+        eprintln!("screenshot: {path}");
+    }
+    // Kept for a look after the run when asked.
+    if let Ok(keep) = std::env::var("CONSOLE_SCREENSHOTS") {
+        std::fs::create_dir_all(&keep).unwrap();
+        for path in screenshots {
+            let path = std::path::Path::new(path.as_str().unwrap());
+            std::fs::copy(
+                path,
+                std::path::Path::new(&keep).join(path.file_name().unwrap()),
+            )
+            .unwrap();
+        }
+    }
 }

@@ -40,7 +40,7 @@ pub(crate) fn secured(response: AppResponse) -> AppResponse {
         .header("content-security-policy", CSP)
         .header("x-content-type-options", "nosniff")
         .header("x-frame-options", "DENY")
-        .header("referrer-policy", "no-referrer")
+        .header("referrer-policy", "same-origin")
         .header("cache-control", "no-store")
         .header("cross-origin-opener-policy", "same-origin")
         .header("cross-origin-resource-policy", "same-origin")
