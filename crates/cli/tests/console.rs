@@ -6,6 +6,12 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use switchboard_client::{
+    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+};
 
 use serde_json::{Value, json};
 
@@ -527,4 +533,183 @@ async fn in_a_browser_the_servers_are_live_tools_are_filtered_and_hostile_script
             .unwrap();
         }
     }
+}
+
+/// A client that can open URLs but cannot show forms; each URL question
+/// is handed to `decide` (a person in the console), then answered
+/// "accept" (the person is done).
+#[derive(Clone)]
+struct OpensUrls {
+    asked: Arc<Mutex<Vec<Value>>>,
+    decide: Arc<dyn Fn(String) + Send + Sync>,
+}
+
+impl std::fmt::Debug for OpensUrls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpensUrls").finish_non_exhaustive()
+    }
+}
+
+impl InputHandler for OpensUrls {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_url: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.asked.lock().unwrap().push(params.clone());
+        let decide = Arc::clone(&self.decide);
+        Box::pin(async move {
+            let url = params["url"].as_str().unwrap_or_default().to_owned();
+            tokio::task::spawn_blocking(move || decide(url))
+                .await
+                .unwrap();
+            Ok(json!({"action": "accept"}))
+        })
+    }
+}
+
+/// The path of an approval link.
+fn path_of(url: &str) -> String {
+    let rest = url.split_once("://").unwrap().1;
+    format!("/{}", rest.split_once('/').unwrap().1)
+}
+
+// A call the gate asks about, from a client that can only open URLs: the
+// question is a link to the console's page for that call; a console
+// principal approves it once there and the call completes. The link then
+// leads nowhere (single use), a forged one never did, and a decision
+// cannot be made twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_completes() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = served.addr.clone();
+    let links: Arc<Mutex<Vec<String>>> = Arc::default();
+    let handler = OpensUrls {
+        asked: Arc::default(),
+        decide: Arc::new({
+            let addr = addr.clone();
+            let links = Arc::clone(&links);
+            move |url: String| {
+                let path = path_of(&url);
+                links.lock().unwrap().push(path.clone());
+                // Not signed in: the sign-in page, which comes back here.
+                let (status, _, page) = raw(&addr, "GET", &path, &[], "");
+                assert_eq!(status, 401);
+                assert!(
+                    page.contains(&format!("name=\"next\" value=\"{path}\"")),
+                    "{page}"
+                );
+                let (status, headers, _) = raw(
+                    &addr,
+                    "POST",
+                    "/console/login",
+                    &[],
+                    &format!("token={ALICE}&next={path}"),
+                );
+                assert_eq!(status, 303);
+                assert_eq!(header(&headers, "location"), Some(path.as_str()));
+                let set = header(&headers, "set-cookie").unwrap();
+                let cookie = set.split(';').next().unwrap().to_owned();
+                let (status, _, page) = get(&addr, &cookie, &path);
+                assert_eq!(status, 200, "{page}");
+                assert!(
+                    page.contains("<dd id=\"tool\">mcp__notes__read_note</dd>"),
+                    "{page}"
+                );
+                assert!(page.contains("<dd id=\"caller\">bot</dd>"), "{page}");
+                // The exact arguments, escaped.
+                assert!(page.contains("&lt;b&gt;vpn&lt;/b&gt;"), "{page}");
+                let csrf = csrf_of(&page);
+                // Without the CSRF token: refused, undecided.
+                let (status, _, _) = raw(
+                    &addr,
+                    "POST",
+                    &path,
+                    &[("Cookie", &cookie)],
+                    "decision=approve",
+                );
+                assert_eq!(status, 403);
+                let (status, headers, _) = raw(
+                    &addr,
+                    "POST",
+                    &path,
+                    &[("Cookie", &cookie)],
+                    &format!("csrf={csrf}&decision=approve"),
+                );
+                assert_eq!(status, 303);
+                assert_eq!(header(&headers, "location"), Some(path.as_str()));
+                // Decided once only.
+                let (status, _, _) = raw(
+                    &addr,
+                    "POST",
+                    &path,
+                    &[("Cookie", &cookie)],
+                    &format!("csrf={csrf}&decision=deny"),
+                );
+                assert_eq!(status, 409);
+            }
+        }),
+    };
+    let transport = HttpTransport::builder("gateway", format!("http://{addr}/mcp"))
+        .header("Authorization", format!("Bearer {BOT}"))
+        .build()
+        .unwrap();
+    let bot = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .input_handler(handler.clone())
+        .connect()
+        .await
+        .unwrap();
+    let r = bot
+        .call_tool(
+            "mcp__notes__read_note",
+            json!({"id": "<b>vpn</b>"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    // Approved: the call ran (the note does not exist; the server said so).
+    let asked = handler.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["mode"], "url");
+    let text = format!("{r:?}");
+    assert!(!text.contains("approval"), "{text}");
+    assert!(!text.contains("declined"), "{text}");
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let ran = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["tool"] == "mcp__notes__read_note" && l["decision"] == "allow")
+        .unwrap_or_else(|| panic!("the call did not run: {audit}"));
+    assert_eq!(ran["principal"], "bot");
+    // Used: the link leads nowhere now, and a forged one never did.
+    let path = links.lock().unwrap()[0].clone();
+    let (cookie, _) = sign_in(&addr, ALICE);
+    let (status, _, _) = get(&addr, &cookie, &path);
+    assert_eq!(status, 404);
+    let forged = format!("/console/approve/{}", "ab".repeat(32));
+    let (status, _, page) = get(&addr, &cookie, &forged);
+    assert_eq!(status, 404, "{page}");
+    let (_, _, tools) = get(&addr, &cookie, "/console/tools");
+    let csrf = csrf_of(&tools);
+    let (status, _, _) = raw(
+        &addr,
+        "POST",
+        &forged,
+        &[("Cookie", &cookie)],
+        &format!("csrf={csrf}&decision=approve"),
+    );
+    assert_eq!(status, 409);
+    // The next call is asked about anew.
+    let _ = bot
+        .call_tool(
+            "mcp__notes__read_note",
+            json!({"id": "<b>vpn</b>"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(handler.asked.lock().unwrap().len(), 2);
 }

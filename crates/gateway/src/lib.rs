@@ -142,7 +142,7 @@ mod trace;
 use std::time::Duration;
 
 pub use access::{AccessFile, AccessFileError, AccessWarning, check_access_file};
-pub use console::{MAX_SESSIONS, SESSION_TTL};
+pub use console::{MAX_PENDING_APPROVALS, MAX_SESSIONS, SESSION_TTL};
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
@@ -241,6 +241,8 @@ pub struct GatewayOptions {
     pub console: bool,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
+    /// The approvals waiting in the console (with [`GatewayOptions::console`]).
+    approvals: Option<console::Approvals>,
     /// Each caller's loaded tools, when the table is deferred.
     search: Option<search::Search>,
 }
@@ -503,10 +505,15 @@ impl Gateway {
         }
         let console = match (&options.auth, options.console) {
             (_, false) => None,
-            (Some(auth), true) => Some(console::Console::new(
-                host,
-                std::sync::Arc::new(auth.validator(&options.telemetry)),
-            )),
+            (Some(auth), true) => {
+                let approvals = console::Approvals::default();
+                options.approvals = Some(approvals.clone());
+                Some(console::Console::new(
+                    host,
+                    std::sync::Arc::new(auth.validator(&options.telemetry)),
+                    approvals,
+                ))
+            }
             (None, true) => {
                 return Err(GatewayError::Auth(
                     "the console needs authentication: serve it with --auth token or --auth oauth"

@@ -26,6 +26,7 @@
 //! when asked for, and the live updates (`/console/events`) poll the host
 //! only while a page listens.
 
+mod approvals;
 mod html;
 mod pages;
 mod session;
@@ -37,6 +38,8 @@ use switchboard_host::Host;
 use switchboard_server::TokenValidator;
 use switchboard_server::http::{AppRequest, AppResponse, AppRoute};
 
+pub use approvals::MAX_PENDING_APPROVALS;
+pub(crate) use approvals::{Approvals, Redeemed, digest};
 use html::{Frame, message, page, secured};
 pub use session::{MAX_SESSIONS, SESSION_TTL};
 use session::{Sessions, clear_cookie, cookie_of, same_secret, set_cookie};
@@ -61,6 +64,7 @@ struct Inner {
     /// Checks the tokens people sign in with (the gateway's own).
     validator: Arc<dyn TokenValidator>,
     sessions: Sessions,
+    approvals: Approvals,
 }
 
 /// Who is asking, once authenticated.
@@ -73,14 +77,25 @@ struct Viewer {
 
 impl Console {
     /// The console over `host`, signing people in with `validator`.
-    pub(crate) fn new(host: &Host, validator: Arc<dyn TokenValidator>) -> Console {
+    pub(crate) fn new(
+        host: &Host,
+        validator: Arc<dyn TokenValidator>,
+        approvals: Approvals,
+    ) -> Console {
         Console {
             inner: Arc::new(Inner {
                 host: host.clone(),
                 validator,
                 sessions: Sessions::default(),
+                approvals,
             }),
         }
+    }
+
+    /// Says where the console is served (`scheme://host:port`), for the
+    /// approval links.
+    pub(crate) fn serving_at(&self, origin: String) {
+        self.inner.approvals.set_base(origin);
     }
 
     /// The app route serving everything under [`PREFIX`].
@@ -115,11 +130,42 @@ impl Console {
             (true, "/assets/console.css") => asset("text/css; charset=utf-8", html::STYLE),
             (true, "" | "/" | "/login") => match self.viewer(&req) {
                 Ok(Some(_)) => redirect("/console/servers"),
-                _ => login_page(200, None),
+                _ => login_page(
+                    200,
+                    None,
+                    query_value(req.query.as_deref(), "next").as_deref(),
+                ),
             },
+            (get, p) if p.starts_with("/approve/") => {
+                let id = &p["/approve/".len()..];
+                if get {
+                    let viewer = match self.viewer(&req) {
+                        Ok(Some(_)) => self.admitted(&req),
+                        // Signed in first, then back to this very page.
+                        _ => return login_page(401, None, Some(&req.path)),
+                    };
+                    match viewer {
+                        Ok(viewer) => {
+                            let frame = Frame {
+                                principal: &viewer.principal,
+                                csrf: viewer.session.as_ref().map(|(_, c)| c.as_str()),
+                            };
+                            pages::approval(&self.inner.approvals, &frame, id)
+                        }
+                        Err(refusal) => refusal,
+                    }
+                } else {
+                    match self.changing(&req) {
+                        Ok((viewer, form)) => {
+                            pages::decide(&self.inner.approvals, &viewer.principal, id, &form)
+                        }
+                        Err(refusal) => refusal,
+                    }
+                }
+            }
             (false, "/login") => self.login(&req).await,
             (false, "/logout") => self.logout(&req),
-            (true, "/servers" | "/tools" | "/calls" | "/events") => {
+            (true, "/servers" | "/tools" | "/calls" | "/approvals" | "/events") => {
                 let viewer = match self.admitted(&req) {
                     Ok(v) => v,
                     Err(refusal) => return refusal,
@@ -133,6 +179,7 @@ impl Console {
                     "/servers" => pages::servers(host, &frame),
                     "/tools" => pages::tools(host, &frame, req.query.as_deref()),
                     "/calls" => pages::calls(host, &frame, req.query.as_deref()),
+                    "/approvals" => pages::approvals(&self.inner.approvals, &frame),
                     _ => pages::events(host),
                 }
             }
@@ -167,6 +214,7 @@ impl Console {
             None => Err(login_page(
                 401,
                 Some("Your session has ended; sign in again."),
+                None,
             )),
         }
     }
@@ -177,7 +225,7 @@ impl Console {
     fn admitted(&self, req: &AppRequest) -> Result<Viewer, AppResponse> {
         let viewer = match self.viewer(req)? {
             Some(v) => v,
-            None => return Err(login_page(401, None)),
+            None => return Err(login_page(401, None, None)),
         };
         if !self.may_open(&viewer.principal) {
             return Err(forbidden(&viewer.principal));
@@ -226,10 +274,22 @@ impl Console {
             (None, Some(token)) if !token.is_empty() => {
                 match self.inner.validator.validate(token).await {
                     Ok(p) => p.subject,
-                    Err(_) => return login_page(401, Some("That token is not accepted.")),
+                    Err(_) => {
+                        return login_page(
+                            401,
+                            Some("That token is not accepted."),
+                            form.get("next"),
+                        );
+                    }
                 }
             }
-            _ => return login_page(401, Some("Paste your gateway token to sign in.")),
+            _ => {
+                return login_page(
+                    401,
+                    Some("Paste your gateway token to sign in."),
+                    form.get("next"),
+                );
+            }
         };
         if !self.may_open(&principal) {
             return forbidden(&principal);
@@ -238,7 +298,13 @@ impl Console {
             return message(503, "Unavailable", "No randomness for a session id.");
         };
         tracing::info!(%principal, "signed in to the console");
-        redirect("/console/servers").header("set-cookie", set_cookie(&id, req.tls))
+        // Back to the approval page that sent the person here, and
+        // nowhere else (never an open redirect).
+        let next = form
+            .get("next")
+            .filter(|n| approval_path(n))
+            .unwrap_or("/console/servers");
+        redirect(next).header("set-cookie", set_cookie(&id, req.tls))
     }
 
     /// `POST /console/logout`: ends the session (CSRF-checked).
@@ -275,6 +341,20 @@ fn cross_site(req: &AppRequest) -> Option<&'static str> {
         }
     }
     None
+}
+
+/// The origin (`scheme://host[:port]`) of `url`, when it is an
+/// `http(s)://` URL.
+pub(crate) fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest
+        .split(['/', '?', '#'])
+        .next()
+        .filter(|a| !a.is_empty())?;
+    Some(format!("{scheme}://{authority}"))
 }
 
 /// A form body (`application/x-www-form-urlencoded`).
@@ -325,13 +405,27 @@ fn forbidden(principal: &str) -> AppResponse {
     )
 }
 
-/// The sign-in page: a form posting the token, and `note` (escaped).
-fn login_page(status: u16, note: Option<&str>) -> AppResponse {
+/// Whether `path` is an approval page's (the only place sign-in sends a
+/// person back to).
+fn approval_path(path: &str) -> bool {
+    path.strip_prefix("/console/approve/")
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// The sign-in page: a form posting the token, and `note` (escaped);
+/// `next`, an approval page to come back to.
+fn login_page(status: u16, note: Option<&str>, next: Option<&str>) -> AppResponse {
     let note = note.map_or_else(String::new, |n| {
         format!("<p class=\"note\">{}</p>", html::escape(n))
     });
+    let next = next.filter(|n| approval_path(n)).map_or_else(String::new, |n| {
+        format!(
+            "<input type=\"hidden\" name=\"next\" value=\"{}\"><p>Sign in to decide a call waiting for approval.</p>",
+            html::escape(n)
+        )
+    });
     let body = format!(
-        "{note}<form method=\"post\" action=\"/console/login\" class=\"login\">\
+        "{note}<form method=\"post\" action=\"/console/login\" class=\"login\">{next}\
          <label>Gateway token <input type=\"password\" name=\"token\" autocomplete=\"off\" required></label>\
          <button type=\"submit\">Sign in</button></form>\
          <p>Only principals marked <code>\"console\": true</code> in the config may sign in.</p>"

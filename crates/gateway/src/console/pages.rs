@@ -15,6 +15,7 @@ use switchboard_host::audit_stats::stats_of_file;
 use switchboard_host::{AuditRecord, Host, PinState, ServerReport, verify_audit};
 use switchboard_server::http::{AppBody, AppResponse};
 
+use super::approvals::Approvals;
 use super::html::{Frame, csrf_field, escape, message, page, secured};
 use super::{Form, query_value, redirect};
 
@@ -462,4 +463,103 @@ fn tail_records(path: &Path) -> Vec<AuditRecord> {
     lines
         .filter_map(|l| serde_json::from_str::<AuditRecord>(l).ok())
         .collect()
+}
+
+/// The Approvals page: the calls waiting for a person, each with a link
+/// to its approval page.
+pub(crate) fn approvals(approvals: &Approvals, frame: &Frame<'_>) -> AppResponse {
+    let waiting = approvals.waiting();
+    let mut body = String::new();
+    if waiting.is_empty() {
+        body.push_str("<p>No call is waiting for approval.</p>");
+    } else {
+        body.push_str(
+            "<table id=\"approvals\"><thead><tr><th>Tool</th><th>Server</th><th>Caller</th><th>Why asked</th>\
+             <th>Lapses in</th><th></th></tr></thead><tbody>",
+        );
+        for (id, p) in &waiting {
+            let _ = write!(
+                body,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} s</td><td><a href=\"/console/approve/{}\">Review</a></td></tr>",
+                escape(&p.tool),
+                escape(&p.server),
+                escape(p.caller.as_deref().unwrap_or("(unauthenticated)")),
+                escape(&p.reasons.join("; ")),
+                p.seconds_left(),
+                escape(id),
+            );
+        }
+        body.push_str("</tbody></table>");
+    }
+    page(200, "Approvals", Some(frame), &body)
+}
+
+/// An approval page: the call (server, tool, the exact arguments, the
+/// caller, why the gate asked, a changed definition's diff) and the
+/// approve once / deny buttons.
+pub(crate) fn approval(approvals: &Approvals, frame: &Frame<'_>, id: &str) -> AppResponse {
+    let Some(p) = approvals.get(id) else {
+        return page(
+            404,
+            "Approval",
+            Some(frame),
+            "<p>This approval link is not valid: it was used, it lapsed, or it never existed.</p>",
+        );
+    };
+    let arguments = serde_json::to_string_pretty(&p.arguments).unwrap_or_default();
+    let mut body = format!(
+        "<dl class=\"call\"><dt>Tool</dt><dd id=\"tool\">{}</dd><dt>Server</dt><dd>{}</dd><dt>Caller</dt><dd id=\"caller\">{}</dd>\
+         <dt>Arguments</dt><dd><pre id=\"arguments\">{}</pre></dd><dt>Arguments sha256</dt><dd><code>{}</code></dd>\
+         <dt>Why asked</dt><dd>{}</dd><dt>Lapses in</dt><dd>{} s</dd></dl>",
+        escape(&p.tool),
+        escape(&p.server),
+        escape(p.caller.as_deref().unwrap_or("(unauthenticated)")),
+        escape(&arguments),
+        escape(&p.digest),
+        escape(&p.reasons.join("; ")),
+        p.seconds_left(),
+    );
+    if let Some(diff) = &p.diff {
+        body.push_str("<h2>The definition changed since it was approved</h2>");
+        body.push_str(&side_by_side(diff));
+    }
+    match (&p.decision, frame.csrf) {
+        (Some((approved, by)), _) => {
+            let _ = write!(
+                body,
+                "<p id=\"decision\">{} by {}; the call goes on when the agent continues.</p>",
+                if *approved { "Approved" } else { "Denied" },
+                escape(by)
+            );
+        }
+        (None, Some(csrf)) => {
+            let _ = write!(
+                body,
+                "<form method=\"post\" action=\"/console/approve/{id}\" class=\"decide\">{csrf}\
+                 <button type=\"submit\" name=\"decision\" value=\"approve\">Approve once</button> \
+                 <button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></form>",
+                id = escape(id),
+                csrf = csrf_field(csrf),
+            );
+        }
+        (None, None) => body.push_str("<p>Sign in with a console session to decide.</p>"),
+    }
+    page(200, "Approval", Some(frame), &body)
+}
+
+/// `POST /console/approve/ID`: `by`'s decision (`decision=approve` or
+/// `deny`), once.
+pub(crate) fn decide(approvals: &Approvals, by: &str, id: &str, form: &Form) -> AppResponse {
+    let approve = match form.get("decision") {
+        Some("approve") => true,
+        Some("deny") => false,
+        _ => return message(400, "Bad request", "Say approve or deny."),
+    };
+    match approvals.decide(id, approve, by) {
+        Ok(p) => {
+            tracing::info!(tool = %p.tool, decided_by = %by, approve, "decided in the console");
+            redirect(&format!("/console/approve/{id}"))
+        }
+        Err(why) => message(409, "Not decided", why),
+    }
 }
