@@ -713,3 +713,119 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
         .unwrap();
     assert_eq!(handler.asked.lock().unwrap().len(), 2);
 }
+
+/// A local webhook receiver: the body of each POST it gets, as JSON.
+fn receiver() -> (String, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/approvals", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':') {
+                    if k.eq_ignore_ascii_case("content-length") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            let _ = tx.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
+        }
+    });
+    (url, rx)
+}
+
+// A call the gate asks about, from a client that supports no elicitation
+// at all: with `approvals.notify`, the call is announced to the local
+// webhook and waits; a console principal approves it on the linked page
+// and the call runs. Another one nobody decides is denied at
+// `approvals.timeoutMs`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
+    let (sb, _) = setup();
+    let (hook, announced) = receiver();
+    let cfg = sb.config(
+        json!({}),
+        json!({
+            "audit": sb.path().join("audit.jsonl").display().to_string(),
+            "principals": {"alice": {"console": true}, "bot": {}},
+            "approvals": {"notify": hook, "timeoutMs": 3000}
+        }),
+    );
+    set_private(&cfg);
+    let served = console(&sb, &cfg.display().to_string()).await;
+    let addr = served.addr.clone();
+    let transport = HttpTransport::builder("gateway", format!("http://{addr}/mcp"))
+        .header("Authorization", format!("Bearer {BOT}"))
+        .build()
+        .unwrap();
+    let bot = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let person = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || {
+            let payload = announced
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the webhook was not told");
+            let path = path_of(payload["url"].as_str().unwrap());
+            let (cookie, _) = sign_in(&addr, ALICE);
+            let (status, _, page) = get(&addr, &cookie, &path);
+            assert_eq!(status, 200, "{page}");
+            // Waiting calls are listed too.
+            let (_, _, list) = get(&addr, &cookie, "/console/approvals");
+            assert!(list.contains(&path), "{list}");
+            let csrf = csrf_of(&page);
+            let (status, _, _) = raw(
+                &addr,
+                "POST",
+                &path,
+                &[("Cookie", &cookie)],
+                &format!("csrf={csrf}&decision=approve"),
+            );
+            assert_eq!(status, 303);
+            (payload, announced)
+        }
+    });
+    let r = bot
+        .call_tool("mcp__notes__list_notes", json!({}).as_object().cloned())
+        .await
+        .unwrap();
+    let (payload, announced) = person.await.unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    assert_eq!(payload["event"], "approval.requested");
+    assert_eq!(payload["tool"], "mcp__notes__list_notes");
+    assert_eq!(payload["server"], "notes");
+    assert_eq!(payload["caller"], "bot");
+    assert_eq!(payload["argumentsSha256"].as_str().unwrap().len(), 64);
+    // Nobody decides the next one: denied when the wait lapses.
+    let r = bot
+        .call_tool("mcp__notes__list_notes", json!({}).as_object().cloned())
+        .await
+        .unwrap();
+    assert!(r.is_error(), "{r:?}");
+    assert!(format!("{r:?}").contains("Nobody approved"), "{r:?}");
+    assert!(announced.recv_timeout(Duration::from_secs(5)).is_ok());
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let lines: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l["tool"] == "mcp__notes__list_notes")
+        .collect();
+    assert_eq!(lines.len(), 2, "{audit}");
+    assert_eq!(lines[0]["decision"], "allow");
+    assert_eq!(lines[0]["decidedBy"], "human");
+    assert_eq!(lines[1]["decision"], "deny");
+}

@@ -21,7 +21,7 @@ use crate::approval::{
     APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask, ask_url,
 };
 use crate::call::{CallParking, Round, Running};
-use crate::console::{Approvals, Redeemed};
+use crate::console::{Approvals, Redeemed, WaitForConsole};
 use crate::relay::{self, Retry};
 use crate::trace::CallTrace;
 use crate::{GatewayOptions, Telemetry};
@@ -239,6 +239,20 @@ impl Settings {
             .filter(|a| a.is_serving())
             .filter(|_| caps.supports_elicitation_url() && !caps.supports_elicitation_form())
     }
+
+    /// For a caller whose client can be asked nothing: the approver that
+    /// waits for the console, when the console is served and the config
+    /// has `approvals.notify`.
+    fn waiting(&self, host: &Host, ctx: &Context) -> Option<WaitForConsole> {
+        let approvals = self.approvals.as_ref().filter(|a| a.is_serving())?;
+        let config = host.approvals_config();
+        Some(WaitForConsole {
+            approvals: approvals.clone(),
+            notify: config.notify?,
+            timeout: config.timeout,
+            caller: ctx.principal().map(|p| p.subject.clone()),
+        })
+    }
 }
 
 /// One `tools/call` through the host, its trace context continued on the
@@ -314,6 +328,9 @@ async fn call(
     {
         // The host hands a question back; it is put to the upstream user.
         Arc::new(AskUpstream)
+    } else if let Some(wait) = settings.waiting(host, ctx) {
+        // Nobody upstream can be asked: a person in the console can.
+        Arc::new(wait)
     } else {
         Arc::new(NoOneUpstream)
     };

@@ -226,6 +226,11 @@ impl Approvals {
         }
     }
 
+    /// Drops approval `id` (its call stopped waiting).
+    pub(crate) fn forget(&self, id: &str) {
+        self.lock().remove(id);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.inner
             .pending

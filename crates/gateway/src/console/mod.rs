@@ -30,6 +30,7 @@ mod approvals;
 mod html;
 mod pages;
 mod session;
+mod wait;
 
 use std::sync::Arc;
 
@@ -43,6 +44,7 @@ pub(crate) use approvals::{Approvals, Redeemed, digest};
 use html::{Frame, message, page, secured};
 pub use session::{MAX_SESSIONS, SESSION_TTL};
 use session::{Sessions, clear_cookie, cookie_of, same_secret, set_cookie};
+pub(crate) use wait::WaitForConsole;
 
 /// Where the console is served.
 pub(crate) const PREFIX: &str = "/console";

@@ -521,6 +521,11 @@ impl Host {
         Ok(accepted)
     }
 
+    /// The config's `approvals` setting (cheap: not the whole config).
+    pub fn approvals_config(&self) -> crate::ApprovalsConfig {
+        self.config_read().approvals.clone()
+    }
+
     /// [`Host::accept_pins`] done by a person named `by` (a console
     /// principal): the same, then one audit line per name accepted, with
     /// method [`crate::audit::PINS_ACCEPT_METHOD`], decided by a person,
