@@ -101,6 +101,10 @@ pub(crate) enum RawCommand {
     Inspect(InspectArgs),
     /// Serve the governed tool table as one MCP server (a gateway).
     Serve(Box<ServeArgs>),
+    /// Open the web console locally: the config's servers, tools and
+    /// calls in a browser, on 127.0.0.1 at a free port, through a printed
+    /// URL carrying a one-time sign-in token; Ctrl-C ends it.
+    Console,
     /// Run one of the demo servers.
     DemoServer(DemoServerArgs),
     /// Check the whole system end to end with real processes and sockets.

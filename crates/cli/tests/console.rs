@@ -829,3 +829,61 @@ async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
     assert_eq!(lines[0]["decidedBy"], "human");
     assert_eq!(lines[1]["decision"], "deny");
 }
+
+// `switchboard console` on the built-in demo: a loopback URL whose
+// one-time token signs a browser in once; the demo's servers are there.
+#[tokio::test]
+async fn the_local_console_signs_in_once_with_its_printed_link() {
+    use crate::util::{collect, spawn, wait_for};
+    let sb = Sandbox::new();
+    let mut cmd = sb.cmd(&["console"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let stderr = collect(child.stderr.take().unwrap());
+    let seen = Arc::clone(&stderr);
+    let text = tokio::task::spawn_blocking(move || {
+        wait_for(&seen, "/console/login?once=", Duration::from_secs(60))
+    })
+    .await
+    .unwrap();
+    let url = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("once="))
+        .unwrap()
+        .to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let path = path_of(&url);
+    let (status, headers, _) = raw(&addr, "GET", &path, &[], "");
+    assert_eq!(status, 303);
+    let set = header(&headers, "set-cookie").unwrap();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let cookie = set.split(';').next().unwrap().to_owned();
+    // Used: the same link signs nobody in again, nor does a guess.
+    let (status, headers, _) = raw(&addr, "GET", &path, &[], "");
+    assert_eq!(status, 401);
+    assert!(header(&headers, "set-cookie").is_none());
+    // Nothing without the session.
+    let (status, _, _) = raw(&addr, "GET", "/console/servers", &[], "");
+    assert_eq!(status, 401);
+    let (status, _, page) = get(&addr, &cookie, "/console/servers");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("signed in as <b>local</b>"), "{page}");
+    for server in ["notes", "tickets", "archive"] {
+        assert!(
+            page.contains(&format!("data-server=\"{server}\"")),
+            "{page}"
+        );
+    }
+    let archive = page.split("data-server=\"archive\"").nth(1).unwrap();
+    assert!(archive.contains("status-down"), "{archive}");
+    let _ = child.kill();
+    let _ = child.wait();
+}

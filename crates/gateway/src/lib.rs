@@ -142,7 +142,9 @@ mod trace;
 use std::time::Duration;
 
 pub use access::{AccessFile, AccessFileError, AccessWarning, check_access_file};
-pub use console::{MAX_PENDING_APPROVALS, MAX_SESSIONS, SESSION_TTL};
+pub use console::{
+    LOCAL_PRINCIPAL, MAX_PENDING_APPROVALS, MAX_SESSIONS, SESSION_TTL, console_login_token,
+};
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
@@ -239,6 +241,11 @@ pub struct GatewayOptions {
     /// only to principals whose config entry says `"console": true`, so
     /// it needs [`GatewayOptions::auth`].
     pub console: bool,
+    /// A one-time sign-in token for the console without authentication
+    /// (`switchboard console`, on loopback): the first browser that opens
+    /// `/console/login?once=TOKEN` is signed in as the principal
+    /// [`LOCAL_PRINCIPAL`], which may open the console.
+    pub console_login: Option<String>,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
     /// The approvals waiting in the console (with [`GatewayOptions::console`]).
@@ -267,6 +274,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("relist_min", &self.relist_min)
             .field("tool_search", &self.tool_search)
             .field("console", &self.console)
+            .field("console_login", &self.console_login.as_ref().map(|_| ".."))
             .finish()
     }
 }
@@ -503,23 +511,26 @@ impl Gateway {
                 principal.is_none_or(|p| catalog::may_list(&filter_host, &p.subject, offered))
             });
         }
-        let console = match (&options.auth, options.console) {
-            (_, false) => None,
-            (Some(auth), true) => {
-                let approvals = console::Approvals::default();
-                options.approvals = Some(approvals.clone());
-                Some(console::Console::new(
-                    host,
-                    std::sync::Arc::new(auth.validator(&options.telemetry)),
-                    approvals,
-                ))
-            }
-            (None, true) => {
-                return Err(GatewayError::Auth(
-                    "the console needs authentication: serve it with --auth token or --auth oauth"
-                        .into(),
-                ));
-            }
+        let console = if !options.console {
+            None
+        } else if options.auth.is_none() && options.console_login.is_none() {
+            return Err(GatewayError::Auth(
+                "the console needs authentication: serve it with --auth token or --auth oauth"
+                    .into(),
+            ));
+        } else {
+            let approvals = console::Approvals::default();
+            options.approvals = Some(approvals.clone());
+            let validator = options.auth.as_ref().map(|auth| {
+                std::sync::Arc::new(auth.validator(&options.telemetry))
+                    as std::sync::Arc<dyn switchboard_server::TokenValidator>
+            });
+            Some(console::Console::new(
+                host,
+                validator,
+                options.console_login.clone(),
+                approvals,
+            ))
         };
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;

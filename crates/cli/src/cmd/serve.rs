@@ -335,6 +335,44 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     served
 }
 
+/// `switchboard console`: the config's host with the web console on
+/// 127.0.0.1 at a free port, no authentication but a one-time sign-in
+/// token in the printed URL (its first use signs the browser in), until
+/// Ctrl-C / SIGTERM.
+///
+/// # Errors
+/// When the config is bad or no loopback port can be bound.
+pub(crate) async fn console(settings: &Settings) -> anyhow::Result<()> {
+    let Loaded {
+        config,
+        mut tickets,
+    } = settings.load_config()?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("cannot bind a loopback port")?;
+    let local = listener.local_addr()?;
+    let token = switchboard_gateway::console_login_token()
+        .context("no system randomness for a sign-in token")?;
+    let mut options = GatewayOptions::default();
+    options.console = true;
+    options.console_login = Some(token.clone());
+    let mut config = ServeConfig::new(config, options);
+    config.mount.client_info = Some(crate::session::client_info());
+    config.on_ready = Some(Box::new(move |_| {
+        crate::out::note(format!(
+            "switchboard console: http://{local}/console/login?once={token} (the link signs in once; Ctrl-C stops it)"
+        ));
+    }));
+    if let Err(e) = tickets.start() {
+        return Err(Failure::usage(format!("{e:#}")).into());
+    }
+    let mut signals = crate::StopSignals::new();
+    let stop = async move { signals.next().await };
+    let served = switchboard_gateway::serve(Listener::Http(listener), config, stop).await;
+    tickets.stop().await;
+    failure(served, "console")
+}
+
 /// Binds `addr` and serves the gateway there until Ctrl-C / SIGTERM and
 /// the drain.
 async fn serve_http(

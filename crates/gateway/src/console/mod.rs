@@ -49,6 +49,16 @@ pub(crate) use wait::WaitForConsole;
 /// Where the console is served.
 pub(crate) const PREFIX: &str = "/console";
 
+/// The principal a one-time sign-in token (`switchboard console`) signs
+/// in as.
+pub const LOCAL_PRINCIPAL: &str = "local";
+
+/// A fresh one-time sign-in token for [`crate::GatewayOptions::console_login`]
+/// (256 random bits in hex); `None` when the system has no randomness.
+pub fn console_login_token() -> Option<String> {
+    session::random_hex()
+}
+
 /// The console of one gateway.
 #[derive(Clone)]
 pub(crate) struct Console {
@@ -63,8 +73,13 @@ impl std::fmt::Debug for Console {
 
 struct Inner {
     host: Host,
-    /// Checks the tokens people sign in with (the gateway's own).
-    validator: Arc<dyn TokenValidator>,
+    /// Checks the tokens people sign in with (the gateway's own); `None`
+    /// without authentication (then only the one-time token signs in).
+    validator: Option<Arc<dyn TokenValidator>>,
+    /// The one-time sign-in token, until it is used.
+    once: std::sync::Mutex<Option<String>>,
+    /// Whether the one-time token's principal may open the console.
+    local: bool,
     sessions: Sessions,
     approvals: Approvals,
 }
@@ -81,13 +96,16 @@ impl Console {
     /// The console over `host`, signing people in with `validator`.
     pub(crate) fn new(
         host: &Host,
-        validator: Arc<dyn TokenValidator>,
+        validator: Option<Arc<dyn TokenValidator>>,
+        once: Option<String>,
         approvals: Approvals,
     ) -> Console {
         Console {
             inner: Arc::new(Inner {
                 host: host.clone(),
                 validator,
+                local: once.is_some(),
+                once: std::sync::Mutex::new(once),
                 sessions: Sessions::default(),
                 approvals,
             }),
@@ -130,6 +148,9 @@ impl Console {
         match (get, path.as_str()) {
             (true, "/assets/console.js") => asset("text/javascript; charset=utf-8", html::SCRIPT),
             (true, "/assets/console.css") => asset("text/css; charset=utf-8", html::STYLE),
+            (true, "/login") if query_value(req.query.as_deref(), "once").is_some() => {
+                self.sign_in_once(&req)
+            }
             (true, "" | "/" | "/login") => match self.viewer(&req) {
                 Ok(Some(_)) => redirect("/console/servers"),
                 _ => login_page(
@@ -259,6 +280,9 @@ impl Console {
     }
 
     fn may_open(&self, principal: &str) -> bool {
+        if self.inner.local && principal == LOCAL_PRINCIPAL {
+            return true;
+        }
         self.inner
             .host
             .config()
@@ -274,7 +298,11 @@ impl Console {
         let principal = match (&req.principal, form.get("token").map(str::trim)) {
             (Some(p), _) => p.subject.clone(),
             (None, Some(token)) if !token.is_empty() => {
-                match self.inner.validator.validate(token).await {
+                let checked = match &self.inner.validator {
+                    Some(validator) => validator.validate(token).await.ok(),
+                    None => None,
+                };
+                match checked.ok_or(()) {
                     Ok(p) => p.subject,
                     Err(_) => {
                         return login_page(
@@ -307,6 +335,36 @@ impl Console {
             .filter(|n| approval_path(n))
             .unwrap_or("/console/servers");
         redirect(next).header("set-cookie", set_cookie(&id, req.tls))
+    }
+
+    /// `GET /console/login?once=TOKEN` (`switchboard console`): the
+    /// one-time token, used once, signs the browser in as
+    /// [`LOCAL_PRINCIPAL`].
+    fn sign_in_once(&self, req: &AppRequest) -> AppResponse {
+        let given = query_value(req.query.as_deref(), "once").unwrap_or_default();
+        let valid = {
+            let mut once = self
+                .inner
+                .once
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let valid = once.as_deref().is_some_and(|t| same_secret(&given, t));
+            if valid {
+                *once = None;
+            }
+            valid
+        };
+        if !valid {
+            return login_page(
+                401,
+                Some("That sign-in link was used already or is not valid."),
+                None,
+            );
+        }
+        let Some((id, _)) = self.inner.sessions.open(LOCAL_PRINCIPAL) else {
+            return message(503, "Unavailable", "No randomness for a session id.");
+        };
+        redirect("/console/servers").header("set-cookie", set_cookie(&id, req.tls))
     }
 
     /// `POST /console/logout`: ends the session (CSRF-checked).
