@@ -703,6 +703,18 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
         &format!("csrf={csrf}&decision=approve"),
     );
     assert_eq!(status, 409);
+    // The Calls page: the call's line (its argument names and digest,
+    // never the value), the per-tool figures, the chart; filters apply.
+    let (_, _, calls) = get(&addr, &cookie, "/console/calls?tool=mcp__notes__read_note");
+    assert!(calls.contains("<svg id=\"chart\""), "{calls}");
+    assert!(calls.contains("<td>bot</td>"), "{calls}");
+    assert!(
+        !calls.contains("vpn"),
+        "argument values are never shown: {calls}"
+    );
+    assert!(calls.contains("<table id=\"stats\">"), "{calls}");
+    let (_, _, none) = get(&addr, &cookie, "/console/calls?principal=nobody");
+    assert!(!none.contains("<td>bot</td>"), "{none}");
     // The next call is asked about anew.
     let _ = bot
         .call_tool(

@@ -388,6 +388,7 @@ pub(crate) fn calls(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppR
         .filter(|r| outcome.as_ref().is_none_or(|o| r.outcome.as_str() == o))
         .take(CALLS_SHOWN)
         .collect();
+    body.push_str(&chart(&records));
     body.push_str(
         "<h2>Recent calls</h2><table id=\"calls\"><thead><tr><th>Time</th><th>Principal</th><th>Server</th><th>Tool</th>\
          <th>Outcome</th><th>Decision</th><th>ms</th><th>Arguments (names, sha256)</th></tr></thead><tbody>",
@@ -438,6 +439,66 @@ pub(crate) fn calls(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppR
         body.push_str("</tbody></table>");
     }
     page(200, "Calls", Some(frame), &body)
+}
+
+/// The shown calls by the hour (UTC), the last 24 hours that have any:
+/// calls and errors counted as `audit stats` counts them (its own code,
+/// per hour), drawn as inline SVG bars (no script, nothing loaded).
+fn chart(records: &[AuditRecord]) -> String {
+    let mut hours: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for r in records {
+        let hour = r.time.get(..13).unwrap_or(&r.time).to_owned();
+        if let Ok(line) = serde_json::to_string(r) {
+            hours.entry(hour).or_default().push(line);
+        }
+    }
+    let bars: Vec<(String, u64, u64)> = hours
+        .iter()
+        .rev()
+        .take(24)
+        .rev()
+        .map(|(hour, lines)| {
+            let stats = switchboard_host::audit_stats::stats(lines.iter().map(String::as_str));
+            let calls = stats.tools.iter().map(|t| t.figures.calls).sum();
+            let errors = stats.tools.iter().map(|t| t.figures.errors).sum();
+            (hour.get(11..13).unwrap_or("").to_owned(), calls, errors)
+        })
+        .collect();
+    if bars.is_empty() {
+        return String::new();
+    }
+    let max = bars.iter().map(|b| b.1).max().unwrap_or(1).max(1);
+    let (bar, height) = (28u64, 100u64);
+    let width = bar * bars.len() as u64;
+    let mut svg = format!(
+        "<h2>Calls by the hour (UTC)</h2><svg id=\"chart\" class=\"chart\" role=\"img\" aria-label=\"calls and errors by the hour\" \
+         width=\"{width}\" height=\"{}\" viewBox=\"0 0 {width} {}\">",
+        height + 16,
+        height + 16
+    );
+    for (i, (hour, calls, errors)) in bars.iter().enumerate() {
+        let x = i as u64 * bar;
+        let h = calls * height / max;
+        let e = errors * height / max;
+        let _ = write!(
+            svg,
+            "<g><title>{hour}h: {calls} calls, {errors} errors</title>\
+             <rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{h}\" fill=\"#5b7bd5\"></rect>\
+             <rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{e}\" fill=\"#b3261e\"></rect>\
+             <text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text></g>",
+            x + 2,
+            height - h,
+            bar - 4,
+            x + 2,
+            height - e,
+            bar - 4,
+            x + bar / 2,
+            height + 12,
+            escape(hour),
+        );
+    }
+    svg.push_str("</svg><p class=\"legend\">Blue: calls; red: errors (as <code>audit stats</code> counts them).</p>");
+    svg
 }
 
 /// The audit records in the last [`CALLS_TAIL_BYTES`] of the log at
