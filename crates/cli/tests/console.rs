@@ -897,3 +897,69 @@ async fn the_local_console_signs_in_once_with_its_printed_link() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+// The Evals page shows an uploaded `eval --json` report: pass rates per
+// category and each failing case, escaped; uploading needs the CSRF
+// token, and what is not a report is refused.
+#[tokio::test]
+async fn an_uploaded_eval_report_shows_rates_and_failures() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    let (cookie, _) = sign_in(addr, ALICE);
+    let (status, _, page) = get(addr, &cookie, "/console/evals");
+    assert_eq!(status, 200);
+    assert!(page.contains("No eval report yet"), "{page}");
+    let csrf = csrf_of(&page);
+    let report = json!({"report": {
+        "model": "mock", "score": 0.5, "ok": false,
+        "categories": [
+            {"category": "happy", "cases": 2, "runs": 2, "passed": 1, "errors": 0, "rate": 0.5, "min": 0.9, "weight": 2.0, "ok": false}
+        ],
+        "failures": [
+            {"id": "printer-<script>x</script>", "category": "happy", "run": 1, "expected": "mcp__notes__search", "got": "none", "why": "picked nothing"}
+        ]
+    }});
+    let form = |body: &str| {
+        let mut out = String::new();
+        for (k, v) in [("csrf", csrf.as_str()), ("report", body)] {
+            out.push_str(&format!(
+                "{k}={}&",
+                v.bytes().map(|b| format!("%{b:02X}")).collect::<String>()
+            ));
+        }
+        out
+    };
+    let (status, _, _) = raw(
+        addr,
+        "POST",
+        "/console/evals",
+        &[("Cookie", &cookie)],
+        &format!("report={}", report),
+    );
+    assert_eq!(status, 403, "no CSRF token");
+    let (status, _, text) = raw(
+        addr,
+        "POST",
+        "/console/evals",
+        &[("Cookie", &cookie)],
+        &form("{\"not\": \"a report\"}"),
+    );
+    assert_eq!(status, 400, "{text}");
+    let (status, _, _) = raw(
+        addr,
+        "POST",
+        "/console/evals",
+        &[("Cookie", &cookie)],
+        &form(&report.to_string()),
+    );
+    assert_eq!(status, 303);
+    let (_, _, page) = get(addr, &cookie, "/console/evals");
+    assert!(page.contains("<td>happy</td><td>50%</td>"), "{page}");
+    assert!(
+        page.contains("printer-&lt;script&gt;x&lt;/script&gt;"),
+        "{page}"
+    );
+    assert!(page.contains("picked nothing"), "{page}");
+    assert!(!page.contains("<script>x"), "{page}");
+}

@@ -71,7 +71,7 @@ pub(crate) fn page(status: u16, title: &str, frame: Option<&Frame<'_>>, body: &s
     if let Some(frame) = frame {
         html.push_str(
             "<nav><a href=\"/console/servers\">Servers</a><a href=\"/console/tools\">Tools</a>\
-             <a href=\"/console/calls\">Calls</a><a href=\"/console/approvals\">Approvals</a></nav>",
+             <a href=\"/console/calls\">Calls</a><a href=\"/console/approvals\">Approvals</a><a href=\"/console/evals\">Evals</a></nav>",
         );
         let _ = write!(
             html,

@@ -82,6 +82,8 @@ struct Inner {
     local: bool,
     sessions: Sessions,
     approvals: Approvals,
+    /// The eval report last uploaded to the Evals page.
+    eval_report: std::sync::Mutex<Option<serde_json::Value>>,
 }
 
 /// Who is asking, once authenticated.
@@ -108,6 +110,7 @@ impl Console {
                 once: std::sync::Mutex::new(once),
                 sessions: Sessions::default(),
                 approvals,
+                eval_report: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -188,7 +191,7 @@ impl Console {
             }
             (false, "/login") => self.login(&req).await,
             (false, "/logout") => self.logout(&req),
-            (true, "/servers" | "/tools" | "/calls" | "/approvals" | "/events") => {
+            (true, "/servers" | "/tools" | "/calls" | "/approvals" | "/evals" | "/events") => {
                 let viewer = match self.admitted(&req) {
                     Ok(v) => v,
                     Err(refusal) => return refusal,
@@ -203,7 +206,33 @@ impl Console {
                     "/tools" => pages::tools(host, &frame, req.query.as_deref()),
                     "/calls" => pages::calls(host, &frame, req.query.as_deref()),
                     "/approvals" => pages::approvals(&self.inner.approvals, &frame),
+                    "/evals" => {
+                        let report = self
+                            .inner
+                            .eval_report
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .clone();
+                        pages::evals(report.as_ref(), &frame)
+                    }
                     _ => pages::events(host),
+                }
+            }
+            (false, "/evals") => {
+                let (_, form) = match self.changing(&req) {
+                    Ok(v) => v,
+                    Err(refusal) => return refusal,
+                };
+                match pages::eval_report(&form) {
+                    Ok(report) => {
+                        *self
+                            .inner
+                            .eval_report
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(report);
+                        redirect("/console/evals")
+                    }
+                    Err(why) => message(400, "Not an eval report", &why),
                 }
             }
             (false, "/tools/accept") => {

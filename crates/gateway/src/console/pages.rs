@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use serde::Serialize;
+use serde_json::Value;
 use switchboard_host::audit_stats::stats_of_file;
 use switchboard_host::{AuditRecord, Host, PinState, ServerReport, verify_audit};
 use switchboard_server::http::{AppBody, AppResponse};
@@ -623,4 +624,100 @@ pub(crate) fn decide(approvals: &Approvals, by: &str, id: &str, form: &Form) -> 
         }
         Err(why) => message(409, "Not decided", why),
     }
+}
+
+/// The Evals page: the eval report last uploaded (`switchboard eval
+/// --json` output, whole or its `report` member), as pass rates per
+/// category and each failing case; and the form to upload one.
+pub(crate) fn evals(report: Option<&Value>, frame: &Frame<'_>) -> AppResponse {
+    let mut body = String::new();
+    match report {
+        None => body.push_str("<p>No eval report yet: upload the output of <code>switchboard eval … --json</code>.</p>"),
+        Some(r) => {
+            let text = |v: &Value| match v {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            let _ = write!(
+                body,
+                "<p id=\"eval-summary\">Model <b>{}</b>: score {}, {}.</p>",
+                escape(&text(&r["model"])),
+                escape(&text(&r["score"])),
+                if r["ok"] == Value::Bool(true) { "every category at its minimum" } else { "below a category's minimum" },
+            );
+            body.push_str(
+                "<table id=\"categories\"><thead><tr><th>Category</th><th>Pass rate</th><th>Passed</th><th>Runs</th>\
+                 <th>Errors</th><th>Minimum</th><th>OK</th></tr></thead><tbody>",
+            );
+            for c in r["categories"].as_array().into_iter().flatten() {
+                let rate = c["rate"]
+                    .as_f64()
+                    .map_or_else(|| "—".to_owned(), |r| format!("{:.0}%", r * 100.0));
+                let _ = write!(
+                    body,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    escape(&text(&c["category"])),
+                    escape(&rate),
+                    escape(&text(&c["passed"])),
+                    escape(&text(&c["runs"])),
+                    escape(&text(&c["errors"])),
+                    escape(&text(&c["min"])),
+                    escape(&text(&c["ok"])),
+                );
+            }
+            body.push_str("</tbody></table><h2>Failing cases</h2>");
+            let failures = r["failures"].as_array().cloned().unwrap_or_default();
+            if failures.is_empty() {
+                body.push_str("<p>None.</p>");
+            } else {
+                body.push_str(
+                    "<table id=\"failures\"><thead><tr><th>Case</th><th>Category</th><th>Run</th><th>Expected</th>\
+                     <th>Got</th><th>Why</th></tr></thead><tbody>",
+                );
+                for f in &failures {
+                    let _ = write!(
+                        body,
+                        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                        escape(&text(&f["id"])),
+                        escape(&text(&f["category"])),
+                        escape(&text(&f["run"])),
+                        escape(&text(&f["expected"])),
+                        escape(&text(&f["got"])),
+                        escape(&text(&f["why"])),
+                    );
+                }
+                body.push_str("</tbody></table>");
+            }
+        }
+    }
+    if let Some(csrf) = frame.csrf {
+        let _ = write!(
+            body,
+            "<h2>Upload a report</h2><form method=\"post\" action=\"/console/evals\">{}\
+             <textarea name=\"report\" rows=\"8\" cols=\"80\" placeholder=\"switchboard eval … --json\"></textarea>\
+             <br><button type=\"submit\">Show</button></form>",
+            csrf_field(csrf)
+        );
+    }
+    page(200, "Evals", Some(frame), &body)
+}
+
+/// An uploaded eval report, checked: the `eval --json` output or its
+/// `report` member, with `categories`.
+///
+/// # Errors
+/// Why it is not one.
+pub(crate) fn eval_report(form: &Form) -> Result<Value, String> {
+    let text = form.get("report").unwrap_or_default();
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| format!("The report is not JSON: {e}"))?;
+    let report = match value.get("report") {
+        Some(inner) => inner.clone(),
+        None => value,
+    };
+    if !report["categories"].is_array() {
+        return Err("That is not an eval report: it has no categories (upload `switchboard eval … --json` output).".into());
+    }
+    Ok(report)
 }
