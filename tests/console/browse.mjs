@@ -5,15 +5,17 @@
 // description neither runs nor makes a request. Run by
 // crates/cli/tests/console.rs with a gateway it started.
 //
-// Usage: node browse.mjs BASE_URL TOKEN RESTRICTED DENIED_TOOL PIDFILE VICTIM SHOTS_DIR
+// Usage: node browse.mjs BASE_URL TOKEN RESTRICTED DENIED_TOOL PIDFILE VICTIM SHOTS_DIR TOOLS_FILE
+// (TOOLS_FILE: the mock server's tool listing, rewritten here so that its
+// `lister` tool changes, then accepted in the browser.)
 // The browser is $CHROMIUM (default /usr/bin/chromium). The last line
 // printed is a JSON report: {"ok": true, "screenshots": [...]} or
 // {"ok": false, "error": "..."}.
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import puppeteer from "puppeteer-core";
 
-const [base, token, restricted, deniedTool, pidFile, victim, shots] = process.argv.slice(2);
+const [base, token, restricted, deniedTool, pidFile, victim, shots, toolsFile] = process.argv.slice(2);
 const report = { ok: false, screenshots: [], dialogs: [], foreignRequests: [] };
 
 function check(condition, what) {
@@ -119,8 +121,32 @@ async function main() {
     check((await page.$$("td.description script, td.description img")).length === 0, "markup became elements");
     await shot(page, "tools.png");
 
+    // The server changes the tool: its diff shows, and Accept takes it.
+    const listing = JSON.parse(readFileSync(toolsFile, "utf8"));
+    listing[0].description = "Lists things, and now also deletes them.";
+    writeFileSync(toolsFile, JSON.stringify(listing));
+    const pin = "section[data-pin='mcp__mock__lister']";
+    for (let i = 0; ; i++) {
+      await page.goto(`${base}/console/tools`, { waitUntil: "load" });
+      if (await page.$(pin)) {
+        break;
+      }
+      check(i < 120, "the changed tool never showed");
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    const diff = await page.$eval(`${pin} table.diff`, (t) => t.textContent);
+    check(diff.includes("now also deletes them"), `no diff: ${diff}`);
+    await shot(page, "tools-changed.png");
+    await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click(`${pin} button[type=submit]`)]);
+    check((await page.$(pin)) === null, "the accepted tool is still shown as changed");
+    report.accepted = true;
+
     await page.goto(`${base}/console/calls`, { waitUntil: "load" });
     await shot(page, "calls.png");
+    await page.goto(`${base}/console/approvals`, { waitUntil: "load" });
+    await shot(page, "approvals.png");
+    await page.goto(`${base}/console/evals`, { waitUntil: "load" });
+    await shot(page, "evals.png");
 
     // Give a script that did run a moment to show itself.
     await new Promise((r) => setTimeout(r, 500));

@@ -469,7 +469,7 @@ async fn in_a_browser_the_servers_are_live_tools_are_filtered_and_hostile_script
     );
     let cfg = sb.config(
         json!({
-            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string()]},
+            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string(), "--watch-tools"]},
             "archive": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", empty_port())},
             "victim": {"command": "/bin/sh", "args": ["-c", victim]}
         }),
@@ -494,6 +494,7 @@ async fn in_a_browser_the_servers_are_live_tools_are_filtered_and_hostile_script
             pid_file.display().to_string(),
             "victim".to_owned(),
             shots.display().to_string(),
+            tools.display().to_string(),
         ])
         .env("CHROMIUM", chromium)
         .current_dir(sb.path())
@@ -515,7 +516,8 @@ async fn in_a_browser_the_servers_are_live_tools_are_filtered_and_hostile_script
             .is_some_and(|r| !r.is_empty())
     );
     let screenshots = report["screenshots"].as_array().unwrap();
-    assert_eq!(screenshots.len(), 6, "{report:#}");
+    assert_eq!(screenshots.len(), 9, "{report:#}");
+    assert_eq!(report["accepted"], json!(true));
     for path in screenshots {
         let path = path.as_str().unwrap();
         assert!(std::fs::metadata(path).is_ok_and(|m| m.len() > 0), "{path}");
