@@ -13,7 +13,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 use switchboard_host::audit_stats::stats_of_file;
-use switchboard_host::{AuditRecord, Host, PinState, ServerReport, verify_audit};
+use switchboard_host::{AuditRecord, Host, ModelTool, PinState, ServerReport, verify_audit};
 use switchboard_server::http::{AppBody, AppResponse};
 
 use super::approvals::Approvals;
@@ -201,18 +201,21 @@ pub(crate) fn tools(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppR
     }
     let _ = write!(
         body,
-        "<p>{} tools.</p><table id=\"tools\"><thead><tr><th>Tool</th><th>Server</th><th>Gate</th><th>Pin</th>\
+        "<p>{} tools.</p><table id=\"tools\"><thead><tr><th>Tool</th><th>Server</th><th>Gate</th><th>Why</th><th>Pin</th>\
          <th>Server state</th><th>Description</th></tr></thead><tbody>",
         tools.len()
     );
+    let pins: std::collections::HashMap<String, PinState> =
+        host.pins().into_iter().map(|p| (p.name, p.state)).collect();
     for t in &tools {
         let _ = write!(
             body,
-            "<tr data-tool=\"{n}\"><td>{n}</td><td>{s}</td><td class=\"gate gate-{g}\">{g}</td><td>{pin}</td>\
-             <td>{st}</td><td class=\"description\">{d}</td></tr>",
+            "<tr data-tool=\"{n}\"><td>{n}</td><td>{s}</td><td class=\"gate gate-{g}\">{g}</td><td class=\"why\">{why}</td>\
+             <td>{pin}</td><td>{st}</td><td class=\"description\">{d}</td></tr>",
             n = escape(&t.name),
             s = escape(&t.server),
             g = t.status.gate.as_str(),
+            why = escape(&why(&config, t, pins.get(&t.name))),
             pin = escape(t.status.pin),
             st = t.status.server.as_words(),
             d = escape(&t.description),
@@ -261,6 +264,34 @@ pub(crate) fn tools(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppR
         body.push_str("<p>Every definition is as approved.</p>");
     }
     page(200, "Tools", Some(frame), &body)
+}
+
+/// Why the gate decides as it does for `tool`: the deciding rule's
+/// place in the config, or the gate's reasons (its own assessment,
+/// `gate::assess`); nothing for the built-in tools.
+fn why(config: &switchboard_host::Config, tool: &ModelTool, pin: Option<&PinState>) -> String {
+    if tool.server == switchboard_host::builtin::ALIAS {
+        return String::new();
+    }
+    let mut definition = switchboard_wire::Tool::new(
+        tool.original_name.clone(),
+        tool.description.clone(),
+        tool.input_schema.clone(),
+    );
+    definition.annotations.clone_from(&tool.annotations);
+    let assessed = switchboard_host::gate::assess(
+        &config.rules,
+        &tool.server,
+        &definition,
+        pin.unwrap_or(&PinState::Pinned),
+    );
+    let mut out = assessed
+        .rule
+        .map(|(place, pattern)| format!("rule {place} ({pattern})"))
+        .into_iter()
+        .collect::<Vec<_>>();
+    out.extend(assessed.reasons);
+    out.join("; ")
 }
 
 /// A unified diff as two columns: approved (left) and current (right).
