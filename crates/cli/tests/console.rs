@@ -347,7 +347,10 @@ async fn hostile_server_text_is_escaped_and_a_restricted_principal_sees_only_its
     assert!(!page.contains("<img src="), "{page}");
     assert!(page.contains("data-tool=\"mcp__notes__search\""));
     // Why the gate asks, in its own words.
-    assert!(page.contains("<td class=\"why\">no permission rule allows"), "{page}");
+    assert!(
+        page.contains("<td class=\"why\">no permission rule allows"),
+        "{page}"
+    );
     // As bot sees it: the tool its rules deny is not there.
     let (_, _, page) = get(addr, &cookie, "/console/tools?principal=bot");
     assert!(!page.contains("data-tool=\"mcp__notes__search\""), "{page}");
