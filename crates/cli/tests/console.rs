@@ -859,6 +859,12 @@ async fn the_local_console_signs_in_once_with_its_printed_link() {
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = spawn(&mut cmd);
     let stderr = collect(child.stderr.take().unwrap());
+    // Killed when the test ends, failed or not.
+    let _served = Served {
+        child,
+        addr: String::new(),
+        stderr: Arc::clone(&stderr),
+    };
     let seen = Arc::clone(&stderr);
     let text = tokio::task::spawn_blocking(move || {
         wait_for(&seen, "/console/login?once=", Duration::from_secs(60))
@@ -901,8 +907,6 @@ async fn the_local_console_signs_in_once_with_its_printed_link() {
             "{page}"
         );
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 // The Evals page shows an uploaded `eval --json` report: pass rates per
