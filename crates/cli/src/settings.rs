@@ -93,6 +93,7 @@ pub(crate) enum Command {
         alias: String,
     },
     Doctor,
+    Console,
     Inspect(InspectTarget),
     // Boxed: its settings are many times any other command's.
     Serve(Box<crate::cmd::serve::ServeSettings>),
@@ -283,6 +284,7 @@ impl Settings {
                 AuthAction::Logout { alias } => Command::AuthLogout { alias },
             },
             RawCommand::Doctor => Command::Doctor,
+            RawCommand::Console => Command::Console,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
             RawCommand::Serve(a) => Command::Serve(Box::new(crate::cmd::serve::resolve(*a)?)),
             RawCommand::DemoServer(a) => Command::DemoServer {

@@ -124,7 +124,8 @@ pub use budget::Budget;
 pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
-    Config, ConfigLoader, ConfigOrigin, ConfigProblems, EvalsConfig, IdentityProviderConfig,
+    ApprovalsConfig, Config, ConfigLoader, ConfigOrigin, ConfigProblems, EvalsConfig,
+    IdentityProviderConfig,
     NewTools, OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use core::{

@@ -106,6 +106,11 @@ pub struct Config {
     /// Principals' own limits (`"principals": {NAME: {"limits": …}}`),
     /// over `caller_limits`.
     pub principal_limits: BTreeMap<String, crate::LimitsOverride>,
+    /// Approvals decided in the gateway's console (`"approvals"`).
+    pub approvals: ApprovalsConfig,
+    /// The principals that may open the gateway's web console
+    /// (`"principals": {NAME: {"console": true}}`, `serve --console`).
+    pub console_principals: std::collections::BTreeSet<String>,
     /// When the model is sent only some tools and finds the rest with
     /// `mcp__switchboard__search_tools` (`"toolSearch"`).
     pub tool_search: crate::ToolSearch,
@@ -140,6 +145,41 @@ pub struct EvalsConfig {
     /// The model spec that runs them (`mock`, `script:FILE`,
     /// `PROVIDER:MODEL`); `None`: the config's `model`.
     pub model: Option<String>,
+}
+
+/// The `"approvals"` setting: approvals that wait for a person in the
+/// gateway's console when the caller's client cannot be asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalsConfig {
+    /// Where a call waiting for a person is announced (a JSON POST to an
+    /// `http://` URL on loopback); `None`: such calls are denied as
+    /// before.
+    pub notify: Option<String>,
+    /// How long such a call waits for a decision before it is denied.
+    pub timeout: Duration,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        ApprovalsConfig {
+            notify: None,
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Whether `url` is an `http://` URL on loopback (`127.0.0.1`, `[::1]`,
+/// `localhost`), with a port or not.
+pub(crate) fn loopback_http(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    matches!(host, "127.0.0.1" | "::1" | "localhost")
 }
 
 /// The `"newTools"` setting: whether a definition a server adds after its
@@ -673,6 +713,8 @@ impl Config {
             identity_providers: BTreeMap::new(),
             principals: BTreeMap::new(),
             principals_default_deny: false,
+            console_principals: std::collections::BTreeSet::new(),
+            approvals: ApprovalsConfig::default(),
             caller_limits: crate::CallLimits::default(),
             principal_limits: BTreeMap::new(),
             skills: SkillsConfig::default(),
