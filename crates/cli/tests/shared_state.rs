@@ -360,3 +360,159 @@ async fn with_redis_down_what_needs_it_fails_closed_and_recovers_when_it_is_back
     let (_, ready, _) = health(&gateways[0]);
     assert_eq!(ready["state"], "up", "{ready}");
 }
+
+/// The first string in `v` that is a console approval link.
+fn approval_link(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) if s.contains("/console/approve/") => Some(s.clone()),
+        Value::Array(a) => a.iter().find_map(approval_link),
+        Value::Object(o) => o.values().find_map(approval_link),
+        _ => None,
+    }
+}
+
+// Two replicas sharing the state key and the store, each serving the
+// console: a call asked on replica A from a client that can only open
+// URLs gets a link; the link is shown and approved in replica B's console
+// (A never sees the decision happen); A's retry runs, once. A link whose
+// sealed call was altered is refused by both.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_asked_on_one_replica_is_decided_in_another_replicas_console() {
+    let sb = Sandbox::new();
+    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let cfg = sb
+        .config(
+            json!({}),
+            json!({
+                "permissions": {"allow": ["mcp__notes__list_notes"]},
+                "principals": {"alice": {"console": true}}
+            }),
+        )
+        .display()
+        .to_string();
+    let tokens = sb.write(
+        "tokens.txt",
+        &format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
+    );
+    let url = redis.url();
+    let mut gateways = Vec::new();
+    for name in ["a", "b"] {
+        let args = [
+            "--auth",
+            "token",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "--replica",
+            name,
+            "--console",
+            "--state",
+            &url,
+        ];
+        gateways.push(
+            serve_on(
+                &sb,
+                &cfg,
+                "127.0.0.1:0",
+                &args,
+                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+            )
+            .await,
+        );
+    }
+    let (a, b) = (&gateways[0], &gateways[1]);
+    let url_meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"}
+    });
+    let arguments = json!({"query": "vpn"});
+    let params = json!({"name": "mcp__notes__search", "arguments": arguments, "_meta": url_meta});
+    let asked = post(a, CI_TOKEN, "tools/call", &params);
+    let result = &asked["result"];
+    assert_eq!(result["resultType"], "input_required", "{asked}");
+    let link = approval_link(&result["inputRequests"]).unwrap_or_else(|| panic!("{asked}"));
+    let path = format!("/console/approve/{}", link.rsplit('/').next().unwrap());
+    let key = result["inputRequests"]
+        .as_object()
+        .and_then(|m| m.keys().next().cloned())
+        .unwrap();
+    let retry = json!({
+        "name": "mcp__notes__search",
+        "arguments": arguments,
+        "_meta": url_meta,
+        "inputResponses": { key.clone(): {"action": "accept"} },
+        "requestState": result["requestState"].clone(),
+    });
+
+    // Alice signs in to replica B's console.
+    let (status, headers, body) = raw(
+        &b.addr,
+        "POST",
+        "/console/login",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &format!("token={ALICE_TOKEN}"),
+    );
+    assert_eq!(status, 303, "{body}");
+    let cookie = headers
+        .iter()
+        .find(|(k, _)| k == "set-cookie")
+        .map(|(_, v)| v.split(';').next().unwrap().trim().to_owned())
+        .unwrap();
+    let (status, _, page) = raw(&b.addr, "GET", &path, &[("Cookie", &cookie)], "");
+    assert_eq!(status, 200, "B shows A's approval: {page}");
+    assert!(page.contains("<dd id=\"caller\">ci-bot</dd>"), "{page}");
+    assert!(page.contains("vpn"), "{page}");
+    let at = page.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
+    let csrf = page[at..].split('"').next().unwrap().to_owned();
+
+    // A tampered link (the sealed call altered, its MAC kept): refused.
+    let id = link.rsplit('/').next().unwrap();
+    let (body64, tag) = id.split_once('.').unwrap();
+    let mut tampered_body = body64.to_owned();
+    let last = tampered_body.pop().unwrap();
+    tampered_body.push(if last == 'A' { 'B' } else { 'A' });
+    let tampered = format!("/console/approve/{tampered_body}.{tag}");
+    for gw in [a, b] {
+        let (status, _, _) = raw(&gw.addr, "GET", &tampered, &[("Cookie", &cookie)], "");
+        assert!(status == 404 || status == 401, "{status}");
+    }
+    let (status, _, _) = raw(
+        &b.addr,
+        "POST",
+        &tampered,
+        &[("Cookie", &cookie)],
+        &format!("csrf={csrf}&decision=approve"),
+    );
+    assert_eq!(status, 409);
+
+    // Still undecided: A asks again.
+    let again = post(a, CI_TOKEN, "tools/call", &retry);
+    assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    let retry = json!({
+        "name": "mcp__notes__search",
+        "arguments": arguments,
+        "_meta": url_meta,
+        "inputResponses": { key: {"action": "accept"} },
+        "requestState": again["result"]["requestState"].clone(),
+    });
+
+    // Approved in B's console; A's retry runs, once.
+    let (status, _, page) = raw(
+        &b.addr,
+        "POST",
+        &path,
+        &[("Cookie", &cookie)],
+        &format!("csrf={csrf}&decision=approve"),
+    );
+    assert_eq!(status, 303, "{page}");
+    let done = post(a, CI_TOKEN, "tools/call", &retry);
+    assert!(ran(&done), "A runs the call approved on B: {done}");
+    let replay = post(b, CI_TOKEN, "tools/call", &retry);
+    assert!(!ran(&replay), "the retry runs once: {replay}");
+    let (status, _, _) = raw(&a.addr, "GET", &path, &[("Cookie", &cookie)], "");
+    assert!(status == 404 || status == 401, "{status}");
+    drop(gateways);
+    drop(redis);
+}

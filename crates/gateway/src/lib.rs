@@ -519,7 +519,9 @@ impl Gateway {
                     .into(),
             ));
         } else {
-            let approvals = console::Approvals::default();
+            let approvals =
+                console::Approvals::new(options.state_key.as_deref(), options.state.clone())
+                    .map_err(GatewayError::Auth)?;
             options.approvals = Some(approvals.clone());
             let validator = options.auth.as_ref().map(|auth| {
                 std::sync::Arc::new(auth.validator(&options.telemetry))

@@ -299,7 +299,7 @@ async fn call(
             // Asked through the console: its decision, redeemed once.
             let arguments = Value::Object(arguments.clone().unwrap_or_default());
             let caller = ctx.principal().map(|p| p.subject.as_str());
-            match redeem(settings.approvals.as_ref(), &id, name, &arguments, caller) {
+            match redeem(settings.approvals.as_ref(), &id, name, &arguments, caller).await {
                 Ok(approver) => approver,
                 Err(again) => return Ok(again.into()),
             }
@@ -439,7 +439,7 @@ fn answer(
 /// The approver of a call's retry after the console was asked (approval
 /// `id`): the decision made there, for this very call and once; `Err`
 /// with the same question again while nobody has decided.
-fn redeem(
+async fn redeem(
     approvals: Option<&Approvals>,
     id: &str,
     name: &str,
@@ -447,7 +447,10 @@ fn redeem(
     caller: Option<&str>,
 ) -> Result<Arc<dyn Approver>, switchboard_server::InputRequired> {
     let digest = crate::console::digest(name, arguments);
-    let redeemed = approvals.map_or(Redeemed::Invalid, |a| a.redeem(id, name, &digest, caller));
+    let redeemed = match approvals {
+        Some(a) => a.redeem(id, name, &digest, caller).await,
+        None => Redeemed::Invalid,
+    };
     let approval = match redeemed {
         Redeemed::Approved(by) => {
             tracing::info!(tool = %name, approved_by = %by, "approved in the console");
@@ -460,6 +463,9 @@ fn redeem(
             let link = approvals.and_then(|a| a.link(id)).unwrap_or_default();
             return Err(ask_url(name, id, &link));
         }
+        Redeemed::Unavailable(why) => Approval::Deny(Some(format!(
+            "The console's decision on this call of {name} cannot be read: {why}"
+        ))),
         Redeemed::Invalid => Approval::Deny(Some(format!(
             "The console approval for this call of {name} is not valid (used, lapsed, or made for another call). Call the tool again to be asked anew."
         ))),

@@ -125,8 +125,8 @@ pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, Bui
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
     ApprovalsConfig, Config, ConfigLoader, ConfigOrigin, ConfigProblems, EvalsConfig,
-    IdentityProviderConfig,
-    NewTools, OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
+    IdentityProviderConfig, NewTools, OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp,
+    TransportConfig,
 };
 pub use core::{
     CHANGED_DEF_NOTICE, CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef,

@@ -176,14 +176,14 @@ impl Console {
                                 principal: &viewer.principal,
                                 csrf: viewer.session.as_ref().map(|(_, c)| c.as_str()),
                             };
-                            pages::approval(&self.inner.approvals, &frame, id)
+                            pages::approval(&self.inner.approvals, &frame, id).await
                         }
                         Err(refusal) => refusal,
                     }
                 } else {
                     match self.changing(&req) {
                         Ok((viewer, form)) => {
-                            pages::decide(&self.inner.approvals, &viewer.principal, id, &form)
+                            pages::decide(&self.inner.approvals, &viewer.principal, id, &form).await
                         }
                         Err(refusal) => refusal,
                     }
@@ -498,7 +498,14 @@ fn forbidden(principal: &str) -> AppResponse {
 /// person back to).
 fn approval_path(path: &str) -> bool {
     path.strip_prefix("/console/approve/")
-        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric()))
+        // A sealed link's ID: base64url and a dot, never a `/` (so
+        // never a redirect elsewhere).
+        .is_some_and(|id| {
+            !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        })
 }
 
 /// The sign-in page: a form posting the token, and `note` (escaped);

@@ -590,8 +590,12 @@ pub(crate) fn approvals(approvals: &Approvals, frame: &Frame<'_>) -> AppResponse
 /// An approval page: the call (server, tool, the exact arguments, the
 /// caller, why the gate asked, a changed definition's diff) and the
 /// approve once / deny buttons.
-pub(crate) fn approval(approvals: &Approvals, frame: &Frame<'_>, id: &str) -> AppResponse {
-    let Some(p) = approvals.get(id) else {
+pub(crate) async fn approval(approvals: &Approvals, frame: &Frame<'_>, id: &str) -> AppResponse {
+    let found = match approvals.get(id).await {
+        Ok(found) => found,
+        Err(why) => return message(503, "Unavailable", &why),
+    };
+    let Some(p) = found else {
         return page(
             404,
             "Approval",
@@ -642,18 +646,18 @@ pub(crate) fn approval(approvals: &Approvals, frame: &Frame<'_>, id: &str) -> Ap
 
 /// `POST /console/approve/ID`: `by`'s decision (`decision=approve` or
 /// `deny`), once.
-pub(crate) fn decide(approvals: &Approvals, by: &str, id: &str, form: &Form) -> AppResponse {
+pub(crate) async fn decide(approvals: &Approvals, by: &str, id: &str, form: &Form) -> AppResponse {
     let approve = match form.get("decision") {
         Some("approve") => true,
         Some("deny") => false,
         _ => return message(400, "Bad request", "Say approve or deny."),
     };
-    match approvals.decide(id, approve, by) {
+    match approvals.decide(id, approve, by).await {
         Ok(p) => {
             tracing::info!(tool = %p.tool, decided_by = %by, approve, "decided in the console");
             redirect(&format!("/console/approve/{id}"))
         }
-        Err(why) => message(409, "Not decided", why),
+        Err(why) => message(409, "Not decided", &why),
     }
 }
 

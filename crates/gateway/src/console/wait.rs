@@ -68,6 +68,7 @@ impl Approver for WaitForConsole {
                 match self
                     .approvals
                     .redeem(&id, tool, &arguments_digest, self.caller.as_deref())
+                    .await
                 {
                     Redeemed::Approved(by) => {
                         tracing::info!(tool = %tool, approved_by = %by, "approved in the console");
@@ -79,6 +80,11 @@ impl Approver for WaitForConsole {
                         )));
                     }
                     Redeemed::Invalid => break,
+                    Redeemed::Unavailable(why) => {
+                        return Approval::Deny(Some(format!(
+                            "The console's decision on this call of {tool} cannot be read: {why}"
+                        )));
+                    }
                     Redeemed::Waiting => {}
                 }
                 if tokio::time::Instant::now() >= deadline {
