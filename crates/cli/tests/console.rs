@@ -974,3 +974,76 @@ async fn an_uploaded_eval_report_shows_rates_and_failures() {
     assert!(page.contains("picked nothing"), "{page}");
     assert!(!page.contains("<script>x"), "{page}");
 }
+
+// The official TypeScript client, declaring URL elicitation only, calls a
+// tool the gate asks about: it is asked with the console's approval link
+// for that call, alice approves it in the console over HTTP (session and
+// CSRF token), and the client's retry completes the call.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_typescript_client_gets_a_console_link_and_its_retry_completes() {
+    use std::io::{BufRead as _, Write as _};
+    let Some(dir) = crate::ts_client::driver_or_skip() else {
+        return;
+    };
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = served.addr.clone();
+    let mut node = Command::new("node");
+    node.arg(dir.join("approve.mjs"))
+        .args([
+            &format!("http://{addr}/mcp"),
+            BOT,
+            "mcp__notes__read_note",
+            r#"{"id":"vpn"}"#,
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = crate::util::spawn(&mut node);
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let report = tokio::task::spawn_blocking(move || {
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let asked: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        let link = asked["url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{asked}"))
+            .to_owned();
+        assert!(
+            link.starts_with(&format!("http://{addr}/console/approve/")),
+            "{link}"
+        );
+        let path = path_of(&link);
+        let (cookie, _) = sign_in(&addr, ALICE);
+        let (status, _, page) = get(&addr, &cookie, &path);
+        assert_eq!(status, 200, "{page}");
+        assert!(page.contains("<dd id=\"caller\">bot</dd>"), "{page}");
+        let csrf = csrf_of(&page);
+        let (status, _, _) = raw(
+            &addr,
+            "POST",
+            &path,
+            &[("Cookie", &cookie)],
+            &format!("csrf={csrf}&decision=approve"),
+        );
+        assert_eq!(status, 303);
+        // Decided: the person is done; the client retries.
+        stdin.write_all(b"\n").unwrap();
+        let last = lines.next().unwrap().unwrap();
+        serde_json::from_str::<Value>(&last).unwrap_or_else(|e| panic!("{e}: {last}"))
+    })
+    .await
+    .unwrap();
+    let _ = child.wait();
+    assert_eq!(report["ok"], json!(true), "{report:#}");
+    let text = report["result"]["text"].as_str().unwrap_or_default();
+    assert!(!text.contains("approval"), "{report:#}");
+    assert!(!text.contains("declined"), "{report:#}");
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let ran = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["tool"] == "mcp__notes__read_note" && l["decision"] == "allow")
+        .unwrap_or_else(|| panic!("the call did not run: {audit}"));
+    assert_eq!(ran["principal"], "bot");
+}

@@ -10,6 +10,9 @@
 //! `list_changed` meant for it, calls the tool it found, and pages the
 //! long result to its end with `read_result`.
 //!
+//! `tests/ts-client/approve.mjs` (URL elicitation only, the console
+//! approving) is driven by `console::the_official_typescript_client_gets_a_console_link_and_its_retry_completes`.
+//!
 //! Skipped, with the reason printed, when `node` or the client's
 //! `node_modules` is missing (`npm ci` in `tests/ts-client`; CI does it).
 
@@ -76,7 +79,7 @@ fn drive_with(sb: &Sandbox, dir: &Path, script: &str, args: &[&str]) -> Value {
 /// The driver's folder, or `None` with the reason printed: the test is
 /// then skipped.
 #[allow(clippy::print_stderr)] // a skipped test says why
-fn driver_or_skip() -> Option<PathBuf> {
+pub(crate) fn driver_or_skip() -> Option<PathBuf> {
     driver().map_err(|why| eprintln!("skipped: {why}")).ok()
 }
 
