@@ -103,8 +103,14 @@ pub(crate) enum RawCommand {
     Serve(Box<ServeArgs>),
     /// Open the web console locally: the config's servers, tools and
     /// calls in a browser, on 127.0.0.1 at a free port, through a printed
-    /// URL carrying a one-time sign-in token; Ctrl-C ends it.
-    Console,
+    /// URL carrying a one-time sign-in token, opened in the browser
+    /// (`$BROWSER`, else `xdg-open`/`open`; never when none is
+    /// available); Ctrl-C ends it.
+    Console {
+        /// Only print the sign-in URL; do not open a browser.
+        #[arg(long)]
+        no_open: bool,
+    },
     /// Run one of the demo servers.
     DemoServer(DemoServerArgs),
     /// Check the whole system end to end with real processes and sockets.

@@ -122,7 +122,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
         Command::Chat(chat) => cmd::chat::run(&settings, chat).await,
         Command::Doctor => cmd::doctor::run(&settings).await,
-        Command::Console => cmd::serve::console(&settings).await,
+        Command::Console { no_open } => cmd::serve::console(&settings, *no_open).await,
         Command::Serve(serve) => cmd::serve::run(&settings, serve).await,
         Command::Eval(eval) => cmd::eval::run(&settings, eval).await,
         Command::Tools { .. }

@@ -93,7 +93,9 @@ pub(crate) enum Command {
         alias: String,
     },
     Doctor,
-    Console,
+    Console {
+        no_open: bool,
+    },
     Inspect(InspectTarget),
     // Boxed: its settings are many times any other command's.
     Serve(Box<crate::cmd::serve::ServeSettings>),
@@ -284,7 +286,7 @@ impl Settings {
                 AuthAction::Logout { alias } => Command::AuthLogout { alias },
             },
             RawCommand::Doctor => Command::Doctor,
-            RawCommand::Console => Command::Console,
+            RawCommand::Console { no_open } => Command::Console { no_open },
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
             RawCommand::Serve(a) => Command::Serve(Box::new(crate::cmd::serve::resolve(*a)?)),
             RawCommand::DemoServer(a) => Command::DemoServer {

@@ -1047,3 +1047,67 @@ async fn the_official_typescript_client_gets_a_console_link_and_its_retry_comple
         .unwrap_or_else(|| panic!("the call did not run: {audit}"));
     assert_eq!(ran["principal"], "bot");
 }
+
+// `switchboard console` hands its sign-in URL to `$BROWSER` (the URL is
+// printed too); with `--no-open` it only prints it.
+#[tokio::test]
+async fn the_local_console_opens_the_browser_unless_told_not_to() {
+    use crate::util::{collect, spawn, wait_for};
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    let opened = sb.path().join("opened.txt");
+    let browser = sb.write(
+        "browser.sh",
+        &format!(
+            "#!/bin/sh\nprintf '%s' \"$1\" > '{}.tmp' && mv '{0}.tmp' '{0}'\n",
+            opened.display()
+        ),
+    );
+    std::fs::set_permissions(&browser, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for no_open in [false, true] {
+        let _ = std::fs::remove_file(&opened);
+        let mut cmd = sb.cmd(if no_open {
+            &["console", "--no-open"][..]
+        } else {
+            &["console"][..]
+        });
+        cmd.env_remove("SWITCHBOARD_NO_BROWSER")
+            .env("BROWSER", &browser)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = spawn(&mut cmd);
+        let stderr = collect(child.stderr.take().unwrap());
+        let _served = Served {
+            child,
+            addr: String::new(),
+            stderr: Arc::clone(&stderr),
+        };
+        let seen = Arc::clone(&stderr);
+        let text = tokio::task::spawn_blocking(move || {
+            wait_for(&seen, "Ctrl-C stops it", Duration::from_secs(60))
+        })
+        .await
+        .unwrap();
+        let url = text
+            .split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("once="))
+            .unwrap()
+            .to_owned();
+        if no_open {
+            assert!(!text.contains("opened in the browser"), "{text}");
+            assert!(!opened.exists(), "--no-open opened the browser");
+        } else {
+            assert!(text.contains("opened in the browser"), "{text}");
+            // The opener runs by itself: wait (bounded) for its file.
+            let start = std::time::Instant::now();
+            while !opened.exists() {
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "$BROWSER never ran"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert_eq!(std::fs::read_to_string(&opened).unwrap(), url);
+        }
+    }
+}

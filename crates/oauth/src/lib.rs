@@ -114,5 +114,5 @@ pub use store::{StoredLogin, TokenStore, idp_login_key};
 pub use token::{IdentitySource, TokenEndpointAuthMethod, TokenSet};
 pub use user_agent::{
     AuthorizationRequest, HeadlessUserAgent, LoopbackUserAgent, Notice, PendingRedirect,
-    RedirectParams, UserAgent,
+    RedirectParams, UserAgent, open_in_browser,
 };

@@ -474,35 +474,51 @@ async fn respond(stream: &mut TcpStream, status: &str, message: &str) {
     let _ = stream.shutdown().await;
 }
 
-/// Best effort: hands the URL to the desktop's opener on a detached thread
-/// (an opener can block until the browser exits).
+/// Best effort: hands `url` to a browser, never failing: `$BROWSER` when
+/// set (a program taking the URL), else the desktop's opener (`xdg-open`,
+/// `open`). The opener is started here and waited for on a detached
+/// thread (it can block until the browser exits); one that cannot start
+/// is logged at debug level only. Shared by the OAuth login and
+/// `switchboard console`.
+pub fn open_in_browser(url: &str) {
+    open_browser(url);
+}
+
 fn open_browser(url: &str) {
-    let opener: &[&str] = if cfg!(target_os = "macos") {
+    let from_env = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty());
+    let opener: &[&str] = if let Some(browser) = &from_env {
+        &[browser.as_str()]
+    } else if cfg!(target_os = "macos") {
         &["open"]
     } else if cfg!(windows) {
         &["rundll32", "url.dll,FileProtocolHandler"]
     } else {
         &["xdg-open"]
     };
-    let url = url.to_owned();
-    let program = opener[0];
-    let args: Vec<&'static str> = opener[1..].to_vec();
+    let program = opener[0].to_owned();
+    let child = std::process::Command::new(&program)
+        .args(&opener[1..])
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!(program, error = %e, "could not open a browser");
+            return;
+        }
+    };
     let spawned = std::thread::Builder::new()
         .name("oauth-browser".into())
         .spawn(move || {
-            let status = std::process::Command::new(program)
-                .args(args)
-                .arg(&url)
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
-            if let Err(e) = status {
-                tracing::debug!(program, error = %e, "could not open a browser");
-            }
+            let _ = child.wait();
         });
     if let Err(e) = spawned {
-        tracing::debug!(error = %e, "could not start the browser opener");
+        tracing::debug!(error = %e, "could not start the browser opener's waiter");
     }
 }
 

@@ -324,13 +324,18 @@ pub(crate) const NO_BROWSER_ENV: &str = "SWITCHBOARD_NO_BROWSER";
 
 /// Whether a browser can be opened here: not when [`NO_BROWSER_ENV`] is
 /// set, and on systems using `xdg-open` only within a graphical session
-/// (`DISPLAY` or `WAYLAND_DISPLAY`; an SSH shell has neither).
-fn browser_available() -> bool {
+/// (`DISPLAY` or `WAYLAND_DISPLAY`; an SSH shell has neither) unless
+/// `$BROWSER` names one.
+pub(crate) fn browser_available() -> bool {
     let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
     if set(NO_BROWSER_ENV) {
         return false;
     }
-    cfg!(any(target_os = "macos", windows)) || set("DISPLAY") || set("WAYLAND_DISPLAY")
+    // `$BROWSER` names a program to run, graphical session or not.
+    set("BROWSER")
+        || cfg!(any(target_os = "macos", windows))
+        || set("DISPLAY")
+        || set("WAYLAND_DISPLAY")
 }
 
 /// "expires in 59 min", "expired 3 min ago", with a note on the refresh

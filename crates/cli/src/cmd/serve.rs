@@ -342,7 +342,8 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
 ///
 /// # Errors
 /// When the config is bad or no loopback port can be bound.
-pub(crate) async fn console(settings: &Settings) -> anyhow::Result<()> {
+pub(crate) async fn console(settings: &Settings, no_open: bool) -> anyhow::Result<()> {
+    let open = !no_open;
     let Loaded {
         config,
         mut tickets,
@@ -359,8 +360,16 @@ pub(crate) async fn console(settings: &Settings) -> anyhow::Result<()> {
     let mut config = ServeConfig::new(config, options);
     config.mount.client_info = Some(crate::session::client_info());
     config.on_ready = Some(Box::new(move |_| {
+        let url = format!("http://{local}/console/login?once={token}");
+        // The URL is printed either way: the browser may not come up.
+        let opened = if open && crate::cmd::auth::browser_available() {
+            switchboard_oauth::open_in_browser(&url);
+            "opened in the browser; "
+        } else {
+            ""
+        };
         crate::out::note(format!(
-            "switchboard console: http://{local}/console/login?once={token} (the link signs in once; Ctrl-C stops it)"
+            "switchboard console: {url} (the link signs in once; {opened}Ctrl-C stops it)"
         ));
     }));
     if let Err(e) = tickets.start() {
