@@ -161,6 +161,10 @@ pub(crate) struct EvalArgs {
     /// Save this run's per-case results to FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) save_baseline: Option<PathBuf>,
+    /// Write the JSON report (what --json prints) to FILE too, e.g. for
+    /// the console's Evals page (`serve --console-evals FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) save_report: Option<PathBuf>,
     /// Compare with a saved run case by case; exit 1 on a regression.
     #[arg(long, value_name = "FILE")]
     pub(crate) baseline: Option<PathBuf>,
@@ -473,6 +477,11 @@ pub(crate) struct ServeArgs {
     /// "console": true (needs --auth).
     #[arg(long, requires = "http")]
     pub(crate) console: bool,
+    /// The eval report the console's Evals page shows (`switchboard eval
+    /// --save-report FILE` output), read again at each view; an upload
+    /// replaces it until the gateway restarts.
+    #[arg(long, value_name = "FILE", requires = "console")]
+    pub(crate) console_evals: Option<PathBuf>,
     /// This gateway's name among replicas behind one URL: written into
     /// every audit line, and named when a retry for a call parked here
     /// reaches another replica (default: the host name).

@@ -126,6 +126,8 @@ pub(crate) struct EvalSettings {
     pub(crate) junit: Option<PathBuf>,
     /// `--save-baseline FILE`.
     pub(crate) save_baseline: Option<PathBuf>,
+    /// `--save-report FILE`.
+    pub(crate) save_report: Option<PathBuf>,
     /// `--baseline FILE`.
     pub(crate) baseline: Option<PathBuf>,
     /// `--against-pins`.
@@ -411,6 +413,7 @@ fn eval_settings(a: EvalArgs) -> Result<EvalSettings, Failure> {
         policy: Policy { min, weights },
         junit: a.junit,
         save_baseline: a.save_baseline,
+        save_report: a.save_report,
         baseline: a.baseline,
         against_pins: a.against_pins,
         tool_search: a.tool_search,

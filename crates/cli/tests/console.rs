@@ -1111,3 +1111,53 @@ async fn the_local_console_opens_the_browser_unless_told_not_to() {
         }
     }
 }
+
+// `eval --save-report FILE` writes the report `--json` prints, and
+// `serve --console-evals FILE` shows it on the Evals page (read at each
+// view) until a report is uploaded.
+#[tokio::test]
+async fn a_saved_eval_report_is_shown_from_its_file() {
+    let (sb, cfg) = setup();
+    let saved = sb.path().join("report.json");
+    let run = sb.run(&[
+        "eval",
+        &crate::eval::demo_set(),
+        "--selector",
+        "never",
+        "--json",
+        "--save-report",
+        saved.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(file, run.json(), "the file holds what --json printed");
+    let tokens = sb.path().join("tokens").display().to_string();
+    let served = serve(
+        &sb,
+        &cfg,
+        &[
+            "--auth",
+            "token",
+            "--tokens-file",
+            &tokens,
+            "--console",
+            "--console-evals",
+            saved.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    let addr = &served.addr;
+    let (cookie, _) = sign_in(addr, ALICE);
+    let (status, _, page) = get(addr, &cookie, "/console/evals");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<table id=\"categories\">"), "{page}");
+    assert!(page.contains("<td>trap</td><td>100%</td>"), "{page}");
+    assert!(page.contains("<td>happy</td><td>0%</td>"), "{page}");
+    assert!(page.contains("<table id=\"failures\">"), "{page}");
+    // Read at each view: a file that is no report says so.
+    std::fs::write(&saved, "{\"not\": \"a report\"}").unwrap();
+    let (status, _, page) = get(addr, &cookie, "/console/evals");
+    assert_eq!(status, 500, "{page}");
+    assert!(page.contains("not an eval report"), "{page}");
+}

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::util::Sandbox;
 
 /// The repository's starter set.
-fn demo_set() -> String {
+pub(crate) fn demo_set() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../evals/demo.json")
         .display()

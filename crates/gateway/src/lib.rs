@@ -246,6 +246,9 @@ pub struct GatewayOptions {
     /// `/console/login?once=TOKEN` is signed in as the principal
     /// [`LOCAL_PRINCIPAL`], which may open the console.
     pub console_login: Option<String>,
+    /// The eval report file the console's Evals page shows (`serve
+    /// --console-evals FILE`), read again at each view.
+    pub console_evals: Option<std::path::PathBuf>,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
     /// The approvals waiting in the console (with [`GatewayOptions::console`]).
@@ -532,6 +535,7 @@ impl Gateway {
                 validator,
                 options.console_login.clone(),
                 approvals,
+                options.console_evals.clone(),
             ))
         };
         let auth = options.auth.clone();

@@ -187,14 +187,24 @@ fn finish(report: &Report, eval: &EvalSettings, json: bool) -> anyhow::Result<()
         }
         None => None,
     };
+    let whole = json!({
+        "report": report,
+        "baseline": changes.as_ref().map(|(path, c)| json!({
+            "file": path.display().to_string(),
+            "changes": c,
+        })),
+    });
+    if let Some(path) = &eval.save_report {
+        let text = serde_json::to_string_pretty(&whole)?;
+        std::fs::write(path, text + "\n").map_err(|e| {
+            Failure::usage(format!(
+                "cannot write the report file {}: {e}",
+                path.display()
+            ))
+        })?;
+    }
     if json {
-        out::json(&json!({
-            "report": report,
-            "baseline": changes.as_ref().map(|(path, c)| json!({
-                "file": path.display().to_string(),
-                "changes": c,
-            })),
-        }))?;
+        out::json(&whole)?;
     } else {
         out::line(report.render().trim_end())?;
         if let Some((path, c)) = &changes {

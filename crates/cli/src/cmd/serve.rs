@@ -43,6 +43,8 @@ pub(crate) struct ServeSettings {
     metrics: bool,
     /// Serve the web console at `/console`.
     console: bool,
+    /// `--console-evals FILE`.
+    console_evals: Option<PathBuf>,
     /// The replica's name for the audit log.
     replica: Option<String>,
     /// The other replicas: (name, URL of the MCP endpoint).
@@ -185,6 +187,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         resource: a.resource,
         metrics: a.metrics,
         console: a.console,
+        console_evals: a.console_evals,
         replica: a.replica,
         peers: peers(&a.peers)?,
         state_key_file: a.state_key_file,
@@ -306,6 +309,7 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     let mut options = GatewayOptions::default();
     options.tool_search = serve.tool_search;
     options.console = serve.console;
+    options.console_evals.clone_from(&serve.console_evals);
     let options = options
         .replica(serve.replica.clone().unwrap_or_else(host_name))
         .peers(serve.peers.clone())

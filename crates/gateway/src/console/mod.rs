@@ -84,6 +84,8 @@ struct Inner {
     approvals: Approvals,
     /// The eval report last uploaded to the Evals page.
     eval_report: std::sync::Mutex<Option<serde_json::Value>>,
+    /// The eval report file shown while nothing was uploaded.
+    eval_file: Option<std::path::PathBuf>,
 }
 
 /// Who is asking, once authenticated.
@@ -101,6 +103,7 @@ impl Console {
         validator: Option<Arc<dyn TokenValidator>>,
         once: Option<String>,
         approvals: Approvals,
+        eval_file: Option<std::path::PathBuf>,
     ) -> Console {
         Console {
             inner: Arc::new(Inner {
@@ -111,6 +114,7 @@ impl Console {
                 sessions: Sessions::default(),
                 approvals,
                 eval_report: std::sync::Mutex::new(None),
+                eval_file,
             }),
         }
     }
@@ -213,7 +217,23 @@ impl Console {
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)
                             .clone();
-                        pages::evals(report.as_ref(), &frame)
+                        match (report, &self.inner.eval_file) {
+                            (Some(report), _) => pages::evals(Some(&report), &frame),
+                            (None, Some(path)) => {
+                                // Read at each view: a new run shows
+                                // without a restart.
+                                let read = std::fs::read_to_string(path)
+                                    .map_err(|e| format!("cannot read {}: {e}", path.display()))
+                                    .and_then(|text| pages::parse_eval_report(&text));
+                                match read {
+                                    Ok(report) => pages::evals(Some(&report), &frame),
+                                    Err(why) => {
+                                        message(500, "The eval report cannot be shown", &why)
+                                    }
+                                }
+                            }
+                            (None, None) => pages::evals(None, &frame),
+                        }
                     }
                     _ => pages::events(host),
                 }

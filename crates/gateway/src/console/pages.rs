@@ -744,7 +744,15 @@ pub(crate) fn evals(report: Option<&Value>, frame: &Frame<'_>) -> AppResponse {
 /// # Errors
 /// Why it is not one.
 pub(crate) fn eval_report(form: &Form) -> Result<Value, String> {
-    let text = form.get("report").unwrap_or_default();
+    parse_eval_report(form.get("report").unwrap_or_default())
+}
+
+/// An eval report from `text` (`switchboard eval --json` output, whole or
+/// its `report` member).
+///
+/// # Errors
+/// Why it is not one.
+pub(crate) fn parse_eval_report(text: &str) -> Result<Value, String> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| format!("The report is not JSON: {e}"))?;
     let report = match value.get("report") {
