@@ -720,6 +720,19 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
         "argument values are never shown: {calls}"
     );
     assert!(calls.contains("<table id=\"stats\">"), "{calls}");
+    // A small chart of its own for the tool, after the figures.
+    let charts = calls
+        .find("<div id=\"tool-charts\">")
+        .unwrap_or_else(|| panic!("no per-tool charts: {calls}"));
+    assert!(charts > calls.find("<table id=\"stats\">").unwrap());
+    assert!(
+        calls[charts..].contains("<h3 data-tool=\"mcp__notes__read_note\">"),
+        "{calls}"
+    );
+    assert!(
+        calls[charts..].contains("<svg id=\"chart-tool-0\""),
+        "{calls}"
+    );
     let (_, _, none) = get(&addr, &cookie, "/console/calls?principal=nobody");
     assert!(!none.contains("<td>bot</td>"), "{none}");
     // The next call is asked about anew.

@@ -420,7 +420,7 @@ pub(crate) fn calls(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppR
         .filter(|r| outcome.as_ref().is_none_or(|o| r.outcome.as_str() == o))
         .take(CALLS_SHOWN)
         .collect();
-    body.push_str(&chart(&records));
+    body.push_str(&chart(&records.iter().collect::<Vec<_>>(), &CHART));
     body.push_str(
         "<h2>Recent calls</h2><table id=\"calls\"><thead><tr><th>Time</th><th>Principal</th><th>Server</th><th>Tool</th>\
          <th>Outcome</th><th>Decision</th><th>ms</th><th>Arguments (names, sha256)</th></tr></thead><tbody>",
@@ -469,18 +469,80 @@ pub(crate) fn calls(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppR
             );
         }
         body.push_str("</tbody></table>");
+        body.push_str(&tool_charts(&stats.tools, &records));
     }
     page(200, "Calls", Some(frame), &body)
+}
+
+/// How many tools get a chart of their own.
+const TOOL_CHARTS: usize = 6;
+
+/// A chart's element id, heading and size.
+struct ChartShape<'a> {
+    id: &'a str,
+    heading: &'a str,
+    bar: u64,
+    height: u64,
+    /// Whether the colours are explained under it.
+    legend: bool,
+}
+
+/// The Calls page's chart of every shown call.
+const CHART: ChartShape<'static> = ChartShape {
+    id: "chart",
+    heading: "<h2>Calls by the hour (UTC)</h2>",
+    bar: 28,
+    height: 100,
+    legend: true,
+};
+
+/// A small chart per tool for the first [`TOOL_CHARTS`] tools in the
+/// order `audit stats` gives them (error rate first), of the shown calls;
+/// a tool with none shown gets none.
+fn tool_charts(
+    tools: &[switchboard_host::audit_stats::ToolStats],
+    records: &[AuditRecord],
+) -> String {
+    let mut out = String::new();
+    for (i, t) in tools.iter().take(TOOL_CHARTS).enumerate() {
+        let mine: Vec<&AuditRecord> = records
+            .iter()
+            .filter(|r| r.tool == t.tool && r.alias == t.alias)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let id = format!("chart-tool-{i}");
+        let heading = format!(
+            "<h3 data-tool=\"{name}\">{name}: {:.1}% errors</h3>",
+            t.figures.error_rate() * 100.0,
+            name = escape(&t.tool),
+        );
+        out.push_str(&chart(
+            &mine,
+            &ChartShape {
+                id: &id,
+                heading: &heading,
+                bar: 14,
+                height: 40,
+                legend: false,
+            },
+        ));
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("<h2>Per tool, by the hour (UTC)</h2><div id=\"tool-charts\">{out}</div>")
 }
 
 /// The shown calls by the hour (UTC), the last 24 hours that have any:
 /// calls and errors counted as `audit stats` counts them (its own code,
 /// per hour), drawn as inline SVG bars (no script, nothing loaded).
-fn chart(records: &[AuditRecord]) -> String {
+fn chart(records: &[&AuditRecord], shape: &ChartShape<'_>) -> String {
     let mut hours: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for r in records {
         let hour = r.time.get(..13).unwrap_or(&r.time).to_owned();
-        if let Ok(line) = serde_json::to_string(r) {
+        if let Ok(line) = serde_json::to_string(*r) {
             hours.entry(hour).or_default().push(line);
         }
     }
@@ -500,11 +562,13 @@ fn chart(records: &[AuditRecord]) -> String {
         return String::new();
     }
     let max = bars.iter().map(|b| b.1).max().unwrap_or(1).max(1);
-    let (bar, height) = (28u64, 100u64);
+    let (bar, height) = (shape.bar, shape.height);
     let width = bar * bars.len() as u64;
     let mut svg = format!(
-        "<h2>Calls by the hour (UTC)</h2><svg id=\"chart\" class=\"chart\" role=\"img\" aria-label=\"calls and errors by the hour\" \
+        "{}<svg id=\"{}\" class=\"chart\" role=\"img\" aria-label=\"calls and errors by the hour\" \
          width=\"{width}\" height=\"{}\" viewBox=\"0 0 {width} {}\">",
+        shape.heading,
+        escape(shape.id),
         height + 16,
         height + 16
     );
@@ -529,7 +593,10 @@ fn chart(records: &[AuditRecord]) -> String {
             escape(hour),
         );
     }
-    svg.push_str("</svg><p class=\"legend\">Blue: calls; red: errors (as <code>audit stats</code> counts them).</p>");
+    svg.push_str("</svg>");
+    if shape.legend {
+        svg.push_str("<p class=\"legend\">Blue: calls; red: errors (as <code>audit stats</code> counts them).</p>");
+    }
     svg
 }
 
