@@ -498,6 +498,9 @@ fn open_browser(url: &str) {
         &["xdg-open"]
     };
     let program = opener[0].to_owned();
+    // A browser is no server of ours: it must outlive this process, so
+    // it is not started in our process group nor killed with us.
+    #[allow(clippy::disallowed_methods)]
     let child = std::process::Command::new(&program)
         .args(&opener[1..])
         .arg(url)
