@@ -92,9 +92,11 @@ pub struct AuthServerConfig {
     /// these keys (a workload issuer, or an identity provider's ID-JAGs),
     /// addressed to this issuer, unexpired.
     pub assertion_keys: Vec<PublicKey>,
-    /// Acts as an enterprise identity provider: token exchange (RFC 8693)
-    /// of an ID token it signed ([`AuthServer::mint_id_token`]) for an
-    /// ID-JAG signed with the same key.
+    /// Token exchange (RFC 8693): as an enterprise identity provider, of
+    /// an ID token it signed ([`AuthServer::mint_id_token`]) for an ID-JAG
+    /// signed with the same key; and of an access token it issued for
+    /// another resource's access token for the same subject (`act` names
+    /// the exchanging client).
     pub token_exchange: bool,
     /// The JWK set endpoint answers 503 (an issuer outage, as resource
     /// servers see it); the request is still recorded.
@@ -397,6 +399,18 @@ impl AuthServer {
 
     /// Issues an access token directly (for resource-server tests).
     pub fn mint_access_token(&self, audience: &str, scope: &str, ttl_secs: i64) -> String {
+        self.mint_access_token_for("user-1", audience, scope, ttl_secs)
+    }
+
+    /// Issues an access token for `subject` directly: a caller's token
+    /// for a gateway, in tests of what the gateway passes on.
+    pub fn mint_access_token_for(
+        &self,
+        subject: &str,
+        audience: &str,
+        scope: &str,
+        ttl_secs: i64,
+    ) -> String {
         let now = jwt::now();
         let exp = if ttl_secs >= 0 {
             now + ttl_secs.unsigned_abs()
@@ -404,7 +418,7 @@ impl AuthServer {
             now.saturating_sub(ttl_secs.unsigned_abs())
         };
         self.shared.signer().sign(&json!({
-            "iss": self.issuer(), "aud": audience, "sub": "user-1", "client_id": "minted",
+            "iss": self.issuer(), "aud": audience, "sub": subject, "client_id": "minted",
             "scope": scope, "iat": now, "exp": exp, "jti": random(12),
         }))
     }
@@ -971,8 +985,11 @@ const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
 fn exchange(shared: &Shared, st: &State, seen: &Seen, client_id: &str) -> Reply {
     let f = |n: &str| seen.form_param(n).unwrap_or_default().to_owned();
     let bad = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_request", why);
+    if f("subject_token_type") == ACCESS_TOKEN_TYPE {
+        return exchange_access_token(shared, st, seen, client_id);
+    }
     if f("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token" {
-        return bad("subject_token_type must be an ID token");
+        return bad("subject_token_type must be an ID token or an access token");
     }
     if f("requested_token_type") != ID_JAG {
         return bad("requested_token_type must be an ID-JAG");
@@ -1006,6 +1023,73 @@ fn exchange(shared: &Shared, st: &State, seen: &Seen, client_id: &str) -> Reply 
     h::json(
         StatusCode::OK,
         &json!({"access_token": jag, "issued_token_type": ID_JAG, "token_type": "N_A", "expires_in": 300}),
+    )
+}
+
+/// The access token type (RFC 8693 §3).
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+
+/// Token exchange of an access token (RFC 8693 §2.1): an access token this
+/// server issued (to anyone, e.g. for a gateway) for a new one for the same
+/// subject at the `resource` (else `audience`) asked for, issued to the
+/// authenticated client with an `act` claim naming it (the delegation,
+/// RFC 8693 §4.1). The subject token must be valid and unexpired.
+fn exchange_access_token(shared: &Shared, st: &State, seen: &Seen, client_id: &str) -> Reply {
+    let f = |n: &str| seen.form_param(n).unwrap_or_default().to_owned();
+    let requested = f("requested_token_type");
+    if !requested.is_empty() && requested != ACCESS_TOKEN_TYPE {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "requested_token_type must be an access token",
+        );
+    }
+    let target = match (f("resource"), f("audience")) {
+        (r, _) if !r.is_empty() => r,
+        (_, a) if !a.is_empty() => a,
+        _ => {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_target",
+                "resource or audience is required",
+            );
+        }
+    };
+    let claims = match shared.verify(&f("subject_token")) {
+        Ok((_, c)) => c,
+        Err(e) => {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_grant",
+                &format!("the subject token is {e}"),
+            );
+        }
+    };
+    let iss = issuer(shared, &st.config);
+    if claims["iss"] != iss.as_str() {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_grant",
+            "the subject token was issued by another server",
+        );
+    }
+    let scope = match f("scope") {
+        s if s.is_empty() => claims["scope"].as_str().unwrap_or_default().to_owned(),
+        s => s,
+    };
+    let now = jwt::now();
+    let ttl = st.config.access_token_ttl;
+    let token = shared.signer().sign(&json!({
+        "iss": iss, "aud": target, "sub": claims["sub"], "client_id": client_id,
+        "act": {"sub": client_id}, "scope": scope, "iat": now, "exp": now + ttl,
+        "jti": random(12),
+    }));
+    h::json(
+        StatusCode::OK,
+        &json!({
+            "access_token": token, "issued_token_type": ACCESS_TOKEN_TYPE,
+            "token_type": "Bearer", "expires_in": ttl, "scope": scope,
+        }),
     )
 }
 
