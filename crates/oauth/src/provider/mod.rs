@@ -152,6 +152,7 @@ impl fmt::Debug for OAuthProvider {
     }
 }
 
+mod exchange;
 mod grants;
 mod identity;
 mod login;
