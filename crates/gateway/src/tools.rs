@@ -281,6 +281,7 @@ async fn call(
     options.loaded = settings.loaded.clone();
     options.request.trace = Some(trace.downstream());
     options.principal = ctx.principal().map(|p| p.subject.clone());
+    options.caller_token = caller_token(ctx.principal());
     options.request.relay_input = true;
     // Answers sent up front go down as they came; they never count as an
     // approval (the approver above was chosen without them).
@@ -362,4 +363,15 @@ fn answer(
     let mut result = report.result;
     crate::identity::own_result(&mut result);
     Ok(result.into())
+}
+
+/// The access token `principal` presented, for a server the config has
+/// exchange it (`"identity": "exchange"`); kept wrapped so it reaches no
+/// log.
+pub(crate) fn caller_token(
+    principal: Option<&switchboard_server::Principal>,
+) -> Option<switchboard_host::secret::Secret> {
+    principal
+        .and_then(|p| p.token.as_ref())
+        .map(|t| switchboard_host::secret::Secret::new(t.expose()))
 }

@@ -42,6 +42,35 @@ pub struct Principal {
     pub scopes: Vec<String>,
     /// Other claims the validator chose to keep.
     pub claims: JsonObject,
+    /// The token itself, when the validator was asked to keep it
+    /// ([`PresentedToken`]): a gateway that exchanges a caller's token
+    /// for one at a server behind it (RFC 8693) needs it. `None` by
+    /// default.
+    pub token: Option<PresentedToken>,
+}
+
+/// The bearer token a caller presented, kept for a token exchange made on
+/// its behalf. `Debug` shows `<redacted>`, there is no `Display`: the
+/// value leaves only through [`PresentedToken::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct PresentedToken(Arc<str>);
+
+impl PresentedToken {
+    /// Wraps a presented token.
+    pub fn new(token: &str) -> PresentedToken {
+        PresentedToken(Arc::from(token))
+    }
+
+    /// The token, for the exchange request that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PresentedToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PresentedToken(<redacted>)")
+    }
 }
 
 impl Principal {
@@ -51,6 +80,7 @@ impl Principal {
             subject: subject.into(),
             scopes: Vec::new(),
             claims: JsonObject::new(),
+            token: None,
         }
     }
 
@@ -498,6 +528,7 @@ where
             subject,
             scopes,
             claims,
+            token: None,
         })
     }
 

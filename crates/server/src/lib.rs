@@ -94,8 +94,8 @@ mod tool;
 mod uri_template;
 
 pub use auth::{
-    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource, Refusal,
-    TokenValidator,
+    AuthError, AuthRequest, BoxFuture, ClaimsValidator, PresentedToken, Principal,
+    ProtectedResource, Refusal, TokenValidator,
 };
 pub use cancel::Cancellation;
 pub use completion::{CompleteRequest, CompletionHandler, CompletionRef, IntoCompletion};
