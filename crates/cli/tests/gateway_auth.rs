@@ -24,8 +24,8 @@ const CI_TOKEN: &str = "ci-bot-token-0123456789";
 const ALICE_TOKEN: &str = "alice-token-9876543210";
 
 /// A running gateway: its URL, its stderr, the process.
-struct Running {
-    url: String,
+pub(crate) struct Running {
+    pub(crate) url: String,
     stderr: Arc<Mutex<Vec<u8>>>,
     child: Child,
 }
@@ -38,7 +38,7 @@ impl Drop for Running {
 }
 
 impl Running {
-    fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 
@@ -53,7 +53,12 @@ impl Running {
 }
 
 /// Starts `serve --http 127.0.0.1:0 --yes` with `args` and waits for its URL.
-async fn serve(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
+pub(crate) async fn serve(
+    sb: &Sandbox,
+    config: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Running {
     let mut all = vec!["--yes"];
     all.extend_from_slice(args);
     serve_asking(sb, config, &all, env).await
@@ -143,7 +148,7 @@ fn list_raw(gw: &Running, authorization: Option<&str>) -> (u16, Vec<(String, Str
 }
 
 /// An MCP client presenting `token`.
-async fn client(gw: &Running, token: &str) -> Client {
+pub(crate) async fn client(gw: &Running, token: &str) -> Client {
     client_with(gw, Some(token)).await
 }
 

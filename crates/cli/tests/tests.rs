@@ -15,6 +15,7 @@ mod config;
 mod demo;
 mod eval;
 mod gateway_auth;
+mod identity;
 mod input;
 mod inspect;
 mod listing;

@@ -124,7 +124,7 @@ pub use budget::Budget;
 pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
-    Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, NewTools,
+    Config, ConfigLoader, ConfigOrigin, ConfigProblems, Identity, IdentityProviderConfig, NewTools,
     OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
 };
 pub use core::{

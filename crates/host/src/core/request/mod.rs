@@ -48,6 +48,7 @@ use crate::limits::{CallLimits, Permit, Refusal, SharedAdmission};
 mod builtin;
 mod completion;
 mod failure;
+pub(crate) mod identity;
 mod options;
 mod outcome;
 mod prompt;
@@ -370,6 +371,7 @@ impl Host {
                 record.replica = audit.replica().map(str::to_owned);
             }
             record.principal.clone_from(&options.principal);
+            record.identity.clone_from(&governed.identity);
             record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
             if let Err(e) = audit.append_grouped(record).await {
                 error!(error = %e, tool = %name, "the audit line could not be written");
