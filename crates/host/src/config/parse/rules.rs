@@ -49,11 +49,7 @@ impl Parser<'_> {
     /// {...}}}`: rules in the syntax of the top-level `permissions` (`ask`
     /// has no meaning for a caller's narrowing and is refused), and the
     /// caller's own limits.
-    pub(super) fn principals(
-        &mut self,
-        value: &Value,
-        aliases: &[String],
-    ) -> Principals {
+    pub(super) fn principals(&mut self, value: &Value, aliases: &[String]) -> Principals {
         let mut out = BTreeMap::new();
         let mut limits = BTreeMap::new();
         let mut credentials = BTreeMap::new();

@@ -22,7 +22,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use switchboard_wire::CallToolResult;
 use tokio::time::Instant;
 
 use super::CallOptions;
@@ -165,12 +164,12 @@ impl Host {
     /// when the server carries each caller's identity: the pooled one of
     /// that identity, else a new one with a token made for it. The end is
     /// what the caller reads when there is no identity to carry.
-    pub(super) async fn identity_link(
+    pub(super) async fn identity_link<T>(
         &self,
         server: &Upstream,
         gateway_link: Option<&Link>,
         options: &CallOptions,
-    ) -> Result<(Link, String), End<CallToolResult>> {
+    ) -> Result<(Link, String), End<T>> {
         let alias = server.alias();
         let identity = server.config.identity;
         let Some(principal) = options.principal.as_deref() else {
@@ -204,13 +203,13 @@ impl Host {
 
     /// The caller's token exchanged at the server's authorization server
     /// for one for the same user at the server, and its expiry.
-    async fn exchanged_token(
+    async fn exchanged_token<T>(
         &self,
         server: &Upstream,
         gateway_link: Option<&Link>,
         principal: &str,
         options: &CallOptions,
-    ) -> Result<(Secret, Option<u64>), End<CallToolResult>> {
+    ) -> Result<(Secret, Option<u64>), End<T>> {
         let alias = server.alias();
         let Some(subject) = options.caller_token.as_ref() else {
             return Err(End::stopped(
@@ -251,11 +250,11 @@ impl Host {
 
     /// The bearer token of `principal`'s `credentials` entry for the
     /// server, or the refusal naming what to add.
-    async fn principal_token(
+    async fn principal_token<T>(
         &self,
         server: &Upstream,
         principal: &str,
-    ) -> Result<Secret, End<CallToolResult>> {
+    ) -> Result<Secret, End<T>> {
         let alias = server.alias();
         let value: Option<ConfigValue> = self
             .config_read()
@@ -288,11 +287,7 @@ impl Host {
 
     /// A new connection to `server` sending `token` as its bearer token,
     /// with OAuth off (the token is all it has).
-    async fn link_with_token(
-        &self,
-        server: &Upstream,
-        token: &Secret,
-    ) -> Result<Link, End<CallToolResult>> {
+    async fn link_with_token<T>(&self, server: &Upstream, token: &Secret) -> Result<Link, End<T>> {
         let alias = server.alias();
         let mut config = server.config.clone();
         config.oauth = OAuthSetting::Off;

@@ -389,6 +389,26 @@ impl Host {
 
     /// The live client of `alias`, reconnecting a server whose connection
     /// is gone; the end of the request when there is none.
+    /// [`Host::client_of`] for a request of `options`' caller: over the
+    /// connection of its own identity when the server takes each
+    /// caller's (`"identity"`), with that identity for the audit line.
+    pub(crate) async fn client_for<T>(
+        &self,
+        alias: &str,
+        options: &CallOptions,
+    ) -> Result<(Client, Option<String>), End<T>> {
+        let client = self.client_of(alias).await?;
+        let Some(server) = self
+            .server(alias)
+            .filter(|s| s.config.identity != crate::config::Identity::Gateway)
+        else {
+            return Ok((client, None));
+        };
+        let link = server.live_link();
+        let (own, label) = Box::pin(self.identity_link(&server, link.as_ref(), options)).await?;
+        Ok((own.client, Some(label)))
+    }
+
     pub(crate) async fn client_of<T>(&self, alias: &str) -> Result<Client, End<T>> {
         let unavailable = |reason: String| {
             End::stopped(

@@ -662,7 +662,7 @@ impl Host {
             if let Some(label) = identity_label(server, options.principal.as_deref()) {
                 server.identity_links.forget(&label);
             }
-            link = match self.identity_link(server, Some(&link), options).await {
+            link = match self.identity_link::<()>(server, Some(&link), options).await {
                 Ok((own, _)) => own,
                 Err(_) => {
                     return Err(Down::failed(
