@@ -360,3 +360,151 @@ async fn with_redis_down_what_needs_it_fails_closed_and_recovers_when_it_is_back
     let (_, ready, _) = health(&gateways[0]);
     assert_eq!(ready["state"], "up", "{ready}");
 }
+
+/// An MCP client of `url` that follows tasks.
+async fn tasks_client(url: &str) -> switchboard_client::Client {
+    let transport = switchboard_client::HttpTransport::builder("replica", url)
+        .build()
+        .unwrap();
+    switchboard_client::Client::builder("replica", transport)
+        .timeout(Duration::from_secs(60))
+        .tasks(true)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Starts the mock server's endless task through `client`: its id.
+async fn endless_task(client: &switchboard_client::Client) -> String {
+    let args = json!({"never": true, "poll_ms": 10});
+    let options = switchboard_client::RequestOptions::default();
+    match client
+        .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
+        .await
+    {
+        Ok(switchboard_client::ToolCallStart::Task(task)) => task.task_id,
+        other => panic!("the task did not start: {other:?}"),
+    }
+}
+
+/// One raw RESP command to `redis`: the reply's first line.
+fn redis_command(redis: &Redis, args: &[&str]) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", redis.port)).unwrap();
+    let mut command = format!("*{}\r\n", args.len());
+    for a in args {
+        command.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    stream.write_all(command.as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    line.trim().to_owned()
+}
+
+// Replicas sharing a store find each other there, with no --peer flag: a
+// task handed on by replica a is followed and cancelled through replica
+// b, which sends its tasks/* requests on to a; once a is killed, its
+// registration expires, b drops it, and b answers for a's task that
+// replica a is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn replicas_find_each_other_through_the_store_and_say_when_one_is_gone() {
+    let sb = Sandbox::new();
+    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let cfg = sb
+        .config(
+            json!({"mock": {"command": crate::ops::mock_server(), "args": ["--name", "mock"]}}),
+            json!({"permissions": {"allow": ["mcp__mock__task"]}}),
+        )
+        .display()
+        .to_string();
+    let url = redis.url();
+    let mut started = Vec::new();
+    for name in ["a", "b"] {
+        let args = ["--replica", name, "--state", &url];
+        started.push(
+            serve_on(
+                &sb,
+                &cfg,
+                "127.0.0.1:0",
+                &args,
+                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+            )
+            .await,
+        );
+    }
+    let b = started.pop().unwrap();
+    let mut a = started.pop().unwrap();
+    // Both register, each under its name with the address it serves (as
+    // they start serving: waited for, bounded).
+    let limit = Instant::now() + REPLICA_TTL_WAIT;
+    while redis_command(
+        &redis,
+        &["EXISTS", "switchboard:replica:a", "switchboard:replica:b"],
+    ) != ":2"
+    {
+        assert!(Instant::now() < limit, "not registered: {}", a.stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let on_a = tasks_client(&a.url()).await;
+    let on_b = tasks_client(&b.url()).await;
+    let task = endless_task(&on_a).await;
+    assert!(task.starts_with("a."), "{task}");
+    // b does not hold it: its tasks/get and tasks/cancel go on to a (once
+    // b's next beat has read a's registration).
+    let limit = Instant::now() + REPLICA_TTL_WAIT;
+    let seen = loop {
+        match on_b.get_task(&task).await {
+            Ok(seen) => break seen,
+            Err(e) => assert!(Instant::now() < limit, "{e}\n{}", b.stderr()),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(seen.status.as_str(), "working", "{seen:?}");
+    on_b.cancel_task(&task).await.unwrap();
+    let mut status = String::new();
+    for _ in 0..200 {
+        status = on_b
+            .get_task(&task)
+            .await
+            .unwrap()
+            .status
+            .as_str()
+            .to_owned();
+        if status == "cancelled" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(status, "cancelled", "{}", b.stderr());
+
+    // a dies without leaving the registry: its registration expires.
+    let orphan = endless_task(&on_a).await;
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    let limit = Instant::now() + REPLICA_TTL_WAIT;
+    let said = loop {
+        let answer = on_b.get_task(&orphan).await;
+        let text = format!("{answer:?}");
+        if text.contains("replica a is gone") {
+            break text;
+        }
+        assert!(Instant::now() < limit, "still: {text}\n{}", b.stderr());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(said.contains("start the call again"), "{said}");
+    assert_eq!(
+        redis_command(&redis, &["EXISTS", "switchboard:replica:a"]),
+        ":0"
+    );
+    assert_eq!(
+        redis_command(&redis, &["SISMEMBER", "switchboard:replicas", "a"]),
+        ":0"
+    );
+}
+
+/// How long a killed replica may stay registered, with the beats around
+/// it (6 s of expiry, a 2 s beat), and slack for a loaded machine.
+const REPLICA_TTL_WAIT: Duration = Duration::from_secs(30);

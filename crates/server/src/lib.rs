@@ -115,7 +115,9 @@ pub use resource::{
 pub use server::{OfferFilter, Offered, Server, ServerBuilder, ToolFilter};
 pub use skill::{SkillSpec, SkillsRelay};
 pub use state::{StateHandles, UseLedger};
-pub use task::{TaskContext, TaskHandler, TaskSupport, TaskWork};
+pub use task::{
+    ReplicaDirectory, ReplicaLocation, TaskContext, TaskHandler, TaskSupport, TaskWork, origin_name,
+};
 pub use tool::{
     IntoToolResult, Json, NoArgs, ToolHandler, ToolOutcome, ToolResult, ToolSpec,
     any_object_schema, markers,

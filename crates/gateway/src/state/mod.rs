@@ -17,8 +17,11 @@
 //! heartbeat ([`SharedState::heartbeat`]) keeps [`SharedState::is_up`]
 //! (`/readyz`, `switchboard_state_up`) current when nothing is used.
 
+mod membership;
 mod redis;
 mod resp;
+
+pub use membership::{Membership, REPLICA_TTL};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -88,10 +91,17 @@ pub(crate) enum Operation {
     Limit,
     /// The heartbeat.
     Ping,
+    /// The replicas' registry.
+    Membership,
 }
 
 impl Operation {
-    const ALL: [Operation; 3] = [Operation::Replay, Operation::Limit, Operation::Ping];
+    const ALL: [Operation; 4] = [
+        Operation::Replay,
+        Operation::Limit,
+        Operation::Ping,
+        Operation::Membership,
+    ];
 
     /// The metric's label.
     pub(crate) fn label(self) -> &'static str {
@@ -99,6 +109,7 @@ impl Operation {
             Operation::Replay => "replay",
             Operation::Limit => "limit",
             Operation::Ping => "ping",
+            Operation::Membership => "membership",
         }
     }
 }
@@ -116,7 +127,7 @@ struct Inner {
     /// Whether the last round trip succeeded.
     up: AtomicBool,
     /// Errors by [`Operation`] (in [`Operation::ALL`]'s order).
-    errors: [AtomicU64; 3],
+    errors: [AtomicU64; 4],
     /// The rate script's SHA1 (hex), sent with `EVALSHA`.
     rate_sha: String,
     /// Whether the store said so last time (logged once per change).
@@ -211,7 +222,7 @@ impl SharedState {
 
     /// One round trip for `operation`, its outcome recorded (up or down,
     /// errors counted, a change of state logged once).
-    async fn run(
+    pub(crate) async fn run(
         &self,
         operation: Operation,
         commands: &[Vec<&[u8]>],
@@ -329,7 +340,7 @@ impl SharedState {
 
     /// A reply the store should not have given (an error reply above
     /// all): counted as an error of `operation`, and said.
-    fn odd(&self, operation: Operation, reply: Option<&Reply>) -> String {
+    pub(crate) fn odd(&self, operation: Operation, reply: Option<&Reply>) -> String {
         if let Some(i) = Operation::ALL.iter().position(|o| *o == operation) {
             self.inner.errors[i].fetch_add(1, Ordering::Relaxed);
         }
