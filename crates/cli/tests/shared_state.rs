@@ -27,7 +27,7 @@ const LIMIT: usize = 5;
 
 /// A `redis-server` of the test's own: a free loopback port, its own
 /// folder, nothing saved.
-struct Redis {
+pub(crate) struct Redis {
     bin: PathBuf,
     dir: PathBuf,
     port: u16,
@@ -37,7 +37,7 @@ struct Redis {
 impl Redis {
     /// Started, or `None` (saying so) when it is not installed.
     #[allow(clippy::print_stderr)] // a skipped test says why
-    fn start(dir: &Path) -> Option<Redis> {
+    pub(crate) fn start(dir: &Path) -> Option<Redis> {
         let Some(bin) = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
             .iter()
             .map(PathBuf::from)
@@ -86,7 +86,7 @@ impl Redis {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 }

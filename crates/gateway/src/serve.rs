@@ -265,8 +265,13 @@ impl Gateway {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
         let options = self.connections.apply(HttpOptions::new());
-        let mut options =
-            crate::health::routes(options, &self.host, &self.drain, self.state.as_ref());
+        let mut options = crate::health::routes(
+            options,
+            &self.host,
+            &self.drain,
+            self.state.as_ref(),
+            self.membership.as_ref().map(|(m, _)| m),
+        );
         if let Some(auth) = &self.auth {
             options = options.auth(auth.validator(&self.telemetry), auth.metadata().clone());
         }
