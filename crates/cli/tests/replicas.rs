@@ -612,7 +612,8 @@ async fn tasks_behind_a_plain_balancer_reach_the_replica_holding_them_through_it
 // store (`serve --state`) find each other in its registry: a task request
 // reaching the replica that does not hold the task is sent on by it to
 // the holder; calls and approvals go on round-robin as well, each
-// approval recorded once in the store.
+// approval recorded once in the store, and so does a legacy client's
+// session, whose requests reaching the other replica are sent on.
 #[tokio::test(flavor = "multi_thread")]
 async fn tasks_behind_a_plain_balancer_reach_their_replica_through_the_store() {
     let Some(pair) = balanced(&["mcp__mock__task", "mcp__mock__echo"], TaskRouting::Store).await
@@ -644,6 +645,9 @@ async fn tasks_behind_a_plain_balancer_reach_their_replica_through_the_store() {
         requests.len()
     );
     calls_and_approvals(&pair.url, EraPolicy::Probe, CALLS / 4, APPROVALS / 2).await;
+    // A legacy client's session, opened on one replica, is reached
+    // through the other as well.
+    calls_and_approvals(&pair.url, EraPolicy::LegacyOnly, 40, 5).await;
     // No replay ledger file: the store recorded the approvals.
     assert!(!std::path::Path::new(&pair.ledger).exists());
     assert!(pair.redis.is_some());
