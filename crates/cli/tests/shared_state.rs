@@ -161,6 +161,11 @@ fn meta() -> Value {
 
 /// One JSON-RPC `method` POSTed to `gw` with `token`: the message back.
 fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
+    post_at(&gw.addr, token, method, params)
+}
+
+/// [`post`] to the gateway at `addr`.
+fn post_at(addr: &str, token: &str, method: &str, params: &Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let bearer = format!("Bearer {token}");
     let headers = [
@@ -171,7 +176,7 @@ fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
         ("Mcp-Name", params["name"].as_str().unwrap_or_default()),
         ("Mcp-Protocol-Version", "2026-07-28"),
     ];
-    let (status, _, text) = raw(&gw.addr, "POST", "/mcp", &headers, &body);
+    let (status, _, text) = raw(addr, "POST", "/mcp", &headers, &body);
     let json = &text[text.find('{').unwrap_or(0)..=text.rfind('}').unwrap_or(0)];
     serde_json::from_str(json).unwrap_or_else(|e| panic!("{status} {e}: {text}"))
 }
@@ -508,3 +513,89 @@ async fn replicas_find_each_other_through_the_store_and_say_when_one_is_gone() {
 /// How long a killed replica may stay registered, with the beats around
 /// it (6 s of expiry, a 2 s beat), and slack for a loaded machine.
 const REPLICA_TTL_WAIT: Duration = Duration::from_secs(30);
+
+// `concurrentCalls` holds across replicas sharing a store: while ci-bot's
+// one allowed call runs on one replica, its call on another is refused
+// saying so (each replica alone would run it); once the first ends, the
+// next call runs again.
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_running_at_once_are_counted_for_every_replica() {
+    let sb = Sandbox::new();
+    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let cfg = sb
+        .config(
+            json!({"mock": {"command": crate::ops::mock_server(), "args": ["--name", "mock"]}}),
+            json!({
+                "permissions": {"allow": ["mcp__mock__sleep"]},
+                "callerLimits": {"concurrentCalls": 1}
+            }),
+        )
+        .display()
+        .to_string();
+    let tokens = sb.write("tokens.txt", &format!("ci-bot {CI_TOKEN}\n"));
+    let url = redis.url();
+    let mut gateways = Vec::new();
+    for name in ["r0", "r1"] {
+        let args = [
+            "--auth",
+            "token",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "--replica",
+            name,
+            "--state",
+            &url,
+        ];
+        gateways.push(
+            serve_on(
+                &sb,
+                &cfg,
+                "127.0.0.1:0",
+                &args,
+                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+            )
+            .await,
+        );
+    }
+    let sleep =
+        |ms: u64| json!({"name": "mcp__mock__sleep", "arguments": {"ms": ms}, "_meta": meta()});
+    // A long call on r0, in the background.
+    let addr = gateways[0].addr.clone();
+    let long = sleep(8_000);
+    let running = std::thread::spawn(move || post_at(&addr, CI_TOKEN, "tools/call", &long));
+    // Once its lease is in the store, r1 refuses ci-bot's next call.
+    let limit = Instant::now() + Duration::from_secs(15);
+    while redis_command(&redis, &["ZCARD", "switchboard:running:ci-bot"]) != ":1" {
+        assert!(Instant::now() < limit, "the long call never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let probe = call(
+        &gateways[1],
+        CI_TOKEN,
+        "mcp__mock__sleep",
+        &json!({"ms": 1}),
+    );
+    assert!(!ran(&probe), "{probe}");
+    let refused = text_of(&probe);
+    assert!(refused.contains("already has 1 call running"), "{refused}");
+    let done = running.join().unwrap();
+    assert!(ran(&done), "{done}");
+    // Given back: runs again (the lease is released just after the answer).
+    let limit = Instant::now() + Duration::from_secs(15);
+    loop {
+        let again = call(
+            &gateways[1],
+            CI_TOKEN,
+            "mcp__mock__sleep",
+            &json!({"ms": 1}),
+        );
+        if ran(&again) {
+            break;
+        }
+        assert!(Instant::now() < limit, "still refused: {again}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(gateways);
+}

@@ -139,7 +139,7 @@ pub use gate::Verdict;
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
 };
-pub use limits::{CallLimits, LimitsOverride, SharedAdmission, SharedLimits};
+pub use limits::{CallLimits, LimitsOverride, SharedAdmission, SharedEntry, SharedLimits};
 pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::{DefKind, PinState, SkillPinState};

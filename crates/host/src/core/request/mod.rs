@@ -34,6 +34,7 @@
 //! - `builtin`: a call of a built-in tool (`mcp__switchboard__NAME`).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use switchboard_client::Client;
@@ -43,7 +44,7 @@ use tracing::error;
 
 use super::Host;
 use crate::audit::{AuditRecord, CallInFlight, Outcome};
-use crate::limits::{CallLimits, Permit, Refusal, SharedAdmission};
+use crate::limits::{CallLimits, Permit, Refusal, SharedAdmission, SharedEntry};
 
 mod builtin;
 mod completion;
@@ -307,11 +308,29 @@ impl Host {
             calls_per_minute: None,
             ..limits
         };
-        let permit = self
+        let mut permit = self
             .inner
             .limiter
             .admit(principal, running, Instant::now())
             .map_err(|refusal| (principal, refusal))?;
+        // Calls running at once, counted for every replica when the store
+        // does (a refused call spends nothing of the minute).
+        if let Some(at_once) = limits.concurrent_calls {
+            match shared.enter(principal, at_once).await {
+                SharedEntry::Entered(id) => {
+                    permit = permit.with_lease(crate::limits::SharedLease {
+                        shared: Arc::clone(shared),
+                        principal: principal.to_owned(),
+                        id,
+                    });
+                }
+                SharedEntry::Full => return Err((principal, Refusal::Running { at_once })),
+                SharedEntry::Unavailable(why) => {
+                    return Err((principal, Refusal::Unavailable(why)));
+                }
+                SharedEntry::NotShared => {}
+            }
+        }
         if let Some(per_minute) = limits.calls_per_minute {
             let refusal = match shared.take(principal, per_minute).await {
                 SharedAdmission::Allowed => None,
