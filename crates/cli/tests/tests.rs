@@ -15,6 +15,8 @@ mod config;
 mod demo;
 mod eval;
 mod gateway_auth;
+mod gateway_http;
+mod gateway_util;
 mod input;
 mod inspect;
 mod listing;
