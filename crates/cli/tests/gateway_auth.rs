@@ -10,9 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_authkit::jwt::{Signer, now};
 use switchboard_authkit::{AuthServer, AuthServerConfig, TestClient};
-use switchboard_client::{
-    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
-};
+use switchboard_client::{Client, HttpTransport, InputSupport, input_handler_fn};
 
 use crate::gateway_util::*;
 use crate::util::Sandbox;
@@ -716,26 +714,6 @@ async fn oauth_introspection() {
     );
 }
 
-/// Answers every approval question with "approve", recording it.
-#[derive(Clone, Debug, Default)]
-struct Approve {
-    asked: Arc<Mutex<Vec<Value>>>,
-}
-
-impl InputHandler for Approve {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.asked.lock().unwrap().push(params);
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"approve": true}})) })
-    }
-}
-
 // A call the caller's principals rules refuse is denied without putting
 // an approval question to its user; an allowed one is still asked about.
 #[tokio::test(flavor = "multi_thread")]
@@ -753,14 +731,20 @@ async fn refused_calls_are_not_asked_about() {
         &[],
     )
     .await;
-    let answer = Approve::default();
+    // Answers every approval question with "approve", recording it.
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let answer = input_handler_fn(InputSupport::FORM, move |_, q| {
+        seen.lock().unwrap().push(q.params);
+        async { Ok(json!({"action": "accept", "content": {"approve": true}})) }
+    });
     let transport = HttpTransport::builder("gateway", &gw.url)
         .header("Authorization", format!("Bearer {CI_TOKEN}"))
         .build()
         .unwrap();
     let bot = Client::builder("gateway", transport)
         .timeout(Duration::from_secs(60))
-        .input_handler(answer.clone())
+        .input_handler(answer)
         .connect()
         .await
         .unwrap();
@@ -769,11 +753,11 @@ async fn refused_calls_are_not_asked_about() {
         .await
         .unwrap();
     assert!(r.is_error(), "{r:?}");
-    assert!(answer.asked.lock().unwrap().is_empty());
+    assert!(asked.lock().unwrap().is_empty());
     let r = bot
         .call_tool("mcp__notes__list_notes", args(json!({})))
         .await
         .unwrap();
     assert!(!r.is_error(), "{r:?}");
-    assert_eq!(answer.asked.lock().unwrap().len(), 1);
+    assert_eq!(asked.lock().unwrap().len(), 1);
 }

@@ -47,6 +47,12 @@ impl InputSupport {
         roots: false,
     };
 
+    /// Form-mode elicitation only: what an approval question needs.
+    pub const FORM: InputSupport = InputSupport {
+        elicitation_form: true,
+        ..InputSupport::NONE
+    };
+
     /// The `clientCapabilities` that declare exactly this support.
     pub fn capabilities(&self) -> ClientCapabilities {
         let mut caps = ClientCapabilities::default();

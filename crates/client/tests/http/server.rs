@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_client::{
     BoxFuture, Client, ClientError, EraPolicy, HttpTransport, InputContext, InputError,
-    InputHandler, InputQuestion, InputSupport, RequestOptions,
+    InputHandler, InputQuestion, InputSupport, RequestOptions, input_handler_fn,
 };
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
@@ -90,26 +90,6 @@ async fn start() -> (String, oneshot::Sender<()>) {
     (url, stop)
 }
 
-#[derive(Debug)]
-struct Ada;
-
-impl InputHandler for Ada {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(
-        &self,
-        _cx: InputContext,
-        _params: Value,
-    ) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"name": "Ada"}})) })
-    }
-}
-
 /// Answers a whole round at once; with `forget`, leaves every answer out.
 #[derive(Debug)]
 struct Round {
@@ -188,7 +168,9 @@ async fn modern_wire_against_our_server() {
         .unwrap();
     let client = within(
         Client::builder("e2e", transport)
-            .input_handler(Ada)
+            .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
+                Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
+            }))
             .connect(),
     )
     .await

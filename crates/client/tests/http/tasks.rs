@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use switchboard_client::{BoxFuture, Client, InputContext, InputError, InputHandler, InputSupport};
+use serde_json::json;
+use switchboard_client::{Client, InputSupport, input_handler_fn};
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{Elicitation, HandlerError, InputRequired, NoArgs, Server, TaskContext};
 use tokio::sync::oneshot;
@@ -49,26 +49,6 @@ async fn start() -> (String, oneshot::Sender<()>) {
     (url, stop)
 }
 
-#[derive(Debug)]
-struct Word;
-
-impl InputHandler for Word {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(
-        &self,
-        _cx: InputContext,
-        _params: Value,
-    ) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"word": "tide"}})) })
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_notifications_carry_a_task_through_input_to_its_result() {
     let (url, _stop) = start().await;
@@ -79,7 +59,9 @@ async fn status_notifications_carry_a_task_through_input_to_its_result() {
     let client = within(
         Client::builder("tasks-e2e", transport)
             .tasks(true)
-            .input_handler(Word)
+            .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
+                Ok(json!({"action": "accept", "content": {"word": "tide"}}))
+            }))
             .connect(),
     )
     .await

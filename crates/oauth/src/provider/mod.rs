@@ -39,6 +39,7 @@ use crate::token::{IdentitySource, TokenSet};
 use crate::uri::HttpUrl;
 use switchboard_client::transport::BoxFuture;
 use switchboard_client::transport::http::{AuthChallenge, AuthError, AuthProvider, AuthRetry};
+use switchboard_wire::shared::lock;
 
 /// A token this close to expiry is refreshed before it is sent.
 const EXPIRY_SKEW_SECS: u64 = 30;
@@ -370,10 +371,6 @@ fn header_value(t: &TokenSet) -> String {
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs store I/O off the async threads.

@@ -82,7 +82,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -90,6 +90,7 @@ use serde_json::{Map, Value, json};
 use switchboard_wire::meta::{
     CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION, SERVER_INFO, SUBSCRIPTION_ID,
 };
+use switchboard_wire::shared::lock;
 use switchboard_wire::{Message, Notification, Request, RequestId, Response, version};
 
 mod input;
@@ -375,13 +376,6 @@ struct Server {
     gathering: Mutex<(u64, u64)>,
     /// Woken at each arrival and answer of a `gather` call.
     gathered: Condvar,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(p) => p.into_inner(),
-    }
 }
 
 fn rpc_error(code: i64, message: impl Into<String>) -> switchboard_wire::ErrorObject {
