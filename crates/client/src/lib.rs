@@ -87,7 +87,7 @@ pub use subscription::{Subscription, SubscriptionEnd};
 pub use task::{TaskList, ToolCallStart};
 #[cfg(feature = "http")]
 pub use transport::http::{
-    AuthChallenge, AuthError, AuthProvider, AuthRetry, HttpTransport, HttpTransportBuilder,
+    AuthChallenge, AuthProvider, AuthProviderError, AuthRetry, HttpTransport, HttpTransportBuilder,
     StaticAuthorization,
 };
 pub use transport::sandbox::{
