@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use serde_json::json;
 use switchboard_client::{Client, InputSupport, input_handler_fn};
-use switchboard_server::http::HttpOptions;
 use switchboard_server::{Elicitation, HandlerError, InputRequired, NoArgs, Server, TaskContext};
 use tokio::sync::oneshot;
 
+use super::framework::serve_server;
 use super::util::within;
 
 /// Starts a server whose one task tool asks for a word, then answers with
@@ -36,17 +36,7 @@ async fn start() -> (String, oneshot::Sender<()>) {
         .task_options(Duration::from_secs(7200), Duration::from_secs(3600))
         .build()
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let shutdown = async {
-            let _ = stopped.await;
-        };
-        let _ =
-            switchboard_server::http::serve(server, listener, HttpOptions::new(), shutdown).await;
-    });
-    (url, stop)
+    serve_server(server).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
