@@ -92,7 +92,7 @@ pub struct Config {
     pub identity_providers: BTreeMap<String, IdentityProviderConfig>,
     /// Per-caller rules of an authenticated gateway (`"principals"`), by
     /// principal name: `allow` and `deny` rules that narrow what that
-    /// caller may call (see [`crate::gate::principal_allows`]).
+    /// caller may call (see `gate::principal_allows`).
     pub principals: BTreeMap<String, Vec<Rule>>,
     /// Whether an authenticated caller without a `principals` entry is
     /// refused everything (`"principalsDefault": "deny"`) instead of being
