@@ -170,14 +170,10 @@ pub trait InputHandler: Send + Sync + fmt::Debug {
         cx: InputContext,
         requests: Vec<InputQuestion>,
     ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
-        Box::pin(async move {
-            let mut answers = JsonObject::new();
-            for q in requests {
-                let answer = answer(self, cx.clone(), &q.method, Some(q.params)).await?;
-                answers.insert(q.key, answer);
-            }
-            Ok(answers)
-        })
+        Box::pin(each_by_key(requests, move |q| {
+            let cx = cx.clone();
+            async move { answer(self, cx, &q.method, Some(q.params)).await }
+        }))
     }
 }
 
@@ -308,14 +304,7 @@ where
         cx: InputContext,
         requests: Vec<InputQuestion>,
     ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
-        Box::pin(async move {
-            let mut answers = JsonObject::new();
-            for q in requests {
-                let key = q.key.clone();
-                answers.insert(key, (self.answer)(cx.clone(), q).await?);
-            }
-            Ok(answers)
-        })
+        Box::pin(each_by_key(requests, move |q| (self.answer)(cx.clone(), q)))
     }
 }
 
@@ -328,6 +317,24 @@ impl InputHandler for NoInput {
     fn support(&self) -> InputSupport {
         InputSupport::NONE
     }
+}
+
+/// Answers a round's requests one after another with `one`, keyed as the
+/// server keyed them; the first failure fails the round.
+async fn each_by_key<F, Fut>(
+    requests: Vec<InputQuestion>,
+    mut one: F,
+) -> Result<JsonObject, InputError>
+where
+    F: FnMut(InputQuestion) -> Fut,
+    Fut: Future<Output = Result<Value, InputError>>,
+{
+    let mut answers = JsonObject::new();
+    for q in requests {
+        let key = q.key.clone();
+        answers.insert(key, one(q).await?);
+    }
+    Ok(answers)
 }
 
 /// Dispatches one input request to the handler method for its kind.
