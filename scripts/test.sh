@@ -50,6 +50,9 @@ echo "chat: ok ($(wc -l <<<"$chat_out") events)"
 echo "== evals: the demo set with the offline keyword selector (a stand-in, not a model), and the cases' own check"
 cargo run --locked --quiet -p switchboard -- eval evals/demo.json --model mock
 cargo run --locked --quiet -p switchboard -- eval evals/demo.json --check-assertions
+echo "== evals: the demo set through the scripted model, offered the demo servers' real tool definitions"
+(cd "$(mktemp -d)" && SWITCHBOARD_CONFIG= cargo run --locked --quiet --manifest-path "$OLDPWD/Cargo.toml" \
+  -p switchboard -- eval "$OLDPWD/evals/demo.json" --model "script:$OLDPWD/evals/demo.script.jsonl" --concurrency 1)
 echo "== official MCP conformance suite: our server"
 ./scripts/conformance-server.sh
 echo "== official MCP conformance suite: our client"

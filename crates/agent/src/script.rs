@@ -11,6 +11,11 @@
 //! - `system_contains`: texts the system prompt of this turn must contain
 //!   (optional; e.g. a skill the model should be offered);
 //! - `system_lacks`: texts it must not contain (optional);
+//! - `user_contains`: texts the last user message must contain (optional;
+//!   e.g. a resource the user attached);
+//! - `tools_include`: `{"mcp__alias__tool": "text"}`, tools the request
+//!   must offer, each with a description containing the text (optional;
+//!   checks the model is shown the servers' real definitions);
 //! - `usage`: `{"input_tokens": n, "output_tokens": n}` (optional);
 //! - `stop`: `end_turn` (default without tool calls), `max_tokens`, ….
 //!
@@ -49,6 +54,12 @@ pub struct ScriptTurn {
     /// Texts the system prompt must not contain.
     #[serde(default)]
     pub system_lacks: Vec<String>,
+    /// Texts the last user message must contain.
+    #[serde(default)]
+    pub user_contains: Vec<String>,
+    /// Tools the request must offer: name → text its description contains.
+    #[serde(default)]
+    pub tools_include: std::collections::BTreeMap<String, String>,
     /// Token counts to report.
     #[serde(default)]
     pub usage: Option<ScriptUsage>,
@@ -169,6 +180,8 @@ impl ScriptedModel {
         };
         check(&self.file, line, &turn.expect, request)?;
         check_system(&self.file, line, &turn, &request.system)?;
+        check_tools(&self.file, line, &turn, request)?;
+        check_user(&self.file, line, &turn, request)?;
         if let Some(text) = &turn.text {
             out.emit(ModelEvent::TextDelta(text.clone()), sink);
         }
@@ -232,6 +245,74 @@ fn check_system(
         if system.contains(unwanted.as_str()) {
             return Err(fail(format!(
                 "expected the system prompt not to contain {unwanted:?}, got: {system}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The last user message's text against the turn's `user_contains`.
+fn check_user(
+    file: &str,
+    line: usize,
+    turn: &ScriptTurn,
+    request: &ModelRequest,
+) -> Result<(), ModelError> {
+    if turn.user_contains.is_empty() {
+        return Ok(());
+    }
+    let text: String = request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| {
+            m.content
+                .iter()
+                .filter_map(|c| match c {
+                    Content::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    for want in &turn.user_contains {
+        if !text.contains(want.as_str()) {
+            return Err(ModelError::Script {
+                file: file.to_owned(),
+                line,
+                message: format!("expected the user's message to contain {want:?}, got: {text}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The request's tool list against the turn's `tools_include`.
+fn check_tools(
+    file: &str,
+    line: usize,
+    turn: &ScriptTurn,
+    request: &ModelRequest,
+) -> Result<(), ModelError> {
+    for (name, text) in &turn.tools_include {
+        let fail = |message: String| ModelError::Script {
+            file: file.to_owned(),
+            line,
+            message,
+        };
+        let Some(tool) = request.tools.iter().find(|t| &t.name == name) else {
+            let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+            return Err(fail(format!(
+                "expected the tool {name} to be offered, got: {}",
+                offered.join(", ")
+            )));
+        };
+        if !tool.description.contains(text.as_str()) {
+            return Err(fail(format!(
+                "expected the description of {name} to contain {text:?}, got: {}",
+                tool.description
             )));
         }
     }
@@ -349,5 +430,47 @@ mod tests {
         let e = m.turn(&req, &mut |_| {}).await.unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
         assert!(e.to_string().contains("\"ok\""), "{e}");
+    }
+
+    #[tokio::test]
+    async fn user_contains_checks_the_last_user_message() {
+        let m = ScriptedModel::parse(
+            "s",
+            r#"{"user_contains":["go"],"text":"ok"}
+{"user_contains":["stop"]}"#,
+        )
+        .unwrap();
+        let req = ModelRequest::prompt("", "go on");
+        assert_eq!(m.turn(&req, &mut |_| {}).await.unwrap().text, "ok");
+        let e = m.turn(&req, &mut |_| {}).await.unwrap_err();
+        assert!(e.to_string().contains("\"stop\""), "{e}");
+    }
+
+    #[tokio::test]
+    async fn tools_include_checks_the_offered_tools_and_their_descriptions() {
+        let m = ScriptedModel::parse(
+            "s",
+            r#"{"tools_include":{"mcp__a__t":"Finds"},"text":"ok"}
+{"tools_include":{"mcp__a__t":"Deletes"}}
+{"tools_include":{"mcp__a__gone":""}}"#,
+        )
+        .unwrap();
+        let mut req = ModelRequest::prompt("", "go");
+        req.tools = vec![crate::model::ToolSpec {
+            name: "mcp__a__t".into(),
+            description: "Finds things.".into(),
+            input_schema: Default::default(),
+            server: None,
+        }]
+        .into();
+        assert_eq!(m.turn(&req, &mut |_| {}).await.unwrap().text, "ok");
+        let e = m.turn(&req, &mut |_| {}).await.unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        assert!(e.to_string().contains("Finds things."), "{e}");
+        let e = m.turn(&req, &mut |_| {}).await.unwrap_err();
+        assert!(
+            e.to_string().contains("tool mcp__a__gone to be offered"),
+            "{e}"
+        );
     }
 }

@@ -101,6 +101,10 @@ pub(crate) enum RawCommand {
     Inspect(InspectArgs),
     /// Serve the governed tool table as one MCP server (a gateway).
     Serve(Box<ServeArgs>),
+    /// Open the web console locally: the config's servers, tools and
+    /// calls in a browser, on 127.0.0.1 at a free port, through a printed
+    /// URL carrying a one-time sign-in token; Ctrl-C ends it.
+    Console,
     /// Run one of the demo servers.
     DemoServer(DemoServerArgs),
     /// Check the whole system end to end with real processes and sockets.
@@ -268,6 +272,10 @@ pub(crate) enum PinsAction {
     Accept {
         /// The tool or server.
         target: String,
+        /// Accept even when the config's `evals` regress with the new
+        /// definitions (or cannot run).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -454,6 +462,11 @@ pub(crate) struct ServeArgs {
     /// authorization: bind where only the scraper and clients reach).
     #[arg(long, requires = "http")]
     pub(crate) metrics: bool,
+    /// Serve the web console at /console next to /mcp: servers, tools and
+    /// calls in a browser, for principals whose config entry says
+    /// "console": true (needs --auth).
+    #[arg(long, requires = "http")]
+    pub(crate) console: bool,
     /// This gateway's name among replicas behind one URL: written into
     /// every audit line, and named when a retry for a call parked here
     /// reaches another replica (default: the host name).

@@ -122,6 +122,7 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
         Command::Chat(chat) => cmd::chat::run(&settings, chat).await,
         Command::Doctor => cmd::doctor::run(&settings).await,
+        Command::Console => cmd::serve::console(&settings).await,
         Command::Serve(serve) => cmd::serve::run(&settings, serve).await,
         Command::Eval(eval) => cmd::eval::run(&settings, eval).await,
         Command::Tools { .. }
@@ -178,7 +179,9 @@ async fn on_host(settings: &Settings, session: &Session) -> anyhow::Result<()> {
             .await
         }
         Command::PinsList => cmd::pins::list(host, json),
-        Command::PinsAccept { target } => cmd::pins::accept(host, target, json),
+        Command::PinsAccept { target, force } => {
+            cmd::pins::accept(host, target, *force, json).await
+        }
         Command::SkillsList => cmd::skills::list(host, json),
         Command::SkillsShow { id, yes } => {
             cmd::skills::show(host, id, *yes, settings.stdin_tty, json).await

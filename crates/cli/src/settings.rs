@@ -56,6 +56,7 @@ pub(crate) enum Command {
     PinsList,
     PinsAccept {
         target: String,
+        force: bool,
     },
     SkillsList,
     SkillsShow {
@@ -92,6 +93,7 @@ pub(crate) enum Command {
         alias: String,
     },
     Doctor,
+    Console,
     Inspect(InspectTarget),
     // Boxed: its settings are many times any other command's.
     Serve(Box<crate::cmd::serve::ServeSettings>),
@@ -235,7 +237,7 @@ impl Settings {
             }
             RawCommand::Pins(p) => match p.action {
                 PinsAction::List => Command::PinsList,
-                PinsAction::Accept { target } => Command::PinsAccept { target },
+                PinsAction::Accept { target, force } => Command::PinsAccept { target, force },
             },
             RawCommand::Skills(s) => match s.action {
                 None => Command::SkillsList,
@@ -282,6 +284,7 @@ impl Settings {
                 AuthAction::Logout { alias } => Command::AuthLogout { alias },
             },
             RawCommand::Doctor => Command::Doctor,
+            RawCommand::Console => Command::Console,
             RawCommand::Inspect(a) => Command::Inspect(inspect_target(a)?),
             RawCommand::Serve(a) => Command::Serve(Box::new(crate::cmd::serve::resolve(*a)?)),
             RawCommand::DemoServer(a) => Command::DemoServer {

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use switchboard_testutil::{Artifacts, built};
 
 use crate::approval::OnPty;
-use crate::util::{Sandbox, empty_port};
+use crate::util::{Sandbox, Tickets, empty_port};
 
 fn events(stdout: &str) -> Vec<Value> {
     stdout
@@ -148,7 +148,7 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
     let script = sb.write(
         "s.jsonl",
         concat!(
-            r#"{"tool_calls": [{"name": "mcp__notes__summarize_note", "arguments": {"id": "standup"}}]}"#,
+            r#"{"tool_calls": [{"name": "mcp__tickets__summarize_ticket", "arguments": {"id": "T-1"}}]}"#,
             "\n",
             r#"{"text": "The floor 3 printer keeps jamming."}"#,
             "\n",
@@ -162,7 +162,7 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
         "--model",
         &model,
         "-p",
-        "sum up standup",
+        "sum up T-1",
         "--yes",
         "--json",
     ]);
@@ -186,15 +186,16 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
     let script = sb.write(
         "d.jsonl",
         concat!(
-            r#"{"tool_calls": [{"name": "mcp__notes__summarize_note", "arguments": {"id": "standup"}}]}"#,
+            r#"{"tool_calls": [{"name": "mcp__tickets__summarize_ticket", "arguments": {"id": "T-1"}}]}"#,
             "\n",
             r#"{"expect": [{"is_error": true}], "text": "declined"}"#,
             "\n",
         ),
     );
+    let tickets = Tickets::start(&sb);
     let config = sb.config(
-        json!({}),
-        json!({"permissions": {"allow": ["mcp__notes__summarize_note"]}}),
+        tickets.entry(),
+        json!({"permissions": {"allow": ["mcp__tickets__summarize_ticket"]}}),
     );
     let model = format!("script:{}", script.display());
     let run = sb.run(&[
@@ -204,7 +205,7 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
         "--model",
         &model,
         "-p",
-        "sum up standup",
+        "sum up T-1",
         "--json",
     ]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -358,4 +359,123 @@ fn ctrl_c_at_an_approval_question_withdraws_it() {
     term.interrupt();
     let (code, text) = term.finish("Second turn done.");
     assert_eq!(code, 0, "{text}");
+}
+
+/// The scripted answers of the resource and prompt tests: each turn checks
+/// what reached the model in the user's message.
+fn offers_script(sb: &Sandbox) -> String {
+    let script = sb.write(
+        "offers.jsonl",
+        &[
+            json!({"user_contains": [
+                "summarize this @mock:mock://a",
+                "[the user attached the resource mock:mock://a]",
+                "<untrusted-text source=\"mock\">\ncontents of mock://a\n</untrusted-text>",
+            ], "text": "Attachment seen."}),
+            json!({"user_contains": [
+                "[the user ran the prompt mock:greet]",
+                "<untrusted-text source=\"mock\">\nhello Ada Lovelace\n</untrusted-text>",
+            ], "text": "Prompt seen."}),
+            json!({"user_contains": [
+                "<untrusted-text source=\"mock\">\ncontents of mock://item/7\n</untrusted-text>",
+            ], "text": "Template seen."}),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n"),
+    );
+    format!("script:{}", script.display())
+}
+
+fn mock_config(sb: &Sandbox) -> std::path::PathBuf {
+    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    sb.config(json!({"mock": {"command": mock}}), json!({}))
+}
+
+// Issue 39, item 6: resources and prompts are chosen by the user. On a
+// terminal, /resources and /prompts list them, @ALIAS:URI attaches a
+// resource's text (marked as the server's) to the message, /ALIAS:PROMPT
+// sends a prompt's messages, and a bad name is said without sending.
+#[test]
+fn the_user_attaches_resources_and_runs_prompts_on_a_terminal() {
+    let sb = Sandbox::new();
+    let config = mock_config(&sb);
+    let model = offers_script(&sb);
+    let mut term = OnPty::start(
+        &sb,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "chat",
+            "--model",
+            &model,
+        ],
+    );
+    term.wait_for("> ");
+    term.type_line("/resources");
+    let shown = term.wait_for("Attach one to your next message");
+    assert!(shown.contains("@mock:mock://a  a (text/plain)"), "{shown}");
+    assert!(
+        shown.contains("@mock:mock://item/{id}  item (a template"),
+        "{shown}"
+    );
+    term.type_line("/prompts");
+    let shown = term.wait_for("Run one with /ALIAS:PROMPT");
+    assert!(shown.contains("/mock:greet who*=…"), "{shown}");
+    term.type_line("summarize this @mock:mock://a");
+    term.wait_for("Attachment seen.");
+    term.type_line("/mock:greet who='Ada Lovelace'");
+    term.wait_for("Prompt seen.");
+    // A URI a template matches is read too.
+    term.type_line("and @mock:mock://item/7");
+    term.wait_for("Template seen.");
+    term.type_line("what about @mock:other://nope");
+    term.wait_for("mock offers no resource other://nope; /resources lists");
+    term.type_line("/mock:nope");
+    term.wait_for("mock offers no prompt nope; /prompts lists");
+    term.wait_for("> ");
+    term.interrupt();
+    let (code, text) = term.finish("no prompt nope");
+    assert_eq!(code, 0, "{text}");
+    // Nothing else reached the model: the script has no turn left unused
+    // and none was played past its end.
+    assert!(!text.contains("the script has no more turns"), "{text}");
+}
+
+// The same with -p: the prompt line may name a resource or a prompt.
+#[test]
+fn a_one_shot_prompt_can_attach_a_resource_or_run_a_prompt() {
+    let sb = Sandbox::new();
+    let config = mock_config(&sb);
+    let config = config.to_str().unwrap();
+    let model = offers_script(&sb);
+    let run = sb.run(&[
+        "--config",
+        config,
+        "chat",
+        "--model",
+        &model,
+        "-p",
+        "summarize this @mock:mock://a",
+        "--json",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("Attachment seen."), "{run:?}");
+    let run = sb.run(&[
+        "--config", config, "chat", "--model", &model, "-p", "/prompts",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("/mock:greet who*=…"), "{run:?}");
+    let run = sb.run(&[
+        "--config",
+        config,
+        "chat",
+        "--model",
+        &model,
+        "-p",
+        "/mock:greet Ada",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("\"Ada\" is not key=value"), "{run:?}");
 }

@@ -40,7 +40,7 @@ fn doctor_passes_on_the_demo() {
     for want in [
         "notes: started",
         "notes: era modern, protocol 2026-07-28",
-        "notes: 4 tool(s) in 2 page(s)",
+        "notes: 3 tool(s) in 2 page(s)",
         "notes: input schemas:",
         "tickets: reached",
         "tickets: auth: none needed",
@@ -81,7 +81,7 @@ fn doctor_reports_a_server_that_will_not_start_and_exits_non_zero() {
         "{run:?}"
     );
     assert!(
-        run.stdout.contains("ok    notes: 4 tool(s) in 2 page(s)"),
+        run.stdout.contains("ok    notes: 3 tool(s) in 2 page(s)"),
         "{run:?}"
     );
     assert!(run.stdout.contains("1 error(s)"), "{run:?}");

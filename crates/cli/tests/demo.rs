@@ -10,8 +10,8 @@ fn the_demo_shows_everything_and_does_not_wait_without_a_terminal() {
     let out = &run.stdout;
     for want in [
         // Two servers mounted, a third reported down.
-        "notes    stdio      up      4",
-        "tickets  http       up      5",
+        "notes    stdio      up      3",
+        "tickets  http       up      6",
         "archive  http       down",
         // The colliding search tools side by side.
         "mcp__notes__search    notes    search",
@@ -70,6 +70,6 @@ fn the_tickets_demo_server_runs_on_its_own() {
     let _ = child.kill();
     let _ = child.wait();
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.json()["tools"]["items"].as_array().unwrap().len(), 5);
+    assert_eq!(run.json()["tools"]["items"].as_array().unwrap().len(), 6);
     assert_eq!(run.json()["serverInfo"]["name"], "tickets-demo");
 }

@@ -323,3 +323,169 @@ fn bad_case_files_and_missing_models_are_clear_errors() {
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("always:TOOL"), "{run:?}");
 }
+
+/// A sandbox whose config runs `cases` (with the keyword selector) before
+/// `pins accept`, whose lockfile approved a `list_notes` that said it
+/// gives a summary: what the notes server serves now is a change.
+fn gated_sandbox(cases: Value) -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    sb.write("cases.json", &cases.to_string());
+    let config = sb.config(
+        json!({}),
+        json!({"evals": {"files": ["cases.json"], "model": "mock"}}),
+    );
+    let config = config.to_str().unwrap().to_owned();
+    // The first mount pins every tool.
+    let run = sb.run(&["--config", &config, "pins", "list"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    let lockfile = sb.path().join("switchboard.lock");
+    let mut lock: Value =
+        serde_json::from_str(&std::fs::read_to_string(&lockfile).unwrap()).unwrap();
+    let entry = &mut lock["tools"]["notes"]["list_notes"];
+    entry["description"] = json!("A summary of every note: id, title and length.");
+    entry["sha256"] = json!("0000");
+    std::fs::write(&lockfile, lock.to_string()).unwrap();
+    (sb, config)
+}
+
+fn overview_and_search_cases() -> Value {
+    json!({"cases": [
+        {"id": "notes-overview", "category": "happy", "utterance": "Give me an overview of my notes",
+         "expect": {"tool": "mcp__notes__list_notes"}},
+        {"id": "notes-search", "category": "happy", "utterance": "Search my notes for the printer",
+         "expect": {"tool": "mcp__notes__search", "arguments": {"fields": {"query": {"regex": "printer"}}}}}
+    ]})
+}
+
+fn pin_state(sb: &Sandbox, config: &str, name: &str) -> Value {
+    let run = sb.run(&["--config", config, "--json", "pins", "list"]);
+    run.json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap()["state"]
+        .clone()
+}
+
+// Issue 39, item 4: with `evals` in the config, `pins accept` runs them
+// against the approved and the new definitions and refuses a regression.
+#[test]
+fn pins_accept_refuses_a_change_that_breaks_an_eval_case() {
+    let (sb, config) = gated_sandbox(overview_and_search_cases());
+    let run = sb.run(&["--config", &config, "pins", "accept", "notes"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr.contains(
+            "pins accept refused: the new definitions of mcp__notes__list_notes break 1 eval case(s) \
+             that pass with the approved ones: notes-overview"
+        ),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("--force"), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("notes-overview  REGRESSION  pass (1/1)  fail (0/1)"),
+        "{run:?}"
+    );
+    assert!(!run.stdout.contains("accepted"), "{run:?}");
+    assert_eq!(pin_state(&sb, &config, "mcp__notes__list_notes"), "changed");
+    // Naming the tool is gated the same way.
+    let run = sb.run(&[
+        "--config",
+        &config,
+        "pins",
+        "accept",
+        "mcp__notes__list_notes",
+    ]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(pin_state(&sb, &config, "mcp__notes__list_notes"), "changed");
+}
+
+#[test]
+fn pins_accept_force_accepts_despite_the_regression() {
+    let (sb, config) = gated_sandbox(overview_and_search_cases());
+    let run = sb.run(&["--config", &config, "pins", "accept", "notes", "--force"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr.contains("break 1 eval case(s)") && run.stderr.contains("accepting anyway"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("accepted mcp__notes__list_notes"),
+        "{run:?}"
+    );
+    assert_eq!(pin_state(&sb, &config, "mcp__notes__list_notes"), "pinned");
+}
+
+#[test]
+fn pins_accept_goes_through_when_no_case_regresses() {
+    // Only the search case: the list_notes change breaks nothing.
+    let (sb, config) = gated_sandbox(json!({"cases": [overview_and_search_cases()["cases"][1]]}));
+    let run = sb.run(&["--config", &config, "pins", "accept", "notes"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        run.stderr
+            .contains("Tools changed since approval: mcp__notes__list_notes"),
+        "the gate ran: {run:?}"
+    );
+    assert!(
+        run.stdout.contains("accepted mcp__notes__list_notes"),
+        "{run:?}"
+    );
+    assert_eq!(pin_state(&sb, &config, "mcp__notes__list_notes"), "pinned");
+}
+
+#[test]
+fn pins_accept_without_evals_accepts_as_before_and_a_broken_gate_refuses() {
+    let (sb, config) = gated_sandbox(overview_and_search_cases());
+    // A gate that cannot run (its case file is gone) refuses too.
+    std::fs::remove_file(sb.path().join("cases.json")).unwrap();
+    let run = sb.run(&["--config", &config, "pins", "accept", "notes"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(run.stderr.contains("the eval gate cannot run"), "{run:?}");
+    // Without `evals` nothing runs.
+    let plain = sb.config(json!({}), json!({}));
+    let run = sb.run(&[
+        "--config",
+        plain.to_str().unwrap(),
+        "pins",
+        "accept",
+        "notes",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        !run.stderr.contains("Tools changed since approval"),
+        "{run:?}"
+    );
+    assert!(
+        run.stdout.contains("accepted mcp__notes__list_notes"),
+        "{run:?}"
+    );
+}
+
+// Issue 39, item 4: the demo set through the scripted model, whose every
+// turn checks the demo servers' real tools and descriptions were offered
+// (what scripts/test.sh runs).
+#[test]
+fn the_demo_set_passes_through_the_scripted_model_with_the_real_descriptions() {
+    let sb = Sandbox::new();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../evals/demo.script.jsonl");
+    let model = format!("script:{}", script.display());
+    let run = sb.run(&["eval", &demo_set(), "--model", &model, "--concurrency", "1"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("score (weighted): 100.0%"), "{run:?}");
+    // A description that no longer says what the script expects fails.
+    let text = std::fs::read_to_string(&script)
+        .unwrap()
+        .replace("Lists every note", "Lists nothing at all");
+    let bad = sb.write("bad.jsonl", &text);
+    let model = format!("script:{}", bad.display());
+    let run = sb.run(&["eval", &demo_set(), "--model", &model, "--concurrency", "1"]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stdout
+            .contains("expected the description of mcp__notes__list_notes to contain"),
+        "{run:?}"
+    );
+}

@@ -165,10 +165,10 @@ pub(crate) async fn client_with(gw: &Running, token: Option<&str>) -> Client {
         .unwrap()
 }
 
-/// The tools a gateway serving the notes demo lists: its four, and the two
+/// The tools a gateway serving the notes demo lists: its three, and the two
 /// skill tools (`mcp__switchboard__load_skill`, `read_skill_file`) the
 /// host adds because the demo serves a skill.
-pub(crate) const NOTES_TOOLS: usize = 6;
+pub(crate) const NOTES_TOOLS: usize = 5;
 
 pub(crate) async fn tool_names(client: &Client) -> Vec<String> {
     client

@@ -1,15 +1,15 @@
 //! Servers' questions and the approval choices, end to end under a real
 //! pseudo-terminal with the demo servers: `tickets.create_ticket` asks for
-//! a missing priority (elicitation), `notes.summarize_note` asks the
+//! a missing priority (elicitation), `tickets.summarize_ticket` asks the
 //! client's model (sampling).
 
 use serde_json::json;
 
 use crate::approval::OnPty;
-use crate::util::{Sandbox, bin};
+use crate::util::{Sandbox, Tickets, bin};
 
 const CREATE: &str = "mcp__tickets__create_ticket";
-const SUMMARIZE: &str = "mcp__notes__summarize_note";
+const SUMMARIZE: &str = "mcp__tickets__summarize_ticket";
 const FORM_FIELD: &str = "low, normal, high [normal]: ";
 const FORM_SEND: &str = "[Y] send it, [d] decline, [c] cancel: ";
 
@@ -82,15 +82,15 @@ fn an_elicitation_declined_or_cancelled_creates_nothing() {
 #[test]
 fn a_sampling_request_is_approved_and_answered() {
     let sb = Sandbox::new();
-    let mut term = OnPty::start(&sb, &["call", SUMMARIZE, r#"{"id":"standup"}"#]);
+    let mut term = OnPty::start(&sb, &["call", SUMMARIZE, r#"{"id":"T-1"}"#]);
     term.wait_for("[N] deny: ");
     term.type_line("y");
     let shown = term.wait_for("[y] let the model answer, [N] decline: ");
     assert!(
-        shown.contains("server notes asks the model to write a message"),
+        shown.contains("server tickets asks the model to write a message"),
         "{shown}"
     );
-    assert!(shown.contains("Title: Standup, Thursday"), "{shown}");
+    assert!(shown.contains("Printer on floor 3 jams"), "{shown}");
     assert!(
         shown.contains("answered by: switchboard-demo-sampler"),
         "{shown}"
@@ -101,7 +101,7 @@ fn a_sampling_request_is_approved_and_answered() {
     assert_eq!(code, 0, "{text}");
     // SAMP-11: the answer is shown before it goes back.
     assert!(
-        text.contains("the model's answer, sent to notes: [demo sampler]"),
+        text.contains("the model's answer, sent to tickets: [demo sampler]"),
         "{text}"
     );
     assert!(
@@ -113,12 +113,12 @@ fn a_sampling_request_is_approved_and_answered() {
 #[test]
 fn a_sampling_request_declined_on_the_terminal_fails_the_call() {
     let sb = Sandbox::new();
-    let mut term = OnPty::start(&sb, &["call", SUMMARIZE, r#"{"id":"standup"}"#]);
+    let mut term = OnPty::start(&sb, &["call", SUMMARIZE, r#"{"id":"T-1"}"#]);
     term.wait_for("[N] deny: ");
     term.type_line("y");
     term.wait_for("[N] decline: ");
     term.type_line("n");
-    let (code, text) = term.finish("the user declined the sampling request of notes");
+    let (code, text) = term.finish("the user declined the sampling request of tickets");
     assert_ne!(code, 0, "{text}");
     assert!(!text.contains("[demo sampler]"), "{text}");
 }
@@ -130,15 +130,16 @@ fn a_sampling_request_declined_on_the_terminal_fails_the_call() {
 fn without_a_terminal_sampling_is_declined() {
     let sb = Sandbox::new();
     let script = sb.write("s.jsonl", "{\"text\": \"Printer jams, floor 3.\"}\n");
+    let tickets = Tickets::start(&sb);
     let config = sb.config(
-        json!({}),
+        tickets.entry(),
         json!({
             "permissions": {"allow": [SUMMARIZE]},
             "model": format!("script:{}", script.display())
         }),
     );
     let config = config.to_str().unwrap();
-    let run = sb.run(&["--config", config, "call", SUMMARIZE, r#"{"id":"standup"}"#]);
+    let run = sb.run(&["--config", config, "call", SUMMARIZE, r#"{"id":"T-1"}"#]);
     assert_ne!(run.code, 0, "{run:?}");
     assert!(
         run.stdout.contains("no terminal to approve it on"),
@@ -149,7 +150,7 @@ fn without_a_terminal_sampling_is_declined() {
         config,
         "call",
         SUMMARIZE,
-        r#"{"id":"standup"}"#,
+        r#"{"id":"T-1"}"#,
         "--yes",
     ]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -168,14 +169,18 @@ fn without_a_terminal_sampling_is_declined() {
 #[test]
 fn without_a_model_sampling_is_not_declared() {
     let sb = Sandbox::new();
-    let config = sb.config(json!({}), json!({"permissions": {"allow": [SUMMARIZE]}}));
+    let tickets = Tickets::start(&sb);
+    let config = sb.config(
+        tickets.entry(),
+        json!({"permissions": {"allow": [SUMMARIZE]}}),
+    );
     let config = config.to_str().unwrap();
     let run = sb.run(&[
         "--config",
         config,
         "call",
         SUMMARIZE,
-        r#"{"id":"standup"}"#,
+        r#"{"id":"T-1"}"#,
         "--yes",
     ]);
     assert_ne!(run.code, 0, "{run:?}");
@@ -185,7 +190,7 @@ fn without_a_model_sampling_is_not_declared() {
     );
     assert!(!run.stdout.contains("[demo sampler]"), "{run:?}");
     // The built-in demo still shows sampling, with the demo sampler.
-    let run = sb.run(&["call", SUMMARIZE, r#"{"id":"standup"}"#, "--yes"]);
+    let run = sb.run(&["call", SUMMARIZE, r#"{"id":"T-1"}"#, "--yes"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("[demo sampler]"), "{run:?}");
 }
@@ -196,8 +201,9 @@ fn without_a_model_sampling_is_not_declared() {
 fn the_config_model_answers_sampling_for_call() {
     let sb = Sandbox::new();
     let script = sb.write("s.jsonl", "{\"text\": \"Printer jams, floor 3.\"}\n");
+    let tickets = Tickets::start(&sb);
     let config = sb.config(
-        json!({}),
+        tickets.entry(),
         json!({"model": format!("script:{}", script.display())}),
     );
     let config = config.to_str().unwrap();
@@ -206,7 +212,7 @@ fn the_config_model_answers_sampling_for_call() {
         config,
         "call",
         SUMMARIZE,
-        r#"{"id":"standup"}"#,
+        r#"{"id":"T-1"}"#,
         "--yes",
     ]);
     assert_eq!(run.code, 0, "{run:?}");

@@ -12,7 +12,7 @@ fn inspect_stdio_lists_everything_with_pages_and_era() {
         "server:       notes-demo",
         "era:          modern, protocol 2026-07-28",
         "capabilities: tools (listChanged)",
-        "tools:        4 in 2 page(s), ttl 60000 ms, public",
+        "tools:        3 in 2 page(s), ttl 60000 ms, public",
         "annotations {\"readOnlyHint\":true}",
         "prompts       not offered",
     ] {
@@ -23,7 +23,7 @@ fn inspect_stdio_lists_everything_with_pages_and_era() {
     let report = run.json();
     assert_eq!(report["era"], "modern");
     assert_eq!(report["tools"]["pages"], 2);
-    assert_eq!(report["tools"]["items"].as_array().unwrap().len(), 4);
+    assert_eq!(report["tools"]["items"].as_array().unwrap().len(), 3);
     assert_eq!(report["tools"]["cache"]["ttlMs"], 60000);
     assert_eq!(report["prompts"], serde_json::Value::Null);
 }

@@ -74,11 +74,11 @@ fn servers_json_reports_up_and_down_with_reasons() {
     assert_eq!(servers[0]["alias"], "notes");
     assert_eq!(servers[0]["transport"], "stdio");
     assert_eq!(servers[0]["status"], "up");
-    assert_eq!(servers[0]["tools"], 4);
+    assert_eq!(servers[0]["tools"], 3);
     assert_eq!(servers[0]["reason"], serde_json::Value::Null);
     assert_eq!(servers[1]["alias"], "tickets");
     assert_eq!(servers[1]["transport"], "http");
-    assert_eq!(servers[1]["tools"], 5);
+    assert_eq!(servers[1]["tools"], 6);
 
     let port = empty_port();
     let config = sb.config(

@@ -22,7 +22,7 @@ fn the_demo_notes_server_runs_under_strict_and_doctor_says_so() {
         "notes: sandbox write: /dev/null /dev/zero /dev/full <private temp dir>",
         "notes: environment (names only): ",
         "notes: started",
-        "notes: 4 tool(s)",
+        "notes: 3 tool(s)",
     ] {
         assert!(run.stdout.contains(want), "{want:?} missing:\n{run:?}");
     }

@@ -61,7 +61,6 @@ async fn serve_stdio_exposes_the_governed_table() {
             "mcp__notes__list_notes",
             "mcp__notes__read_note",
             "mcp__notes__search",
-            "mcp__notes__summarize_note",
             // Added by the host: the notes demo serves a skill.
             "mcp__switchboard__load_skill",
             "mcp__switchboard__read_skill_file",
@@ -213,8 +212,8 @@ async fn serve_http_serves_the_table_on_loopback() {
         .unwrap();
     let _ = child.kill();
     let _ = child.wait();
-    // The notes demo's four, and the two skill tools (it serves a skill).
-    assert_eq!(tools.len(), 6);
+    // The notes demo's three, and the two skill tools (it serves a skill).
+    assert_eq!(tools.len(), 5);
     assert!(!result.is_error(), "{result:?}");
 }
 

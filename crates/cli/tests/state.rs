@@ -28,7 +28,7 @@ fn pins_are_recorded_at_first_mount_listed_and_accepted() {
     // Accept a whole server.
     let run = sb.run(&["--config", config, "--json", "pins", "accept", "notes"]);
     assert_eq!(run.code, 0, "{run:?}");
-    assert_eq!(run.json()["accepted"].as_array().unwrap().len(), 4);
+    assert_eq!(run.json()["accepted"].as_array().unwrap().len(), 3);
     let run = sb.run(&["--config", config, "pins", "list"]);
     assert!(run.stdout.contains("lockfile:"), "{run:?}");
     assert!(!run.stdout.contains("unpinned"), "{run:?}");

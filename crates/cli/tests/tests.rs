@@ -12,6 +12,7 @@ mod auth;
 mod call;
 mod chat;
 mod config;
+mod console;
 mod demo;
 mod eval;
 mod gateway_auth;

@@ -253,6 +253,33 @@ pub(crate) fn url_in(text: &str) -> String {
         .to_owned()
 }
 
+/// The tickets demo server (`demo-server tickets`) on a free loopback
+/// port, for configs of a test's own; stopped when dropped.
+pub(crate) struct Tickets {
+    child: Child,
+    /// Its MCP endpoint.
+    pub(crate) url: String,
+}
+
+impl Tickets {
+    pub(crate) fn start(sb: &Sandbox) -> Tickets {
+        let (child, url) = spawn_serving(&mut sb.cmd(&["demo-server", "tickets", "--port", "0"]));
+        Tickets { child, url }
+    }
+
+    /// The config's server entry for it (`sb.config`'s `extra`).
+    pub(crate) fn entry(&self) -> Value {
+        serde_json::json!({"tickets": {"type": "http", "url": self.url}})
+    }
+}
+
+impl Drop for Tickets {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Spawns `cmd`, a server that says where it listens on stderr, and waits
 /// for that: the child and the URL of its MCP endpoint.
 pub(crate) fn spawn_serving(cmd: &mut Command) -> (Child, String) {

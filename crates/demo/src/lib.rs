@@ -8,13 +8,14 @@
 //! `switchboard selftest` checks the host against them.
 //!
 //! # Layout
-//! - [`notes`]: four tools served two per page (`search`, annotated
-//!   `readOnlyHint: true`, `read_note`, `list_notes`, and `summarize_note`,
-//!   which asks the client's model by sampling) and a note longer than the
-//!   host's 8,000-character budget.
+//! - [`notes`]: the lab's three tools served two per page (`search`,
+//!   annotated `readOnlyHint: true`, `read_note` and `list_notes`) and a
+//!   note longer than the host's 8,000-character budget.
 //! - [`tickets`]: `search` (the same name as notes' tool), `get_ticket`,
 //!   `create_ticket` (which asks the user for a missing priority by
-//!   elicitation) and a tool with a non-ASCII name; one
+//!   elicitation), `summarize_ticket` (which asks the client's model by
+//!   sampling), `export_tickets` (a task) and a tool with a non-ASCII
+//!   name; one
 //!   `notifications/progress` before each search result.
 //! - [`faulty`]: a server that misbehaves on request (hangs, dies), for the
 //!   self-test's timeout and crash checks.

@@ -1,10 +1,8 @@
 //! The `notes` demo server (stdio): a handful of read-only notes.
 //!
-//! Four tools, served two per page so `tools/list` takes two pages:
-//! `search` (annotated `readOnlyHint: true`, which must not waive the
-//! host's approval question), `read_note`, `list_notes` and
-//! `summarize_note`, which asks the client's model for the summary
-//! (sampling). The note
+//! The lab's three tools, served two per page so `tools/list` takes two
+//! pages: `search` (annotated `readOnlyHint: true`, which must not waive
+//! the host's approval question), `read_note` and `list_notes`. The note
 //! [`LONG_NOTE_ID`] is longer than the host's 8,000-character budget, so
 //! reading it through the host shows the cut.
 //!
@@ -18,10 +16,7 @@ use std::sync::OnceLock;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use switchboard_server::{
-    BuildError, CallToolResult, Context, HandlerError, InputRequired, Sampling, Server, SkillSpec,
-    ToolAnnotations, ToolResult, ToolSpec,
-};
+use switchboard_server::{BuildError, HandlerError, Server, SkillSpec, ToolAnnotations, ToolSpec};
 
 use crate::DemoError;
 
@@ -124,17 +119,6 @@ pub fn server() -> Result<Server, BuildError> {
             ToolSpec::new("list_notes").description("Lists every note: id, title and length."),
             list_notes,
         )
-        .tool_spec(
-            ToolSpec::new("summarize_note")
-                .description(
-                    "Summarizes one note in a sentence or two, written by the client's model (sampling).",
-                )
-                .annotations(ToolAnnotations {
-                    read_only_hint: Some(true),
-                    ..ToolAnnotations::default()
-                }),
-            summarize_note,
-        )
         .skill(SkillSpec::new("meeting-notes", SKILL_MD).file("templates/minutes.md", SKILL_TEMPLATE))
         .build()
 }
@@ -199,45 +183,6 @@ async fn read_note(args: ReadNoteArgs) -> Result<String, HandlerError> {
     match notes().iter().find(|n| n.id == args.id) {
         Some(n) => Ok(n.body.clone()),
         None => Err(unknown_note(&args.id)),
-    }
-}
-
-/// The sampling key of the summary.
-const SUMMARY_KEY: &str = "summary";
-
-/// Asks the client's model for a summary (sampling), then returns it.
-async fn summarize_note(args: ReadNoteArgs, ctx: Context) -> ToolResult {
-    let Some(note) = notes().iter().find(|n| n.id == args.id) else {
-        return Err(unknown_note(&args.id));
-    };
-    if !ctx.client_capabilities().supports_sampling() {
-        return Err(HandlerError::msg(
-            "summarize_note needs a client that can sample (ask its model); this one cannot. \
-             Use read_note and summarize the text yourself.",
-        ));
-    }
-    match ctx.input().sampling(SUMMARY_KEY)? {
-        Some(m) => Ok(CallToolResult::text(format!(
-            "Summary of {} ({}), written by the client's model {}:\n{}",
-            note.id,
-            note.title,
-            m.model,
-            m.text()
-        ))
-        .into()),
-        None => Ok(InputRequired::new()
-            .sample(
-                SUMMARY_KEY,
-                Sampling::prompt(
-                    format!(
-                        "Summarize this note in one or two sentences.\n\nTitle: {}\n\n{}",
-                        note.title, note.body
-                    ),
-                    200,
-                )
-                .system_prompt("You write short, factual summaries."),
-            )
-            .into()),
     }
 }
 

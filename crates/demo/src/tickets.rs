@@ -7,7 +7,8 @@
 //! [`NON_ASCII_TOOL`], whose name needs the `=?base64?…?=` header encoding
 //! and the host's name sanitising, and `export_tickets`, a task (the tasks
 //! extension) that works a few seconds, reports its status and can be
-//! cancelled. `search` sends one
+//! cancelled, and `summarize_ticket`, which asks the client's model for
+//! a summary (sampling). `search` sends one
 //! `notifications/progress` (when the request carries a progress token)
 //! before its result. The framework's HTTP runner checks that the mirrored
 //! `Mcp-*` headers agree with the body (400 and -32020 when not).
@@ -22,7 +23,7 @@ use serde_json::json;
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
     BuildError, CallToolResult, Context, ElicitAction, Elicitation, HandlerError, InputRequired,
-    Server, TaskContext, ToolAnnotations, ToolResult, ToolSpec,
+    Sampling, Server, TaskContext, ToolAnnotations, ToolResult, ToolSpec,
 };
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -132,7 +133,14 @@ pub fn seed() -> Vec<Ticket> {
 /// [`BuildError`] only if a tool definition is invalid (a bug).
 pub fn server() -> Result<Server, BuildError> {
     let db: Db = Arc::new(Mutex::new(seed()));
-    let (d1, d2, d3, d4, d5) = (db.clone(), db.clone(), db.clone(), db.clone(), db);
+    let (d1, d2, d3, d4, d5, d6) = (
+        db.clone(),
+        db.clone(),
+        db.clone(),
+        db.clone(),
+        db.clone(),
+        db,
+    );
     Server::builder("tickets-demo", crate::VERSION)
         .title("Switchboard tickets demo")
         .instructions("A ticket queue. Search tickets, read one, or open a new one.")
@@ -175,6 +183,20 @@ pub fn server() -> Result<Server, BuildError> {
             move || {
                 let db = d4.clone();
                 async move { summary(&db) }
+            },
+        )
+        .tool_spec(
+            ToolSpec::new("summarize_ticket")
+                .description(
+                    "Summarizes one ticket in a sentence or two, written by the client's model (sampling).",
+                )
+                .annotations(ToolAnnotations {
+                    read_only_hint: Some(true),
+                    ..ToolAnnotations::default()
+                }),
+            move |args: GetArgs, ctx: Context| {
+                let db = d6.clone();
+                async move { summarize_ticket(&db, &args.id, &ctx) }
             },
         )
         .task_tool_spec(
@@ -361,6 +383,41 @@ fn get_ticket(db: &Db, id: &str) -> Result<String, HandlerError> {
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
+    }
+}
+
+/// The sampling key of the summary.
+const SUMMARY_KEY: &str = "summary";
+
+/// `summarize_ticket`: asks the client's model for a summary (sampling),
+/// then returns it; a client that cannot sample gets an error saying what
+/// to do instead.
+fn summarize_ticket(db: &Db, id: &str, ctx: &Context) -> ToolResult {
+    let ticket = get_ticket(db, id)?;
+    if !ctx.client_capabilities().supports_sampling() {
+        return Err(HandlerError::msg(
+            "summarize_ticket needs a client that can sample (ask its model); this one cannot. \
+             Use get_ticket and summarize the text yourself.",
+        ));
+    }
+    match ctx.input().sampling(SUMMARY_KEY)? {
+        Some(m) => Ok(CallToolResult::text(format!(
+            "Summary of {}, written by the client's model {}:\n{}",
+            id.to_uppercase(),
+            m.model,
+            m.text()
+        ))
+        .into()),
+        None => Ok(InputRequired::new()
+            .sample(
+                SUMMARY_KEY,
+                Sampling::prompt(
+                    format!("Summarize this ticket in one or two sentences.\n\n{ticket}"),
+                    200,
+                )
+                .system_prompt("You write short, factual summaries."),
+            )
+            .into()),
     }
 }
 

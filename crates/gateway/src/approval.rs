@@ -70,6 +70,24 @@ pub(crate) fn ask(
         .state(json!({ "tool": name }))
 }
 
+/// The gate's question as a link to the console's approval page for
+/// this call (URL elicitation, for a client that cannot show a form): the
+/// retry's sealed `requestState` names the approval `id`, which the
+/// console's decision is redeemed by (`console::approvals`).
+pub(crate) fn ask_url(name: &str, id: &str, url: &str) -> InputRequired {
+    InputRequired::new()
+        .elicit(
+            APPROVAL_KEY,
+            Elicitation::url(
+                format!(
+                    "Switchboard: the tool call {name} needs a person's approval. Open the link to approve or deny it in the gateway's console, then continue."
+                ),
+                url,
+            ),
+        )
+        .state(json!({ "tool": name, "approval": id }))
+}
+
 /// The upstream user can be asked: the host hands the gate's question back
 /// ([`Approval::Defer`]) and the gateway turns it into an elicitation.
 #[derive(Debug)]

@@ -119,6 +119,7 @@ mod access;
 mod approval;
 mod call;
 mod catalog;
+mod console;
 mod health;
 mod identity;
 mod inbound;
@@ -141,6 +142,9 @@ mod trace;
 use std::time::Duration;
 
 pub use access::{AccessFile, AccessFileError, AccessWarning, check_access_file};
+pub use console::{
+    LOCAL_PRINCIPAL, MAX_PENDING_APPROVALS, MAX_SESSIONS, SESSION_TTL, console_login_token,
+};
 pub use health::Drain;
 pub use metrics::Metrics;
 pub use otel::OtelError;
@@ -233,8 +237,19 @@ pub struct GatewayOptions {
     /// (`serve --tool-search`); the config's `toolSearch` (`true`, or a
     /// number of tokens the table is over) turns it on too.
     pub tool_search: bool,
+    /// Serve the web console at `/console` over HTTP (`serve --console`):
+    /// only to principals whose config entry says `"console": true`, so
+    /// it needs [`GatewayOptions::auth`].
+    pub console: bool,
+    /// A one-time sign-in token for the console without authentication
+    /// (`switchboard console`, on loopback): the first browser that opens
+    /// `/console/login?once=TOKEN` is signed in as the principal
+    /// [`LOCAL_PRINCIPAL`], which may open the console.
+    pub console_login: Option<String>,
     /// The calls parked on this gateway (each [`Gateway`] makes its own).
     parking: call::CallParking,
+    /// The approvals waiting in the console (with [`GatewayOptions::console`]).
+    approvals: Option<console::Approvals>,
     /// Each caller's loaded tools, when the table is deferred.
     search: Option<search::Search>,
 }
@@ -258,6 +273,8 @@ impl std::fmt::Debug for GatewayOptions {
             .field("connections", &self.connections)
             .field("relist_min", &self.relist_min)
             .field("tool_search", &self.tool_search)
+            .field("console", &self.console)
+            .field("console_login", &self.console_login.as_ref().map(|_| ".."))
             .finish()
     }
 }
@@ -445,6 +462,7 @@ pub struct Gateway {
     tool_count: usize,
     drain: Drain,
     state: Option<SharedState>,
+    console: Option<console::Console>,
     sync: JoinHandle<()>,
     offers: JoinHandle<()>,
     relist: JoinHandle<()>,
@@ -493,6 +511,27 @@ impl Gateway {
                 principal.is_none_or(|p| catalog::may_list(&filter_host, &p.subject, offered))
             });
         }
+        let console = if !options.console {
+            None
+        } else if options.auth.is_none() && options.console_login.is_none() {
+            return Err(GatewayError::Auth(
+                "the console needs authentication: serve it with --auth token or --auth oauth"
+                    .into(),
+            ));
+        } else {
+            let approvals = console::Approvals::default();
+            options.approvals = Some(approvals.clone());
+            let validator = options.auth.as_ref().map(|auth| {
+                std::sync::Arc::new(auth.validator(&options.telemetry))
+                    as std::sync::Arc<dyn switchboard_server::TokenValidator>
+            });
+            Some(console::Console::new(
+                host,
+                validator,
+                options.console_login.clone(),
+                approvals,
+            ))
+        };
         let auth = options.auth.clone();
         let recheck_streams = options.recheck_streams;
         let connections = options.connections;
@@ -538,6 +577,7 @@ impl Gateway {
             tool_count,
             drain,
             state,
+            console,
             sync,
             offers,
             relist,

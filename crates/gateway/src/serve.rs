@@ -282,6 +282,26 @@ impl Gateway {
             Ok(config) => options = options.peer_tls(config),
             Err(e) => tracing::warn!("https:// peers cannot be reached: {e}"),
         }
+        if let Some(console) = &self.console {
+            // The approval links point here: the resource URL's origin
+            // when one is set (the address callers know), else the bound
+            // address.
+            let scheme = if self.tls.is_some() { "https" } else { "http" };
+            let origin = self
+                .auth
+                .as_ref()
+                .and_then(|a| crate::console::origin_of(&a.metadata().resource))
+                .or_else(|| {
+                    listener
+                        .local_addr()
+                        .ok()
+                        .map(|addr| format!("{scheme}://{addr}"))
+                });
+            if let Some(origin) = origin {
+                console.serving_at(origin);
+            }
+            options = options.app_route(crate::console::PREFIX, console.route());
+        }
         if self.telemetry.has_metrics() {
             let host = self.host.clone();
             let telemetry = self.telemetry.clone();

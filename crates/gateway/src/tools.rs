@@ -17,8 +17,11 @@ use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTo
 use switchboard_server::{Context, HandlerError, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
 
-use crate::approval::{APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask};
+use crate::approval::{
+    APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask, ask_url,
+};
 use crate::call::{CallParking, Round, Running};
+use crate::console::{Approvals, Redeemed, WaitForConsole};
 use crate::relay::{self, Retry};
 use crate::trace::CallTrace;
 use crate::{GatewayOptions, Telemetry};
@@ -103,6 +106,7 @@ fn put(server: &Server, host: &Host, name: &str, spec: ToolSpec, options: &Gatew
         // can be picked up again after a restart.
         resumable_tasks: options.state_key.is_some(),
         loaded: None,
+        approvals: options.approvals.clone(),
     };
     let telemetry = options.telemetry.clone();
     let parking = options.parking.clone();
@@ -119,8 +123,15 @@ fn put(server: &Server, host: &Host, name: &str, spec: ToolSpec, options: &Gatew
         let loaded = search.as_ref().map(|(s, notifier)| {
             s.loaded_for(ctx.principal().map(|p| p.subject.as_str()), notifier)
         });
+        let approvals = settings.approvals.clone();
+        let (yes, resumable_tasks) = (settings.yes, settings.resumable_tasks);
         async move {
-            let settings = Settings { loaded, ..settings };
+            let settings = Settings {
+                yes,
+                resumable_tasks,
+                loaded,
+                approvals,
+            };
             call(&host, &name, args, &ctx, settings, &telemetry, &parking).await
         }
     };
@@ -212,6 +223,36 @@ struct Settings {
     resumable_tasks: bool,
     /// The caller's loaded tools, when the table is deferred.
     loaded: Option<switchboard_host::LoadedTools>,
+    /// The console's pending approvals (`serve --console`): a client that
+    /// can open a URL but cannot show a form is sent there.
+    approvals: Option<Approvals>,
+}
+
+impl Settings {
+    /// The console's approvals, when this caller's client would be sent
+    /// there: it declares URL elicitation but not form elicitation, and
+    /// the console is served.
+    fn console_for(&self, ctx: &Context) -> Option<&Approvals> {
+        let caps = ctx.client_capabilities();
+        self.approvals
+            .as_ref()
+            .filter(|a| a.is_serving())
+            .filter(|_| caps.supports_elicitation_url() && !caps.supports_elicitation_form())
+    }
+
+    /// For a caller whose client can be asked nothing: the approver that
+    /// waits for the console, when the console is served and the config
+    /// has `approvals.notify`.
+    fn waiting(&self, host: &Host, ctx: &Context) -> Option<WaitForConsole> {
+        let approvals = self.approvals.as_ref().filter(|a| a.is_serving())?;
+        let config = host.approvals_config();
+        Some(WaitForConsole {
+            approvals: approvals.clone(),
+            notify: config.notify?,
+            timeout: config.timeout,
+            caller: ctx.principal().map(|p| p.subject.clone()),
+        })
+    }
 }
 
 /// One `tools/call` through the host, its trace context continued on the
@@ -238,7 +279,8 @@ async fn call(
             // Boxed: a rare path, kept out of every call's future.
             let round = Box::pin(crate::call::resume(&at, &answers, ctx, name, parking)).await?;
             let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
-            return answer(round, name, ctx, &trace, started, telemetry, false);
+            let console = settings.console_for(ctx);
+            return answer(round, name, ctx, &trace, started, telemetry, false, console);
         }
         Some(Retry::Call(resume)) => Some(resume),
         None => None,
@@ -250,28 +292,46 @@ async fn call(
     } else if ctx.has_state() {
         // The retry of a call whose approval we asked for.
         ctx.consume_state().await?;
-        match ctx.input().elicitation(APPROVAL_KEY)? {
-            None => {
-                let arguments = Value::Object(arguments.unwrap_or_default());
-                return Ok(ask(name, &arguments, None).into());
+        let console_id = ctx
+            .state::<Value>()?
+            .and_then(|s| s.get("approval")?.as_str().map(str::to_owned));
+        if let Some(id) = console_id {
+            // Asked through the console: its decision, redeemed once.
+            let arguments = Value::Object(arguments.clone().unwrap_or_default());
+            let caller = ctx.principal().map(|p| p.subject.as_str());
+            match redeem(settings.approvals.as_ref(), &id, name, &arguments, caller) {
+                Ok(approver) => approver,
+                Err(again) => return Ok(again.into()),
             }
-            Some(answer) => {
-                let approved = answer
-                    .content_as::<ApprovalForm>()
-                    .map_err(HandlerError::invalid_params)?
-                    .is_some_and(|f| f.approve);
-                Arc::new(Answered(if approved {
-                    Approval::AllowOnce
-                } else {
-                    Approval::Deny(Some(format!(
-                        "The user declined this call of {name}. Do not retry it unless the user asks."
-                    )))
-                }))
+        } else {
+            match ctx.input().elicitation(APPROVAL_KEY)? {
+                None => {
+                    let arguments = Value::Object(arguments.unwrap_or_default());
+                    return Ok(ask(name, &arguments, None).into());
+                }
+                Some(answer) => {
+                    let approved = answer
+                        .content_as::<ApprovalForm>()
+                        .map_err(HandlerError::invalid_params)?
+                        .is_some_and(|f| f.approve);
+                    Arc::new(Answered(if approved {
+                        Approval::AllowOnce
+                    } else {
+                        Approval::Deny(Some(format!(
+                            "The user declined this call of {name}. Do not retry it unless the user asks."
+                        )))
+                    }))
+                }
             }
         }
-    } else if ctx.client_capabilities().supports_elicitation_form() {
+    } else if ctx.client_capabilities().supports_elicitation_form()
+        || settings.console_for(ctx).is_some()
+    {
         // The host hands a question back; it is put to the upstream user.
         Arc::new(AskUpstream)
+    } else if let Some(wait) = settings.waiting(host, ctx) {
+        // Nobody upstream can be asked: a person in the console can.
+        Arc::new(wait)
     } else {
         Arc::new(NoOneUpstream)
     };
@@ -321,13 +381,18 @@ async fn call(
         ctx.log_level(),
     );
     let round = running.round(ctx, name, parking).await;
-    answer(round, name, ctx, &trace, started, telemetry, answered)
+    let console = settings.console_for(ctx);
+    answer(
+        round, name, ctx, &trace, started, telemetry, answered, console,
+    )
 }
 
 /// The upstream answer for one round of a call: the host's report made
 /// the gateway's (the gate's question, a modern server's question, the
 /// result), or the round's own reply. `answered`: the upstream client's
-/// `inputResponses` went down with the call.
+/// `inputResponses` went down with the call. `console`: the gate's
+/// question goes to the console as a link.
+#[allow(clippy::too_many_arguments)]
 fn answer(
     round: Round,
     name: &str,
@@ -336,6 +401,7 @@ fn answer(
     started: std::time::SystemTime,
     telemetry: &Telemetry,
     answered: bool,
+    console: Option<&Approvals>,
 ) -> ToolResult {
     let report = match round {
         Round::Reply(reply) => return reply,
@@ -352,6 +418,12 @@ fn answer(
         return Err(refusal);
     }
     if let Some(request) = &report.approval_needed {
+        if let Some(approvals) = console {
+            let caller = ctx.principal().map(|p| p.subject.as_str());
+            if let Some((id, url)) = approvals.open(request, caller) {
+                return Ok(ask_url(name, &id, &url).into());
+            }
+        }
         return Ok(ask(name, &request.arguments, Some(request)).into());
     }
     if let Some(asked) = &report.input_required {
@@ -363,4 +435,35 @@ fn answer(
     let mut result = report.result;
     crate::identity::own_result(&mut result);
     Ok(result.into())
+}
+
+/// The approver of a call's retry after the console was asked (approval
+/// `id`): the decision made there, for this very call and once; `Err`
+/// with the same question again while nobody has decided.
+fn redeem(
+    approvals: Option<&Approvals>,
+    id: &str,
+    name: &str,
+    arguments: &Value,
+    caller: Option<&str>,
+) -> Result<Arc<dyn Approver>, switchboard_server::InputRequired> {
+    let digest = crate::console::digest(name, arguments);
+    let redeemed = approvals.map_or(Redeemed::Invalid, |a| a.redeem(id, name, &digest, caller));
+    let approval = match redeemed {
+        Redeemed::Approved(by) => {
+            tracing::info!(tool = %name, approved_by = %by, "approved in the console");
+            Approval::AllowOnce
+        }
+        Redeemed::Denied(by) => Approval::Deny(Some(format!(
+            "{by} declined this call of {name} in the console. Do not retry it unless the user asks."
+        ))),
+        Redeemed::Waiting => {
+            let link = approvals.and_then(|a| a.link(id)).unwrap_or_default();
+            return Err(ask_url(name, id, &link));
+        }
+        Redeemed::Invalid => Approval::Deny(Some(format!(
+            "The console approval for this call of {name} is not valid (used, lapsed, or made for another call). Call the tool again to be asked anew."
+        ))),
+    };
+    Ok(Arc::new(Answered(approval)))
 }

@@ -400,7 +400,11 @@ async fn a_question_during_prompts_get_is_relayed_and_answered() {
         .unwrap();
     assert_eq!(
         got.messages[0].content,
-        ContentBlock::text(r#"answered {"go":true}"#)
+        // Inside the boundary markers, as every prompt text through the
+        // gateway.
+        ContentBlock::text(
+            "<untrusted-text source=\"ops\">\nanswered {\"go\":true}\n</untrusted-text>"
+        )
     );
     // A client that cannot answer: the server refuses to ask (-32021),
     // and the client gets that refusal.

@@ -228,7 +228,10 @@ impl Tally {
             self.out.records += 1;
             // A question handed back to the caller is not a call: the
             // answered retry has its own line.
-            if record.outcome.is_handed_back() {
+            // Nor is a person's acceptance of a changed definition.
+            if record.outcome.is_handed_back()
+                || record.method.as_deref() == Some(crate::audit::PINS_ACCEPT_METHOD)
+            {
                 continue;
             }
             let (alias, acc) = self.by_tool.entry(record.tool).or_default();

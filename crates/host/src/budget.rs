@@ -64,22 +64,9 @@ impl Budget {
         mut result: CallToolResult,
         present: impl Fn(String) -> String,
     ) -> CallToolResult {
-        let mut left = self.chars;
+        let mut allowance = self.allowance();
         let mut media_left = self.media_bytes;
-        let mut total = 0usize;
-        let mut cut = 0usize;
-        let mut take = |text: String| -> Option<String> {
-            let n = text.chars().count();
-            total += n;
-            if n <= left {
-                left -= n;
-                return Some(text);
-            }
-            let keep = left;
-            left = 0;
-            cut += n - keep;
-            (keep > 0).then(|| text.chars().take(keep).collect())
-        };
+        let mut take = |text: String| allowance.take(text);
 
         let blocks = std::mem::take(&mut result.content);
         for block in blocks {
@@ -137,12 +124,7 @@ impl Budget {
         }
 
         let mut notes = Vec::new();
-        if cut > 0 {
-            notes.push(format!(
-                "{cut} of {total} characters were cut from this result (budget {})",
-                self.chars
-            ));
-        }
+        notes.extend(allowance.cut_note());
         if let Some(structured) = &result.structured_content {
             let size = structured.to_string().chars().count();
             if size > self.chars {
@@ -159,6 +141,55 @@ impl Budget {
             )));
         }
         result
+    }
+}
+
+/// What is left of a [`Budget`] while the pieces of one answer are taken
+/// from it in order: each piece keeps what still fits, and the cut is
+/// counted for the one note that says so.
+#[derive(Debug, Clone)]
+pub(crate) struct Allowance {
+    budget: usize,
+    left: usize,
+    total: usize,
+    cut: usize,
+}
+
+impl Budget {
+    /// The whole budget, nothing taken yet.
+    pub(crate) fn allowance(&self) -> Allowance {
+        Allowance {
+            budget: self.chars,
+            left: self.chars,
+            total: 0,
+            cut: 0,
+        }
+    }
+}
+
+impl Allowance {
+    /// `text`, or its head that still fits; `None` when nothing is left.
+    pub(crate) fn take(&mut self, text: String) -> Option<String> {
+        let n = text.chars().count();
+        self.total += n;
+        if n <= self.left {
+            self.left -= n;
+            return Some(text);
+        }
+        let keep = self.left;
+        self.left = 0;
+        self.cut += n - keep;
+        (keep > 0).then(|| text.chars().take(keep).collect())
+    }
+
+    /// What the note says when something was cut (without brackets).
+    pub(crate) fn cut_note(&self) -> Option<String> {
+        (self.cut > 0).then(|| {
+            format!(
+                "{} of {} characters were cut from this result (budget {})",
+                self.cut, self.total, self.budget
+            )
+        })
     }
 }
 

@@ -48,7 +48,7 @@ impl Verdict {
 
 /// The verdict with its reasons.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Assessment {
+pub struct Assessment {
     /// Allow, ask or deny.
     pub verdict: Verdict,
     /// The deciding rule's place in the config and pattern, when a rule
@@ -61,7 +61,7 @@ pub(crate) struct Assessment {
 }
 
 /// Assesses a call of `tool` on server `alias`.
-pub(crate) fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Assessment {
+pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Assessment {
     let mut reasons = Vec::new();
     let mut rule_ref = None;
     let destructive = tool.annotations.as_ref().and_then(|a| a.destructive_hint) == Some(true);
@@ -148,7 +148,7 @@ pub(crate) fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -
 /// server annotations.
 ///
 /// [`BuiltinGate::PerCall`]: crate::builtin::BuiltinGate::PerCall
-pub(crate) fn assess_builtin(rules: &[Rule], tool: &Tool, default: BuiltinGate) -> Assessment {
+pub fn assess_builtin(rules: &[Rule], tool: &Tool, default: BuiltinGate) -> Assessment {
     let alias = crate::builtin::ALIAS;
     let matched = match permission::decide(rules, alias, &tool.name) {
         RuleVerdict::Matched(rule) => Some(rule),
@@ -215,7 +215,7 @@ pub(crate) fn assess_builtin(rules: &[Rule], tool: &Tool, default: BuiltinGate) 
 ///
 /// # Errors
 /// The refusal, as above.
-pub(crate) fn principal_allows<'a>(
+pub fn principal_allows<'a>(
     rules: &'a [Rule],
     alias: &str,
     original: &str,
@@ -250,10 +250,7 @@ pub(crate) fn principal_allows<'a>(
 ///
 /// # Errors
 /// The refusal, as described.
-pub(crate) fn principal_reaches<'a>(
-    rules: &'a [Rule],
-    alias: &str,
-) -> Result<(), Option<&'a Rule>> {
+pub fn principal_reaches<'a>(rules: &'a [Rule], alias: &str) -> Result<(), Option<&'a Rule>> {
     let whole = |rule: &&Rule| rule.pattern.alias() == alias && rule.pattern.is_whole_server();
     if let Some(rule) = rules
         .iter()
@@ -273,7 +270,7 @@ pub(crate) fn principal_reaches<'a>(
 /// anything of server `alias`: no deny rule takes the whole server, and
 /// either the entry has no allow rules or one of them names the server
 /// (a tool of it, a prefix, or all of it).
-pub(crate) fn principal_reaches_any(rules: &[Rule], alias: &str) -> bool {
+pub fn principal_reaches_any(rules: &[Rule], alias: &str) -> bool {
     let names = |rule: &&Rule| rule.pattern.alias() == alias;
     let whole_denied = rules
         .iter()

@@ -14,8 +14,7 @@
 //! - [`config`]: the config file (Claude / VS Code shapes, `${VAR}`
 //!   expansion, lookup order, validation, "allow always" edits).
 //! - [`permission`]: `mcp__alias__tool` patterns and allow/ask/deny rules.
-//! - `gate` (private; its [`Verdict`] is re-exported): the verdict for one
-//!   call (rules, untrusted annotations, pins).
+//! - [`gate`]: the verdict for one call (rules, untrusted annotations, pins).
 //! - [`approver`]: who answers when the gate asks (prompt, `--yes`, no one).
 //! - [`input`]: servers' questions (elicitation, sampling, roots) answered
 //!   through a front end's [`Asker`] and [`Sampler`].
@@ -100,7 +99,7 @@ mod digest;
 mod error;
 mod form;
 mod fsutil;
-mod gate;
+pub mod gate;
 pub mod input;
 pub mod limits;
 mod observe;
@@ -128,8 +127,9 @@ pub use budget::Budget;
 pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
-    Config, ConfigLoader, ConfigOrigin, ConfigProblems, IdentityProviderConfig, NewTools,
-    OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp, TransportConfig,
+    ApprovalsConfig, Config, ConfigLoader, ConfigOrigin, ConfigProblems, EvalsConfig,
+    IdentityProviderConfig, NewTools, OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp,
+    TransportConfig,
 };
 pub use core::{
     CHANGED_DEF_NOTICE, CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef,

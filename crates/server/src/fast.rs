@@ -20,7 +20,8 @@ use memchr::memmem;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use switchboard_wire::meta::{
-    CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION,
+    CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION, TRACEPARENT,
+    TRACESTATE,
 };
 use switchboard_wire::{
     ClientCapabilities, Implementation, LoggingLevel, RequestId, RequestMeta, types::method,
@@ -110,6 +111,8 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<Arc<RequestMeta>> {
     let mut client_info = None;
     let mut log_level = None;
     let mut progress_token = None;
+    let mut traceparent = None;
+    let mut tracestate = None;
     s.object(|s, key| {
         match key {
             PROTOCOL_VERSION if protocol_version.is_none() => {
@@ -133,6 +136,13 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<Arc<RequestMeta>> {
                 );
             }
             PROGRESS_TOKEN if progress_token.is_none() => progress_token = Some(s.id()?),
+            // What a gateway or an instrumented client sends with every
+            // call: kept on the fast path (the general one would build a
+            // tree of the whole request for it).
+            TRACEPARENT if traceparent.is_none() => {
+                traceparent = Some(s.plain_string()?.to_owned());
+            }
+            TRACESTATE if tracestate.is_none() => tracestate = Some(s.plain_string()?.to_owned()),
             _ => return None,
         }
         Some(())
@@ -143,8 +153,8 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<Arc<RequestMeta>> {
         client_info,
         log_level,
         progress_token,
-        traceparent: None,
-        tracestate: None,
+        traceparent,
+        tracestate,
         extra: Map::new(),
     }))
 }
@@ -427,7 +437,8 @@ mod tests {
             json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":meta,"requestState":"s"}}),
             json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":meta,"inputResponses":{}}}),
             json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":[1],"_meta":meta}}),
-            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"t"}}}),
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":7}}}),
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"x-vendor":"t"}}}),
             json!({"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"e","_meta":meta}}),
             json!({"jsonrpc":"2.0","method":"tools/call","params":{"name":"e","_meta":meta}}),
         ];
@@ -445,6 +456,9 @@ mod tests {
             // Pretty-printed, members reordered, no arguments.
             "{\n  \"params\" : {\n    \"_meta\" : { \"io.modelcontextprotocol/clientCapabilities\" : { } ,\n \"io.modelcontextprotocol/protocolVersion\" : \"2026-07-28\" } ,\n    \"name\" : \"e\"\n  },\n  \"method\" : \"tools/call\",\n  \"id\" : -42,\n  \"jsonrpc\" : \"2.0\"\n}\n",
             // Arguments with brackets, quotes and escapes inside strings; a non-ASCII name.
+            // What a gateway sends downstream: the tasks extension, client
+            // info and a W3C trace context.
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_ticket","arguments":{"id":"T-1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"switchboard","version":"0.1.0"},"traceparent":"00-4e3f62e1fd8c0e68b8fd4d02bee05b3e-babc5177cb4d238e-01","tracestate":"a=1"}}}"#,
             r#"{"jsonrpc":"2.0","id":"a b","method":"tools/call","params":{"name":"écho","arguments":{"s":"}]\"{[\\","n":[1,{"x":null}],"t":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"x-y":1},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"io.modelcontextprotocol/logLevel":"debug","progressToken":"p"}}}"#,
         ];
         for body in bodies {
@@ -547,6 +561,9 @@ mod tests {
                 r#""io.modelcontextprotocol/logLevel":"loud""#,
                 r#""progressToken":7"#,
                 r#""traceparent":"t""#,
+                r#""traceparent":"t\u0041""#,
+                r#""tracestate":"a=1""#,
+                r#""tracestate":null"#,
                 r#""io.modelcontextprotocol/protocolVersion":"2026-07-28""#,
             ], 0..3),
             caps in proptest::sample::select(vec![r#"{}"#, r#"{ }"#, r#"{"sampling":{}}"#, r#"{"sampling":1}"#, "[]"]),

@@ -129,7 +129,10 @@ pub mod stdio {
 
 /// The Streamable HTTP runner.
 pub mod http {
-    pub use crate::runner::http::{HttpOptions, PlainResponse, PlainRoute, bind_and_serve, serve};
+    pub use crate::runner::http::{
+        AppBody, AppRequest, AppResponse, AppRoute, HttpOptions, PlainResponse, PlainRoute,
+        bind_and_serve, serve,
+    };
     pub use crate::runner::tls::{ServerTls, TlsError};
 }
 

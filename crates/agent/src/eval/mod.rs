@@ -35,8 +35,11 @@ mod runner;
 mod selector;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde::Serialize;
+
+use crate::Model;
 
 pub use baseline::{
     Baseline, BaselineCase, BaselineError, Change, ChangeKind, Status, render_changes,
@@ -191,6 +194,23 @@ impl PinComparison {
             broken,
             changes,
         }
+    }
+
+    /// Runs `cases` with both lists of `views` and compares the reports.
+    pub async fn run(
+        model: Arc<dyn Model>,
+        cases: &[Case],
+        views: &PinnedViews,
+        options: &RunOptions,
+        policy: &Policy,
+    ) -> PinComparison {
+        let started = Instant::now();
+        let approved = run_cases(model.clone(), cases, &views.approved, options).await;
+        let approved = Report::build(&model.name(), &approved, policy, started.elapsed());
+        let started = Instant::now();
+        let now = run_cases(model.clone(), cases, &views.now, options).await;
+        let now = Report::build(&model.name(), &now, policy, started.elapsed());
+        PinComparison::new(views, approved, now)
     }
 
     /// The comparison as people read it.

@@ -199,6 +199,28 @@ impl PinnedViews {
     }
 }
 
+impl PinnedViews {
+    /// Keeps only the changes of the tools `keep` names (model-facing
+    /// names): the others stay as approved in both lists, as they will
+    /// once only the kept ones are accepted (`pins accept NAME`).
+    #[must_use]
+    pub fn only(mut self, keep: impl Fn(&str) -> bool) -> PinnedViews {
+        let (kept, dropped): (Vec<String>, Vec<String>) =
+            self.changed.into_iter().partition(|name| keep(name));
+        for name in &dropped {
+            if let (Some(approved), Some(now)) = (
+                self.approved.specs.iter().find(|s| &s.name == name),
+                self.now.specs.iter_mut().find(|s| &s.name == name),
+            ) {
+                *now = approved.clone();
+            }
+        }
+        self.unrecorded.retain(|name| kept.contains(name));
+        self.changed = kept;
+        self
+    }
+}
+
 /// How cases are run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunOptions {

@@ -15,6 +15,7 @@ use switchboard_host::{Host, MountOptions};
 use tokio::sync::watch;
 
 use crate::ask;
+use crate::cmd::chat_input::{self, Prepared};
 use crate::cmd::demo;
 use crate::exit::Failure;
 use crate::out;
@@ -92,8 +93,13 @@ async fn converse(
     let signals = Signals::start();
 
     if let Some(prompt) = &chat.prompt {
+        let prompt = match chat_input::prepare(host, prompt.trim()).await {
+            Ok(Prepared::Send(text)) => text,
+            Ok(Prepared::Show(text)) => return Ok(out::line(text)?),
+            Err(e) => return Err(Failure::usage(e).into()),
+        };
         let cancel = signals.begin_turn();
-        let end = agent.run(prompt, &sink, &cancel).await;
+        let end = agent.run(&prompt, &sink, &cancel).await;
         signals.end_turn();
         return match end.stop {
             TurnStop::Error => Err(Failure::usage(end.error.unwrap_or_default()).into()),
@@ -104,7 +110,8 @@ async fn converse(
     let tools = host.tools().len();
     if !json {
         out::note(format!(
-            "switchboard chat: {name} with {tools} tools. Ctrl-C cancels a turn; Ctrl-D or Ctrl-C at the prompt exits."
+            "switchboard chat: {name} with {tools} tools. @ALIAS:URI attaches a resource, /ALIAS:PROMPT runs a prompt \
+             (/resources, /prompts list them). Ctrl-C cancels a turn; Ctrl-D or Ctrl-C at the prompt exits."
         ));
     }
     loop {
@@ -127,8 +134,21 @@ async fn converse(
         if prompt.is_empty() {
             continue;
         }
+        // Resources and prompts the user names are read first; a list
+        // asked for is shown, and nothing goes to the model.
+        let prompt = match chat_input::prepare(host, prompt).await {
+            Ok(Prepared::Send(text)) => text,
+            Ok(Prepared::Show(text)) => {
+                out::line(text)?;
+                continue;
+            }
+            Err(e) => {
+                out::warning(e);
+                continue;
+            }
+        };
         let cancel = signals.begin_turn();
-        agent.run(prompt, &sink, &cancel).await;
+        agent.run(&prompt, &sink, &cancel).await;
         signals.end_turn();
         if signals.quitting() {
             return Ok(());

@@ -45,7 +45,10 @@ pub(crate) async fn run(settings: &Settings, eval: &EvalSettings) -> anyhow::Res
 /// `--model SPEC`, else the config's `model`; `mock` is the keyword
 /// selector (a stand-in for offline runs, not `chat`'s fixed mock
 /// conversation).
-fn model(spec: Option<&str>, config: Option<&ModelConfig>) -> Result<Arc<dyn Model>, Failure> {
+pub(crate) fn model(
+    spec: Option<&str>,
+    config: Option<&ModelConfig>,
+) -> Result<Arc<dyn Model>, Failure> {
     let (spec, model_settings) = match (spec, config) {
         (Some(spec), _) => (spec.trim().to_owned(), ModelSettings::default()),
         (None, Some(m)) => (
@@ -246,13 +249,7 @@ async fn against_pins(
     eval: &EvalSettings,
     json: bool,
 ) -> anyhow::Result<()> {
-    let started = Instant::now();
-    let approved = run_cases(model.clone(), cases, &views.approved, &eval.options).await;
-    let approved = Report::build(&model.name(), &approved, &eval.policy, started.elapsed());
-    let started = Instant::now();
-    let now = run_cases(model.clone(), cases, &views.now, &eval.options).await;
-    let now = Report::build(&model.name(), &now, &eval.policy, started.elapsed());
-    let comparison = PinComparison::new(views, approved, now);
+    let comparison = PinComparison::run(model, cases, views, &eval.options, &eval.policy).await;
     if let Some(path) = &eval.junit {
         std::fs::write(path, junit(&comparison.now)).map_err(|e| {
             Failure::usage(format!(

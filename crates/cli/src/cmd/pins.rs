@@ -2,7 +2,10 @@
 //! and resource template definitions.
 
 use serde_json::json;
-use switchboard_host::{Host, PinState};
+use switchboard_agent::eval::{PinComparison, PinnedViews, Policy, RunOptions, load};
+use switchboard_host::config::Config;
+use switchboard_host::pins::Pins;
+use switchboard_host::{EvalsConfig, Host, Pattern, PinState};
 
 use crate::exit::Failure;
 use crate::out;
@@ -101,12 +104,29 @@ pub(crate) fn list(host: &Host, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Accepts the current definition of a tool or of a server's tools.
+/// Accepts the current definition of a tool or of a server's tools. With
+/// `evals` in the config, the changed tools among them are first run
+/// through the case files with the approved and with the new definitions
+/// (`eval --against-pins`), and a regression refuses the accept unless
+/// `force`.
 ///
 /// # Errors
-/// A usage [`Failure`] when nothing matches or the lockfile cannot be
-/// written.
-pub(crate) fn accept(host: &Host, target: &str, json: bool) -> anyhow::Result<()> {
+/// A usage [`Failure`] when nothing matches, the lockfile cannot be
+/// written, or the eval gate refuses.
+pub(crate) async fn accept(
+    host: &Host,
+    target: &str,
+    force: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let config = host.config();
+    if let Some(evals) = &config.evals {
+        match eval_gate(host, target, evals, &config).await {
+            Ok(()) => {}
+            Err(refused) if force => out::warning(format!("{refused}\naccepting anyway (--force)")),
+            Err(refused) => return Err(Failure::usage(refused).into()),
+        }
+    }
     let accepted = host
         .accept_pins(target)
         .map_err(|e| Failure::usage(e.to_string()))?;
@@ -118,4 +138,58 @@ pub(crate) fn accept(host: &Host, target: &str, json: bool) -> anyhow::Result<()
         }
     }
     Ok(())
+}
+
+/// Runs the config's `evals` against the approved and the current
+/// definitions of the changed tools `target` names; `Err` says why the
+/// accept is refused (a regression, or an eval that cannot run).
+async fn eval_gate(
+    host: &Host,
+    target: &str,
+    evals: &EvalsConfig,
+    config: &Config,
+) -> Result<(), String> {
+    // Without a lockfile nothing was approved, so nothing changed.
+    let Some(path) = &config.lockfile else {
+        return Ok(());
+    };
+    let pins = Pins::open(path).map_err(|e| format!("the eval gate cannot read pins: {e}"))?;
+    let pattern = Pattern::parse(target).ok();
+    let named: Vec<String> = host
+        .all_tools()
+        .into_iter()
+        .filter(|t| {
+            t.name == target
+                || t.server == target
+                || pattern
+                    .as_ref()
+                    .is_some_and(|p| p.matches(&t.server, &t.original_name))
+        })
+        .map(|t| t.name)
+        .collect();
+    let views = PinnedViews::new(host, &pins).only(|name| named.iter().any(|n| n == name));
+    if views.changed.is_empty() {
+        return Ok(());
+    }
+    let cases = load(&evals.files).map_err(|e| format!("the eval gate cannot run: {e}"))?;
+    let model = crate::cmd::eval::model(evals.model.as_deref(), config.model.as_ref())
+        .map_err(|e| format!("the eval gate cannot run: {e}"))?;
+    // One run at a time: a `script:FILE` model answers in file order.
+    let options = RunOptions {
+        concurrency: 1,
+        ..RunOptions::default()
+    };
+    let comparison = PinComparison::run(model, &cases, &views, &options, &Policy::default()).await;
+    out::note(comparison.render().trim_end());
+    if comparison.broken.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = comparison.broken.iter().map(|c| c.id.as_str()).collect();
+    Err(format!(
+        "pins accept refused: the new definitions of {} break {} eval case(s) that pass with the approved ones: {}; \
+         fix the server or the cases, or accept anyway with --force",
+        views.changed.join(", "),
+        ids.len(),
+        ids.join(", ")
+    ))
 }

@@ -41,6 +41,8 @@ pub(crate) struct ServeSettings {
     resource: Option<String>,
     /// Serve `/metrics`.
     metrics: bool,
+    /// Serve the web console at `/console`.
+    console: bool,
     /// The replica's name for the audit log.
     replica: Option<String>,
     /// The other replicas: (name, URL of the MCP endpoint).
@@ -98,6 +100,11 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         if let Some((flag, _)) = oauth_only.iter().find(|(_, given)| *given) {
             return Err(Failure::usage(format!("{flag} needs --auth oauth")));
         }
+    }
+    if a.console && a.auth.is_none() {
+        return Err(Failure::usage(
+            "--console needs --auth token (or --auth oauth): only principals marked \"console\": true in the config may open it",
+        ));
     }
     if a.auth != Some(ServeAuth::Token) && a.tokens_file.is_some() {
         return Err(Failure::usage("--tokens-file needs --auth token"));
@@ -177,6 +184,7 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         auth,
         resource: a.resource,
         metrics: a.metrics,
+        console: a.console,
         replica: a.replica,
         peers: peers(&a.peers)?,
         state_key_file: a.state_key_file,
@@ -297,6 +305,7 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     }
     let mut options = GatewayOptions::default();
     options.tool_search = serve.tool_search;
+    options.console = serve.console;
     let options = options
         .replica(serve.replica.clone().unwrap_or_else(host_name))
         .peers(serve.peers.clone())
@@ -324,6 +333,44 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     };
     tickets.stop().await;
     served
+}
+
+/// `switchboard console`: the config's host with the web console on
+/// 127.0.0.1 at a free port, no authentication but a one-time sign-in
+/// token in the printed URL (its first use signs the browser in), until
+/// Ctrl-C / SIGTERM.
+///
+/// # Errors
+/// When the config is bad or no loopback port can be bound.
+pub(crate) async fn console(settings: &Settings) -> anyhow::Result<()> {
+    let Loaded {
+        config,
+        mut tickets,
+    } = settings.load_config()?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("cannot bind a loopback port")?;
+    let local = listener.local_addr()?;
+    let token = switchboard_gateway::console_login_token()
+        .context("no system randomness for a sign-in token")?;
+    let mut options = GatewayOptions::default();
+    options.console = true;
+    options.console_login = Some(token.clone());
+    let mut config = ServeConfig::new(config, options);
+    config.mount.client_info = Some(crate::session::client_info());
+    config.on_ready = Some(Box::new(move |_| {
+        crate::out::note(format!(
+            "switchboard console: http://{local}/console/login?once={token} (the link signs in once; Ctrl-C stops it)"
+        ));
+    }));
+    if let Err(e) = tickets.start() {
+        return Err(Failure::usage(format!("{e:#}")).into());
+    }
+    let mut signals = crate::StopSignals::new();
+    let stop = async move { signals.next().await };
+    let served = switchboard_gateway::serve(Listener::Http(listener), config, stop).await;
+    tickets.stop().await;
+    failure(served, "console")
 }
 
 /// Binds `addr` and serves the gateway there until Ctrl-C / SIGTERM and
@@ -369,7 +416,11 @@ async fn serve_http(
         )
     };
     let metrics = config.gateway.telemetry.has_metrics();
+    let console = config.gateway.console;
     config.on_ready = Some(Box::new(move |gateway| {
+        if console {
+            crate::out::note(format!("console: {scheme}://{local}/console"));
+        }
         crate::out::note(format!(
             "switchboard gateway: {scheme}://{local}/mcp ({} tools; {how}; {stopping})",
             gateway.tool_count()

@@ -157,6 +157,10 @@ pub enum Decider {
     None,
 }
 
+/// The `method` of the audit line a person's acceptance of a changed
+/// definition leaves ([`crate::Host::accept_pins_by`]): not a call.
+pub const PINS_ACCEPT_METHOD: &str = "pins/accept";
+
 /// One call, as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

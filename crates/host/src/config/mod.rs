@@ -92,7 +92,7 @@ pub struct Config {
     pub identity_providers: BTreeMap<String, IdentityProviderConfig>,
     /// Per-caller rules of an authenticated gateway (`"principals"`), by
     /// principal name: `allow` and `deny` rules that narrow what that
-    /// caller may call (see `gate::principal_allows`).
+    /// caller may call (see [`crate::gate::principal_allows`]).
     pub principals: BTreeMap<String, Vec<Rule>>,
     /// Whether an authenticated caller without a `principals` entry is
     /// refused everything (`"principalsDefault": "deny"`) instead of being
@@ -106,6 +106,11 @@ pub struct Config {
     /// Principals' own limits (`"principals": {NAME: {"limits": …}}`),
     /// over `caller_limits`.
     pub principal_limits: BTreeMap<String, crate::LimitsOverride>,
+    /// Approvals decided in the gateway's console (`"approvals"`).
+    pub approvals: ApprovalsConfig,
+    /// The principals that may open the gateway's web console
+    /// (`"principals": {NAME: {"console": true}}`, `serve --console`).
+    pub console_principals: std::collections::BTreeSet<String>,
     /// When the model is sent only some tools and finds the rest with
     /// `mcp__switchboard__search_tools` (`"toolSearch"`).
     pub tool_search: crate::ToolSearch,
@@ -125,6 +130,56 @@ pub struct Config {
     /// the answer is retried once, with the same idempotency key. The
     /// server's `idempotentHint` alone never counts.
     pub idempotent: Vec<crate::permission::Pattern>,
+    /// The eval gate of `switchboard pins accept` (`"evals"`): case files
+    /// run against the approved and the changed definitions before a
+    /// change is accepted. `None`: accept without running anything.
+    pub evals: Option<EvalsConfig>,
+}
+
+/// The `"evals"` setting: `{"files": [PATH…], "model": SPEC}` or just
+/// `[PATH…]` (then the config's `model` answers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EvalsConfig {
+    /// Case files, relative to the config's folder.
+    pub files: Vec<PathBuf>,
+    /// The model spec that runs them (`mock`, `script:FILE`,
+    /// `PROVIDER:MODEL`); `None`: the config's `model`.
+    pub model: Option<String>,
+}
+
+/// The `"approvals"` setting: approvals that wait for a person in the
+/// gateway's console when the caller's client cannot be asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalsConfig {
+    /// Where a call waiting for a person is announced (a JSON POST to an
+    /// `http://` URL on loopback); `None`: such calls are denied as
+    /// before.
+    pub notify: Option<String>,
+    /// How long such a call waits for a decision before it is denied.
+    pub timeout: Duration,
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        ApprovalsConfig {
+            notify: None,
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// Whether `url` is an `http://` URL on loopback (`127.0.0.1`, `[::1]`,
+/// `localhost`), with a port or not.
+pub(crate) fn loopback_http(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    matches!(host, "127.0.0.1" | "::1" | "localhost")
 }
 
 /// The `"newTools"` setting: whether a definition a server adds after its
@@ -658,6 +713,8 @@ impl Config {
             identity_providers: BTreeMap::new(),
             principals: BTreeMap::new(),
             principals_default_deny: false,
+            console_principals: std::collections::BTreeSet::new(),
+            approvals: ApprovalsConfig::default(),
             caller_limits: crate::CallLimits::default(),
             principal_limits: BTreeMap::new(),
             skills: SkillsConfig::default(),
@@ -666,6 +723,7 @@ impl Config {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             new_tools: NewTools::Ask,
             idempotent: Vec::new(),
+            evals: None,
         }
     }
 

@@ -24,6 +24,7 @@ use super::{
 use crate::permission::{Pattern, Rule, RuleKind};
 
 mod descriptions;
+mod evals;
 mod idp;
 mod model;
 mod oauth;
@@ -175,6 +176,8 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "newTools",
     "idempotent",
     "descriptionLimits",
+    "evals",
+    "approvals",
 ];
 const SERVER_KEYS: &[&str] = &[
     "type",
@@ -226,7 +229,7 @@ const OAUTH_KEYS: &[&str] = &[
     "idp",
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
-const PRINCIPAL_KEYS: &[&str] = &["allow", "ask", "deny", "limits"];
+const PRINCIPAL_KEYS: &[&str] = &["allow", "ask", "deny", "limits", "console"];
 const LIMIT_KEYS: &[&str] = &["callsPerMinute", "concurrentCalls"];
 /// The most a limit may say (a million calls a minute, or at once).
 const MAX_LIMIT: u64 = 1_000_000;
@@ -409,6 +412,7 @@ impl Parser<'_> {
         }
         if let Some(v) = root.get("principals") {
             (config.principals, config.principal_limits) = self.principals(v, &aliases);
+            config.console_principals = self.console_principals(v);
         }
         if let Some(v) = root.get("principalsDefault") {
             match v.as_str() {
@@ -490,6 +494,12 @@ impl Parser<'_> {
                 config.idle_timeout = d;
             }
         }
+        if let Some(v) = root.get("evals") {
+            config.evals = self.evals(v);
+        }
+        if let Some(v) = root.get("approvals") {
+            config.approvals = self.approvals(v);
+        }
         match root.get("newTools") {
             None => {}
             Some(Value::String(s)) if s == "ask" => config.new_tools = NewTools::Ask,
@@ -539,6 +549,37 @@ impl Parser<'_> {
                 .unwrap_or(usize::MAX)
                 .saturating_mul(CHARS_PER_TOKEN);
         }
+    }
+
+    /// `"approvals": {"notify": URL, "timeoutMs": N}`: where the gateway
+    /// announces a call waiting for a person in its console (an
+    /// `http://` URL on loopback), and how long such a call waits.
+    fn approvals(&mut self, value: &Value) -> crate::ApprovalsConfig {
+        let mut out = crate::ApprovalsConfig::default();
+        let Some(obj) = value.as_object() else {
+            self.bad_type("approvals", "an object like {\"notify\": \"http://127.0.0.1:9000/approvals\", \"timeoutMs\": 120000}");
+            return out;
+        };
+        let mut ignore = Vec::new();
+        self.check_keys(obj, "approvals", &["notify", "timeoutMs"], &[], &mut ignore);
+        match obj.get("notify") {
+            None => {}
+            Some(Value::String(url)) if crate::config::loopback_http(url) => {
+                out.notify = Some(url.clone());
+            }
+            Some(_) => self.problem(
+                ProblemKind::BadValue,
+                "approvals.notify",
+                "must be an http:// URL on this machine (127.0.0.1, [::1] or localhost)".into(),
+                "point it at a local receiver, e.g. \"http://127.0.0.1:9000/approvals\" (the approval payload names the call; keep it on loopback)",
+            ),
+        }
+        if let Some(v) = obj.get("timeoutMs") {
+            if let Some(d) = self.millis(v, "approvals.timeoutMs") {
+                out.timeout = d;
+            }
+        }
+        out
     }
 
     fn check_keys(

@@ -931,3 +931,77 @@ fn idempotent_patterns_are_parsed_like_rules() {
     let err = parse(&format!(r#"{{{mcp}, "idempotent": ["get_*"]}}"#), &[]).unwrap_err();
     assert_eq!(kinds(&err), [(ProblemKind::BadPattern, "idempotent[0]")]);
 }
+
+// Issue 39, item 4: `evals` names the case files `pins accept` runs,
+// relative to the config's folder, with an optional model.
+#[test]
+fn evals_take_files_beside_the_config_and_an_optional_model() {
+    let mcp = r#""mcpServers": {"x": {"command": "x"}}"#;
+    let c = parse(&format!(r#"{{{mcp}, "evals": ["cases.json"]}}"#), &[]).unwrap();
+    let evals = c.evals.unwrap();
+    assert!(evals.files[0].ends_with("cases.json"), "{evals:?}");
+    assert!(evals.files[0].is_absolute(), "{evals:?}");
+    assert_eq!(evals.model, None);
+    let c = parse(
+        &format!(r#"{{{mcp}, "evals": {{"files": ["a.json"], "model": "mock"}}}}"#),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.evals.unwrap().model.as_deref(), Some("mock"));
+    assert_eq!(parse(&format!("{{{mcp}}}"), &[]).unwrap().evals, None);
+    let err = parse(&format!(r#"{{{mcp}, "evals": []}}"#), &[]).unwrap_err();
+    assert_eq!(kinds(&err), [(ProblemKind::BadValue, "evals")]);
+    let err = parse(&format!(r#"{{{mcp}, "evals": "x.json"}}"#), &[]).unwrap_err();
+    assert_eq!(kinds(&err).len(), 1);
+    let err = parse(
+        &format!(r#"{{{mcp}, "evals": {{"files": ["a.json"], "modle": "mock"}}}}"#),
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(kinds(&err).len(), 1, "{err}");
+}
+
+#[test]
+fn console_principals_and_approvals_are_read() {
+    let config = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}},
+            "principals": {"alice": {"console": true}, "bot": {"deny": ["mcp__a__x"]}},
+            "approvals": {"notify": "http://127.0.0.1:9000/hook", "timeoutMs": 5000}}"#,
+        &[],
+    )
+    .unwrap();
+    assert!(config.console_principals.contains("alice"));
+    assert!(!config.console_principals.contains("bot"));
+    assert!(config.principals["alice"].is_empty());
+    assert_eq!(
+        config.approvals.notify.as_deref(),
+        Some("http://127.0.0.1:9000/hook")
+    );
+    assert_eq!(config.approvals.timeout, Duration::from_secs(5));
+    let with = |approvals: &str, console: &str| {
+        format!(
+            r#"{{"mcpServers": {{"a": {{"command": "x"}}}}, "principals": {{"alice": {{"console": {console}}}}}, "approvals": {approvals}}}"#
+        )
+    };
+    for (approvals, console, key) in [
+        (
+            r#"{"notify": "https://hooks.example.com/x"}"#,
+            "true",
+            "approvals.notify",
+        ),
+        (
+            r#"{"notify": "http://10.0.0.1/x"}"#,
+            "true",
+            "approvals.notify",
+        ),
+        (
+            r#"{"notify": "http://127.0.0.1/x"}"#,
+            "\"yes\"",
+            "principals.alice.console",
+        ),
+    ] {
+        let err = parse(&with(approvals, console), &[]).unwrap_err();
+        assert_eq!(kinds(&err).len(), 1, "{approvals}");
+        assert_eq!(kinds(&err)[0].1, key, "{approvals}");
+    }
+}

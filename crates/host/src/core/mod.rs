@@ -45,6 +45,7 @@ mod catalog_sync;
 mod lazy;
 mod list;
 mod mount;
+mod offered_text;
 mod paging;
 mod principal;
 mod reload;
@@ -518,6 +519,39 @@ impl Host {
             });
         }
         accepted.extend(offered);
+        Ok(accepted)
+    }
+
+    /// The config's `approvals` setting (cheap: not the whole config).
+    pub fn approvals_config(&self) -> crate::ApprovalsConfig {
+        self.config_read().approvals.clone()
+    }
+
+    /// [`Host::accept_pins`] done by a person named `by` (a console
+    /// principal): the same, then one audit line per name accepted, with
+    /// method [`crate::audit::PINS_ACCEPT_METHOD`], decided by a person,
+    /// outcome `ok` and `by` as its `principal`, so the log says who
+    /// accepted what. `audit stats` does not count these lines as calls.
+    ///
+    /// # Errors
+    /// As [`Host::accept_pins`]; an audit line that cannot be written is
+    /// logged, the acceptance stands.
+    pub fn accept_pins_by(&self, target: &str, by: &str) -> Result<Vec<String>, HostError> {
+        let accepted = self.accept_pins(target)?;
+        if let Some(audit) = &self.inner.audit {
+            for name in &accepted {
+                let mut record = crate::audit::AuditRecord::new(name, None);
+                record.method = Some(crate::audit::PINS_ACCEPT_METHOD.to_owned());
+                record.decision = Some("allow".to_owned());
+                record.decided_by = crate::audit::Decider::Human;
+                record.outcome = crate::audit::Outcome::Ok;
+                record.principal = Some(by.to_owned());
+                record.replica = audit.replica().map(str::to_owned);
+                if let Err(e) = audit.append(&record) {
+                    tracing::error!(error = %e, tool = %name, "the audit line of an acceptance could not be written");
+                }
+            }
+        }
         Ok(accepted)
     }
 

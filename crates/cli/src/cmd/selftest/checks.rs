@@ -79,7 +79,7 @@ pub(super) async fn paging(env: &Env) -> Seen {
         all.join(", ")
     );
     all.sort_unstable();
-    if listing.pages == 2 && all == ["list_notes", "read_note", "search", "summarize_note"] {
+    if listing.pages == 2 && all == ["list_notes", "read_note", "search"] {
         Ok(seen)
     } else {
         Err(seen)

@@ -40,7 +40,7 @@ const CHECKS: [(&str, CheckFn); 14] = [
     ("a 9 KB note read over stdio arrives whole", |e| {
         Box::pin(checks::long_note_whole(e))
     }),
-    ("notes lists 4 tools across 2 pages", |e| {
+    ("notes lists 3 tools across 2 pages", |e| {
         Box::pin(checks::paging(e))
     }),
     (

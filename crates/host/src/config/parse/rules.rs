@@ -90,6 +90,31 @@ impl Parser<'_> {
         (out, limits)
     }
 
+    /// The principals whose entry says `"console": true`: they may open
+    /// the gateway's web console (`serve --console`).
+    pub(super) fn console_principals(
+        &mut self,
+        value: &Value,
+    ) -> std::collections::BTreeSet<String> {
+        let mut out = std::collections::BTreeSet::new();
+        let Some(obj) = value.as_object() else {
+            return out;
+        };
+        for (name, entry) in obj {
+            match entry.get("console") {
+                None | Some(Value::Bool(false)) => {}
+                Some(Value::Bool(true)) => {
+                    out.insert(name.clone());
+                }
+                Some(_) => self.bad_type(
+                    &key_path(&key_path("principals", name), "console"),
+                    "true or false",
+                ),
+            }
+        }
+        out
+    }
+
     /// A `limits` object (`callerLimits`, or a principal's): each of
     /// `callsPerMinute` and `concurrentCalls` a whole number from 1 up, or
     /// `null` for no limit where `nullable` (a principal lifting one of

@@ -1,7 +1,9 @@
 //! `prompts/get` on the governed path: the catalog routes the served name
 //! (`mcp__ALIAS__PROMPT`); the user's deny rules apply to it as to a
 //! tool's name (allow and ask rules have nothing to ask about: a prompt
-//! runs nothing); the server's texts are cleaned of invisible characters.
+//! runs nothing); the server's texts are cleaned of invisible characters,
+//! wrapped in boundary markers and held to the server's result budget
+//! like a tool result's (`core/offered_text.rs`).
 
 use switchboard_wire::types::method;
 use switchboard_wire::{ContentBlock, GetPromptResult, JsonObject};
@@ -88,7 +90,7 @@ impl Kind for GetPrompt<'_> {
             .get_prompt_with(&target.original, self.arguments, &options.request)
             .await
         {
-            Ok(result) => End::Answered(cleaned(result)),
+            Ok(result) => End::Answered(host.fit_prompt(&target.alias, cleaned(result))),
             Err(error) => End::failed(error),
         };
         Governed::at(Some(&target), None, end)
@@ -113,7 +115,9 @@ impl Host {
     /// Gets the prompt served as `name` from its server, with `arguments`
     /// passed through, on the governed path: the caller's limits and
     /// `principals` rules, the user's deny rules, one audit line (tool =
-    /// the served name). Texts are stripped of invisible characters.
+    /// the served name). Texts are stripped of invisible characters,
+    /// wrapped in boundary markers naming the server, and cut to its
+    /// result budget with a note, as a tool result's.
     ///
     /// # Errors
     /// [`OfferError`]: an unknown name, a refusal, the server's question

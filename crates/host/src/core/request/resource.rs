@@ -1,7 +1,9 @@
 //! `resources/read` on the governed path: the catalog routes the served
 //! URI (or the served template that matched it) to its server and the URI
-//! there; the contents' URIs are mapped back to the served ones, and the
-//! server's cache hints dropped (the caller sets its own).
+//! there; the contents' URIs are mapped back to the served ones, the
+//! server's cache hints dropped (the caller sets its own), and the text
+//! wrapped in boundary markers and held to the server's result budget
+//! like a tool result's (`core/offered_text.rs`).
 
 use switchboard_wire::ReadResourceResult;
 use switchboard_wire::types::method;
@@ -116,7 +118,7 @@ impl Kind for ReadResource<'_> {
                     c.uri = catalog.served_uri(&target.alias, &c.uri);
                 }
                 result.cache = switchboard_wire::CacheHints::default();
-                End::Answered(result)
+                End::Answered(host.fit_resource(&target.alias, result))
             }
             Err(error) => End::failed(error),
         };
@@ -129,7 +131,9 @@ impl Host {
     /// caller's limits and `principals` rules (a resource follows the
     /// rules for its whole server), one audit line (tool = the URI read).
     /// The contents' URIs are mapped back to the served ones; the server's
-    /// cache hints are dropped (the caller sets its own).
+    /// cache hints are dropped (the caller sets its own); text contents
+    /// are wrapped in boundary markers naming the server and cut to its
+    /// result budget with a note, as a tool result's.
     ///
     /// # Errors
     /// [`OfferError`]: an unknown URI or template, a refusal, the server's

@@ -21,6 +21,7 @@
 //!   caps;
 //! - `timed`: a connection's header, idle and write deadlines;
 //! - `route`: one request's checks in order, then where it goes;
+//! - `app`: app routes, a prefix served by the application;
 //! - `auth`: bearer tokens, DPoP proofs, scopes, refusals;
 //! - `request_body`: reading a request body within its limit;
 //! - `stream`: running a routed request, answering in JSON or SSE;
@@ -35,6 +36,7 @@ use crate::runner::forward;
 use crate::runner::headers::Guard;
 use crate::server::Server;
 
+mod app;
 mod auth;
 mod connection;
 mod limits;
@@ -47,6 +49,7 @@ mod session;
 mod stream;
 mod timed;
 
+pub use app::{AppBody, AppRequest, AppResponse, AppRoute};
 pub use connection::{bind_and_serve, serve};
 pub use options::{HttpOptions, PlainResponse, PlainRoute};
 

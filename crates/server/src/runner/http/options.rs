@@ -24,6 +24,7 @@ pub struct HttpOptions {
     pub(super) auth: Option<Arc<Auth>>,
     pub(super) dpop: Arc<DpopVerifier>,
     pub(super) routes: Vec<(String, PlainRoute)>,
+    pub(super) apps: Vec<(String, super::app::AppRoute)>,
     pub(super) tls: Option<ServerTls>,
     pub(super) handshake_timeout: Duration,
     pub(super) header_timeout: Duration,
@@ -100,6 +101,7 @@ impl Default for HttpOptions {
             auth: None,
             dpop: Arc::new(DpopVerifier::new()),
             routes: Vec::new(),
+            apps: Vec::new(),
             tls: None,
             handshake_timeout: Duration::from_secs(10),
             header_timeout: Duration::from_secs(10),
@@ -124,6 +126,20 @@ impl HttpOptions {
         let path = path.into();
         self.routes.retain(|(p, _)| *p != path);
         self.routes.push((path, route));
+        self
+    }
+
+    /// Serves every path under `prefix` (`prefix` itself and `prefix/…`)
+    /// with `route`, which gets the whole request
+    /// ([`AppRequest`](super::AppRequest)): behind the `Host` check, a
+    /// token in the URL refused, a bearer token checked when one is sent
+    /// (the principal handed on), no `Origin` check (the route makes its
+    /// own). A later route at the same prefix replaces it.
+    #[must_use]
+    pub fn app_route(mut self, prefix: impl Into<String>, route: super::app::AppRoute) -> Self {
+        let prefix = prefix.into();
+        self.apps.retain(|(p, _)| *p != prefix);
+        self.apps.push((prefix, route));
         self
     }
 

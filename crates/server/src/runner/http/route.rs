@@ -44,6 +44,15 @@ impl State {
             Err(refusal) => return self.refuse_guard(refusal, peer),
         };
         if req.uri().path() != self.options.path {
+            let path = req.uri().path();
+            if let Some((_, app)) = self
+                .options
+                .apps
+                .iter()
+                .find(|(p, _)| super::app::under(path, p))
+            {
+                return Box::pin(self.app(app, req, peer)).await;
+            }
             return self.off_endpoint(&req).await;
         }
         if let Err(refusal) = self.guard.check_origin(req.headers(), host) {
@@ -103,7 +112,7 @@ impl State {
     // The refusal is the response itself, returned by value as an answer
     // is: boxing it would only add an allocation.
     #[allow(clippy::result_large_err)]
-    fn admit(
+    pub(super) fn admit(
         &self,
         req: &http::Request<hyper::body::Incoming>,
         peer: SocketAddr,
@@ -128,7 +137,7 @@ impl State {
     ///
     /// [`HttpOptions::max_body`]: super::HttpOptions::max_body
     /// [`HttpOptions::body_timeout`]: super::HttpOptions::body_timeout
-    async fn request_body(
+    pub(super) async fn request_body(
         &self,
         headers: &HeaderMap,
         body: &mut hyper::body::Incoming,

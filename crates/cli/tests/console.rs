@@ -1,0 +1,976 @@
+//! The web console (`serve --http … --console`): no route without the
+//! flag, only console principals, the session cookie's attributes, CSRF
+//! tokens and cross-site refusals on every change, hostile server text
+//! shown as text, and a changed tool accepted with who accepted it in the
+//! audit log. Real gateways on 127.0.0.1:0, plain HTTP exchanges.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use switchboard_client::{
+    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
+};
+
+use serde_json::{Value, json};
+
+use crate::gateway_util::raw;
+use crate::ops::{Served, mock_server, serve};
+use crate::util::{Sandbox, empty_port, run};
+
+const ALICE: &str = "alice-console-token-0123456789";
+const BOT: &str = "bot-console-token-0123456789ab";
+
+/// A hostile tool description: markup that must stay text.
+const HOSTILE: &str = "Lists things. <script>alert('pwned')</script><img src=https://attacker.invalid/p.png onerror=alert(1)>";
+
+/// A sandbox with a tokens file (alice, bot) and a config: the notes demo,
+/// a mock server listing the tools of `tools.json`, an audit log, alice a
+/// console principal, bot narrowed and not one.
+fn setup() -> (Sandbox, String) {
+    let sb = Sandbox::new();
+    let tokens = sb.write("tokens", &format!("alice {ALICE}\nbot {BOT}\n"));
+    set_private(&tokens);
+    write_tools(&sb, HOSTILE);
+    let tools = sb.path().join("tools.json");
+    let cfg = sb.config(
+        json!({
+            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string(), "--watch-tools"]}
+        }),
+        json!({
+            "audit": sb.path().join("audit.jsonl").display().to_string(),
+            "principals": {
+                "alice": {"console": true},
+                "bot": {"deny": ["mcp__notes__search"]}
+            }
+        }),
+    );
+    set_private(&cfg);
+    (sb, cfg.display().to_string())
+}
+
+fn set_private(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// The mock server's tool listing: one tool, `lister`, described by
+/// `description`.
+fn write_tools(sb: &Sandbox, description: &str) {
+    let tools = json!([{
+        "name": "lister",
+        "description": description,
+        "inputSchema": {"type": "object"}
+    }]);
+    sb.write("tools.json", &tools.to_string());
+}
+
+async fn console(sb: &Sandbox, cfg: &str) -> Served {
+    let tokens = sb.path().join("tokens").display().to_string();
+    serve(
+        sb,
+        cfg,
+        &["--auth", "token", "--tokens-file", &tokens, "--console"],
+        &[],
+    )
+    .await
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Signs in with `token`: the session cookie (`name=value`) and the whole
+/// `Set-Cookie` header.
+fn sign_in(addr: &str, token: &str) -> (String, String) {
+    let form = format!("token={token}");
+    let (status, headers, body) = raw(
+        addr,
+        "POST",
+        "/console/login",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        &form,
+    );
+    assert_eq!(status, 303, "{body}");
+    assert_eq!(header(&headers, "location"), Some("/console/servers"));
+    let set = header(&headers, "set-cookie").unwrap().to_owned();
+    let cookie = set.split(';').next().unwrap().trim().to_owned();
+    (cookie, set)
+}
+
+/// A page fetched with the session cookie.
+fn get(addr: &str, cookie: &str, path: &str) -> (u16, Vec<(String, String)>, String) {
+    raw(addr, "GET", path, &[("Cookie", cookie)], "")
+}
+
+/// The session's CSRF token, from the sign-out form of any page.
+fn csrf_of(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
+    page[at..].split('"').next().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn without_the_flag_there_is_no_console() {
+    let (sb, cfg) = setup();
+    let tokens = sb.path().join("tokens").display().to_string();
+    let served = serve(
+        &sb,
+        &cfg,
+        &["--auth", "token", "--tokens-file", &tokens],
+        &[],
+    )
+    .await;
+    for path in ["/console", "/console/servers", "/console/assets/console.js"] {
+        let (status, _, _) = raw(
+            &served.addr,
+            "GET",
+            path,
+            &[("Authorization", &format!("Bearer {ALICE}"))],
+            "",
+        );
+        assert_eq!(status, 404, "{path}");
+    }
+    let (status, _, _) = raw(
+        &served.addr,
+        "POST",
+        "/console/login",
+        &[],
+        &format!("token={ALICE}"),
+    );
+    assert_eq!(status, 404);
+}
+
+#[test]
+fn the_console_needs_authentication() {
+    let (sb, cfg) = setup();
+    let run = sb.run(&[
+        "--config",
+        &cfg,
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+        "--console",
+    ]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr.contains("--console needs --auth"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn only_console_principals_may_open_it() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    // Nobody yet: the sign-in page, 401.
+    let (status, _, body) = raw(addr, "GET", "/console/servers", &[], "");
+    assert_eq!(status, 401);
+    assert!(body.contains("action=\"/console/login\""), "{body}");
+    // A token that is not a console principal's: 403 with a bearer
+    // header, and no session at sign-in.
+    let (status, _, body) = raw(
+        addr,
+        "GET",
+        "/console/servers",
+        &[("Authorization", &format!("Bearer {BOT}"))],
+        "",
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("console"), "{body}");
+    let (status, headers, _) = raw(addr, "POST", "/console/login", &[], &format!("token={BOT}"));
+    assert_eq!(status, 403);
+    assert!(header(&headers, "set-cookie").is_none());
+    // A wrong token: 401, no session.
+    let (status, headers, _) = raw(
+        addr,
+        "POST",
+        "/console/login",
+        &[],
+        "token=not-a-token-at-all-000000",
+    );
+    assert_eq!(status, 401);
+    assert!(header(&headers, "set-cookie").is_none());
+    // A forged session cookie is no session.
+    let (status, _, _) = get(addr, "switchboard_console=00ff", "/console/servers");
+    assert_eq!(status, 401);
+    // The console principal, with its bearer header or its session.
+    let (status, _, _) = raw(
+        addr,
+        "GET",
+        "/console/servers",
+        &[("Authorization", &format!("Bearer {ALICE}"))],
+        "",
+    );
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn signing_in_sets_a_strict_session_cookie_and_pages_carry_a_strict_csp() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    let (cookie, set) = sign_in(addr, ALICE);
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age="] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    // Plain HTTP: not `Secure` (the browser would drop it).
+    assert!(!set.contains("Secure"), "{set}");
+    assert!(cookie.len() > 40, "a long random id: {cookie}");
+    let (status, headers, body) = get(addr, &cookie, "/console/servers");
+    assert_eq!(status, 200);
+    let csp = header(&headers, "content-security-policy").unwrap();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "connect-src 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert_eq!(header(&headers, "x-content-type-options"), Some("nosniff"));
+    // The demo's notes server is up, with its tools.
+    assert!(body.contains("data-server=\"notes\""), "{body}");
+    // No inline script: only the embedded file.
+    assert!(!body.contains("<script>"), "{body}");
+    let (status, headers, js) = get(addr, &cookie, "/console/assets/console.js");
+    assert_eq!(status, 200);
+    assert!(
+        header(&headers, "content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(js.contains("EventSource"));
+}
+
+#[tokio::test]
+async fn changes_need_the_sessions_csrf_token_and_the_same_site() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    let (cookie, _) = sign_in(addr, ALICE);
+    let (_, _, page) = get(addr, &cookie, "/console/tools");
+    let csrf = csrf_of(&page);
+    let form = "Content-Type";
+    let urlencoded = "application/x-www-form-urlencoded";
+    // No token, a wrong one: refused, nothing accepted.
+    for body in [
+        "name=mcp__mock__lister".to_owned(),
+        "name=mcp__mock__lister&csrf=0000".to_owned(),
+        format!("name=mcp__mock__lister&csrf={}", "a".repeat(csrf.len())),
+    ] {
+        let (status, _, text) = raw(
+            addr,
+            "POST",
+            "/console/tools/accept",
+            &[("Cookie", &cookie), (form, urlencoded)],
+            &body,
+        );
+        assert_eq!(status, 403, "{body}: {text}");
+        assert!(text.contains("CSRF"), "{text}");
+    }
+    // The right token from another site or origin: refused too.
+    for (name, value) in [
+        ("Origin", "http://evil.example"),
+        ("Origin", "null"),
+        ("Sec-Fetch-Site", "cross-site"),
+        ("Sec-Fetch-Site", "same-site"),
+    ] {
+        let (status, _, text) = raw(
+            addr,
+            "POST",
+            "/console/logout",
+            &[("Cookie", &cookie), (form, urlencoded), (name, value)],
+            &format!("csrf={csrf}"),
+        );
+        assert_eq!(status, 403, "{name}: {value}: {text}");
+        assert!(text.contains("other"), "{text}");
+    }
+    // A sign-in from another site is refused as well (login CSRF).
+    let (status, headers, _) = raw(
+        addr,
+        "POST",
+        "/console/login",
+        &[("Origin", "http://evil.example")],
+        &format!("token={ALICE}"),
+    );
+    assert_eq!(status, 403);
+    assert!(header(&headers, "set-cookie").is_none());
+    // The session still stands; with the right token and its own origin,
+    // signing out works and ends it.
+    let (status, _, _) = get(addr, &cookie, "/console/servers");
+    assert_eq!(status, 200);
+    let own = format!("http://{addr}");
+    let (status, headers, _) = raw(
+        addr,
+        "POST",
+        "/console/logout",
+        &[
+            ("Cookie", &cookie),
+            (form, urlencoded),
+            ("Origin", &own),
+            ("Sec-Fetch-Site", "same-origin"),
+        ],
+        &format!("csrf={csrf}"),
+    );
+    assert_eq!(status, 303);
+    assert!(
+        header(&headers, "set-cookie")
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    let (status, _, _) = get(addr, &cookie, "/console/servers");
+    assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn hostile_server_text_is_escaped_and_a_restricted_principal_sees_only_its_tools() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    let (cookie, _) = sign_in(addr, ALICE);
+    let (status, _, page) = get(addr, &cookie, "/console/tools");
+    assert_eq!(status, 200);
+    assert!(page.contains("data-tool=\"mcp__mock__lister\""), "{page}");
+    assert!(
+        page.contains("&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;"),
+        "{page}"
+    );
+    assert!(!page.contains("<script>alert"), "{page}");
+    assert!(!page.contains("<img src="), "{page}");
+    assert!(page.contains("data-tool=\"mcp__notes__search\""));
+    // Why the gate asks, in its own words.
+    assert!(
+        page.contains("<td class=\"why\">no permission rule allows"),
+        "{page}"
+    );
+    // As bot sees it: the tool its rules deny is not there.
+    let (_, _, page) = get(addr, &cookie, "/console/tools?principal=bot");
+    assert!(!page.contains("data-tool=\"mcp__notes__search\""), "{page}");
+    assert!(
+        page.contains("data-tool=\"mcp__notes__list_notes\""),
+        "{page}"
+    );
+    // A filter value from the URL is escaped too.
+    let (_, _, page) = get(
+        addr,
+        &cookie,
+        "/console/calls?tool=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+    );
+    assert!(page.contains("value=\"&lt;script&gt;"), "{page}");
+    assert!(!page.contains("<script>alert"), "{page}");
+}
+
+#[tokio::test]
+async fn a_changed_tool_shows_its_diff_and_is_accepted_with_who_accepted_in_the_audit_log() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = served.addr.clone();
+    let (cookie, _) = sign_in(&addr, ALICE);
+    // The server changes the tool's description.
+    write_tools(&sb, "Lists things, and now also deletes them.");
+    let page = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        let cookie = cookie.clone();
+        move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            loop {
+                let (_, _, page) = get(&addr, &cookie, "/console/tools");
+                if page.contains("data-pin=\"mcp__mock__lister\"") {
+                    return page;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the change never showed: {page}"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+        }
+    })
+    .await
+    .unwrap();
+    // Side by side: approved on the left, current on the right, both
+    // escaped.
+    assert!(page.contains("<table class=\"diff\">"), "{page}");
+    assert!(page.contains("now also deletes them"), "{page}");
+    assert!(page.contains("&lt;script&gt;"), "{page}");
+    let csrf = csrf_of(&page);
+    let (status, headers, text) = raw(
+        &addr,
+        "POST",
+        "/console/tools/accept",
+        &[
+            ("Cookie", &cookie),
+            ("Content-Type", "application/x-www-form-urlencoded"),
+        ],
+        &format!("csrf={csrf}&name=mcp__mock__lister"),
+    );
+    assert_eq!(status, 303, "{text}");
+    assert_eq!(header(&headers, "location"), Some("/console/tools"));
+    let (_, _, page) = get(&addr, &cookie, "/console/tools");
+    assert!(!page.contains("data-pin=\"mcp__mock__lister\""), "{page}");
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let line: serde_json::Value = audit
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["method"] == "pins/accept")
+        .unwrap_or_else(|| panic!("no acceptance in {audit}"));
+    assert_eq!(line["tool"], "mcp__mock__lister");
+    assert_eq!(line["principal"], "alice");
+    assert_eq!(line["decidedBy"], "human");
+    // The Calls page reads the same log: its chain is intact.
+    let (_, _, calls) = get(&addr, &cookie, "/console/calls");
+    assert!(calls.contains("Audit chain intact"), "{calls}");
+}
+
+/// The browser driver's folder and the browser, or why they are not here
+/// (`npm ci` in `tests/console`, and Debian's `chromium`; CI installs
+/// both).
+fn browser() -> Result<(PathBuf, String), String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/console");
+    if !dir
+        .join("node_modules/puppeteer-core/package.json")
+        .is_file()
+    {
+        return Err("tests/console/node_modules is missing (run `npm ci` in tests/console)".into());
+    }
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    if !std::path::Path::new(&chromium).exists() {
+        return Err(format!("no browser at {chromium} (set CHROMIUM)"));
+    }
+    match Command::new("node").arg("--version").output() {
+        Ok(out) if out.status.success() => Ok((dir, chromium)),
+        _ => Err("node is not installed".into()),
+    }
+}
+
+#[tokio::test]
+#[allow(clippy::print_stderr)] // the screenshots' paths, and why a run was skipped
+async fn in_a_browser_the_servers_are_live_tools_are_filtered_and_hostile_script_never_runs() {
+    let (dir, chromium) = match browser() {
+        Ok(found) => found,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let (sb, _) = setup();
+    // The demo's outage (archive: nothing listens at its URL), and a
+    // server the browser stops mid-test (it writes its pid first).
+    let pid_file = sb.path().join("victim.pid");
+    let tools = sb.path().join("tools.json");
+    let victim = format!(
+        "echo $$ > '{}'; exec '{}' --tools-file '{}'",
+        pid_file.display(),
+        mock_server(),
+        tools.display()
+    );
+    let cfg = sb.config(
+        json!({
+            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string(), "--watch-tools"]},
+            "archive": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", empty_port())},
+            "victim": {"command": "/bin/sh", "args": ["-c", victim]}
+        }),
+        json!({
+            "audit": sb.path().join("audit.jsonl").display().to_string(),
+            "principals": {
+                "alice": {"console": true},
+                "bot": {"deny": ["mcp__notes__search"]}
+            }
+        }),
+    );
+    set_private(&cfg);
+    let served = console(&sb, &cfg.display().to_string()).await;
+    let shots = sb.path().join("screenshots");
+    let mut node = Command::new("node");
+    node.arg(dir.join("browse.mjs"))
+        .args([
+            format!("http://{}", served.addr),
+            ALICE.to_owned(),
+            "bot".to_owned(),
+            "mcp__notes__search".to_owned(),
+            pid_file.display().to_string(),
+            "victim".to_owned(),
+            shots.display().to_string(),
+            tools.display().to_string(),
+        ])
+        .env("CHROMIUM", chromium)
+        .current_dir(sb.path())
+        .stdin(Stdio::null());
+    let out = tokio::task::spawn_blocking(move || run(node))
+        .await
+        .unwrap();
+    let last = out.stdout.lines().last().unwrap_or_default().to_owned();
+    let report: Value = serde_json::from_str(&last).unwrap_or_else(|e| {
+        panic!(
+            "no report from the browser ({e}):\n{}\n{}",
+            out.stdout, out.stderr
+        )
+    });
+    assert_eq!(report["ok"], json!(true), "{report:#}\n{}", served.stderr());
+    assert!(
+        report["archive"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty())
+    );
+    let screenshots = report["screenshots"].as_array().unwrap();
+    assert_eq!(screenshots.len(), 9, "{report:#}");
+    assert_eq!(report["accepted"], json!(true));
+    for path in screenshots {
+        let path = path.as_str().unwrap();
+        assert!(std::fs::metadata(path).is_ok_and(|m| m.len() > 0), "{path}");
+        eprintln!("screenshot: {path}");
+    }
+    // Kept for a look after the run when asked.
+    if let Ok(keep) = std::env::var("CONSOLE_SCREENSHOTS") {
+        std::fs::create_dir_all(&keep).unwrap();
+        for path in screenshots {
+            let path = std::path::Path::new(path.as_str().unwrap());
+            std::fs::copy(
+                path,
+                std::path::Path::new(&keep).join(path.file_name().unwrap()),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// A client that can open URLs but cannot show forms; each URL question
+/// is handed to `decide` (a person in the console), then answered
+/// "accept" (the person is done).
+#[derive(Clone)]
+struct OpensUrls {
+    asked: Arc<Mutex<Vec<Value>>>,
+    decide: Arc<dyn Fn(String) + Send + Sync>,
+}
+
+impl std::fmt::Debug for OpensUrls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpensUrls").finish_non_exhaustive()
+    }
+}
+
+impl InputHandler for OpensUrls {
+    fn support(&self) -> InputSupport {
+        InputSupport {
+            elicitation_url: true,
+            ..InputSupport::NONE
+        }
+    }
+
+    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        self.asked.lock().unwrap().push(params.clone());
+        let decide = Arc::clone(&self.decide);
+        Box::pin(async move {
+            let url = params["url"].as_str().unwrap_or_default().to_owned();
+            tokio::task::spawn_blocking(move || decide(url))
+                .await
+                .unwrap();
+            Ok(json!({"action": "accept"}))
+        })
+    }
+}
+
+/// The path of an approval link.
+fn path_of(url: &str) -> String {
+    let rest = url.split_once("://").unwrap().1;
+    format!("/{}", rest.split_once('/').unwrap().1)
+}
+
+// A call the gate asks about, from a client that can only open URLs: the
+// question is a link to the console's page for that call; a console
+// principal approves it once there and the call completes. The link then
+// leads nowhere (single use), a forged one never did, and a decision
+// cannot be made twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_completes() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = served.addr.clone();
+    let links: Arc<Mutex<Vec<String>>> = Arc::default();
+    let handler = OpensUrls {
+        asked: Arc::default(),
+        decide: Arc::new({
+            let addr = addr.clone();
+            let links = Arc::clone(&links);
+            move |url: String| {
+                let path = path_of(&url);
+                links.lock().unwrap().push(path.clone());
+                // Not signed in: the sign-in page, which comes back here.
+                let (status, _, page) = raw(&addr, "GET", &path, &[], "");
+                assert_eq!(status, 401);
+                assert!(
+                    page.contains(&format!("name=\"next\" value=\"{path}\"")),
+                    "{page}"
+                );
+                let (status, headers, _) = raw(
+                    &addr,
+                    "POST",
+                    "/console/login",
+                    &[],
+                    &format!("token={ALICE}&next={path}"),
+                );
+                assert_eq!(status, 303);
+                assert_eq!(header(&headers, "location"), Some(path.as_str()));
+                let set = header(&headers, "set-cookie").unwrap();
+                let cookie = set.split(';').next().unwrap().to_owned();
+                let (status, _, page) = get(&addr, &cookie, &path);
+                assert_eq!(status, 200, "{page}");
+                assert!(
+                    page.contains("<dd id=\"tool\">mcp__notes__read_note</dd>"),
+                    "{page}"
+                );
+                assert!(page.contains("<dd id=\"caller\">bot</dd>"), "{page}");
+                // The exact arguments, escaped.
+                assert!(page.contains("&lt;b&gt;vpn&lt;/b&gt;"), "{page}");
+                let csrf = csrf_of(&page);
+                // Without the CSRF token: refused, undecided.
+                let (status, _, _) = raw(
+                    &addr,
+                    "POST",
+                    &path,
+                    &[("Cookie", &cookie)],
+                    "decision=approve",
+                );
+                assert_eq!(status, 403);
+                let (status, headers, _) = raw(
+                    &addr,
+                    "POST",
+                    &path,
+                    &[("Cookie", &cookie)],
+                    &format!("csrf={csrf}&decision=approve"),
+                );
+                assert_eq!(status, 303);
+                assert_eq!(header(&headers, "location"), Some(path.as_str()));
+                // Decided once only.
+                let (status, _, _) = raw(
+                    &addr,
+                    "POST",
+                    &path,
+                    &[("Cookie", &cookie)],
+                    &format!("csrf={csrf}&decision=deny"),
+                );
+                assert_eq!(status, 409);
+            }
+        }),
+    };
+    let transport = HttpTransport::builder("gateway", format!("http://{addr}/mcp"))
+        .header("Authorization", format!("Bearer {BOT}"))
+        .build()
+        .unwrap();
+    let bot = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .input_handler(handler.clone())
+        .connect()
+        .await
+        .unwrap();
+    let r = bot
+        .call_tool(
+            "mcp__notes__read_note",
+            json!({"id": "<b>vpn</b>"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    // Approved: the call ran (the note does not exist; the server said so).
+    let asked = handler.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["mode"], "url");
+    let text = format!("{r:?}");
+    assert!(!text.contains("approval"), "{text}");
+    assert!(!text.contains("declined"), "{text}");
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let ran = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["tool"] == "mcp__notes__read_note" && l["decision"] == "allow")
+        .unwrap_or_else(|| panic!("the call did not run: {audit}"));
+    assert_eq!(ran["principal"], "bot");
+    // Used: the link leads nowhere now, and a forged one never did.
+    let path = links.lock().unwrap()[0].clone();
+    let (cookie, _) = sign_in(&addr, ALICE);
+    let (status, _, _) = get(&addr, &cookie, &path);
+    assert_eq!(status, 404);
+    let forged = format!("/console/approve/{}", "ab".repeat(32));
+    let (status, _, page) = get(&addr, &cookie, &forged);
+    assert_eq!(status, 404, "{page}");
+    let (_, _, tools) = get(&addr, &cookie, "/console/tools");
+    let csrf = csrf_of(&tools);
+    let (status, _, _) = raw(
+        &addr,
+        "POST",
+        &forged,
+        &[("Cookie", &cookie)],
+        &format!("csrf={csrf}&decision=approve"),
+    );
+    assert_eq!(status, 409);
+    // The Calls page: the call's line (its argument names and digest,
+    // never the value), the per-tool figures, the chart; filters apply.
+    let (_, _, calls) = get(&addr, &cookie, "/console/calls?tool=mcp__notes__read_note");
+    assert!(calls.contains("<svg id=\"chart\""), "{calls}");
+    assert!(calls.contains("<td>bot</td>"), "{calls}");
+    assert!(
+        !calls.contains("vpn"),
+        "argument values are never shown: {calls}"
+    );
+    assert!(calls.contains("<table id=\"stats\">"), "{calls}");
+    let (_, _, none) = get(&addr, &cookie, "/console/calls?principal=nobody");
+    assert!(!none.contains("<td>bot</td>"), "{none}");
+    // The next call is asked about anew.
+    let _ = bot
+        .call_tool(
+            "mcp__notes__read_note",
+            json!({"id": "<b>vpn</b>"}).as_object().cloned(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(handler.asked.lock().unwrap().len(), 2);
+}
+
+/// A local webhook receiver: the body of each POST it gets, as JSON.
+fn receiver() -> (String, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/approvals", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':') {
+                    if k.eq_ignore_ascii_case("content-length") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            let _ = tx.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
+        }
+    });
+    (url, rx)
+}
+
+// A call the gate asks about, from a client that supports no elicitation
+// at all: with `approvals.notify`, the call is announced to the local
+// webhook and waits; a console principal approves it on the linked page
+// and the call runs. Another one nobody decides is denied at
+// `approvals.timeoutMs`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
+    let (sb, _) = setup();
+    let (hook, announced) = receiver();
+    let cfg = sb.config(
+        json!({}),
+        json!({
+            "audit": sb.path().join("audit.jsonl").display().to_string(),
+            "principals": {"alice": {"console": true}, "bot": {}},
+            "approvals": {"notify": hook, "timeoutMs": 3000}
+        }),
+    );
+    set_private(&cfg);
+    let served = console(&sb, &cfg.display().to_string()).await;
+    let addr = served.addr.clone();
+    let transport = HttpTransport::builder("gateway", format!("http://{addr}/mcp"))
+        .header("Authorization", format!("Bearer {BOT}"))
+        .build()
+        .unwrap();
+    let bot = Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let person = tokio::task::spawn_blocking({
+        let addr = addr.clone();
+        move || {
+            let payload = announced
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the webhook was not told");
+            let path = path_of(payload["url"].as_str().unwrap());
+            let (cookie, _) = sign_in(&addr, ALICE);
+            let (status, _, page) = get(&addr, &cookie, &path);
+            assert_eq!(status, 200, "{page}");
+            // Waiting calls are listed too.
+            let (_, _, list) = get(&addr, &cookie, "/console/approvals");
+            assert!(list.contains(&path), "{list}");
+            let csrf = csrf_of(&page);
+            let (status, _, _) = raw(
+                &addr,
+                "POST",
+                &path,
+                &[("Cookie", &cookie)],
+                &format!("csrf={csrf}&decision=approve"),
+            );
+            assert_eq!(status, 303);
+            (payload, announced)
+        }
+    });
+    let r = bot
+        .call_tool("mcp__notes__list_notes", json!({}).as_object().cloned())
+        .await
+        .unwrap();
+    let (payload, announced) = person.await.unwrap();
+    assert!(!r.is_error(), "{r:?}");
+    assert_eq!(payload["event"], "approval.requested");
+    assert_eq!(payload["tool"], "mcp__notes__list_notes");
+    assert_eq!(payload["server"], "notes");
+    assert_eq!(payload["caller"], "bot");
+    assert_eq!(payload["argumentsSha256"].as_str().unwrap().len(), 64);
+    // Nobody decides the next one: denied when the wait lapses.
+    let r = bot
+        .call_tool("mcp__notes__list_notes", json!({}).as_object().cloned())
+        .await
+        .unwrap();
+    assert!(r.is_error(), "{r:?}");
+    assert!(format!("{r:?}").contains("Nobody approved"), "{r:?}");
+    assert!(announced.recv_timeout(Duration::from_secs(5)).is_ok());
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let lines: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l["tool"] == "mcp__notes__list_notes")
+        .collect();
+    assert_eq!(lines.len(), 2, "{audit}");
+    assert_eq!(lines[0]["decision"], "allow");
+    assert_eq!(lines[0]["decidedBy"], "human");
+    assert_eq!(lines[1]["decision"], "deny");
+}
+
+// `switchboard console` on the built-in demo: a loopback URL whose
+// one-time token signs a browser in once; the demo's servers are there.
+#[tokio::test]
+async fn the_local_console_signs_in_once_with_its_printed_link() {
+    use crate::util::{collect, spawn, wait_for};
+    let sb = Sandbox::new();
+    let mut cmd = sb.cmd(&["console"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let stderr = collect(child.stderr.take().unwrap());
+    // Killed when the test ends, failed or not.
+    let _served = Served {
+        child,
+        addr: String::new(),
+        stderr: Arc::clone(&stderr),
+    };
+    let seen = Arc::clone(&stderr);
+    let text = tokio::task::spawn_blocking(move || {
+        wait_for(&seen, "/console/login?once=", Duration::from_secs(60))
+    })
+    .await
+    .unwrap();
+    let url = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("once="))
+        .unwrap()
+        .to_owned();
+    let addr = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_owned();
+    let path = path_of(&url);
+    let (status, headers, _) = raw(&addr, "GET", &path, &[], "");
+    assert_eq!(status, 303);
+    let set = header(&headers, "set-cookie").unwrap();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let cookie = set.split(';').next().unwrap().to_owned();
+    // Used: the same link signs nobody in again, nor does a guess.
+    let (status, headers, _) = raw(&addr, "GET", &path, &[], "");
+    assert_eq!(status, 401);
+    assert!(header(&headers, "set-cookie").is_none());
+    // Nothing without the session.
+    let (status, _, _) = raw(&addr, "GET", "/console/servers", &[], "");
+    assert_eq!(status, 401);
+    let (status, _, page) = get(&addr, &cookie, "/console/servers");
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("signed in as <b>local</b>"), "{page}");
+    for server in ["notes", "tickets"] {
+        assert!(
+            page.contains(&format!("data-server=\"{server}\"")),
+            "{page}"
+        );
+    }
+}
+
+// The Evals page shows an uploaded `eval --json` report: pass rates per
+// category and each failing case, escaped; uploading needs the CSRF
+// token, and what is not a report is refused.
+#[tokio::test]
+async fn an_uploaded_eval_report_shows_rates_and_failures() {
+    let (sb, cfg) = setup();
+    let served = console(&sb, &cfg).await;
+    let addr = &served.addr;
+    let (cookie, _) = sign_in(addr, ALICE);
+    let (status, _, page) = get(addr, &cookie, "/console/evals");
+    assert_eq!(status, 200);
+    assert!(page.contains("No eval report yet"), "{page}");
+    let csrf = csrf_of(&page);
+    let report = json!({"report": {
+        "model": "mock", "score": 0.5, "ok": false,
+        "categories": [
+            {"category": "happy", "cases": 2, "runs": 2, "passed": 1, "errors": 0, "rate": 0.5, "min": 0.9, "weight": 2.0, "ok": false}
+        ],
+        "failures": [
+            {"id": "printer-<script>x</script>", "category": "happy", "run": 1, "expected": "mcp__notes__search", "got": "none", "why": "picked nothing"}
+        ]
+    }});
+    let form = |body: &str| {
+        let mut out = String::new();
+        for (k, v) in [("csrf", csrf.as_str()), ("report", body)] {
+            out.push_str(&format!(
+                "{k}={}&",
+                v.bytes().map(|b| format!("%{b:02X}")).collect::<String>()
+            ));
+        }
+        out
+    };
+    let (status, _, _) = raw(
+        addr,
+        "POST",
+        "/console/evals",
+        &[("Cookie", &cookie)],
+        &format!("report={}", report),
+    );
+    assert_eq!(status, 403, "no CSRF token");
+    let (status, _, text) = raw(
+        addr,
+        "POST",
+        "/console/evals",
+        &[("Cookie", &cookie)],
+        &form("{\"not\": \"a report\"}"),
+    );
+    assert_eq!(status, 400, "{text}");
+    let (status, _, _) = raw(
+        addr,
+        "POST",
+        "/console/evals",
+        &[("Cookie", &cookie)],
+        &form(&report.to_string()),
+    );
+    assert_eq!(status, 303);
+    let (_, _, page) = get(addr, &cookie, "/console/evals");
+    assert!(page.contains("<td>happy</td><td>50%</td>"), "{page}");
+    assert!(
+        page.contains("printer-&lt;script&gt;x&lt;/script&gt;"),
+        "{page}"
+    );
+    assert!(page.contains("picked nothing"), "{page}");
+    assert!(!page.contains("<script>x"), "{page}");
+}

@@ -1,0 +1,523 @@
+//! The web console (`serve --http … --console`): server-rendered pages at
+//! `/console` for the people who run the gateway — the servers' live
+//! state, the tools as a chosen caller sees them (with changed
+//! definitions to accept), and the recent calls from the audit log.
+//!
+//! Security model:
+//! - Only principals whose config entry says `"console": true` may open
+//!   it; everyone else gets 403, whatever their token. Callers
+//!   authenticate as on `/mcp` (bearer token or OAuth): a page may be
+//!   fetched with the `Authorization` header, and `POST /console/login`
+//!   exchanges the token (form field or header) for a session.
+//! - The session is a random id in an `HttpOnly`, `SameSite=Strict`
+//!   cookie scoped to `/console` (`Secure` under TLS); what it stands for
+//!   is kept here, with its expiry ([`SESSION_TTL`]).
+//! - Every state-changing request is a POST carrying the session's CSRF
+//!   token in a hidden field, and is refused when the browser says it
+//!   comes from another site (`Sec-Fetch-Site`) or another origin
+//!   (`Origin`).
+//! - Every answer carries a strict Content-Security-Policy: the script
+//!   and style are the console's own, embedded in the binary
+//!   (`include_str!`); no inline script, no external request.
+//! - Every server-supplied string is escaped by one function
+//!   (`html::escape`).
+//!
+//! Nothing runs while nobody has the console open: the pages are computed
+//! when asked for, and the live updates (`/console/events`) poll the host
+//! only while a page listens.
+
+mod approvals;
+mod html;
+mod pages;
+mod session;
+mod wait;
+
+use std::sync::Arc;
+
+use http::Method;
+use switchboard_host::Host;
+use switchboard_server::TokenValidator;
+use switchboard_server::http::{AppRequest, AppResponse, AppRoute};
+
+pub use approvals::MAX_PENDING_APPROVALS;
+pub(crate) use approvals::{Approvals, Redeemed, digest};
+use html::{Frame, message, page, secured};
+pub use session::{MAX_SESSIONS, SESSION_TTL};
+use session::{Sessions, clear_cookie, cookie_of, same_secret, set_cookie};
+pub(crate) use wait::WaitForConsole;
+
+/// Where the console is served.
+pub(crate) const PREFIX: &str = "/console";
+
+/// The principal a one-time sign-in token (`switchboard console`) signs
+/// in as.
+pub const LOCAL_PRINCIPAL: &str = "local";
+
+/// A fresh one-time sign-in token for [`crate::GatewayOptions::console_login`]
+/// (256 random bits in hex); `None` when the system has no randomness.
+pub fn console_login_token() -> Option<String> {
+    session::random_hex()
+}
+
+/// The console of one gateway.
+#[derive(Clone)]
+pub(crate) struct Console {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console").finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    host: Host,
+    /// Checks the tokens people sign in with (the gateway's own); `None`
+    /// without authentication (then only the one-time token signs in).
+    validator: Option<Arc<dyn TokenValidator>>,
+    /// The one-time sign-in token, until it is used.
+    once: std::sync::Mutex<Option<String>>,
+    /// Whether the one-time token's principal may open the console.
+    local: bool,
+    sessions: Sessions,
+    approvals: Approvals,
+    /// The eval report last uploaded to the Evals page.
+    eval_report: std::sync::Mutex<Option<serde_json::Value>>,
+}
+
+/// Who is asking, once authenticated.
+struct Viewer {
+    principal: String,
+    /// The session's id and CSRF token, when signed in with a session
+    /// (not with a bearer header).
+    session: Option<(String, String)>,
+}
+
+impl Console {
+    /// The console over `host`, signing people in with `validator`.
+    pub(crate) fn new(
+        host: &Host,
+        validator: Option<Arc<dyn TokenValidator>>,
+        once: Option<String>,
+        approvals: Approvals,
+    ) -> Console {
+        Console {
+            inner: Arc::new(Inner {
+                host: host.clone(),
+                validator,
+                local: once.is_some(),
+                once: std::sync::Mutex::new(once),
+                sessions: Sessions::default(),
+                approvals,
+                eval_report: std::sync::Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Says where the console is served (`scheme://host:port`), for the
+    /// approval links.
+    pub(crate) fn serving_at(&self, origin: String) {
+        self.inner.approvals.set_base(origin);
+    }
+
+    /// The app route serving everything under [`PREFIX`].
+    pub(crate) fn route(&self) -> AppRoute {
+        let console = self.clone();
+        Arc::new(move |req| {
+            let console = console.clone();
+            Box::pin(async move { console.handle(req).await })
+        })
+    }
+
+    async fn handle(&self, req: AppRequest) -> AppResponse {
+        let path = req
+            .path
+            .strip_prefix(PREFIX)
+            .unwrap_or(&req.path)
+            .to_owned();
+        let get = req.method == Method::GET || req.method == Method::HEAD;
+        if !get && req.method != Method::POST {
+            return message(405, "Not allowed", "The console takes GET and POST only.");
+        }
+        // A page opened from a link elsewhere is a read; anything else
+        // must come from the console itself.
+        let navigation = get && path != "/events";
+        if !navigation {
+            if let Some(why) = cross_site(&req) {
+                return message(403, "Refused", why);
+            }
+        }
+        match (get, path.as_str()) {
+            (true, "/assets/console.js") => asset("text/javascript; charset=utf-8", html::SCRIPT),
+            (true, "/assets/console.css") => asset("text/css; charset=utf-8", html::STYLE),
+            (true, "/login") if query_value(req.query.as_deref(), "once").is_some() => {
+                self.sign_in_once(&req)
+            }
+            (true, "" | "/" | "/login") => match self.viewer(&req) {
+                Ok(Some(_)) => redirect("/console/servers"),
+                _ => login_page(
+                    200,
+                    None,
+                    query_value(req.query.as_deref(), "next").as_deref(),
+                ),
+            },
+            (get, p) if p.starts_with("/approve/") => {
+                let id = &p["/approve/".len()..];
+                if get {
+                    let viewer = match self.viewer(&req) {
+                        Ok(Some(_)) => self.admitted(&req),
+                        // Signed in first, then back to this very page.
+                        _ => return login_page(401, None, Some(&req.path)),
+                    };
+                    match viewer {
+                        Ok(viewer) => {
+                            let frame = Frame {
+                                principal: &viewer.principal,
+                                csrf: viewer.session.as_ref().map(|(_, c)| c.as_str()),
+                            };
+                            pages::approval(&self.inner.approvals, &frame, id)
+                        }
+                        Err(refusal) => refusal,
+                    }
+                } else {
+                    match self.changing(&req) {
+                        Ok((viewer, form)) => {
+                            pages::decide(&self.inner.approvals, &viewer.principal, id, &form)
+                        }
+                        Err(refusal) => refusal,
+                    }
+                }
+            }
+            (false, "/login") => self.login(&req).await,
+            (false, "/logout") => self.logout(&req),
+            (true, "/servers" | "/tools" | "/calls" | "/approvals" | "/evals" | "/events") => {
+                let viewer = match self.admitted(&req) {
+                    Ok(v) => v,
+                    Err(refusal) => return refusal,
+                };
+                let frame = Frame {
+                    principal: &viewer.principal,
+                    csrf: viewer.session.as_ref().map(|(_, csrf)| csrf.as_str()),
+                };
+                let host = &self.inner.host;
+                match path.as_str() {
+                    "/servers" => pages::servers(host, &frame),
+                    "/tools" => pages::tools(host, &frame, req.query.as_deref()),
+                    "/calls" => pages::calls(host, &frame, req.query.as_deref()),
+                    "/approvals" => pages::approvals(&self.inner.approvals, &frame),
+                    "/evals" => {
+                        let report = self
+                            .inner
+                            .eval_report
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .clone();
+                        pages::evals(report.as_ref(), &frame)
+                    }
+                    _ => pages::events(host),
+                }
+            }
+            (false, "/evals") => {
+                let (_, form) = match self.changing(&req) {
+                    Ok(v) => v,
+                    Err(refusal) => return refusal,
+                };
+                match pages::eval_report(&form) {
+                    Ok(report) => {
+                        *self
+                            .inner
+                            .eval_report
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(report);
+                        redirect("/console/evals")
+                    }
+                    Err(why) => message(400, "Not an eval report", &why),
+                }
+            }
+            (false, "/tools/accept") => {
+                let (viewer, form) = match self.changing(&req) {
+                    Ok(v) => v,
+                    Err(refusal) => return refusal,
+                };
+                pages::accept(&self.inner.host, &viewer.principal, &form)
+            }
+            _ => message(404, "Not found", "There is no such console page."),
+        }
+    }
+
+    /// The signed-in (or bearer-authenticated) viewer, if any: `Err` with
+    /// the refusal when a session cookie is stale.
+    fn viewer(&self, req: &AppRequest) -> Result<Option<Viewer>, AppResponse> {
+        if let Some(principal) = &req.principal {
+            return Ok(Some(Viewer {
+                principal: principal.subject.clone(),
+                session: None,
+            }));
+        }
+        let Some(id) = cookie_of(&req.headers) else {
+            return Ok(None);
+        };
+        match self.inner.sessions.get(&id) {
+            Some(s) => Ok(Some(Viewer {
+                principal: s.principal,
+                session: Some((id, s.csrf)),
+            })),
+            None => Err(login_page(
+                401,
+                Some("Your session has ended; sign in again."),
+                None,
+            )),
+        }
+    }
+
+    /// The viewer, when it may use the console: 401 (the sign-in page)
+    /// without one, 403 when its principal is not a console principal
+    /// (checked on every request, so a config reload takes it away).
+    fn admitted(&self, req: &AppRequest) -> Result<Viewer, AppResponse> {
+        let viewer = match self.viewer(req)? {
+            Some(v) => v,
+            None => return Err(login_page(401, None, None)),
+        };
+        if !self.may_open(&viewer.principal) {
+            return Err(forbidden(&viewer.principal));
+        }
+        Ok(viewer)
+    }
+
+    /// For a state-changing POST: the signed-in viewer (a session is
+    /// required) and the form, when the form carries the session's CSRF
+    /// token.
+    fn changing(&self, req: &AppRequest) -> Result<(Viewer, Form), AppResponse> {
+        let viewer = self.admitted(req)?;
+        let form = Form::parse(&req.body);
+        let Some((_, csrf)) = &viewer.session else {
+            return Err(message(
+                403,
+                "Refused",
+                "Changes need a console session: sign in first.",
+            ));
+        };
+        match form.get("csrf") {
+            Some(given) if same_secret(given, csrf) => Ok((viewer, form)),
+            _ => Err(message(
+                403,
+                "Refused",
+                "The form's CSRF token is missing or wrong; reload the page and try again.",
+            )),
+        }
+    }
+
+    fn may_open(&self, principal: &str) -> bool {
+        if self.inner.local && principal == LOCAL_PRINCIPAL {
+            return true;
+        }
+        self.inner
+            .host
+            .config()
+            .console_principals
+            .contains(principal)
+    }
+
+    /// `POST /console/login`: the token (the `token` field, or the
+    /// `Authorization` header) checked as on `/mcp`; a console principal
+    /// gets a session cookie.
+    async fn login(&self, req: &AppRequest) -> AppResponse {
+        let form = Form::parse(&req.body);
+        let principal = match (&req.principal, form.get("token").map(str::trim)) {
+            (Some(p), _) => p.subject.clone(),
+            (None, Some(token)) if !token.is_empty() => {
+                let checked = match &self.inner.validator {
+                    Some(validator) => validator.validate(token).await.ok(),
+                    None => None,
+                };
+                match checked.ok_or(()) {
+                    Ok(p) => p.subject,
+                    Err(_) => {
+                        return login_page(
+                            401,
+                            Some("That token is not accepted."),
+                            form.get("next"),
+                        );
+                    }
+                }
+            }
+            _ => {
+                return login_page(
+                    401,
+                    Some("Paste your gateway token to sign in."),
+                    form.get("next"),
+                );
+            }
+        };
+        if !self.may_open(&principal) {
+            return forbidden(&principal);
+        }
+        let Some((id, _)) = self.inner.sessions.open(&principal) else {
+            return message(503, "Unavailable", "No randomness for a session id.");
+        };
+        tracing::info!(%principal, "signed in to the console");
+        // Back to the approval page that sent the person here, and
+        // nowhere else (never an open redirect).
+        let next = form
+            .get("next")
+            .filter(|n| approval_path(n))
+            .unwrap_or("/console/servers");
+        redirect(next).header("set-cookie", set_cookie(&id, req.tls))
+    }
+
+    /// `GET /console/login?once=TOKEN` (`switchboard console`): the
+    /// one-time token, used once, signs the browser in as
+    /// [`LOCAL_PRINCIPAL`].
+    fn sign_in_once(&self, req: &AppRequest) -> AppResponse {
+        let given = query_value(req.query.as_deref(), "once").unwrap_or_default();
+        let valid = {
+            let mut once = self
+                .inner
+                .once
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let valid = once.as_deref().is_some_and(|t| same_secret(&given, t));
+            if valid {
+                *once = None;
+            }
+            valid
+        };
+        if !valid {
+            return login_page(
+                401,
+                Some("That sign-in link was used already or is not valid."),
+                None,
+            );
+        }
+        let Some((id, _)) = self.inner.sessions.open(LOCAL_PRINCIPAL) else {
+            return message(503, "Unavailable", "No randomness for a session id.");
+        };
+        redirect("/console/servers").header("set-cookie", set_cookie(&id, req.tls))
+    }
+
+    /// `POST /console/logout`: ends the session (CSRF-checked).
+    fn logout(&self, req: &AppRequest) -> AppResponse {
+        let (viewer, _) = match self.changing(req) {
+            Ok(v) => v,
+            Err(refusal) => return refusal,
+        };
+        if let Some((id, _)) = &viewer.session {
+            self.inner.sessions.close(id);
+        }
+        redirect("/console/login").header("set-cookie", clear_cookie(req.tls))
+    }
+}
+
+/// Why a request is refused as coming from another site, if it is: the
+/// browser's `Sec-Fetch-Site` says `cross-site` or `same-site`, or its
+/// `Origin` is not this host's. Requests without either header (not from
+/// a browser) pass; they still need the session and its CSRF token.
+fn cross_site(req: &AppRequest) -> Option<&'static str> {
+    let header = |name: &str| req.headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = header("sec-fetch-site") {
+        if !matches!(site, "same-origin" | "none") {
+            return Some("The console does not take requests from other sites.");
+        }
+    }
+    if let Some(origin) = header("origin") {
+        let host = header("host").unwrap_or_default();
+        let authority = origin
+            .strip_prefix("https://")
+            .or_else(|| origin.strip_prefix("http://"));
+        if authority.is_none_or(|a| !a.eq_ignore_ascii_case(host)) {
+            return Some("The console does not take requests from other origins.");
+        }
+    }
+    None
+}
+
+/// The origin (`scheme://host[:port]`) of `url`, when it is an
+/// `http(s)://` URL.
+pub(crate) fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest
+        .split(['/', '?', '#'])
+        .next()
+        .filter(|a| !a.is_empty())?;
+    Some(format!("{scheme}://{authority}"))
+}
+
+/// A form body (`application/x-www-form-urlencoded`).
+pub(crate) struct Form(Vec<(String, String)>);
+
+impl Form {
+    fn parse(body: &[u8]) -> Form {
+        Form(
+            form_urlencoded::parse(body)
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    /// The first value of field `name`.
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The query string's value of `name`, decoded.
+pub(crate) fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .filter(|v| !v.is_empty())
+}
+
+fn asset(content_type: &str, text: &str) -> AppResponse {
+    secured(AppResponse::new(200, content_type, text))
+}
+
+/// A 303 to `to` (a console path).
+pub(crate) fn redirect(to: &str) -> AppResponse {
+    secured(AppResponse::new(303, "text/plain; charset=utf-8", "")).header("location", to)
+}
+
+fn forbidden(principal: &str) -> AppResponse {
+    message(
+        403,
+        "Not allowed",
+        &format!(
+            "{principal} may not open the console: its principals entry in the config needs \"console\": true."
+        ),
+    )
+}
+
+/// Whether `path` is an approval page's (the only place sign-in sends a
+/// person back to).
+fn approval_path(path: &str) -> bool {
+    path.strip_prefix("/console/approve/")
+        .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// The sign-in page: a form posting the token, and `note` (escaped);
+/// `next`, an approval page to come back to.
+fn login_page(status: u16, note: Option<&str>, next: Option<&str>) -> AppResponse {
+    let note = note.map_or_else(String::new, |n| {
+        format!("<p class=\"note\">{}</p>", html::escape(n))
+    });
+    let next = next.filter(|n| approval_path(n)).map_or_else(String::new, |n| {
+        format!(
+            "<input type=\"hidden\" name=\"next\" value=\"{}\"><p>Sign in to decide a call waiting for approval.</p>",
+            html::escape(n)
+        )
+    });
+    let body = format!(
+        "{note}<form method=\"post\" action=\"/console/login\" class=\"login\">{next}\
+         <label>Gateway token <input type=\"password\" name=\"token\" autocomplete=\"off\" required></label>\
+         <button type=\"submit\">Sign in</button></form>\
+         <p>Only principals marked <code>\"console\": true</code> in the config may sign in.</p>"
+    );
+    page(status, "Sign in", None, &body)
+}
