@@ -12,7 +12,7 @@ use switchboard_authkit::{
     AuthServer, AuthServerConfig, ResourceConfig, ResourceServer, TestClient,
 };
 
-use crate::gateway_auth::{client, serve};
+use crate::gateway_util::{client, serve};
 use crate::util::Sandbox;
 
 /// The token-exchange grant type (RFC 8693).

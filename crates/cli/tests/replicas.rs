@@ -624,7 +624,7 @@ async fn tasks_behind_a_plain_balancer_reach_their_replica_through_the_store() {
     for replica in [&pair.a, &pair.b] {
         let limit = Instant::now() + Duration::from_secs(30);
         loop {
-            let (_, _, ready) = crate::gateway_auth::raw(&replica.addr, "GET", "/readyz", &[], "");
+            let (_, _, ready) = crate::gateway_util::raw(&replica.addr, "GET", "/readyz", &[], "");
             let ready: Value = serde_json::from_str(&ready).unwrap_or(Value::Null);
             if ready["replicas"].as_array().is_some_and(|r| r.len() == 1) {
                 break;

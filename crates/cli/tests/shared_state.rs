@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::gateway_auth::raw;
+use crate::gateway_util::raw;
 use crate::ops::{Served, serve_on};
 use crate::util::{Sandbox, empty_port, spawn};
 

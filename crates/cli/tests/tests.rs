@@ -16,6 +16,8 @@ mod console;
 mod demo;
 mod eval;
 mod gateway_auth;
+mod gateway_http;
+mod gateway_util;
 mod identity;
 mod input;
 mod inspect;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_host::builtin::READ_RESULT;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
-use switchboard_server::{Context, Server, ToolResult, ToolSpec};
+use switchboard_server::{Context, HandlerError, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
 
 use crate::approval::{
@@ -311,7 +311,8 @@ async fn call(
                 }
                 Some(answer) => {
                     let approved = answer
-                        .content_as::<ApprovalForm>()?
+                        .content_as::<ApprovalForm>()
+                        .map_err(HandlerError::invalid_params)?
                         .is_some_and(|f| f.approve);
                     Arc::new(Answered(if approved {
                         Approval::AllowOnce

@@ -18,12 +18,12 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_wire::JsonObject;
+use switchboard_wire::shared::unix_secs as now_secs;
 
 /// The scope a protected resource never asks for: refresh tokens are the
 /// client's business, not a resource requirement (AUTH-S-09).
@@ -154,8 +154,8 @@ pub struct AuthRequest<'a> {
     pub name: Option<&'a str>,
 }
 
-/// A boxed future, as [`TokenValidator`] returns.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future (the one alias of the workspace).
+pub use switchboard_wire::BoxFuture;
 
 /// Validates bearer tokens for the HTTP runner.
 ///
@@ -722,12 +722,6 @@ fn without_offline_access(scopes: &[String]) -> Vec<&str> {
         .map(String::as_str)
         .filter(|s| *s != OFFLINE_ACCESS)
         .collect()
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 fn extend_unique<I, S>(into: &mut Vec<String>, more: I)

@@ -102,7 +102,7 @@ pub use completion::{CompleteRequest, CompletionHandler, CompletionRef, IntoComp
 pub use context::Context;
 pub use dpop::{DpopError, DpopVerifier, ProofTarget};
 pub use error::{BuildError, HandlerError, ServeError};
-pub use input::{ElicitAction, ElicitResult, InputResponses, SampledMessage};
+pub use input::InputResponses;
 pub use notify::Notifier;
 pub use outcome::{Elicitation, InputRequired, Outcome, Sampling};
 pub use prompt::{
@@ -140,6 +140,7 @@ pub mod http {
 
 /// Re-exports of the wire types handlers use most.
 pub use switchboard_wire::{
-    CacheScope, CallToolResult, ContentBlock, GetPromptResult, Implementation, LoggingLevel,
-    PromptMessage, ReadResourceResult, ResourceContents, ToolAnnotations,
+    CacheScope, CallToolResult, ContentBlock, CreateMessageResult, ElicitAction, ElicitResult,
+    GetPromptResult, Implementation, LoggingLevel, PromptMessage, ReadResourceResult,
+    ResourceContents, ToolAnnotations,
 };

@@ -26,7 +26,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -46,6 +46,7 @@ use crate::input::InputResponses;
 use crate::outcome::{InputRequired, Outcome};
 use crate::server::{Server, ServerBuilder};
 use crate::tool::{IntoToolResult, ToolOutcome, ToolSpec, failure_result};
+use switchboard_wire::shared::unix_millis as now_ms;
 
 /// How long a task is kept by default, counted from its creation.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(600);
@@ -648,13 +649,6 @@ impl std::fmt::Debug for TaskStore {
             .field("ttl", &self.ttl)
             .finish_non_exhaustive()
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 fn millis(d: Duration) -> i64 {
