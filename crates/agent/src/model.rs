@@ -2,8 +2,6 @@
 //! tools in; text deltas, tool calls, usage and a stop reason out).
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +11,8 @@ use switchboard_wire::JsonObject;
 
 use crate::message::{Content, Message, Role};
 
-/// A boxed, sendable future (models are trait objects).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future (the one alias of the workspace).
+pub use switchboard_wire::BoxFuture;
 
 /// Receives a turn's events as they arrive.
 pub type EventFn<'a> = &'a mut (dyn FnMut(ModelEvent) + Send);

@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 use crate::http::{self as h, Reply, Running, Seen};
 use crate::jwt::{self, PublicKey, Signer};
 
+mod exchange;
+
 /// Where the metadata document is served, relative to the issuer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MetadataAt {
@@ -92,9 +94,11 @@ pub struct AuthServerConfig {
     /// these keys (a workload issuer, or an identity provider's ID-JAGs),
     /// addressed to this issuer, unexpired.
     pub assertion_keys: Vec<PublicKey>,
-    /// Acts as an enterprise identity provider: token exchange (RFC 8693)
-    /// of an ID token it signed ([`AuthServer::mint_id_token`]) for an
-    /// ID-JAG signed with the same key.
+    /// Token exchange (RFC 8693): as an enterprise identity provider, of
+    /// an ID token it signed ([`AuthServer::mint_id_token`]) for an ID-JAG
+    /// signed with the same key; and of an access token it issued for
+    /// another resource's access token for the same subject (`act` names
+    /// the exchanging client).
     pub token_exchange: bool,
     /// The JWK set endpoint answers 503 (an issuer outage, as resource
     /// servers see it); the request is still recorded.
@@ -397,6 +401,18 @@ impl AuthServer {
 
     /// Issues an access token directly (for resource-server tests).
     pub fn mint_access_token(&self, audience: &str, scope: &str, ttl_secs: i64) -> String {
+        self.mint_access_token_for("user-1", audience, scope, ttl_secs)
+    }
+
+    /// Issues an access token for `subject` directly: a caller's token
+    /// for a gateway, in tests of what the gateway passes on.
+    pub fn mint_access_token_for(
+        &self,
+        subject: &str,
+        audience: &str,
+        scope: &str,
+        ttl_secs: i64,
+    ) -> String {
         let now = jwt::now();
         let exp = if ttl_secs >= 0 {
             now + ttl_secs.unsigned_abs()
@@ -404,7 +420,7 @@ impl AuthServer {
             now.saturating_sub(ttl_secs.unsigned_abs())
         };
         self.shared.signer().sign(&json!({
-            "iss": self.issuer(), "aud": audience, "sub": "user-1", "client_id": "minted",
+            "iss": self.issuer(), "aud": audience, "sub": subject, "client_id": "minted",
             "scope": scope, "iat": now, "exp": exp, "jti": random(12),
         }))
     }
@@ -971,8 +987,11 @@ const ID_JAG: &str = "urn:ietf:params:oauth:token-type:id-jag";
 fn exchange(shared: &Shared, st: &State, seen: &Seen, client_id: &str) -> Reply {
     let f = |n: &str| seen.form_param(n).unwrap_or_default().to_owned();
     let bad = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_request", why);
+    if f("subject_token_type") == exchange::ACCESS_TOKEN_TYPE {
+        return exchange::exchange_access_token(shared, st, seen, client_id);
+    }
     if f("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token" {
-        return bad("subject_token_type must be an ID token");
+        return bad("subject_token_type must be an ID token or an access token");
     }
     if f("requested_token_type") != ID_JAG {
         return bad("requested_token_type must be an ID-JAG");

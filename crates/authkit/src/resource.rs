@@ -79,6 +79,9 @@ struct State {
     trusted: Vec<(String, PublicKey)>,
     requests: Vec<Seen>,
     refusals: Vec<Refusal>,
+    /// The claims of every accepted token, by request, with the JSON-RPC
+    /// method it carried.
+    accepted: Vec<(String, Value)>,
     /// `jti`s of tokens refused from now on (revoked).
     revoked: Vec<String>,
 }
@@ -128,6 +131,7 @@ impl ResourceServer {
                 trusted: vec![(auth.issuer(), auth.public_key())],
                 requests: Vec::new(),
                 refusals: Vec::new(),
+                accepted: Vec::new(),
                 revoked: Vec::new(),
             }),
         });
@@ -191,6 +195,13 @@ impl ResourceServer {
             .into_iter()
             .filter(|s| s.path == "/mcp")
             .collect()
+    }
+
+    /// The JSON-RPC method and the verified claims (`sub`, `aud`, `act`,
+    /// …) of every request whose token was accepted, in order: who the
+    /// endpoint saw.
+    pub fn accepted(&self) -> Vec<(String, Value)> {
+        self.state().accepted.clone()
     }
 
     /// Every refusal, in order.
@@ -352,6 +363,7 @@ fn handle(shared: &Shared, seen: Seen) -> Reply {
     let metadata_url = format!("{}{prm_path}", shared.base);
     match check(shared, &st, seen.header("authorization"), &method) {
         Ok(claims) => {
+            st.accepted.push((method, claims.clone()));
             drop(st);
             answer(&body, &claims)
         }

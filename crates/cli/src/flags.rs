@@ -494,6 +494,13 @@ pub(crate) struct ServeArgs {
     /// round-robin balancer needs no rule and no affinity.
     #[arg(long = "peer", value_name = "NAME=URL", requires = "http")]
     pub(crate) peers: Vec<String>,
+    /// With --state: the http:// (or https://) URL of this replica's MCP
+    /// endpoint as the other replicas reach it, registered in the store
+    /// under its --replica name, so requests for its tasks, parked calls
+    /// and legacy sessions reach it with no --peer flag (default: the
+    /// address it listens on).
+    #[arg(long, value_name = "URL", requires = "state")]
+    pub(crate) advertise_url: Option<String>,
     /// The key `requestState` is sealed with, read from FILE; replicas
     /// behind one URL share it (else SWITCHBOARD_STATE_KEY; else a random
     /// key per process).

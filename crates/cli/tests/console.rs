@@ -15,7 +15,7 @@ use switchboard_client::{
 
 use serde_json::{Value, json};
 
-use crate::gateway_auth::raw;
+use crate::gateway_util::raw;
 use crate::ops::{Served, mock_server, serve};
 use crate::util::{Sandbox, empty_port, run};
 

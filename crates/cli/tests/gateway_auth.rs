@@ -1,232 +1,19 @@
-//! `serve --http` with inbound authorization: named bearer tokens, OAuth
-//! access tokens (JWT checked with the issuer's keys, or introspection),
-//! per-principal rules, `/healthz` and `/readyz`, and the refusal to serve
-//! a non-loopback address without authentication.
+//! `serve --http` with inbound authorization: named bearer tokens (and
+//! their file reloaded while serving), callers' limits, OAuth access tokens
+//! (JWT checked with the issuer's keys, or introspection) and
+//! per-principal rules. The gateway as a service (TLS, `/readyz`,
+//! draining, non-loopback refusal) is in `gateway_http`.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_authkit::jwt::{Signer, now};
 use switchboard_authkit::{AuthServer, AuthServerConfig, TestClient};
-use switchboard_client::{
-    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
-};
+use switchboard_client::{Client, HttpTransport, InputSupport, input_handler_fn};
 
-use switchboard_testutil::tls;
-
-use crate::util::{Sandbox, collect, spawn, wait_for};
-
-const CI_TOKEN: &str = "ci-bot-token-0123456789";
-const ALICE_TOKEN: &str = "alice-token-9876543210";
-
-/// A running gateway: its URL, its stderr, the process.
-struct Running {
-    url: String,
-    stderr: Arc<Mutex<Vec<u8>>>,
-    child: Child,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Running {
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
-    }
-
-    /// `host:port`.
-    fn authority(&self) -> String {
-        self.url
-            .trim_start_matches("http://")
-            .trim_start_matches("https://")
-            .trim_end_matches("/mcp")
-            .to_owned()
-    }
-}
-
-/// Starts `serve --http 127.0.0.1:0 --yes` with `args` and waits for its URL.
-async fn serve(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut all = vec!["--yes"];
-    all.extend_from_slice(args);
-    serve_asking(sb, config, &all, env).await
-}
-
-/// Starts `serve --http 127.0.0.1:0` with `args` (questions go upstream).
-async fn serve_asking(sb: &Sandbox, config: &str, args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut all = vec!["--config", config, "serve", "--http", "127.0.0.1:0"];
-    all.extend_from_slice(args);
-    let mut cmd = sb.cmd(&all);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let stderr = collect(child.stderr.take().unwrap());
-    let seen = Arc::clone(&stderr);
-    let text =
-        tokio::task::spawn_blocking(move || wait_for(&seen, "/mcp", Duration::from_secs(60)))
-            .await
-            .unwrap();
-    let url = text
-        .split_whitespace()
-        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
-        .unwrap()
-        .to_owned();
-    Running { url, stderr, child }
-}
-
-/// One raw HTTP/1.1 exchange: status, headers (lower-cased names), body.
-pub(crate) fn raw(
-    authority: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> (u16, Vec<(String, String)>, String) {
-    let mut stream = TcpStream::connect(authority).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap();
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    (status, headers, body.to_owned())
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
-
-/// A `tools/list` POST with `authorization`, as raw HTTP.
-fn list_raw(gw: &Running, authorization: Option<&str>) -> (u16, Vec<(String, String)>, String) {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
-    let mut headers = vec![
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-    ];
-    if let Some(a) = authorization {
-        headers.push(("Authorization", a));
-    }
-    raw(&gw.authority(), "POST", "/mcp", &headers, &body)
-}
-
-/// An MCP client presenting `token`.
-async fn client(gw: &Running, token: &str) -> Client {
-    client_with(gw, Some(token)).await
-}
-
-/// An MCP client presenting `token`, or no `Authorization` at all.
-async fn client_with(gw: &Running, token: Option<&str>) -> Client {
-    let mut transport = HttpTransport::builder("gateway", &gw.url);
-    if let Some(token) = token {
-        transport = transport.header("Authorization", format!("Bearer {token}"));
-    }
-    Client::builder("gateway", transport.build().unwrap())
-        .timeout(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap()
-}
-
-/// The tools a gateway serving the notes demo lists: its three, and the two
-/// skill tools (`mcp__switchboard__load_skill`, `read_skill_file`) the
-/// host adds because the demo serves a skill.
-const NOTES_TOOLS: usize = 5;
-
-async fn tool_names(client: &Client) -> Vec<String> {
-    client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
-}
-
-/// Calls `list_notes` with `token` and checks the audit log in `dir`
-/// names `principal`.
-async fn call_is_audited_as(gw: &Running, token: &str, dir: &std::path::Path, principal: &str) {
-    lists_notes(&client(gw, token).await).await;
-    let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
-    assert!(
-        audit.contains(&format!("\"principal\":\"{principal}\"")),
-        "{audit}"
-    );
-}
-
-/// Calls `list_notes` through `c` and checks it ran.
-async fn lists_notes(c: &Client) {
-    let r = c
-        .call_tool("mcp__notes__list_notes", args(json!({})))
-        .await
-        .unwrap();
-    assert!(!r.is_error(), "{r:?}");
-}
-
-fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
-    v.as_object().cloned()
-}
-
-/// notes, every tool allowed; ci-bot may call list_notes and read_note
-/// but read_note is denied to it; alice has no entry.
-fn token_config(sb: &Sandbox) -> String {
-    sb.config(
-        json!({}),
-        json!({
-            "permissions": {"allow": ["mcp__notes"]},
-            "audit": "audit.jsonl",
-            "principals": {"ci-bot": {
-                "allow": ["mcp__notes__list_notes", "mcp__notes__read_note"],
-                "deny": ["mcp__notes__read_note"]
-            }}
-        }),
-    )
-    .to_str()
-    .unwrap()
-    .to_owned()
-}
-
-/// Writes `tokens` as `tokens.txt` and serves with `--auth token
-/// --tokens-file tokens.txt` and `extra`.
-async fn serve_with_tokens(sb: &Sandbox, cfg: &str, tokens: &str, extra: &[&str]) -> Running {
-    let file = sb.write("tokens.txt", tokens);
-    let mut args = vec!["--auth", "token", "--tokens-file", file.to_str().unwrap()];
-    args.extend_from_slice(extra);
-    serve(sb, cfg, &args, &[]).await
-}
+use crate::gateway_util::*;
+use crate::util::Sandbox;
 
 // Tokens: a missing or wrong token is 401 with a Bearer challenge; each
 // token's name is the principal (audit line, per-principal rules); tokens
@@ -427,73 +214,6 @@ async fn files_others_may_write_are_refused_at_start() {
     );
 }
 
-// Issue 36: the HTTP runner's connection limits are serve flags. With
-// --header-timeout 0.5 a socket that sends nothing is closed well within
-// the default's 10 s; with --max-connections-per-peer 1, while this
-// address's one connection has a request in flight (a listen stream), a
-// second is closed unanswered.
-#[tokio::test(flavor = "multi_thread")]
-async fn connection_limits_are_serve_flags() {
-    let sb = Sandbox::new();
-    let cfg = open_config(&sb);
-    let gw = serve(
-        &sb,
-        &cfg,
-        &["--header-timeout", "0.5", "--max-connections-per-peer", "1"],
-        &[],
-    )
-    .await;
-    let authority = gw.authority();
-    let closed_within = |limit: Duration, send: &'static [u8]| {
-        let authority = authority.clone();
-        move || {
-            let mut stream = TcpStream::connect(&authority).unwrap();
-            stream.set_read_timeout(Some(limit)).unwrap();
-            stream.write_all(send).unwrap();
-            // Closed: the end of the stream, or a reset when the request
-            // sent was never read. A read timeout is not.
-            let mut got = Vec::new();
-            match stream.read_to_end(&mut got) {
-                Ok(_) => Some(got),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => Some(got),
-                Err(_) => None,
-            }
-        }
-    };
-    let silent = tokio::task::spawn_blocking(closed_within(Duration::from_secs(5), b""))
-        .await
-        .unwrap();
-    assert_eq!(silent.as_deref(), Some(&b""[..]), "not closed within 5 s");
-
-    let listener = client_with(&gw, None).await;
-    let _stream = listener
-        .listen(switchboard_wire::SubscriptionFilter {
-            tools_list_changed: Some(true),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let second = tokio::task::spawn_blocking(closed_within(
-        Duration::from_secs(5),
-        b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
-    ))
-    .await
-    .unwrap();
-    assert_eq!(second.as_deref(), Some(&b""[..]), "answered: {second:?}");
-
-    let run = sb.run(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--idle-timeout",
-        "0",
-    ]);
-    assert_eq!(run.code, 1, "{run:?}");
-    assert!(run.stderr.contains("above 0"), "{run:?}");
-}
-
 const BOB_TOKEN: &str = "bob-token-5555555555555";
 
 /// Whether a raw request with `token` gets past authentication (the
@@ -684,19 +404,6 @@ async fn callers_over_their_limits_are_refused_until_the_limit_allows() {
     assert!(run.stdout.contains("LIMITED"), "{}", run.stdout);
 }
 
-/// Waits (up to 30 s) until the gateway's stderr contains `text`.
-async fn until_logged(gw: &Running, text: &str) {
-    let start = std::time::Instant::now();
-    while !gw.stderr().contains(text) {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "never logged {text:?}:\n{}",
-            gw.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 // A principals entry that no token has (a misspelt name: the caller it
 // was meant for gets the whole table) is reported at start, and again
 // when a reload of the tokens file or of the config leaves one so.
@@ -734,137 +441,6 @@ async fn principals_that_name_no_token_are_reported() {
     );
 }
 
-/// The certificate the gateway presents on a new TLS connection, and the
-/// body of a `GET path` on it.
-async fn tls_get(gw: &Running, path: &str) -> (Vec<u8>, String) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let tcp = tokio::net::TcpStream::connect(gw.authority())
-        .await
-        .unwrap();
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let mut tls = tokio_rustls::TlsConnector::from(tls::client_trusting_test_ca())
-        .connect(name, tcp)
-        .await
-        .unwrap();
-    let presented = tls.get_ref().1.peer_certificates().unwrap()[0].to_vec();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-    tls.write_all(request.as_bytes()).await.unwrap();
-    let mut response = String::new();
-    tls.read_to_string(&mut response).await.unwrap();
-    (presented, response)
-}
-
-// HTTPS: --tls-cert and --tls-key serve the gateway over TLS (a client
-// trusting the CA lists and calls tools; plain HTTP gets no answer); a
-// renewed certificate written over the files is used from the next
-// connection on, and a broken one is reported while the one in use stays.
-#[tokio::test(flavor = "multi_thread")]
-async fn https_with_a_certificate_renewed_while_serving() {
-    let sb = Sandbox::new();
-    let cfg = token_config(&sb);
-    let cert = sb.write("tls.pem", &tls::pem("server-a.pem"));
-    let key = sb.write("tls.key", &tls::pem("server-a.key"));
-    let tokens = format!("alice {ALICE_TOKEN}\n");
-    let gw = serve_with_tokens(
-        &sb,
-        &cfg,
-        &tokens,
-        &[
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-            "--metrics",
-        ],
-    )
-    .await;
-    assert!(gw.url.starts_with("https://127.0.0.1:"), "{}", gw.url);
-    let transport = HttpTransport::builder("gateway", &gw.url)
-        .header("Authorization", format!("Bearer {ALICE_TOKEN}"))
-        .tls_config(tls::client_trusting_test_ca())
-        .build()
-        .unwrap();
-    let alice = Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap();
-    assert_eq!(tool_names(&alice).await.len(), NOTES_TOOLS);
-    lists_notes(&alice).await;
-    let (presented, health) = tls_get(&gw, "/healthz").await;
-    assert_eq!(presented, tls::der("server-a.pem").to_vec());
-    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
-    // Plain HTTP on the port: no HTTP answer.
-    let mut plain = TcpStream::connect(gw.authority()).unwrap();
-    plain
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    plain
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        .unwrap();
-    let mut answer = Vec::new();
-    let _ = plain.read_to_end(&mut answer);
-    assert!(!answer.starts_with(b"HTTP/"), "{answer:?}");
-
-    // The certificate is renewed (key first, then the chain).
-    sb.write("tls.key", &tls::pem("server-b.key"));
-    sb.write("tls.pem", &tls::pem("server-b.pem"));
-    let start = std::time::Instant::now();
-    while tls_get(&gw, "/healthz").await.0 != tls::der("server-b.pem").to_vec() {
-        assert!(start.elapsed() < Duration::from_secs(30), "{}", gw.stderr());
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    lists_notes(&alice).await;
-
-    // A broken chain: reported, and the renewed one stays.
-    sb.write("tls.pem", "-----BEGIN CERTIFICATE-----\nbroken\n");
-    until_logged(&gw, "the TLS certificate was not reloaded").await;
-    assert_eq!(
-        tls_get(&gw, "/healthz").await.0,
-        tls::der("server-b.pem").to_vec()
-    );
-    lists_notes(&alice).await;
-    // A pair that does not go together, or TLS without --http, stops the
-    // gateway before it serves, naming the files.
-    let mismatched = sb.run(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--tls-cert",
-        &tls::fixture("server-a.pem").display().to_string(),
-        "--tls-key",
-        &tls::fixture("server-b.key").display().to_string(),
-    ]);
-    assert_eq!(mismatched.code, 1, "{mismatched:?}");
-    assert!(
-        mismatched.stderr.contains("server-a.pem")
-            && mismatched.stderr.contains("cannot be served together"),
-        "{mismatched:?}"
-    );
-    let stdio = sb.run(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--tls-cert",
-        "a.pem",
-        "--tls-key",
-        "a.key",
-    ]);
-    assert_eq!(stdio.code, 1, "{stdio:?}");
-    assert!(stdio.stderr.contains("need --http"), "{stdio:?}");
-    let (_, metrics) = tls_get(&gw, "/metrics").await;
-    for result in ["applied", "rejected"] {
-        assert!(
-            metrics.contains(&format!(
-                "switchboard_reloads_total{{file=\"tls\",result=\"{result}\"}}"
-            )),
-            "{metrics}"
-        );
-    }
-}
-
 // Under --no-watch the tokens file is not looked at on its own; SIGHUP
 // reloads it.
 #[tokio::test(flavor = "multi_thread")]
@@ -886,83 +462,6 @@ async fn sighup_reloads_the_tokens_file_when_it_is_not_watched() {
     assert!(status.success());
     until_admitted(&gw, BOB_TOKEN, true).await;
     until_admitted(&gw, ALICE_TOKEN, false).await;
-}
-
-// A non-loopback address without --auth refuses to start (exit 1, naming
-// the fix); --insecure-no-auth starts it with a loud warning.
-#[tokio::test(flavor = "multi_thread")]
-async fn open_non_loopback_needs_insecure_no_auth() {
-    let sb = Sandbox::new();
-    let cfg = token_config(&sb);
-    let run = sb.run(&["--config", &cfg, "serve", "--http", "0.0.0.0:0"]);
-    assert_eq!(run.code, 1, "{run:?}");
-    assert!(
-        run.stderr.contains("without authentication") && run.stderr.contains("--auth"),
-        "{run:?}"
-    );
-    let mut cmd = sb.cmd(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--http",
-        "0.0.0.0:0",
-        "--insecure-no-auth",
-    ]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let stderr = collect(child.stderr.take().unwrap());
-    let text =
-        tokio::task::spawn_blocking(move || wait_for(&stderr, "/mcp", Duration::from_secs(60)))
-            .await
-            .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(
-        text.contains("WARNING") && text.contains("--insecure-no-auth"),
-        "{text}"
-    );
-}
-
-// /readyz: 503 naming a required server that is down; a server marked
-// "required": false does not count.
-#[tokio::test(flavor = "multi_thread")]
-async fn readyz_names_required_servers_that_are_down() {
-    let sb = Sandbox::new();
-    let missing = sb.path().join("no-such-server");
-    let missing = missing.to_str().unwrap();
-    let cfg = sb.config(
-        json!({
-            "broken": {"command": missing},
-            "optional": {"command": missing, "required": false}
-        }),
-        json!({}),
-    );
-    let gw = serve(&sb, cfg.to_str().unwrap(), &[], &[]).await;
-    let (status, headers, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
-    assert_eq!(status, 503, "{body}");
-    assert_eq!(header(&headers, "content-type"), Some("application/json"));
-    let doc: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
-    assert_eq!(doc["ready"], false);
-    let names: Vec<&str> = doc["missing"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["server"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["broken"], "{doc}");
-    let (status, _, _) = raw(&gw.authority(), "GET", "/healthz", &[], "");
-    assert_eq!(status, 200);
-}
-
-/// The gateway's config for the OAuth tests: notes, all allowed.
-fn open_config(sb: &Sandbox) -> String {
-    sb.config(
-        json!({}),
-        json!({"permissions": {"allow": ["mcp__notes"]}, "audit": "audit.jsonl"}),
-    )
-    .to_str()
-    .unwrap()
-    .to_owned()
 }
 
 // OAuth JWTs: a token of the issuer for this gateway is accepted (its sub
@@ -1215,26 +714,6 @@ async fn oauth_introspection() {
     );
 }
 
-/// Answers every approval question with "approve", recording it.
-#[derive(Clone, Debug, Default)]
-struct Approve {
-    asked: Arc<Mutex<Vec<Value>>>,
-}
-
-impl InputHandler for Approve {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.asked.lock().unwrap().push(params);
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"approve": true}})) })
-    }
-}
-
 // A call the caller's principals rules refuse is denied without putting
 // an approval question to its user; an allowed one is still asked about.
 #[tokio::test(flavor = "multi_thread")]
@@ -1252,14 +731,20 @@ async fn refused_calls_are_not_asked_about() {
         &[],
     )
     .await;
-    let answer = Approve::default();
+    // Answers every approval question with "approve", recording it.
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let answer = input_handler_fn(InputSupport::FORM, move |_, q| {
+        seen.lock().unwrap().push(q.params);
+        async { Ok(json!({"action": "accept", "content": {"approve": true}})) }
+    });
     let transport = HttpTransport::builder("gateway", &gw.url)
         .header("Authorization", format!("Bearer {CI_TOKEN}"))
         .build()
         .unwrap();
     let bot = Client::builder("gateway", transport)
         .timeout(Duration::from_secs(60))
-        .input_handler(answer.clone())
+        .input_handler(answer)
         .connect()
         .await
         .unwrap();
@@ -1268,55 +753,11 @@ async fn refused_calls_are_not_asked_about() {
         .await
         .unwrap();
     assert!(r.is_error(), "{r:?}");
-    assert!(answer.asked.lock().unwrap().is_empty());
+    assert!(asked.lock().unwrap().is_empty());
     let r = bot
         .call_tool("mcp__notes__list_notes", args(json!({})))
         .await
         .unwrap();
     assert!(!r.is_error(), "{r:?}");
-    assert_eq!(answer.asked.lock().unwrap().len(), 1);
-}
-
-// --drain: at SIGTERM /readyz turns 503 ("draining") so a balancer takes
-// the replica out of rotation, while calls are still served; a second
-// SIGTERM stops it at once.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_draining_gateway_is_not_ready_but_still_serves() {
-    let sb = Sandbox::new();
-    let cfg = open_config(&sb);
-    let mut gw = serve(&sb, &cfg, &["--drain", "600"], &[]).await;
-    let (status, _, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
-    assert_eq!(status, 200, "{body}");
-    let term = || {
-        let sent = std::process::Command::new("kill")
-            .args(["-TERM", &gw.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-    };
-    term();
-    let stderr = Arc::clone(&gw.stderr);
-    tokio::task::spawn_blocking(move || wait_for(&stderr, "draining", Duration::from_secs(30)))
-        .await
-        .unwrap();
-    let (status, _, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
-    assert_eq!(status, 503, "{body}");
-    let doc: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
-    assert_eq!(doc, json!({"ready": false, "draining": true}));
-    // Still serving: a client connects and calls a tool.
-    lists_notes(&client_with(&gw, None).await).await;
-    term();
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = gw.child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "a second SIGTERM did not stop the draining gateway: {}",
-            gw.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    assert!(status.success(), "{status:?}: {}", gw.stderr());
+    assert_eq!(asked.lock().unwrap().len(), 1);
 }

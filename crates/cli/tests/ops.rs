@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
-    RequestOptions, TraceContext,
+    Client, HttpTransport, InputSupport, RequestOptions, TraceContext, input_handler_fn,
 };
 use switchboard_testutil::{Artifacts, built};
 
@@ -254,28 +253,6 @@ async fn metrics_count_calls_decisions_and_server_states() {
     );
 }
 
-/// Approves every approval question the gateway puts to its upstream
-/// client (form elicitation).
-#[derive(Debug)]
-struct ApproveAll;
-
-impl InputHandler for ApproveAll {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(
-        &self,
-        _cx: InputContext,
-        _params: Value,
-    ) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"approve": true}})) })
-    }
-}
-
 /// The value of the metric line `name{labels}` in `body` (0 when absent).
 fn metric(body: &str, name: &str, labels: &str) -> f64 {
     let head = format!("{name}{{{labels}}} ");
@@ -309,7 +286,10 @@ async fn metrics_agree_with_audit_stats_on_the_same_traffic() {
         .unwrap();
     let client = Client::builder("gateway", transport)
         .timeout(Duration::from_secs(60))
-        .input_handler(ApproveAll)
+        // Approves every approval question the gateway puts to it.
+        .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
+            Ok(json!({"action": "accept", "content": {"approve": true}}))
+        }))
         .connect()
         .await
         .unwrap();

@@ -196,6 +196,8 @@ struct Balanced {
     audit_a: String,
     audit_b: String,
     ledger: String,
+    /// The store the replicas share ([`TaskRouting::Store`]).
+    redis: Option<crate::shared_state::Redis>,
     sb: Sandbox,
 }
 
@@ -207,6 +209,9 @@ enum TaskRouting {
     /// Plain round-robin; each replica sends them on to its peer
     /// (`serve --peer`).
     Peers,
+    /// Plain round-robin; the replicas share a `redis-server`
+    /// (`serve --state`, no `--peer`) and find each other there.
+    Store,
 }
 
 /// [`Balanced`], or `None` (saying so) when nginx is not installed.
@@ -240,8 +245,19 @@ async fn balanced(allow: &[&str], routing: TaskRouting) -> Option<Balanced> {
         format!("a=http://{addr_a}/mcp"),
         format!("b=http://{addr_b}/mcp"),
     );
-    let mut args_a = vec!["--replica", "a", "--replay-ledger", ledger.as_str()];
-    let mut args_b = vec!["--replica", "b", "--replay-ledger", ledger.as_str()];
+    let redis = match routing {
+        TaskRouting::Store => Some(crate::shared_state::Redis::start(&sb.path().join("redis"))?),
+        _ => None,
+    };
+    let store = redis.as_ref().map(crate::shared_state::Redis::url);
+    let shared = match &store {
+        Some(url) => ["--state", url.as_str()],
+        None => ["--replay-ledger", ledger.as_str()],
+    };
+    let mut args_a = vec!["--replica", "a"];
+    let mut args_b = vec!["--replica", "b"];
+    args_a.extend(shared);
+    args_b.extend(shared);
     if routing == TaskRouting::Peers {
         args_a.extend(["--peer", peer_b.as_str()]);
         args_b.extend(["--peer", peer_a.as_str()]);
@@ -278,6 +294,7 @@ async fn balanced(allow: &[&str], routing: TaskRouting) -> Option<Balanced> {
         audit_a,
         audit_b,
         ledger,
+        redis,
         sb,
     })
 }
@@ -293,6 +310,7 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
         audit_b,
         ledger,
         sb,
+        ..
     }) = balanced(&["mcp__mock__echo"], TaskRouting::BalancerRule).await
     else {
         return;
@@ -585,6 +603,56 @@ async fn tasks_behind_a_plain_balancer_reach_the_replica_holding_them_through_it
     );
     eprintln!(
         "replicas: {}; {sent_on} of {} task requests sent on to the peer",
+        split_of(&origins),
+        requests.len()
+    );
+}
+
+// With no rule in the balancer and no --peer flag, replicas sharing a
+// store (`serve --state`) find each other in its registry: a task request
+// reaching the replica that does not hold the task is sent on by it to
+// the holder; calls and approvals go on round-robin as well, each
+// approval recorded once in the store, and so does a legacy client's
+// session, whose requests reaching the other replica are sent on.
+#[tokio::test(flavor = "multi_thread")]
+async fn tasks_behind_a_plain_balancer_reach_their_replica_through_the_store() {
+    let Some(pair) = balanced(&["mcp__mock__task", "mcp__mock__echo"], TaskRouting::Store).await
+    else {
+        return;
+    };
+    // Each replica has read the other's registration (bounded wait).
+    for replica in [&pair.a, &pair.b] {
+        let limit = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, _, ready) = crate::gateway_util::raw(&replica.addr, "GET", "/readyz", &[], "");
+            let ready: Value = serde_json::from_str(&ready).unwrap_or(Value::Null);
+            if ready["replicas"].as_array().is_some_and(|r| r.len() == 1) {
+                break;
+            }
+            assert!(Instant::now() < limit, "{ready}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let origins = follow_tasks(&pair).await;
+    let requests = task_requests(&pair);
+    let sent_on = requests
+        .iter()
+        .filter(|(addr, holder)| addr != holder)
+        .count();
+    assert!(
+        sent_on > TASKS / 2,
+        "{sent_on} of {} sent on",
+        requests.len()
+    );
+    calls_and_approvals(&pair.url, EraPolicy::Probe, CALLS / 4, APPROVALS / 2).await;
+    // A legacy client's session, opened on one replica, is reached
+    // through the other as well.
+    calls_and_approvals(&pair.url, EraPolicy::LegacyOnly, 40, 5).await;
+    // No replay ledger file: the store recorded the approvals.
+    assert!(!std::path::Path::new(&pair.ledger).exists());
+    assert!(pair.redis.is_some());
+    eprintln!(
+        "replicas: {}; {sent_on} of {} task requests sent on through the store's registry",
         split_of(&origins),
         requests.len()
     );

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::gateway_auth::raw;
+use crate::gateway_util::raw;
 use crate::ops::{Served, serve_on};
 use crate::util::{Sandbox, empty_port, spawn};
 
@@ -27,7 +27,7 @@ const LIMIT: usize = 5;
 
 /// A `redis-server` of the test's own: a free loopback port, its own
 /// folder, nothing saved.
-struct Redis {
+pub(crate) struct Redis {
     bin: PathBuf,
     dir: PathBuf,
     port: u16,
@@ -37,7 +37,7 @@ struct Redis {
 impl Redis {
     /// Started, or `None` (saying so) when it is not installed.
     #[allow(clippy::print_stderr)] // a skipped test says why
-    fn start(dir: &Path) -> Option<Redis> {
+    pub(crate) fn start(dir: &Path) -> Option<Redis> {
         let Some(bin) = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"]
             .iter()
             .map(PathBuf::from)
@@ -86,7 +86,7 @@ impl Redis {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 }
@@ -161,6 +161,11 @@ fn meta() -> Value {
 
 /// One JSON-RPC `method` POSTed to `gw` with `token`: the message back.
 fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
+    post_at(&gw.addr, token, method, params)
+}
+
+/// [`post`] to the gateway at `addr`.
+fn post_at(addr: &str, token: &str, method: &str, params: &Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
     let bearer = format!("Bearer {token}");
     let headers = [
@@ -171,7 +176,7 @@ fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
         ("Mcp-Name", params["name"].as_str().unwrap_or_default()),
         ("Mcp-Protocol-Version", "2026-07-28"),
     ];
-    let (status, _, text) = raw(&gw.addr, "POST", "/mcp", &headers, &body);
+    let (status, _, text) = raw(addr, "POST", "/mcp", &headers, &body);
     let json = &text[text.find('{').unwrap_or(0)..=text.rfind('}').unwrap_or(0)];
     serde_json::from_str(json).unwrap_or_else(|e| panic!("{status} {e}: {text}"))
 }
@@ -359,6 +364,240 @@ async fn with_redis_down_what_needs_it_fails_closed_and_recovers_when_it_is_back
     assert!(text_of(&again).contains("already used"), "{again}");
     let (_, ready, _) = health(&gateways[0]);
     assert_eq!(ready["state"], "up", "{ready}");
+}
+
+/// An MCP client of `url` that follows tasks.
+async fn tasks_client(url: &str) -> switchboard_client::Client {
+    let transport = switchboard_client::HttpTransport::builder("replica", url)
+        .build()
+        .unwrap();
+    switchboard_client::Client::builder("replica", transport)
+        .timeout(Duration::from_secs(60))
+        .tasks(true)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Starts the mock server's endless task through `client`: its id.
+async fn endless_task(client: &switchboard_client::Client) -> String {
+    let args = json!({"never": true, "poll_ms": 10});
+    let options = switchboard_client::RequestOptions::default();
+    match client
+        .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
+        .await
+    {
+        Ok(switchboard_client::ToolCallStart::Task(task)) => task.task_id,
+        other => panic!("the task did not start: {other:?}"),
+    }
+}
+
+/// One raw RESP command to `redis`: the reply's first line.
+fn redis_command(redis: &Redis, args: &[&str]) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", redis.port)).unwrap();
+    let mut command = format!("*{}\r\n", args.len());
+    for a in args {
+        command.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    stream.write_all(command.as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    line.trim().to_owned()
+}
+
+// Replicas sharing a store find each other there, with no --peer flag: a
+// task handed on by replica a is followed and cancelled through replica
+// b, which sends its tasks/* requests on to a; once a is killed, its
+// registration expires, b drops it, and b answers for a's task that
+// replica a is gone.
+#[tokio::test(flavor = "multi_thread")]
+async fn replicas_find_each_other_through_the_store_and_say_when_one_is_gone() {
+    let sb = Sandbox::new();
+    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let cfg = sb
+        .config(
+            json!({"mock": {"command": crate::ops::mock_server(), "args": ["--name", "mock"]}}),
+            json!({"permissions": {"allow": ["mcp__mock__task"]}}),
+        )
+        .display()
+        .to_string();
+    let url = redis.url();
+    let mut started = Vec::new();
+    for name in ["a", "b"] {
+        let args = ["--replica", name, "--state", &url];
+        started.push(
+            serve_on(
+                &sb,
+                &cfg,
+                "127.0.0.1:0",
+                &args,
+                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+            )
+            .await,
+        );
+    }
+    let b = started.pop().unwrap();
+    let mut a = started.pop().unwrap();
+    // Both register, each under its name with the address it serves (as
+    // they start serving: waited for, bounded).
+    let limit = Instant::now() + REPLICA_TTL_WAIT;
+    while redis_command(
+        &redis,
+        &["EXISTS", "switchboard:replica:a", "switchboard:replica:b"],
+    ) != ":2"
+    {
+        assert!(Instant::now() < limit, "not registered: {}", a.stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let on_a = tasks_client(&a.url()).await;
+    let on_b = tasks_client(&b.url()).await;
+    let task = endless_task(&on_a).await;
+    assert!(task.starts_with("a."), "{task}");
+    // b does not hold it: its tasks/get and tasks/cancel go on to a (once
+    // b's next beat has read a's registration).
+    let limit = Instant::now() + REPLICA_TTL_WAIT;
+    let seen = loop {
+        match on_b.get_task(&task).await {
+            Ok(seen) => break seen,
+            Err(e) => assert!(Instant::now() < limit, "{e}\n{}", b.stderr()),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(seen.status.as_str(), "working", "{seen:?}");
+    on_b.cancel_task(&task).await.unwrap();
+    let mut status = String::new();
+    for _ in 0..200 {
+        status = on_b
+            .get_task(&task)
+            .await
+            .unwrap()
+            .status
+            .as_str()
+            .to_owned();
+        if status == "cancelled" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(status, "cancelled", "{}", b.stderr());
+
+    // a dies without leaving the registry: its registration expires.
+    let orphan = endless_task(&on_a).await;
+    let _ = a.child.kill();
+    let _ = a.child.wait();
+    let limit = Instant::now() + REPLICA_TTL_WAIT;
+    let said = loop {
+        let answer = on_b.get_task(&orphan).await;
+        let text = format!("{answer:?}");
+        if text.contains("replica a is gone") {
+            break text;
+        }
+        assert!(Instant::now() < limit, "still: {text}\n{}", b.stderr());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(said.contains("start the call again"), "{said}");
+    assert_eq!(
+        redis_command(&redis, &["EXISTS", "switchboard:replica:a"]),
+        ":0"
+    );
+    assert_eq!(
+        redis_command(&redis, &["SISMEMBER", "switchboard:replicas", "a"]),
+        ":0"
+    );
+}
+
+/// How long a killed replica may stay registered, with the beats around
+/// it (6 s of expiry, a 2 s beat), and slack for a loaded machine.
+const REPLICA_TTL_WAIT: Duration = Duration::from_secs(30);
+
+// `concurrentCalls` holds across replicas sharing a store: while ci-bot's
+// one allowed call runs on one replica, its call on another is refused
+// saying so (each replica alone would run it); once the first ends, the
+// next call runs again.
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_running_at_once_are_counted_for_every_replica() {
+    let sb = Sandbox::new();
+    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let cfg = sb
+        .config(
+            json!({"mock": {"command": crate::ops::mock_server(), "args": ["--name", "mock"]}}),
+            json!({
+                "permissions": {"allow": ["mcp__mock__sleep"]},
+                "callerLimits": {"concurrentCalls": 1}
+            }),
+        )
+        .display()
+        .to_string();
+    let tokens = sb.write("tokens.txt", &format!("ci-bot {CI_TOKEN}\n"));
+    let url = redis.url();
+    let mut gateways = Vec::new();
+    for name in ["r0", "r1"] {
+        let args = [
+            "--auth",
+            "token",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "--replica",
+            name,
+            "--state",
+            &url,
+        ];
+        gateways.push(
+            serve_on(
+                &sb,
+                &cfg,
+                "127.0.0.1:0",
+                &args,
+                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+            )
+            .await,
+        );
+    }
+    let sleep =
+        |ms: u64| json!({"name": "mcp__mock__sleep", "arguments": {"ms": ms}, "_meta": meta()});
+    // A long call on r0, in the background.
+    let addr = gateways[0].addr.clone();
+    let long = sleep(8_000);
+    let running = std::thread::spawn(move || post_at(&addr, CI_TOKEN, "tools/call", &long));
+    // Once its lease is in the store, r1 refuses ci-bot's next call.
+    let limit = Instant::now() + Duration::from_secs(15);
+    while redis_command(&redis, &["ZCARD", "switchboard:running:ci-bot"]) != ":1" {
+        assert!(Instant::now() < limit, "the long call never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let probe = call(
+        &gateways[1],
+        CI_TOKEN,
+        "mcp__mock__sleep",
+        &json!({"ms": 1}),
+    );
+    assert!(!ran(&probe), "{probe}");
+    let refused = text_of(&probe);
+    assert!(refused.contains("already has 1 call running"), "{refused}");
+    let done = running.join().unwrap();
+    assert!(ran(&done), "{done}");
+    // Given back: runs again (the lease is released just after the answer).
+    let limit = Instant::now() + Duration::from_secs(15);
+    loop {
+        let again = call(
+            &gateways[1],
+            CI_TOKEN,
+            "mcp__mock__sleep",
+            &json!({"ms": 1}),
+        );
+        if ran(&again) {
+            break;
+        }
+        assert!(Instant::now() < limit, "still refused: {again}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(gateways);
 }
 
 /// The first string in `v` that is a console approval link.

@@ -9,9 +9,15 @@
 //! SAMP-02, ROOT-02).
 
 use std::fmt;
+use std::future::Future;
 
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use switchboard_wire::types::{ElicitationCapability, JsonObject, SamplingCapability};
+use switchboard_wire::types::method;
+use switchboard_wire::types::{
+    CreateMessageRequestParams, ElicitRequestParams, ElicitationCapability, JsonObject,
+    SamplingCapability,
+};
 use switchboard_wire::{ClientCapabilities, Era};
 
 use crate::transport::BoxFuture;
@@ -41,6 +47,12 @@ impl InputSupport {
         roots: false,
     };
 
+    /// Form-mode elicitation only: what an approval question needs.
+    pub const FORM: InputSupport = InputSupport {
+        elicitation_form: true,
+        ..InputSupport::NONE
+    };
+
     /// The `clientCapabilities` that declare exactly this support.
     pub fn capabilities(&self) -> ClientCapabilities {
         let mut caps = ClientCapabilities::default();
@@ -67,7 +79,7 @@ impl InputSupport {
     /// Whether an input request with this method and params is covered.
     pub fn covers(&self, method: &str, params: Option<&Value>) -> bool {
         match method {
-            "elicitation/create" => {
+            method::ELICITATION_CREATE => {
                 let url = params
                     .and_then(|p| p.get("mode"))
                     .and_then(Value::as_str)
@@ -79,11 +91,11 @@ impl InputSupport {
                     self.elicitation_form
                 }
             }
-            "sampling/createMessage" => {
+            method::SAMPLING_CREATE_MESSAGE => {
                 let wants_tools = params.and_then(|p| p.get("tools")).is_some();
                 self.sampling && (!wants_tools || self.sampling_tools)
             }
-            "roots/list" => self.roots,
+            method::ROOTS_LIST => self.roots,
             _ => false,
         }
     }
@@ -158,14 +170,10 @@ pub trait InputHandler: Send + Sync + fmt::Debug {
         cx: InputContext,
         requests: Vec<InputQuestion>,
     ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
-        Box::pin(async move {
-            let mut answers = JsonObject::new();
-            for q in requests {
-                let answer = answer(self, cx.clone(), &q.method, Some(q.params)).await?;
-                answers.insert(q.key, answer);
-            }
-            Ok(answers)
-        })
+        Box::pin(each_by_key(requests, move |q| {
+            let cx = cx.clone();
+            async move { answer(self, cx, &q.method, Some(q.params)).await }
+        }))
     }
 }
 
@@ -181,6 +189,125 @@ pub struct InputQuestion {
     pub params: Value,
 }
 
+impl InputQuestion {
+    /// A lone request (a legacy server's own, or one handed to a single
+    /// method of [`InputHandler`]): no key.
+    fn lone(method: &str, params: Value) -> Self {
+        InputQuestion {
+            key: String::new(),
+            method: method.to_owned(),
+            params,
+        }
+    }
+
+    /// The params of an `elicitation/create`, typed.
+    ///
+    /// # Errors
+    /// [`InputError`] when it is another request or its params are
+    /// malformed.
+    pub fn elicitation(&self) -> Result<ElicitRequestParams, InputError> {
+        self.typed(method::ELICITATION_CREATE)
+    }
+
+    /// The params of a `sampling/createMessage`, typed.
+    ///
+    /// # Errors
+    /// [`InputError`] when it is another request or its params are
+    /// malformed.
+    pub fn sampling(&self) -> Result<CreateMessageRequestParams, InputError> {
+        self.typed(method::SAMPLING_CREATE_MESSAGE)
+    }
+
+    fn typed<T: DeserializeOwned>(&self, expected: &str) -> Result<T, InputError> {
+        if self.method != expected {
+            return Err(InputError(format!(
+                "expected {expected}, got {}",
+                self.method
+            )));
+        }
+        T::deserialize(&self.params)
+            .map_err(|e| InputError(format!("malformed {expected} params: {e}")))
+    }
+}
+
+/// An [`InputHandler`] made of a closure, as hyper's `service_fn` makes a
+/// service: it declares `support` and answers every input request with
+/// `answer(who asks, the request)`, which returns the result object
+/// (`ElicitResult`, `CreateMessageResult`, `ListRootsResult`).
+///
+/// ```
+/// use serde_json::json;
+/// use switchboard_client::{InputSupport, input_handler_fn};
+///
+/// let yes = input_handler_fn(
+///     InputSupport { elicitation_form: true, ..InputSupport::NONE },
+///     |_cx, _question| async { Ok(json!({"action": "accept", "content": {"ok": true}})) },
+/// );
+/// # let _ = yes;
+/// ```
+pub fn input_handler_fn<F, Fut>(support: InputSupport, answer: F) -> InputHandlerFn<F>
+where
+    F: Fn(InputContext, InputQuestion) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, InputError>> + Send + 'static,
+{
+    InputHandlerFn { support, answer }
+}
+
+/// The handler [`input_handler_fn`] makes.
+#[derive(Clone)]
+pub struct InputHandlerFn<F> {
+    support: InputSupport,
+    answer: F,
+}
+
+impl<F> fmt::Debug for InputHandlerFn<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InputHandlerFn")
+            .field("support", &self.support)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, Fut> InputHandler for InputHandlerFn<F>
+where
+    F: Fn(InputContext, InputQuestion) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, InputError>> + Send + 'static,
+{
+    fn support(&self) -> InputSupport {
+        self.support
+    }
+
+    fn elicit(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        Box::pin((self.answer)(
+            cx,
+            InputQuestion::lone(method::ELICITATION_CREATE, params),
+        ))
+    }
+
+    fn sample(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+        Box::pin((self.answer)(
+            cx,
+            InputQuestion::lone(method::SAMPLING_CREATE_MESSAGE, params),
+        ))
+    }
+
+    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
+        Box::pin((self.answer)(
+            cx,
+            InputQuestion::lone(method::ROOTS_LIST, json!({})),
+        ))
+    }
+
+    // Each request keeps its key, so the closure can answer by it.
+    fn answer_round(
+        &self,
+        cx: InputContext,
+        requests: Vec<InputQuestion>,
+    ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
+        Box::pin(each_by_key(requests, move |q| (self.answer)(cx.clone(), q)))
+    }
+}
+
 /// A handler that supports nothing: the client declares no capabilities and
 /// any input request fails the call.
 #[derive(Clone, Copy, Debug, Default)]
@@ -192,6 +319,24 @@ impl InputHandler for NoInput {
     }
 }
 
+/// Answers a round's requests one after another with `one`, keyed as the
+/// server keyed them; the first failure fails the round.
+async fn each_by_key<F, Fut>(
+    requests: Vec<InputQuestion>,
+    mut one: F,
+) -> Result<JsonObject, InputError>
+where
+    F: FnMut(InputQuestion) -> Fut,
+    Fut: Future<Output = Result<Value, InputError>>,
+{
+    let mut answers = JsonObject::new();
+    for q in requests {
+        let key = q.key.clone();
+        answers.insert(key, one(q).await?);
+    }
+    Ok(answers)
+}
+
 /// Dispatches one input request to the handler method for its kind.
 pub(crate) async fn answer<H: InputHandler + ?Sized>(
     handler: &H,
@@ -201,9 +346,9 @@ pub(crate) async fn answer<H: InputHandler + ?Sized>(
 ) -> Result<Value, InputError> {
     let params = params.unwrap_or_else(|| json!({}));
     match method {
-        "elicitation/create" => handler.elicit(cx, params).await,
-        "sampling/createMessage" => handler.sample(cx, params).await,
-        "roots/list" => handler.roots(cx).await,
+        method::ELICITATION_CREATE => handler.elicit(cx, params).await,
+        method::SAMPLING_CREATE_MESSAGE => handler.sample(cx, params).await,
+        method::ROOTS_LIST => handler.roots(cx).await,
         other => Err(InputError(format!("unknown input request {other:?}"))),
     }
 }
@@ -246,5 +391,74 @@ mod tests {
         };
         assert!(sampling.covers("sampling/createMessage", Some(&json!({}))));
         assert!(!sampling.covers("sampling/createMessage", Some(&json!({"tools": []}))));
+    }
+
+    // The closure adapter answers every kind, declares what it is given,
+    // and keeps a round's keys.
+    #[tokio::test]
+    async fn a_closure_is_a_handler() {
+        let support = InputSupport {
+            elicitation_form: true,
+            roots: true,
+            ..InputSupport::NONE
+        };
+        let h = input_handler_fn(support, |cx: InputContext, q: InputQuestion| async move {
+            match q.method.as_str() {
+                method::ELICITATION_CREATE => {
+                    let asked = q.elicitation()?;
+                    Ok(
+                        json!({"action": "accept", "content": {"said": asked.message, "key": q.key, "by": cx.server}}),
+                    )
+                }
+                _ => Ok(json!({"roots": []})),
+            }
+        });
+        assert_eq!(h.support(), support);
+        let cx = InputContext {
+            server: "s".into(),
+            method: None,
+            era: Era::Modern,
+        };
+        let lone = answer(
+            &h,
+            cx.clone(),
+            method::ELICITATION_CREATE,
+            Some(json!({"message": "hi"})),
+        )
+        .await
+        .unwrap();
+        assert_eq!(lone["content"], json!({"said": "hi", "key": "", "by": "s"}));
+        let round = h
+            .answer_round(
+                cx.clone(),
+                vec![
+                    InputQuestion {
+                        key: "a".into(),
+                        method: method::ELICITATION_CREATE.into(),
+                        params: json!({"message": "one"}),
+                    },
+                    InputQuestion {
+                        key: "b".into(),
+                        method: method::ROOTS_LIST.into(),
+                        params: json!({}),
+                    },
+                ],
+            )
+            .await
+            .unwrap();
+        assert_eq!(round["a"]["content"]["key"], "a");
+        assert_eq!(round["b"], json!({"roots": []}));
+        let bad = answer(
+            &h,
+            cx,
+            method::ELICITATION_CREATE,
+            Some(json!({"message": 5})),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            bad.0.contains("malformed elicitation/create params"),
+            "{bad}"
+        );
     }
 }

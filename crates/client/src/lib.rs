@@ -71,7 +71,10 @@ pub mod transport;
 pub use client::skills::SkillFetchError;
 pub use client::{Client, ClientBuilder, Dropped, Listing, ServerDescription, ToolsPage};
 pub use error::{ClientError, Source, TransportError};
-pub use input::{InputContext, InputError, InputHandler, InputQuestion, InputSupport, NoInput};
+pub use input::{
+    InputContext, InputError, InputHandler, InputHandlerFn, InputQuestion, InputSupport, NoInput,
+    input_handler_fn,
+};
 /// The TLS configuration HTTP clients of the workspace share (ring; webpki
 /// and platform roots), built once per process.
 #[cfg(feature = "http")]
@@ -84,7 +87,7 @@ pub use subscription::{Subscription, SubscriptionEnd};
 pub use task::{TaskList, ToolCallStart};
 #[cfg(feature = "http")]
 pub use transport::http::{
-    AuthChallenge, AuthError, AuthProvider, AuthRetry, HttpTransport, HttpTransportBuilder,
+    AuthChallenge, AuthProvider, AuthProviderError, AuthRetry, HttpTransport, HttpTransportBuilder,
     StaticAuthorization,
 };
 pub use transport::sandbox::{

@@ -441,7 +441,8 @@ fn create_asking(db: &Db, mut args: CreateArgs, ctx: &Context) -> ToolResult {
         };
         match answer.action {
             ElicitAction::Accept => {
-                let chosen: Option<PriorityAnswer> = answer.content_as()?;
+                let chosen: Option<PriorityAnswer> =
+                    answer.content_as().map_err(HandlerError::invalid_params)?;
                 args.priority = chosen.map(|c| c.priority);
             }
             ElicitAction::Decline => {

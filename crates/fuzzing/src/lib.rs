@@ -22,6 +22,14 @@
 //! | `request_state` | MRTR `requestState` unsealing (forged, altered, misbound tokens) |
 //! | `fast_path` | differential: the server's `tools/call` fast path against the general path |
 //! | `skill` | a Skills entry (JSON) and a `SKILL.md` checked against it: frontmatter YAML, digests, sizes |
+//!
+//! # Example
+//! ```
+//! // Any bytes: a target returns, or panics when a property breaks.
+//! let framer = switchboard_fuzzing::target("framer").expect("a known target");
+//! framer(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}\n\xff\n");
+//! assert!(switchboard_fuzzing::target("no-such-target").is_none());
+//! ```
 
 #![allow(clippy::print_stderr)]
 

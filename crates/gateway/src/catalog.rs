@@ -88,6 +88,7 @@ pub(crate) fn may_list(host: &Host, principal: &str, offered: Offered<'_>) -> bo
 fn options_of(ctx: &Context) -> CallOptions {
     let mut options = CallOptions::default();
     options.principal = ctx.principal().map(|p| p.subject.clone());
+    options.caller_token = crate::tools::caller_token(ctx.principal());
     options
 }
 

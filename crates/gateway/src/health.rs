@@ -48,6 +48,7 @@ pub(crate) fn routes(
     host: &Host,
     drain: &Drain,
     state: Option<&SharedState>,
+    membership: Option<&Arc<crate::Membership>>,
 ) -> HttpOptions {
     let healthz: PlainRoute = Arc::new(|| {
         Box::pin(std::future::ready(PlainResponse::new(
@@ -59,6 +60,7 @@ pub(crate) fn routes(
     let host = host.clone();
     let drain = drain.clone();
     let state = state.cloned();
+    let membership = membership.cloned();
     let readyz: PlainRoute = Arc::new(move || {
         let (status, mut body) = if drain.is_draining() {
             (503, json!({"ready": false, "draining": true}))
@@ -67,6 +69,11 @@ pub(crate) fn routes(
         };
         if let Some(state) = &state {
             body["state"] = json!(if state.is_up() { "up" } else { "down" });
+        }
+        if let Some(membership) = &membership {
+            // The other replicas this one found in the store's registry.
+            let names: Vec<String> = membership.replicas().into_iter().map(|(n, _)| n).collect();
+            body["replicas"] = json!(names);
         }
         let answer = PlainResponse::new(status, "application/json", body.to_string());
         Box::pin(std::future::ready(answer))

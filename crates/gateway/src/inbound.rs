@@ -34,8 +34,8 @@ use subtle::{ConditionallySelectable, ConstantTimeEq};
 use switchboard_oauth::{IssuerClient, Secret};
 use switchboard_server::jwt::JwtVerifier;
 use switchboard_server::{
-    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource, Refusal,
-    TokenValidator,
+    AuthError, AuthRequest, BoxFuture, ClaimsValidator, PresentedToken, Principal,
+    ProtectedResource, Refusal, TokenValidator,
 };
 use switchboard_wire::JsonObject;
 use tokio::sync::Mutex;
@@ -186,6 +186,10 @@ impl InboundAuth {
         SharedValidator {
             validator: Arc::clone(&self.validator),
             telemetry: telemetry.clone(),
+            // An OAuth access token can be exchanged for one at a server
+            // behind the gateway (`"identity": "exchange"`); a named token
+            // is the gateway's own secret and never leaves it.
+            keep_token: self.tokens.is_none(),
         }
     }
 }
@@ -194,11 +198,20 @@ impl InboundAuth {
 pub(crate) struct SharedValidator {
     validator: Arc<dyn TokenValidator>,
     telemetry: Telemetry,
+    /// Whether the principal keeps the presented token, for a token
+    /// exchange on the caller's behalf (redacted in every `Debug`).
+    keep_token: bool,
 }
 
 impl TokenValidator for SharedValidator {
     fn validate<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
-        self.validator.validate(token)
+        Box::pin(async move {
+            let mut principal = self.validator.validate(token).await?;
+            if self.keep_token {
+                principal.token = Some(PresentedToken::new(token));
+            }
+            Ok(principal)
+        })
     }
 
     fn authorize(&self, principal: &Principal, request: &AuthRequest<'_>) -> Result<(), AuthError> {

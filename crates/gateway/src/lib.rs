@@ -162,13 +162,15 @@ pub use parked::{PARK_LIMIT, PARK_TTL};
 pub use relay::relay_input_handler;
 pub use serve::{Listener, OnReady, ServeConfig, serve};
 
-pub use state::{HEARTBEAT, SharedState, StateError, StateFail};
+pub use state::{HEARTBEAT, Membership, REPLICA_TTL, SharedState, StateError, StateFail};
 pub use status::STATUS_URI;
 pub use tools::RELIST_MIN_INTERVAL;
 
+use std::sync::Arc;
 use switchboard_host::Host;
 use switchboard_server::http::ServerTls;
-use switchboard_server::{BuildError, ServeError, Server};
+
+use switchboard_server::{BuildError, ReplicaDirectory, ServeError, Server};
 use tokio::task::JoinHandle;
 
 /// How long an approval question's `requestState` stays good: the user
@@ -210,6 +212,12 @@ pub struct GatewayOptions {
     /// legacy client's session it opened), so a plain round-robin
     /// balancer needs no rule and no affinity.
     pub peers: Vec<(String, String)>,
+    /// The URL the other replicas reach this one's MCP endpoint at
+    /// (`serve --advertise-url`), registered in the shared store
+    /// ([`GatewayOptions::state`]) with this replica's name; `None`: the
+    /// address it listens on (right when the replicas share a host or
+    /// a network where that address is reachable).
+    pub advertise_url: Option<String>,
     /// How long a call parked on a legacy server's question waits for the
     /// retry ([`PARK_TTL`] when `None`).
     pub park_ttl: Option<Duration>,
@@ -268,6 +276,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("auth", &self.auth)
             .field("replica", &self.replica)
             .field("peers", &self.peers)
+            .field("advertise_url", &self.advertise_url)
             .field("park_ttl", &self.park_ttl)
             .field("park_limit", &self.park_limit)
             .field("recheck_streams", &self.recheck_streams)
@@ -323,6 +332,14 @@ impl GatewayOptions {
     #[must_use]
     pub fn replica(mut self, replica: impl Into<String>) -> Self {
         self.replica = Some(replica.into());
+        self
+    }
+
+    /// Options registering this replica in the shared store at `url`
+    /// ([`GatewayOptions::advertise_url`]).
+    #[must_use]
+    pub fn advertise_url(mut self, url: Option<String>) -> Self {
+        self.advertise_url = url;
         self
     }
 
@@ -470,6 +487,9 @@ pub struct Gateway {
     offers: JoinHandle<()>,
     relist: JoinHandle<()>,
     heartbeat: Option<JoinHandle<()>>,
+    /// This replica's registration in the shared store (with a store and
+    /// a replica name), and where it is advertised.
+    membership: Option<(Arc<Membership>, Option<String>)>,
 }
 
 impl Gateway {
@@ -487,7 +507,13 @@ impl Gateway {
             options.park_ttl.unwrap_or(PARK_TTL),
             options.park_limit.unwrap_or(PARK_LIMIT),
         );
-        let server = build_server(host, &options)?;
+        // With a shared store, replicas find each other there.
+        let membership = options
+            .state
+            .clone()
+            .zip(options.replica.clone())
+            .map(|(state, name)| Arc::new(Membership::new(state, &name)));
+        let server = build_server(host, &options, membership.as_ref())?;
         // With tool search, each caller is listed what it loaded.
         if search::Search::wanted(host, options.tool_search) {
             host.enable_tool_search();
@@ -548,6 +574,7 @@ impl Gateway {
             options.telemetry.attach_state(state);
         }
         let heartbeat = state.as_ref().map(SharedState::heartbeat);
+        let membership = membership.map(|m| (m, options.advertise_url.clone()));
         // Subscribe before registering, so no change falls between the two.
         let changes = host.subscribe();
         let registered = tools::register_all(&server, host, &options);
@@ -588,6 +615,7 @@ impl Gateway {
             offers,
             relist,
             heartbeat,
+            membership,
         })
     }
 
@@ -633,7 +661,11 @@ impl Drop for Gateway {
 
 /// The gateway's MCP server, with no tools yet: live instructions and the
 /// status resource.
-fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildError> {
+fn build_server(
+    host: &Host,
+    options: &GatewayOptions,
+    membership: Option<&Arc<Membership>>,
+) -> Result<Server, BuildError> {
     let completer = host.clone();
     let mut builder = Server::builder("switchboard", env!("CARGO_PKG_VERSION"));
     if let Some(key) = &options.state_key {
@@ -650,6 +682,9 @@ fn build_server(host: &Host, options: &GatewayOptions) -> Result<Server, BuildEr
     }
     if let Some(replica) = &options.replica {
         builder = builder.task_origin(replica);
+    }
+    if let Some(membership) = membership {
+        builder = builder.replica_directory(Arc::clone(membership) as Arc<dyn ReplicaDirectory>);
     }
     builder = builder.replica_peers(
         options

@@ -150,7 +150,12 @@ impl Collector for StateCollector {
             up.metric_type(),
         )?)?;
         let errors = Family::<OperationLabels, Counter>::default();
-        for operation in [Operation::Replay, Operation::Limit, Operation::Ping] {
+        for operation in [
+            Operation::Replay,
+            Operation::Limit,
+            Operation::Ping,
+            Operation::Membership,
+        ] {
             errors
                 .get_or_create(&OperationLabels {
                     operation: operation.label(),

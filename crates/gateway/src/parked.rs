@@ -130,8 +130,9 @@ impl<T: Send + 'static> Parking<T> {
             None => Err(format!(
                 "this retry answers a question asked by a legacy (2025-11-25) server whose call is parked on replica {:?}, \
                  and this gateway ({:?}) does not hold it: it is on another replica, the gateway restarted, or the call \
-                 lapsed. Calls to such servers need the retry on the same replica: name the replicas to each other \
-                 (serve --peer) or give the client load-balancer affinity; start the call again",
+                 lapsed. Calls to such servers need the retry on the same replica: let the replicas find each other \
+                 in a shared store (serve --state) or name them to each other (serve --peer), or give the \
+                 client load-balancer affinity; start the call again",
                 at.replica, self.inner.replica
             )),
             Some((parker, _)) if parker.as_deref() != principal => Err(

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use switchboard_host::{Config, Host, MountOptions};
-use switchboard_server::Server;
 use switchboard_server::http::{HttpOptions, PlainResponse, PlainRoute};
+use switchboard_server::{BuildError, Server};
 use tokio::task::JoinHandle;
 
 use crate::{
@@ -265,8 +265,13 @@ impl Gateway {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), GatewayError> {
         let options = self.connections.apply(HttpOptions::new());
-        let mut options =
-            crate::health::routes(options, &self.host, &self.drain, self.state.as_ref());
+        let mut options = crate::health::routes(
+            options,
+            &self.host,
+            &self.drain,
+            self.state.as_ref(),
+            self.membership.as_ref().map(|(m, _)| m),
+        );
         if let Some(auth) = &self.auth {
             options = options.auth(auth.validator(&self.telemetry), auth.metadata().clone());
         }
@@ -309,7 +314,37 @@ impl Gateway {
                 telemetry.render_metrics(&host).unwrap_or_default()
             });
         }
-        http(&self.server, listener, options, shutdown).await
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let listening = listener
+            .local_addr()
+            .ok()
+            .map(|addr| format!("{scheme}://{addr}/mcp"));
+        let beating = match &self.membership {
+            Some((membership, advertised)) => {
+                let Some(url) = advertised.clone().or(listening) else {
+                    return Err(GatewayError::Build(BuildError::Config(
+                        "the listening address is unknown: give --advertise-url".into(),
+                    )));
+                };
+                membership.set_url(url.clone());
+                // Registered before the first request, so a task this
+                // replica hands on can be found by the others at once.
+                match membership.beat().await {
+                    Ok(()) => {
+                        tracing::info!(%url, "registered in the shared store's registry of replicas")
+                    }
+                    Err(why) => tracing::warn!("not yet registered among the replicas: {why}"),
+                }
+                Some((Arc::clone(membership), membership.run()))
+            }
+            None => None,
+        };
+        let served = http(&self.server, listener, options, shutdown).await;
+        if let Some((membership, beat)) = beating {
+            beat.abort();
+            membership.leave().await;
+        }
+        served
     }
 }
 

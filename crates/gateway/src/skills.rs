@@ -90,6 +90,7 @@ fn served_entry(alias: &str, mut skill: Skill) -> Skill {
 fn options(principal: Option<&Principal>) -> CallOptions {
     let mut options = CallOptions::default();
     options.principal = principal.map(|p| p.subject.clone());
+    options.caller_token = crate::tools::caller_token(principal);
     options
 }
 

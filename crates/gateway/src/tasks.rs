@@ -191,6 +191,7 @@ pub(crate) fn resumer(
             telemetry.task_resumed(resumption.alias());
             let mut options = CallOptions::default();
             options.principal = task.principal().map(|p| p.subject.clone());
+            options.caller_token = crate::tools::caller_token(task.principal());
             options.request.capabilities = Some(task.client_capabilities().clone());
             options.request.leave_task_on_drop = true;
             let (relay, questions) = Channels::attach(&mut options, task.client_capabilities());

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_host::builtin::READ_RESULT;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
-use switchboard_server::{Context, Server, ToolResult, ToolSpec};
+use switchboard_server::{Context, HandlerError, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
 
 use crate::approval::{
@@ -311,7 +311,8 @@ async fn call(
                 }
                 Some(answer) => {
                     let approved = answer
-                        .content_as::<ApprovalForm>()?
+                        .content_as::<ApprovalForm>()
+                        .map_err(HandlerError::invalid_params)?
                         .is_some_and(|f| f.approve);
                     Arc::new(Answered(if approved {
                         Approval::AllowOnce
@@ -341,6 +342,7 @@ async fn call(
     options.loaded = settings.loaded.clone();
     options.request.trace = Some(trace.downstream());
     options.principal = ctx.principal().map(|p| p.subject.clone());
+    options.caller_token = caller_token(ctx.principal());
     options.request.relay_input = true;
     // Answers sent up front go down as they came; they never count as an
     // approval (the approver above was chosen without them).
@@ -434,6 +436,17 @@ fn answer(
     let mut result = report.result;
     crate::identity::own_result(&mut result);
     Ok(result.into())
+}
+
+/// The access token `principal` presented, for a server the config has
+/// exchange it (`"identity": "exchange"`); kept wrapped so it reaches no
+/// log.
+pub(crate) fn caller_token(
+    principal: Option<&switchboard_server::Principal>,
+) -> Option<switchboard_host::secret::Secret> {
+    principal
+        .and_then(|p| p.token.as_ref())
+        .map(|t| switchboard_host::secret::Secret::new(t.expose()))
 }
 
 /// The approver of a call's retry after the console was asked (approval

@@ -13,9 +13,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::future::Future;
 use std::io::{BufRead, Write};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -24,8 +22,8 @@ use switchboard_wire::ToolAnnotations;
 use crate::audit::Decider;
 use crate::sanitize;
 
-/// A boxed, sendable future (approvers are trait objects).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future (the one alias of the workspace).
+pub use switchboard_wire::BoxFuture;
 
 /// A question for the user about one call.
 #[derive(Debug, Clone, PartialEq)]

@@ -19,9 +19,10 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
-use switchboard_wire::{JsonObject, Root};
+use switchboard_wire::{ElicitAction, ElicitRequestParams, ElicitResult, JsonObject, Root};
 
 use crate::approver::visible;
 use crate::config::Config;
@@ -191,21 +192,22 @@ impl InputHandler for HostInput {
             };
             let question = elicitation(&cx.server, &params).map_err(InputError)?;
             let answer = asker.elicit(&question).await;
-            Ok(match answer {
+            let result = match answer {
                 ElicitAnswer::Accept(content) => {
                     if let ElicitationKind::Form(form) = &question.kind {
                         // Checked before it leaves (ELIC-09).
                         form.check(&content).map_err(|e| {
                             InputError(format!("the form's answer does not fit its schema: {e}"))
                         })?;
-                        json!({"action": "accept", "content": content})
+                        ElicitResult::accept(Some(content))
                     } else {
-                        json!({"action": "accept"})
+                        ElicitResult::accept(None)
                     }
                 }
-                ElicitAnswer::Decline => json!({"action": "decline"}),
-                ElicitAnswer::Cancel => json!({"action": "cancel"}),
-            })
+                ElicitAnswer::Decline => ElicitResult::new(ElicitAction::Decline),
+                ElicitAnswer::Cancel => ElicitResult::new(ElicitAction::Cancel),
+            };
+            Ok(result.into())
         })
     }
 
@@ -356,29 +358,26 @@ pub(crate) fn file_uri(path: &Path) -> String {
 }
 
 fn elicitation(server: &str, params: &Value) -> Result<Elicitation, String> {
-    let message = params
-        .get("message")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let url_mode = params.get("mode").and_then(Value::as_str) == Some("url");
-    let kind = if url_mode {
-        let Some(url) = params.get("url").and_then(Value::as_str) else {
+    let params = ElicitRequestParams::deserialize(params)
+        .map_err(|e| format!("the elicitation's params are malformed: {e}"))?;
+    let kind = if params.is_url() {
+        let Some(url) = params.url else {
             return Err("the URL elicitation has no url".into());
         };
         ElicitationKind::Url {
-            url: url.to_owned(),
-            host: host_of(url),
+            host: host_of(&url),
+            url,
         }
     } else {
         let schema = params
-            .get("requestedSchema")
+            .requested_schema
+            .as_ref()
             .ok_or("the form elicitation has no requestedSchema")?;
         ElicitationKind::Form(Form::parse(schema)?)
     };
     Ok(Elicitation {
         server: server.to_owned(),
-        message,
+        message: params.message,
         kind,
     })
 }

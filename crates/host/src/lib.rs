@@ -34,13 +34,16 @@
 //!   is deferred ([`ToolSearch`]).
 //! - [`pins`]: the `switchboard.lock` rug-pull guard.
 //! - [`compat`]: deprecation notes and breaking/compatible change classes.
-//! - [`budget`]: the shared truncation budget.
-//! - [`results`]: results over their budget kept for the session, read
+//! - `budget` (private; [`Budget`] is re-exported): the shared truncation
+//!   budget.
+//! - `results` (private): results over their budget kept for the session, read
 //!   on by `mcp__switchboard__read_result`.
 //! - [`builtin`]: Switchboard's own tools (`mcp__switchboard__NAME`),
 //!   handlers in the host on the same governed path as servers' tools.
 //! - [`audit`]: the hash-chained audit log and its verifier.
-//! - [`observe`]: the call observer (metrics, traces) and trace context.
+//! - `observe` (private; [`CallObserver`], [`CallEvent`] and
+//!   [`TraceContext`] are re-exported): the call observer (metrics, traces)
+//!   and trace context.
 //! - [`audit_stats`]: per-tool calls, error rate and p50/p95 durations
 //!   from the audit log.
 //! - [`auth`]: OAuth for remote servers (which servers use it, their
@@ -85,7 +88,7 @@ pub mod audit;
 pub mod audit_stats;
 pub mod auth;
 mod breaker;
-pub mod budget;
+mod budget;
 pub mod builtin;
 pub mod catalog;
 pub mod compat;
@@ -99,11 +102,11 @@ mod fsutil;
 pub mod gate;
 pub mod input;
 pub mod limits;
-pub mod observe;
+mod observe;
 pub mod permission;
 pub mod pins;
 mod reason;
-pub mod results;
+mod results;
 pub mod sanitize;
 pub mod search;
 pub mod secret;
@@ -124,7 +127,7 @@ pub use budget::Budget;
 pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
 pub use catalog::{Catalog, OfferChange};
 pub use config::{
-    ApprovalsConfig, Config, ConfigLoader, ConfigOrigin, ConfigProblems, EvalsConfig,
+    ApprovalsConfig, Config, ConfigLoader, ConfigOrigin, ConfigProblems, EvalsConfig, Identity,
     IdentityProviderConfig, NewTools, OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp,
     TransportConfig,
 };
@@ -140,7 +143,7 @@ pub use gate::Verdict;
 pub use input::{
     Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
 };
-pub use limits::{CallLimits, LimitsOverride, SharedAdmission, SharedLimits};
+pub use limits::{CallLimits, LimitsOverride, SharedAdmission, SharedEntry, SharedLimits};
 pub use observe::{CallEvent, CallObserver, TraceContext};
 pub use permission::{Pattern, Rule, RuleKind};
 pub use pins::{DefKind, PinState, SkillPinState};

@@ -66,6 +66,57 @@ pub trait SharedLimits: Send + Sync + std::fmt::Debug {
     /// once at the most, then one every `60 / per_minute` seconds), or
     /// says when the next one is allowed; counts nothing when refused.
     fn take<'a>(&'a self, principal: &'a str, per_minute: u32) -> BoxFuture<'a, SharedAdmission>;
+
+    /// Enters one of `principal`'s calls running at once across every
+    /// replica, `at_once` at the most: a lease, given back with
+    /// [`SharedLimits::leave`] when the call ends (and lapsing by itself
+    /// when the process holding it dies). The default shares nothing:
+    /// this process's own count applies.
+    fn enter<'a>(&'a self, principal: &'a str, at_once: u32) -> BoxFuture<'a, SharedEntry> {
+        let _ = (principal, at_once);
+        Box::pin(std::future::ready(SharedEntry::NotShared))
+    }
+
+    /// Gives back a lease [`SharedLimits::enter`] handed out; must not
+    /// block (it is called as a call's permit is dropped).
+    fn leave(&self, principal: &str, lease: &str) {
+        let _ = (principal, lease);
+    }
+}
+
+/// What [`SharedLimits::enter`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SharedEntry {
+    /// The call is counted as running, under this lease.
+    Entered(String),
+    /// As many of the caller's calls as allowed run already.
+    Full,
+    /// The count could not be taken (the store is unreachable), and the
+    /// store refuses rather than let the caller through unlimited.
+    Unavailable(String),
+    /// Calls running at once are not shared: count them here.
+    NotShared,
+}
+
+/// A lease of [`SharedLimits::enter`], given back when dropped.
+pub(crate) struct SharedLease {
+    pub(crate) shared: Arc<dyn SharedLimits>,
+    pub(crate) principal: String,
+    pub(crate) id: String,
+}
+
+impl std::fmt::Debug for SharedLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedLease")
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for SharedLease {
+    fn drop(&mut self) {
+        self.shared.leave(&self.principal, &self.id);
+    }
 }
 
 /// What [`SharedLimits::take`] found.
@@ -209,6 +260,7 @@ impl Limiter {
         Ok(Permit {
             limiter: Arc::clone(self),
             principal: principal.to_owned(),
+            lease: None,
         })
     }
 
@@ -225,6 +277,17 @@ impl Limiter {
 pub(crate) struct Permit {
     limiter: Arc<Limiter>,
     principal: String,
+    /// The call's place among the caller's calls running on every
+    /// replica, when a shared store counts them.
+    lease: Option<SharedLease>,
+}
+
+impl Permit {
+    /// The permit, also holding `lease` until it is dropped.
+    pub(crate) fn with_lease(mut self, lease: SharedLease) -> Permit {
+        self.lease = Some(lease);
+        self
+    }
 }
 
 impl Drop for Permit {

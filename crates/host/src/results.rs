@@ -354,7 +354,7 @@ impl Drop for ResultStore {
 /// The user's cache directory for Switchboard: `$SWITCHBOARD_CACHE_DIR`,
 /// else `$XDG_CACHE_HOME/switchboard` (an absolute path), else
 /// `$HOME/.cache/switchboard`.
-pub fn cache_dir() -> Option<PathBuf> {
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("SWITCHBOARD_CACHE_DIR").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir));
     }
@@ -371,7 +371,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 
 /// A slice of `text` in characters: from `offset`, at most `length`.
 /// Offsets past the end give an empty slice.
-pub fn slice(text: &str, offset: usize, length: usize) -> &str {
+pub(crate) fn slice(text: &str, offset: usize, length: usize) -> &str {
     let start = byte_at(text, offset);
     let rest = &text[start..];
     &rest[..byte_at(rest, length)]
@@ -385,7 +385,7 @@ fn byte_at(text: &str, n: usize) -> usize {
 /// The lines of `text` containing `pattern` (case-insensitive), each as
 /// `NUMBER: line` (numbers from 1), while they fit in `max_chars`; and how
 /// many matched in all.
-pub fn grep(text: &str, pattern: &str, max_chars: usize) -> (Vec<String>, usize) {
+pub(crate) fn grep(text: &str, pattern: &str, max_chars: usize) -> (Vec<String>, usize) {
     let needle = pattern.to_lowercase();
     let mut shown = Vec::new();
     let mut used = 0;

@@ -177,6 +177,9 @@ pub(crate) struct Upstream {
     lazy: std::sync::atomic::AtomicBool,
     /// Its calls, for the idle stop.
     activity: Mutex<Activity>,
+    /// Connections carrying each caller's identity (`"identity"`), by
+    /// identity: never shared between callers.
+    pub(crate) identity_links: crate::core::IdentityLinks,
 }
 
 impl Upstream {
@@ -210,6 +213,7 @@ impl Upstream {
                 in_flight: 0,
                 last: Instant::now(),
             }),
+            identity_links: crate::core::IdentityLinks::default(),
         }
     }
 

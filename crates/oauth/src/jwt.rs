@@ -4,7 +4,6 @@
 //! issuer.
 
 use std::fmt;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -162,10 +161,7 @@ impl SigningKey {
         client_id: &str,
         audience: &str,
     ) -> Result<String, OAuthError> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+        let now = switchboard_wire::shared::unix_secs();
         let mut header = json!({ "alg": self.alg, "typ": "JWT" });
         if let Some(kid) = &self.key_id {
             header["kid"] = json!(kid);

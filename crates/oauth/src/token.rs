@@ -5,7 +5,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -18,6 +17,7 @@ use super::error::OAuthError;
 use super::http::{OAuthHttp, Reply, shown};
 use super::jwt::SigningKey;
 use super::secret::Secret;
+pub(crate) use switchboard_wire::shared::unix_secs as now_secs;
 
 /// How the client authenticates at the token endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -146,14 +146,6 @@ impl TokenSet {
             None => self.requested_scope.clone(),
         }
     }
-}
-
-/// Seconds since the Unix epoch.
-pub(crate) fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 /// The fixed inputs of one token request.

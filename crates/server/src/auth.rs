@@ -18,12 +18,12 @@
 
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_wire::JsonObject;
+use switchboard_wire::shared::unix_secs as now_secs;
 
 /// The scope a protected resource never asks for: refresh tokens are the
 /// client's business, not a resource requirement (AUTH-S-09).
@@ -42,6 +42,35 @@ pub struct Principal {
     pub scopes: Vec<String>,
     /// Other claims the validator chose to keep.
     pub claims: JsonObject,
+    /// The token itself, when the validator was asked to keep it
+    /// ([`PresentedToken`]): a gateway that exchanges a caller's token
+    /// for one at a server behind it (RFC 8693) needs it. `None` by
+    /// default.
+    pub token: Option<PresentedToken>,
+}
+
+/// The bearer token a caller presented, kept for a token exchange made on
+/// its behalf. `Debug` shows `<redacted>`, there is no `Display`: the
+/// value leaves only through [`PresentedToken::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct PresentedToken(Arc<str>);
+
+impl PresentedToken {
+    /// Wraps a presented token.
+    pub fn new(token: &str) -> PresentedToken {
+        PresentedToken(Arc::from(token))
+    }
+
+    /// The token, for the exchange request that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for PresentedToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PresentedToken(<redacted>)")
+    }
 }
 
 impl Principal {
@@ -51,6 +80,7 @@ impl Principal {
             subject: subject.into(),
             scopes: Vec::new(),
             claims: JsonObject::new(),
+            token: None,
         }
     }
 
@@ -124,8 +154,8 @@ pub struct AuthRequest<'a> {
     pub name: Option<&'a str>,
 }
 
-/// A boxed future, as [`TokenValidator`] returns.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future (the one alias of the workspace).
+pub use switchboard_wire::BoxFuture;
 
 /// Validates bearer tokens for the HTTP runner.
 ///
@@ -498,6 +528,7 @@ where
             subject,
             scopes,
             claims,
+            token: None,
         })
     }
 
@@ -691,12 +722,6 @@ fn without_offline_access(scopes: &[String]) -> Vec<&str> {
         .map(String::as_str)
         .filter(|s| *s != OFFLINE_ACCESS)
         .collect()
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 fn extend_unique<I, S>(into: &mut Vec<String>, more: I)

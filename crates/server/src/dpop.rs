@@ -16,7 +16,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -24,6 +24,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};
 
 use crate::jws::{Jws, JwsError};
+use switchboard_wire::shared::unix_secs as now_secs;
 
 /// Why a proof was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -269,13 +270,6 @@ fn random_nonce() -> String {
     // timestamp keeps nonces distinct regardless.
     let _ = SystemRandom::new().fill(&mut bytes);
     format!("{}{}", URL_SAFE_NO_PAD.encode(bytes), now_secs())
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

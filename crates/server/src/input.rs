@@ -1,5 +1,6 @@
 //! The client's answers to input requests (`inputResponses` on an MRTR
-//! retry), with typed readers.
+//! retry), read into the wire's types ([`ElicitResult`],
+//! [`CreateMessageResult`]).
 //!
 //! A missing answer is `Ok(None)`: the handler asks again with a fresh
 //! `input_required` (MRTR-18). A present but malformed answer is a -32602
@@ -8,7 +9,7 @@
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchboard_wire::{JsonObject, Root};
+use switchboard_wire::{CreateMessageResult, ElicitResult, JsonObject, Root};
 
 use crate::error::HandlerError;
 
@@ -16,82 +17,6 @@ use crate::error::HandlerError;
 #[derive(Clone, Debug, Default)]
 pub struct InputResponses {
     map: Option<JsonObject>,
-}
-
-/// What the user did with an elicitation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ElicitAction {
-    /// Submitted the form (or completed the URL flow).
-    Accept,
-    /// Said no.
-    Decline,
-    /// Dismissed without choosing.
-    Cancel,
-}
-
-/// An answer to `elicitation/create`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct ElicitResult {
-    /// What the user did.
-    pub action: ElicitAction,
-    /// The submitted fields, when accepted in form mode.
-    #[serde(default)]
-    pub content: Option<JsonObject>,
-}
-
-impl ElicitResult {
-    /// The submitted fields, if the user accepted.
-    pub fn accepted(&self) -> Option<&JsonObject> {
-        match self.action {
-            ElicitAction::Accept => self.content.as_ref(),
-            _ => None,
-        }
-    }
-
-    /// The submitted fields read as `T`, if the user accepted.
-    ///
-    /// # Errors
-    /// -32602 when the fields do not fit `T`.
-    pub fn content_as<T: DeserializeOwned>(&self) -> Result<Option<T>, HandlerError> {
-        match self.accepted() {
-            None => Ok(None),
-            Some(c) => serde_json::from_value(Value::Object(c.clone()))
-                .map(Some)
-                .map_err(|e| HandlerError::invalid_params(format!("elicitation content: {e}"))),
-        }
-    }
-}
-
-/// An answer to `sampling/createMessage`.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SampledMessage {
-    /// `assistant`, normally.
-    pub role: String,
-    /// One content block or an array of them, verbatim.
-    pub content: Value,
-    /// The model that answered.
-    pub model: String,
-    /// Why generation stopped.
-    #[serde(default)]
-    pub stop_reason: Option<String>,
-}
-
-impl SampledMessage {
-    /// The text of the answer: every text block joined with newlines.
-    pub fn text(&self) -> String {
-        let blocks: Vec<&Value> = match &self.content {
-            Value::Array(items) => items.iter().collect(),
-            other => vec![other],
-        };
-        blocks
-            .iter()
-            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
 }
 
 #[derive(Deserialize)]
@@ -131,7 +56,7 @@ impl InputResponses {
     ///
     /// # Errors
     /// -32602 when the answer is present but is not a `CreateMessageResult`.
-    pub fn sampling(&self, key: &str) -> Result<Option<SampledMessage>, HandlerError> {
+    pub fn sampling(&self, key: &str) -> Result<Option<CreateMessageResult>, HandlerError> {
         self.typed(
             key,
             "a CreateMessageResult object with \"role\", \"content\" and \"model\"",

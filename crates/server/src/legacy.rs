@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
@@ -32,6 +32,7 @@ use crate::error::Fault;
 use crate::seal;
 use crate::server::Server;
 use crate::sink::Sink;
+use switchboard_wire::shared::lock;
 
 /// Sessions idle longer than this are forgotten.
 const IDLE_TTL: Duration = Duration::from_secs(3600);
@@ -64,10 +65,6 @@ impl std::fmt::Debug for Session {
             .field("owner", &self.owner)
             .finish_non_exhaustive()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Session {

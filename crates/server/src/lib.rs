@@ -94,15 +94,15 @@ mod tool;
 mod uri_template;
 
 pub use auth::{
-    AuthError, AuthRequest, BoxFuture, ClaimsValidator, Principal, ProtectedResource, Refusal,
-    TokenValidator,
+    AuthError, AuthRequest, BoxFuture, ClaimsValidator, PresentedToken, Principal,
+    ProtectedResource, Refusal, TokenValidator,
 };
 pub use cancel::Cancellation;
 pub use completion::{CompleteRequest, CompletionHandler, CompletionRef, IntoCompletion};
 pub use context::Context;
 pub use dpop::{DpopError, DpopVerifier, ProofTarget};
 pub use error::{BuildError, HandlerError, ServeError};
-pub use input::{ElicitAction, ElicitResult, InputResponses, SampledMessage};
+pub use input::InputResponses;
 pub use notify::Notifier;
 pub use outcome::{Elicitation, InputRequired, Outcome, Sampling};
 pub use prompt::{
@@ -115,7 +115,9 @@ pub use resource::{
 pub use server::{OfferFilter, Offered, Server, ServerBuilder, ToolFilter};
 pub use skill::{SkillSpec, SkillsRelay};
 pub use state::{StateHandles, UseLedger};
-pub use task::{TaskContext, TaskHandler, TaskSupport, TaskWork};
+pub use task::{
+    ReplicaDirectory, ReplicaLocation, TaskContext, TaskHandler, TaskSupport, TaskWork, origin_name,
+};
 pub use tool::{
     IntoToolResult, Json, NoArgs, ToolHandler, ToolOutcome, ToolResult, ToolSpec,
     any_object_schema, markers,
@@ -138,6 +140,7 @@ pub mod http {
 
 /// Re-exports of the wire types handlers use most.
 pub use switchboard_wire::{
-    CacheScope, CallToolResult, ContentBlock, GetPromptResult, Implementation, LoggingLevel,
-    PromptMessage, ReadResourceResult, ResourceContents, ToolAnnotations,
+    CacheScope, CallToolResult, ContentBlock, CreateMessageResult, ElicitAction, ElicitResult,
+    GetPromptResult, Implementation, LoggingLevel, PromptMessage, ReadResourceResult,
+    ResourceContents, ToolAnnotations,
 };

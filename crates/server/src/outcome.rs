@@ -10,8 +10,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use switchboard_wire::types::method;
 use switchboard_wire::{
-    CallToolResult, ClientCapabilities, GetPromptResult, JsonObject, PromptMessage,
-    ReadResourceResult, ResultHeader,
+    CallToolResult, ClientCapabilities, CreateMessageRequestParams, ElicitRequestParams,
+    GetPromptResult, JsonObject, PromptMessage, ReadResourceResult, ResultHeader,
 };
 
 /// The answer of a `tools/call`, `prompts/get` or `resources/read` handler.
@@ -103,7 +103,7 @@ impl InputRequired {
         self.request(
             key,
             method::ELICITATION_CREATE,
-            Value::Object(elicitation.params),
+            serde_json::to_value(elicitation.params).unwrap_or_else(|_| json!({})),
         )
     }
 
@@ -206,20 +206,18 @@ fn merge(missing: &mut Map<String, Value>, cap: &str, sub: &str) {
     }
 }
 
-/// Params of an `elicitation/create` input request.
+/// Params of an `elicitation/create` input request: the wire's
+/// [`ElicitRequestParams`], with a form derived from a Rust type.
 #[derive(Clone, Debug)]
 pub struct Elicitation {
-    params: JsonObject,
+    params: ElicitRequestParams,
 }
 
 impl Elicitation {
     /// A form: `message` and the flat object schema of the fields to fill
     /// (ELIC-03, ELIC-05). Never ask for secrets this way (ELIC-06).
     pub fn form(message: impl Into<String>, requested_schema: Value) -> Self {
-        let mut params = JsonObject::new();
-        params.insert("message".into(), Value::String(message.into()));
-        params.insert("requestedSchema".into(), requested_schema);
-        Elicitation { params }
+        ElicitRequestParams::form(message, requested_schema).into()
     }
 
     /// A form whose schema is derived from `T`.
@@ -231,17 +229,19 @@ impl Elicitation {
 
     /// A URL-mode elicitation: the user completes a flow at `url` out of band.
     pub fn url(message: impl Into<String>, url: impl Into<String>) -> Self {
-        let mut params = JsonObject::new();
-        params.insert("mode".into(), Value::from("url"));
-        params.insert("message".into(), Value::String(message.into()));
-        params.insert("url".into(), Value::String(url.into()));
-        Elicitation { params }
+        ElicitRequestParams::url(message, url).into()
     }
 
     /// Sets another member of the params.
     pub fn with(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.params.insert(key.into(), value);
+        self.params.extra.insert(key.into(), value);
         self
+    }
+}
+
+impl From<ElicitRequestParams> for Elicitation {
+    fn from(params: ElicitRequestParams) -> Self {
+        Elicitation { params }
     }
 }
 
@@ -254,16 +254,11 @@ pub struct Sampling {
 impl Sampling {
     /// One user message of text, answered with at most `max_tokens` tokens.
     pub fn prompt(text: impl Into<String>, max_tokens: u32) -> Self {
-        let mut params = JsonObject::new();
-        params.insert(
-            "messages".into(),
-            json!([{"role": "user", "content": {"type": "text", "text": text.into()}}]),
-        );
-        params.insert("maxTokens".into(), Value::from(max_tokens));
-        Sampling { params }
+        CreateMessageRequestParams::prompt(text, u64::from(max_tokens)).into()
     }
 
-    /// Raw params, for anything [`Sampling::prompt`] does not cover.
+    /// Raw params, for anything [`CreateMessageRequestParams`] does not
+    /// cover.
     pub fn raw(params: JsonObject) -> Self {
         Sampling { params }
     }
@@ -277,6 +272,16 @@ impl Sampling {
     pub fn with(mut self, key: impl Into<String>, value: Value) -> Self {
         self.params.insert(key.into(), value);
         self
+    }
+}
+
+impl From<CreateMessageRequestParams> for Sampling {
+    fn from(params: CreateMessageRequestParams) -> Self {
+        match serde_json::to_value(params) {
+            Ok(Value::Object(params)) => Sampling { params },
+            // A struct always serializes to an object.
+            _ => Sampling::raw(JsonObject::new()),
+        }
     }
 }
 

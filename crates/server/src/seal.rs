@@ -13,7 +13,7 @@
 //! task id.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -21,6 +21,7 @@ use hmac::{Hmac, Mac};
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+pub(crate) use switchboard_wire::shared::unix_millis as now_ms;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -128,14 +129,6 @@ pub(crate) fn encode(bytes: &[u8]) -> String {
 
 fn decode(text: &str) -> Option<Vec<u8>> {
     URL_SAFE_NO_PAD.decode(text.as_bytes()).ok()
-}
-
-/// Milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------

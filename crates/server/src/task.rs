@@ -26,7 +26,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -46,6 +46,7 @@ use crate::input::InputResponses;
 use crate::outcome::{InputRequired, Outcome};
 use crate::server::{Server, ServerBuilder};
 use crate::tool::{IntoToolResult, ToolOutcome, ToolSpec, failure_result};
+use switchboard_wire::shared::unix_millis as now_ms;
 
 /// How long a task is kept by default, counted from its creation.
 pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(600);
@@ -392,7 +393,29 @@ pub(crate) struct TaskStore {
     poll_interval: Duration,
     origin: Option<String>,
     peers: HashMap<String, http::Uri>,
+    directory: Option<Arc<dyn ReplicaDirectory>>,
     resumer: Option<Resumer>,
+}
+
+/// Where a replica is, as a [`ReplicaDirectory`] knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplicaLocation {
+    /// Registered and alive, its MCP endpoint at this URL.
+    At(http::Uri),
+    /// Not registered (any more): the replica is gone, and the work it
+    /// held in memory with it.
+    Gone,
+    /// The directory cannot tell now (its store is unreachable).
+    Unknown,
+}
+
+/// Where the other replicas behind the same URL are, found at run time
+/// (a registry the replicas keep in a shared store) instead of the fixed
+/// list of [`ServerBuilder::replica_peers`]. Asked on every request whose
+/// work lives in another replica, so it answers from memory.
+pub trait ReplicaDirectory: Send + Sync + 'static {
+    /// Where the replica named `name` (a task id's origin) is.
+    fn locate(&self, name: &str) -> ReplicaLocation;
 }
 
 /// What picks up a resumable task this server does not hold
@@ -417,8 +440,16 @@ pub(crate) struct TaskOptions {
     pub(crate) origin: Option<String>,
     /// The other replicas by name, each with the URL of its MCP endpoint.
     pub(crate) peers: HashMap<String, http::Uri>,
+    /// Where other replicas are found at run time.
+    pub(crate) directory: Option<Arc<dyn ReplicaDirectory>>,
     /// What resumes a task this server does not hold.
     pub(crate) resumer: Option<Resumer>,
+}
+
+impl std::fmt::Debug for dyn ReplicaDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplicaDirectory(..)")
+    }
 }
 
 impl Default for TaskOptions {
@@ -428,6 +459,7 @@ impl Default for TaskOptions {
             poll_interval: DEFAULT_POLL_INTERVAL,
             origin: None,
             peers: HashMap::new(),
+            directory: None,
             resumer: None,
         }
     }
@@ -441,6 +473,7 @@ impl TaskStore {
             poll_interval: options.poll_interval,
             origin: options.origin,
             peers: options.peers,
+            directory: options.directory,
             resumer: options.resumer,
         }
     }
@@ -449,15 +482,28 @@ impl TaskStore {
     /// `requestState` or a legacy session id: `ORIGIN.…`) and the URL it
     /// is reached at, when it names another replica than this one among
     /// its peers.
-    pub(crate) fn holder(&self, id: &str) -> Option<(&str, &http::Uri)> {
+    pub(crate) fn holder(&self, id: &str) -> Option<(String, http::Uri)> {
         let own = self.origin.as_deref()?;
         let (origin, _) = id.split_once('.')?;
-        if origin == own {
+        if origin == own || origin.is_empty() {
             return None;
         }
-        self.peers
-            .get_key_value(origin)
-            .map(|(n, u)| (n.as_str(), u))
+        if let Some(url) = self.peers.get(origin) {
+            return Some((origin.to_owned(), url.clone()));
+        }
+        match self.directory.as_ref()?.locate(origin) {
+            ReplicaLocation::At(url) => Some((origin.to_owned(), url)),
+            ReplicaLocation::Gone | ReplicaLocation::Unknown => None,
+        }
+    }
+
+    /// Whether the directory says the replica `id` names is gone.
+    fn origin_gone(&self, origin: &str) -> bool {
+        !self.peers.contains_key(origin)
+            && self
+                .directory
+                .as_ref()
+                .is_some_and(|d| d.locate(origin) == ReplicaLocation::Gone)
     }
 
     /// This server's name among replicas, if it has one.
@@ -575,11 +621,20 @@ impl TaskStore {
     /// the task lives there.
     fn not_found(&self, id: &str) -> Fault {
         match (self.origin.as_deref(), id.split_once('.')) {
+            (Some(own), Some((origin, _)))
+                if !origin.is_empty() && origin != own && self.origin_gone(origin) =>
+            {
+                Fault::invalid_params(format!(
+                    "{NOT_FOUND}: the id says replica {origin} started it, and replica {origin} is gone \
+                     (it no longer renews its registration in the shared store), so the task it held in \
+                     memory ended with it; start the call again"
+                ))
+            }
             (Some(own), Some((origin, _))) if !origin.is_empty() && origin != own => {
                 Fault::invalid_params(format!(
                     "{NOT_FOUND} on this replica ({own}): the id says replica {origin} started it, and a task \
-                 lives in the memory of the replica that started it; name the replicas to each other as \
-                 peers (serve --peer), have the load balancer send tasks/* requests to the replica named \
+                 lives in the memory of the replica that started it; let the replicas find each other in a \
+                 shared store (serve --state) or name them to each other as peers (serve --peer), have the load balancer send tasks/* requests to the replica named \
                  before the first '.' of their Mcp-Name header, or give this client affinity to one replica"
                 ))
             }
@@ -594,13 +649,6 @@ impl std::fmt::Debug for TaskStore {
             .field("ttl", &self.ttl)
             .finish_non_exhaustive()
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 fn millis(d: Duration) -> i64 {
@@ -1016,6 +1064,18 @@ impl ServerBuilder {
         self
     }
 
+    /// Finds the other replicas behind the same URL at run time through
+    /// `directory` (a registry in a shared store), besides any fixed
+    /// [`ServerBuilder::replica_peers`]: a request whose work lives in a
+    /// replica the directory locates is sent on to it, and one whose
+    /// replica the directory says is gone is answered with an error
+    /// saying so. Needs a [`ServerBuilder::task_origin`].
+    #[must_use]
+    pub fn replica_directory(mut self, directory: Arc<dyn ReplicaDirectory>) -> Self {
+        self.task_options.directory = Some(directory);
+        self
+    }
+
     /// The other replicas behind the same URL, each by its name (as given
     /// to their [`ServerBuilder::task_origin`]) with the URL of its MCP
     /// endpoint, reachable from this one. Over HTTP, a request whose work
@@ -1052,9 +1112,10 @@ impl ServerBuilder {
     }
 }
 
-/// A replica's name as it leads task ids: at most 64 characters, any but
+/// A replica's name as it leads task ids (and as a
+/// [`ReplicaDirectory`] is asked for it): at most 64 characters, any but
 /// ASCII letters, digits, `-` and `_` made `-`.
-fn origin_name(name: &str) -> String {
+pub fn origin_name(name: &str) -> String {
     name.chars()
         .take(64)
         .map(|c| {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_server::http::HttpOptions;
@@ -179,12 +179,7 @@ async fn state_is_bound_to_the_principal() {
 
 const ISSUER: &str = "https://as.example.com";
 
-pub(crate) fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
+pub(crate) use switchboard_wire::shared::unix_secs as now;
 
 /// An opaque token nobody could guess or find elsewhere in the output.
 pub(crate) fn fresh_token() -> String {

@@ -1,6 +1,18 @@
 //! Helpers shared by Switchboard's test suites and benches; not part of
 //! the product. It depends on no Switchboard crate, so any crate's tests
 //! may use it.
+//!
+//! # Example
+//! ```
+//! use switchboard_testutil::LogCapture;
+//!
+//! let logs = LogCapture::default();
+//! {
+//!     let _guard = logs.install();
+//!     tracing::info!(user = "ada", "signed in");
+//! }
+//! assert!(logs.text().contains("signed in"));
+//! ```
 
 use std::collections::HashMap;
 use std::io::Write;

@@ -24,6 +24,8 @@
 //!   [`Skill`] entries, `sha256:` digests and the checks a host makes on
 //!   skill content before using it ([`SkillError`]).
 //! - [`frontmatter`]: the YAML frontmatter of a `SKILL.md`, as JSON.
+//! - [`shared`]: [`BoxFuture`], a poison-tolerant [`shared::lock`] and the
+//!   Unix clock, for every crate above.
 //!
 //! # Example
 //! ```
@@ -45,6 +47,7 @@ pub mod meta;
 pub mod naming;
 pub mod percent;
 pub mod scan;
+pub mod shared;
 pub mod skills;
 pub mod sse;
 pub mod tasks;
@@ -56,6 +59,7 @@ pub use framing::{FrameError, LineFramer};
 pub use jsonrpc::{ErrorObject, Message, MessageError, Notification, Request, RequestId, Response};
 pub use meta::{LoggingLevel, MetaError, RequestMeta};
 pub use naming::{is_valid_alias, namespaced_tool_name};
+pub use shared::BoxFuture;
 pub use skills::{
     GetSkillResult, ListSkillsResult, ReadDirectoryResult, Sha256Digest, Skill, SkillError,
     SkillResource, SkillResources, SkillsCapability,

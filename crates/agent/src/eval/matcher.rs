@@ -135,7 +135,7 @@ impl Observation {
 
 /// The verdict on one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verdict {
+pub struct MatchVerdict {
     /// Whether the run passed.
     pub pass: bool,
     /// Why it failed.
@@ -145,17 +145,17 @@ pub struct Verdict {
     pub error: bool,
 }
 
-impl Verdict {
-    fn pass() -> Verdict {
-        Verdict {
+impl MatchVerdict {
+    fn pass() -> MatchVerdict {
+        MatchVerdict {
             pass: true,
             why: None,
             error: false,
         }
     }
 
-    fn fail(why: String) -> Verdict {
-        Verdict {
+    fn fail(why: String) -> MatchVerdict {
+        MatchVerdict {
             pass: false,
             why: Some(why),
             error: false,
@@ -165,9 +165,9 @@ impl Verdict {
 
 /// Judges `seen` against `case`; with `follow`, the case's follow steps
 /// are judged too.
-pub fn judge(case: &Case, seen: &Observation, catalog: &Catalog, follow: bool) -> Verdict {
+pub fn judge(case: &Case, seen: &Observation, catalog: &Catalog, follow: bool) -> MatchVerdict {
     if let Some(e) = &seen.error {
-        return Verdict {
+        return MatchVerdict {
             pass: false,
             why: Some(format!("the provider failed: {e}")),
             error: true,
@@ -184,12 +184,12 @@ pub fn judge(case: &Case, seen: &Observation, catalog: &Catalog, follow: bool) -
                 (Some(_), None) => false,
             };
             if hit {
-                return Verdict::fail(format!("called {}, which the case forbids", call.name));
+                return MatchVerdict::fail(format!("called {}, which the case forbids", call.name));
             }
         }
     }
     if case.search_first && seen.deferred && seen.searches.is_empty() {
-        return Verdict::fail("called no mcp__switchboard__search_tools before choosing a tool, and the case expects a search first".to_owned());
+        return MatchVerdict::fail("called no mcp__switchboard__search_tools before choosing a tool, and the case expects a search first".to_owned());
     }
     let mut steps = vec![&case.expect];
     if follow {
@@ -203,10 +203,10 @@ pub fn judge(case: &Case, seen: &Observation, catalog: &Catalog, follow: bool) -
             format!("after follow step {i}: ")
         };
         if let Err(why) = judge_step(expect, calls, catalog) {
-            return Verdict::fail(format!("{at}{why}"));
+            return MatchVerdict::fail(format!("{at}{why}"));
         }
     }
-    Verdict::pass()
+    MatchVerdict::pass()
 }
 
 fn judge_step(expect: &Expect, calls: &[Call], catalog: &Catalog) -> Result<(), String> {
@@ -355,7 +355,7 @@ mod tests {
         }
     }
 
-    fn verdict(expect: Value, seen: &Observation) -> Verdict {
+    fn verdict(expect: Value, seen: &Observation) -> MatchVerdict {
         judge(&case(expect), seen, &catalog(), false)
     }
 

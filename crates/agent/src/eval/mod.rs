@@ -49,7 +49,7 @@ pub use case::{
     load, parse,
 };
 pub use junit::render as junit;
-pub use matcher::{Call, Catalog, CatalogEntry, Observation, Verdict, judge, match_arguments};
+pub use matcher::{Call, Catalog, CatalogEntry, MatchVerdict, Observation, judge, match_arguments};
 pub use report::{
     CaseResult, CaseRuns, CategoryScore, FailureRow, Policy, Report, RunRecord, columns,
     parse_per_category,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::case::{Case, Category};
-use super::matcher::Verdict;
+use super::matcher::MatchVerdict;
 
 /// Thresholds and weights per category.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +82,7 @@ pub fn parse_per_category(
 pub struct RunRecord {
     /// The verdict.
     #[serde(flatten)]
-    pub verdict: Verdict,
+    pub verdict: MatchVerdict,
     /// What the model did, in a few words.
     pub got: String,
     /// Wall time of the run, provider retries included.
@@ -453,7 +453,7 @@ pub(crate) mod tests {
                 let runs = pattern
                     .chars()
                     .map(|p| RunRecord {
-                        verdict: Verdict {
+                        verdict: MatchVerdict {
                             pass: p == 'P',
                             why: (p != 'P').then(|| "called no tool".to_owned()),
                             error: p == 'E',

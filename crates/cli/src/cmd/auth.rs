@@ -6,7 +6,7 @@
 //! server, scopes and expiry; tokens are never printed.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Serialize;
 use switchboard_host::auth::{
@@ -21,6 +21,7 @@ use switchboard_oauth::{
 use crate::exit::{Code, Failure, of_oauth_error};
 use crate::out;
 use crate::settings::Settings;
+use switchboard_wire::shared::unix_secs as now;
 
 /// `auth login ALIAS`.
 ///
@@ -506,12 +507,6 @@ fn scope_words(scopes: &[String]) -> String {
     } else {
         scopes.join(" ")
     }
-}
-
-fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// A duration in the largest whole unit that fits.

@@ -49,6 +49,8 @@ pub(crate) struct ServeSettings {
     replica: Option<String>,
     /// The other replicas: (name, URL of the MCP endpoint).
     peers: Vec<(String, String)>,
+    /// This replica's URL in the store's registry (`--advertise-url`).
+    advertise_url: Option<String>,
     /// Where the shared state key is.
     state_key_file: Option<PathBuf>,
     /// Where used approvals are recorded for every replica.
@@ -190,6 +192,14 @@ pub(crate) fn resolve(a: ServeArgs) -> Result<ServeSettings, Failure> {
         console_evals: a.console_evals,
         replica: a.replica,
         peers: peers(&a.peers)?,
+        advertise_url: match &a.advertise_url {
+            Some(url) if !(url.starts_with("http://") || url.starts_with("https://")) => {
+                return Err(Failure::usage(format!(
+                    "--advertise-url {url}: expected the http:// or https:// URL of this replica's MCP endpoint, e.g. http://10.0.0.2:8080/mcp"
+                )));
+            }
+            other => other.clone(),
+        },
         state_key_file: a.state_key_file,
         replay_ledger: a.replay_ledger,
         state: match &a.state {
@@ -313,6 +323,7 @@ pub(crate) async fn run(settings: &Settings, serve: &ServeSettings) -> anyhow::R
     let options = options
         .replica(serve.replica.clone().unwrap_or_else(host_name))
         .peers(serve.peers.clone())
+        .advertise_url(serve.advertise_url.clone())
         .assume_yes(serve.yes)
         .state_key(state_key)
         .replay_ledger(serve.replay_ledger.clone())

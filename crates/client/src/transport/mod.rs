@@ -11,8 +11,6 @@
 //! installs with [`Transport::set_events`].
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use switchboard_wire::{Era, Notification, Request, Response};
@@ -25,8 +23,8 @@ pub mod sandbox;
 pub(crate) mod spawn;
 pub mod stdio;
 
-/// A boxed, sendable future, so transports can be used as trait objects.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+/// A boxed, sendable future (the one alias of the workspace).
+pub use switchboard_wire::BoxFuture;
 
 /// Receives the notifications a transport sees for one request (progress,
 /// log messages, listen-stream notifications), in arrival order.

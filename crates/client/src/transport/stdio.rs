@@ -31,7 +31,7 @@ use std::io;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -52,6 +52,7 @@ use crate::pending::{Entry, Pending};
 use crate::transport::sandbox::{self, Confinement, Environment, Leftovers, Sandbox, SandboxStop};
 use crate::transport::spawn::{forget_group, group_alive, signal_group, spawn_server};
 use crate::transport::{BoxFuture, EventSink, Incoming, Outgoing, Transport};
+use switchboard_wire::shared::lock;
 
 /// How to start a stdio server.
 ///
@@ -474,13 +475,6 @@ impl Drop for CancelOnDrop<'_> {
             );
             self.shared.send(&Message::Notification(cancel));
         }
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

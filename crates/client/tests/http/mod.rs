@@ -1,6 +1,7 @@
 //! The Streamable HTTP transport and the HTTP side of the `Client`.
 
 mod client;
+mod framework;
 mod legacy;
 mod server;
 mod skills;

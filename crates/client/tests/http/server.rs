@@ -9,9 +9,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_client::{
     BoxFuture, Client, ClientError, EraPolicy, HttpTransport, InputContext, InputError,
-    InputHandler, InputQuestion, InputSupport, RequestOptions,
+    InputHandler, InputQuestion, InputSupport, RequestOptions, input_handler_fn,
 };
-use switchboard_server::http::HttpOptions;
 use switchboard_server::{
     CallToolResult, Context, Elicitation, HandlerError, InputRequired, Server, ToolResult, ToolSpec,
 };
@@ -19,6 +18,7 @@ use switchboard_wire::types::SubscriptionFilter;
 use switchboard_wire::{Era, method};
 use tokio::sync::oneshot;
 
+use super::framework::serve_server;
 use super::util::within;
 
 async fn forecast(args: Value, ctx: Context) -> Result<String, HandlerError> {
@@ -77,37 +77,7 @@ async fn start() -> (String, oneshot::Sender<()>) {
         )
         .build()
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let shutdown = async {
-            let _ = stopped.await;
-        };
-        let _ =
-            switchboard_server::http::serve(server, listener, HttpOptions::new(), shutdown).await;
-    });
-    (url, stop)
-}
-
-#[derive(Debug)]
-struct Ada;
-
-impl InputHandler for Ada {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(
-        &self,
-        _cx: InputContext,
-        _params: Value,
-    ) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"name": "Ada"}})) })
-    }
+    serve_server(server).await
 }
 
 /// Answers a whole round at once; with `forget`, leaves every answer out.
@@ -188,7 +158,9 @@ async fn modern_wire_against_our_server() {
         .unwrap();
     let client = within(
         Client::builder("e2e", transport)
-            .input_handler(Ada)
+            .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
+                Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
+            }))
             .connect(),
     )
     .await
@@ -280,16 +252,7 @@ async fn list_all_starts_again_when_the_list_changed_between_pages() {
     server.set_tool_filter(move |_, name| {
         name != "t0" || seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (_stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let shutdown = async {
-            let _ = stopped.await;
-        };
-        let _ =
-            switchboard_server::http::serve(server, listener, HttpOptions::new(), shutdown).await;
-    });
+    let (url, _stop) = serve_server(server).await;
     let transport = HttpTransport::builder("paged", &url).build().unwrap();
     let client = within(Client::builder("paged", transport).connect())
         .await

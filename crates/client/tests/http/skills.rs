@@ -5,30 +5,15 @@
 
 use serde_json::{Value, json};
 use switchboard_client::{Client, ClientError, HttpTransport, SkillFetchError};
-use switchboard_server::http::HttpOptions;
 use switchboard_server::{Server, SkillSpec};
 use switchboard_wire::Skill;
 use switchboard_wire::skills::SkillResource;
-use tokio::sync::oneshot;
 
+use super::framework::serve_server;
 use super::util::{json_reply, result_for, serve, within};
 
 const SKILL_MD: &str = "---\nname: meeting-notes\ndescription: Take minutes with the template\nmetadata:\n  version: 2\n---\n\nFill in templates/minutes.md.\n";
 const MINUTES: &str = "# Minutes\n\n- Attendees:\n";
-
-async fn start(server: Server) -> (String, oneshot::Sender<()>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let shutdown = async {
-            let _ = stopped.await;
-        };
-        let _ =
-            switchboard_server::http::serve(server, listener, HttpOptions::new(), shutdown).await;
-    });
-    (url, stop)
-}
 
 async fn connect(url: &str) -> Client {
     let transport = HttpTransport::builder("skills", url).build().unwrap();
@@ -58,7 +43,7 @@ fn skills_server() -> Server {
 // end against the framework, every listed file fetched and verified.
 #[tokio::test]
 async fn lists_gets_reads_and_verifies_against_our_server() {
-    let (url, _stop) = start(skills_server()).await;
+    let (url, _stop) = serve_server(skills_server()).await;
     let client = connect(&url).await;
     assert!(client.skills_capability().unwrap().directory_read());
 

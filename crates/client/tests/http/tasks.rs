@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use switchboard_client::{BoxFuture, Client, InputContext, InputError, InputHandler, InputSupport};
-use switchboard_server::http::HttpOptions;
+use serde_json::json;
+use switchboard_client::{Client, InputSupport, input_handler_fn};
 use switchboard_server::{Elicitation, HandlerError, InputRequired, NoArgs, Server, TaskContext};
 use tokio::sync::oneshot;
 
+use super::framework::serve_server;
 use super::util::within;
 
 /// Starts a server whose one task tool asks for a word, then answers with
@@ -36,37 +36,7 @@ async fn start() -> (String, oneshot::Sender<()>) {
         .task_options(Duration::from_secs(7200), Duration::from_secs(3600))
         .build()
         .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(async move {
-        let shutdown = async {
-            let _ = stopped.await;
-        };
-        let _ =
-            switchboard_server::http::serve(server, listener, HttpOptions::new(), shutdown).await;
-    });
-    (url, stop)
-}
-
-#[derive(Debug)]
-struct Word;
-
-impl InputHandler for Word {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(
-        &self,
-        _cx: InputContext,
-        _params: Value,
-    ) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"word": "tide"}})) })
-    }
+    serve_server(server).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,7 +49,9 @@ async fn status_notifications_carry_a_task_through_input_to_its_result() {
     let client = within(
         Client::builder("tasks-e2e", transport)
             .tasks(true)
-            .input_handler(Word)
+            .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
+                Ok(json!({"action": "accept", "content": {"word": "tide"}}))
+            }))
             .connect(),
     )
     .await

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_client::TransportError;
 use switchboard_client::transport::http::{
-    AuthChallenge, AuthError, AuthProvider, AuthRetry, HttpTransport, StaticAuthorization,
+    AuthChallenge, AuthProvider, AuthProviderError, AuthRetry, HttpTransport, StaticAuthorization,
 };
 use switchboard_client::transport::{BoxFuture, Outgoing, Transport};
 use switchboard_wire::{Notification, RequestId, method};
@@ -520,7 +520,7 @@ struct Rotating {
 }
 
 impl AuthProvider for Rotating {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthError>> {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthProviderError>> {
         let n = self.asked.fetch_add(1, Ordering::SeqCst);
         Box::pin(async move { Ok(Some(format!("Bearer token-{n}"))) })
     }
@@ -528,7 +528,7 @@ impl AuthProvider for Rotating {
     fn on_challenge<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
-    ) -> BoxFuture<'a, Result<AuthRetry, AuthError>> {
+    ) -> BoxFuture<'a, Result<AuthRetry, AuthProviderError>> {
         self.challenges.lock().unwrap().push(challenge.clone());
         let give_up = self.give_up;
         Box::pin(async move {

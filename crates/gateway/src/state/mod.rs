@@ -20,8 +20,11 @@
 //! heartbeat ([`SharedState::heartbeat`]) keeps [`SharedState::is_up`]
 //! (`/readyz`, `switchboard_state_up`) current when nothing is used.
 
+mod membership;
 mod redis;
 mod resp;
+
+pub use membership::{Membership, REPLICA_TTL};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -64,6 +67,41 @@ redis.call('SET', KEYS[1], string.format('%.3f', after), 'PX', math.ceil(after -
 return {1, 0}
 ";
 
+/// Calls running at once. `KEYS[1]`: the caller's sorted set of leases
+/// (member: the lease, score: when it lapses, in ms of the store's
+/// clock); `ARGV[1]`: how many may run; `ARGV[2]`: the new lease;
+/// `ARGV[3]`: its life in ms. Lapsed leases (of a replica that died) are
+/// dropped first. Returns 1 when entered, 0 when full.
+const ENTER_SCRIPT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 1
+";
+
+/// Renews leases still held: `KEYS`: their sets, `ARGV[1]`: their life
+/// in ms, `ARGV[2..]`: the leases, in the order of `KEYS`. A lease that
+/// lapsed meanwhile is not brought back (`XX`).
+const RENEW_SCRIPT: &str = r"
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local life = tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, 'XX', now + life, ARGV[i + 1])
+  redis.call('PEXPIRE', key, life)
+end
+return 1
+";
+
+/// How long a running call's lease lives without renewal: the replica
+/// holding it renews it every [`HEARTBEAT`]; one that dies lets it lapse.
+const LEASE_LIFE: Duration = Duration::from_secs(6);
+
 /// What a limited caller gets while the store cannot be reached
 /// (`serve --state-fail`). Approvals are refused either way: their
 /// single use cannot be given up.
@@ -91,10 +129,17 @@ pub(crate) enum Operation {
     Limit,
     /// The heartbeat.
     Ping,
+    /// The replicas' registry.
+    Membership,
 }
 
 impl Operation {
-    const ALL: [Operation; 3] = [Operation::Replay, Operation::Limit, Operation::Ping];
+    const ALL: [Operation; 4] = [
+        Operation::Replay,
+        Operation::Limit,
+        Operation::Ping,
+        Operation::Membership,
+    ];
 
     /// The metric's label.
     pub(crate) fn label(self) -> &'static str {
@@ -102,6 +147,7 @@ impl Operation {
             Operation::Replay => "replay",
             Operation::Limit => "limit",
             Operation::Ping => "ping",
+            Operation::Membership => "membership",
         }
     }
 }
@@ -119,11 +165,16 @@ struct Inner {
     /// Whether the last round trip succeeded.
     up: AtomicBool,
     /// Errors by [`Operation`] (in [`Operation::ALL`]'s order).
-    errors: [AtomicU64; 3],
+    errors: [AtomicU64; 4],
     /// The rate script's SHA1 (hex), sent with `EVALSHA`.
     rate_sha: String,
     /// Whether the store said so last time (logged once per change).
     said_down: Mutex<bool>,
+    /// The leases of calls running here (lease → its set), renewed
+    /// with the heartbeat.
+    leases: Mutex<std::collections::HashMap<String, String>>,
+    /// Makes each lease of this process unique.
+    next_lease: AtomicU64,
 }
 
 impl SharedState {
@@ -163,6 +214,8 @@ impl SharedState {
                 errors: Default::default(),
                 rate_sha,
                 said_down: Mutex::new(false),
+                leases: Mutex::new(std::collections::HashMap::new()),
+                next_lease: AtomicU64::new(0),
             }),
         })
     }
@@ -208,13 +261,14 @@ impl SharedState {
             loop {
                 every.tick().await;
                 let _ = state.check().await;
+                state.renew_leases().await;
             }
         })
     }
 
     /// One round trip for `operation`, its outcome recorded (up or down,
     /// errors counted, a change of state logged once).
-    async fn run(
+    pub(crate) async fn run(
         &self,
         operation: Operation,
         commands: &[Vec<&[u8]>],
@@ -378,7 +432,7 @@ impl SharedState {
 
     /// A reply the store should not have given (an error reply above
     /// all): counted as an error of `operation`, and said.
-    fn odd(&self, operation: Operation, reply: Option<&Reply>) -> String {
+    pub(crate) fn odd(&self, operation: Operation, reply: Option<&Reply>) -> String {
         if let Some(i) = Operation::ALL.iter().position(|o| *o == operation) {
             self.inner.errors[i].fetch_add(1, Ordering::Relaxed);
         }
@@ -389,6 +443,75 @@ impl SharedState {
         let why = format!("the shared store {} answered: {what}", self.url());
         tracing::warn!("{why}");
         why
+    }
+}
+
+impl SharedState {
+    /// One of `principal`'s `at_once` calls running at once entered:
+    /// `Ok(Some(lease))`, or `Ok(None)` when they all run already.
+    async fn enter_call(&self, principal: &str, at_once: u32) -> Result<Option<String>, String> {
+        let key = format!("{PREFIX}running:{principal}");
+        let n = self.inner.next_lease.fetch_add(1, Ordering::Relaxed);
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(|e| format!("no randomness for a lease: {e}"))?;
+        let lease = format!(
+            "{}-{n}-{}",
+            std::process::id(),
+            random
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        let (max, life) = (at_once.to_string(), LEASE_LIFE.as_millis().to_string());
+        let replies = self
+            .run(
+                Operation::Limit,
+                &[vec![
+                    b"EVAL",
+                    ENTER_SCRIPT.as_bytes(),
+                    b"1",
+                    key.as_bytes(),
+                    max.as_bytes(),
+                    lease.as_bytes(),
+                    life.as_bytes(),
+                ]],
+            )
+            .await?;
+        match replies.first() {
+            Some(Reply::Integer(1)) => {
+                self.inner
+                    .leases
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(lease.clone(), key);
+                Ok(Some(lease))
+            }
+            Some(Reply::Integer(0)) => Ok(None),
+            other => Err(self.odd(Operation::Limit, other)),
+        }
+    }
+
+    /// Renews every lease held here (one round trip), so calls longer
+    /// than [`LEASE_LIFE`] keep their place.
+    async fn renew_leases(&self) {
+        let held: Vec<(String, String)> = self
+            .inner
+            .leases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(lease, key)| (lease.clone(), key.clone()))
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let count = held.len().to_string();
+        let life = LEASE_LIFE.as_millis().to_string();
+        let mut command: Vec<&[u8]> = vec![b"EVAL", RENEW_SCRIPT.as_bytes(), count.as_bytes()];
+        command.extend(held.iter().map(|(_, key)| key.as_bytes()));
+        command.push(life.as_bytes());
+        command.extend(held.iter().map(|(lease, _)| lease.as_bytes()));
+        let _ = self.run(Operation::Limit, &[command]).await;
     }
 }
 
@@ -418,5 +541,51 @@ impl SharedLimits for SharedState {
                 Err(why) => SharedAdmission::Unavailable(why),
             }
         })
+    }
+
+    fn enter<'a>(
+        &'a self,
+        principal: &'a str,
+        at_once: u32,
+    ) -> BoxFuture<'a, switchboard_host::SharedEntry> {
+        use switchboard_host::SharedEntry;
+        Box::pin(async move {
+            match self.enter_call(principal, at_once).await {
+                Ok(Some(lease)) => SharedEntry::Entered(lease),
+                Ok(None) => SharedEntry::Full,
+                Err(why) if self.inner.fail == StateFail::Open => {
+                    tracing::warn!(
+                        principal,
+                        "a limited call let through uncounted (--state-fail open): {why}"
+                    );
+                    SharedEntry::NotShared
+                }
+                Err(why) => SharedEntry::Unavailable(why),
+            }
+        })
+    }
+
+    fn leave(&self, principal: &str, lease: &str) {
+        let key = self
+            .inner
+            .leases
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(lease);
+        let Some(key) = key else { return };
+        let (state, lease) = (self.clone(), lease.to_owned());
+        let _ = principal;
+        // Given back off the call's path; a lease that cannot be given
+        // back lapses by itself within LEASE_LIFE.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = state
+                    .run(
+                        Operation::Limit,
+                        &[vec![b"ZREM", key.as_bytes(), lease.as_bytes()]],
+                    )
+                    .await;
+            });
+        }
     }
 }

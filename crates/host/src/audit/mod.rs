@@ -208,6 +208,12 @@ pub struct AuditRecord {
     /// (the token's name or subject); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub principal: Option<String>,
+    /// The identity the call carried to its server when the server takes
+    /// each caller's own (`"identity"`): `exchange:NAME` (a token
+    /// exchanged for the caller) or `principal:NAME` (the principal's
+    /// credentials); absent for the gateway's own. Never a token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
     /// Why the server's sandbox stopped it, when the call failed because
     /// it did (a limit, a refused mechanism): the host's words, never the
     /// server's.
@@ -272,6 +278,7 @@ impl AuditRecord {
             duration_ms: 0,
             task_id: None,
             principal: None,
+            identity: None,
             sandbox: None,
             retried: false,
         }

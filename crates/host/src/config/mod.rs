@@ -106,6 +106,11 @@ pub struct Config {
     /// Principals' own limits (`"principals": {NAME: {"limits": …}}`),
     /// over `caller_limits`.
     pub principal_limits: BTreeMap<String, crate::LimitsOverride>,
+    /// Principals' own credentials at servers whose `identity` is
+    /// `"per-principal"` (`"principals": {NAME: {"credentials": {ALIAS:
+    /// VALUE}}}`), by principal, then by alias: the bearer token sent
+    /// for that principal's calls, written out or a secret reference.
+    pub principal_credentials: BTreeMap<String, BTreeMap<String, ConfigValue>>,
     /// Approvals decided in the gateway's console (`"approvals"`).
     pub approvals: ApprovalsConfig,
     /// The principals that may open the gateway's web console
@@ -321,6 +326,39 @@ pub struct ServerConfig {
     /// Settings of single tools (`"tools": {NAME: {…}}`), by the tool's
     /// name on the server.
     pub tools: BTreeMap<String, ToolSettings>,
+    /// Whose identity a gateway's calls carry to it (`"identity"`, HTTP
+    /// servers only).
+    pub identity: Identity,
+}
+
+/// A server's `"identity"`: who its calls arrive as when they come
+/// through a gateway with authenticated callers. Listing its tools (the
+/// mount) always uses the gateway's own credentials.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Identity {
+    /// `"gateway"` (the default): the gateway's own login or headers, for
+    /// every caller.
+    #[default]
+    Gateway,
+    /// `"exchange"`: the caller's access token is exchanged (RFC 8693) at
+    /// the server's authorization server for a token for the same user
+    /// at this server; the caller's own token is never sent on.
+    Exchange,
+    /// `"per-principal"`: the credentials of the caller's
+    /// `principals.NAME.credentials.ALIAS` entry; a caller without one is
+    /// refused with what to add.
+    PerPrincipal,
+}
+
+impl Identity {
+    /// The value as written in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Identity::Gateway => "gateway",
+            Identity::Exchange => "exchange",
+            Identity::PerPrincipal => "per-principal",
+        }
+    }
 }
 
 /// One entry of a server's `"tools"`: settings of one of its tools.
@@ -535,6 +573,7 @@ impl ServerConfig {
             budget_chars: None,
             idle_timeout: None,
             tools: BTreeMap::new(),
+            identity: Identity::Gateway,
         }
     }
 
@@ -717,6 +756,7 @@ impl Config {
             approvals: ApprovalsConfig::default(),
             caller_limits: crate::CallLimits::default(),
             principal_limits: BTreeMap::new(),
+            principal_credentials: BTreeMap::new(),
             skills: SkillsConfig::default(),
             tool_search: crate::ToolSearch::default(),
             description_limits: crate::table::DescriptionLimits::default(),

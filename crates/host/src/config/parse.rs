@@ -206,6 +206,7 @@ const SERVER_KEYS: &[&str] = &[
     "budgetChars",
     "idleTimeoutMs",
     "tools",
+    "identity",
 ];
 const DEFAULTS_KEYS: &[&str] = &["sandbox", "envPassthrough"];
 const SANDBOX_KEYS: &[&str] = &[
@@ -229,7 +230,7 @@ const OAUTH_KEYS: &[&str] = &[
     "idp",
 ];
 const PERMISSION_KEYS: &[&str] = &["allow", "ask", "deny"];
-const PRINCIPAL_KEYS: &[&str] = &["allow", "ask", "deny", "limits", "console"];
+const PRINCIPAL_KEYS: &[&str] = &["allow", "ask", "deny", "limits", "console", "credentials"];
 const LIMIT_KEYS: &[&str] = &["callsPerMinute", "concurrentCalls"];
 /// The most a limit may say (a million calls a minute, or at once).
 const MAX_LIMIT: u64 = 1_000_000;
@@ -411,7 +412,11 @@ impl Parser<'_> {
             }
         }
         if let Some(v) = root.get("principals") {
-            (config.principals, config.principal_limits) = self.principals(v, &aliases);
+            (
+                config.principals,
+                config.principal_limits,
+                config.principal_credentials,
+            ) = self.principals(v, &aliases);
             config.console_principals = self.console_principals(v);
         }
         if let Some(v) = root.get("principalsDefault") {

@@ -57,6 +57,7 @@ pub use catalog_sync::CHANGED_DEF_NOTICE;
 pub use list::{CHANGED_NOTICE, CHANGED_TITLE, ServerState};
 pub use mount::MountOptions;
 pub use reload::ReloadReport;
+pub(crate) use request::identity::IdentityLinks;
 pub use request::{
     CallOptions, CallReport, CompletionRef, Named, OfferError, ResourceRef, SkillRef,
     TaskResumption,

@@ -38,7 +38,10 @@ use crate::registration::{self, Registration};
 use crate::token::{IdentitySource, TokenSet};
 use crate::uri::HttpUrl;
 use switchboard_client::transport::BoxFuture;
-use switchboard_client::transport::http::{AuthChallenge, AuthError, AuthProvider, AuthRetry};
+use switchboard_client::transport::http::{
+    AuthChallenge, AuthProvider, AuthProviderError, AuthRetry,
+};
+use switchboard_wire::shared::lock;
 
 /// A token this close to expiry is refreshed before it is sent.
 const EXPIRY_SKEW_SECS: u64 = 30;
@@ -152,6 +155,7 @@ impl fmt::Debug for OAuthProvider {
     }
 }
 
+mod exchange;
 mod grants;
 mod identity;
 mod login;
@@ -305,11 +309,11 @@ impl OAuthProvider {
 }
 
 impl AuthProvider for OAuthProvider {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthError>> {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthProviderError>> {
         Box::pin(async move {
             self.authorization_header()
                 .await
-                .map_err(|e| AuthError(e.to_string()))
+                .map_err(|e| AuthProviderError(e.to_string()))
         })
     }
 
@@ -318,24 +322,24 @@ impl AuthProvider for OAuthProvider {
         method: &'a str,
         url: &'a str,
         authorization: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, AuthError>> {
+    ) -> BoxFuture<'a, Result<Option<String>, AuthProviderError>> {
         Box::pin(async move {
             self.dpop_proof(method, url, authorization)
-                .map_err(|e| AuthError(e.to_string()))
+                .map_err(|e| AuthProviderError(e.to_string()))
         })
     }
 
     fn on_challenge<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
-    ) -> BoxFuture<'a, Result<AuthRetry, AuthError>> {
+    ) -> BoxFuture<'a, Result<AuthRetry, AuthProviderError>> {
         Box::pin(async move {
             // The transport says which header the refused request carried:
             // a refusal of a token replaced since is only retried.
             let sent = challenge.sent_authorization.as_deref();
             self.handle_challenge_for(challenge, sent).await.map_err(|e| {
                 tracing::warn!(server = %self.inner.config.server, error = %e, "authorization failed");
-                AuthError(e.to_string())
+                AuthProviderError(e.to_string())
             })
         })
     }
@@ -370,10 +374,6 @@ fn header_value(t: &TokenSet) -> String {
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs store I/O off the async threads.

@@ -48,6 +48,7 @@ use crate::legacy::Session;
 use crate::notify::Subscription;
 use crate::server::Server;
 use crate::sink::{LineSink, Sink};
+use switchboard_wire::shared::lock;
 
 /// Settings of the stdio runner.
 #[derive(Clone, Debug)]
@@ -223,10 +224,6 @@ struct Shared {
     eof: Cancellation,
     options: StdioOptions,
     handle: Handle,
-}
-
-fn lock<T: ?Sized>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl LineSink for Shared {

@@ -17,7 +17,7 @@
 //! - `content`: content blocks and resource contents.
 //! - `tools`, `resources`, `prompts`, `completion`: one per server feature.
 //! - `notifications`: the listen stream's filter, progress, cancellation.
-//! - `roots`: the client's roots.
+//! - `elicitation`, `sampling`, `roots`: what a server asks of the client.
 //! - [`method`]: method names.
 
 use serde_json::{Map, Value};
@@ -41,6 +41,7 @@ pub fn value_kind(value: &Value) -> &'static str {
 mod completion;
 mod content;
 mod deprecation;
+mod elicitation;
 mod lifecycle;
 pub mod method;
 mod mrtr;
@@ -49,6 +50,7 @@ mod prompts;
 mod resources;
 mod result;
 mod roots;
+mod sampling;
 #[cfg(test)]
 mod tests;
 mod tools;
@@ -56,6 +58,7 @@ mod tools;
 pub use completion::*;
 pub use content::*;
 pub use deprecation::*;
+pub use elicitation::*;
 pub use lifecycle::*;
 pub use mrtr::*;
 pub use notifications::*;
@@ -63,4 +66,5 @@ pub use prompts::*;
 pub use resources::*;
 pub use result::*;
 pub use roots::*;
+pub use sampling::*;
 pub use tools::*;

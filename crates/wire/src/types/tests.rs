@@ -103,3 +103,50 @@ fn malformed_core_blocks_are_kept_whole() {
     assert!(matches!(b, ContentBlock::Other(_)));
     assert_eq!(serde_json::to_value(&b).unwrap(), v);
 }
+
+// ELIC-04, ELIC-07: both modes and every action read and written again
+// unchanged, unknown members kept.
+#[test]
+fn elicitation_params_and_answers_round_trip() {
+    let form = json!({"message": "Which?", "requestedSchema": {"type": "object"}, "x-extra": 1});
+    let p: ElicitRequestParams = serde_json::from_value(form.clone()).unwrap();
+    assert!(!p.is_url());
+    assert_eq!(serde_json::to_value(&p).unwrap(), form);
+    let url =
+        serde_json::to_value(ElicitRequestParams::url("Log in", "https://a.example/")).unwrap();
+    assert_eq!(
+        url,
+        json!({"mode": "url", "message": "Log in", "url": "https://a.example/"})
+    );
+    let answer = json!({"action": "accept", "content": {"n": 3}});
+    let r: ElicitResult = serde_json::from_value(answer.clone()).unwrap();
+    assert_eq!(r.content_as::<JsonObject>().unwrap().unwrap()["n"], 3);
+    assert!(r.content_as::<String>().is_err());
+    assert_eq!(Value::from(r), answer);
+    assert_eq!(
+        Value::from(ElicitResult::new(ElicitAction::Decline)),
+        json!({"action": "decline"})
+    );
+    assert!(serde_json::from_value::<ElicitResult>(json!({"action": "maybe"})).is_err());
+}
+
+// SAMP-07: the request's params and the answer round-trip; the answer's
+// text joins its text blocks.
+#[test]
+fn sampling_params_and_answers_round_trip() {
+    let params = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Sum up"}}],
+        "maxTokens": 50, "systemPrompt": "Be brief", "temperature": 0.5
+    });
+    let p: CreateMessageRequestParams = serde_json::from_value(params.clone()).unwrap();
+    assert_eq!(
+        (p.max_tokens, p.system_prompt.as_deref()),
+        (50, Some("Be brief"))
+    );
+    assert_eq!(serde_json::to_value(&p).unwrap(), params);
+    let answer = json!({"role": "assistant", "model": "m", "stopReason": "endTurn",
+        "content": [{"type": "text", "text": "a"}, {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text", "text": "b"}]});
+    let r: CreateMessageResult = serde_json::from_value(answer.clone()).unwrap();
+    assert_eq!(r.text(), "a\nb");
+    assert_eq!(Value::from(r), answer);
+}

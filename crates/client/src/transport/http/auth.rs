@@ -68,7 +68,7 @@ pub enum AuthRetry {
 /// Why the authorization layer could not supply credentials.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct AuthError(pub String);
+pub struct AuthProviderError(pub String);
 
 /// Supplies credentials for the requests of one HTTP transport.
 ///
@@ -79,9 +79,9 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     /// `Bearer abc`), or `None` to send none.
     ///
     /// # Errors
-    /// [`AuthError`] when no credentials can be obtained; the request fails
+    /// [`AuthProviderError`] when no credentials can be obtained; the request fails
     /// with it.
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthError>>;
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthProviderError>>;
 
     /// A proof of possession for one request (the `DPoP` header of
     /// RFC 9449): asked after [`AuthProvider::authorization`], with the
@@ -89,13 +89,13 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     /// will carry. `None` (the default) sends no proof.
     ///
     /// # Errors
-    /// [`AuthError`] when no proof can be made; the request fails with it.
+    /// [`AuthProviderError`] when no proof can be made; the request fails with it.
     fn proof<'a>(
         &'a self,
         method: &'a str,
         url: &'a str,
         authorization: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<Option<String>, AuthError>> {
+    ) -> BoxFuture<'a, Result<Option<String>, AuthProviderError>> {
         let _ = (method, url, authorization);
         Box::pin(async { Ok(None) })
     }
@@ -106,11 +106,11 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     /// retries, or just retry when that value is no longer the current one.
     ///
     /// # Errors
-    /// [`AuthError`] when the flow failed; the request fails with it.
+    /// [`AuthProviderError`] when the flow failed; the request fails with it.
     fn on_challenge<'a>(
         &'a self,
         challenge: &'a AuthChallenge,
-    ) -> BoxFuture<'a, Result<AuthRetry, AuthError>>;
+    ) -> BoxFuture<'a, Result<AuthRetry, AuthProviderError>>;
 }
 
 /// A provider that always sends the same header value, e.g. a static
@@ -139,7 +139,7 @@ impl fmt::Debug for StaticAuthorization {
 }
 
 impl AuthProvider for StaticAuthorization {
-    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthError>> {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthProviderError>> {
         let value = self.value.clone();
         Box::pin(async move { Ok(Some(value)) })
     }
@@ -147,7 +147,7 @@ impl AuthProvider for StaticAuthorization {
     fn on_challenge<'a>(
         &'a self,
         _challenge: &'a AuthChallenge,
-    ) -> BoxFuture<'a, Result<AuthRetry, AuthError>> {
+    ) -> BoxFuture<'a, Result<AuthRetry, AuthProviderError>> {
         Box::pin(async { Ok(AuthRetry::GiveUp) })
     }
 }

@@ -12,7 +12,7 @@ use http_body_util::Full;
 use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::connect::HttpConnector;
 
-use super::auth::{AuthChallenge, AuthError, AuthProvider, AuthRetry, MAX_AUTH_RETRIES};
+use super::auth::{AuthChallenge, AuthProvider, AuthProviderError, AuthRetry, MAX_AUTH_RETRIES};
 use super::failure::Failure;
 use super::pool::{Pool, PooledBody};
 use crate::net::default_tls;
@@ -134,7 +134,7 @@ impl Http {
                 .as_deref()
                 .map(|v| {
                     let mut value = HeaderValue::from_str(v).map_err(|_| {
-                        Failure::Auth(AuthError(
+                        Failure::Auth(AuthProviderError(
                             "the authorization provider gave a value that is not a valid header"
                                 .into(),
                         ))
@@ -151,7 +151,7 @@ impl Http {
                 .map_err(Failure::Auth)?
                 .map(|p| {
                     let mut value = HeaderValue::from_str(&p).map_err(|_| {
-                        Failure::Auth(AuthError(
+                        Failure::Auth(AuthProviderError(
                             "the authorization provider gave a proof that is not a valid header"
                                 .into(),
                         ))

@@ -4,7 +4,7 @@
 use switchboard_wire::ErrorObject;
 
 use crate::error::{Source, TransportError};
-use crate::transport::http::AuthError;
+use crate::transport::http::AuthProviderError;
 
 /// One failed exchange.
 #[derive(Clone, Debug)]
@@ -21,7 +21,7 @@ pub(crate) enum Failure {
     /// type, a body that is not JSON-RPC, a body over the limit).
     Protocol(String),
     /// The authorization provider failed.
-    Auth(AuthError),
+    Auth(AuthProviderError),
     /// A request that cannot be sent as given (bad header value, URL).
     Invalid(String),
     /// The transport was closed.
@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn an_authorization_failure_stays_one() {
-        let err = Failure::Auth(AuthError(
+        let err = Failure::Auth(AuthProviderError(
             "needs login: s requires an interactive OAuth login".into(),
         ))
         .into_transport("s");

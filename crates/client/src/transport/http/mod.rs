@@ -42,7 +42,8 @@ use switchboard_wire::header as h;
 use switchboard_wire::{Era, Message, Notification, Response, meta};
 
 pub use auth::{
-    AuthChallenge, AuthError, AuthProvider, AuthRetry, MAX_AUTH_RETRIES, StaticAuthorization,
+    AuthChallenge, AuthProvider, AuthProviderError, AuthRetry, MAX_AUTH_RETRIES,
+    StaticAuthorization,
 };
 pub use era::{forget_era, remembered_era};
 

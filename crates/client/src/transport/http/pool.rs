@@ -27,6 +27,7 @@ use super::conn::Limits;
 use super::failure::Failure;
 use crate::error::Source;
 use crate::net::error_chain;
+use switchboard_wire::shared::lock;
 
 /// How long an idle connection is kept; servers close theirs around here.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(55);
@@ -268,8 +269,4 @@ impl Body for PooledBody {
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

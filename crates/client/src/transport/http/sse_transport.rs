@@ -20,6 +20,7 @@ use super::failure::Failure;
 use super::response::{self, EventStream, StreamItem};
 use super::{Events, Inner, accept_one_way, emit, request_headers};
 use crate::transport::{Incoming, NotificationSink, Outgoing};
+use switchboard_wire::shared::lock;
 
 /// How long the server may take to send the `endpoint` event.
 const ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -343,10 +344,6 @@ fn default_port(uri: &Uri) -> Option<u16> {
         Some("http") => Some(80),
         _ => None,
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

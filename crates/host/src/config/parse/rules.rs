@@ -10,6 +10,14 @@ use super::{LIMIT_KEYS, MAX_LIMIT, PRINCIPAL_KEYS, Parser, did_you_mean, key_pat
 use crate::config::ProblemKind;
 use crate::permission::{Pattern, Rule, RuleKind};
 
+/// What `principals` gives, by principal: rules, limits, and credentials
+/// by server alias.
+type Principals = (
+    BTreeMap<String, Vec<Rule>>,
+    BTreeMap<String, crate::LimitsOverride>,
+    BTreeMap<String, BTreeMap<String, crate::secret::ConfigValue>>,
+);
+
 impl Parser<'_> {
     pub(super) fn permission_lists(
         &mut self,
@@ -41,25 +49,23 @@ impl Parser<'_> {
     /// {...}}}`: rules in the syntax of the top-level `permissions` (`ask`
     /// has no meaning for a caller's narrowing and is refused), and the
     /// caller's own limits.
-    pub(super) fn principals(
-        &mut self,
-        value: &Value,
-        aliases: &[String],
-    ) -> (
-        BTreeMap<String, Vec<Rule>>,
-        BTreeMap<String, crate::LimitsOverride>,
-    ) {
+    pub(super) fn principals(&mut self, value: &Value, aliases: &[String]) -> Principals {
         let mut out = BTreeMap::new();
         let mut limits = BTreeMap::new();
+        let mut credentials = BTreeMap::new();
         let Some(obj) = value.as_object() else {
             self.bad_type(
                 "principals",
                 "an object mapping principal names to allow and deny lists",
             );
-            return (out, limits);
+            return (out, limits, credentials);
         };
         for (name, entry) in obj {
             let key = key_path("principals", name);
+            if let Some(v) = entry.get("credentials") {
+                let own = self.principal_credentials(v, &key_path(&key, "credentials"), aliases);
+                credentials.insert(name.clone(), own);
+            }
             if let Some(v) = entry.get("limits") {
                 limits.insert(
                     name.clone(),
@@ -87,7 +93,47 @@ impl Parser<'_> {
             }
             out.insert(name.clone(), rules);
         }
-        (out, limits)
+        (out, limits, credentials)
+    }
+
+    /// A principal's `credentials`: `{ALIAS: VALUE}`, each alias a
+    /// configured server, each value written out or a `{"secret": …}`
+    /// reference (the bearer token sent for that principal's calls).
+    fn principal_credentials(
+        &mut self,
+        value: &Value,
+        key: &str,
+        aliases: &[String],
+    ) -> BTreeMap<String, crate::secret::ConfigValue> {
+        let mut out = BTreeMap::new();
+        let Some(obj) = value.as_object() else {
+            self.bad_type(
+                key,
+                "an object mapping server aliases to {\"secret\": \"file:PATH\"} references",
+            );
+            return out;
+        };
+        for (alias, v) in obj {
+            let k = key_path(key, alias);
+            if !aliases.iter().any(|a| a == alias) {
+                let names: Vec<&str> = aliases.iter().map(String::as_str).collect();
+                let fix = match super::did_you_mean(alias, &names) {
+                    Some(n) => format!("did you mean {n}? use a server alias of mcpServers"),
+                    None => "use a server alias of mcpServers".into(),
+                };
+                self.problem(
+                    ProblemKind::BadValue,
+                    &k,
+                    format!("no server is named {alias:?}"),
+                    fix,
+                );
+                continue;
+            }
+            if let Some(value) = self.config_value(Some(v), &k) {
+                out.insert(alias.clone(), value);
+            }
+        }
+        out
     }
 
     /// The principals whose entry says `"console": true`: they may open

@@ -10,7 +10,7 @@ use super::{
     IGNORED_SERVER, PERMISSION_KEYS, Parser, RawRules, SERVER_KEYS, did_you_mean, is_http_url,
     key_path,
 };
-use crate::config::{OAuthSetting, ProblemKind, ServerConfig, TransportConfig};
+use crate::config::{Identity, OAuthSetting, ProblemKind, ServerConfig, TransportConfig};
 use crate::permission::RuleKind;
 
 impl Parser<'_> {
@@ -198,6 +198,9 @@ impl Parser<'_> {
                 }
             }
         }
+        if let Some(v) = obj.get("identity") {
+            server.identity = self.identity(v, &sub("identity"), &server);
+        }
         if let Some(v) = obj.get("enabled") {
             match v.as_bool() {
                 Some(b) => server.enabled = b,
@@ -263,5 +266,50 @@ impl Parser<'_> {
             }
         }
         Some((server, rules))
+    }
+
+    /// A server's `"identity"`: `"gateway"`, `"exchange"` (which needs the
+    /// server's OAuth: its authorization server does the exchange) or
+    /// `"per-principal"`; HTTP servers only.
+    fn identity(&mut self, v: &Value, key: &str, server: &ServerConfig) -> Identity {
+        let identity = match v.as_str() {
+            Some("gateway") => Identity::Gateway,
+            Some("exchange") => Identity::Exchange,
+            Some("per-principal") => Identity::PerPrincipal,
+            other => {
+                let what = other.map_or_else(|| v.to_string(), |s| format!("{s:?}"));
+                self.problem(
+                    ProblemKind::BadValue,
+                    key,
+                    format!("unknown identity {what}"),
+                    "use \"gateway\" (the default), \"exchange\" or \"per-principal\"",
+                );
+                return Identity::Gateway;
+            }
+        };
+        if identity == Identity::Gateway {
+            return identity;
+        }
+        if matches!(server.transport, TransportConfig::Stdio { .. }) {
+            self.problem(
+                ProblemKind::BadValue,
+                key,
+                "a caller's identity can only be carried to an HTTP server".into(),
+                "remove identity, or give each principal its own stdio server entry",
+            );
+            return Identity::Gateway;
+        }
+        if identity == Identity::Exchange
+            && (server.oauth == OAuthSetting::Off || server.transport.has_authorization_header())
+        {
+            self.problem(
+                ProblemKind::BadValue,
+                key,
+                "token exchange happens at the server's OAuth authorization server, which this entry does not use".into(),
+                "remove \"oauth\": false and the static Authorization header, or use \"per-principal\"",
+            );
+            return Identity::Gateway;
+        }
+        identity
     }
 }

@@ -98,8 +98,8 @@ impl Kind for Complete<'_> {
             };
             return Governed::at(Some(&target), None, End::Answered(nothing));
         }
-        let client = match host.client_of(&target.alias).await {
-            Ok(client) => client,
+        let (client, identity) = match host.client_for(&target.alias, options).await {
+            Ok(found) => found,
             Err(end) => return Governed::at(Some(&target), None, end),
         };
         let reference = match self.reference {
@@ -123,7 +123,10 @@ impl Kind for Complete<'_> {
             Ok(result) => End::Answered(result),
             Err(error) => End::failed(error),
         };
-        Governed::at(Some(&target), None, end)
+        Governed {
+            identity,
+            ..Governed::at(Some(&target), None, end)
+        }
     }
 }
 

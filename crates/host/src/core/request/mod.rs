@@ -34,6 +34,7 @@
 //! - `builtin`: a call of a built-in tool (`mcp__switchboard__NAME`).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use switchboard_client::Client;
@@ -43,11 +44,12 @@ use tracing::error;
 
 use super::Host;
 use crate::audit::{AuditRecord, CallInFlight, Outcome};
-use crate::limits::{CallLimits, Permit, Refusal, SharedAdmission};
+use crate::limits::{CallLimits, Permit, Refusal, SharedAdmission, SharedEntry};
 
 mod builtin;
 mod completion;
 mod failure;
+pub(crate) mod identity;
 mod options;
 mod outcome;
 mod prompt;
@@ -306,11 +308,29 @@ impl Host {
             calls_per_minute: None,
             ..limits
         };
-        let permit = self
+        let mut permit = self
             .inner
             .limiter
             .admit(principal, running, Instant::now())
             .map_err(|refusal| (principal, refusal))?;
+        // Calls running at once, counted for every replica when the store
+        // does (a refused call spends nothing of the minute).
+        if let Some(at_once) = limits.concurrent_calls {
+            match shared.enter(principal, at_once).await {
+                SharedEntry::Entered(id) => {
+                    permit = permit.with_lease(crate::limits::SharedLease {
+                        shared: Arc::clone(shared),
+                        principal: principal.to_owned(),
+                        id,
+                    });
+                }
+                SharedEntry::Full => return Err((principal, Refusal::Running { at_once })),
+                SharedEntry::Unavailable(why) => {
+                    return Err((principal, Refusal::Unavailable(why)));
+                }
+                SharedEntry::NotShared => {}
+            }
+        }
         if let Some(per_minute) = limits.calls_per_minute {
             let refusal = match shared.take(principal, per_minute).await {
                 SharedAdmission::Allowed => None,
@@ -370,6 +390,7 @@ impl Host {
                 record.replica = audit.replica().map(str::to_owned);
             }
             record.principal.clone_from(&options.principal);
+            record.identity.clone_from(&governed.identity);
             record.duration_ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
             if let Err(e) = audit.append_grouped(record).await {
                 error!(error = %e, tool = %name, "the audit line could not be written");
@@ -387,6 +408,26 @@ impl Host {
 
     /// The live client of `alias`, reconnecting a server whose connection
     /// is gone; the end of the request when there is none.
+    /// [`Host::client_of`] for a request of `options`' caller: over the
+    /// connection of its own identity when the server takes each
+    /// caller's (`"identity"`), with that identity for the audit line.
+    pub(crate) async fn client_for<T>(
+        &self,
+        alias: &str,
+        options: &CallOptions,
+    ) -> Result<(Client, Option<String>), End<T>> {
+        let client = self.client_of(alias).await?;
+        let Some(server) = self
+            .server(alias)
+            .filter(|s| s.config.identity != crate::config::Identity::Gateway)
+        else {
+            return Ok((client, None));
+        };
+        let link = server.live_link();
+        let (own, label) = Box::pin(self.identity_link(&server, link.as_ref(), options)).await?;
+        Ok((own.client, Some(label)))
+    }
+
     pub(crate) async fn client_of<T>(&self, alias: &str) -> Result<Client, End<T>> {
         let unavailable = |reason: String| {
             End::stopped(

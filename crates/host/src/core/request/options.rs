@@ -66,6 +66,10 @@ pub struct CallOptions {
     /// gateway: its `principals` rules narrow what it may reach, its
     /// limits count the request, and the audit line names it.
     pub principal: Option<String>,
+    /// The access token the caller presented to the gateway, for a server
+    /// whose `"identity"` is `"exchange"`: exchanged (RFC 8693) for a
+    /// token for the same user at that server, never sent on itself.
+    pub caller_token: Option<crate::secret::Secret>,
     /// Told once the server has made a tool call a task: what picks the
     /// call up again ([`Host::resume_task`](crate::Host::resume_task)) if
     /// whoever follows it stops first (a gateway restarting).
@@ -111,6 +115,10 @@ impl std::fmt::Debug for CallOptions {
             .field("request", &self.request)
             .field("approver", &self.approver)
             .field("principal", &self.principal)
+            .field(
+                "caller_token",
+                &self.caller_token.as_ref().map(|_| "<redacted>"),
+            )
             .field("on_task_started", &self.on_task_started.is_some())
             .field("loaded", &self.loaded)
             .field("follow_task", &self.follow_task)

@@ -38,6 +38,9 @@ pub(crate) struct Governed<T> {
     /// Sent a second time after the connection broke before the answer
     /// (an idempotent tool).
     pub(super) retried: bool,
+    /// The caller's identity the request carried to its server
+    /// (`exchange:NAME`, `principal:NAME`), when the server takes one.
+    pub(super) identity: Option<String>,
 }
 
 /// The decision on one request (a question is answered by then).
@@ -175,6 +178,7 @@ impl<T> Governed<T> {
             asked: None,
             end,
             retried: false,
+            identity: None,
         }
     }
 

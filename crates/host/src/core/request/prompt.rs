@@ -82,8 +82,8 @@ impl Kind for GetPrompt<'_> {
             let end = End::stopped(Outcome::Denied, text);
             return Governed::at(Some(&target), Some(decision), end);
         }
-        let client = match host.client_of(&target.alias).await {
-            Ok(client) => client,
+        let (client, identity) = match host.client_for(&target.alias, options).await {
+            Ok(found) => found,
             Err(end) => return Governed::at(Some(&target), None, end),
         };
         let end = match client
@@ -93,7 +93,10 @@ impl Kind for GetPrompt<'_> {
             Ok(result) => End::Answered(host.fit_prompt(&target.alias, cleaned(result))),
             Err(error) => End::failed(error),
         };
-        Governed::at(Some(&target), None, end)
+        Governed {
+            identity,
+            ..Governed::at(Some(&target), None, end)
+        }
     }
 }
 

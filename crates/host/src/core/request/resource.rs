@@ -104,8 +104,8 @@ impl Kind for ReadResource<'_> {
         options: &CallOptions,
         _start: Start<'_>,
     ) -> Governed<ReadResourceResult> {
-        let client = match host.client_of(&target.alias).await {
-            Ok(client) => client,
+        let (client, identity) = match host.client_for(&target.alias, options).await {
+            Ok(found) => found,
             Err(end) => return Governed::at(Some(&target), None, end),
         };
         let end = match client
@@ -122,7 +122,10 @@ impl Kind for ReadResource<'_> {
             }
             Err(error) => End::failed(error),
         };
-        Governed::at(Some(&target), None, end)
+        Governed {
+            identity,
+            ..Governed::at(Some(&target), None, end)
+        }
     }
 }
 

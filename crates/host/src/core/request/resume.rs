@@ -196,6 +196,7 @@ impl Host {
             asked: None,
             end: End::stopped(outcome, text),
             retried: false,
+            identity: None,
         };
         if self.is_shut_down() {
             return stopped(
@@ -265,6 +266,9 @@ impl Host {
             asked: None,
             end,
             retried,
+            identity: self
+                .server(&r.alias)
+                .and_then(|s| super::identity::identity_label(&s, options.principal.as_deref())),
         }
     }
 }

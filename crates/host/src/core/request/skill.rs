@@ -153,15 +153,18 @@ impl<'a, T: Fetch> Kind for SkillRequest<'a, T> {
         options: &CallOptions,
         _start: Start<'_>,
     ) -> Governed<T> {
-        let client = match host.client_of(&target.alias).await {
-            Ok(client) => client,
+        let (client, identity) = match host.client_for(&target.alias, options).await {
+            Ok(found) => found,
             Err(end) => return Governed::at(Some(&target), None, end),
         };
         let end = match T::fetch(&client, &self, options).await {
             Ok(answer) => End::Answered(answer),
             Err(error) => End::failed(error),
         };
-        Governed::at(Some(&target), None, end)
+        Governed {
+            identity,
+            ..Governed::at(Some(&target), None, end)
+        }
     }
 }
 

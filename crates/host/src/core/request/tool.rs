@@ -14,13 +14,14 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::failure::{failure, needs_login_text, unreachable};
+use super::identity::identity_label;
 use super::outcome::{Decision, End, Governed};
 use super::resume::TaskResumption;
 use super::{CallOptions, Kind, Named, Start, Target};
 use crate::approver::{Approval, ApprovalRequest, Approver, NoApprover};
 use crate::audit::{Decider, Outcome};
 use crate::breaker::Admission;
-use crate::config::add_allow_rule;
+use crate::config::{Identity, add_allow_rule};
 use crate::core::{Host, ServerStatus};
 use crate::gate::{self, Verdict};
 use crate::permission::{Pattern, Rule, RuleKind};
@@ -188,6 +189,7 @@ impl Kind for CallTool<'_> {
                 .decide(local_name, entry, &pin, self.arguments.as_ref(), options)
                 .await;
             let mut asked = None;
+            let ran = matches!(gate, Gate::Pass);
             let (end, task_id, retried) = match gate {
                 Gate::Refuse(text) => (End::stopped(Outcome::Denied, text), None, false),
                 Gate::Defer(request) => {
@@ -231,10 +233,14 @@ impl Kind for CallTool<'_> {
                     (end, task.task_id(), retried)
                 }
             };
+            let identity = ran
+                .then(|| identity_label(&server, options.principal.as_deref()))
+                .flatten();
             Governed {
                 task_id,
                 asked,
                 retried,
+                identity,
                 ..Governed::at(Some(&target), Some(decision), end)
             }
         }
@@ -528,6 +534,18 @@ impl Host {
                 Err(down) => return (unreachable(server, local_name, original, &down), false),
             },
         };
+        // A server taking each caller's identity gets the call over that
+        // identity's own connection, never the mount's.
+        let mut identity = None;
+        if server.config.identity != Identity::Gateway {
+            match Box::pin(self.identity_link(server, Some(&link), options)).await {
+                Ok((own, label)) => {
+                    link = own;
+                    identity = Some(label);
+                }
+                Err(end) => return (end, false),
+            }
+        }
 
         // The caller's request, with the host's timeout unless it gave one,
         // and the host's notification sink in front of its own.
@@ -564,7 +582,9 @@ impl Host {
         if let (Some(arguments), Err(error)) = (again, &outcome) {
             if broke_before_answer(error) {
                 // Boxed: a rare path kept out of every call's future.
-                match Box::pin(self.resend(server, original, arguments, &client_options)).await {
+                let resent =
+                    Box::pin(self.resend(server, original, arguments, (&client_options, options)));
+                match resent.await {
                     Ok((l, second)) => {
                         info!(server = %alias, tool = %local_name, error = %error, "the connection broke before the answer; sent once more with the same idempotency key");
                         link = l;
@@ -593,6 +613,13 @@ impl Host {
                 End::InputRequired(result)
             }
             Err(error) => {
+                if error.is_auth_failure() {
+                    // The server refused the identity's token: the next
+                    // call makes a new one.
+                    if let Some(label) = &identity {
+                        server.identity_links.forget(label);
+                    }
+                }
                 let end = failure(server, &link, (local_name, original), timeout, &error);
                 match (error.protocol_error(), end) {
                     (
@@ -618,7 +645,7 @@ impl Host {
         server: &Arc<Upstream>,
         original: &str,
         arguments: Option<JsonObject>,
-        client_options: &RequestOptions,
+        (client_options, options): (&RequestOptions, &CallOptions),
     ) -> Result<
         (
             Link,
@@ -626,10 +653,27 @@ impl Host {
         ),
         Down,
     > {
-        let link = match server.live_link() {
+        let mut link = match server.live_link() {
             Some(link) => link,
             None => self.relink(server, false).await?,
         };
+        if server.config.identity != Identity::Gateway {
+            // The broken connection was the identity's own: a new one.
+            if let Some(label) = identity_label(server, options.principal.as_deref()) {
+                server.identity_links.forget(&label);
+            }
+            link = match self.identity_link::<()>(server, Some(&link), options).await {
+                Ok((own, _)) => own,
+                Err(_) => {
+                    return Err(Down::failed(
+                        crate::upstream::summary::NOT_STARTED,
+                        crate::reason::Reason::ours(
+                            "the connection carrying the caller's identity could not be made again",
+                        ),
+                    ));
+                }
+            };
+        }
         let outcome = link
             .client
             .call_tool_with(original, arguments, client_options)

@@ -78,8 +78,7 @@ impl State {
         if headers.contains_key(&forward::FORWARDED_BY) {
             return None;
         }
-        let (replica, url) = self.server.inner.tasks.holder(id)?;
-        Some((replica.to_owned(), url.clone()))
+        self.server.inner.tasks.holder(id)
     }
 
     /// Sends the request on to `replica` at `url`, which holds its work,

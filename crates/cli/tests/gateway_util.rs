@@ -1,0 +1,268 @@
+//! Helpers of the gateway tests: a `serve --http` child and its URL,
+//! raw HTTP requests, clients with or without a token, the configs.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchboard_client::{Client, HttpTransport};
+
+use crate::util::{Sandbox, collect, spawn, wait_for};
+
+pub(crate) const CI_TOKEN: &str = "ci-bot-token-0123456789";
+pub(crate) const ALICE_TOKEN: &str = "alice-token-9876543210";
+
+/// A running gateway: its URL, its stderr, the process.
+pub(crate) struct Running {
+    pub(crate) url: String,
+    pub(crate) stderr: Arc<Mutex<Vec<u8>>>,
+    pub(crate) child: Child,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Running {
+    pub(crate) fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// `host:port`.
+    pub(crate) fn authority(&self) -> String {
+        self.url
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+            .trim_end_matches("/mcp")
+            .to_owned()
+    }
+}
+
+/// Starts `serve --http 127.0.0.1:0 --yes` with `args` and waits for its URL.
+pub(crate) async fn serve(
+    sb: &Sandbox,
+    config: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Running {
+    let mut all = vec!["--yes"];
+    all.extend_from_slice(args);
+    serve_asking(sb, config, &all, env).await
+}
+
+/// Starts `serve --http 127.0.0.1:0` with `args` (questions go upstream).
+pub(crate) async fn serve_asking(
+    sb: &Sandbox,
+    config: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Running {
+    let mut all = vec!["--config", config, "serve", "--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let mut cmd = sb.cmd(&all);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd);
+    let stderr = collect(child.stderr.take().unwrap());
+    let seen = Arc::clone(&stderr);
+    let text =
+        tokio::task::spawn_blocking(move || wait_for(&seen, "/mcp", Duration::from_secs(60)))
+            .await
+            .unwrap();
+    let url = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
+        .unwrap()
+        .to_owned();
+    Running { url, stderr, child }
+}
+
+/// One raw HTTP/1.1 exchange: status, headers (lower-cased names), body.
+pub(crate) fn raw(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    let mut stream = TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A `tools/list` POST with `authorization`, as raw HTTP.
+pub(crate) fn list_raw(
+    gw: &Running,
+    authorization: Option<&str>,
+) -> (u16, Vec<(String, String)>, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    if let Some(a) = authorization {
+        headers.push(("Authorization", a));
+    }
+    raw(&gw.authority(), "POST", "/mcp", &headers, &body)
+}
+
+/// An MCP client presenting `token`.
+pub(crate) async fn client(gw: &Running, token: &str) -> Client {
+    client_with(gw, Some(token)).await
+}
+
+/// An MCP client presenting `token`, or no `Authorization` at all.
+pub(crate) async fn client_with(gw: &Running, token: Option<&str>) -> Client {
+    let mut transport = HttpTransport::builder("gateway", &gw.url);
+    if let Some(token) = token {
+        transport = transport.header("Authorization", format!("Bearer {token}"));
+    }
+    Client::builder("gateway", transport.build().unwrap())
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// The tools a gateway serving the notes demo lists: its three, and the two
+/// skill tools (`mcp__switchboard__load_skill`, `read_skill_file`) the
+/// host adds because the demo serves a skill.
+pub(crate) const NOTES_TOOLS: usize = 5;
+
+pub(crate) async fn tool_names(client: &Client) -> Vec<String> {
+    client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+/// Calls `list_notes` with `token` and checks the audit log in `dir`
+/// names `principal`.
+pub(crate) async fn call_is_audited_as(
+    gw: &Running,
+    token: &str,
+    dir: &std::path::Path,
+    principal: &str,
+) {
+    lists_notes(&client(gw, token).await).await;
+    let audit = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    assert!(
+        audit.contains(&format!("\"principal\":\"{principal}\"")),
+        "{audit}"
+    );
+}
+
+/// Calls `list_notes` through `c` and checks it ran.
+pub(crate) async fn lists_notes(c: &Client) {
+    let r = c
+        .call_tool("mcp__notes__list_notes", args(json!({})))
+        .await
+        .unwrap();
+    assert!(!r.is_error(), "{r:?}");
+}
+
+pub(crate) fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
+    v.as_object().cloned()
+}
+
+/// notes, every tool allowed; ci-bot may call list_notes and read_note
+/// but read_note is denied to it; alice has no entry.
+pub(crate) fn token_config(sb: &Sandbox) -> String {
+    sb.config(
+        json!({}),
+        json!({
+            "permissions": {"allow": ["mcp__notes"]},
+            "audit": "audit.jsonl",
+            "principals": {"ci-bot": {
+                "allow": ["mcp__notes__list_notes", "mcp__notes__read_note"],
+                "deny": ["mcp__notes__read_note"]
+            }}
+        }),
+    )
+    .to_str()
+    .unwrap()
+    .to_owned()
+}
+
+/// Writes `tokens` as `tokens.txt` and serves with `--auth token
+/// --tokens-file tokens.txt` and `extra`.
+pub(crate) async fn serve_with_tokens(
+    sb: &Sandbox,
+    cfg: &str,
+    tokens: &str,
+    extra: &[&str],
+) -> Running {
+    let file = sb.write("tokens.txt", tokens);
+    let mut args = vec!["--auth", "token", "--tokens-file", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    serve(sb, cfg, &args, &[]).await
+}
+
+/// The gateway's config for the OAuth tests: notes, all allowed.
+pub(crate) fn open_config(sb: &Sandbox) -> String {
+    sb.config(
+        json!({}),
+        json!({"permissions": {"allow": ["mcp__notes"]}, "audit": "audit.jsonl"}),
+    )
+    .to_str()
+    .unwrap()
+    .to_owned()
+}
+
+/// Waits (up to 30 s) until the gateway's stderr contains `text`.
+pub(crate) async fn until_logged(gw: &Running, text: &str) {
+    let start = std::time::Instant::now();
+    while !gw.stderr().contains(text) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never logged {text:?}:\n{}",
+            gw.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

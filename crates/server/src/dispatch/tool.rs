@@ -1,0 +1,374 @@
+//! `tools/call`: checking the arguments, running the handler (or the
+//! task it asks for) as a future, and shaping the tool's result.
+
+use super::*;
+
+/// The outcome of running a tool.
+pub(super) enum ToolStep {
+    Done(Vec<u8>),
+    Ask(InputRequired),
+}
+
+/// A tool call once its arguments are checked.
+pub(super) enum ToolStart {
+    /// Answered without the handler (arguments the schema refuses).
+    Done(ToolStep),
+    /// The handler is running.
+    Running(RunningTool),
+}
+
+/// A tool's handler in progress, then (when it answers with a task) the
+/// start of that task; resolves to the call's step.
+pub(super) struct RunningTool {
+    server: Server,
+    entry: Arc<ToolEntry>,
+    stage: ToolStage,
+    /// What starting a task needs, taken when the handler asks for one.
+    task: Option<TaskParts>,
+}
+
+pub(super) enum ToolStage {
+    Handler(BoxFuture<'static, Result<ToolOutcome, HandlerError>>),
+    Task(BoxFuture<'static, Result<Started, Fault>>),
+}
+
+/// The request's parts a task started by its tool keeps.
+pub(super) struct TaskParts {
+    meta: Arc<RequestMeta>,
+    principal: Option<Arc<Principal>>,
+    cancel: Cancellation,
+}
+
+impl Future for RunningTool {
+    type Output = Result<ToolStep, Fault>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        loop {
+            let outcome = match &mut this.stage {
+                ToolStage::Handler(handler) => match ready!(handler.as_mut().poll(cx)) {
+                    Ok(Outcome::Task(work)) => {
+                        let Some(TaskParts {
+                            meta,
+                            principal,
+                            cancel,
+                        }) = this.task.take()
+                        else {
+                            return Poll::Ready(Err(Fault::internal(
+                                "a task's work cannot start another task",
+                            )));
+                        };
+                        let server = this.server.clone();
+                        // Rare: boxed, so that it weighs nothing on every
+                        // other call.
+                        this.stage = ToolStage::Task(Box::pin(async move {
+                            server.start_task(work, meta, principal, cancel).await
+                        }));
+                        continue;
+                    }
+                    other => other,
+                },
+                ToolStage::Task(start) => match ready!(start.as_mut().poll(cx)) {
+                    Ok(Started::Created(bytes)) => return Poll::Ready(Ok(ToolStep::Done(bytes))),
+                    Ok(Started::Ran(run)) => (*run).map(Outcome::Complete),
+                    Err(f) => return Poll::Ready(Err(f)),
+                },
+            };
+            return Poll::Ready(this.server.settle_tool(&this.entry, outcome));
+        }
+    }
+}
+
+/// A fast-path `tools/call` once its handler is called.
+pub(crate) enum CallStart {
+    /// Answered already.
+    Done(Reply),
+    /// Waiting for the handler (poll it: most answer on the first poll).
+    Running(RunningCall),
+}
+
+/// A fast-path `tools/call` whose handler is running; resolves to the
+/// reply.
+pub(crate) struct RunningCall {
+    running: RunningTool,
+    /// What the reply needs besides the tool's answer (an `input_required`
+    /// answer is bound to the arguments); taken when it is ready.
+    rest: Option<CallRest>,
+}
+
+pub(super) struct CallRest {
+    name: String,
+    arguments: Value,
+    meta: Arc<RequestMeta>,
+    incoming: Incoming,
+}
+
+impl Future for RunningCall {
+    type Output = Reply;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Reply> {
+        let this = &mut *self;
+        // Answered already: the handler's future is spent, never polled again.
+        let spent = || {
+            Poll::Ready(Reply::Error(Fault::internal(
+                "a call polled after its reply",
+            )))
+        };
+        if this.rest.is_none() {
+            return spent();
+        }
+        let step = ready!(Pin::new(&mut this.running).poll(cx));
+        let Some(rest) = this.rest.take() else {
+            return spent();
+        };
+        Poll::Ready(this.running.server.tool_call_reply(
+            step,
+            rest.name,
+            rest.arguments,
+            &rest.meta,
+            &rest.incoming,
+        ))
+    }
+}
+
+pub(super) fn unknown_tool(name: &str) -> Fault {
+    Fault::invalid_params(format!(
+        "unknown tool {name:?}; call tools/list for the tools this server offers"
+    ))
+}
+
+impl Server {
+    /// Validates the arguments and runs a tool.
+    pub(super) async fn run_tool(
+        &self,
+        entry: &Arc<ToolEntry>,
+        args: &Value,
+        ctx: Context,
+    ) -> Result<ToolStep, Fault> {
+        match self.start_tool(entry, args, ctx)? {
+            ToolStart::Done(step) => Ok(step),
+            ToolStart::Running(running) => running.await,
+        }
+    }
+
+    /// Validates the arguments and calls the tool's handler, without
+    /// waiting for it: most handlers answer at once, and the runner polls
+    /// the returned future once before deciding whether it must wait.
+    pub(super) fn start_tool(
+        &self,
+        entry: &Arc<ToolEntry>,
+        args: &Value,
+        ctx: Context,
+    ) -> Result<ToolStart, Fault> {
+        if let Err(message) = entry.validator.validate(args) {
+            // Input validation failures are tool errors the model can fix
+            // (tools page, error handling).
+            return Ok(ToolStart::Done(ToolStep::Done(
+                self.tool_result(failure_result(message)),
+            )));
+        }
+        self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
+        let task = TaskParts {
+            meta: Arc::clone(&ctx.meta),
+            principal: ctx.principal.clone(),
+            cancel: ctx.cancel.clone(),
+        };
+        Ok(ToolStart::Running(RunningTool {
+            server: self.clone(),
+            entry: Arc::clone(entry),
+            stage: ToolStage::Handler(entry.handler.call(args, ctx)),
+            task: Some(task),
+        }))
+    }
+
+    /// What a tool's answer becomes (its task, if it asked for one, has
+    /// started or run by now).
+    pub(super) fn settle_tool(
+        &self,
+        entry: &ToolEntry,
+        outcome: Result<ToolOutcome, HandlerError>,
+    ) -> Result<ToolStep, Fault> {
+        let name = &entry.def.name;
+        match outcome {
+            Ok(Outcome::Complete(result)) => {
+                if let Some(v) = &entry.output_validator {
+                    if !result.is_error() {
+                        let Some(sc) = &result.structured_content else {
+                            return Err(Fault::internal(format!(
+                                "tool {name:?} declares an outputSchema but returned no structuredContent"
+                            )));
+                        };
+                        if let Err(m) = v.validate(sc) {
+                            tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
+                            return Err(Fault::internal(format!(
+                                "tool {name:?} returned structuredContent that does not match its outputSchema"
+                            )));
+                        }
+                    }
+                }
+                Ok(ToolStep::Done(self.tool_result(result)))
+            }
+            Ok(Outcome::InputRequired(a)) => Ok(ToolStep::Ask(a)),
+            Ok(Outcome::Task(_)) => Err(Fault::internal("a task's work cannot start another task")),
+            Err(e) => match e.into_parts() {
+                Ok(message) => Ok(ToolStep::Done(self.tool_result(failure_result(message)))),
+                Err(obj) => Err(Fault::from_rpc(obj)),
+            },
+        }
+    }
+
+    /// Routes a `tools/call` read by the fast path ([`crate::fast`]): the
+    /// same checks and answers as the general path, without a JSON tree.
+    pub(crate) async fn dispatch_tool_call(&self, call: ToolCall, incoming: Incoming) -> Reply {
+        match self.start_tool_call(call, incoming) {
+            CallStart::Done(reply) => reply,
+            CallStart::Running(running) => running.await,
+        }
+    }
+
+    /// [`Server::dispatch_tool_call`] without waiting for the handler: the
+    /// reply when there is one at once, else the call in progress. Nothing
+    /// of the call is held in a future until the handler has to wait.
+    pub(crate) fn start_tool_call(&self, call: ToolCall, incoming: Incoming) -> CallStart {
+        let ToolCall {
+            id,
+            name,
+            arguments,
+            meta,
+        } = call;
+        if !version::is_modern_supported(&meta.protocol_version) {
+            return CallStart::Done(Reply::Error(unsupported_version(&meta.protocol_version)));
+        }
+        let Some(entry) = self.registry().tool(&name).cloned() else {
+            return CallStart::Done(Reply::Error(unknown_tool(&name)));
+        };
+        let ctx = Context::new(ContextParts {
+            id,
+            method: method::TOOLS_CALL,
+            meta: Arc::clone(&meta),
+            principal: incoming.principal.clone(),
+            sink: incoming.sink.clone(),
+            cancel: incoming.cancel.clone(),
+            input: InputResponses::default(),
+            state: None,
+            server: self.clone(),
+        });
+        let running = match self.start_tool(&entry, &arguments, ctx) {
+            Ok(ToolStart::Running(running)) => running,
+            Ok(ToolStart::Done(step)) => {
+                return CallStart::Done(self.tool_call_reply(
+                    Ok(step),
+                    name,
+                    arguments,
+                    &meta,
+                    &incoming,
+                ));
+            }
+            Err(f) => return CallStart::Done(Reply::Error(f)),
+        };
+        CallStart::Running(RunningCall {
+            running,
+            rest: Some(CallRest {
+                name,
+                arguments,
+                meta,
+                incoming,
+            }),
+        })
+    }
+
+    /// The reply to a fast-path `tools/call` once its tool has answered.
+    pub(super) fn tool_call_reply(
+        &self,
+        step: Result<ToolStep, Fault>,
+        name: String,
+        arguments: Value,
+        meta: &RequestMeta,
+        incoming: &Incoming,
+    ) -> Reply {
+        let step = match step {
+            Ok(ToolStep::Done(bytes)) => return Reply::Result(bytes),
+            Ok(ToolStep::Ask(a)) => {
+                let mut params = Map::new();
+                params.insert("name".into(), Value::String(name.clone()));
+                params.insert("arguments".into(), arguments);
+                ask_step(a, name, &params, &meta.client_capabilities)
+            }
+            Err(f) => return Reply::Error(f),
+        };
+        match step {
+            Ok(Step::Ask {
+                ask,
+                target,
+                digest,
+            }) => {
+                match self.render_input_required(Target::Tool, &target, &digest, &ask, incoming) {
+                    Ok(bytes) => Reply::Result(bytes),
+                    Err(f) => Reply::Error(f),
+                }
+            }
+            Ok(Step::Done(bytes)) => Reply::Result(bytes),
+            Err(f) => Reply::Error(f),
+        }
+    }
+
+    /// Serializes a tool result by hand: text blocks are written directly
+    /// instead of going through a map per block (the hot path of every
+    /// server).
+    pub(super) fn tool_result(&self, mut result: CallToolResult) -> Vec<u8> {
+        let mut out = Vec::with_capacity(192);
+        out.extend_from_slice(b"{\"content\":[");
+        for (i, block) in result.content.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match block {
+                ContentBlock::Text { text, extra } if extra.is_empty() => {
+                    out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                    let _ = serde_json::to_writer(&mut out, text);
+                    out.push(b'}');
+                }
+                other => {
+                    let _ = serde_json::to_writer(&mut out, other);
+                }
+            }
+        }
+        out.push(b']');
+        if let Some(sc) = &result.structured_content {
+            out.extend_from_slice(b",\"structuredContent\":");
+            let _ = serde_json::to_writer(&mut out, sc);
+        }
+        match result.is_error {
+            Some(true) => out.extend_from_slice(b",\"isError\":true"),
+            Some(false) => out.extend_from_slice(b",\"isError\":false"),
+            None => {}
+        }
+        out.extend_from_slice(b",\"resultType\":");
+        let kind = result
+            .header
+            .result_type
+            .take()
+            .unwrap_or(ResultType::Complete);
+        let _ = serde_json::to_writer(&mut out, &kind);
+        for (k, v) in &result.header.extra {
+            out.push(b',');
+            let _ = serde_json::to_writer(&mut out, k);
+            out.push(b':');
+            let _ = serde_json::to_writer(&mut out, v);
+        }
+        match &mut result.header.meta {
+            None => {
+                out.push(b',');
+                out.extend_from_slice(&self.inner.meta_member);
+            }
+            Some(meta) => {
+                meta.entry(SERVER_INFO)
+                    .or_insert_with(|| self.inner.server_info.clone());
+                out.extend_from_slice(b",\"_meta\":");
+                let _ = serde_json::to_writer(&mut out, meta);
+            }
+        }
+        out.push(b'}');
+        out
+    }
+}
