@@ -56,6 +56,10 @@
 #                 pooled client with no MCP work, the floor under a gateway
 #                 built on the same crates as ours
 #   BARE_BIN      a built bare_proxy (default: built with PROFILE)
+#   AUTH=1        every gateway runs with `--auth token` (one named token)
+#                 and wrk sends it as a bearer: what a team gateway does,
+#                 and what `--console` needs (OBS_FLAGS=--console then
+#                 measures the console's cost on the call path)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=$(cd "${BENCH_DIR:-../shared/bench}" && pwd)
@@ -74,6 +78,19 @@ if [[ -n ${FLOOR:-} && -z ${BARE_BIN:-} ]]; then
   BARE_BIN=$(target_dir)/$PROFILE/examples/bare_proxy
 fi
 start_scratch gateway-bench
+# The load script: the bench suite's, or with AUTH=1 a copy of it whose
+# requests carry the gateway's bearer token (the check request is skipped:
+# it sends none).
+load_dir=$BENCH_DIR; auth_flags=()
+if [[ -n ${AUTH:-} ]]; then
+  load_dir=$work/load; mkdir -p "$load_dir"
+  cp "$BENCH_DIR/http-load.sh" "$load_dir/"
+  { cat "$BENCH_DIR/mcp-call.lua"; echo 'wrk.headers["Authorization"] = "Bearer " .. os.getenv("MCP_BEARER")'; } \
+    >"$load_dir/mcp-call.lua"
+  export MCP_BEARER=bench-token-0123456789abcdef SKIP_CHECK=1
+  printf 'bench %s\n' "$MCP_BEARER" >"$work/tokens.txt"; chmod 600 "$work/tokens.txt"
+  auth_flags=(--auth token --tokens-file "$work/tokens.txt")
+fi
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2)); floor_port=$((PORT + 4))
 bare_port=$((PORT + 5)); control_port=$((PORT + 6)); unaudited_port=$((PORT + 7))
@@ -104,7 +121,7 @@ start_gateway() { # PORT LOG [ENV...] -- [FLAGS...]
   while [[ $# -gt 0 && $1 != -- ]]; do env+=("$1"); shift; done
   [[ ${1:-} == -- ]] && shift
   env SWITCHBOARD_CONFIG="$work/config.json" SWITCHBOARD_STATE_DIR="$work/state" "${env[@]}" \
-    "${rt[@]}" taskset -c "$SERVER_CPU" "${GATEWAY_BIN:-$BIN}" serve --http "127.0.0.1:$port" "$@" 2>"$log" &
+    "${rt[@]}" taskset -c "$SERVER_CPU" "${GATEWAY_BIN:-$BIN}" serve --http "127.0.0.1:$port" "${auth_flags[@]}" "$@" 2>"$log" &
   pids+=("$!")
   wait_up "http://127.0.0.1:$port/mcp"
 }
@@ -198,7 +215,7 @@ figure() { # URL C TOOL GATEWAY_PID
   t0=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g0=$(jiffies "$gw")
   b0=$(busy_jiffies); c0=$(child_centis); s0=$(date +%s%N)
   R=$(MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
-    "${rt[@]}" "$BENCH_DIR/http-load.sh" "$url" "$c" "$SECS")
+    "${rt[@]}" "$load_dir/http-load.sh" "$url" "$c" "$SECS")
   t1=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g1=$(jiffies "$gw")
   b1=$(busy_jiffies); c1=$(child_centis); s1=$(date +%s%N)
   local n; n=$(field requests "$R")
@@ -215,6 +232,7 @@ figure() { # URL C TOOL GATEWAY_PID
 declare -A RPS P50 P99 TUS GUS
 echo "servers on CPU $SERVER_CPU, wrk on CPU $LOADGEN_CPUS${RT_PRIO:+, SCHED_FIFO $RT_PRIO}; $SECS s per figure, $REPS rounds; tool get_ticket; binary $BIN"
 [[ ${AUDIT:-1} == 0 ]] && echo "no audit log" || echo "audit log on"
+[[ -n ${AUTH:-} ]] && echo "gateways with --auth token, wrk sending the bearer"
 [[ -n $obs_pid ]] && echo "observed gateway: flags '${OBS_FLAGS:-}' env '${OBS_ENV:-}'"
 [[ -n $unaudited_pid ]] && echo "unaudited: a gateway with the same config but no audit log"
 [[ -n $floor_pid ]] && echo "floors: nginx and bare_proxy proxying to tickets (their CPU in the gateway column)"
@@ -225,7 +243,7 @@ warm=("http://127.0.0.1:$tickets_port/mcp" "http://127.0.0.1:$gw_port/mcp")
 for url in "${warm[@]}"; do
   tool=get_ticket; [[ $url == *":$gw_port/"* || $url == *":$unaudited_port/"* ]] && tool=mcp__tickets__get_ticket
   MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
-    "$BENCH_DIR/http-load.sh" "$url" 64 2 >/dev/null
+    "$load_dir/http-load.sh" "$url" 64 2 >/dev/null
 done
 kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $control_pid ]] && kinds+=(control)
 [[ -n $unaudited_pid ]] && kinds+=(unaudited)
