@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -32,6 +32,7 @@ use serde_json::Value;
 use sha2::Sha256;
 use switchboard_host::{ApprovalRequest, AuditRecord};
 use switchboard_server::UseLedger as _;
+use switchboard_wire::shared::unix_millis;
 
 use crate::state::SharedState;
 
@@ -77,11 +78,11 @@ pub(crate) struct Pending {
 impl Pending {
     /// Seconds left before the link lapses.
     pub(crate) fn seconds_left(&self) -> u64 {
-        self.expires_ms.saturating_sub(now_ms()) / 1000
+        self.expires_ms.saturating_sub(unix_millis()) / 1000
     }
 
     fn live(&self) -> bool {
-        self.expires_ms > now_ms()
+        self.expires_ms > unix_millis()
     }
 }
 
@@ -162,16 +163,6 @@ pub(crate) fn digest(tool: &str, arguments: &Value) -> String {
     AuditRecord::new(tool, Some(arguments)).arguments_sha256
 }
 
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis(),
-    )
-    .unwrap_or(u64::MAX)
-}
-
 fn mac(key: &[u8]) -> Hmac<Sha256> {
     // HMAC takes a key of any length; the fallback cannot happen.
     Hmac::<Sha256>::new_from_slice(key)
@@ -249,7 +240,8 @@ impl Approvals {
             reasons: request.reasons.clone(),
             diff: request.diff.clone(),
             decision: None,
-            expires_ms: now_ms() + u64::try_from(APPROVAL_TTL.as_millis()).unwrap_or(u64::MAX / 2),
+            expires_ms: unix_millis()
+                + u64::try_from(APPROVAL_TTL.as_millis()).unwrap_or(u64::MAX / 2),
             nonce: crate::trace::hex(&nonce),
         })
     }
@@ -374,7 +366,7 @@ impl Approvals {
             return Err(NOT_VALID.into());
         };
         if let Some(store) = &self.inner.store {
-            let ttl = Duration::from_millis(p.expires_ms.saturating_sub(now_ms()));
+            let ttl = Duration::from_millis(p.expires_ms.saturating_sub(unix_millis()));
             if !store
                 .record_decision(&p.nonce, &decision_text(approve, by), ttl)
                 .await?
@@ -486,7 +478,7 @@ mod tests {
             reasons: Vec::new(),
             diff: None,
             decision: None,
-            expires_ms: now_ms() + 60_000,
+            expires_ms: unix_millis() + 60_000,
             nonce: "00112233445566778899aabbccddeeff".into(),
         }
     }
@@ -582,7 +574,7 @@ mod tests {
         assert!(other.get(&id).await.unwrap().is_none());
         // A lapsed link.
         let mut lapsed = request();
-        lapsed.expires_ms = now_ms() - 1;
+        lapsed.expires_ms = unix_millis() - 1;
         lapsed.nonce = "ff".repeat(16);
         let (old, _) = approvals.open_for(lapsed).unwrap();
         assert!(approvals.get(&old).await.unwrap().is_none());

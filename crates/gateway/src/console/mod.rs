@@ -332,11 +332,7 @@ impl Console {
         if self.inner.local && principal == LOCAL_PRINCIPAL {
             return true;
         }
-        self.inner
-            .host
-            .config()
-            .console_principals
-            .contains(principal)
+        self.inner.host.is_console_principal(principal)
     }
 
     /// `POST /console/login`: the token (the `token` field, or the

@@ -523,7 +523,14 @@ impl Host {
         Ok(accepted)
     }
 
-    /// The config's `approvals` setting (cheap: not the whole config).
+    /// Whether `principal` is marked `"console": true` in the config
+    /// (read under the config's lock, without cloning the config).
+    pub fn is_console_principal(&self, principal: &str) -> bool {
+        self.config_read().console_principals.contains(principal)
+    }
+
+    /// The config's `approvals` section (the console's webhook and how
+    /// long a call waits for a decision), without cloning the config.
     pub fn approvals_config(&self) -> crate::ApprovalsConfig {
         self.config_read().approvals.clone()
     }

@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -86,7 +86,7 @@ struct Pooled<T> {
 
 impl<T: Pooling> IdentityLinks<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pooled<T>>> {
-        self.links.lock().unwrap_or_else(|e| e.into_inner())
+        switchboard_wire::shared::lock(&self.links)
     }
 
     /// The live connection of `label`, unless its token is about to
@@ -97,7 +97,7 @@ impl<T: Pooling> IdentityLinks<T> {
         let pooled = links.get_mut(label)?;
         let fresh = pooled
             .expires_at
-            .is_none_or(|exp| exp > now_secs() + EXPIRY_SKEW_SECS);
+            .is_none_or(|exp| exp > switchboard_wire::shared::unix_secs() + EXPIRY_SKEW_SECS);
         if !fresh || pooled.link.is_dead() {
             links.remove(label);
             return None;
@@ -139,12 +139,6 @@ impl<T: Pooling> IdentityLinks<T> {
     fn len(&self) -> usize {
         self.lock().len()
     }
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// The identity a call of `principal` carries to `server`, as the audit
@@ -368,7 +362,12 @@ mod tests {
         assert_eq!(pool.get("exchange:alice", t0), Some(Fake("alice", false)));
         assert_eq!(pool.get("exchange:bob", t0), None);
         // A token about to expire is not reused.
-        pool.put("exchange:bob", Fake("bob", false), Some(now_secs() + 5), t0);
+        pool.put(
+            "exchange:bob",
+            Fake("bob", false),
+            Some(switchboard_wire::shared::unix_secs() + 5),
+            t0,
+        );
         assert_eq!(pool.get("exchange:bob", t0), None);
         // A dead connection is dropped.
         pool.put("principal:carol", Fake("carol", true), None, t0);
