@@ -665,6 +665,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn only_lapsed_links_and_garbage_are_cleared_from_the_stores_list() {
+        // Sealed under another key: not this gateway's to read, but its
+        // expiry tells whether it can still be used.
+        let other = Approvals::new(Some(b"another key"), None).unwrap();
+        other.set_base("http://127.0.0.1:1".into());
+        let (live, _) = other.open_for(request()).unwrap();
+        assert!(!lapsed(&live));
+        let mut old = request();
+        old.expires_ms = unix_millis() - 1;
+        old.nonce = "ee".repeat(16);
+        let (old, _) = other.open_for(old).unwrap();
+        assert!(lapsed(&old));
+        assert!(lapsed("not a link"));
+        // Without a store, the waiting list is this gateway's.
+        let (waiting, note) = other.waiting().await;
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting[0].0, live);
+        assert!(note.is_none());
+    }
+
+    #[tokio::test]
     async fn two_replicas_with_one_state_key_read_each_others_links() {
         let a = Approvals::new(Some(b"shared"), None).unwrap();
         let b = Approvals::new(Some(b"shared"), None).unwrap();
