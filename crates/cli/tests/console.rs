@@ -15,103 +15,13 @@ use switchboard_client::{
 
 use serde_json::{Value, json};
 
-use crate::gateway_util::raw;
+use crate::console_util::{
+    ALICE, BOT, Console, Session, audited, console_with, csrf_of, path_of, receiver, set_private,
+    setup, write_tools,
+};
+use crate::gateway_util::{header, raw};
 use crate::ops::{Served, mock_server, serve};
 use crate::util::{Sandbox, empty_port, run};
-
-const ALICE: &str = "alice-console-token-0123456789";
-const BOT: &str = "bot-console-token-0123456789ab";
-
-/// A hostile tool description: markup that must stay text.
-const HOSTILE: &str = "Lists things. <script>alert('pwned')</script><img src=https://attacker.invalid/p.png onerror=alert(1)>";
-
-/// A sandbox with a tokens file (alice, bot) and a config: the notes demo,
-/// a mock server listing the tools of `tools.json`, an audit log, alice a
-/// console principal, bot narrowed and not one.
-fn setup() -> (Sandbox, String) {
-    let sb = Sandbox::new();
-    let tokens = sb.write("tokens", &format!("alice {ALICE}\nbot {BOT}\n"));
-    set_private(&tokens);
-    write_tools(&sb, HOSTILE);
-    let tools = sb.path().join("tools.json");
-    let cfg = sb.config(
-        json!({
-            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string(), "--watch-tools"]}
-        }),
-        json!({
-            "audit": sb.path().join("audit.jsonl").display().to_string(),
-            "principals": {
-                "alice": {"console": true},
-                "bot": {"deny": ["mcp__notes__search"]}
-            }
-        }),
-    );
-    set_private(&cfg);
-    (sb, cfg.display().to_string())
-}
-
-fn set_private(path: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt as _;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
-}
-
-/// The mock server's tool listing: one tool, `lister`, described by
-/// `description`.
-fn write_tools(sb: &Sandbox, description: &str) {
-    let tools = json!([{
-        "name": "lister",
-        "description": description,
-        "inputSchema": {"type": "object"}
-    }]);
-    sb.write("tools.json", &tools.to_string());
-}
-
-async fn console(sb: &Sandbox, cfg: &str) -> Served {
-    let tokens = sb.path().join("tokens").display().to_string();
-    serve(
-        sb,
-        cfg,
-        &["--auth", "token", "--tokens-file", &tokens, "--console"],
-        &[],
-    )
-    .await
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
-}
-
-/// Signs in with `token`: the session cookie (`name=value`) and the whole
-/// `Set-Cookie` header.
-fn sign_in(addr: &str, token: &str) -> (String, String) {
-    let form = format!("token={token}");
-    let (status, headers, body) = raw(
-        addr,
-        "POST",
-        "/console/login",
-        &[("Content-Type", "application/x-www-form-urlencoded")],
-        &form,
-    );
-    assert_eq!(status, 303, "{body}");
-    assert_eq!(header(&headers, "location"), Some("/console/servers"));
-    let set = header(&headers, "set-cookie").unwrap().to_owned();
-    let cookie = set.split(';').next().unwrap().trim().to_owned();
-    (cookie, set)
-}
-
-/// A page fetched with the session cookie.
-fn get(addr: &str, cookie: &str, path: &str) -> (u16, Vec<(String, String)>, String) {
-    raw(addr, "GET", path, &[("Cookie", cookie)], "")
-}
-
-/// The session's CSRF token, from the sign-out form of any page.
-fn csrf_of(page: &str) -> String {
-    let at = page.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
-    page[at..].split('"').next().unwrap().to_owned()
-}
 
 #[tokio::test]
 async fn without_the_flag_there_is_no_console() {
@@ -165,9 +75,8 @@ fn the_console_needs_authentication() {
 
 #[tokio::test]
 async fn only_console_principals_may_open_it() {
-    let (sb, cfg) = setup();
-    let served = console(&sb, &cfg).await;
-    let addr = &served.addr;
+    let console = Console::start().await;
+    let addr = console.addr();
     // Nobody yet: the sign-in page, 401.
     let (status, _, body) = raw(addr, "GET", "/console/servers", &[], "");
     assert_eq!(status, 401);
@@ -197,7 +106,12 @@ async fn only_console_principals_may_open_it() {
     assert_eq!(status, 401);
     assert!(header(&headers, "set-cookie").is_none());
     // A forged session cookie is no session.
-    let (status, _, _) = get(addr, "switchboard_console=00ff", "/console/servers");
+    let forged = Session {
+        addr: addr.to_owned(),
+        cookie: "switchboard_console=00ff".into(),
+        set_cookie: String::new(),
+    };
+    let (status, _, _) = forged.get("/console/servers");
     assert_eq!(status, 401);
     // The console principal, with its bearer header or its session.
     let (status, _, _) = raw(
@@ -212,17 +126,20 @@ async fn only_console_principals_may_open_it() {
 
 #[tokio::test]
 async fn signing_in_sets_a_strict_session_cookie_and_pages_carry_a_strict_csp() {
-    let (sb, cfg) = setup();
-    let served = console(&sb, &cfg).await;
-    let addr = &served.addr;
-    let (cookie, set) = sign_in(addr, ALICE);
+    let console = Console::start().await;
+    let alice = console.sign_in(ALICE);
+    let set = &alice.set_cookie;
     for attribute in ["HttpOnly", "SameSite=Strict", "Path=/console", "Max-Age="] {
         assert!(set.contains(attribute), "{set}");
     }
     // Plain HTTP: not `Secure` (the browser would drop it).
     assert!(!set.contains("Secure"), "{set}");
-    assert!(cookie.len() > 40, "a long random id: {cookie}");
-    let (status, headers, body) = get(addr, &cookie, "/console/servers");
+    assert!(
+        alice.cookie.len() > 40,
+        "a long random id: {}",
+        alice.cookie
+    );
+    let (status, headers, body) = alice.get("/console/servers");
     assert_eq!(status, 200);
     let csp = header(&headers, "content-security-policy").unwrap();
     for directive in [
@@ -240,7 +157,7 @@ async fn signing_in_sets_a_strict_session_cookie_and_pages_carry_a_strict_csp() 
     assert!(body.contains("data-server=\"notes\""), "{body}");
     // No inline script: only the embedded file.
     assert!(!body.contains("<script>"), "{body}");
-    let (status, headers, js) = get(addr, &cookie, "/console/assets/console.js");
+    let (status, headers, js) = alice.get("/console/assets/console.js");
     assert_eq!(status, 200);
     assert!(
         header(&headers, "content-type")
@@ -252,27 +169,17 @@ async fn signing_in_sets_a_strict_session_cookie_and_pages_carry_a_strict_csp() 
 
 #[tokio::test]
 async fn changes_need_the_sessions_csrf_token_and_the_same_site() {
-    let (sb, cfg) = setup();
-    let served = console(&sb, &cfg).await;
-    let addr = &served.addr;
-    let (cookie, _) = sign_in(addr, ALICE);
-    let (_, _, page) = get(addr, &cookie, "/console/tools");
-    let csrf = csrf_of(&page);
-    let form = "Content-Type";
-    let urlencoded = "application/x-www-form-urlencoded";
+    let console = Console::start().await;
+    let addr = console.addr();
+    let alice = console.sign_in(ALICE);
+    let csrf = alice.csrf("/console/tools");
     // No token, a wrong one: refused, nothing accepted.
     for body in [
         "name=mcp__mock__lister".to_owned(),
         "name=mcp__mock__lister&csrf=0000".to_owned(),
         format!("name=mcp__mock__lister&csrf={}", "a".repeat(csrf.len())),
     ] {
-        let (status, _, text) = raw(
-            addr,
-            "POST",
-            "/console/tools/accept",
-            &[("Cookie", &cookie), (form, urlencoded)],
-            &body,
-        );
+        let (status, _, text) = alice.post("/console/tools/accept", &body);
         assert_eq!(status, 403, "{body}: {text}");
         assert!(text.contains("CSRF"), "{text}");
     }
@@ -283,13 +190,8 @@ async fn changes_need_the_sessions_csrf_token_and_the_same_site() {
         ("Sec-Fetch-Site", "cross-site"),
         ("Sec-Fetch-Site", "same-site"),
     ] {
-        let (status, _, text) = raw(
-            addr,
-            "POST",
-            "/console/logout",
-            &[("Cookie", &cookie), (form, urlencoded), (name, value)],
-            &format!("csrf={csrf}"),
-        );
+        let (status, _, text) =
+            alice.post_with("/console/logout", &[(name, value)], &format!("csrf={csrf}"));
         assert_eq!(status, 403, "{name}: {value}: {text}");
         assert!(text.contains("other"), "{text}");
     }
@@ -305,19 +207,12 @@ async fn changes_need_the_sessions_csrf_token_and_the_same_site() {
     assert!(header(&headers, "set-cookie").is_none());
     // The session still stands; with the right token and its own origin,
     // signing out works and ends it.
-    let (status, _, _) = get(addr, &cookie, "/console/servers");
+    let (status, _, _) = alice.get("/console/servers");
     assert_eq!(status, 200);
     let own = format!("http://{addr}");
-    let (status, headers, _) = raw(
-        addr,
-        "POST",
+    let (status, headers, _) = alice.post_with(
         "/console/logout",
-        &[
-            ("Cookie", &cookie),
-            (form, urlencoded),
-            ("Origin", &own),
-            ("Sec-Fetch-Site", "same-origin"),
-        ],
+        &[("Origin", &own), ("Sec-Fetch-Site", "same-origin")],
         &format!("csrf={csrf}"),
     );
     assert_eq!(status, 303);
@@ -326,17 +221,15 @@ async fn changes_need_the_sessions_csrf_token_and_the_same_site() {
             .unwrap()
             .contains("Max-Age=0")
     );
-    let (status, _, _) = get(addr, &cookie, "/console/servers");
+    let (status, _, _) = alice.get("/console/servers");
     assert_eq!(status, 401);
 }
 
 #[tokio::test]
 async fn hostile_server_text_is_escaped_and_a_restricted_principal_sees_only_its_tools() {
-    let (sb, cfg) = setup();
-    let served = console(&sb, &cfg).await;
-    let addr = &served.addr;
-    let (cookie, _) = sign_in(addr, ALICE);
-    let (status, _, page) = get(addr, &cookie, "/console/tools");
+    let console = Console::start().await;
+    let alice = console.sign_in(ALICE);
+    let (status, _, page) = alice.get("/console/tools");
     assert_eq!(status, 200);
     assert!(page.contains("data-tool=\"mcp__mock__lister\""), "{page}");
     assert!(
@@ -352,37 +245,30 @@ async fn hostile_server_text_is_escaped_and_a_restricted_principal_sees_only_its
         "{page}"
     );
     // As bot sees it: the tool its rules deny is not there.
-    let (_, _, page) = get(addr, &cookie, "/console/tools?principal=bot");
+    let (_, _, page) = alice.get("/console/tools?principal=bot");
     assert!(!page.contains("data-tool=\"mcp__notes__search\""), "{page}");
     assert!(
         page.contains("data-tool=\"mcp__notes__list_notes\""),
         "{page}"
     );
     // A filter value from the URL is escaped too.
-    let (_, _, page) = get(
-        addr,
-        &cookie,
-        "/console/calls?tool=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
-    );
+    let (_, _, page) = alice.get("/console/calls?tool=%3Cscript%3Ealert(1)%3C%2Fscript%3E");
     assert!(page.contains("value=\"&lt;script&gt;"), "{page}");
     assert!(!page.contains("<script>alert"), "{page}");
 }
 
 #[tokio::test]
 async fn a_changed_tool_shows_its_diff_and_is_accepted_with_who_accepted_in_the_audit_log() {
-    let (sb, cfg) = setup();
-    let served = console(&sb, &cfg).await;
-    let addr = served.addr.clone();
-    let (cookie, _) = sign_in(&addr, ALICE);
+    let console = Console::start().await;
+    let alice = Arc::new(console.sign_in(ALICE));
     // The server changes the tool's description.
-    write_tools(&sb, "Lists things, and now also deletes them.");
+    write_tools(&console.sb, "Lists things, and now also deletes them.");
     let page = tokio::task::spawn_blocking({
-        let addr = addr.clone();
-        let cookie = cookie.clone();
+        let alice = Arc::clone(&alice);
         move || {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
             loop {
-                let (_, _, page) = get(&addr, &cookie, "/console/tools");
+                let (_, _, page) = alice.get("/console/tools");
                 if page.contains("data-pin=\"mcp__mock__lister\"") {
                     return page;
                 }
@@ -402,21 +288,15 @@ async fn a_changed_tool_shows_its_diff_and_is_accepted_with_who_accepted_in_the_
     assert!(page.contains("now also deletes them"), "{page}");
     assert!(page.contains("&lt;script&gt;"), "{page}");
     let csrf = csrf_of(&page);
-    let (status, headers, text) = raw(
-        &addr,
-        "POST",
+    let (status, headers, text) = alice.post(
         "/console/tools/accept",
-        &[
-            ("Cookie", &cookie),
-            ("Content-Type", "application/x-www-form-urlencoded"),
-        ],
         &format!("csrf={csrf}&name=mcp__mock__lister"),
     );
     assert_eq!(status, 303, "{text}");
     assert_eq!(header(&headers, "location"), Some("/console/tools"));
-    let (_, _, page) = get(&addr, &cookie, "/console/tools");
+    let (_, _, page) = alice.get("/console/tools");
     assert!(!page.contains("data-pin=\"mcp__mock__lister\""), "{page}");
-    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let audit = std::fs::read_to_string(console.sb.path().join("audit.jsonl")).unwrap();
     let line: serde_json::Value = audit
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
@@ -426,7 +306,7 @@ async fn a_changed_tool_shows_its_diff_and_is_accepted_with_who_accepted_in_the_
     assert_eq!(line["principal"], "alice");
     assert_eq!(line["decidedBy"], "human");
     // The Calls page reads the same log: its chain is intact.
-    let (_, _, calls) = get(&addr, &cookie, "/console/calls");
+    let (_, _, calls) = alice.get("/console/calls");
     assert!(calls.contains("Audit chain intact"), "{calls}");
 }
 
@@ -487,7 +367,7 @@ async fn in_a_browser_the_servers_are_live_tools_are_filtered_and_hostile_script
         }),
     );
     set_private(&cfg);
-    let served = console(&sb, &cfg.display().to_string()).await;
+    let served = console_with(&sb, &cfg.display().to_string(), &[]).await;
     let shots = sb.path().join("screenshots");
     let mut node = Command::new("node");
     node.arg(dir.join("browse.mjs"))
@@ -578,12 +458,6 @@ impl InputHandler for OpensUrls {
     }
 }
 
-/// The path of an approval link.
-fn path_of(url: &str) -> String {
-    let rest = url.split_once("://").unwrap().1;
-    format!("/{}", rest.split_once('/').unwrap().1)
-}
-
 // A call the gate asks about, from a client that can only open URLs: the
 // question is a link to the console's page for that call; a console
 // principal approves it once there and the call completes. The link then
@@ -591,9 +465,8 @@ fn path_of(url: &str) -> String {
 // cannot be made twice.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_completes() {
-    let (sb, cfg) = setup();
-    let served = console(&sb, &cfg).await;
-    let addr = served.addr.clone();
+    let console = Console::start().await;
+    let addr = console.addr().to_owned();
     let links: Arc<Mutex<Vec<String>>> = Arc::default();
     let handler = OpensUrls {
         asked: Arc::default(),
@@ -619,9 +492,8 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
                 );
                 assert_eq!(status, 303);
                 assert_eq!(header(&headers, "location"), Some(path.as_str()));
-                let set = header(&headers, "set-cookie").unwrap();
-                let cookie = set.split(';').next().unwrap().to_owned();
-                let (status, _, page) = get(&addr, &cookie, &path);
+                let alice = Session::from_answer(&addr, &headers);
+                let (status, _, page) = alice.get(&path);
                 assert_eq!(status, 200, "{page}");
                 assert!(
                     page.contains("<dd id=\"tool\">mcp__notes__read_note</dd>"),
@@ -632,31 +504,14 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
                 assert!(page.contains("&lt;b&gt;vpn&lt;/b&gt;"), "{page}");
                 let csrf = csrf_of(&page);
                 // Without the CSRF token: refused, undecided.
-                let (status, _, _) = raw(
-                    &addr,
-                    "POST",
-                    &path,
-                    &[("Cookie", &cookie)],
-                    "decision=approve",
-                );
+                let (status, _, _) = alice.post(&path, "decision=approve");
                 assert_eq!(status, 403);
-                let (status, headers, _) = raw(
-                    &addr,
-                    "POST",
-                    &path,
-                    &[("Cookie", &cookie)],
-                    &format!("csrf={csrf}&decision=approve"),
-                );
+                let (status, headers, _) =
+                    alice.post(&path, &format!("csrf={csrf}&decision=approve"));
                 assert_eq!(status, 303);
                 assert_eq!(header(&headers, "location"), Some(path.as_str()));
                 // Decided once only.
-                let (status, _, _) = raw(
-                    &addr,
-                    "POST",
-                    &path,
-                    &[("Cookie", &cookie)],
-                    &format!("csrf={csrf}&decision=deny"),
-                );
+                let (status, _, _) = alice.post(&path, &format!("csrf={csrf}&decision=deny"));
                 assert_eq!(status, 409);
             }
         }),
@@ -685,34 +540,25 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
     let text = format!("{r:?}");
     assert!(!text.contains("approval"), "{text}");
     assert!(!text.contains("declined"), "{text}");
-    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
-    let ran = audit
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|l| l["tool"] == "mcp__notes__read_note" && l["decision"] == "allow")
-        .unwrap_or_else(|| panic!("the call did not run: {audit}"));
+    let ran = audited(&console.sb, "mcp__notes__read_note")
+        .into_iter()
+        .find(|l| l["decision"] == "allow")
+        .unwrap_or_else(|| panic!("the call did not run"));
     assert_eq!(ran["principal"], "bot");
     // Used: the link leads nowhere now, and a forged one never did.
     let path = links.lock().unwrap()[0].clone();
-    let (cookie, _) = sign_in(&addr, ALICE);
-    let (status, _, _) = get(&addr, &cookie, &path);
+    let alice = console.sign_in(ALICE);
+    let (status, _, _) = alice.get(&path);
     assert_eq!(status, 404);
     let forged = format!("/console/approve/{}", "ab".repeat(32));
-    let (status, _, page) = get(&addr, &cookie, &forged);
+    let (status, _, page) = alice.get(&forged);
     assert_eq!(status, 404, "{page}");
-    let (_, _, tools) = get(&addr, &cookie, "/console/tools");
-    let csrf = csrf_of(&tools);
-    let (status, _, _) = raw(
-        &addr,
-        "POST",
-        &forged,
-        &[("Cookie", &cookie)],
-        &format!("csrf={csrf}&decision=approve"),
-    );
+    let csrf = alice.csrf("/console/tools");
+    let (status, _, _) = alice.post(&forged, &format!("csrf={csrf}&decision=approve"));
     assert_eq!(status, 409);
     // The Calls page: the call's line (its argument names and digest,
     // never the value), the per-tool figures, the chart; filters apply.
-    let (_, _, calls) = get(&addr, &cookie, "/console/calls?tool=mcp__notes__read_note");
+    let (_, _, calls) = alice.get("/console/calls?tool=mcp__notes__read_note");
     assert!(calls.contains("<svg id=\"chart\""), "{calls}");
     assert!(calls.contains("<td>bot</td>"), "{calls}");
     assert!(
@@ -733,7 +579,7 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
         calls[charts..].contains("<svg id=\"chart-tool-0\""),
         "{calls}"
     );
-    let (_, _, none) = get(&addr, &cookie, "/console/calls?principal=nobody");
+    let (_, _, none) = alice.get("/console/calls?principal=nobody");
     assert!(!none.contains("<td>bot</td>"), "{none}");
     // The next call is asked about anew.
     let _ = bot
@@ -744,37 +590,6 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
         .await
         .unwrap();
     assert_eq!(handler.asked.lock().unwrap().len(), 2);
-}
-
-/// A local webhook receiver: the body of each POST it gets, as JSON.
-fn receiver() -> (String, std::sync::mpsc::Receiver<Value>) {
-    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/approvals", listener.local_addr().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some((k, v)) = line.split_once(':') {
-                    if k.eq_ignore_ascii_case("content-length") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
-            let _ = tx.send(serde_json::from_slice(&body).unwrap_or(Value::Null));
-        }
-    });
-    (url, rx)
 }
 
 // A call the gate asks about, from a client that supports no elicitation
@@ -795,8 +610,8 @@ async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
         }),
     );
     set_private(&cfg);
-    let served = console(&sb, &cfg.display().to_string()).await;
-    let addr = served.addr.clone();
+    let console = Console::over(sb, cfg.display().to_string()).await;
+    let addr = console.addr().to_owned();
     let transport = HttpTransport::builder("gateway", format!("http://{addr}/mcp"))
         .header("Authorization", format!("Bearer {BOT}"))
         .build()
@@ -813,20 +628,14 @@ async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
                 .recv_timeout(Duration::from_secs(60))
                 .expect("the webhook was not told");
             let path = path_of(payload["url"].as_str().unwrap());
-            let (cookie, _) = sign_in(&addr, ALICE);
-            let (status, _, page) = get(&addr, &cookie, &path);
+            let alice = Session::sign_in(&addr, ALICE);
+            let (status, _, page) = alice.get(&path);
             assert_eq!(status, 200, "{page}");
             // Waiting calls are listed too.
-            let (_, _, list) = get(&addr, &cookie, "/console/approvals");
+            let (_, _, list) = alice.get("/console/approvals");
             assert!(list.contains(&path), "{list}");
             let csrf = csrf_of(&page);
-            let (status, _, _) = raw(
-                &addr,
-                "POST",
-                &path,
-                &[("Cookie", &cookie)],
-                &format!("csrf={csrf}&decision=approve"),
-            );
+            let (status, _, _) = alice.post(&path, &format!("csrf={csrf}&decision=approve"));
             assert_eq!(status, 303);
             (payload, announced)
         }
@@ -850,13 +659,8 @@ async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
     assert!(r.is_error(), "{r:?}");
     assert!(format!("{r:?}").contains("Nobody approved"), "{r:?}");
     assert!(announced.recv_timeout(Duration::from_secs(5)).is_ok());
-    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
-    let lines: Vec<Value> = audit
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .filter(|l: &Value| l["tool"] == "mcp__notes__list_notes")
-        .collect();
-    assert_eq!(lines.len(), 2, "{audit}");
+    let lines = audited(&console.sb, "mcp__notes__list_notes");
+    assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[0]["decision"], "allow");
     assert_eq!(lines[0]["decidedBy"], "human");
     assert_eq!(lines[1]["decision"], "deny");
@@ -903,7 +707,7 @@ async fn the_local_console_signs_in_once_with_its_printed_link() {
         set.contains("HttpOnly") && set.contains("SameSite=Strict"),
         "{set}"
     );
-    let cookie = set.split(';').next().unwrap().to_owned();
+    let local = Session::from_answer(&addr, &headers);
     // Used: the same link signs nobody in again, nor does a guess.
     let (status, headers, _) = raw(&addr, "GET", &path, &[], "");
     assert_eq!(status, 401);
@@ -911,7 +715,7 @@ async fn the_local_console_signs_in_once_with_its_printed_link() {
     // Nothing without the session.
     let (status, _, _) = raw(&addr, "GET", "/console/servers", &[], "");
     assert_eq!(status, 401);
-    let (status, _, page) = get(&addr, &cookie, "/console/servers");
+    let (status, _, page) = local.get("/console/servers");
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("signed in as <b>local</b>"), "{page}");
     for server in ["notes", "tickets"] {
@@ -927,11 +731,9 @@ async fn the_local_console_signs_in_once_with_its_printed_link() {
 // token, and what is not a report is refused.
 #[tokio::test]
 async fn an_uploaded_eval_report_shows_rates_and_failures() {
-    let (sb, cfg) = setup();
-    let served = console(&sb, &cfg).await;
-    let addr = &served.addr;
-    let (cookie, _) = sign_in(addr, ALICE);
-    let (status, _, page) = get(addr, &cookie, "/console/evals");
+    let console = Console::start().await;
+    let alice = console.sign_in(ALICE);
+    let (status, _, page) = alice.get("/console/evals");
     assert_eq!(status, 200);
     assert!(page.contains("No eval report yet"), "{page}");
     let csrf = csrf_of(&page);
@@ -954,31 +756,13 @@ async fn an_uploaded_eval_report_shows_rates_and_failures() {
         }
         out
     };
-    let (status, _, _) = raw(
-        addr,
-        "POST",
-        "/console/evals",
-        &[("Cookie", &cookie)],
-        &format!("report={}", report),
-    );
+    let (status, _, _) = alice.post("/console/evals", &format!("report={}", report));
     assert_eq!(status, 403, "no CSRF token");
-    let (status, _, text) = raw(
-        addr,
-        "POST",
-        "/console/evals",
-        &[("Cookie", &cookie)],
-        &form("{\"not\": \"a report\"}"),
-    );
+    let (status, _, text) = alice.post("/console/evals", &form("{\"not\": \"a report\"}"));
     assert_eq!(status, 400, "{text}");
-    let (status, _, _) = raw(
-        addr,
-        "POST",
-        "/console/evals",
-        &[("Cookie", &cookie)],
-        &form(&report.to_string()),
-    );
+    let (status, _, _) = alice.post("/console/evals", &form(&report.to_string()));
     assert_eq!(status, 303);
-    let (_, _, page) = get(addr, &cookie, "/console/evals");
+    let (_, _, page) = alice.get("/console/evals");
     assert!(page.contains("<td>happy</td><td>50%</td>"), "{page}");
     assert!(
         page.contains("printer-&lt;script&gt;x&lt;/script&gt;"),
@@ -998,9 +782,8 @@ async fn the_official_typescript_client_gets_a_console_link_and_its_retry_comple
     let Some(dir) = crate::ts_client::driver_or_skip() else {
         return;
     };
-    let (sb, cfg) = setup();
-    let served = console(&sb, &cfg).await;
-    let addr = served.addr.clone();
+    let console = Console::start().await;
+    let addr = console.addr().to_owned();
     let mut node = Command::new("node");
     node.arg(dir.join("approve.mjs"))
         .args([
@@ -1027,18 +810,12 @@ async fn the_official_typescript_client_gets_a_console_link_and_its_retry_comple
             "{link}"
         );
         let path = path_of(&link);
-        let (cookie, _) = sign_in(&addr, ALICE);
-        let (status, _, page) = get(&addr, &cookie, &path);
+        let alice = Session::sign_in(&addr, ALICE);
+        let (status, _, page) = alice.get(&path);
         assert_eq!(status, 200, "{page}");
         assert!(page.contains("<dd id=\"caller\">bot</dd>"), "{page}");
         let csrf = csrf_of(&page);
-        let (status, _, _) = raw(
-            &addr,
-            "POST",
-            &path,
-            &[("Cookie", &cookie)],
-            &format!("csrf={csrf}&decision=approve"),
-        );
+        let (status, _, _) = alice.post(&path, &format!("csrf={csrf}&decision=approve"));
         assert_eq!(status, 303);
         // Decided: the person is done; the client retries.
         stdin.write_all(b"\n").unwrap();
@@ -1052,12 +829,10 @@ async fn the_official_typescript_client_gets_a_console_link_and_its_retry_comple
     let text = report["result"]["text"].as_str().unwrap_or_default();
     assert!(!text.contains("approval"), "{report:#}");
     assert!(!text.contains("declined"), "{report:#}");
-    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
-    let ran = audit
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|l| l["tool"] == "mcp__notes__read_note" && l["decision"] == "allow")
-        .unwrap_or_else(|| panic!("the call did not run: {audit}"));
+    let ran = audited(&console.sb, "mcp__notes__read_note")
+        .into_iter()
+        .find(|l| l["decision"] == "allow")
+        .unwrap_or_else(|| panic!("the call did not run"));
     assert_eq!(ran["principal"], "bot");
 }
 
@@ -1144,25 +919,9 @@ async fn a_saved_eval_report_is_shown_from_its_file() {
     assert_eq!(run.code, 1, "{run:?}");
     let file: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
     assert_eq!(file, run.json(), "the file holds what --json printed");
-    let tokens = sb.path().join("tokens").display().to_string();
-    let served = serve(
-        &sb,
-        &cfg,
-        &[
-            "--auth",
-            "token",
-            "--tokens-file",
-            &tokens,
-            "--console",
-            "--console-evals",
-            saved.to_str().unwrap(),
-        ],
-        &[],
-    )
-    .await;
-    let addr = &served.addr;
-    let (cookie, _) = sign_in(addr, ALICE);
-    let (status, _, page) = get(addr, &cookie, "/console/evals");
+    let served = console_with(&sb, &cfg, &["--console-evals", saved.to_str().unwrap()]).await;
+    let alice = Session::sign_in(&served.addr, ALICE);
+    let (status, _, page) = alice.get("/console/evals");
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("<table id=\"categories\">"), "{page}");
     assert!(page.contains("<td>trap</td><td>100%</td>"), "{page}");
@@ -1170,7 +929,7 @@ async fn a_saved_eval_report_is_shown_from_its_file() {
     assert!(page.contains("<table id=\"failures\">"), "{page}");
     // Read at each view: a file that is no report says so.
     std::fs::write(&saved, "{\"not\": \"a report\"}").unwrap();
-    let (status, _, page) = get(addr, &cookie, "/console/evals");
+    let (status, _, page) = alice.get("/console/evals");
     assert_eq!(status, 500, "{page}");
     assert!(page.contains("not an eval report"), "{page}");
 }

@@ -97,6 +97,43 @@ pub(crate) fn raw(
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
+    let request = request_text(authority, method, path, headers, body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    parse_response(&response)
+}
+
+/// [`raw`] from the loopback address `source` (e.g. 127.0.0.2), for a
+/// gateway that tells callers apart by their address.
+pub(crate) async fn raw_from(
+    source: std::net::IpAddr,
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(std::net::SocketAddr::new(source, 0)).unwrap();
+    let mut stream = socket.connect(authority.parse().unwrap()).await.unwrap();
+    let request = request_text(authority, method, path, headers, body);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    let read = stream.read_to_end(&mut response);
+    let _ = tokio::time::timeout(Duration::from_secs(30), read).await;
+    parse_response(&response)
+}
+
+/// An HTTP/1.1 request closing its connection.
+fn request_text(
+    authority: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
     let mut request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
@@ -106,10 +143,12 @@ pub(crate) fn raw(
     }
     request.push_str("\r\n");
     request.push_str(body);
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
+    request
+}
+
+/// A whole HTTP/1.1 response: status, headers (lower-cased names), body.
+fn parse_response(response: &[u8]) -> (u16, Vec<(String, String)>, String) {
+    let response = String::from_utf8_lossy(response).into_owned();
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     let mut lines = head.lines();
     let status = lines
@@ -122,6 +161,24 @@ pub(crate) fn raw(
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
     (status, headers, body.to_owned())
+}
+
+/// One JSON-RPC `method` with `params` POSTed to the MCP endpoint at
+/// `addr` with `token`, as a 2026-07-28 client sends it: the message back.
+pub(crate) fn rpc(addr: &str, token: &str, method: &str, params: &Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let bearer = format!("Bearer {token}");
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Authorization", bearer.as_str()),
+        ("Mcp-Method", method),
+        ("Mcp-Name", params["name"].as_str().unwrap_or_default()),
+        ("Mcp-Protocol-Version", "2026-07-28"),
+    ];
+    let (status, _, text) = raw(addr, "POST", "/mcp", &headers, &body);
+    let json = &text[text.find('{').unwrap_or(0)..=text.rfind('}').unwrap_or(0)];
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{status} {e}: {text}"))
 }
 
 pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {

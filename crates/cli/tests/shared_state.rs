@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::gateway_util::raw;
+use crate::console_util::approval_link;
+use crate::gateway_util::{raw, rpc};
 use crate::ops::{Served, serve_on};
 use crate::util::{Sandbox, empty_port, spawn};
 
@@ -152,33 +153,12 @@ async fn replicas(redis: &Redis, count: usize, sb: Sandbox) -> Replicas {
 
 /// The `_meta` of a modern client that can answer forms.
 fn meta() -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"}
-    })
+    crate::console_util::meta(json!({"elicitation": {"form": {}}}))
 }
 
 /// One JSON-RPC `method` POSTed to `gw` with `token`: the message back.
 fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
-    post_at(&gw.addr, token, method, params)
-}
-
-/// [`post`] to the gateway at `addr`.
-fn post_at(addr: &str, token: &str, method: &str, params: &Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-    let bearer = format!("Bearer {token}");
-    let headers = [
-        ("Content-Type", "application/json"),
-        ("Accept", "application/json, text/event-stream"),
-        ("Authorization", bearer.as_str()),
-        ("Mcp-Method", method),
-        ("Mcp-Name", params["name"].as_str().unwrap_or_default()),
-        ("Mcp-Protocol-Version", "2026-07-28"),
-    ];
-    let (status, _, text) = raw(addr, "POST", "/mcp", &headers, &body);
-    let json = &text[text.find('{').unwrap_or(0)..=text.rfind('}').unwrap_or(0)];
-    serde_json::from_str(json).unwrap_or_else(|e| panic!("{status} {e}: {text}"))
+    rpc(&gw.addr, token, method, params)
 }
 
 /// `name` called on `gw` by `token`'s caller: the message back.
@@ -564,7 +544,7 @@ async fn calls_running_at_once_are_counted_for_every_replica() {
     // A long call on r0, in the background.
     let addr = gateways[0].addr.clone();
     let long = sleep(8_000);
-    let running = std::thread::spawn(move || post_at(&addr, CI_TOKEN, "tools/call", &long));
+    let running = std::thread::spawn(move || rpc(&addr, CI_TOKEN, "tools/call", &long));
     // Once its lease is in the store, r1 refuses ci-bot's next call.
     let limit = Instant::now() + Duration::from_secs(15);
     while redis_command(&redis, &["ZCARD", "switchboard:running:ci-bot"]) != ":1" {
@@ -598,16 +578,6 @@ async fn calls_running_at_once_are_counted_for_every_replica() {
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(gateways);
-}
-
-/// The first string in `v` that is a console approval link.
-fn approval_link(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) if s.contains("/console/approve/") => Some(s.clone()),
-        Value::Array(a) => a.iter().find_map(approval_link),
-        Value::Object(o) => o.values().find_map(approval_link),
-        _ => None,
-    }
 }
 
 // Two replicas sharing the state key and the store, each serving the
@@ -661,11 +631,7 @@ async fn an_approval_asked_on_one_replica_is_decided_in_another_replicas_console
         );
     }
     let (a, b) = (&gateways[0], &gateways[1]);
-    let url_meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"}
-    });
+    let url_meta = crate::console_util::meta(json!({"elicitation": {"url": {}}}));
     let arguments = json!({"query": "vpn"});
     let params = json!({"name": "mcp__notes__search", "arguments": arguments, "_meta": url_meta});
     let asked = post(a, CI_TOKEN, "tools/call", &params);
@@ -752,6 +718,158 @@ async fn an_approval_asked_on_one_replica_is_decided_in_another_replicas_console
     assert!(!ran(&replay), "the retry runs once: {replay}");
     let (status, _, _) = raw(&a.addr, "GET", &path, &[("Cookie", &cookie)], "");
     assert!(status == 404 || status == 401, "{status}");
+    drop(gateways);
+    drop(redis);
+}
+
+/// Gateways `a` and `b` over the notes demo sharing `redis` and the
+/// state key, each serving the console (alice a console principal), calls
+/// from clients without elicitation announced to `hook` and waiting for
+/// a decision.
+async fn console_replicas(redis: &Redis, sb: &Sandbox, hook: &str) -> Vec<Served> {
+    let cfg = sb
+        .config(
+            json!({}),
+            json!({
+                "principals": {"alice": {"console": true}, "ci-bot": {}},
+                "approvals": {"notify": hook, "timeoutMs": 60000}
+            }),
+        )
+        .display()
+        .to_string();
+    let tokens = sb.write(
+        "tokens.txt",
+        &format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
+    );
+    let url = redis.url();
+    let mut gateways = Vec::new();
+    for name in ["a", "b"] {
+        let args = [
+            "--auth",
+            "token",
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+            "--replica",
+            name,
+            "--console",
+            "--state",
+            &url,
+        ];
+        gateways.push(
+            serve_on(
+                sb,
+                &cfg,
+                "127.0.0.1:0",
+                &args,
+                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+            )
+            .await,
+        );
+    }
+    gateways
+}
+
+// A call from a client without elicitation waits on replica A (the
+// webhook told); replica B's Approvals page lists it with its tool,
+// caller and link, alice approves it in B's console, the call on A runs,
+// and the listing is empty again on both.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_waiting_on_one_replica_is_listed_and_decided_on_another() {
+    use crate::console_util::{Session, call_raw, meta, path_of, receiver};
+    let sb = Sandbox::new();
+    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let (hook, announced) = receiver();
+    let gateways = console_replicas(&redis, &sb, &hook).await;
+    let (a, b) = (gateways[0].addr.clone(), gateways[1].addr.clone());
+    let person = tokio::task::spawn_blocking({
+        let a = a.clone();
+        move || {
+            let payload = announced
+                .recv_timeout(Duration::from_secs(60))
+                .expect("the webhook was not told");
+            let path = path_of(payload["url"].as_str().unwrap());
+            let alice = Session::sign_in(&b, ALICE_TOKEN);
+            let (status, _, list) = alice.get("/console/approvals");
+            assert_eq!(status, 200, "{list}");
+            assert!(
+                list.contains(&path),
+                "B lists the call waiting on A: {list}"
+            );
+            assert!(list.contains("<td>mcp__notes__list_notes</td>"), "{list}");
+            assert!(list.contains("<td>ci-bot</td>"), "{list}");
+            assert_eq!(alice.decide(&path, "approve"), 303);
+            // Decided: listed nowhere any more.
+            let (_, _, list) = alice.get("/console/approvals");
+            assert!(!list.contains(&path), "{list}");
+            let (_, _, list) = Session::sign_in(&a, ALICE_TOKEN).get("/console/approvals");
+            assert!(!list.contains(&path), "{list}");
+        }
+    });
+    let params =
+        json!({"name": "mcp__notes__list_notes", "arguments": {}, "_meta": meta(json!({}))});
+    let done = tokio::task::spawn_blocking(move || call_raw(&a, CI_TOKEN, &params))
+        .await
+        .unwrap();
+    person.await.unwrap();
+    assert!(ran(&done), "A runs the call approved on B: {done}");
+    drop(gateways);
+    drop(redis);
+}
+
+// Failed console sign-ins from one address are counted in the store:
+// five on each replica, and the next on either is refused with 429 even
+// with a good token; another address signs in.
+#[tokio::test(flavor = "multi_thread")]
+async fn failed_sign_ins_are_counted_for_every_replica() {
+    use crate::console_util::Session;
+    use crate::gateway_util::raw_from;
+    let sb = Sandbox::new();
+    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+        return;
+    };
+    let (hook, _announced) = crate::console_util::receiver();
+    let gateways = console_replicas(&redis, &sb, &hook).await;
+    let form = ("Content-Type", "application/x-www-form-urlencoded");
+    for i in 0..10 {
+        let gw = &gateways[i % 2];
+        let (status, _, _) = raw(
+            &gw.addr,
+            "POST",
+            "/console/login",
+            &[form],
+            &format!("token=not-a-token-at-all-{i:06}"),
+        );
+        assert_eq!(status, 401, "attempt {i}");
+    }
+    for gw in &gateways {
+        let (status, headers, page) = raw(
+            &gw.addr,
+            "POST",
+            "/console/login",
+            &[form],
+            &format!("token={ALICE_TOKEN}"),
+        );
+        assert_eq!(status, 429, "{page}");
+        assert!(
+            headers.iter().any(|(k, _)| k == "retry-after"),
+            "{headers:?}"
+        );
+    }
+    let other: std::net::IpAddr = "127.0.0.2".parse().unwrap();
+    let (status, headers, page) = raw_from(
+        other,
+        &gateways[1].addr,
+        "POST",
+        "/console/login",
+        &[form],
+        &format!("token={ALICE_TOKEN}"),
+    )
+    .await;
+    assert_eq!(status, 303, "{page}");
+    let alice = Session::from_answer(&gateways[1].addr, &headers);
+    assert_eq!(alice.get("/console/servers").0, 200);
     drop(gateways);
     drop(redis);
 }

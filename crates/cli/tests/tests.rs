@@ -13,6 +13,8 @@ mod call;
 mod chat;
 mod config;
 mod console;
+mod console_access;
+mod console_util;
 mod demo;
 mod eval;
 mod gateway_auth;

@@ -8,6 +8,8 @@ use switchboard_host::approver::BoxFuture;
 use switchboard_host::{Approval, ApprovalRequest, Approver, Decider, sanitize};
 use switchboard_server::{Elicitation, InputRequired};
 
+use crate::console::Approvals;
+
 /// The key of the approval question in `inputRequests`.
 pub(crate) const APPROVAL_KEY: &str = "switchboard_approval";
 
@@ -86,6 +88,24 @@ pub(crate) fn ask_url(name: &str, id: &str, url: &str) -> InputRequired {
             ),
         )
         .state(json!({ "tool": name, "approval": id }))
+}
+
+/// The gate's question about `request` (a call of `name` by `caller`),
+/// as the upstream client can take it: a link to the console's page for
+/// this call when `console` is given (the client opens URLs but shows no
+/// forms, and the console is served), else the form.
+pub(crate) async fn question(
+    name: &str,
+    request: &ApprovalRequest,
+    caller: Option<&str>,
+    console: Option<&Approvals>,
+) -> InputRequired {
+    if let Some(approvals) = console {
+        if let Some((id, url)) = approvals.open(request, caller).await {
+            return ask_url(name, &id, &url);
+        }
+    }
+    ask(name, &request.arguments, Some(request))
 }
 
 /// The upstream user can be asked: the host hands the gate's question back

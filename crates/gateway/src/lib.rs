@@ -143,7 +143,8 @@ use std::time::Duration;
 
 pub use access::{AccessFile, AccessFileError, AccessWarning, check_access_file};
 pub use console::{
-    LOCAL_PRINCIPAL, MAX_PENDING_APPROVALS, MAX_SESSIONS, SESSION_TTL, console_login_token,
+    LOCAL_PRINCIPAL, MAX_PENDING_APPROVALS, MAX_SESSIONS, SESSION_TTL, SIGN_IN_FAILURES,
+    SIGN_IN_WINDOW, console_login_token,
 };
 pub use health::Drain;
 pub use metrics::Metrics;
@@ -562,6 +563,7 @@ impl Gateway {
                 options.console_login.clone(),
                 approvals,
                 options.console_evals.clone(),
+                options.state.clone(),
             ))
         };
         let auth = options.auth.clone();

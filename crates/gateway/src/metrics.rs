@@ -17,7 +17,7 @@
 //! | `switchboard_reloads_total` | `file` (`config`, `tokens`, `tls`), `result` (`applied`, `rejected`) | reloads of the watched files; a rejected one leaves the running settings in place |
 //! | `switchboard_auth_refusals_total` | `reason` | HTTP requests refused for their authorization: `missing_token`, `invalid_token`, `insufficient_scope`, `invalid_request`, `unavailable`, `invalid_proof` |
 //! | `switchboard_state_up` | | with `--state`: 1 when the shared store answered its last use |
-//! | `switchboard_state_errors_total` | `operation` (`replay`, `limit`, `ping`) | with `--state`: uses of the shared store that failed |
+//! | `switchboard_state_errors_total` | `operation` (`replay`, `limit`, `ping`, `membership`, `console`) | with `--state`: uses of the shared store that failed |
 //!
 //! A name that is in no table is counted as `tool="(unknown)"`, so callers
 //! cannot grow the label set without bound.
@@ -155,6 +155,7 @@ impl Collector for StateCollector {
             Operation::Limit,
             Operation::Ping,
             Operation::Membership,
+            Operation::Console,
         ] {
             errors
                 .get_or_create(&OperationLabels {
@@ -164,7 +165,7 @@ impl Collector for StateCollector {
         }
         errors.encode(encoder.encode_descriptor(
             "switchboard_state_errors",
-            "Uses of the shared store that failed, by operation (replay, limit, ping)",
+            "Uses of the shared store that failed, by operation (replay, limit, ping, membership, console)",
             None,
             errors.metric_type(),
         )?)?;

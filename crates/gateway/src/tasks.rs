@@ -50,6 +50,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::call::{CallParking, Running};
+use crate::console::Approvals;
 use crate::question::{Question, questions};
 use crate::relay;
 use crate::telemetry::Telemetry;
@@ -70,7 +71,9 @@ const INPUT_QUEUE: usize = 4;
 /// gateway's own when it makes the call a task. With `resumable`, that
 /// task's id carries what picks the call up again after a restart
 /// ([`resumer`]), and stopping the gateway leaves the downstream task
-/// running for it.
+/// running for it. The gate's question is put as on any call (MRTR,
+/// before any task exists): `console`, for a client that opens URLs but
+/// shows no forms, makes it the console's link.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn call(
     host: &Host,
@@ -81,6 +84,7 @@ pub(crate) async fn call(
     parking: &CallParking,
     on_end: OnEnd,
     resumable: bool,
+    console: Option<&Approvals>,
 ) -> ToolResult {
     // The upstream client's answers went down with the call.
     let answered = options.request.resume.is_some();
@@ -112,7 +116,8 @@ pub(crate) async fn call(
             // The gate's question, handed back: put to the upstream user
             // like any call's.
             if let Ok(CallReport { approval_needed: Some(request), .. }) = &report {
-                return Ok(crate::approval::ask(name, &request.arguments, Some(request)).into());
+                let caller = ctx.principal().map(|p| p.subject.as_str());
+                return Ok(crate::approval::question(name, request, caller, console).await.into());
             }
             // A modern server's question on a call that is no task:
             // relayed like any call's.

@@ -18,7 +18,7 @@ use switchboard_server::{Context, HandlerError, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
 
 use crate::approval::{
-    APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask, ask_url,
+    APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask, ask_url, question,
 };
 use crate::call::{CallParking, Round, Running};
 use crate::console::{Approvals, Redeemed, WaitForConsole};
@@ -280,7 +280,7 @@ async fn call(
             let round = Box::pin(crate::call::resume(&at, &answers, ctx, name, parking)).await?;
             let trace = CallTrace::of(ctx.meta(), telemetry.downstream_spans());
             let console = settings.console_for(ctx);
-            return answer(round, name, ctx, &trace, started, telemetry, false, console);
+            return answer(round, name, ctx, &trace, started, telemetry, false, console).await;
         }
         Some(Retry::Call(resume)) => Some(resume),
         None => None,
@@ -368,6 +368,7 @@ async fn call(
             parking,
             on_end,
             settings.resumable_tasks,
+            settings.console_for(ctx),
         )
         .await;
     }
@@ -386,6 +387,7 @@ async fn call(
     answer(
         round, name, ctx, &trace, started, telemetry, answered, console,
     )
+    .await
 }
 
 /// The upstream answer for one round of a call: the host's report made
@@ -394,7 +396,7 @@ async fn call(
 /// `inputResponses` went down with the call. `console`: the gate's
 /// question goes to the console as a link.
 #[allow(clippy::too_many_arguments)]
-fn answer(
+async fn answer(
     round: Round,
     name: &str,
     ctx: &Context,
@@ -419,13 +421,8 @@ fn answer(
         return Err(refusal);
     }
     if let Some(request) = &report.approval_needed {
-        if let Some(approvals) = console {
-            let caller = ctx.principal().map(|p| p.subject.as_str());
-            if let Some((id, url)) = approvals.open(request, caller) {
-                return Ok(ask_url(name, &id, &url).into());
-            }
-        }
-        return Ok(ask(name, &request.arguments, Some(request)).into());
+        let caller = ctx.principal().map(|p| p.subject.as_str());
+        return Ok(question(name, request, caller, console).await.into());
     }
     if let Some(asked) = &report.input_required {
         return match relay::ask(name, asked, ctx.client_capabilities()) {

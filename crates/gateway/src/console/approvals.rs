@@ -19,6 +19,11 @@
 //! `requestState` names the ID — redeems it once: through the replay
 //! ledger's set-if-absent with a store, by removing it from memory
 //! without; a replayed link or retry finds nothing.
+//!
+//! The Approvals page lists the calls waiting for a person: with a store,
+//! every replica's (each approval is listed there when opened and taken
+//! off when decided, redeemed, given up or lapsed), so any replica's
+//! console shows every waiting call; without one, this gateway's.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -163,6 +168,15 @@ pub(crate) fn digest(tool: &str, arguments: &Value) -> String {
     AuditRecord::new(tool, Some(arguments)).arguments_sha256
 }
 
+/// Whether link `id` lapsed (or is no link), read without checking its
+/// seal: only to clear the store's list of what can no longer be used.
+fn lapsed(id: &str) -> bool {
+    id.split_once('.')
+        .and_then(|(body, _)| URL_SAFE_NO_PAD.decode(body).ok())
+        .and_then(|body| serde_json::from_slice::<Sealed>(&body).ok())
+        .is_none_or(|sealed| sealed.e <= unix_millis())
+}
+
 fn mac(key: &[u8]) -> Hmac<Sha256> {
     // HMAC takes a key of any length; the fallback cannot happen.
     Hmac::<Sha256>::new_from_slice(key)
@@ -224,14 +238,14 @@ impl Approvals {
 
     /// A new pending approval for the gate's `request` by `caller`: its
     /// ID and link; `None` while the console is not served.
-    pub(crate) fn open(
+    pub(crate) async fn open(
         &self,
         request: &ApprovalRequest,
         caller: Option<&str>,
     ) -> Option<(String, String)> {
         let mut nonce = [0u8; 16];
         getrandom::fill(&mut nonce).ok()?;
-        self.open_for(Pending {
+        let pending = Pending {
             tool: request.local_name.clone(),
             server: request.alias.clone(),
             digest: digest(&request.local_name, &request.arguments),
@@ -243,7 +257,20 @@ impl Approvals {
             expires_ms: unix_millis()
                 + u64::try_from(APPROVAL_TTL.as_millis()).unwrap_or(u64::MAX / 2),
             nonce: crate::trace::hex(&nonce),
-        })
+        };
+        let (id, link) = self.open_for(pending.clone())?;
+        if let Some(store) = &self.inner.store {
+            // Listed for every replica's console; without the store, this
+            // replica's page still lists it.
+            let entry = serde_json::json!({"id": id, "diff": pending.diff}).to_string();
+            if let Err(why) = store
+                .add_waiting(&pending.nonce, &entry, APPROVAL_TTL)
+                .await
+            {
+                tracing::warn!(tool = %pending.tool, "the waiting call is listed on this replica's console only: {why}");
+            }
+        }
+        Some((id, link))
     }
 
     fn open_for(&self, pending: Pending) -> Option<(String, String)> {
@@ -338,16 +365,67 @@ impl Approvals {
         Ok(Some(p))
     }
 
-    /// The approvals opened here still waiting for a decision, soonest
-    /// to lapse first, with their IDs.
-    pub(crate) fn waiting(&self) -> Vec<(String, Pending)> {
-        let mut out: Vec<(String, Pending)> = self
-            .lock()
+    /// The approvals still waiting for a decision, soonest to lapse
+    /// first, with their IDs: every replica's with a store, else the ones
+    /// opened here. With a store that cannot be read, the ones opened
+    /// here, and the sentence saying why.
+    pub(crate) async fn waiting(&self) -> (Vec<(String, Pending)>, Option<String>) {
+        let (mut out, note) = match &self.inner.store {
+            Some(store) => match store.waiting().await {
+                Ok(entries) => (self.listed(store, entries).await, None),
+                Err(why) => (
+                    self.waiting_here(),
+                    Some(format!(
+                        "Only the calls waiting on this replica are listed: {why}"
+                    )),
+                ),
+            },
+            None => (self.waiting_here(), None),
+        };
+        out.sort_by_key(|(_, p)| p.expires_ms);
+        (out, note)
+    }
+
+    /// The approvals opened here still waiting.
+    fn waiting_here(&self) -> Vec<(String, Pending)> {
+        self.lock()
             .values()
             .filter(|p| p.live() && p.decision.is_none())
             .filter_map(|p| Some((self.seal(p)?, p.clone())))
-            .collect();
-        out.sort_by_key(|(_, p)| p.expires_ms);
+            .collect()
+    }
+
+    /// The store's waiting list read: its live entries, the rest (lapsed,
+    /// or not sealed with this key) taken off it.
+    async fn listed(
+        &self,
+        store: &SharedState,
+        entries: Vec<(String, String)>,
+    ) -> Vec<(String, Pending)> {
+        let mut out = Vec::new();
+        let mut stale = Vec::new();
+        for (nonce, entry) in &entries {
+            let entry: Value = serde_json::from_str(entry).unwrap_or(Value::Null);
+            let found = entry["id"]
+                .as_str()
+                .and_then(|id| Some((id.to_owned(), self.unseal(id)?)))
+                .filter(|(_, p)| p.nonce == *nonce && p.decision.is_none());
+            match found {
+                Some((id, mut p)) => {
+                    if p.diff.is_none() {
+                        p.diff = entry["diff"].as_str().map(str::to_owned);
+                    }
+                    out.push((id, p));
+                }
+                // Another gateway's (sealed with another key) and live:
+                // left alone.
+                None if entry["id"].as_str().is_some_and(|id| !lapsed(id)) => {}
+                None => stale.push(nonce.as_str()),
+            }
+        }
+        if let Err(why) = store.drop_waiting(&stale).await {
+            tracing::debug!("lapsed approvals stay listed in the store for now: {why}");
+        }
         out
     }
 
@@ -429,6 +507,7 @@ impl Approvals {
                 Err(why) => return Redeemed::Unavailable(why),
             }
             self.lock().remove(&p.nonce);
+            let _ = store.drop_waiting(&[&p.nonce]).await;
             decision
         } else {
             let mut map = self.lock();
@@ -447,10 +526,15 @@ impl Approvals {
         }
     }
 
-    /// Drops approval `id` (its call stopped waiting).
-    pub(crate) fn forget(&self, id: &str) {
-        if let Some(p) = self.unseal(id) {
-            self.lock().remove(&p.nonce);
+    /// Drops approval `id` (its call stopped waiting), from the store's
+    /// waiting list too.
+    pub(crate) async fn forget(&self, id: &str) {
+        let Some(p) = self.unseal(id) else { return };
+        self.lock().remove(&p.nonce);
+        if let Some(store) = &self.inner.store {
+            if let Err(why) = store.drop_waiting(&[&p.nonce]).await {
+                tracing::debug!(tool = %p.tool, "a call that stopped waiting stays listed until it lapses: {why}");
+            }
         }
     }
 
@@ -578,6 +662,27 @@ mod tests {
         lapsed.nonce = "ff".repeat(16);
         let (old, _) = approvals.open_for(lapsed).unwrap();
         assert!(approvals.get(&old).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn only_lapsed_links_and_garbage_are_cleared_from_the_stores_list() {
+        // Sealed under another key: not this gateway's to read, but its
+        // expiry tells whether it can still be used.
+        let other = Approvals::new(Some(b"another key"), None).unwrap();
+        other.set_base("http://127.0.0.1:1".into());
+        let (live, _) = other.open_for(request()).unwrap();
+        assert!(!lapsed(&live));
+        let mut old = request();
+        old.expires_ms = unix_millis() - 1;
+        old.nonce = "ee".repeat(16);
+        let (old, _) = other.open_for(old).unwrap();
+        assert!(lapsed(&old));
+        assert!(lapsed("not a link"));
+        // Without a store, the waiting list is this gateway's.
+        let (waiting, note) = other.waiting().await;
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(waiting[0].0, live);
+        assert!(note.is_none());
     }
 
     #[tokio::test]

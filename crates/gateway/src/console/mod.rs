@@ -11,7 +11,13 @@
 //!   exchanges the token (form field or header) for a session.
 //! - The session is a random id in an `HttpOnly`, `SameSite=Strict`
 //!   cookie scoped to `/console` (`Secure` under TLS); what it stands for
-//!   is kept here, with its expiry ([`SESSION_TTL`]).
+//!   is kept here, with its expiry ([`SESSION_TTL`], or the access
+//!   token's own when sooner). It stands for the token signed in with:
+//!   that token is checked again on every request, so revoking it (taking
+//!   it out of the tokens file) ends the session.
+//! - Failed sign-ins are limited per peer address ([`SIGN_IN_FAILURES`]
+//!   in [`SIGN_IN_WINDOW`], then 429), counted in the shared store when
+//!   there is one.
 //! - Every state-changing request is a POST carrying the session's CSRF
 //!   token in a hidden field, and is refused when the browser says it
 //!   comes from another site (`Sec-Fetch-Site`) or another origin
@@ -30,20 +36,23 @@ mod approvals;
 mod html;
 mod pages;
 mod session;
+mod signin;
 mod wait;
 
 use std::sync::Arc;
 
 use http::Method;
 use switchboard_host::Host;
-use switchboard_server::TokenValidator;
 use switchboard_server::http::{AppRequest, AppResponse, AppRoute};
+use switchboard_server::{AuthError, PresentedToken, TokenValidator};
 
 pub use approvals::MAX_PENDING_APPROVALS;
 pub(crate) use approvals::{Approvals, Redeemed, digest};
 use html::{Frame, message, page, secured};
 pub use session::{MAX_SESSIONS, SESSION_TTL};
-use session::{Sessions, clear_cookie, cookie_of, same_secret, set_cookie};
+use session::{Sessions, clear_cookie, cookie_of, lifetime, same_secret, set_cookie};
+use signin::SignIns;
+pub use signin::{SIGN_IN_FAILURES, SIGN_IN_WINDOW};
 pub(crate) use wait::WaitForConsole;
 
 /// Where the console is served.
@@ -81,11 +90,24 @@ struct Inner {
     /// Whether the one-time token's principal may open the console.
     local: bool,
     sessions: Sessions,
+    /// Failed sign-ins by peer address.
+    sign_ins: SignIns,
     approvals: Approvals,
     /// The eval report last uploaded to the Evals page.
     eval_report: std::sync::Mutex<Option<serde_json::Value>>,
     /// The eval report file shown while nothing was uploaded.
     eval_file: Option<std::path::PathBuf>,
+}
+
+/// Why a session is no longer good.
+enum Lapsed {
+    /// Ended, expired, or never was.
+    Gone,
+    /// The token it was signed in with is no longer accepted (it was
+    /// dropped now).
+    Revoked,
+    /// Its token cannot be checked now.
+    Unavailable(String),
 }
 
 /// Who is asking, once authenticated.
@@ -97,13 +119,15 @@ struct Viewer {
 }
 
 impl Console {
-    /// The console over `host`, signing people in with `validator`.
+    /// The console over `host`, signing people in with `validator`
+    /// (failed sign-ins counted in `store` when there is one).
     pub(crate) fn new(
         host: &Host,
         validator: Option<Arc<dyn TokenValidator>>,
         once: Option<String>,
         approvals: Approvals,
         eval_file: Option<std::path::PathBuf>,
+        store: Option<crate::state::SharedState>,
     ) -> Console {
         Console {
             inner: Arc::new(Inner {
@@ -112,6 +136,7 @@ impl Console {
                 local: once.is_some(),
                 once: std::sync::Mutex::new(once),
                 sessions: Sessions::default(),
+                sign_ins: SignIns::new(store),
                 approvals,
                 eval_report: std::sync::Mutex::new(None),
                 eval_file,
@@ -156,9 +181,9 @@ impl Console {
             (true, "/assets/console.js") => asset("text/javascript; charset=utf-8", html::SCRIPT),
             (true, "/assets/console.css") => asset("text/css; charset=utf-8", html::STYLE),
             (true, "/login") if query_value(req.query.as_deref(), "once").is_some() => {
-                self.sign_in_once(&req)
+                self.sign_in_once(&req).await
             }
-            (true, "" | "/" | "/login") => match self.viewer(&req) {
+            (true, "" | "/" | "/login") => match self.viewer(&req).await {
                 Ok(Some(_)) => redirect("/console/servers"),
                 _ => login_page(
                     200,
@@ -169,10 +194,19 @@ impl Console {
             (get, p) if p.starts_with("/approve/") => {
                 let id = &p["/approve/".len()..];
                 if get {
-                    let viewer = match self.viewer(&req) {
-                        Ok(Some(_)) => self.admitted(&req),
+                    let viewer = match self.viewer(&req).await {
+                        Ok(Some(viewer)) => self.admit(viewer),
                         // Signed in first, then back to this very page.
-                        _ => return login_page(401, None, Some(&req.path)),
+                        Ok(None) => return login_page(401, None, Some(&req.path)),
+                        Err(refusal) if refusal.status == 401 => {
+                            return login_page(
+                                401,
+                                Some("Your session has ended; sign in again."),
+                                Some(&req.path),
+                            )
+                            .header("set-cookie", clear_cookie(req.tls));
+                        }
+                        Err(refusal) => return refusal,
                     };
                     match viewer {
                         Ok(viewer) => {
@@ -185,7 +219,7 @@ impl Console {
                         Err(refusal) => refusal,
                     }
                 } else {
-                    match self.changing(&req) {
+                    match self.changing(&req).await {
                         Ok((viewer, form)) => {
                             pages::decide(&self.inner.approvals, &viewer.principal, id, &form).await
                         }
@@ -194,9 +228,9 @@ impl Console {
                 }
             }
             (false, "/login") => self.login(&req).await,
-            (false, "/logout") => self.logout(&req),
+            (false, "/logout") => self.logout(&req).await,
             (true, "/servers" | "/tools" | "/calls" | "/approvals" | "/evals" | "/events") => {
-                let viewer = match self.admitted(&req) {
+                let viewer = match self.admitted(&req).await {
                     Ok(v) => v,
                     Err(refusal) => return refusal,
                 };
@@ -209,7 +243,7 @@ impl Console {
                     "/servers" => pages::servers(host, &frame),
                     "/tools" => pages::tools(host, &frame, req.query.as_deref()),
                     "/calls" => pages::calls(host, &frame, req.query.as_deref()),
-                    "/approvals" => pages::approvals(&self.inner.approvals, &frame),
+                    "/approvals" => pages::approvals(&self.inner.approvals, &frame).await,
                     "/evals" => {
                         let report = self
                             .inner
@@ -235,11 +269,11 @@ impl Console {
                             (None, None) => pages::evals(None, &frame),
                         }
                     }
-                    _ => pages::events(host),
+                    _ => pages::events(host, self.recheck(&req, &viewer)),
                 }
             }
             (false, "/evals") => {
-                let (_, form) = match self.changing(&req) {
+                let (_, form) = match self.changing(&req).await {
                     Ok(v) => v,
                     Err(refusal) => return refusal,
                 };
@@ -256,7 +290,7 @@ impl Console {
                 }
             }
             (false, "/tools/accept") => {
-                let (viewer, form) = match self.changing(&req) {
+                let (viewer, form) = match self.changing(&req).await {
                     Ok(v) => v,
                     Err(refusal) => return refusal,
                 };
@@ -267,8 +301,9 @@ impl Console {
     }
 
     /// The signed-in (or bearer-authenticated) viewer, if any: `Err` with
-    /// the refusal when a session cookie is stale.
-    fn viewer(&self, req: &AppRequest) -> Result<Option<Viewer>, AppResponse> {
+    /// the refusal when a session cookie is stale, or its token is no
+    /// longer accepted (then the session is dropped).
+    async fn viewer(&self, req: &AppRequest) -> Result<Option<Viewer>, AppResponse> {
         if let Some(principal) = &req.principal {
             return Ok(Some(Viewer {
                 principal: principal.subject.clone(),
@@ -278,27 +313,95 @@ impl Console {
         let Some(id) = cookie_of(&req.headers) else {
             return Ok(None);
         };
-        match self.inner.sessions.get(&id) {
-            Some(s) => Ok(Some(Viewer {
-                principal: s.principal,
-                session: Some((id, s.csrf)),
-            })),
-            None => Err(login_page(
-                401,
-                Some("Your session has ended; sign in again."),
-                None,
-            )),
+        let session = match self.live_session(&id).await {
+            Ok(session) => session,
+            Err(Lapsed::Gone) => return Err(ended(req, "Your session has ended; sign in again.")),
+            Err(Lapsed::Revoked) => {
+                return Err(ended(
+                    req,
+                    "Your session has ended: the token you signed in with is no longer accepted.",
+                ));
+            }
+            Err(Lapsed::Unavailable(why)) => {
+                return Err(message(
+                    503,
+                    "Unavailable",
+                    &format!("Your sign-in cannot be checked now: {why}"),
+                ));
+            }
+        };
+        Ok(Some(Viewer {
+            principal: session.principal,
+            session: Some((id, session.csrf)),
+        }))
+    }
+
+    /// Session `id`, while it lasts and the token it was signed in with is
+    /// still accepted for the same principal; a session whose token is
+    /// refused is dropped.
+    async fn live_session(&self, id: &str) -> Result<session::Session, Lapsed> {
+        let session = self.inner.sessions.get(id).ok_or(Lapsed::Gone)?;
+        let Some(token) = &session.credential else {
+            return Ok(session);
+        };
+        let checked = match &self.inner.validator {
+            Some(validator) => validator.validate(token.expose()).await,
+            None => Err(AuthError::Unauthorized("no validator".into())),
+        };
+        match checked {
+            Ok(p) if p.subject == session.principal => Ok(session),
+            Err(AuthError::Unavailable(why)) => Err(Lapsed::Unavailable(why)),
+            _ => {
+                self.inner.sessions.close(id);
+                tracing::info!(principal = %session.principal, "a console session ended: the token it was signed in with is no longer accepted");
+                Err(Lapsed::Revoked)
+            }
         }
+    }
+
+    /// For an event stream opened by `viewer`: whether it may still see
+    /// it, asked again while the stream lasts (its session, or the
+    /// bearer token it came with, and its principal). A check that cannot
+    /// be made now lets the stream go on.
+    fn recheck(&self, req: &AppRequest, viewer: &Viewer) -> pages::Recheck {
+        let console = self.clone();
+        let principal = viewer.principal.clone();
+        let session = viewer.session.as_ref().map(|(id, _)| id.clone());
+        let token = bearer(&req.headers).map(PresentedToken::new);
+        Box::new(move || {
+            let (console, principal) = (console.clone(), principal.clone());
+            let (session, token) = (session.clone(), token.clone());
+            Box::pin(async move {
+                let still = match (&session, &token, &console.inner.validator) {
+                    (Some(id), _, _) => match console.live_session(id).await {
+                        Ok(_) | Err(Lapsed::Unavailable(_)) => true,
+                        Err(_) => false,
+                    },
+                    (None, Some(token), Some(validator)) => {
+                        match validator.validate(token.expose()).await {
+                            Ok(p) => p.subject == principal,
+                            Err(e) => matches!(e, AuthError::Unavailable(_)),
+                        }
+                    }
+                    _ => true,
+                };
+                still && console.may_open(&principal)
+            })
+        })
     }
 
     /// The viewer, when it may use the console: 401 (the sign-in page)
     /// without one, 403 when its principal is not a console principal
     /// (checked on every request, so a config reload takes it away).
-    fn admitted(&self, req: &AppRequest) -> Result<Viewer, AppResponse> {
-        let viewer = match self.viewer(req)? {
-            Some(v) => v,
-            None => return Err(login_page(401, None, None)),
-        };
+    async fn admitted(&self, req: &AppRequest) -> Result<Viewer, AppResponse> {
+        match self.viewer(req).await? {
+            Some(viewer) => self.admit(viewer),
+            None => Err(login_page(401, None, None)),
+        }
+    }
+
+    /// `viewer`, when its principal may open the console.
+    fn admit(&self, viewer: Viewer) -> Result<Viewer, AppResponse> {
         if !self.may_open(&viewer.principal) {
             return Err(forbidden(&viewer.principal));
         }
@@ -308,8 +411,8 @@ impl Console {
     /// For a state-changing POST: the signed-in viewer (a session is
     /// required) and the form, when the form carries the session's CSRF
     /// token.
-    fn changing(&self, req: &AppRequest) -> Result<(Viewer, Form), AppResponse> {
-        let viewer = self.admitted(req)?;
+    async fn changing(&self, req: &AppRequest) -> Result<(Viewer, Form), AppResponse> {
+        let viewer = self.admitted(req).await?;
         let form = Form::parse(&req.body);
         let Some((_, csrf)) = &viewer.session else {
             return Err(message(
@@ -337,19 +440,24 @@ impl Console {
 
     /// `POST /console/login`: the token (the `token` field, or the
     /// `Authorization` header) checked as on `/mcp`; a console principal
-    /// gets a session cookie.
+    /// gets a session cookie, bound to that token. Refused with 429 while
+    /// the peer address has used up its failed sign-ins.
     async fn login(&self, req: &AppRequest) -> AppResponse {
+        if let Some(wait) = self.inner.sign_ins.refused(req.peer.ip()).await {
+            return too_many(wait);
+        }
         let form = Form::parse(&req.body);
-        let principal = match (&req.principal, form.get("token").map(str::trim)) {
-            (Some(p), _) => p.subject.clone(),
+        let (principal, token) = match (&req.principal, form.get("token").map(str::trim)) {
+            (Some(p), _) => (Arc::clone(p), bearer(&req.headers)),
             (None, Some(token)) if !token.is_empty() => {
                 let checked = match &self.inner.validator {
                     Some(validator) => validator.validate(token).await.ok(),
                     None => None,
                 };
-                match checked.ok_or(()) {
-                    Ok(p) => p.subject,
-                    Err(_) => {
+                match checked {
+                    Some(p) => (Arc::new(p), Some(token)),
+                    None => {
+                        self.inner.sign_ins.failed(req.peer.ip()).await;
                         return login_page(
                             401,
                             Some("That token is not accepted."),
@@ -366,26 +474,35 @@ impl Console {
                 );
             }
         };
-        if !self.may_open(&principal) {
-            return forbidden(&principal);
+        let Some(token) = token else {
+            return login_page(401, Some("Sign in with a bearer token."), form.get("next"));
+        };
+        let subject = &principal.subject;
+        if !self.may_open(subject) {
+            return forbidden(subject);
         }
-        let Some((id, _)) = self.inner.sessions.open(&principal) else {
+        let lifetime = lifetime(&principal.claims);
+        let credential = Some(PresentedToken::new(token));
+        let Some((id, _)) = self.inner.sessions.open(subject, credential, lifetime) else {
             return message(503, "Unavailable", "No randomness for a session id.");
         };
-        tracing::info!(%principal, "signed in to the console");
+        tracing::info!(principal = %subject, "signed in to the console");
         // Back to the approval page that sent the person here, and
         // nowhere else (never an open redirect).
         let next = form
             .get("next")
             .filter(|n| approval_path(n))
             .unwrap_or("/console/servers");
-        redirect(next).header("set-cookie", set_cookie(&id, req.tls))
+        redirect(next).header("set-cookie", set_cookie(&id, lifetime, req.tls))
     }
 
     /// `GET /console/login?once=TOKEN` (`switchboard console`): the
     /// one-time token, used once, signs the browser in as
     /// [`LOCAL_PRINCIPAL`].
-    fn sign_in_once(&self, req: &AppRequest) -> AppResponse {
+    async fn sign_in_once(&self, req: &AppRequest) -> AppResponse {
+        if let Some(wait) = self.inner.sign_ins.refused(req.peer.ip()).await {
+            return too_many(wait);
+        }
         let given = query_value(req.query.as_deref(), "once").unwrap_or_default();
         let valid = {
             let mut once = self
@@ -400,21 +517,22 @@ impl Console {
             valid
         };
         if !valid {
+            self.inner.sign_ins.failed(req.peer.ip()).await;
             return login_page(
                 401,
                 Some("That sign-in link was used already or is not valid."),
                 None,
             );
         }
-        let Some((id, _)) = self.inner.sessions.open(LOCAL_PRINCIPAL) else {
+        let Some((id, _)) = self.inner.sessions.open(LOCAL_PRINCIPAL, None, SESSION_TTL) else {
             return message(503, "Unavailable", "No randomness for a session id.");
         };
-        redirect("/console/servers").header("set-cookie", set_cookie(&id, req.tls))
+        redirect("/console/servers").header("set-cookie", set_cookie(&id, SESSION_TTL, req.tls))
     }
 
     /// `POST /console/logout`: ends the session (CSRF-checked).
-    fn logout(&self, req: &AppRequest) -> AppResponse {
-        let (viewer, _) = match self.changing(req) {
+    async fn logout(&self, req: &AppRequest) -> AppResponse {
+        let (viewer, _) = match self.changing(req).await {
             Ok(v) => v,
             Err(refusal) => return refusal,
         };
@@ -498,6 +616,33 @@ fn asset(content_type: &str, text: &str) -> AppResponse {
 /// A 303 to `to` (a console path).
 pub(crate) fn redirect(to: &str) -> AppResponse {
     secured(AppResponse::new(303, "text/plain; charset=utf-8", "")).header("location", to)
+}
+
+/// A session that ended: the sign-in page saying `why`, the cookie
+/// cleared.
+fn ended(req: &AppRequest, why: &str) -> AppResponse {
+    login_page(401, Some(why), None).header("set-cookie", clear_cookie(req.tls))
+}
+
+/// A sign-in refused while the peer's failed sign-ins are used up.
+fn too_many(wait: std::time::Duration) -> AppResponse {
+    let seconds = wait.as_secs().max(1);
+    message(
+        429,
+        "Too many sign-ins",
+        &format!("Too many failed sign-ins from your address: try again in {seconds} s."),
+    )
+    .header("retry-after", seconds.to_string())
+}
+
+/// The bearer token of an `Authorization` header.
+fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 fn forbidden(principal: &str) -> AppResponse {

@@ -15,6 +15,7 @@ use serde_json::Value;
 use switchboard_host::audit_stats::stats_of_file;
 use switchboard_host::{AuditRecord, Host, ModelTool, PinState, ServerReport, verify_audit};
 use switchboard_server::http::{AppBody, AppResponse};
+use switchboard_wire::shared::BoxFuture;
 
 use super::approvals::Approvals;
 use super::html::{Frame, csrf_field, escape, message, page, secured};
@@ -131,19 +132,32 @@ pub(crate) fn servers(host: &Host, frame: &Frame<'_>) -> AppResponse {
     page(200, "Servers", Some(frame), &body)
 }
 
+/// How many [`EVENTS_POLL`]s pass between two checks that the viewer of
+/// an event stream may still see it.
+const RECHECK_EVERY: u32 = 5;
+
+/// Whether the viewer of an event stream may still see it (its session
+/// or token still good, its principal still a console principal).
+pub(crate) type Recheck = Box<dyn Fn() -> BoxFuture<'static, bool> + Send + Sync>;
+
 /// `/console/events`: server-sent events, a `servers` event with every
 /// row whenever one changes (and at once), polling the host every
 /// [`EVENTS_POLL`] while the page listens; the poll ends when the page
-/// goes away.
-pub(crate) fn events(host: &Host) -> AppResponse {
+/// goes away, or when `recheck` says its viewer was locked out.
+pub(crate) fn events(host: &Host, recheck: Recheck) -> AppResponse {
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(8);
     let host = host.clone();
     tokio::spawn(async move {
         let mut last: Option<Vec<ServerRow>> = None;
         let mut ticks = 0u32;
+        let mut polls = 0u32;
         let mut interval = tokio::time::interval(EVENTS_POLL);
         loop {
             interval.tick().await;
+            polls = polls.wrapping_add(1);
+            if polls % RECHECK_EVERY == 0 && !recheck().await {
+                break;
+            }
             let now = rows(&host);
             let frame = if last.as_ref() != Some(&now) {
                 let data = serde_json::to_string(&now).unwrap_or_default();
@@ -627,9 +641,11 @@ fn tail_records(path: &Path) -> Vec<AuditRecord> {
 
 /// The Approvals page: the calls waiting for a person, each with a link
 /// to its approval page.
-pub(crate) fn approvals(approvals: &Approvals, frame: &Frame<'_>) -> AppResponse {
-    let waiting = approvals.waiting();
-    let mut body = String::new();
+pub(crate) async fn approvals(approvals: &Approvals, frame: &Frame<'_>) -> AppResponse {
+    let (waiting, note) = approvals.waiting().await;
+    let mut body = note.map_or_else(String::new, |n| {
+        format!("<p class=\"note\">{}</p>", escape(&n))
+    });
     if waiting.is_empty() {
         body.push_str("<p>No call is waiting for approval.</p>");
     } else {

@@ -1,13 +1,22 @@
 //! Console sessions: a random id kept server-side (the cookie carries
-//! only the id), the principal it belongs to, its CSRF token and its
-//! expiry. Bounded: past [`MAX_SESSIONS`] the session closest to its
-//! expiry makes room.
+//! only the id), the principal it belongs to, the credential it was
+//! signed in with, its CSRF token and its expiry. Bounded: past
+//! [`MAX_SESSIONS`] the session closest to its expiry makes room.
+//!
+//! A session stands for its credential: the token signed in with is kept
+//! here (redacted in every `Debug`, never in the cookie) and checked
+//! again by the gateway's validator on every request, so a token taken
+//! out of the tokens file, or an OAuth access token that expired or was
+//! revoked, ends the session at its next request; and a session never
+//! outlives the access token's `exp`.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq as _;
+use switchboard_server::PresentedToken;
+use switchboard_wire::JsonObject;
 
 /// How long a console session lasts from sign-in.
 pub const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
@@ -25,6 +34,9 @@ pub(crate) struct Session {
     pub(crate) principal: String,
     /// The token every state-changing form must carry.
     pub(crate) csrf: String,
+    /// The token signed in with, checked again on every request; `None`
+    /// for the one-time sign-in of `switchboard console`.
+    pub(crate) credential: Option<PresentedToken>,
     expires: Instant,
 }
 
@@ -33,13 +45,21 @@ pub(crate) struct Session {
 pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
 
 impl Sessions {
-    /// A new session for `principal`: its id and CSRF token.
-    pub(crate) fn open(&self, principal: &str) -> Option<(String, Session)> {
+    /// A new session for `principal`, signed in with `credential`,
+    /// lasting `lifetime` (see [`lifetime`]): its id and what it stands
+    /// for.
+    pub(crate) fn open(
+        &self,
+        principal: &str,
+        credential: Option<PresentedToken>,
+        lifetime: Duration,
+    ) -> Option<(String, Session)> {
         let id = random_hex()?;
         let session = Session {
             principal: principal.to_owned(),
             csrf: random_hex()?,
-            expires: Instant::now() + SESSION_TTL,
+            credential,
+            expires: Instant::now() + lifetime.min(SESSION_TTL),
         };
         let mut map = self
             .0
@@ -79,6 +99,22 @@ impl Sessions {
     }
 }
 
+/// How long a session signed in with a token whose claims are `claims`
+/// may last: [`SESSION_TTL`], or less when the token expires sooner (its
+/// `exp`, Unix seconds).
+pub(crate) fn lifetime(claims: &JsonObject) -> Duration {
+    let Some(exp) = claims.get("exp").and_then(serde_json::Value::as_f64) else {
+        return SESSION_TTL;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64();
+    Duration::try_from_secs_f64(exp - now)
+        .unwrap_or(Duration::ZERO)
+        .min(SESSION_TTL)
+}
+
 /// Whether `given` is `expected`, compared in constant time.
 pub(crate) fn same_secret(given: &str, expected: &str) -> bool {
     given.len() == expected.len() && bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
@@ -105,13 +141,13 @@ pub(crate) fn cookie_of(headers: &http::HeaderMap) -> Option<String> {
         })
 }
 
-/// The `Set-Cookie` value of session `id`: `HttpOnly`, `SameSite=Strict`,
-/// scoped to `/console`, `Secure` under TLS.
-pub(crate) fn set_cookie(id: &str, tls: bool) -> String {
+/// The `Set-Cookie` value of session `id` lasting `lifetime`: `HttpOnly`,
+/// `SameSite=Strict`, scoped to `/console`, `Secure` under TLS.
+pub(crate) fn set_cookie(id: &str, lifetime: Duration, tls: bool) -> String {
     let secure = if tls { "; Secure" } else { "" };
     format!(
         "{COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-        SESSION_TTL.as_secs()
+        lifetime.min(SESSION_TTL).as_secs()
     )
 }
 
@@ -128,7 +164,9 @@ mod tests {
     #[test]
     fn a_session_is_found_by_its_id_until_closed() {
         let sessions = Sessions::default();
-        let (id, session) = sessions.open("alice").unwrap();
+        let token = Some(PresentedToken::new("secret-token"));
+        let (id, session) = sessions.open("alice", token, SESSION_TTL).unwrap();
+        assert!(!format!("{session:?}").contains("secret-token"));
         assert_eq!(sessions.get(&id).unwrap().principal, "alice");
         assert_ne!(id, session.csrf);
         assert!(sessions.get("nope").is_none());
@@ -137,13 +175,44 @@ mod tests {
     }
 
     #[test]
+    fn a_session_never_outlives_its_access_token() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = |exp: serde_json::Value| {
+            let mut c = JsonObject::new();
+            c.insert("exp".into(), exp);
+            c
+        };
+        assert_eq!(lifetime(&JsonObject::new()), SESSION_TTL);
+        assert!(lifetime(&claims(serde_json::json!(now + 60))) <= Duration::from_secs(60));
+        assert!(lifetime(&claims(serde_json::json!(now + 60))) > Duration::from_secs(30));
+        assert_eq!(
+            lifetime(&claims(serde_json::json!(now + 86_400))),
+            SESSION_TTL
+        );
+        assert_eq!(
+            lifetime(&claims(serde_json::json!(now - 5))),
+            Duration::ZERO
+        );
+        // An access token that expired: its session is gone at once.
+        let sessions = Sessions::default();
+        let expired = lifetime(&claims(serde_json::json!(now - 5)));
+        let (id, _) = sessions.open("alice", None, expired).unwrap();
+        assert!(sessions.get(&id).is_none());
+    }
+
+    #[test]
     fn the_cookie_is_strict_and_secure_under_tls() {
-        let plain = set_cookie("abc", false);
+        let plain = set_cookie("abc", SESSION_TTL, false);
         assert!(
             plain.starts_with("switchboard_console=abc; Path=/console; HttpOnly; SameSite=Strict")
         );
+        assert!(plain.contains("Max-Age=28800"), "{plain}");
         assert!(!plain.contains("Secure"));
-        assert!(set_cookie("abc", true).ends_with("; Secure"));
+        assert!(set_cookie("abc", SESSION_TTL, true).ends_with("; Secure"));
+        assert!(set_cookie("abc", Duration::from_secs(90), false).contains("Max-Age=90"));
         assert!(clear_cookie(true).contains("Max-Age=0"));
     }
 

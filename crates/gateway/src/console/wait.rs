@@ -41,7 +41,7 @@ pub(crate) struct WaitForConsole {
 impl Approver for WaitForConsole {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
-            let Some((id, url)) = self.approvals.open(request, self.caller.as_deref()) else {
+            let Some((id, url)) = self.approvals.open(request, self.caller.as_deref()).await else {
                 return Approval::Deny(Some(
                     "This call needs a person's approval, and the gateway's console cannot take it now.".into(),
                 ));
@@ -92,7 +92,7 @@ impl Approver for WaitForConsole {
                 }
                 tokio::time::sleep(POLL).await;
             }
-            self.approvals.forget(&id);
+            self.approvals.forget(&id).await;
             Approval::Deny(Some(format!(
                 "Nobody approved this call of {tool} in the gateway's console within {} s.",
                 wait.as_secs()

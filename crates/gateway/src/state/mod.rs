@@ -5,9 +5,11 @@
 //! - Replay ledger: an answered approval's `requestState` is redeemed
 //!   once across all replicas: `SET switchboard:used:NONCE 1 NX PX TTL`,
 //!   atomic in the store, expiring with the state ([`UseLedger`]).
-//! - Console approvals: a decision made on any replica's console is kept
-//!   under the approval link's nonce (`SET switchboard:approval:NONCE
-//!   … NX PX TTL`, decided once), for the replica holding the call.
+//! - Console approvals (`console`): the calls waiting for a person,
+//!   listed by every replica's console, and a decision made on any
+//!   replica's console kept under the approval link's nonce (decided
+//!   once) for the replica holding the call; failed console sign-ins
+//!   counted per peer address.
 //! - Callers' limits: a caller's calls a minute are counted once for all
 //!   replicas by one server-side script (GCRA: a minute's worth at once,
 //!   then one every `60 / n` seconds, as the in-process count), run by
@@ -20,6 +22,7 @@
 //! heartbeat ([`SharedState::heartbeat`]) keeps [`SharedState::is_up`]
 //! (`/readyz`, `switchboard_state_up`) current when nothing is used.
 
+mod console;
 mod membership;
 mod redis;
 mod resp;
@@ -131,14 +134,17 @@ pub(crate) enum Operation {
     Ping,
     /// The replicas' registry.
     Membership,
+    /// The console's waiting approvals and sign-in failures.
+    Console,
 }
 
 impl Operation {
-    const ALL: [Operation; 4] = [
+    const ALL: [Operation; 5] = [
         Operation::Replay,
         Operation::Limit,
         Operation::Ping,
         Operation::Membership,
+        Operation::Console,
     ];
 
     /// The metric's label.
@@ -148,6 +154,7 @@ impl Operation {
             Operation::Limit => "limit",
             Operation::Ping => "ping",
             Operation::Membership => "membership",
+            Operation::Console => "console",
         }
     }
 }
@@ -165,7 +172,7 @@ struct Inner {
     /// Whether the last round trip succeeded.
     up: AtomicBool,
     /// Errors by [`Operation`] (in [`Operation::ALL`]'s order).
-    errors: [AtomicU64; 4],
+    errors: [AtomicU64; 5],
     /// The rate script's SHA1 (hex), sent with `EVALSHA`.
     rate_sha: String,
     /// Whether the store said so last time (logged once per change).
@@ -336,52 +343,6 @@ impl SharedState {
         match replies.first() {
             Some(Reply::Simple(ok)) if ok == "OK" => Ok(true),
             Some(Reply::Bulk(None)) => Ok(false),
-            other => Err(self.odd(Operation::Replay, other)),
-        }
-    }
-
-    /// `SET switchboard:approval:NONCE VALUE NX PX TTL`: records a
-    /// console decision on approval `nonce` for every replica; `Ok(false)`
-    /// when one was recorded before.
-    pub(crate) async fn record_decision(
-        &self,
-        nonce: &str,
-        value: &str,
-        ttl: Duration,
-    ) -> Result<bool, String> {
-        let key = format!("{PREFIX}approval:{nonce}");
-        // A second more for the replicas' clocks to differ.
-        let ttl = (ttl.as_millis() + 1000).to_string();
-        let replies = self
-            .run(
-                Operation::Replay,
-                &[vec![
-                    b"SET",
-                    key.as_bytes(),
-                    value.as_bytes(),
-                    b"NX",
-                    b"PX",
-                    ttl.as_bytes(),
-                ]],
-            )
-            .await?;
-        match replies.first() {
-            Some(Reply::Simple(ok)) if ok == "OK" => Ok(true),
-            Some(Reply::Bulk(None)) => Ok(false),
-            other => Err(self.odd(Operation::Replay, other)),
-        }
-    }
-
-    /// `GET switchboard:approval:NONCE`: the decision recorded on approval
-    /// `nonce` by any replica, if any.
-    pub(crate) async fn decision(&self, nonce: &str) -> Result<Option<String>, String> {
-        let key = format!("{PREFIX}approval:{nonce}");
-        let replies = self
-            .run(Operation::Replay, &[vec![b"GET", key.as_bytes()]])
-            .await?;
-        match replies.first() {
-            Some(Reply::Bulk(None)) => Ok(None),
-            Some(Reply::Bulk(Some(v))) => Ok(Some(String::from_utf8_lossy(v).into_owned())),
             other => Err(self.odd(Operation::Replay, other)),
         }
     }
