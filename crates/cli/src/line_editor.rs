@@ -232,7 +232,20 @@ pub(crate) fn edit(
                 break Edited::End;
             }
             Key::Tab => {
-                let completion = completer.complete(&line.text(), line.cursor_byte());
+                let text = line.text();
+                let at = line.cursor_byte();
+                let asked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    completer.complete(&text, at)
+                }));
+                let completion = asked.unwrap_or_else(|_| {
+                    // A completer that failed offers nothing; the panic
+                    // hook put the terminal back: raw again for the rest
+                    // of the line (`raw` restores it at the end).
+                    if let Ok(again) = Raw::enter() {
+                        std::mem::forget(again);
+                    }
+                    Completion::default()
+                });
                 match line.complete(completion) {
                     Tabbed::Nothing => screen.out.write_all(b"\x07")?,
                     Tabbed::Inserted => {}

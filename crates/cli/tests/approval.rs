@@ -79,6 +79,19 @@ impl OnPty {
             .contains(LocalFlags::ICANON | LocalFlags::ECHO)
     }
 
+    /// Waits for the binary to exit (at most as long as [`OnPty::wait_for`]
+    /// waits for text), keeping the terminal to look at after.
+    pub(crate) fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < WAIT, "the binary did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Sends SIGTERM.
     pub(crate) fn terminate(&self) {
         let status = std::process::Command::new("kill")

@@ -1,7 +1,9 @@
 //! `switchboard chat`: the mock model's event stream, and a scripted
 //! session under a pseudo-terminal (approval allowed and denied, a server
 //! that is down, a truncated result, Ctrl-C cancelling a call the server
-//! sees cancelled, the loop guard).
+//! sees cancelled, the loop guard); resources and prompts named by the
+//! user, and the prompt's line editor with Tab completion (the terminal's
+//! mode checked from the test's side of the pty).
 
 use std::time::{Duration, Instant};
 
@@ -579,7 +581,7 @@ fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
     // Ctrl-D on the empty line ends the chat; the terminal is back in
     // line mode.
     term.type_keys(CTRL_D);
-    let status = term.child.wait().unwrap();
+    let status = term.wait_exit();
     let text = term.wait_for("Prompt seen.");
     assert_eq!(status.code(), Some(0), "{text}");
     assert!(!text.contains("the script has no more turns"), "{text}");
@@ -630,7 +632,7 @@ fn an_approval_during_a_chat_reads_in_line_mode_between_edited_prompts() {
     term.wait_for("Search done.\r\n[tokens: 0 in, 0 out; 2 model calls]\r\n> ");
     assert!(!term.in_line_mode());
     term.interrupt();
-    let status = term.child.wait().unwrap();
+    let status = term.wait_exit();
     let text = term.wait_for("Search done.");
     assert_eq!(status.code(), Some(0), "{text}");
     assert!(term.in_line_mode(), "the terminal was left in raw mode");
@@ -658,7 +660,8 @@ fn sigterm_at_the_edited_prompt_puts_the_terminal_back() {
     term.wait_for("> half a line");
     assert!(!term.in_line_mode());
     term.terminate();
-    let status = term.child.wait().unwrap();
-    assert_eq!(status.code(), Some(143));
+    let status = term.wait_exit();
     assert!(term.in_line_mode(), "the terminal was left in raw mode");
+    // As a shell reports a process SIGTERM stopped.
+    assert_eq!(status.code(), Some(143));
 }
