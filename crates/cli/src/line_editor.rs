@@ -51,6 +51,9 @@ pub(crate) trait Completer: Send + Sync {
     /// The candidates for the word that ends at `cursor` (a byte offset,
     /// on a character boundary) of `line`.
     fn complete(&self, line: &str, cursor: usize) -> Completion;
+
+    /// A new line begins (what was kept for the last one may be stale).
+    fn line_begins(&self) {}
 }
 
 /// How an edit ended.
@@ -191,6 +194,7 @@ pub(crate) fn edit(
     };
     screen.out.write_all(prompt.as_bytes())?;
     screen.out.flush()?;
+    completer.line_begins();
     let mut line = Line::default();
     let mut keys = Keys::default();
     let ended = loop {

@@ -501,7 +501,12 @@ const RIGHT: &str = "\x1b[C";
 #[test]
 fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
     let sb = Sandbox::new();
-    let config = mock_config(&sb);
+    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    let log = sb.path().join("mock.log");
+    let config = sb.config(
+        json!({"mock": {"command": mock, "args": ["--log", log]}}),
+        json!({}),
+    );
     let script = sb.write(
         "tab.jsonl",
         &[
@@ -551,6 +556,11 @@ fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
     term.wait_for("> read @mock:mock://item/");
     term.type_keys(&format!("al{TAB}"));
     term.wait_for("\r\n@mock:mock://item/albert\r\n@mock:mock://item/alice\r\n");
+    // Tab again on the same line: the server is not asked again.
+    term.type_keys(TAB);
+    term.wait_for(
+        "@mock:mock://item/alice\r\n\r> read @mock:mock://item/al\x1b[K\r\n@mock:mock://item/albert",
+    );
     term.type_keys(&format!("b{TAB}"));
     term.wait_for("> read @mock:mock://item/albert ");
     term.type_keys("\n");
@@ -577,6 +587,25 @@ fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
     term.type_keys(&format!("@nobody{TAB}"));
     term.wait_for("\x07");
     term.type_keys(CTRL_U);
+
+    // A new line asks the server anew (its values may have changed).
+    term.type_keys(&format!("@mock:mock://item/al{TAB}"));
+    term.wait_for("> @mock:mock://item/al\x1b[K\r\n@mock:mock://item/albert");
+    term.type_keys(CTRL_U);
+    let asked = wait_in_file(&log, "\"value\":\"al\"}");
+    let values: Vec<&str> = asked
+        .lines()
+        .filter(|l| l.contains("\"completion/complete\""))
+        .map(|l| {
+            let at = l.find("\"value\":").unwrap();
+            &l[at..l[at..].find('}').unwrap() + at]
+        })
+        .collect();
+    assert_eq!(
+        values,
+        ["\"value\":\"al\"", "\"value\":\"alb\"", "\"value\":\"al\""],
+        "{asked}"
+    );
 
     // Ctrl-D on the empty line ends the chat; the terminal is back in
     // line mode.

@@ -12,7 +12,9 @@
 //!
 //! The lists are the host's catalog, listed when the servers mounted and
 //! again on their `list_changed`: Tab lists nothing anew. Values a server
-//! suggested are kept until the catalog changes. A candidate holding a
+//! suggested are kept for the line being typed (pressing Tab again asks
+//! nothing), and asked anew on the next line or once the catalog changed
+//! (they may be live data, such as ticket ids). A candidate holding a
 //! control character or a space (which a word cannot hold, and which
 //! could drive the terminal) is left out.
 
@@ -41,7 +43,8 @@ pub(crate) struct ChatCompleter {
     cache: Mutex<Suggested>,
 }
 
-/// The values servers suggested, for the catalog they were asked under.
+/// The values servers suggested for the line being typed, under the
+/// catalog they were asked under.
 #[derive(Default)]
 struct Suggested {
     catalog: Option<Arc<Catalog>>,
@@ -127,6 +130,10 @@ impl Completer for ChatCompleter {
                 self.suggest(&catalog, template, variable, value, context)
             },
         )
+    }
+
+    fn line_begins(&self) {
+        lock(&self.cache).values.clear();
     }
 }
 
