@@ -7,7 +7,8 @@
 //! - `settings`: the raw flags checked and resolved; the config loaded.
 //! - `demo_env`: the built-in demo config and its in-process tickets server.
 //! - `session`: a mounted host, approvers and the progress bar.
-//! - `ask`, `terminal`: questions on the terminal, and the stdin they share.
+//! - `ask`, `terminal`: questions on the terminal, and the stdin they share;
+//!   `line_editor`: the chat prompt edited in place, with Tab completion.
 //! - `cmd`: one module per subcommand.
 //! - `exit`: exit codes and the JSON error line.
 //! - `out`: writing to stdout and stderr.
@@ -21,6 +22,7 @@ mod connect;
 mod demo_env;
 mod exit;
 mod flags;
+mod line_editor;
 mod out;
 mod session;
 mod settings;

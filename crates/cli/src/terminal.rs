@@ -10,10 +10,19 @@
 //! types next goes to the next prompt instead of to the withdrawn one. A
 //! plain blocking read of stdin cannot be given up that way: it would keep
 //! waiting, and swallow the next line.
+//!
+//! The chat prompt may ask for its line edited in place ([`edited_line`]):
+//! the same thread then runs the [`line_editor`] (the terminal in raw mode
+//! for that line only, so every other prompt reads in the terminal's own
+//! mode). A withdrawn edit is given up within a tenth of a second. When a
+//! plain read is still waiting for a withdrawn question's answer, the
+//! line it reads is the edited line's, read plainly.
 
 use std::future::Future;
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead, Read, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
+
+use crate::line_editor::{self, Completer, Edited, Raw};
 
 /// Runs `ask` (which reads its answers through [`StdinLines`]) with the
 /// terminal to itself: questions wait for the one before to end.
@@ -68,7 +77,7 @@ impl BufRead for StdinLines {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.at >= self.line.len() {
             self.line = lines()
-                .next_line()?
+                .next_line(Want::Line)?
                 .map(String::into_bytes)
                 .unwrap_or_default();
             self.at = 0;
@@ -79,6 +88,50 @@ impl BufRead for StdinLines {
     fn consume(&mut self, amount: usize) {
         self.at = (self.at + amount).min(self.line.len());
     }
+}
+
+/// The chat prompt's next line (blocking), edited in place with
+/// `completer` for Tab after `prompt` is drawn ([`line_editor`]); `None`
+/// at the end of input (Ctrl-D on an empty line). Read only inside a
+/// [`question`], and only when [`line_editor::available`].
+///
+/// # Errors
+/// When the question in progress is withdrawn.
+pub(crate) fn edited_line(
+    prompt: &str,
+    completer: Arc<dyn Completer>,
+) -> io::Result<Option<String>> {
+    lines().next_line(Want::Edit(Arc::new(Edit {
+        prompt: prompt.to_owned(),
+        completer,
+        question: 0,
+    })))
+}
+
+/// How the line a prompt wants is read.
+#[derive(Clone)]
+enum Want {
+    /// Plainly, in the terminal's own mode.
+    Line,
+    /// Edited in place.
+    Edit(Arc<Edit>),
+}
+
+/// A line to edit in place.
+struct Edit {
+    prompt: String,
+    completer: Arc<dyn Completer>,
+    /// The question it belongs to: once that one is withdrawn (or over),
+    /// the edit is given up.
+    question: u64,
+}
+
+/// What the reader thread read.
+enum Got {
+    Line(String),
+    End,
+    /// Nothing: an edit given up.
+    Nothing,
 }
 
 /// Withdraws question `.0` when dropped armed.
@@ -109,14 +162,14 @@ struct Lines {
     turn: Arc<tokio::sync::Mutex<()>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct State {
     /// A line read and not taken yet (with its newline).
     line: Option<String>,
     /// Stdin ended (or failed, or no reader thread could start).
     ended: bool,
-    /// A prompt wants a line: the reader thread reads one.
-    wanted: bool,
+    /// A prompt wants a line: the reader thread reads one, this way.
+    wanted: Option<Want>,
     /// The reader thread was started.
     started: bool,
     /// The question in progress.
@@ -147,12 +200,15 @@ impl Lines {
         }
     }
 
-    /// The next line (blocking), `None` at the end of stdin.
+    /// The next line (blocking), read as `want` says (unless a read of a
+    /// withdrawn question's is still waiting: its line is this one's);
+    /// `None` at the end of stdin.
     ///
     /// # Errors
     /// When the question in progress is withdrawn.
-    fn next_line(&self) -> io::Result<Option<String>> {
+    fn next_line(&self, want: Want) -> io::Result<Option<String>> {
         let mut state = self.lock();
+        let mut prompted = false;
         loop {
             if state.withdrawn {
                 return Err(io::Error::other("the question was withdrawn"));
@@ -163,8 +219,23 @@ impl Lines {
             if state.ended {
                 return Ok(None);
             }
-            if !state.wanted {
-                state.wanted = true;
+            if let (Some(Want::Line), Want::Edit(edit), false) = (&state.wanted, &want, prompted) {
+                // A plain read already waits: the line is read plainly,
+                // after the prompt.
+                prompted = true;
+                let mut err = io::stderr().lock();
+                let _ = write!(err, "{}", edit.prompt);
+                let _ = err.flush();
+            }
+            if state.wanted.is_none() {
+                state.wanted = Some(match &want {
+                    Want::Line => Want::Line,
+                    Want::Edit(edit) => Want::Edit(Arc::new(Edit {
+                        prompt: edit.prompt.clone(),
+                        completer: edit.completer.clone(),
+                        question: state.question,
+                    })),
+                });
                 if !state.started {
                     state.started = true;
                     let shared = self.state.clone();
@@ -192,23 +263,72 @@ impl Lines {
 fn read_lines(shared: &(Mutex<State>, Condvar)) {
     let (state, changed) = shared;
     loop {
-        {
+        let want = {
             let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
-            while !s.wanted {
+            loop {
+                if let Some(want) = &s.wanted {
+                    break want.clone();
+                }
                 s = changed.wait(s).unwrap_or_else(PoisonError::into_inner);
             }
-        }
-        let mut line = String::new();
-        let read = io::stdin().lock().read_line(&mut line);
+        };
+        let got = match want {
+            Want::Line => read_plain(None),
+            Want::Edit(edit) => read_edited(shared, &edit),
+        };
         let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
-        s.wanted = false;
-        match read {
-            Ok(n) if n > 0 => s.line = Some(line),
-            _ => s.ended = true,
+        s.wanted = None;
+        match got {
+            Got::Line(line) => s.line = Some(line),
+            Got::End => s.ended = true,
+            Got::Nothing => {}
         }
         changed.notify_all();
         if s.ended {
             return;
         }
+    }
+}
+
+/// One line read in the terminal's own mode, after `prompt` if given.
+fn read_plain(prompt: Option<&str>) -> Got {
+    if let Some(prompt) = prompt {
+        let mut err = io::stderr().lock();
+        let _ = write!(err, "{prompt}");
+        let _ = err.flush();
+    }
+    let mut line = String::new();
+    match io::stdin().lock().read_line(&mut line) {
+        Ok(n) if n > 0 => Got::Line(line),
+        _ => Got::End,
+    }
+}
+
+/// One line edited in place; given up once `edit`'s question is
+/// withdrawn or over. A terminal that cannot be put in raw mode is read
+/// plainly.
+fn read_edited(shared: &(Mutex<State>, Condvar), edit: &Edit) -> Got {
+    let lock = || shared.0.lock().unwrap_or_else(PoisonError::into_inner);
+    let gone = |s: &State| s.withdrawn || s.question != edit.question;
+    // Raw mode begins under the lock: a question withdrawn before never
+    // finds the terminal raw afterwards.
+    let raw = {
+        let s = lock();
+        if gone(&s) {
+            return Got::Nothing;
+        }
+        Raw::enter()
+    };
+    let Ok(raw) = raw else {
+        return read_plain(Some(&edit.prompt));
+    };
+    let abandoned = || gone(&lock());
+    match line_editor::edit(raw, &edit.prompt, edit.completer.as_ref(), &abandoned) {
+        Ok(Edited::Line(mut line)) => {
+            line.push('\n');
+            Got::Line(line)
+        }
+        Ok(Edited::Abandoned) => Got::Nothing,
+        Ok(Edited::End) | Err(_) => Got::End,
     }
 }

@@ -61,6 +61,46 @@ impl OnPty {
         self.master.write_all(b"\n").unwrap();
     }
 
+    /// Types `keys` as they are (Tab, control characters, escape
+    /// sequences), without a newline.
+    pub(crate) fn type_keys(&mut self, keys: &str) {
+        self.master.write_all(keys.as_bytes()).unwrap();
+    }
+
+    /// Whether the terminal is in its line mode (canonical input, echo),
+    /// as a shell expects to find it; `false` in raw mode.
+    pub(crate) fn in_line_mode(&self) -> bool {
+        use nix::sys::termios::{LocalFlags, tcgetattr};
+        // On the master side, the modes are the terminal's (the child's
+        // side).
+        let modes = tcgetattr(&self.master).unwrap();
+        modes
+            .local_flags
+            .contains(LocalFlags::ICANON | LocalFlags::ECHO)
+    }
+
+    /// Waits for the binary to exit (at most as long as [`OnPty::wait_for`]
+    /// waits for text), keeping the terminal to look at after.
+    pub(crate) fn wait_exit(&mut self) -> std::process::ExitStatus {
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < WAIT, "the binary did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Sends SIGTERM.
+    pub(crate) fn terminate(&self) {
+        let status = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
     /// Sends SIGINT, as Ctrl-C on a terminal the binary controlled would.
     pub(crate) fn interrupt(&self) {
         let status = std::process::Command::new("kill")

@@ -1,7 +1,9 @@
 //! `switchboard chat`: the mock model's event stream, and a scripted
 //! session under a pseudo-terminal (approval allowed and denied, a server
 //! that is down, a truncated result, Ctrl-C cancelling a call the server
-//! sees cancelled, the loop guard).
+//! sees cancelled, the loop guard); resources and prompts named by the
+//! user, and the prompt's line editor with Tab completion (the terminal's
+//! mode checked from the test's side of the pty).
 
 use std::time::{Duration, Instant};
 
@@ -478,4 +480,217 @@ fn a_one_shot_prompt_can_attach_a_resource_or_run_a_prompt() {
     ]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("\"Ada\" is not key=value"), "{run:?}");
+}
+
+/// The keys of the line editor.
+const TAB: &str = "\t";
+const CTRL_U: &str = "\x15";
+const CTRL_D: &str = "\x04";
+const BACKSPACE: &str = "\x7f";
+const LEFT: &str = "\x1b[D";
+const RIGHT: &str = "\x1b[C";
+
+// Issue 39, item 6: URIs are completed at the chat prompt. On a terminal
+// the prompt's line is edited in place: Tab completes `@` aliases, the
+// URIs of a server's resources, a template's literal and (through the
+// server's completion/complete) its variable, and `/` commands and
+// prompts; several candidates are listed; the line typed with the
+// completions reaches the model. Backspace, Ctrl-U and the arrows edit
+// the line; the terminal is raw only while a line is edited and is back
+// in line mode when the chat ends (Ctrl-D).
+#[test]
+fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
+    let sb = Sandbox::new();
+    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    let log = sb.path().join("mock.log");
+    let config = sb.config(
+        json!({"mock": {"command": mock, "args": ["--log", log]}}),
+        json!({}),
+    );
+    let script = sb.write(
+        "tab.jsonl",
+        &[
+            json!({"user_contains": [
+                "read @mock:mock://item/albert",
+                "[the user attached the resource mock:mock://item/albert]",
+                "contents of mock://item/albert",
+            ], "text": "Template seen."}),
+            json!({"user_contains": [
+                "[the user ran the prompt mock:greet]",
+                "hello Ada",
+            ], "text": "Prompt seen."}),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n"),
+    );
+    let model = format!("script:{}", script.display());
+    let mut term = OnPty::start(
+        &sb,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "chat",
+            "--model",
+            &model,
+        ],
+    );
+    term.wait_for("> ");
+    assert!(
+        !term.in_line_mode(),
+        "the prompt's line is edited in raw mode"
+    );
+
+    // An alias; then the server's URIs, listed, their common start put in.
+    term.type_keys(&format!("read @m{TAB}"));
+    term.wait_for("> read @mock:");
+    term.type_keys(TAB);
+    let shown = term.wait_for(
+        "\r\n@mock:mock://a\r\n@mock:mock://ask\r\n@mock:mock://b\r\n@mock:mock://item/\r\n",
+    );
+    assert!(shown.contains("Tab completes them."), "{shown}");
+    term.wait_for("> read @mock:mock://");
+    // A template's literal, then its variable from completion/complete.
+    term.type_keys(&format!("i{TAB}"));
+    term.wait_for("> read @mock:mock://item/");
+    term.type_keys(&format!("al{TAB}"));
+    term.wait_for("\r\n@mock:mock://item/albert\r\n@mock:mock://item/alice\r\n");
+    // Tab again on the same line: the server is not asked again.
+    term.type_keys(TAB);
+    term.wait_for(
+        "@mock:mock://item/alice\r\n\r> read @mock:mock://item/al\x1b[K\r\n@mock:mock://item/albert",
+    );
+    term.type_keys(&format!("b{TAB}"));
+    term.wait_for("> read @mock:mock://item/albert ");
+    term.type_keys("\n");
+    term.wait_for("Template seen.");
+
+    // A unique start completes to the whole URI; Ctrl-U clears the line
+    // (else the resource would be read with the prompt's line).
+    term.type_keys(&format!("@mock:mock://as{TAB}"));
+    term.wait_for("> @mock:mock://ask ");
+    term.type_keys(CTRL_U);
+    // `/`: the commands and the prompts.
+    term.type_keys(&format!("/{TAB}"));
+    term.wait_for("\r\n/mock:greet\r\n/prompts\r\n/resources\r\n");
+    term.type_keys(&format!("mo{TAB}"));
+    term.wait_for("> /mock:greet ");
+    term.type_keys(&format!("who=Adx{BACKSPACE}a\n"));
+    term.wait_for("Prompt seen.");
+
+    // The arrows move the cursor: "/resoces" becomes "/resources".
+    term.type_keys(&format!("/resoces{LEFT}{LEFT}{LEFT}ur{RIGHT}\n"));
+    let shown = term.wait_for("Attach one to your next message");
+    assert!(shown.contains("@mock:mock://a  a (text/plain)"), "{shown}");
+    // Nothing to complete: the bell, and the line stays.
+    term.type_keys(&format!("@nobody{TAB}"));
+    term.wait_for("\x07");
+    term.type_keys(CTRL_U);
+
+    // A new line asks the server anew (its values may have changed).
+    term.type_keys(&format!("@mock:mock://item/al{TAB}"));
+    term.wait_for("> @mock:mock://item/al\x1b[K\r\n@mock:mock://item/albert");
+    term.type_keys(CTRL_U);
+    let asked = wait_in_file(&log, "\"value\":\"al\"}");
+    let values: Vec<&str> = asked
+        .lines()
+        .filter(|l| l.contains("\"completion/complete\""))
+        .map(|l| {
+            let at = l.find("\"value\":").unwrap();
+            &l[at..l[at..].find('}').unwrap() + at]
+        })
+        .collect();
+    assert_eq!(
+        values,
+        ["\"value\":\"al\"", "\"value\":\"alb\"", "\"value\":\"al\""],
+        "{asked}"
+    );
+
+    // Ctrl-D on the empty line ends the chat; the terminal is back in
+    // line mode.
+    term.type_keys(CTRL_D);
+    let status = term.wait_exit();
+    let text = term.wait_for("Prompt seen.");
+    assert_eq!(status.code(), Some(0), "{text}");
+    assert!(!text.contains("the script has no more turns"), "{text}");
+    assert!(term.in_line_mode(), "the terminal was left in raw mode");
+}
+
+// Issue 39, item 6, with the line editor: the gate's approval question
+// during a chat reads in the terminal's line mode (echoed, as without the
+// editor), and the next prompt is edited in raw mode again; Ctrl-C at the
+// prompt quits and leaves the terminal in line mode.
+#[test]
+fn an_approval_during_a_chat_reads_in_line_mode_between_edited_prompts() {
+    let sb = Sandbox::new();
+    let config = sb.config(json!({}), json!({}));
+    let script = sb.write(
+        "approve.jsonl",
+        &[
+            json!({"tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
+            json!({"expect": [{"is_error": false}], "text": "Search done."}),
+        ]
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n"),
+    );
+    let model = format!("script:{}", script.display());
+    let mut term = OnPty::start(
+        &sb,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "chat",
+            "--model",
+            &model,
+        ],
+    );
+    term.wait_for("> ");
+    assert!(!term.in_line_mode());
+    term.type_keys(&format!("look for printers{LEFT}{RIGHT}\n"));
+    term.wait_for("[N] deny: ");
+    assert!(
+        term.in_line_mode(),
+        "the approval question must read in line mode"
+    );
+    term.type_line("y");
+    // The terminal echoed the answer.
+    term.wait_for("[N] deny: y\r\n");
+    term.wait_for("Search done.\r\n[tokens: 0 in, 0 out; 2 model calls]\r\n> ");
+    assert!(!term.in_line_mode());
+    term.interrupt();
+    let status = term.wait_exit();
+    let text = term.wait_for("Search done.");
+    assert_eq!(status.code(), Some(0), "{text}");
+    assert!(term.in_line_mode(), "the terminal was left in raw mode");
+}
+
+// A chat stopped by SIGTERM while a line is edited puts the terminal back
+// in line mode before it exits.
+#[test]
+fn sigterm_at_the_edited_prompt_puts_the_terminal_back() {
+    let sb = Sandbox::new();
+    let config = mock_config(&sb);
+    let model = offers_script(&sb);
+    let mut term = OnPty::start(
+        &sb,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "chat",
+            "--model",
+            &model,
+        ],
+    );
+    term.wait_for("> ");
+    term.type_keys("half a line");
+    term.wait_for("> half a line");
+    assert!(!term.in_line_mode());
+    term.terminate();
+    let status = term.wait_exit();
+    assert!(term.in_line_mode(), "the terminal was left in raw mode");
+    // As a shell reports a process SIGTERM stopped.
+    assert_eq!(status.code(), Some(143));
 }

@@ -1,7 +1,9 @@
 //! `switchboard chat`: a model using the governed tools, interactively on
 //! a terminal or for one prompt (`-p`). The loop is `switchboard-agent`'s;
 //! this module only renders its events (or, under `--json`, writes one
-//! JSON object per event and line) and maps Ctrl-C to cancellation.
+//! JSON object per event and line) and maps Ctrl-C to cancellation. On a
+//! terminal, the prompt's line is edited in place, with Tab completion of
+//! resources, prompts and slash commands (`chat_complete`).
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -15,9 +17,11 @@ use switchboard_host::{Host, MountOptions};
 use tokio::sync::watch;
 
 use crate::ask;
+use crate::cmd::chat_complete::ChatCompleter;
 use crate::cmd::chat_input::{self, Prepared};
 use crate::cmd::demo;
 use crate::exit::Failure;
+use crate::line_editor::{self, Completer, RestoreOnDrop};
 use crate::out;
 use crate::session::{self, Session, to_count};
 use crate::settings::{ApprovalMode, Chat, Settings};
@@ -108,20 +112,31 @@ async fn converse(
     }
 
     let tools = host.tools().len();
+    // On a terminal the line is edited in place, with Tab completion; the
+    // terminal is put back however the chat ends.
+    let editor: Option<Arc<dyn Completer>> =
+        (!json && settings.stdin_tty && settings.stderr_tty && line_editor::available())
+            .then(|| Arc::new(ChatCompleter::new(host.clone())) as _);
+    let _restore = editor.as_ref().map(|_| RestoreOnDrop::new());
     if !json {
+        let tab = if editor.is_some() {
+            " Tab completes them."
+        } else {
+            ""
+        };
         out::note(format!(
             "switchboard chat: {name} with {tools} tools. @ALIAS:URI attaches a resource, /ALIAS:PROMPT runs a prompt \
-             (/resources, /prompts list them). Ctrl-C cancels a turn; Ctrl-D or Ctrl-C at the prompt exits."
+             (/resources, /prompts list them).{tab} Ctrl-C cancels a turn; Ctrl-D or Ctrl-C at the prompt exits."
         ));
     }
     loop {
-        if !json {
+        if !json && editor.is_none() {
             let mut err = std::io::stderr().lock();
-            let _ = write!(err, "> ");
+            let _ = write!(err, "{PROMPT}");
             let _ = err.flush();
         }
         let line = tokio::select! {
-            line = read_line() => line,
+            line = read_line(editor.clone()) => line,
             () = signals.quit() => None,
         };
         let Some(line) = line else {
@@ -156,13 +171,22 @@ async fn converse(
     }
 }
 
+/// The chat prompt.
+const PROMPT: &str = "> ";
+
 /// One line of stdin, without blocking the runtime; `None` at the end.
 /// Read in its turn with the other prompts' questions (see
-/// [`crate::terminal`]): dropped at Ctrl-C, the read is given up.
-async fn read_line() -> Option<String> {
+/// [`crate::terminal`]): dropped at Ctrl-C, the read is given up. With
+/// `editor`, the line is edited in place (the editor draws the prompt).
+async fn read_line(editor: Option<Arc<dyn Completer>>) -> Option<String> {
     // Started inside the question, so only once it is its turn.
     let read = async {
-        tokio::task::spawn_blocking(|| {
+        tokio::task::spawn_blocking(move || {
+            if let Some(completer) = editor {
+                return crate::terminal::edited_line(PROMPT, completer)
+                    .ok()
+                    .flatten();
+            }
             let mut line = String::new();
             match ask::stdin_lines().read_line(&mut line) {
                 Ok(0) | Err(_) => None,

@@ -4,6 +4,7 @@ pub(crate) mod audit;
 pub(crate) mod auth;
 pub(crate) mod call;
 pub(crate) mod chat;
+mod chat_complete;
 mod chat_input;
 pub(crate) mod config;
 pub(crate) mod demo;
