@@ -299,7 +299,8 @@ async fn call(
             // Asked through the console: its decision, redeemed once.
             let arguments = Value::Object(arguments.clone().unwrap_or_default());
             let caller = ctx.principal().map(|p| p.subject.as_str());
-            match redeem(settings.approvals.as_ref(), &id, name, &arguments, caller).await {
+            let redeemed = redeem(settings.approvals.as_ref(), &id, name, &arguments, caller);
+            match Box::pin(redeemed).await {
                 Ok(approver) => approver,
                 Err(again) => return Ok(again.into()),
             }
@@ -359,7 +360,12 @@ async fn call(
         let on_end: crate::tasks::OnEnd = Box::new(move |report| {
             telemetry.upstream_span(&trace, &tool, started, report.outcome);
         });
-        return crate::tasks::call(
+        // Boxed, as the other rare paths below: an awaited future is held
+        // inside this one, and this one is moved whole into the server's
+        // box on every call; the tasks driver, the console's redemption
+        // and the approval question together made it three times larger
+        // than an ordinary call needs (bench/gateway.sh).
+        return Box::pin(crate::tasks::call(
             host,
             name,
             arguments,
@@ -369,7 +375,7 @@ async fn call(
             on_end,
             settings.resumable_tasks,
             settings.console_for(ctx),
-        )
+        ))
         .await;
     }
     // A legacy server's questions come back here (the call is parked
@@ -422,7 +428,9 @@ async fn answer(
     }
     if let Some(request) = &report.approval_needed {
         let caller = ctx.principal().map(|p| p.subject.as_str());
-        return Ok(question(name, request, caller, console).await.into());
+        return Ok(Box::pin(question(name, request, caller, console))
+            .await
+            .into());
     }
     if let Some(asked) = &report.input_required {
         return match relay::ask(name, asked, ctx.client_capabilities()) {
