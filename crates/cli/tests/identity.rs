@@ -324,6 +324,18 @@ async fn a_principals_own_login_carries_its_calls() {
         "{bob_status:?}"
     );
 
+    // A name no caller can have is refused before anything is stored.
+    let bad = run(
+        &sb,
+        &cfg,
+        &["auth", "login", "personal", "--principal", "al#ice"],
+    );
+    assert_eq!(bad.code, 1, "{bad:?}");
+    assert!(
+        bad.stderr.contains("a principal's name is one word"),
+        "{bad:?}"
+    );
+
     let issuer = auth.issuer();
     let gw = serve(&sb, &cfg, &["--auth", "oauth", "--issuer", &issuer], &[]).await;
     let alice_token = auth.mint_access_token_for("alice", &gw.url, "", 600);
