@@ -60,6 +60,17 @@
 #                 and wrk sends it as a bearer: what a team gateway does,
 #                 and what `--console` needs (OBS_FLAGS=--console then
 #                 measures the console's cost on the call path)
+#   STORE=1       the cost of the shared store on a limited call (implies
+#                 AUTH=1, the limit being a caller's): beside the plain
+#                 gateway, two gateways whose config limits the caller
+#                 (`callerLimits`, set high enough never to refuse), one
+#                 counting in memory ("limited") and one in a redis-server
+#                 on loopback (`--state redis://…`, "store"; redis pinned
+#                 with the servers, its CPU per call shown beside the
+#                 gateway's); prints the added p50 and CPU per call of the
+#                 store over the in-memory count, and the store's commands
+#                 per call from INFO commandstats (target: one round trip,
+#                 an EVALSHA, per limited call)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=$(cd "${BENCH_DIR:-../shared/bench}" && pwd)
@@ -73,6 +84,7 @@ rt=(); [[ -n ${RT_PRIO:-} ]] && rt=(chrt -f "$RT_PRIO")
 source bench/common.sh
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 build_switchboard
+[[ -n ${STORE:-} ]] && AUTH=1
 if [[ -n ${FLOOR:-} && -z ${BARE_BIN:-} ]]; then
   cargo build --locked --quiet --profile "$PROFILE" -p switchboard-gateway --example bare_proxy
   BARE_BIN=$(target_dir)/$PROFILE/examples/bare_proxy
@@ -94,6 +106,7 @@ fi
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2)); floor_port=$((PORT + 4))
 bare_port=$((PORT + 5)); control_port=$((PORT + 6)); unaudited_port=$((PORT + 7))
+redis_port=$((PORT + 8)); limited_port=$((PORT + 9)); store_port=$((PORT + 10))
 "${rt[@]}" taskset -c "$SERVER_CPU" "$BIN" demo-server tickets --port "$tickets_port" 2>"$work/tickets.log" &
 tickets_pid=$!; pids+=("$tickets_pid")
 wait_up "http://127.0.0.1:$tickets_port/mcp"
@@ -145,6 +158,25 @@ control_pid=""
 if [[ -n ${CONTROL:-}${CONTROL_BIN:-} ]]; then
   GATEWAY_BIN=${CONTROL_BIN:-$BIN} start_gateway "$control_port" "$work/control.log"
   control_pid=${pids[-1]}
+fi
+
+limited_pid=""; store_pid=""; redis_pid=""
+if [[ -n ${STORE:-} ]]; then
+  command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server; }
+  # The caller's limit, high enough never to refuse a call of the bench:
+  # every call is counted, none is turned away.
+  sed '1a\  "callerLimits": {"callsPerMinute": 1000000},' "$work/config.json" >"$work/config-limited.json"
+  mkdir -p "$work/redis"
+  "${rt[@]}" taskset -c "$SERVER_CPU" redis-server --port "$redis_port" --bind 127.0.0.1 \
+    --save "" --appendonly no --dir "$work/redis" >"$work/redis.log" 2>&1 &
+  redis_pid=$!; pids+=("$redis_pid")
+  for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+  start_gateway "$limited_port" "$work/limited.log" SWITCHBOARD_CONFIG="$work/config-limited.json" --
+  limited_pid=${pids[-1]}
+  start_gateway "$store_port" "$work/store.log" SWITCHBOARD_CONFIG="$work/config-limited.json" \
+    SWITCHBOARD_STATE_KEY=bench-state-key-0123456789abcdef0123456789 -- \
+    --replica bench --state "redis://127.0.0.1:$redis_port/0"
+  store_pid=${pids[-1]}
 fi
 
 unaudited_pid=""
@@ -206,48 +238,52 @@ field() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<" $2"; }
 us_per() { echo "$1 * 1000000 / $TICKS / $2" | bc -l; } # jiffies, requests
 
 # One figure: wrk at URL with C connections calling TOOL; sets R (the
-# RESULT line), T_US / G_US (tickets / gateway CPU µs per request) and
-# OTHER (% of one CPU used by anything else meanwhile).
-figure() { # URL C TOOL GATEWAY_PID
-  local url=$1 c=$2 tool=$3 gw=${4:-}
+# RESULT line), T_US / G_US / X_US (tickets / gateway / EXTRA_PID's CPU µs
+# per request) and OTHER (% of one CPU used by anything else meanwhile).
+figure() { # URL C TOOL GATEWAY_PID [EXTRA_PID]
+  local url=$1 c=$2 tool=$3 gw=${4:-} extra=${5:-}
   wait_quiet
-  local t0 g0=0 b0 c0 t1 g1=0 b1 c1 s0 s1
-  t0=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g0=$(jiffies "$gw")
+  local t0 g0=0 x0=0 b0 c0 t1 g1=0 x1=0 b1 c1 s0 s1
+  t0=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g0=$(jiffies "$gw"); [[ -n $extra ]] && x0=$(jiffies "$extra")
   b0=$(busy_jiffies); c0=$(child_centis); s0=$(date +%s%N)
   R=$(MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
     "${rt[@]}" "$load_dir/http-load.sh" "$url" "$c" "$SECS")
-  t1=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g1=$(jiffies "$gw")
+  t1=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g1=$(jiffies "$gw"); [[ -n $extra ]] && x1=$(jiffies "$extra")
   b1=$(busy_jiffies); c1=$(child_centis); s1=$(date +%s%N)
   local n; n=$(field requests "$R")
   local errs; errs=$(( $(field err_connect "$R") + $(field err_read "$R") + $(field err_write "$R") + $(field err_status "$R") + $(field err_timeout "$R") ))
   (( errs == 0 )) || { echo "wrk saw $errs errors at $url: $R" >&2; exit 1; }
-  T_US=$(us_per $((t1 - t0)) "$n"); G_US=$(us_per $((g1 - g0)) "$n")
+  T_US=$(us_per $((t1 - t0)) "$n"); G_US=$(us_per $((g1 - g0)) "$n"); X_US=$(us_per $((x1 - x0)) "$n")
+  N_REQ=$n
   local wall_ticks=$(( (s1 - s0) * TICKS / 1000000000 ))
-  local ours=$(( (t1 - t0) + (g1 - g0) + (c1 - c0) * TICKS / 100 ))
+  local ours=$(( (t1 - t0) + (g1 - g0) + (x1 - x0) + (c1 - c0) * TICKS / 100 ))
   OTHER=$(( ((b1 - b0) - ours) * 100 / (wall_ticks > 0 ? wall_ticks : 1) ))
   (( OTHER < 0 )) && OTHER=0
   return 0
 }
 
-declare -A RPS P50 P99 TUS GUS
+declare -A RPS P50 P99 TUS GUS XUS
 echo "servers on CPU $SERVER_CPU, wrk on CPU $LOADGEN_CPUS${RT_PRIO:+, SCHED_FIFO $RT_PRIO}; $SECS s per figure, $REPS rounds; tool get_ticket; binary $BIN"
 [[ ${AUDIT:-1} == 0 ]] && echo "no audit log" || echo "audit log on"
 [[ -n ${AUTH:-} ]] && echo "gateways with --auth token, wrk sending the bearer"
 [[ -n $obs_pid ]] && echo "observed gateway: flags '${OBS_FLAGS:-}' env '${OBS_ENV:-}'"
 [[ -n $unaudited_pid ]] && echo "unaudited: a gateway with the same config but no audit log"
 [[ -n $floor_pid ]] && echo "floors: nginx and bare_proxy proxying to tickets (their CPU in the gateway column)"
+[[ -n $store_pid ]] && echo "store: 'limited' counts the caller's calls in memory, 'store' in redis-server on loopback (its CPU in the redis column)"
 # Warm-up, discarded.
 warm=("http://127.0.0.1:$tickets_port/mcp" "http://127.0.0.1:$gw_port/mcp")
 [[ -n $unaudited_pid ]] && warm+=("http://127.0.0.1:$unaudited_port/mcp")
+[[ -n $store_pid ]] && warm+=("http://127.0.0.1:$limited_port/mcp" "http://127.0.0.1:$store_port/mcp")
 [[ -n $floor_pid ]] && warm+=("http://127.0.0.1:$floor_port/mcp" "http://127.0.0.1:$bare_port/mcp")
 for url in "${warm[@]}"; do
-  tool=get_ticket; [[ $url == *":$gw_port/"* || $url == *":$unaudited_port/"* ]] && tool=mcp__tickets__get_ticket
+  tool=get_ticket; [[ $url != *":$tickets_port/"* && $url != *":$floor_port/"* && $url != *":$bare_port/"* ]] && tool=mcp__tickets__get_ticket
   MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
     "$load_dir/http-load.sh" "$url" 64 2 >/dev/null
 done
 kinds=(direct gateway); [[ -n $obs_pid ]] && kinds+=(observed); [[ -n $control_pid ]] && kinds+=(control)
 [[ -n $unaudited_pid ]] && kinds+=(unaudited)
 [[ -n $floor_pid ]] && kinds+=(nginx bare)
+[[ -n $store_pid ]] && kinds+=(limited store)
 for r in $(seq "$REPS"); do
   # After the direct figure, the proxies go in one order in odd rounds and
   # the reverse in even ones, so a machine that drifts during a round does
@@ -267,11 +303,14 @@ for r in $(seq "$REPS"); do
         unaudited) figure "http://127.0.0.1:$unaudited_port/mcp" "$c" mcp__tickets__get_ticket "$unaudited_pid" ;;
         nginx) figure "http://127.0.0.1:$floor_port/mcp" "$c" get_ticket "$floor_pid" ;;
         bare) figure "http://127.0.0.1:$bare_port/mcp" "$c" get_ticket "$bare_pid" ;;
+        limited) figure "http://127.0.0.1:$limited_port/mcp" "$c" mcp__tickets__get_ticket "$limited_pid" ;;
+        store) figure "http://127.0.0.1:$store_port/mcp" "$c" mcp__tickets__get_ticket "$store_pid" "$redis_pid" ;;
       esac
       RPS[$k,$c,$r]=$(field rps "$R"); P50[$k,$c,$r]=$(field p50_us "$R"); P99[$k,$c,$r]=$(field p99_us "$R")
-      TUS[$k,$c,$r]=$T_US; GUS[$k,$c,$r]=$G_US
-      printf 'round %s c%-2s %-8s %9.1f req/s  p50 %6s us  p99 %6s us  CPU/req: tickets %6.1f us  gateway %6.1f us  other load %s%%\n' \
-        "$r" "$c" "$k" "${RPS[$k,$c,$r]}" "${P50[$k,$c,$r]}" "${P99[$k,$c,$r]}" "$T_US" "$G_US" "$OTHER"
+      TUS[$k,$c,$r]=$T_US; GUS[$k,$c,$r]=$G_US; XUS[$k,$c,$r]=$X_US
+      printf 'round %s c%-2s %-8s %9.1f req/s  p50 %6s us  p99 %6s us  CPU/req: tickets %6.1f us  gateway %6.1f us%s  other load %s%%\n' \
+        "$r" "$c" "$k" "${RPS[$k,$c,$r]}" "${P50[$k,$c,$r]}" "${P99[$k,$c,$r]}" "$T_US" "$G_US" \
+        "$([[ $k == store ]] && printf '  redis %6.1f us' "$X_US")" "$OTHER"
     done
   done
 done
@@ -321,4 +360,33 @@ if [[ -n $control_pid ]]; then
   what='a second plain gateway'; [[ -n ${CONTROL_BIN:-} ]] && what="the plain gateway built as $CONTROL_BIN"
   printf 'control (%s) / plain gateway CPU per call: c1 %.3f  c64 %.3f  (a second plain gateway: the noise floor, ideally 1)\n' "$what" \
     "$(over_rounds obs_cost 1 control)" "$(over_rounds obs_cost 64 control)"
+fi
+if [[ -n $store_pid ]]; then
+  # The store against the in-memory count, same config, same rounds.
+  store_p50() { echo "${P50[store,1,$1]} - ${P50[limited,1,$1]}" | bc -l; }
+  store_cpu() { echo "${GUS[store,$2,$1]} - ${GUS[limited,$2,$1]}" | bc -l; }
+  store_all() { echo "${GUS[store,$2,$1]} + ${XUS[store,$2,$1]} - ${GUS[limited,$2,$1]}" | bc -l; }
+  limit_cpu() { echo "${GUS[limited,$2,$1]} - ${GUS[gateway,$2,$1]}" | bc -l; }
+  printf 'store vs in-memory limit: added p50 at c1 %.0f us  (target <= 100 us)\n' "$(over_rounds store_p50)"
+  printf 'store vs in-memory limit: added gateway CPU per call c1 %.1f us  c64 %.1f us; with redis-server'"'"'s c1 %.1f us  c64 %.1f us\n' \
+    "$(over_rounds store_cpu 1)" "$(over_rounds store_cpu 64)" "$(over_rounds store_all 1)" "$(over_rounds store_all 64)"
+  printf 'in-memory limit vs no limit: added gateway CPU per call c1 %.1f us  c64 %.1f us\n' \
+    "$(over_rounds limit_cpu 1)" "$(over_rounds limit_cpu 64)"
+  # Round trips per limited call: the commands clients sent the store
+  # (MONITOR shows them, and apart from them, marked `lua`, those the
+  # scripts ran) over one more figure's calls; the replica's heartbeat
+  # adds a few, shown apart. INFO commandstats' EVALSHA count checks it.
+  redis-cli -p "$redis_port" config resetstat >/dev/null
+  redis-cli -p "$redis_port" monitor >"$work/monitor.txt" &
+  monitor_pid=$!; pids+=("$monitor_pid")
+  sleep 0.2
+  figure "http://127.0.0.1:$store_port/mcp" 1 mcp__tickets__get_ticket "$store_pid" "$redis_pid"
+  sleep 0.2; kill "$monitor_pid" 2>/dev/null || true
+  sent=$(grep -c '\[[0-9]* 127\.0\.0\.1:' "$work/monitor.txt" || true)
+  evalsha=$(grep -c '\[[0-9]* 127\.0\.0\.1:[0-9]*\] "EVALSHA"' "$work/monitor.txt" || true)
+  others=$(grep '\[[0-9]* 127\.0\.0\.1:' "$work/monitor.txt" | grep -v '"EVALSHA"' |
+    sed -n 's/.*\] "\([A-Za-z]*\)".*/\1/p' | sort | uniq -c | awk '{printf "%s %s, ", $2, $1}')
+  counted=$(redis-cli -p "$redis_port" info commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')
+  printf 'store round trips over %s limited calls: %s EVALSHA (%.3f per call; commandstats: %s), %s commands sent in all (the rest: %s)\n' \
+    "$N_REQ" "$evalsha" "$(echo "$evalsha / $N_REQ" | bc -l)" "${counted:-0}" "$sent" "${others%, }"
 fi

@@ -182,6 +182,8 @@ impl TestClient {
 
 struct CodeGrant {
     client_id: String,
+    /// Who logged in at the authorization endpoint.
+    subject: String,
     redirect_uri: String,
     challenge: String,
     resource: String,
@@ -190,6 +192,7 @@ struct CodeGrant {
 
 struct RefreshGrant {
     client_id: String,
+    subject: String,
     resource: String,
     scope: String,
 }
@@ -203,6 +206,9 @@ struct State {
     requests: Vec<Seen>,
     issued: usize,
     next_client: usize,
+    /// Who is logged in at the authorization endpoint (the `sub` of the
+    /// tokens its codes give); "user-1" unless a test says otherwise.
+    user: String,
 }
 
 struct Shared {
@@ -284,6 +290,7 @@ impl AuthServer {
                 assertion_ids: HashSet::new(),
                 requests: Vec::new(),
                 issued: 0,
+                user: "user-1".into(),
                 next_client: 0,
             }),
         });
@@ -334,6 +341,17 @@ impl AuthServer {
             "iss": self.issuer(), "sub": subject, "aud": client_id,
             "iat": now, "exp": now.saturating_add_signed(ttl_secs),
         }))
+    }
+
+    /// Who the person at the browser logs in as from now on: the `sub`
+    /// of the tokens the next authorization codes give (default
+    /// "user-1").
+    pub fn log_in_as(&self, subject: &str) {
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .user = subject.to_owned();
     }
 
     /// Adds a pre-registered client.
@@ -626,6 +644,7 @@ fn authorize(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
                 code.clone(),
                 CodeGrant {
                     client_id: client.client_id,
+                    subject: st.user.clone(),
                     redirect_uri: redirect_uri.clone(),
                     challenge: q("code_challenge").unwrap_or_default(),
                     resource: q("resource").unwrap_or_default(),
@@ -854,6 +873,8 @@ fn token(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
     };
     let f = |n: &str| seen.form_param(n).map(str::to_owned);
     let bad_grant = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
+    // The user of a code or refresh token; other grants act for "user-1".
+    let mut subject = String::from("user-1");
     let (resource, scope, refresh) = match f("grant_type").as_deref() {
         Some(JWT_BEARER) if !st.config.assertion_keys.is_empty() => {
             let assertion = f("assertion").unwrap_or_default();
@@ -907,6 +928,7 @@ fn token(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
                     "resource differs",
                 );
             }
+            subject = grant.subject;
             (grant.resource, grant.scope, st.config.refresh_tokens)
         }
         Some("refresh_token") => {
@@ -927,11 +949,13 @@ fn token(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
                 );
             }
             let (resource, scope) = (grant.resource.clone(), grant.scope.clone());
+            subject = grant.subject.clone();
             if !st.config.rotate_refresh_tokens {
                 return issue(
                     shared,
                     st,
                     &client.client_id,
+                    &subject,
                     &resource,
                     &scope,
                     Refresh::Keep(token),
@@ -968,6 +992,7 @@ fn token(shared: &Shared, st: &mut State, seen: &Seen) -> Reply {
         shared,
         st,
         &client.client_id,
+        &subject,
         &resource,
         &scope,
         refresh,
@@ -1040,10 +1065,14 @@ fn has_scope(scope: Option<&str>, wanted: &str) -> bool {
     scope.is_some_and(|s| s.split(' ').any(|w| w == wanted))
 }
 
+// One argument per part of the token response; a struct would only
+// rename them.
+#[allow(clippy::too_many_arguments)]
 fn issue(
     shared: &Shared,
     st: &mut State,
     client_id: &str,
+    subject: &str,
     resource: &str,
     scope: &str,
     refresh: Refresh,
@@ -1053,7 +1082,7 @@ fn issue(
     let iss = issuer(shared, &st.config);
     let ttl = st.config.access_token_ttl;
     let mut claims = json!({
-        "iss": iss, "aud": resource, "sub": "user-1", "client_id": client_id,
+        "iss": iss, "aud": resource, "sub": subject, "client_id": client_id,
         "scope": scope, "iat": now, "exp": now + ttl, "jti": random(12),
     });
     let token_type = match &jkt {
@@ -1073,7 +1102,7 @@ fn issue(
     // identity provider takes back in token exchange.
     if has_scope(Some(scope), "openid") {
         reply["id_token"] = json!(shared.signer().sign(&json!({
-            "iss": iss, "sub": "user-1", "aud": client_id, "iat": now, "exp": now + ttl,
+            "iss": iss, "sub": subject, "aud": client_id, "iat": now, "exp": now + ttl,
         })));
     }
     match refresh {
@@ -1085,6 +1114,7 @@ fn issue(
                 token.clone(),
                 RefreshGrant {
                     client_id: client_id.to_owned(),
+                    subject: subject.to_owned(),
                     resource: resource.to_owned(),
                     scope: scope.to_owned(),
                 },

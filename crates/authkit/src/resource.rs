@@ -43,6 +43,10 @@ pub struct ResourceConfig {
     pub required_scopes: Vec<String>,
     /// Extra scopes per JSON-RPC method (e.g. `tools/call` → `mcp:write`).
     pub method_scopes: Vec<(String, Vec<String>)>,
+    /// Also serve one prompt (`whoami`) and one resource
+    /// (`authkit://whoami`), whose text names the token's subject, as the
+    /// `whoami` tool does.
+    pub catalog: bool,
 }
 
 impl Default for ResourceConfig {
@@ -55,6 +59,7 @@ impl Default for ResourceConfig {
             scopes_supported: None,
             required_scopes: Vec::new(),
             method_scopes: Vec::new(),
+            catalog: false,
         }
     }
 }
@@ -364,8 +369,9 @@ fn handle(shared: &Shared, seen: Seen) -> Reply {
     match check(shared, &st, seen.header("authorization"), &method) {
         Ok(claims) => {
             st.accepted.push((method, claims.clone()));
+            let catalog = st.config.catalog;
             drop(st);
-            answer(&body, &claims)
+            answer(&body, &claims, catalog)
         }
         Err(refusal) => {
             let mut params = vec!["realm=\"mcp\"".to_owned()];
@@ -400,15 +406,26 @@ fn handle(shared: &Shared, seen: Seen) -> Reply {
     }
 }
 
-/// Answers the MCP request in `body` for the caller in `claims`.
-fn answer(body: &Value, claims: &Value) -> Reply {
+/// Answers the MCP request in `body` for the caller in `claims`; with
+/// `catalog`, prompts and resources too.
+fn answer(body: &Value, claims: &Value, catalog: bool) -> Reply {
     let Some(id) = body.get("id").cloned() else {
         return h::text(StatusCode::ACCEPTED, "");
+    };
+    let who = format!(
+        "sub={} scope={}",
+        claims["sub"].as_str().unwrap_or(""),
+        claims["scope"].as_str().unwrap_or("")
+    );
+    let capabilities = if catalog {
+        json!({"tools": {}, "prompts": {}, "resources": {}})
+    } else {
+        json!({"tools": {}})
     };
     let result = match body["method"].as_str().unwrap_or("") {
         "server/discover" => json!({
             "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {}},
+            "capabilities": capabilities,
             "resultType": "complete",
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "authkit-resource", "version": "1.0.0"}},
         }),
@@ -417,7 +434,27 @@ fn answer(body: &Value, claims: &Value) -> Reply {
             "resultType": "complete",
         }),
         "tools/call" => json!({
-            "content": [{"type": "text", "text": format!("sub={} scope={}", claims["sub"].as_str().unwrap_or(""), claims["scope"].as_str().unwrap_or(""))}],
+            "content": [{"type": "text", "text": who}],
+            "resultType": "complete",
+        }),
+        "prompts/list" if catalog => json!({
+            "prompts": [{"name": "whoami", "description": "Who the token says you are"}],
+            "resultType": "complete",
+        }),
+        "prompts/get" if catalog => json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": who}}],
+            "resultType": "complete",
+        }),
+        "resources/list" if catalog => json!({
+            "resources": [{"uri": "authkit://whoami", "name": "whoami", "mimeType": "text/plain"}],
+            "resultType": "complete",
+        }),
+        "resources/templates/list" if catalog => json!({
+            "resourceTemplates": [],
+            "resultType": "complete",
+        }),
+        "resources/read" if catalog => json!({
+            "contents": [{"uri": "authkit://whoami", "mimeType": "text/plain", "text": who}],
             "resultType": "complete",
         }),
         other => {

@@ -403,6 +403,12 @@ pub(crate) enum AuthAction {
         /// names it then needs no login of its own.
         #[arg(long, value_name = "NAME")]
         idp: Option<String>,
+        /// Log in on behalf of this gateway principal: the tokens are kept
+        /// for (ALIAS, NAME), beside the server's own login, and `serve`
+        /// uses them for NAME's calls to a server whose identity is
+        /// "per-principal" (when principals.NAME.credentials.ALIAS is absent).
+        #[arg(long, value_name = "NAME", conflicts_with = "idp")]
+        principal: Option<String>,
         /// Only print the URL; do not try to open a browser (none is
         /// opened either when SWITCHBOARD_NO_BROWSER is set, or without
         /// DISPLAY / WAYLAND_DISPLAY on Linux).
@@ -417,12 +423,20 @@ pub(crate) enum AuthAction {
     Status {
         /// Only this server.
         alias: Option<String>,
+        /// The login made for this gateway principal (`auth login ALIAS
+        /// --principal NAME`); needs ALIAS.
+        #[arg(long, value_name = "NAME", requires = "alias")]
+        principal: Option<String>,
     },
     /// Forget a server's tokens, revoking them where the authorization
     /// server offers revocation.
     Logout {
         /// The server's alias in the config.
         alias: String,
+        /// Forget the login made for this gateway principal instead of
+        /// the server's own.
+        #[arg(long, value_name = "NAME")]
+        principal: Option<String>,
     },
 }
 

@@ -111,16 +111,24 @@ async fn run(settings: Settings) -> anyhow::Result<()> {
         }
         Command::AuthLogin {
             alias,
+            principal,
             open_browser,
             wait,
-        } => cmd::auth::login(&settings, alias, *open_browser, *wait).await,
+        } => {
+            let principal = principal.as_deref();
+            cmd::auth::login(&settings, alias, principal, *open_browser, *wait).await
+        }
         Command::AuthLoginIdp {
             name,
             open_browser,
             wait,
         } => cmd::auth::login_idp(&settings, name, *open_browser, *wait).await,
-        Command::AuthStatus { alias } => cmd::auth::status(&settings, alias.as_deref()).await,
-        Command::AuthLogout { alias } => cmd::auth::logout(&settings, alias).await,
+        Command::AuthStatus { alias, principal } => {
+            cmd::auth::status(&settings, alias.as_deref(), principal.as_deref()).await
+        }
+        Command::AuthLogout { alias, principal } => {
+            cmd::auth::logout(&settings, alias, principal.as_deref()).await
+        }
         Command::Demo { yes } => cmd::demo::run(&settings, *yes).await,
         Command::Chat(chat) => cmd::chat::run(&settings, chat).await,
         Command::Doctor => cmd::doctor::run(&settings).await,

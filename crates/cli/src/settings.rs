@@ -78,6 +78,7 @@ pub(crate) enum Command {
     },
     AuthLogin {
         alias: String,
+        principal: Option<String>,
         open_browser: bool,
         wait: std::time::Duration,
     },
@@ -88,9 +89,11 @@ pub(crate) enum Command {
     },
     AuthStatus {
         alias: Option<String>,
+        principal: Option<String>,
     },
     AuthLogout {
         alias: String,
+        principal: Option<String>,
     },
     Doctor,
     Console {
@@ -259,6 +262,7 @@ impl Settings {
                 AuthAction::Login {
                     alias,
                     idp,
+                    principal,
                     no_browser,
                     timeout,
                 } => {
@@ -274,6 +278,7 @@ impl Settings {
                         },
                         (Some(alias), None) => Command::AuthLogin {
                             alias,
+                            principal,
                             open_browser: !no_browser,
                             wait,
                         },
@@ -284,8 +289,8 @@ impl Settings {
                         }
                     }
                 }
-                AuthAction::Status { alias } => Command::AuthStatus { alias },
-                AuthAction::Logout { alias } => Command::AuthLogout { alias },
+                AuthAction::Status { alias, principal } => Command::AuthStatus { alias, principal },
+                AuthAction::Logout { alias, principal } => Command::AuthLogout { alias, principal },
             },
             RawCommand::Doctor => Command::Doctor,
             RawCommand::Console { no_open } => Command::Console { no_open },

@@ -64,7 +64,7 @@ fn log_in(sb: &Sandbox, config: &str, args: &[&str]) -> (Run, u16) {
 }
 
 /// `switchboard auth login TARGET…`, the test playing the browser.
-fn log_in_as(sb: &Sandbox, config: &str, target: &[&str]) -> (Run, u16) {
+pub(crate) fn log_in_as(sb: &Sandbox, config: &str, target: &[&str]) -> (Run, u16) {
     let mut all = vec!["--config", config, "auth", "login"];
     all.extend_from_slice(target);
     let mut cmd = sb.cmd(&all);

@@ -4,11 +4,15 @@
 //! the replicas' shared replay ledger, and both audit logs verify. Tasks
 //! handed on by either replica are followed to their end through the same
 //! balancer, which sends `tasks/*` requests to the replica their id names
-//! (the rule README.md gives). Skipped, saying so, when nginx is not
-//! installed (CI installs it).
+//! (the rule README.md gives). Three replicas sharing a `redis-server`
+//! behind plain round-robin carry the whole load: calls,
+//! approvals, tasks, a caller's limit, the store's outage and a replica's
+//! death. Skipped, saying so, when nginx (or redis-server) is not
+//! installed (CI installs them).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,7 +22,12 @@ use switchboard_client::{
     InputSupport, RequestOptions, ToolCallStart,
 };
 
+use crate::gateway_util::raw;
 use crate::ops::{Served, mock_server, serve_on};
+use crate::shared_state::{
+    ALICE_TOKEN, CI_TOKEN, REPLICA_TTL_WAIT, approval, call, call_at, post, post_at, ran,
+    redis_command, sandbox_with_redis, start_replicas, text_of, token_auth,
+};
 use crate::util::{Sandbox, empty_port, spawn};
 
 const CALLS: usize = 1000;
@@ -315,7 +324,7 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
     else {
         return;
     };
-    calls_and_approvals(&url, EraPolicy::Probe, CALLS, APPROVALS).await;
+    calls_and_approvals(&url, None, EraPolicy::Probe, CALLS, APPROVALS).await;
     // Each answered approval was recorded once in the shared ledger.
     let used = std::fs::read_to_string(&ledger).unwrap_or_default();
     assert_eq!(used.lines().count(), APPROVALS, "{used}");
@@ -379,13 +388,27 @@ async fn two_replicas_behind_nginx_share_calls_and_approvals() {
     );
 }
 
-/// A client of `url` speaking the era `era` makes `calls` echo calls and
-/// `approvals` calls that need (and get) the user's approval, with no
-/// failure, and closes.
-async fn calls_and_approvals(url: &str, era: EraPolicy, calls: usize, approvals: usize) {
+/// An HTTP transport to `url`, sending `bearer` when given.
+fn transport(url: &str, bearer: Option<&str>) -> HttpTransport {
+    let mut builder = HttpTransport::builder("balanced", url);
+    if let Some(token) = bearer {
+        builder = builder.header("Authorization", format!("Bearer {token}"));
+    }
+    builder.build().unwrap()
+}
+
+/// A client of `url` (with `bearer`) speaking the era `era` makes `calls`
+/// echo calls and `approvals` calls that need (and get) the user's
+/// approval, with no failure, and closes.
+async fn calls_and_approvals(
+    url: &str,
+    bearer: Option<&str>,
+    era: EraPolicy,
+    calls: usize,
+    approvals: usize,
+) {
     let approve = Approve::default();
-    let transport = HttpTransport::builder("balanced", url).build().unwrap();
-    let client = Client::builder("balanced", transport)
+    let client = Client::builder("balanced", transport(url, bearer))
         .timeout(Duration::from_secs(60))
         .era_policy(era)
         .input_handler(approve.clone())
@@ -428,10 +451,10 @@ fn none_failed(failures: &[String]) {
     );
 }
 
-/// Our client of `url`, declaring the tasks extension and approving forms.
-async fn tasks_client(url: &str, approve: Approve) -> Client {
-    let transport = HttpTransport::builder("balanced", url).build().unwrap();
-    Client::builder("balanced", transport)
+/// Our client of `url` (with `bearer`), declaring the tasks extension and
+/// approving forms.
+async fn tasks_client(url: &str, bearer: Option<&str>, approve: Approve) -> Client {
+    Client::builder("balanced", transport(url, bearer))
         .timeout(Duration::from_secs(60))
         .tasks(true)
         .input_handler(approve)
@@ -444,8 +467,20 @@ async fn tasks_client(url: &str, approve: Approve) -> Client {
 /// cancelled task through the balancer in front of `pair`, with no
 /// failure; returns which replica handed each task on.
 async fn follow_tasks(pair: &Balanced) -> Vec<String> {
+    follow_tasks_at(&pair.url, None, &["a", "b"], 1).await
+}
+
+/// [`follow_tasks`] through the balancer at `url` (with `bearer`), in
+/// front of the replicas `names`, with `cancelled` endless tasks
+/// cancelled: every replica hands tasks on.
+async fn follow_tasks_at(
+    url: &str,
+    bearer: Option<&str>,
+    names: &[&str],
+    cancelled: usize,
+) -> Vec<String> {
     let approve = Approve::default();
-    let client = tasks_client(&pair.url, approve.clone()).await;
+    let client = tasks_client(url, bearer, approve.clone()).await;
     let options = RequestOptions::default();
     let mut failures = Vec::new();
     let mut origins = Vec::new();
@@ -475,51 +510,60 @@ async fn follow_tasks(pair: &Balanced) -> Vec<String> {
             other => failures.push(format!("task {i}: {other:?}")),
         }
     }
-    // One that never ends, cancelled through the balancer.
-    let args = json!({"never": true, "poll_ms": 10});
-    match client
-        .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
-        .await
-    {
-        Ok(ToolCallStart::Task(task)) => {
-            if let Err(e) = client.cancel_task(&task.task_id).await {
-                failures.push(format!("cancel: {e}"));
-            }
-            // Cancellation is eventually consistent (the ack comes first):
-            // the task reads `cancelled` soon after, through the balancer.
-            let mut seen = None;
-            for _ in 0..200 {
-                match client.get_task(&task.task_id).await {
-                    Ok(t) if t.status.as_str() == "cancelled" => {
-                        seen = None;
-                        break;
-                    }
-                    other => seen = Some(format!("{other:?}")),
+    // Ones that never end, cancelled through the balancer.
+    for _ in 0..cancelled {
+        let args = json!({"never": true, "poll_ms": 10});
+        match client
+            .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
+            .await
+        {
+            Ok(ToolCallStart::Task(task)) => {
+                origins.push(task.task_id.split('.').next().unwrap_or("").to_owned());
+                if let Err(e) = client.cancel_task(&task.task_id).await {
+                    failures.push(format!("cancel: {e}"));
                 }
-                tokio::time::sleep(Duration::from_millis(25)).await;
+                // Cancellation is eventually consistent (the ack comes
+                // first): the task reads `cancelled` soon after, through
+                // the balancer.
+                let mut seen = None;
+                for _ in 0..200 {
+                    match client.get_task(&task.task_id).await {
+                        Ok(t) if t.status.as_str() == "cancelled" => {
+                            seen = None;
+                            break;
+                        }
+                        other => seen = Some(format!("{other:?}")),
+                    }
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+                if let Some(last) = seen {
+                    failures.push(format!("5 s after cancel: {last}"));
+                }
             }
-            if let Some(last) = seen {
-                failures.push(format!("5 s after cancel: {last}"));
-            }
+            other => failures.push(format!("the endless task did not start: {other:?}")),
         }
-        other => failures.push(format!("the endless task did not start: {other:?}")),
     }
     client.close().await;
     none_failed(&failures);
     assert_eq!(*approve.asked.lock().unwrap(), TASKS);
-    // Both replicas handed tasks on (round-robin), so requests for half of
-    // them reach the other replica unless something routes them.
-    assert!(
-        handed_on_by(&origins, "a") > 0 && handed_on_by(&origins, "b") > 0,
-        "{origins:?}"
-    );
+    // Every replica handed tasks on (round-robin), so requests for most of
+    // them reach another replica unless something routes them.
+    for name in names {
+        assert!(handed_on_by(&origins, name) > 0, "{name}: {origins:?}");
+    }
     origins
 }
 
 /// The balancer's `tasks/*` lines: (the replica's address it went to, the
 /// address of the replica the task id names).
 fn task_requests(pair: &Balanced) -> Vec<(String, String)> {
-    let log = pair.proxy.access_log();
+    task_requests_of(&pair.proxy, &[("a", &pair.a), ("b", &pair.b)])
+}
+
+/// [`task_requests`] of the balancer `proxy` in front of `replicas`
+/// (name, replica).
+fn task_requests_of(proxy: &Nginx, replicas: &[(&str, &Served)]) -> Vec<(String, String)> {
+    let log = proxy.access_log();
     let mut requests = Vec::new();
     for line in log.lines() {
         let mut fields = line.split_whitespace();
@@ -530,11 +574,11 @@ fn task_requests(pair: &Balanced) -> Vec<(String, String)> {
         if !method.starts_with("tasks/") {
             continue;
         }
-        let holder = match name.split('.').next() {
-            Some("a") => &pair.a.addr,
-            Some("b") => &pair.b.addr,
-            _ => panic!("a task request without a replica's task id: {line}"),
+        let prefix = name.split('.').next();
+        let Some((_, holder)) = replicas.iter().find(|(n, _)| Some(*n) == prefix) else {
+            panic!("a task request without a replica's task id: {line}");
         };
+        let holder = &holder.addr;
         requests.push((addr.to_owned(), holder.clone()));
     }
     // At least a tasks/get and a tasks/update per task, and the cancel.
@@ -553,11 +597,12 @@ fn handed_on_by(origins: &[String], replica: &str) -> usize {
 
 /// How the tasks were split between the replicas, for the test's log.
 fn split_of(origins: &[String]) -> String {
-    format!(
-        "tasks handed on by a {}, by b {}",
-        handed_on_by(origins, "a"),
-        handed_on_by(origins, "b")
-    )
+    let mut by: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for origin in origins {
+        *by.entry(origin.as_str()).or_default() += 1;
+    }
+    let split: Vec<String> = by.iter().map(|(r, n)| format!("by {r} {n}")).collect();
+    format!("tasks handed on {}", split.join(", "))
 }
 
 // A task lives on the replica that handed it on; the balancer's rule on
@@ -621,18 +666,7 @@ async fn tasks_behind_a_plain_balancer_reach_their_replica_through_the_store() {
         return;
     };
     // Each replica has read the other's registration (bounded wait).
-    for replica in [&pair.a, &pair.b] {
-        let limit = Instant::now() + Duration::from_secs(30);
-        loop {
-            let (_, _, ready) = crate::gateway_util::raw(&replica.addr, "GET", "/readyz", &[], "");
-            let ready: Value = serde_json::from_str(&ready).unwrap_or(Value::Null);
-            if ready["replicas"].as_array().is_some_and(|r| r.len() == 1) {
-                break;
-            }
-            assert!(Instant::now() < limit, "{ready}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    wait_ready(&[&pair.a, &pair.b], 1).await;
     let origins = follow_tasks(&pair).await;
     let requests = task_requests(&pair);
     let sent_on = requests
@@ -644,10 +678,10 @@ async fn tasks_behind_a_plain_balancer_reach_their_replica_through_the_store() {
         "{sent_on} of {} sent on",
         requests.len()
     );
-    calls_and_approvals(&pair.url, EraPolicy::Probe, CALLS / 4, APPROVALS / 2).await;
+    calls_and_approvals(&pair.url, None, EraPolicy::Probe, CALLS / 4, APPROVALS / 2).await;
     // A legacy client's session, opened on one replica, is reached
     // through the other as well.
-    calls_and_approvals(&pair.url, EraPolicy::LegacyOnly, 40, 5).await;
+    calls_and_approvals(&pair.url, None, EraPolicy::LegacyOnly, 40, 5).await;
     // No replay ledger file: the store recorded the approvals.
     assert!(!std::path::Path::new(&pair.ledger).exists());
     assert!(pair.redis.is_some());
@@ -704,7 +738,7 @@ async fn a_legacy_client_behind_a_plain_balancer_keeps_its_session_through_the_p
         return;
     };
     const LEGACY_CALLS: usize = 40;
-    calls_and_approvals(&pair.url, EraPolicy::LegacyOnly, LEGACY_CALLS, 5).await;
+    calls_and_approvals(&pair.url, None, EraPolicy::LegacyOnly, LEGACY_CALLS, 5).await;
     // Round-robin put about half of the session's requests on the replica
     // that does not hold it.
     let log = pair.proxy.access_log();
@@ -715,4 +749,303 @@ async fn a_legacy_client_behind_a_plain_balancer_keeps_its_session_through_the_p
         "a {by_a}, b {by_b}"
     );
     eprintln!("replicas: a legacy session's requests reached a {by_a} times, b {by_b} times");
+}
+
+/// Waits (bounded) until each of `replicas` says on `/readyz` that its
+/// store is up and it knows `others` other replicas.
+async fn wait_ready(replicas: &[&Served], others: usize) {
+    for replica in replicas {
+        let limit = Instant::now() + REPLICA_TTL_WAIT;
+        loop {
+            let (_, _, ready) = raw(&replica.addr, "GET", "/readyz", &[], "");
+            let ready: Value = serde_json::from_str(&ready).unwrap_or(Value::Null);
+            if ready["state"] == "up"
+                && ready["replicas"]
+                    .as_array()
+                    .is_some_and(|r| r.len() == others)
+            {
+                break;
+            }
+            assert!(Instant::now() < limit, "{}: {ready}", replica.addr);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// ci-bot's calls a minute in the three-replica test.
+const CI_LIMIT: usize = 60;
+/// Clients calling at once in the three-replica test.
+const CALLERS: usize = 10;
+
+/// `calls` echo calls of ci-bot through the balancer at `addr`, all at
+/// once: how many ran, the refusals' texts, and how long the burst took.
+fn ci_burst(addr: &str, calls: usize) -> (usize, Vec<String>, Duration) {
+    let start = Instant::now();
+    let answers: Vec<Value> = std::thread::scope(|s| {
+        let running: Vec<_> = (0..calls)
+            .map(|i| {
+                s.spawn(move || {
+                    call_at(
+                        addr,
+                        CI_TOKEN,
+                        "mcp__mock__echo",
+                        &json!({"text": format!("ci {i}")}),
+                    )
+                })
+            })
+            .collect();
+        running.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let took = start.elapsed();
+    let accepted = answers.iter().filter(|a| ran(a)).count();
+    let refusals = answers.iter().filter(|a| !ran(a)).map(text_of).collect();
+    (accepted, refusals, took)
+}
+
+/// Alice's echo calls through `url`, one after the other, until `stop`:
+/// each counted in `made`; the failures.
+async fn plain_calls(url: String, stop: Arc<AtomicBool>, made: Arc<AtomicUsize>) -> Vec<String> {
+    let client = Client::builder("balanced", transport(&url, Some(ALICE_TOKEN)))
+        .timeout(Duration::from_secs(60))
+        .connect()
+        .await
+        .unwrap();
+    let mut failures = Vec::new();
+    let mut i = 0;
+    while !stop.load(Ordering::Acquire) {
+        let args = json!({"text": format!("plain {i}")});
+        match client
+            .call_tool("mcp__mock__echo", args.as_object().cloned())
+            .await
+        {
+            Ok(r) if r.joined_text().contains(&format!("plain {i}")) => {}
+            other => failures.push(format!("plain call {i}: {other:?}")),
+        }
+        made.fetch_add(1, Ordering::AcqRel);
+        i += 1;
+    }
+    client.close().await;
+    failures
+}
+
+/// Waits (bounded) until `made` has grown by `more` past `from`.
+async fn wait_for_calls(made: &AtomicUsize, from: usize, more: usize) {
+    let limit = Instant::now() + REPLICA_TTL_WAIT;
+    while made.load(Ordering::Acquire) < from + more {
+        assert!(Instant::now() < limit, "the plain calls stalled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// An approval asked on `asker`, answered once through the balancer at
+/// `addr`; its replay is refused by every one of `replicas`.
+fn approved_once(asker: &Served, addr: &str, replicas: &[Served], query: &str) {
+    let retry = approval(asker, query);
+    let first = post_at(addr, ALICE_TOKEN, "tools/call", &retry);
+    assert!(ran(&first), "{first}");
+    for gw in replicas {
+        let again = post(gw, ALICE_TOKEN, "tools/call", &retry);
+        assert!(!ran(&again), "a replay ran on {}: {again}", gw.addr);
+        assert!(text_of(&again).contains("already used"), "{again}");
+    }
+}
+
+// The check: three replicas sharing a redis-server behind nginx
+// round-robin, no affinity, no --peer. ci-bot, limited to 60 calls a
+// minute, gets exactly 60 across the three; at once, 1,000 calls, 50
+// approvals and 20 tasks followed plus 20 cancelled, through whichever
+// replica the balancer picks; an approval's replay is refused on every
+// replica. Redis killed while alice's calls go on: ci-bot's calls and an
+// answered approval are refused on every replica saying why, alice's
+// calls never fail; Redis back: everything works again, the gateways
+// untouched. Replica c killed: its task is reported gone through the
+// others, and the registry drops it.
+#[tokio::test(flavor = "multi_thread")]
+async fn three_replicas_behind_nginx_share_one_store_through_its_outage_and_a_replicas_death() {
+    let Some(nginx_bin) = nginx() else {
+        eprintln!("skipped: nginx is not installed (apt-get install nginx-light)");
+        return;
+    };
+    let Some((sb, mut redis)) = sandbox_with_redis() else {
+        return;
+    };
+    let cfg = sb
+        .config(
+            json!({"mock": {"command": mock_server(), "args": ["--name", "mock"]}}),
+            json!({
+                "permissions": {"allow": ["mcp__mock__echo", "mcp__mock__task"]},
+                "callerLimits": {"callsPerMinute": CI_LIMIT},
+                "principals": {"alice": {"limits": {"callsPerMinute": null}}}
+            }),
+        )
+        .display()
+        .to_string();
+    let auth = token_auth(&sb);
+    let args: Vec<&str> = auth.iter().map(String::as_str).collect();
+    const NAMES: [&str; 3] = ["a", "b", "c"];
+    let mut replicas = start_replicas(&sb, &redis, &cfg, &NAMES, &args).await;
+    let port = empty_port();
+    let backends: Vec<(&str, &str)> = NAMES
+        .iter()
+        .zip(&replicas)
+        .map(|(name, r)| (*name, r.addr.as_str()))
+        .collect();
+    let proxy = Nginx::start(&nginx_bin, &sb.path().join("nginx"), port, &backends, false);
+    let balancer = format!("127.0.0.1:{port}");
+    let url = format!("http://{balancer}/mcp");
+    wait_ready(&replicas.iter().collect::<Vec<_>>(), 2).await;
+
+    // ci-bot's limit holds across the three (each alone would admit 60).
+    let (accepted, refusals, took) =
+        tokio::task::block_in_place(|| ci_burst(&balancer, CI_LIMIT + CI_LIMIT / 2));
+    // One more call is allowed each second after the first 60 (GCRA over a
+    // minute); the burst ends well within that unless the machine stalls.
+    let late = usize::try_from(took.as_secs()).unwrap_or(usize::MAX);
+    assert!(
+        accepted == CI_LIMIT || (took >= Duration::from_secs(1) && accepted <= CI_LIMIT + late),
+        "{accepted} accepted in {took:?}: {refusals:#?}"
+    );
+    assert!(
+        refusals
+            .iter()
+            .all(|t| t.contains(&format!("limited to {CI_LIMIT} a minute")) && t.contains("ci-bot")),
+        "{refusals:#?}"
+    );
+    let log = proxy.access_log();
+    for r in &replicas {
+        assert!(
+            log.lines()
+                .any(|l| l.starts_with(&r.addr) && l.contains("ci ")),
+            "no ci-bot call reached {}",
+            r.addr
+        );
+    }
+
+    // At once: the calls and approvals, and the tasks.
+    let mut work = Vec::new();
+    for _ in 0..CALLERS {
+        let url = url.clone();
+        work.push(tokio::spawn(async move {
+            calls_and_approvals(
+                &url,
+                Some(ALICE_TOKEN),
+                EraPolicy::Probe,
+                CALLS / CALLERS,
+                APPROVALS / CALLERS,
+            )
+            .await;
+        }));
+    }
+    let tasks_url = url.clone();
+    let tasks =
+        tokio::spawn(
+            async move { follow_tasks_at(&tasks_url, Some(ALICE_TOKEN), &NAMES, TASKS).await },
+        );
+    for done in work {
+        done.await.unwrap();
+    }
+    let origins = tasks.await.unwrap();
+    assert_eq!(origins.len(), 2 * TASKS);
+    // Round-robin sent most requests for a task to a replica not holding
+    // it, which sent them on through the store's registry.
+    let holders: Vec<(&str, &Served)> = NAMES.iter().copied().zip(&replicas).collect();
+    let requests = task_requests_of(&proxy, &holders);
+    let sent_on = requests
+        .iter()
+        .filter(|(addr, holder)| addr != holder)
+        .count();
+    assert!(
+        sent_on > requests.len() / 2,
+        "{sent_on} of {} sent on",
+        requests.len()
+    );
+    approved_once(&replicas[0], &balancer, &replicas, "shared");
+
+    // Redis killed while alice's plain calls go on.
+    let stop = Arc::new(AtomicBool::new(false));
+    let made = Arc::new(AtomicUsize::new(0));
+    let plain = tokio::spawn(plain_calls(url.clone(), stop.clone(), made.clone()));
+    wait_for_calls(&made, 0, 10).await;
+    let pending = approval(&replicas[1], "before the outage");
+    redis.kill();
+    let at_kill = made.load(Ordering::Acquire);
+    for gw in &replicas {
+        let limited = call(gw, CI_TOKEN, "mcp__mock__echo", &json!({"text": "down"}));
+        let text = text_of(&limited);
+        assert!(!ran(&limited), "{limited}");
+        assert!(
+            text.contains("cannot count them") && text.contains("cannot be reached"),
+            "{text}"
+        );
+        let refused = post(gw, ALICE_TOKEN, "tools/call", &pending);
+        assert!(!ran(&refused), "an approval ran unrecorded: {refused}");
+        assert!(
+            text_of(&refused).contains("cannot record that requestState was used"),
+            "{refused}"
+        );
+    }
+    wait_for_calls(&made, at_kill, 20).await;
+
+    // Back, empty, on the same port: the gateways reconnect and register
+    // again by themselves.
+    redis.run();
+    wait_ready(&replicas.iter().collect::<Vec<_>>(), 2).await;
+    for gw in &replicas {
+        let limited = call(gw, CI_TOKEN, "mcp__mock__echo", &json!({"text": "back"}));
+        assert!(ran(&limited), "{limited}");
+    }
+    approved_once(&replicas[2], &balancer, &replicas, "after the outage");
+    calls_and_approvals(&url, Some(ALICE_TOKEN), EraPolicy::Probe, 10, 2).await;
+    stop.store(true, Ordering::Release);
+    none_failed(&plain.await.unwrap());
+
+    // Replica c dies holding a task: reported gone through the others,
+    // dropped from the registry.
+    let client = tasks_client(&url, Some(ALICE_TOKEN), Approve::default()).await;
+    let options = RequestOptions::default();
+    let mut held = None;
+    for _ in 0..2 * NAMES.len() {
+        let args = json!({"never": true, "poll_ms": 10});
+        match client
+            .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
+            .await
+        {
+            Ok(ToolCallStart::Task(task)) if task.task_id.starts_with("c.") => {
+                held = Some(task.task_id);
+                break;
+            }
+            Ok(ToolCallStart::Task(_)) => {}
+            other => panic!("the endless task did not start: {other:?}"),
+        }
+    }
+    let held = held.expect("round-robin gave c no task");
+    let c = &mut replicas[2];
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+    let limit = Instant::now() + REPLICA_TTL_WAIT;
+    let said = loop {
+        let text = format!("{:?}", client.get_task(&held).await);
+        if text.contains("replica c is gone") {
+            break text;
+        }
+        assert!(Instant::now() < limit, "still: {text}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert!(said.contains("start the call again"), "{said}");
+    client.close().await;
+    assert_eq!(
+        redis_command(&redis, &["EXISTS", "switchboard:replica:c"]),
+        ":0"
+    );
+    assert_eq!(
+        redis_command(&redis, &["SISMEMBER", "switchboard:replicas", "c"]),
+        ":0"
+    );
+    wait_ready(&[&replicas[0], &replicas[1]], 1).await;
+    eprintln!(
+        "three replicas: {accepted} of ci-bot's calls accepted in {took:?}; {}; {sent_on} of {} task requests sent on; {} plain calls across the store's outage",
+        split_of(&origins),
+        requests.len(),
+        made.load(Ordering::Acquire)
+    );
 }

@@ -19,8 +19,8 @@ use crate::gateway_util::{raw, rpc};
 use crate::ops::{Served, serve_on};
 use crate::util::{Sandbox, empty_port, spawn};
 
-const CI_TOKEN: &str = "ci-bot-token-0123456789";
-const ALICE_TOKEN: &str = "alice-token-9876543210";
+pub(crate) const CI_TOKEN: &str = "ci-bot-token-0123456789";
+pub(crate) const ALICE_TOKEN: &str = "alice-token-9876543210";
 /// A state key the replicas share (tests only).
 const STATE_KEY: &str = "0123456789abcdef0123456789abcdef-test-only-key";
 /// ci-bot's calls a minute.
@@ -59,7 +59,7 @@ impl Redis {
     }
 
     /// Starts the server on its port and waits until it answers.
-    fn run(&mut self) {
+    pub(crate) fn run(&mut self) {
         let mut cmd = Command::new(&self.bin);
         cmd.args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -80,7 +80,7 @@ impl Redis {
     }
 
     /// Kills the server (everything it held is lost).
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -96,6 +96,57 @@ impl Drop for Redis {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// A sandbox with a `redis-server` of its own, or `None` (saying so) when
+/// it is not installed.
+pub(crate) fn sandbox_with_redis() -> Option<(Sandbox, Redis)> {
+    let sb = Sandbox::new();
+    let redis = Redis::start(&sb.path().join("redis"))?;
+    Some((sb, redis))
+}
+
+/// `--auth token` over a tokens file in `sb` naming ci-bot and alice: the
+/// flags (the file's path is the last).
+pub(crate) fn token_auth(sb: &Sandbox) -> [String; 4] {
+    let tokens = sb.write(
+        "tokens.txt",
+        &format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
+    );
+    [
+        "--auth".into(),
+        "token".into(),
+        "--tokens-file".into(),
+        tokens.display().to_string(),
+    ]
+}
+
+/// Gateways of `cfg`, one per name in `names` (its `--replica`), sharing
+/// `redis` (`--state`) and the state key, each with `args` too.
+pub(crate) async fn start_replicas(
+    sb: &Sandbox,
+    redis: &Redis,
+    cfg: &str,
+    names: &[&str],
+    args: &[&str],
+) -> Vec<Served> {
+    let url = redis.url();
+    let mut gateways = Vec::new();
+    for name in names {
+        let mut all = vec!["--replica", name, "--state", &url];
+        all.extend_from_slice(args);
+        gateways.push(
+            serve_on(
+                sb,
+                cfg,
+                "127.0.0.1:0",
+                &all,
+                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
+            )
+            .await,
+        );
+    }
+    gateways
 }
 
 /// `replicas` gateways over the notes demo sharing `redis`: `list_notes`
@@ -118,36 +169,12 @@ async fn replicas(redis: &Redis, count: usize, sb: Sandbox) -> Replicas {
         )
         .display()
         .to_string();
-    let tokens = sb.write(
-        "tokens.txt",
-        &format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
-    );
-    let url = redis.url();
-    let mut gateways = Vec::new();
-    for i in 0..count {
-        let name = format!("r{i}");
-        let args = [
-            "--auth",
-            "token",
-            "--tokens-file",
-            tokens.to_str().unwrap(),
-            "--replica",
-            &name,
-            "--metrics",
-            "--state",
-            &url,
-        ];
-        gateways.push(
-            serve_on(
-                &sb,
-                &cfg,
-                "127.0.0.1:0",
-                &args,
-                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
-            )
-            .await,
-        );
-    }
+    let auth = token_auth(&sb);
+    let mut args: Vec<&str> = auth.iter().map(String::as_str).collect();
+    args.push("--metrics");
+    let names: Vec<String> = (0..count).map(|i| format!("r{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let gateways = start_replicas(&sb, redis, &cfg, &names, &args).await;
     Replicas { gateways, sb }
 }
 
@@ -157,18 +184,28 @@ fn meta() -> Value {
 }
 
 /// One JSON-RPC `method` POSTed to `gw` with `token`: the message back.
-fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
-    rpc(&gw.addr, token, method, params)
+pub(crate) fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
+    post_at(&gw.addr, token, method, params)
+}
+
+/// [`post`] to the gateway (or balancer) at `addr`.
+pub(crate) fn post_at(addr: &str, token: &str, method: &str, params: &Value) -> Value {
+    rpc(addr, token, method, params)
 }
 
 /// `name` called on `gw` by `token`'s caller: the message back.
-fn call(gw: &Served, token: &str, name: &str, arguments: &Value) -> Value {
+pub(crate) fn call(gw: &Served, token: &str, name: &str, arguments: &Value) -> Value {
+    call_at(&gw.addr, token, name, arguments)
+}
+
+/// [`call`] at the gateway (or balancer) at `addr`.
+pub(crate) fn call_at(addr: &str, token: &str, name: &str, arguments: &Value) -> Value {
     let params = json!({"name": name, "arguments": arguments, "_meta": meta()});
-    post(gw, token, "tools/call", &params)
+    post_at(addr, token, "tools/call", &params)
 }
 
 /// The text of a tool result (or of an error).
-fn text_of(message: &Value) -> String {
+pub(crate) fn text_of(message: &Value) -> String {
     if let Some(error) = message["error"]["message"].as_str() {
         return error.to_owned();
     }
@@ -182,14 +219,14 @@ fn text_of(message: &Value) -> String {
 }
 
 /// Whether `message` is a tool result that ran.
-fn ran(message: &Value) -> bool {
+pub(crate) fn ran(message: &Value) -> bool {
     message["result"].is_object()
         && message["result"]["isError"] != json!(true)
         && message["result"]["resultType"] != json!("input_required")
 }
 
 /// Asks for `search` on `asker` with `query`: the retry that approves it.
-fn approval(asker: &Served, query: &str) -> Value {
+pub(crate) fn approval(asker: &Served, query: &str) -> Value {
     let asked = call(
         asker,
         ALICE_TOKEN,
@@ -235,8 +272,7 @@ fn metric(metrics: &str, prefix: &str) -> f64 {
 // another runs once, and its replay is refused on every replica.
 #[tokio::test(flavor = "multi_thread")]
 async fn three_replicas_share_callers_limits_and_approvals_through_redis() {
-    let sb = Sandbox::new();
-    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+    let Some((sb, redis)) = sandbox_with_redis() else {
         return;
     };
     let Replicas { gateways, sb: _sb } = replicas(&redis, 3, sb).await;
@@ -288,8 +324,7 @@ async fn three_replicas_share_callers_limits_and_approvals_through_redis() {
 // again, the gateways untouched.
 #[tokio::test(flavor = "multi_thread")]
 async fn with_redis_down_what_needs_it_fails_closed_and_recovers_when_it_is_back() {
-    let sb = Sandbox::new();
-    let Some(mut redis) = Redis::start(&sb.path().join("redis")) else {
+    let Some((sb, mut redis)) = sandbox_with_redis() else {
         return;
     };
     let Replicas { gateways, sb: _sb } = replicas(&redis, 2, sb).await;
@@ -373,7 +408,7 @@ async fn endless_task(client: &switchboard_client::Client) -> String {
 }
 
 /// One raw RESP command to `redis`: the reply's first line.
-fn redis_command(redis: &Redis, args: &[&str]) -> String {
+pub(crate) fn redis_command(redis: &Redis, args: &[&str]) -> String {
     use std::io::{BufRead, BufReader, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", redis.port)).unwrap();
     let mut command = format!("*{}\r\n", args.len());
@@ -393,8 +428,7 @@ fn redis_command(redis: &Redis, args: &[&str]) -> String {
 // replica a is gone.
 #[tokio::test(flavor = "multi_thread")]
 async fn replicas_find_each_other_through_the_store_and_say_when_one_is_gone() {
-    let sb = Sandbox::new();
-    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+    let Some((sb, redis)) = sandbox_with_redis() else {
         return;
     };
     let cfg = sb
@@ -404,21 +438,7 @@ async fn replicas_find_each_other_through_the_store_and_say_when_one_is_gone() {
         )
         .display()
         .to_string();
-    let url = redis.url();
-    let mut started = Vec::new();
-    for name in ["a", "b"] {
-        let args = ["--replica", name, "--state", &url];
-        started.push(
-            serve_on(
-                &sb,
-                &cfg,
-                "127.0.0.1:0",
-                &args,
-                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
-            )
-            .await,
-        );
-    }
+    let mut started = start_replicas(&sb, &redis, &cfg, &["a", "b"], &[]).await;
     let b = started.pop().unwrap();
     let mut a = started.pop().unwrap();
     // Both register, each under its name with the address it serves (as
@@ -492,7 +512,7 @@ async fn replicas_find_each_other_through_the_store_and_say_when_one_is_gone() {
 
 /// How long a killed replica may stay registered, with the beats around
 /// it (6 s of expiry, a 2 s beat), and slack for a loaded machine.
-const REPLICA_TTL_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const REPLICA_TTL_WAIT: Duration = Duration::from_secs(30);
 
 // `concurrentCalls` holds across replicas sharing a store: while ci-bot's
 // one allowed call runs on one replica, its call on another is refused
@@ -500,8 +520,7 @@ const REPLICA_TTL_WAIT: Duration = Duration::from_secs(30);
 // next call runs again.
 #[tokio::test(flavor = "multi_thread")]
 async fn calls_running_at_once_are_counted_for_every_replica() {
-    let sb = Sandbox::new();
-    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+    let Some((sb, redis)) = sandbox_with_redis() else {
         return;
     };
     let cfg = sb
@@ -514,31 +533,9 @@ async fn calls_running_at_once_are_counted_for_every_replica() {
         )
         .display()
         .to_string();
-    let tokens = sb.write("tokens.txt", &format!("ci-bot {CI_TOKEN}\n"));
-    let url = redis.url();
-    let mut gateways = Vec::new();
-    for name in ["r0", "r1"] {
-        let args = [
-            "--auth",
-            "token",
-            "--tokens-file",
-            tokens.to_str().unwrap(),
-            "--replica",
-            name,
-            "--state",
-            &url,
-        ];
-        gateways.push(
-            serve_on(
-                &sb,
-                &cfg,
-                "127.0.0.1:0",
-                &args,
-                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
-            )
-            .await,
-        );
-    }
+    let auth = token_auth(&sb);
+    let args: Vec<&str> = auth.iter().map(String::as_str).collect();
+    let gateways = start_replicas(&sb, &redis, &cfg, &["r0", "r1"], &args).await;
     let sleep =
         |ms: u64| json!({"name": "mcp__mock__sleep", "arguments": {"ms": ms}, "_meta": meta()});
     // A long call on r0, in the background.
@@ -587,8 +584,7 @@ async fn calls_running_at_once_are_counted_for_every_replica() {
 // sealed call was altered is refused by both.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_approval_asked_on_one_replica_is_decided_in_another_replicas_console() {
-    let sb = Sandbox::new();
-    let Some(redis) = Redis::start(&sb.path().join("redis")) else {
+    let Some((sb, redis)) = sandbox_with_redis() else {
         return;
     };
     let cfg = sb
@@ -601,35 +597,10 @@ async fn an_approval_asked_on_one_replica_is_decided_in_another_replicas_console
         )
         .display()
         .to_string();
-    let tokens = sb.write(
-        "tokens.txt",
-        &format!("ci-bot {CI_TOKEN}\nalice {ALICE_TOKEN}\n"),
-    );
-    let url = redis.url();
-    let mut gateways = Vec::new();
-    for name in ["a", "b"] {
-        let args = [
-            "--auth",
-            "token",
-            "--tokens-file",
-            tokens.to_str().unwrap(),
-            "--replica",
-            name,
-            "--console",
-            "--state",
-            &url,
-        ];
-        gateways.push(
-            serve_on(
-                &sb,
-                &cfg,
-                "127.0.0.1:0",
-                &args,
-                &[("SWITCHBOARD_STATE_KEY", STATE_KEY)],
-            )
-            .await,
-        );
-    }
+    let auth = token_auth(&sb);
+    let mut args: Vec<&str> = auth.iter().map(String::as_str).collect();
+    args.push("--console");
+    let gateways = start_replicas(&sb, &redis, &cfg, &["a", "b"], &args).await;
     let (a, b) = (&gateways[0], &gateways[1]);
     let url_meta = crate::console_util::meta(json!({"elicitation": {"url": {}}}));
     let arguments = json!({"query": "vpn"});

@@ -339,6 +339,27 @@ async fn cancelling_the_gateways_task_cancels_the_downstream_one() {
     setup.host.shutdown().await;
 }
 
+// Regression: a task that ends cancelled (here by its caller) is the
+// server answering, not failing, so a run of them longer than the
+// breaker's threshold of consecutive failures leaves the server's calls
+// running instead of pausing it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_cancelled_tasks_does_not_pause_the_server() {
+    let setup = Setup::start().await;
+    let alice = setup.client("alice", true, Yes::default()).await;
+    const RUN: usize = 4;
+    for _ in 0..RUN {
+        let task = endless_task(&alice).await;
+        within(alice.cancel_task(&task.task_id)).await.unwrap();
+    }
+    // Each call following a downstream task saw it end (audited after the
+    // breaker heard of it).
+    eventually(&setup.path("audit.jsonl"), |a| a.len() >= RUN).await;
+    let task = endless_task(&alice).await;
+    within(alice.cancel_task(&task.task_id)).await.unwrap();
+    setup.host.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_without_the_extension_gets_the_final_result() {
     let setup = Setup::start().await;

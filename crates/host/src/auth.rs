@@ -52,6 +52,13 @@ pub fn login_command(alias: &str) -> String {
     format!("switchboard auth login {alias}")
 }
 
+/// The command that logs in to `alias` on behalf of the gateway's
+/// principal `principal` (the login `"identity": "per-principal"` uses for
+/// that principal's calls).
+pub fn principal_login_command(alias: &str, principal: &str) -> String {
+    format!("switchboard auth login {alias} --principal {principal}")
+}
+
 /// The outage reason of a server that needs a person to log in.
 pub fn needs_login_reason(alias: &str) -> String {
     format!("needs login: run `{}`", login_command(alias))

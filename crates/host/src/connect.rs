@@ -36,6 +36,10 @@ pub struct ConnectOptions {
     /// Who can log in interactively; `None`: no one (the server then
     /// needs `switchboard auth login`).
     pub user_agent: Option<Arc<dyn UserAgent>>,
+    /// Connect with the OAuth login kept for this gateway principal
+    /// (`switchboard auth login ALIAS --principal NAME`) instead of the
+    /// server's own; no one is asked to log in interactively then.
+    pub principal: Option<String>,
 }
 
 impl Default for ConnectOptions {
@@ -46,6 +50,7 @@ impl Default for ConnectOptions {
             shutdown_grace: Duration::from_secs(2),
             token_store: None,
             user_agent: None,
+            principal: None,
         }
     }
 }
@@ -261,8 +266,13 @@ fn oauth(
     if let Some(store) = &options.token_store {
         config = config.store(store.clone());
     }
-    if let Some(agent) = &options.user_agent {
-        config = config.user_agent(agent.clone());
+    match &options.principal {
+        Some(name) => config = config.principal(name),
+        None => {
+            if let Some(agent) = &options.user_agent {
+                config = config.user_agent(agent.clone());
+            }
+        }
     }
     OAuthProvider::new(config)
         .map(Some)

@@ -79,6 +79,7 @@ pub struct OAuthConfig {
     pub(crate) timeout: Duration,
     pub(crate) allow_insecure_http: bool,
     pub(crate) dpop: bool,
+    pub(crate) principal: Option<String>,
 }
 
 impl fmt::Debug for OAuthConfig {
@@ -97,6 +98,7 @@ impl fmt::Debug for OAuthConfig {
             .field("max_step_ups", &self.max_step_ups)
             .field("timeout", &self.timeout)
             .field("dpop", &self.dpop)
+            .field("principal", &self.principal)
             .finish_non_exhaustive()
     }
 }
@@ -123,6 +125,7 @@ impl OAuthConfig {
             timeout: Duration::from_secs(30),
             allow_insecure_http: false,
             dpop: true,
+            principal: None,
         }
     }
 
@@ -205,6 +208,16 @@ impl OAuthConfig {
     /// with ES256 (default true; `"oauth": {"dpop": false}` opts out).
     pub fn dpop(mut self, enabled: bool) -> OAuthConfig {
         self.dpop = enabled;
+        self
+    }
+
+    /// Makes this the login of a gateway's principal `name` at the server
+    /// (`switchboard auth login ALIAS --principal NAME`): its tokens are
+    /// kept in the store under
+    /// [`principal_login_key`](super::principal_login_key), beside (never
+    /// in place of) the server's own login.
+    pub fn principal(mut self, name: impl Into<String>) -> OAuthConfig {
+        self.principal = Some(name.into());
         self
     }
 

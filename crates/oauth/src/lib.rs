@@ -110,7 +110,7 @@ pub use jwt::SigningKey;
 pub use provider::{LoginReport, OAuthProvider};
 pub use registration::{PreRegisteredClient, Registration};
 pub use secret::Secret;
-pub use store::{StoredLogin, TokenStore, idp_login_key};
+pub use store::{StoredLogin, TokenStore, idp_login_key, principal_login_key};
 pub use token::{IdentitySource, TokenEndpointAuthMethod, TokenSet};
 pub use user_agent::{
     AuthorizationRequest, HeadlessUserAgent, LoopbackUserAgent, Notice, PendingRedirect,

@@ -74,6 +74,14 @@ pub fn idp_login_key(name: &str) -> String {
     format!("idp:{name}")
 }
 
+/// The key the login of a gateway's principal `principal` at the server
+/// whose canonical URL is `server` (`switchboard auth login ALIAS
+/// --principal NAME`) is kept under: the server's key with the principal
+/// as a fragment, which no canonical server URL has.
+pub fn principal_login_key(server: &str, principal: &str) -> String {
+    format!("{server}#principal={principal}")
+}
+
 impl TokenStore {
     /// The ID token of the login at identity provider `name`, if one is
     /// held.

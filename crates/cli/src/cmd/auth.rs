@@ -1,5 +1,7 @@
 //! `switchboard auth login ALIAS | status [ALIAS] | logout ALIAS`: OAuth
-//! logins of remote servers, kept in the per-user token store.
+//! logins of remote servers, kept in the per-user token store; with
+//! `--principal NAME`, the login kept for a gateway principal at that
+//! server (what `"identity": "per-principal"` uses for NAME's calls).
 //!
 //! `login` shows the authorization URL (and opens a browser when asked to),
 //! listens on 127.0.0.1 for the redirect, and reports the authorization
@@ -11,6 +13,7 @@ use std::time::Duration;
 use serde::Serialize;
 use switchboard_host::auth::{
     NoOAuth, default_token_store, idp_login_config, login_command, oauth_config,
+    principal_login_command,
 };
 use switchboard_host::{Config, OAuthSetting, ServerConfig};
 use switchboard_oauth::{
@@ -23,7 +26,7 @@ use crate::out;
 use crate::settings::Settings;
 use switchboard_wire::shared::unix_secs as now;
 
-/// `auth login ALIAS`.
+/// `auth login ALIAS [--principal NAME]`.
 ///
 /// # Errors
 /// A [`Failure`]: 1 for an alias that is not configured or does not use
@@ -32,6 +35,7 @@ use switchboard_wire::shared::unix_secs as now;
 pub(crate) async fn login(
     settings: &Settings,
     alias: &str,
+    principal: Option<&str>,
     open_browser: bool,
     wait: Duration,
 ) -> anyhow::Result<()> {
@@ -44,29 +48,36 @@ pub(crate) async fn login(
         .map_err(|e| Failure::usage(format!("{alias}: {e}")))?;
     let store = store()?;
     let url = server.transport.url().unwrap_or_default().to_owned();
-    let mut agent = loopback_agent(alias.to_owned(), open_browser, wait);
+    let target = match principal {
+        Some(name) => format!("{alias} as principal {name}"),
+        None => alias.to_owned(),
+    };
+    let mut agent = loopback_agent(target.clone(), open_browser, wait);
     if let OAuthSetting::Client(client) = &server.oauth {
         if let Some(port) = client.callback_port {
             agent = agent.port(port);
         }
     }
     let provider = provider(
-        oauth_config(server)
-            .map_err(|why| not_oauth(alias, why))?
-            .store(store)
-            .user_agent(Arc::new(agent)),
+        for_principal(
+            oauth_config(server).map_err(|why| not_oauth(alias, why))?,
+            principal,
+        )?
+        .store(store)
+        .user_agent(Arc::new(agent)),
     )?;
-    out::note(format!("Logging in to {alias} ({url})…"));
+    out::note(format!("Logging in to {target} ({url})…"));
     let report = tokio::select! {
         r = provider.login() => r.map_err(|e| {
-            Failure::new(of_oauth_error(&e), format!("login to {alias} failed: {e}"))
+            Failure::new(of_oauth_error(&e), format!("login to {target} failed: {e}"))
         })?,
         () = crate::shutdown_signal() => {
-            return Err(Failure::new(Code::Auth, format!("login to {alias} cancelled")).into());
+            return Err(Failure::new(Code::Auth, format!("login to {target} cancelled")).into());
         }
     };
     let view = LoginView {
         alias: Some(alias.to_owned()),
+        principal: principal.map(str::to_owned),
         url,
         oauth: "on",
         logged_in: true,
@@ -82,7 +93,7 @@ pub(crate) async fn login(
     if settings.json {
         out::json(&view)?;
     } else {
-        out::line(format!("Logged in to {alias}."))?;
+        out::line(format!("Logged in to {target}."))?;
         for line in details(&view) {
             out::line(format!("  {line}"))?;
         }
@@ -175,6 +186,7 @@ pub(crate) async fn login_idp(
         .collect();
     let view = LoginView {
         alias: None,
+        principal: None,
         url: idp_login_key(name),
         oauth: "on",
         logged_in: true,
@@ -204,12 +216,16 @@ pub(crate) async fn login_idp(
     Ok(())
 }
 
-/// `auth status [ALIAS]`.
+/// `auth status [ALIAS [--principal NAME]]`.
 ///
 /// # Errors
 /// A [`Failure`]: 1 for a bad config or alias, or an unreadable store; 3
-/// when ALIAS is given and has no login.
-pub(crate) async fn status(settings: &Settings, alias: Option<&str>) -> anyhow::Result<()> {
+/// when ALIAS is given and has no login (for NAME, with `--principal`).
+pub(crate) async fn status(
+    settings: &Settings,
+    alias: Option<&str>,
+    principal: Option<&str>,
+) -> anyhow::Result<()> {
     let config = settings.load_config()?.config;
     let servers: Vec<&ServerConfig> = match alias {
         Some(a) => {
@@ -229,11 +245,12 @@ pub(crate) async fn status(settings: &Settings, alias: Option<&str>) -> anyhow::
     for server in servers {
         let url = server.transport.url().unwrap_or_default().to_owned();
         let mut view = LoginView::logged_out(Some(&server.alias), url);
+        view.principal = principal.map(str::to_owned);
         match oauth_config(server) {
             Err(NoOAuth::StaticHeader) => view.oauth = "static_header",
             Err(_) => view.oauth = "off",
             Ok(oauth) => {
-                let oauth = provider(oauth.store(store.clone()))?;
+                let oauth = provider(for_principal(oauth, principal)?.store(store.clone()))?;
                 let login = oauth
                     .status()
                     .await
@@ -263,10 +280,21 @@ pub(crate) async fn status(settings: &Settings, alias: Option<&str>) -> anyhow::
             seen.push(key);
             views.push(view);
         }
-        // Logins kept for servers the config no longer names.
+        // Logins kept for principals (`auth login ALIAS --principal
+        // NAME`), under the server they were made at, and for servers the
+        // config no longer names.
         let others = store.logins().map_err(|e| Failure::usage(e.to_string()))?;
         for login in others.into_iter().filter(|l| !seen.contains(&l.server)) {
             let mut view = LoginView::logged_out(None, login.server.clone());
+            if let Some((url, name)) = login.server.split_once("#principal=") {
+                view.alias = config
+                    .servers
+                    .iter()
+                    .find(|s| s.transport.url().is_some_and(|u| same_server(u, url)))
+                    .map(|s| s.alias.clone());
+                view.url = url.to_owned();
+                view.principal = Some(name.to_owned());
+            }
             view.fill(login);
             views.push(view);
         }
@@ -279,8 +307,16 @@ pub(crate) async fn status(settings: &Settings, alias: Option<&str>) -> anyhow::
             out::line(line)?;
         }
     }
-    match alias {
-        Some(a) if !views.iter().any(|v| v.logged_in) => Err(Failure::new(
+    match (alias, principal) {
+        (Some(a), Some(p)) if !views.iter().any(|v| v.logged_in) => Err(Failure::new(
+            Code::Auth,
+            format!(
+                "{a} has no login for principal {p}: run `{}`",
+                principal_login_command(a, p)
+            ),
+        )
+        .into()),
+        (Some(a), None) if !views.iter().any(|v| v.logged_in) => Err(Failure::new(
             Code::Auth,
             format!("{a} is not logged in: run `{}`", login_command(a)),
         )
@@ -289,12 +325,36 @@ pub(crate) async fn status(settings: &Settings, alias: Option<&str>) -> anyhow::
     }
 }
 
-/// `auth logout ALIAS`.
+/// Whether the configured URL `configured` and the canonical URL of a
+/// stored login name the same server.
+fn same_server(configured: &str, canonical: &str) -> bool {
+    configured.trim_end_matches('/') == canonical.trim_end_matches('/')
+}
+
+/// `oauth` made the login of `principal` (kept apart from the server's
+/// own), when one is named.
+fn for_principal(oauth: OAuthConfig, principal: Option<&str>) -> Result<OAuthConfig, Failure> {
+    let Some(name) = principal else {
+        return Ok(oauth);
+    };
+    if name.is_empty() || name.contains(char::is_whitespace) || name.contains('#') {
+        return Err(Failure::usage(format!(
+            "--principal {name:?}: a principal's name is one word, as the gateway's callers are named"
+        )));
+    }
+    Ok(oauth.principal(name))
+}
+
+/// `auth logout ALIAS [--principal NAME]`.
 ///
 /// # Errors
 /// A [`Failure`]: 1 for an alias that does not use OAuth or a store that
 /// cannot be written.
-pub(crate) async fn logout(settings: &Settings, alias: &str) -> anyhow::Result<()> {
+pub(crate) async fn logout(
+    settings: &Settings,
+    alias: &str,
+    principal: Option<&str>,
+) -> anyhow::Result<()> {
     let config = settings.load_config()?.config;
     let server = oauth_server(&config, alias)?;
     let server = &server
@@ -302,18 +362,22 @@ pub(crate) async fn logout(settings: &Settings, alias: &str) -> anyhow::Result<(
         .await
         .map_err(|e| Failure::usage(format!("{alias}: {e}")))?;
     let oauth = oauth_config(server).map_err(|why| not_oauth(alias, why))?;
-    let had = provider(oauth.store(store()?))?
+    let had = provider(for_principal(oauth, principal)?.store(store()?))?
         .logout()
         .await
         .map_err(|e| Failure::new(of_oauth_error(&e), e.to_string()))?;
+    let target = match principal {
+        Some(name) => format!("{alias} as principal {name}"),
+        None => alias.to_owned(),
+    };
     if settings.json {
-        out::json(&serde_json::json!({"alias": alias, "loggedOut": had}))?;
+        out::json(&serde_json::json!({"alias": alias, "principal": principal, "loggedOut": had}))?;
     } else if had {
         out::line(format!(
-            "Logged out of {alias}: its tokens are forgotten (and revoked where the authorization server offers revocation)."
+            "Logged out of {target}: its tokens are forgotten (and revoked where the authorization server offers revocation)."
         ))?;
     } else {
-        out::line(format!("{alias} had no login."))?;
+        out::line(format!("{target} had no login."))?;
     }
     Ok(())
 }
@@ -365,6 +429,10 @@ pub(crate) fn expiry_words(expires_at: Option<u64>, has_refresh_token: bool) -> 
 struct LoginView {
     /// The configured alias (`null` for a stored login no entry names).
     alias: Option<String>,
+    /// The gateway principal the login was made for (`auth login ALIAS
+    /// --principal NAME`); absent for the server's own login.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    principal: Option<String>,
     /// The server's URL (for a stored login, its canonical form).
     url: String,
     /// `on`, `off` (`"oauth": false`) or `static_header`.
@@ -389,6 +457,7 @@ impl LoginView {
     fn logged_out(alias: Option<&str>, url: String) -> LoginView {
         LoginView {
             alias: alias.map(str::to_owned),
+            principal: None,
             url,
             oauth: "on",
             logged_in: false,
@@ -445,7 +514,10 @@ fn human(views: &[LoginView]) -> Vec<String> {
         "METHOD".into(),
     ]];
     for v in views {
-        let server = v.alias.clone().unwrap_or_else(|| v.url.clone());
+        let mut server = v.alias.clone().unwrap_or_else(|| v.url.clone());
+        if let Some(name) = &v.principal {
+            server = format!("{server} (principal {name})");
+        }
         let (login, scopes, token) = match (v.oauth, &v.issuer) {
             ("static_header", _) => ("static Authorization header".into(), "-".into(), "-".into()),
             ("off", _) => ("OAuth off".into(), "-".into(), "-".into()),

@@ -148,6 +148,7 @@ impl Host {
                 shutdown_grace: options.shutdown_grace,
                 token_store: options.token_store,
                 user_agent: options.oauth_user_agent,
+                principal: None,
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
             builtins: crate::builtin::Builtins::default(),

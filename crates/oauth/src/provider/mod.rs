@@ -70,7 +70,8 @@ struct Inner {
     config: OAuthConfig,
     /// The MCP endpoint.
     server: HttpUrl,
-    /// Its canonical form: the token store key and the fallback `resource`.
+    /// The token store key: its canonical form, with the principal for a
+    /// principal's login.
     server_key: String,
     http: OAuthHttp,
     /// The token in use (read on every request without the flow lock).
@@ -187,7 +188,10 @@ impl OAuthProvider {
             config.timeout,
             config.allow_insecure_http,
         )?;
-        let server_key = server.canonical();
+        let server_key = match &config.principal {
+            Some(name) => crate::store::principal_login_key(&server.canonical(), name),
+            None => server.canonical(),
+        };
         Ok(OAuthProvider {
             inner: Arc::new(Inner {
                 config,

@@ -121,7 +121,11 @@ pub(super) fn failure(
             }
             None => Reason::quoted(transport.to_string()),
         };
-        server.breaker().record(Some(&reason), now);
+        // A server that ended the request (or its task, most often because
+        // the caller cancelled it) answered: it is alive, and a run of
+        // cancelled tasks must not pause it.
+        let answered = matches!(transport, TransportError::CancelledByServer { .. });
+        server.breaker().record((!answered).then_some(&reason), now);
         let said = reason.for_model(alias);
         if transport.is_closed() {
             server.set_down(Down::failed(server.closed_summary(), reason));

@@ -9,8 +9,10 @@
 //!   client, for a token for the same user whose audience is the server.
 //!   The caller's own token never reaches the server.
 //! - **per-principal**: the principal's `credentials` entry for the server
-//!   (a secret reference) is its bearer token; a principal without one is
-//!   refused with what to add.
+//!   (a secret reference) is its bearer token; without one, the OAuth login
+//!   kept for the principal at the server (`switchboard auth login ALIAS
+//!   --principal NAME`) is used, refreshed like any login; a principal with
+//!   neither is refused with what to run or add.
 //!
 //! The connections (each holding its token) are kept per server in an
 //! [`IdentityLinks`] pool keyed by the identity, reused until the token is
@@ -182,13 +184,18 @@ impl Host {
         if let Some(link) = server.identity_links.get(&label, now) {
             return Ok((link, label));
         }
-        let (token, expires_at) = if identity == Identity::Exchange {
-            self.exchanged_token(server, gateway_link, principal, options)
-                .await?
+        let (link, expires_at) = if identity == Identity::Exchange {
+            let (token, expires_at) = self
+                .exchanged_token(server, gateway_link, principal, options)
+                .await?;
+            (self.link_with_token(server, &token).await?, expires_at)
         } else {
-            (self.principal_token(server, principal).await?, None)
+            match self.principal_token(server, principal).await? {
+                Some(token) => (self.link_with_token(server, &token).await?, None),
+                // The login refreshes its own token: no expiry to watch.
+                None => (self.principal_login_link(server, principal).await?, None),
+            }
         };
-        let link = self.link_with_token(server, &token).await?;
         server
             .identity_links
             .put(&label, link.clone(), expires_at, now);
@@ -243,12 +250,13 @@ impl Host {
     }
 
     /// The bearer token of `principal`'s `credentials` entry for the
-    /// server, or the refusal naming what to add.
+    /// server; `None` when the config has none (the principal's OAuth
+    /// login is then looked for).
     async fn principal_token<T>(
         &self,
         server: &Upstream,
         principal: &str,
-    ) -> Result<Secret, End<T>> {
+    ) -> Result<Option<Secret>, End<T>> {
         let alias = server.alias();
         let value: Option<ConfigValue> = self
             .config_read()
@@ -257,17 +265,10 @@ impl Host {
             .and_then(|c| c.get(alias))
             .cloned();
         let Some(value) = value else {
-            return Err(End::stopped(
-                Outcome::AuthRequired,
-                format!(
-                    "needs login: principal {principal} has no credentials for {alias}: add \
-                     principals.{principal}.credentials.{alias} (e.g. {{\"secret\": \"file:PATH\"}}) \
-                     to the gateway's config. The call did not run; do not retry before it is added."
-                ),
-            ));
+            return Ok(None);
         };
         let key = format!("principals.{principal}.credentials.{alias}");
-        value.resolve().await.map_err(|e| {
+        value.resolve().await.map(Some).map_err(|e| {
             End::stopped(
                 Outcome::AuthRequired,
                 format!(
@@ -277,6 +278,91 @@ impl Host {
                 ),
             )
         })
+    }
+
+    /// A new connection to `server` with the OAuth login kept for
+    /// `principal` (`switchboard auth login ALIAS --principal NAME`), or the
+    /// refusal naming the command to run (or the credentials to add).
+    async fn principal_login_link<T>(
+        &self,
+        server: &Upstream,
+        principal: &str,
+    ) -> Result<Link, End<T>> {
+        let alias = server.alias();
+        let needs_login = |why: &str| {
+            End::stopped(
+                Outcome::AuthRequired,
+                format!(
+                    "needs login: principal {principal} has no credentials for {alias}{why}: run \
+                     `{}` (an OAuth login kept for {principal}), or add \
+                     principals.{principal}.credentials.{alias} (e.g. {{\"secret\": \"file:PATH\"}}) \
+                     to the gateway's config. The call did not run; do not retry before then.",
+                    crate::auth::principal_login_command(alias, principal)
+                ),
+            )
+        };
+        let Some(store) = self.inner.connect.token_store.clone() else {
+            return Err(needs_login(" (and the gateway keeps no OAuth logins)"));
+        };
+        let Ok(oauth) = crate::auth::oauth_config(&server.config) else {
+            return Err(needs_login(""));
+        };
+        let login =
+            match switchboard_oauth::OAuthProvider::new(oauth.principal(principal).store(store)) {
+                Ok(held) => held.status().await.ok().flatten(),
+                Err(_) => None,
+            };
+        if login.is_none() {
+            return Err(needs_login(""));
+        }
+        let mut options = self.inner.connect.clone();
+        options.principal = Some(principal.to_owned());
+        let fail = |e: String| {
+            End::stopped(
+                Outcome::Transport,
+                format!("Server {alias} could not be reached for principal {principal}: {e}"),
+            )
+        };
+        let opened = connect::try_open(&server.config, &options)
+            .await
+            .map_err(|e| fail(e.to_string()))?;
+        let auth = opened.auth.clone();
+        let client = self
+            .identity_client(server, opened.builder)
+            .await
+            .map_err(|e| {
+                if e.is_auth_failure() {
+                    needs_login(" that the server still takes (the login expired or was revoked)")
+                } else {
+                    fail(crate::upstream::describe(&e))
+                }
+            })?;
+        Ok(Link {
+            client,
+            stdio: None,
+            auth,
+        })
+    }
+
+    /// The client of a connection made for one caller's identity, with the
+    /// server's deadlines, connected.
+    async fn identity_client(
+        &self,
+        server: &Upstream,
+        builder: switchboard_client::ClientBuilder,
+    ) -> Result<switchboard_client::Client, switchboard_client::ClientError> {
+        builder
+            .timeout(server.default_call_timeout)
+            .probe_timeout(server.startup_timeout)
+            .tasks(true)
+            .task_timeout(
+                server
+                    .config
+                    .task_timeout
+                    .unwrap_or(crate::config::DEFAULT_TASK_TIMEOUT),
+            )
+            .connect()
+            .await
     }
 
     /// A new connection to `server` sending `token` as its bearer token,
@@ -303,18 +389,8 @@ impl Host {
         let opened = connect::try_open(&config, &self.inner.connect)
             .await
             .map_err(|e| fail(e.to_string()))?;
-        let client = opened
-            .builder
-            .timeout(server.default_call_timeout)
-            .probe_timeout(server.startup_timeout)
-            .tasks(true)
-            .task_timeout(
-                server
-                    .config
-                    .task_timeout
-                    .unwrap_or(crate::config::DEFAULT_TASK_TIMEOUT),
-            )
-            .connect()
+        let client = self
+            .identity_client(server, opened.builder)
             .await
             .map_err(|e| {
                 let outcome = if e.is_auth_failure() {
