@@ -10,6 +10,7 @@ use switchboard_client::{
     BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
     StdioConfig, StdioTransport,
 };
+use switchboard_wire::types::{ElicitRequestParams, ElicitResult};
 
 use crate::util::{Sandbox, bin, collect, empty_port, run, spawn, spawn_serving, wait_for};
 
@@ -135,10 +136,14 @@ impl InputHandler for Answer {
         }
     }
 
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.asked.lock().unwrap().push(params);
-        let approve = self.approve;
-        Box::pin(async move { Ok(json!({"action": "accept", "content": {"approve": approve}})) })
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
+        self.asked.lock().unwrap().push(params.into());
+        let content = json!({"approve": self.approve}).as_object().cloned();
+        Box::pin(async move { Ok(ElicitResult::accept(content)) })
     }
 }
 

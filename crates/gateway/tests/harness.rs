@@ -15,6 +15,7 @@ use switchboard_gateway::{Gateway, GatewayOptions};
 use switchboard_host::auth::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
 use switchboard_testutil::{Artifacts, built};
+use switchboard_wire::types::{ElicitRequestParams, ElicitResult};
 use tokio::sync::oneshot;
 
 /// The mock server's path, for config files.
@@ -165,10 +166,14 @@ impl InputHandler for Answer {
         }
     }
 
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.asked.lock().unwrap().push(params);
-        let approve = self.approve;
-        Box::pin(async move { Ok(json!({"action": "accept", "content": {"approve": approve}})) })
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
+        self.asked.lock().unwrap().push(params.into());
+        let content = json!({"approve": self.approve}).as_object().cloned();
+        Box::pin(async move { Ok(ElicitResult::accept(content)) })
     }
 }
 

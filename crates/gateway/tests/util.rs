@@ -141,53 +141,13 @@ pub(crate) async fn front_with(
         .timeout(Duration::from_secs(20))
         .tasks(tasks);
     if let Some(input) = input {
-        builder = builder.input_handler(BoxedInput(input));
+        builder = builder.input_handler(input);
     }
     let client = builder.connect().await.unwrap();
     Front {
         client,
         _gateway: gateway,
         _task: task,
-    }
-}
-
-/// An input handler held in a box.
-#[derive(Debug)]
-struct BoxedInput(Box<dyn InputHandler>);
-
-impl InputHandler for BoxedInput {
-    fn support(&self) -> switchboard_client::InputSupport {
-        self.0.support()
-    }
-    fn elicit(
-        &self,
-        cx: switchboard_client::InputContext,
-        params: Value,
-    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
-        self.0.elicit(cx, params)
-    }
-    fn sample(
-        &self,
-        cx: switchboard_client::InputContext,
-        params: Value,
-    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
-        self.0.sample(cx, params)
-    }
-    fn roots(
-        &self,
-        cx: switchboard_client::InputContext,
-    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
-        self.0.roots(cx)
-    }
-    fn answer_round(
-        &self,
-        cx: switchboard_client::InputContext,
-        requests: Vec<switchboard_client::InputQuestion>,
-    ) -> switchboard_client::BoxFuture<
-        '_,
-        Result<switchboard_wire::JsonObject, switchboard_client::InputError>,
-    > {
-        self.0.answer_round(cx, requests)
     }
 }
 

@@ -43,7 +43,7 @@ use switchboard_wire::{
 use tracing::{debug, warn};
 
 use crate::error::{ClientError, TransportError};
-use crate::input::{self, InputContext, InputHandler, InputQuestion, NoInput};
+use crate::input::{InputAnswer, InputContext, InputHandler, InputQuestion, NoInput};
 use crate::options::{ClientConfig, EraPolicy, RequestOptions};
 use crate::subscription::Subscription;
 use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transport};

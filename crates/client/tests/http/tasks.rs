@@ -49,8 +49,8 @@ async fn status_notifications_carry_a_task_through_input_to_its_result() {
     let client = within(
         Client::builder("tasks-e2e", transport)
             .tasks(true)
-            .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
-                Ok(json!({"action": "accept", "content": {"word": "tide"}}))
+            .input_handler(input_handler_fn(InputSupport::FORM, |_, q| async move {
+                q.answer_from(json!({"action": "accept", "content": {"word": "tide"}}))
             }))
             .connect(),
     )
