@@ -8,7 +8,7 @@ use serde_json::json;
 use switchboard_client::{Client, HttpTransport};
 use switchboard_gateway::{GatewayOptions, InboundAuth, StaticTokens, Telemetry};
 use switchboard_host::Host;
-use switchboard_wire::SubscriptionFilter;
+use switchboard_wire::types::SubscriptionFilter;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::{Dir, serve, stdio};

@@ -15,7 +15,7 @@ use switchboard_server::{
     Server, TaskContext, ToolResult, user,
 };
 use switchboard_wire::{
-    CallToolResult, ContentBlock, GetPromptResult, LoggingLevel, Notification, ResultHeader,
+    CallToolResult, ContentBlock, GetPromptResult, LoggingLevel, Notification, types::ResultHeader,
 };
 
 use switchboard_testutil::{Artifacts, built};

@@ -36,9 +36,10 @@ use switchboard_wire::types::{
     Tool, method,
 };
 use switchboard_wire::{
-    CallToolResult, ClientCapabilities, DiscoverResult, Era, ErrorCode, ErrorObject,
-    Implementation, InitializeResult, Notification, ProgressParams, Request, RequestId, Response,
-    ServerCapabilities, version,
+    CallToolResult, ClientCapabilities, Era, ErrorCode, ErrorObject, Implementation, Notification,
+    Request, RequestId, Response, ServerCapabilities,
+    types::{DiscoverResult, InitializeResult, ProgressParams},
+    version,
 };
 use tracing::{debug, warn};
 

@@ -15,7 +15,7 @@ use switchboard_server::{
     CallToolResult, Context, Elicitation, HandlerError, InputRequired, Server, ToolResult, ToolSpec,
 };
 use switchboard_wire::types::SubscriptionFilter;
-use switchboard_wire::{Era, method};
+use switchboard_wire::{Era, types::method};
 use tokio::sync::oneshot;
 
 use super::framework::serve_server;

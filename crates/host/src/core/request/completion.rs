@@ -94,7 +94,7 @@ impl Kind for Complete<'_> {
         if !host.catalog().completes(&target.alias) {
             let nothing = CompleteResult {
                 completion: switchboard_wire::Completion::default(),
-                header: switchboard_wire::ResultHeader::complete(),
+                header: switchboard_wire::types::ResultHeader::complete(),
             };
             return Governed::at(Some(&target), None, End::Answered(nothing));
         }

@@ -117,7 +117,7 @@ impl Kind for ReadResource<'_> {
                 for c in &mut result.contents {
                     c.uri = catalog.served_uri(&target.alias, &c.uri);
                 }
-                result.cache = switchboard_wire::CacheHints::default();
+                result.cache = switchboard_wire::types::CacheHints::default();
                 End::Answered(host.fit_resource(&target.alias, result))
             }
             Err(error) => End::failed(error),
