@@ -4,18 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_client::{
-    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
-};
+use switchboard_client::{Client, HttpTransport, InputHandler};
 use switchboard_gateway::{Gateway, GatewayOptions};
 use switchboard_host::auth::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
 use switchboard_testutil::{Artifacts, built};
-use switchboard_wire::types::{ElicitRequestParams, ElicitResult};
 use tokio::sync::oneshot;
 
 /// The mock server's path, for config files.
@@ -138,44 +135,9 @@ pub(crate) async fn client(url: &str, answer: Option<Answer>) -> Client {
     builder.connect().await.unwrap()
 }
 
-/// Answers the gateway's approval question, recording each one.
-#[derive(Debug, Clone)]
-pub(crate) struct Answer {
-    pub(crate) approve: bool,
-    pub(crate) asked: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Answer {
-    pub(crate) fn new(approve: bool) -> Answer {
-        Answer {
-            approve,
-            asked: Arc::default(),
-        }
-    }
-
-    pub(crate) fn questions(&self) -> Vec<Value> {
-        self.asked.lock().unwrap().clone()
-    }
-}
-
-impl InputHandler for Answer {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(
-        &self,
-        _cx: InputContext,
-        params: ElicitRequestParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
-        self.asked.lock().unwrap().push(params.into());
-        let content = json!({"approve": self.approve}).as_object().cloned();
-        Box::pin(async move { Ok(ElicitResult::accept(content)) })
-    }
-}
+/// Answers the gateway's approval question, recording each one (the shared
+/// fixture).
+pub(crate) use switchboard_testkit::fixtures::FormAnswers as Answer;
 
 /// Arguments as a call takes them.
 pub(crate) fn args(v: Value) -> Option<serde_json::Map<String, Value>> {

@@ -353,7 +353,7 @@ async fn picky_behind_a_gateway(
     tasks: bool,
 ) -> (
     tempfile::TempDir,
-    tokio::task::JoinHandle<()>,
+    switchboard_testkit::fixtures::Served,
     switchboard_host::Host,
     crate::util::Front,
 ) {

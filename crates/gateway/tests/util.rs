@@ -8,26 +8,12 @@ use switchboard_client::{Client, HttpTransport, InputHandler};
 use switchboard_gateway::{Gateway, GatewayOptions};
 use switchboard_host::auth::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
-use switchboard_server::Server;
-use switchboard_server::http::HttpOptions;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-/// Serves `server` over Streamable HTTP on loopback; returns its URL.
-pub(crate) async fn serve(server: Server) -> (String, JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let _ = switchboard_server::http::serve(
-            server,
-            listener,
-            HttpOptions::new(),
-            std::future::pending(),
-        )
-        .await;
-    });
-    (url, task)
-}
+/// Serves `server` over Streamable HTTP on loopback; returns its URL and
+/// the guard that stops it.
+pub(crate) use switchboard_testkit::fixtures::serve_http as serve;
 
 /// A host mounting these `(alias, url)` servers, with its files in `dir`.
 /// `input` is the mount-time input handler (what the host declares to the

@@ -16,10 +16,10 @@ use switchboard_server::{
 };
 use switchboard_wire::types::SubscriptionFilter;
 use switchboard_wire::{Era, types::method};
-use tokio::sync::oneshot;
 
 use super::framework::serve_server;
 use super::util::within;
+use switchboard_testkit::fixtures::Served;
 
 async fn forecast(args: Value, ctx: Context) -> Result<String, HandlerError> {
     ctx.progress(1.0, Some(2.0), Some("looking")).await;
@@ -52,8 +52,8 @@ async fn greet(ctx: Context) -> ToolResult {
     }
 }
 
-/// Starts the server on 127.0.0.1:0; stops when the sender is dropped.
-async fn start() -> (String, oneshot::Sender<()>) {
+/// Starts the server on 127.0.0.1:0; stops when the guard is dropped.
+async fn start() -> (String, Served) {
     let spec = ToolSpec::new("forecast")
         .description("Weather for the next days")
         .input_schema(json!({
