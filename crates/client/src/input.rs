@@ -406,91 +406,56 @@ pub trait InputHandler: Send + Sync + fmt::Debug {
     }
 }
 
-/// A shared handler is a handler (one handler for many clients).
-impl<H: InputHandler + ?Sized> InputHandler for Arc<H> {
-    fn support(&self) -> InputSupport {
-        (**self).support()
-    }
+/// A handler behind a pointer is a handler: every method goes to the one
+/// pointed at.
+macro_rules! forward_input_handler {
+    ($($pointer:ident),*) => {$(
+        impl<H: InputHandler + ?Sized> InputHandler for $pointer<H> {
+            fn support(&self) -> InputSupport {
+                (**self).support()
+            }
 
-    fn elicit(
-        &self,
-        cx: InputContext,
-        params: ElicitRequestParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
-        (**self).elicit(cx, params)
-    }
+            fn elicit(
+                &self,
+                cx: InputContext,
+                params: ElicitRequestParams,
+            ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
+                (**self).elicit(cx, params)
+            }
 
-    fn sample(
-        &self,
-        cx: InputContext,
-        params: CreateMessageRequestParams,
-    ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
-        (**self).sample(cx, params)
-    }
+            fn sample(
+                &self,
+                cx: InputContext,
+                params: CreateMessageRequestParams,
+            ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
+                (**self).sample(cx, params)
+            }
 
-    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
-        (**self).roots(cx)
-    }
+            fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
+                (**self).roots(cx)
+            }
 
-    fn answer(
-        &self,
-        cx: InputContext,
-        question: InputQuestion,
-    ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
-        (**self).answer(cx, question)
-    }
+            fn answer(
+                &self,
+                cx: InputContext,
+                question: InputQuestion,
+            ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
+                (**self).answer(cx, question)
+            }
 
-    fn answer_round(
-        &self,
-        cx: InputContext,
-        requests: Vec<(String, InputQuestion)>,
-    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
-        (**self).answer_round(cx, requests)
-    }
+            fn answer_round(
+                &self,
+                cx: InputContext,
+                requests: Vec<(String, InputQuestion)>,
+            ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
+                (**self).answer_round(cx, requests)
+            }
+        }
+    )*};
 }
 
-/// A boxed handler is a handler.
-impl<H: InputHandler + ?Sized> InputHandler for Box<H> {
-    fn support(&self) -> InputSupport {
-        (**self).support()
-    }
-
-    fn elicit(
-        &self,
-        cx: InputContext,
-        params: ElicitRequestParams,
-    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
-        (**self).elicit(cx, params)
-    }
-
-    fn sample(
-        &self,
-        cx: InputContext,
-        params: CreateMessageRequestParams,
-    ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
-        (**self).sample(cx, params)
-    }
-
-    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
-        (**self).roots(cx)
-    }
-
-    fn answer(
-        &self,
-        cx: InputContext,
-        question: InputQuestion,
-    ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
-        (**self).answer(cx, question)
-    }
-
-    fn answer_round(
-        &self,
-        cx: InputContext,
-        requests: Vec<(String, InputQuestion)>,
-    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
-        (**self).answer_round(cx, requests)
-    }
-}
+// One handler for many clients (`Arc`), or one held in a box.
+forward_input_handler!(Arc, Box);
 
 /// An [`InputHandler`] made of a closure, as hyper's `service_fn` makes a
 /// service: it declares `support` and answers every question with
