@@ -267,20 +267,8 @@ impl AuthServer {
     pub async fn start(config: AuthServerConfig) -> AuthServer {
         // The base URL needs the port, which needs the listener: bind
         // through a handler that waits for the shared state.
-        let slot: Arc<std::sync::OnceLock<Arc<Shared>>> = Arc::new(std::sync::OnceLock::new());
-        let handler_slot = slot.clone();
-        let handler: h::Handler = Arc::new(move |seen| {
-            let shared = handler_slot.get().cloned();
-            Box::pin(async move {
-                match shared {
-                    Some(shared) => handle(&shared, seen),
-                    None => h::text(StatusCode::SERVICE_UNAVAILABLE, "starting"),
-                }
-            })
-        });
-        let running = h::serve(handler).await.expect("bind 127.0.0.1:0");
-        let shared = Arc::new(Shared {
-            base: format!("http://127.0.0.1:{}", running.addr.port()),
+        let (running, shared) = h::serve_state(handle, |addr| Shared {
+            base: format!("http://127.0.0.1:{}", addr.port()),
             keys: Mutex::new(vec![Arc::new(Signer::generate("as-key"))]),
             state: Mutex::new(State {
                 config,
@@ -293,8 +281,8 @@ impl AuthServer {
                 user: "user-1".into(),
                 next_client: 0,
             }),
-        });
-        let _ = slot.set(shared.clone());
+        })
+        .await;
         AuthServer {
             shared,
             _running: running,

@@ -72,6 +72,34 @@ pub(crate) type Reply = Response<Full<Bytes>>;
 pub(crate) type Handler =
     Arc<dyn Fn(Seen) -> Pin<Box<dyn Future<Output = Reply> + Send>> + Send + Sync>;
 
+/// Serves `handle` on 127.0.0.1:0 over state that needs the server's
+/// own address (its base URL), so it is built after the bind: until
+/// `set_state` is given it, requests are answered 503 "starting".
+///
+/// # Panics
+/// When no loopback port can be bound (a test server cannot go on).
+pub(crate) async fn serve_state<S, F>(handle: fn(&S, Seen) -> Reply, state: F) -> (Running, Arc<S>)
+where
+    S: Send + Sync + 'static,
+    F: FnOnce(SocketAddr) -> S,
+{
+    let slot: Arc<std::sync::OnceLock<Arc<S>>> = Arc::new(std::sync::OnceLock::new());
+    let handler_slot = slot.clone();
+    let handler: Handler = Arc::new(move |seen| {
+        let shared = handler_slot.get().cloned();
+        Box::pin(async move {
+            match shared {
+                Some(shared) => handle(&shared, seen),
+                None => text(StatusCode::SERVICE_UNAVAILABLE, "starting"),
+            }
+        })
+    });
+    let running = serve(handler).await.expect("bind 127.0.0.1:0");
+    let shared = Arc::new(state(running.addr));
+    let _ = slot.set(shared.clone());
+    (running, shared)
+}
+
 /// A running server; dropping it stops accepting and closes connections.
 #[derive(Debug)]
 pub(crate) struct Running {

@@ -116,20 +116,8 @@ impl ResourceServer {
     /// # Panics
     /// When the port cannot be bound (tests only).
     pub async fn start(config: ResourceConfig, auth: &AuthServer) -> ResourceServer {
-        let slot: Arc<std::sync::OnceLock<Arc<Shared>>> = Arc::new(std::sync::OnceLock::new());
-        let handler_slot = slot.clone();
-        let handler: h::Handler = Arc::new(move |seen| {
-            let shared = handler_slot.get().cloned();
-            Box::pin(async move {
-                match shared {
-                    Some(shared) => handle(&shared, seen),
-                    None => h::text(StatusCode::SERVICE_UNAVAILABLE, "starting"),
-                }
-            })
-        });
-        let running = h::serve(handler).await.expect("bind 127.0.0.1:0");
-        let shared = Arc::new(Shared {
-            base: format!("http://127.0.0.1:{}", running.addr.port()),
+        let (running, shared) = h::serve_state(handle, |addr| Shared {
+            base: format!("http://127.0.0.1:{}", addr.port()),
             state: Mutex::new(State {
                 config,
                 authorization_servers: vec![auth.issuer()],
@@ -139,8 +127,8 @@ impl ResourceServer {
                 accepted: Vec::new(),
                 revoked: Vec::new(),
             }),
-        });
-        let _ = slot.set(shared.clone());
+        })
+        .await;
         ResourceServer {
             shared,
             _running: running,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use switchboard_gateway::Telemetry;
 use switchboard_host::{Approver, AssumeYes, CallOptions, Host, MountOptions, NoApprover};
-use switchboard_wire::{Implementation, ProgressParams};
+use switchboard_wire::{Implementation, types::ProgressParams};
 
 use crate::ask;
 use crate::demo_env::DemoTickets;

@@ -445,7 +445,12 @@ impl InputHandler for OpensUrls {
         }
     }
 
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        params: switchboard_wire::types::ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<switchboard_wire::types::ElicitResult, InputError>> {
+        let params = Value::from(params);
         self.asked.lock().unwrap().push(params.clone());
         let decide = Arc::clone(&self.decide);
         Box::pin(async move {
@@ -453,7 +458,7 @@ impl InputHandler for OpensUrls {
             tokio::task::spawn_blocking(move || decide(url))
                 .await
                 .unwrap();
-            Ok(json!({"action": "accept"}))
+            Ok(switchboard_wire::types::ElicitResult::accept(None))
         })
     }
 }

@@ -735,8 +735,8 @@ async fn refused_calls_are_not_asked_about() {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&asked);
     let answer = input_handler_fn(InputSupport::FORM, move |_, q| {
-        seen.lock().unwrap().push(q.params);
-        async { Ok(json!({"action": "accept", "content": {"approve": true}})) }
+        seen.lock().unwrap().push(q.params());
+        async move { q.answer_from(json!({"action": "accept", "content": {"approve": true}})) }
     });
     let transport = HttpTransport::builder("gateway", &gw.url)
         .header("Authorization", format!("Bearer {CI_TOKEN}"))

@@ -56,7 +56,7 @@ async fn connection_limits_are_serve_flags() {
 
     let listener = client_with(&gw, None).await;
     let _stream = listener
-        .listen(switchboard_wire::SubscriptionFilter {
+        .listen(switchboard_wire::types::SubscriptionFilter {
             tools_list_changed: Some(true),
             ..Default::default()
         })

@@ -287,8 +287,8 @@ async fn metrics_agree_with_audit_stats_on_the_same_traffic() {
     let client = Client::builder("gateway", transport)
         .timeout(Duration::from_secs(60))
         // Approves every approval question the gateway puts to it.
-        .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
-            Ok(json!({"action": "accept", "content": {"approve": true}}))
+        .input_handler(input_handler_fn(InputSupport::FORM, |_, q| async move {
+            q.answer_from(json!({"action": "accept", "content": {"approve": true}}))
         }))
         .connect()
         .await

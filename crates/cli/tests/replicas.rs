@@ -53,10 +53,11 @@ impl InputHandler for Approve {
     fn elicit(
         &self,
         _cx: InputContext,
-        _params: Value,
-    ) -> BoxFuture<'_, Result<Value, InputError>> {
+        _params: switchboard_wire::types::ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<switchboard_wire::types::ElicitResult, InputError>> {
         *self.asked.lock().unwrap() += 1;
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"approve": true}})) })
+        let content = json!({"approve": true}).as_object().cloned();
+        Box::pin(async { Ok(switchboard_wire::types::ElicitResult::accept(content)) })
     }
 }
 

@@ -2,14 +2,10 @@
 //! agent would.
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_client::{
-    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
-    StdioConfig, StdioTransport,
-};
+use switchboard_client::{Client, HttpTransport, StdioConfig, StdioTransport};
 
 use crate::util::{Sandbox, bin, collect, empty_port, run, spawn, spawn_serving, wait_for};
 
@@ -120,43 +116,21 @@ async fn serve_denies_a_question_when_no_one_upstream_can_answer() {
     client.close().await;
 }
 
-/// Answers the gateway's approval question.
-#[derive(Debug, Clone)]
-struct Answer {
-    approve: bool,
-    asked: Arc<Mutex<Vec<Value>>>,
-}
-
-impl InputHandler for Answer {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.asked.lock().unwrap().push(params);
-        let approve = self.approve;
-        Box::pin(async move { Ok(json!({"action": "accept", "content": {"approve": approve}})) })
-    }
-}
+/// Answers the gateway's approval question, recording each one.
+use switchboard_testkit::fixtures::FormAnswers as Answer;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_asks_the_upstream_user_through_elicitation() {
     let sb = Sandbox::new();
     for approve in [true, false] {
-        let answer = Answer {
-            approve,
-            asked: Arc::default(),
-        };
+        let answer = Answer::approving(approve);
         let client = gateway(&sb, &[], Some(answer.clone())).await;
         let result = client
             .call_tool("mcp__notes__search", object(json!({"query": "printer"})))
             .await
             .unwrap();
         client.close().await;
-        let asked = answer.asked.lock().unwrap().clone();
+        let asked = answer.questions();
         assert_eq!(asked.len(), 1, "{asked:?}");
         let message = asked[0]["message"].as_str().unwrap();
         assert!(message.contains("mcp__notes__search"), "{message}");

@@ -11,12 +11,15 @@
 use std::fmt;
 use std::future::Future;
 
+use std::sync::Arc;
+
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use switchboard_wire::types::method;
 use switchboard_wire::types::{
-    CreateMessageRequestParams, ElicitRequestParams, ElicitationCapability, JsonObject,
-    SamplingCapability,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, JsonObject, ListRootsResult, SamplingCapability, value_kind,
 };
 use switchboard_wire::{ClientCapabilities, Era};
 
@@ -45,6 +48,15 @@ impl InputSupport {
         sampling: false,
         sampling_tools: false,
         roots: false,
+    };
+
+    /// Everything: every kind of question, in every mode.
+    pub const ALL: InputSupport = InputSupport {
+        elicitation_form: true,
+        elicitation_url: true,
+        sampling: true,
+        sampling_tools: true,
+        roots: true,
     };
 
     /// Form-mode elicitation only: what an approval question needs.
@@ -99,6 +111,16 @@ impl InputSupport {
             _ => false,
         }
     }
+
+    /// Whether this typed question is covered ([`InputSupport::covers`]).
+    pub fn answers(&self, question: &InputQuestion) -> bool {
+        match question {
+            InputQuestion::Elicit(p) if p.is_url() => self.elicitation_url,
+            InputQuestion::Elicit(_) => self.elicitation_form,
+            InputQuestion::Sample(p) => self.sampling && (p.tools.is_none() || self.sampling_tools),
+            InputQuestion::Roots => self.roots,
+        }
+    }
 }
 
 /// Who is asking, for the handler to show the user (ELIC-07).
@@ -119,14 +141,183 @@ pub struct InputContext {
 #[error("{0}")]
 pub struct InputError(pub String);
 
+/// A question a server asks, typed: the params of `elicitation/create` or
+/// `sampling/createMessage`, or a `roots/list` (which carries none).
+/// Members the types do not know stay in their `extra`, so a question
+/// relayed to someone else arrives as the server asked it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputQuestion {
+    /// `elicitation/create`.
+    Elicit(ElicitRequestParams),
+    /// `sampling/createMessage`.
+    Sample(CreateMessageRequestParams),
+    /// `roots/list`.
+    Roots,
+}
+
+/// The answer to an [`InputQuestion`], of the matching kind; unknown
+/// members kept as for the question.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputAnswer {
+    /// The answer to `elicitation/create`.
+    Elicit(ElicitResult),
+    /// The answer to `sampling/createMessage`.
+    Sample(CreateMessageResult),
+    /// The answer to `roots/list`.
+    Roots(ListRootsResult),
+}
+
+impl InputQuestion {
+    /// Reads a server's request: `method` and its `params` (absent params
+    /// read as `{}`).
+    ///
+    /// # Errors
+    /// [`InputError`] naming the method when it is not one of the three,
+    /// or when the params do not fit its type.
+    pub fn parse(method: &str, params: Option<Value>) -> Result<Self, InputError> {
+        let params = params.unwrap_or_else(|| Value::Object(JsonObject::new()));
+        match method {
+            method::ELICITATION_CREATE => typed(method, params).map(InputQuestion::Elicit),
+            method::SAMPLING_CREATE_MESSAGE => typed(method, params).map(InputQuestion::Sample),
+            method::ROOTS_LIST if params.is_object() => Ok(InputQuestion::Roots),
+            method::ROOTS_LIST => Err(InputError(format!(
+                "malformed {method} params: expected an object, got {}",
+                value_kind(&params)
+            ))),
+            other => Err(InputError(format!("unknown input request {other:?}"))),
+        }
+    }
+
+    /// The request's method name.
+    pub fn method(&self) -> &'static str {
+        match self {
+            InputQuestion::Elicit(_) => method::ELICITATION_CREATE,
+            InputQuestion::Sample(_) => method::SAMPLING_CREATE_MESSAGE,
+            InputQuestion::Roots => method::ROOTS_LIST,
+        }
+    }
+
+    /// The request's params as JSON, unknown members included (`{}` for
+    /// roots).
+    pub fn params(&self) -> Value {
+        match self {
+            InputQuestion::Elicit(p) => to_object(p),
+            InputQuestion::Sample(p) => to_object(p),
+            InputQuestion::Roots => Value::Object(JsonObject::new()),
+        }
+    }
+
+    /// Reads an answer given as JSON (a relayed question's, from whoever
+    /// the question was passed to) as the answer to this question.
+    ///
+    /// # Errors
+    /// [`InputError`] when it does not fit this kind's result type.
+    pub fn answer_from(&self, answer: Value) -> Result<InputAnswer, InputError> {
+        let what = self.method();
+        let malformed =
+            |e: serde_json::Error| InputError(format!("malformed answer to {what}: {e}"));
+        Ok(match self {
+            InputQuestion::Elicit(_) => {
+                InputAnswer::Elicit(serde_json::from_value(answer).map_err(malformed)?)
+            }
+            InputQuestion::Sample(_) => {
+                InputAnswer::Sample(serde_json::from_value(answer).map_err(malformed)?)
+            }
+            InputQuestion::Roots => {
+                InputAnswer::Roots(serde_json::from_value(answer).map_err(malformed)?)
+            }
+        })
+    }
+}
+
+impl InputAnswer {
+    /// The result object as JSON, unknown members included.
+    pub fn into_value(self) -> Value {
+        match self {
+            InputAnswer::Elicit(r) => to_object(&r),
+            InputAnswer::Sample(r) => to_object(&r),
+            InputAnswer::Roots(r) => to_object(&r),
+        }
+    }
+
+    /// The method of the question this answers.
+    pub fn method(&self) -> &'static str {
+        match self {
+            InputAnswer::Elicit(_) => method::ELICITATION_CREATE,
+            InputAnswer::Sample(_) => method::SAMPLING_CREATE_MESSAGE,
+            InputAnswer::Roots(_) => method::ROOTS_LIST,
+        }
+    }
+
+    /// The answer to an elicitation.
+    ///
+    /// # Errors
+    /// [`InputError`] when it answers another kind of question.
+    pub fn into_elicit(self) -> Result<ElicitResult, InputError> {
+        match self {
+            InputAnswer::Elicit(r) => Ok(r),
+            other => Err(other.mismatch(method::ELICITATION_CREATE)),
+        }
+    }
+
+    /// The answer to a sampling request.
+    ///
+    /// # Errors
+    /// [`InputError`] when it answers another kind of question.
+    pub fn into_sample(self) -> Result<CreateMessageResult, InputError> {
+        match self {
+            InputAnswer::Sample(r) => Ok(r),
+            other => Err(other.mismatch(method::SAMPLING_CREATE_MESSAGE)),
+        }
+    }
+
+    /// The answer to `roots/list`.
+    ///
+    /// # Errors
+    /// [`InputError`] when it answers another kind of question.
+    pub fn into_roots(self) -> Result<ListRootsResult, InputError> {
+        match self {
+            InputAnswer::Roots(r) => Ok(r),
+            other => Err(other.mismatch(method::ROOTS_LIST)),
+        }
+    }
+
+    fn mismatch(&self, asked: &str) -> InputError {
+        InputError(format!(
+            "{asked} was answered with an answer to {}",
+            self.method()
+        ))
+    }
+}
+
+impl From<ElicitResult> for InputAnswer {
+    fn from(r: ElicitResult) -> Self {
+        InputAnswer::Elicit(r)
+    }
+}
+
+impl From<CreateMessageResult> for InputAnswer {
+    fn from(r: CreateMessageResult) -> Self {
+        InputAnswer::Sample(r)
+    }
+}
+
+impl From<ListRootsResult> for InputAnswer {
+    fn from(r: ListRootsResult) -> Self {
+        InputAnswer::Roots(r)
+    }
+}
+
 /// Answers input requests on the user's behalf.
 ///
-/// Each method receives the request's `params` verbatim and returns the
-/// result object verbatim (`ElicitResult`, `CreateMessageResult`,
-/// `ListRootsResult`; no `resultType`). Declining is an answer, not an
-/// error: an elicitation handler returns `{"action": "decline"}`.
+/// Each method receives the request's params typed and returns the typed
+/// result (no `resultType`); members neither type knows are kept in their
+/// `extra`, both ways. Declining is an answer, not an error: an
+/// elicitation handler returns an [`ElicitResult`] with
+/// [`ElicitAction::Decline`](switchboard_wire::types::ElicitAction).
 /// The defaults refuse, so a handler implements only what it declares in
-/// [`InputHandler::support`].
+/// [`InputHandler::support`]. `Arc<H>` and `Box<H>` of a handler are
+/// handlers too.
 pub trait InputHandler: Send + Sync + fmt::Debug {
     /// What this handler can answer; the client declares exactly this.
     fn support(&self) -> InputSupport;
@@ -135,7 +326,11 @@ pub trait InputHandler: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// [`InputError`] when no answer can be produced.
-    fn elicit(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn elicit(
+        &self,
+        cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
         let _ = (cx, params);
         Box::pin(async { Err(InputError("elicitation is not supported".into())) })
     }
@@ -144,7 +339,11 @@ pub trait InputHandler: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// [`InputError`] when no answer can be produced.
-    fn sample(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn sample(
+        &self,
+        cx: InputContext,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
         let _ = (cx, params);
         Box::pin(async { Err(InputError("sampling is not supported".into())) })
     }
@@ -153,102 +352,132 @@ pub trait InputHandler: Send + Sync + fmt::Debug {
     ///
     /// # Errors
     /// [`InputError`] when no answer can be produced.
-    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
         let _ = cx;
         Box::pin(async { Err(InputError("roots are not supported".into())) })
     }
 
+    /// Answers one question of any kind, through the method above for its
+    /// kind.
+    ///
+    /// # Errors
+    /// [`InputError`] when no answer can be produced.
+    fn answer(
+        &self,
+        cx: InputContext,
+        question: InputQuestion,
+    ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
+        match question {
+            InputQuestion::Elicit(p) => {
+                let asked = self.elicit(cx, p);
+                Box::pin(async move { asked.await.map(InputAnswer::Elicit) })
+            }
+            InputQuestion::Sample(p) => {
+                let asked = self.sample(cx, p);
+                Box::pin(async move { asked.await.map(InputAnswer::Sample) })
+            }
+            InputQuestion::Roots => {
+                let asked = self.roots(cx);
+                Box::pin(async move { asked.await.map(InputAnswer::Roots) })
+            }
+        }
+    }
+
     /// Answers every request of one `input_required` round and returns the
-    /// answers by key. By default one after another, each through the
-    /// method above; a handler that passes the requests on to someone who
-    /// can take them all at once (a gateway's client) overrides it.
+    /// answers with the server's keys. By default one after another, each
+    /// through [`InputHandler::answer`]; a handler that passes the requests
+    /// on to someone who can take them all at once (a gateway's client)
+    /// overrides it.
     ///
     /// # Errors
     /// [`InputError`] when one of them cannot be answered.
     fn answer_round(
         &self,
         cx: InputContext,
-        requests: Vec<InputQuestion>,
-    ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
-        Box::pin(each_by_key(requests, move |q| {
-            let cx = cx.clone();
-            async move { answer(self, cx, &q.method, Some(q.params)).await }
-        }))
+        requests: Vec<(String, InputQuestion)>,
+    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
+        Box::pin(async move {
+            let mut answers = Vec::with_capacity(requests.len());
+            for (key, question) in requests {
+                answers.push((key, self.answer(cx.clone(), question).await?));
+            }
+            Ok(answers)
+        })
     }
 }
 
-/// One request of an `input_required` round, for
-/// [`InputHandler::answer_round`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct InputQuestion {
-    /// The server's key for it (`inputRequests` key).
-    pub key: String,
-    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
-    pub method: String,
-    /// Its `params`, verbatim (`{}` when it had none).
-    pub params: Value,
-}
+/// A handler behind a pointer is a handler: every method goes to the one
+/// pointed at.
+macro_rules! forward_input_handler {
+    ($($pointer:ident),*) => {$(
+        impl<H: InputHandler + ?Sized> InputHandler for $pointer<H> {
+            fn support(&self) -> InputSupport {
+                (**self).support()
+            }
 
-impl InputQuestion {
-    /// A lone request (a legacy server's own, or one handed to a single
-    /// method of [`InputHandler`]): no key.
-    fn lone(method: &str, params: Value) -> Self {
-        InputQuestion {
-            key: String::new(),
-            method: method.to_owned(),
-            params,
+            fn elicit(
+                &self,
+                cx: InputContext,
+                params: ElicitRequestParams,
+            ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
+                (**self).elicit(cx, params)
+            }
+
+            fn sample(
+                &self,
+                cx: InputContext,
+                params: CreateMessageRequestParams,
+            ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
+                (**self).sample(cx, params)
+            }
+
+            fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
+                (**self).roots(cx)
+            }
+
+            fn answer(
+                &self,
+                cx: InputContext,
+                question: InputQuestion,
+            ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
+                (**self).answer(cx, question)
+            }
+
+            fn answer_round(
+                &self,
+                cx: InputContext,
+                requests: Vec<(String, InputQuestion)>,
+            ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
+                (**self).answer_round(cx, requests)
+            }
         }
-    }
-
-    /// The params of an `elicitation/create`, typed.
-    ///
-    /// # Errors
-    /// [`InputError`] when it is another request or its params are
-    /// malformed.
-    pub fn elicitation(&self) -> Result<ElicitRequestParams, InputError> {
-        self.typed(method::ELICITATION_CREATE)
-    }
-
-    /// The params of a `sampling/createMessage`, typed.
-    ///
-    /// # Errors
-    /// [`InputError`] when it is another request or its params are
-    /// malformed.
-    pub fn sampling(&self) -> Result<CreateMessageRequestParams, InputError> {
-        self.typed(method::SAMPLING_CREATE_MESSAGE)
-    }
-
-    fn typed<T: DeserializeOwned>(&self, expected: &str) -> Result<T, InputError> {
-        if self.method != expected {
-            return Err(InputError(format!(
-                "expected {expected}, got {}",
-                self.method
-            )));
-        }
-        T::deserialize(&self.params)
-            .map_err(|e| InputError(format!("malformed {expected} params: {e}")))
-    }
+    )*};
 }
+
+// One handler for many clients (`Arc`), or one held in a box.
+forward_input_handler!(Arc, Box);
 
 /// An [`InputHandler`] made of a closure, as hyper's `service_fn` makes a
-/// service: it declares `support` and answers every input request with
-/// `answer(who asks, the request)`, which returns the result object
-/// (`ElicitResult`, `CreateMessageResult`, `ListRootsResult`).
+/// service: it declares `support` and answers every question with
+/// `answer(who asks, the question)`.
 ///
 /// ```
-/// use serde_json::json;
-/// use switchboard_client::{InputSupport, input_handler_fn};
+/// use switchboard_client::{InputAnswer, InputQuestion, InputSupport, input_handler_fn};
+/// use switchboard_wire::types::ElicitResult;
 ///
-/// let yes = input_handler_fn(
-///     InputSupport { elicitation_form: true, ..InputSupport::NONE },
-///     |_cx, _question| async { Ok(json!({"action": "accept", "content": {"ok": true}})) },
-/// );
+/// let yes = input_handler_fn(InputSupport::FORM, |_cx, question| async move {
+///     let mut content = serde_json::Map::new();
+///     if let InputQuestion::Elicit(form) = &question {
+///         content.insert("seen".into(), form.message.clone().into());
+///     }
+///     Ok(InputAnswer::Elicit(ElicitResult::accept(Some(content))))
+/// });
 /// # let _ = yes;
 /// ```
 pub fn input_handler_fn<F, Fut>(support: InputSupport, answer: F) -> InputHandlerFn<F>
 where
     F: Fn(InputContext, InputQuestion) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, InputError>> + Send + 'static,
+    Fut: Future<Output = Result<InputAnswer, InputError>> + Send + 'static,
 {
     InputHandlerFn { support, answer }
 }
@@ -271,40 +500,41 @@ impl<F> fmt::Debug for InputHandlerFn<F> {
 impl<F, Fut> InputHandler for InputHandlerFn<F>
 where
     F: Fn(InputContext, InputQuestion) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, InputError>> + Send + 'static,
+    Fut: Future<Output = Result<InputAnswer, InputError>> + Send + 'static,
 {
     fn support(&self) -> InputSupport {
         self.support
     }
 
-    fn elicit(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin((self.answer)(
-            cx,
-            InputQuestion::lone(method::ELICITATION_CREATE, params),
-        ))
-    }
-
-    fn sample(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin((self.answer)(
-            cx,
-            InputQuestion::lone(method::SAMPLING_CREATE_MESSAGE, params),
-        ))
-    }
-
-    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin((self.answer)(
-            cx,
-            InputQuestion::lone(method::ROOTS_LIST, json!({})),
-        ))
-    }
-
-    // Each request keeps its key, so the closure can answer by it.
-    fn answer_round(
+    fn elicit(
         &self,
         cx: InputContext,
-        requests: Vec<InputQuestion>,
-    ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
-        Box::pin(each_by_key(requests, move |q| (self.answer)(cx.clone(), q)))
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
+        let asked = (self.answer)(cx, InputQuestion::Elicit(params));
+        Box::pin(async move { asked.await?.into_elicit() })
+    }
+
+    fn sample(
+        &self,
+        cx: InputContext,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
+        let asked = (self.answer)(cx, InputQuestion::Sample(params));
+        Box::pin(async move { asked.await?.into_sample() })
+    }
+
+    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
+        let asked = (self.answer)(cx, InputQuestion::Roots);
+        Box::pin(async move { asked.await?.into_roots() })
+    }
+
+    fn answer(
+        &self,
+        cx: InputContext,
+        question: InputQuestion,
+    ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
+        Box::pin((self.answer)(cx, question))
     }
 }
 
@@ -319,43 +549,23 @@ impl InputHandler for NoInput {
     }
 }
 
-/// Answers a round's requests one after another with `one`, keyed as the
-/// server keyed them; the first failure fails the round.
-async fn each_by_key<F, Fut>(
-    requests: Vec<InputQuestion>,
-    mut one: F,
-) -> Result<JsonObject, InputError>
-where
-    F: FnMut(InputQuestion) -> Fut,
-    Fut: Future<Output = Result<Value, InputError>>,
-{
-    let mut answers = JsonObject::new();
-    for q in requests {
-        let key = q.key.clone();
-        answers.insert(key, one(q).await?);
-    }
-    Ok(answers)
+/// `params` read as `T`, or an error naming `method` and what did not fit.
+fn typed<T: DeserializeOwned>(method: &str, params: Value) -> Result<T, InputError> {
+    T::deserialize(params).map_err(|e| InputError(format!("malformed {method} params: {e}")))
 }
 
-/// Dispatches one input request to the handler method for its kind.
-pub(crate) async fn answer<H: InputHandler + ?Sized>(
-    handler: &H,
-    cx: InputContext,
-    method: &str,
-    params: Option<Value>,
-) -> Result<Value, InputError> {
-    let params = params.unwrap_or_else(|| json!({}));
-    match method {
-        method::ELICITATION_CREATE => handler.elicit(cx, params).await,
-        method::SAMPLING_CREATE_MESSAGE => handler.sample(cx, params).await,
-        method::ROOTS_LIST => handler.roots(cx).await,
-        other => Err(InputError(format!("unknown input request {other:?}"))),
-    }
+/// A typed question or answer as its JSON object.
+fn to_object<T: Serialize>(value: &T) -> Value {
+    // These types hold only JSON values and strings: serializing them
+    // cannot fail.
+    serde_json::to_value(value).unwrap_or_else(|_| Value::Object(JsonObject::new()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use switchboard_wire::Era;
 
     #[test]
     fn declares_exactly_what_is_supported() {
@@ -393,8 +603,17 @@ mod tests {
         assert!(!sampling.covers("sampling/createMessage", Some(&json!({"tools": []}))));
     }
 
-    // The closure adapter answers every kind, declares what it is given,
-    // and keeps a round's keys.
+    fn cx() -> InputContext {
+        InputContext {
+            server: "s".into(),
+            method: None,
+            era: Era::Modern,
+        }
+    }
+
+    // The closure adapter answers every kind through one closure, declares
+    // what it is given, keeps a round's keys, and refuses an answer of the
+    // wrong kind.
     #[tokio::test]
     async fn a_closure_is_a_handler() {
         let support = InputSupport {
@@ -403,62 +622,109 @@ mod tests {
             ..InputSupport::NONE
         };
         let h = input_handler_fn(support, |cx: InputContext, q: InputQuestion| async move {
-            match q.method.as_str() {
-                method::ELICITATION_CREATE => {
-                    let asked = q.elicitation()?;
-                    Ok(
-                        json!({"action": "accept", "content": {"said": asked.message, "key": q.key, "by": cx.server}}),
-                    )
+            Ok(match q {
+                InputQuestion::Elicit(asked) if asked.message == "wrong" => {
+                    InputAnswer::Roots(ListRootsResult::default())
                 }
-                _ => Ok(json!({"roots": []})),
-            }
+                InputQuestion::Elicit(asked) => {
+                    let content = json!({"said": asked.message, "by": cx.server});
+                    InputAnswer::Elicit(ElicitResult::accept(content.as_object().cloned()))
+                }
+                _ => InputAnswer::Roots(ListRootsResult::default()),
+            })
         });
         assert_eq!(h.support(), support);
-        let cx = InputContext {
-            server: "s".into(),
-            method: None,
-            era: Era::Modern,
-        };
-        let lone = answer(
-            &h,
-            cx.clone(),
-            method::ELICITATION_CREATE,
-            Some(json!({"message": "hi"})),
-        )
-        .await
-        .unwrap();
-        assert_eq!(lone["content"], json!({"said": "hi", "key": "", "by": "s"}));
+        let lone = h
+            .elicit(cx(), ElicitRequestParams::form("hi", json!({})))
+            .await
+            .unwrap();
+        assert_eq!(
+            Value::from(lone),
+            json!({"action": "accept", "content": {"said": "hi", "by": "s"}})
+        );
         let round = h
             .answer_round(
-                cx.clone(),
+                cx(),
                 vec![
-                    InputQuestion {
-                        key: "a".into(),
-                        method: method::ELICITATION_CREATE.into(),
-                        params: json!({"message": "one"}),
-                    },
-                    InputQuestion {
-                        key: "b".into(),
-                        method: method::ROOTS_LIST.into(),
-                        params: json!({}),
-                    },
+                    (
+                        "a".into(),
+                        InputQuestion::parse("elicitation/create", Some(json!({"message": "one"})))
+                            .unwrap(),
+                    ),
+                    ("b".into(), InputQuestion::Roots),
                 ],
             )
             .await
             .unwrap();
-        assert_eq!(round["a"]["content"]["key"], "a");
-        assert_eq!(round["b"], json!({"roots": []}));
-        let bad = answer(
-            &h,
-            cx,
-            method::ELICITATION_CREATE,
-            Some(json!({"message": 5})),
-        )
-        .await
-        .unwrap_err();
+        assert_eq!(round[0].0, "a");
+        assert_eq!(round[0].1.clone().into_value()["content"]["said"], "one");
+        assert_eq!(
+            round[1],
+            (
+                "b".to_owned(),
+                InputAnswer::Roots(ListRootsResult::default())
+            )
+        );
+        let wrong = h
+            .elicit(cx(), ElicitRequestParams::form("wrong", json!({})))
+            .await
+            .unwrap_err();
         assert!(
-            bad.0.contains("malformed elicitation/create params"),
+            wrong
+                .0
+                .contains("elicitation/create was answered with an answer to roots/list"),
+            "{wrong}"
+        );
+    }
+
+    // A question whose params do not fit its type is refused with the
+    // method and the reason; so is an answer that does not fit.
+    #[test]
+    fn malformed_questions_and_answers_are_named() {
+        let bad =
+            InputQuestion::parse("elicitation/create", Some(json!({"message": 5}))).unwrap_err();
+        assert!(
+            bad.0.starts_with("malformed elicitation/create params"),
             "{bad}"
+        );
+        let bad = InputQuestion::parse("sampling/createMessage", Some(json!({"messages": []})))
+            .unwrap_err();
+        assert!(bad.0.contains("maxTokens"), "{bad}");
+        let bad = InputQuestion::parse("roots/list", Some(json!([]))).unwrap_err();
+        assert!(bad.0.contains("expected an object, got an array"), "{bad}");
+        let bad = InputQuestion::parse("ping/me", None).unwrap_err();
+        assert!(bad.0.contains("unknown input request"), "{bad}");
+        assert_eq!(
+            InputQuestion::parse("roots/list", None),
+            Ok(InputQuestion::Roots)
+        );
+        let q = InputQuestion::parse("elicitation/create", None).unwrap();
+        let bad = q.answer_from(json!({"action": "maybe"})).unwrap_err();
+        assert!(
+            bad.0.starts_with("malformed answer to elicitation/create"),
+            "{bad}"
+        );
+    }
+
+    // Unknown members survive a question read and written again, and an
+    // answer read from JSON and written again.
+    #[test]
+    fn unknown_members_survive_a_relay() {
+        let params =
+            json!({"message": "m", "requestedSchema": {"type": "object"}, "x-trace": {"id": 7}});
+        let q = InputQuestion::parse("elicitation/create", Some(params.clone())).unwrap();
+        assert_eq!(q.params(), params);
+        let answer = json!({"action": "accept", "content": {"a": 1}, "x-answered-by": "ops"});
+        assert_eq!(q.answer_from(answer.clone()).unwrap().into_value(), answer);
+        let sample = json!({"messages": [], "maxTokens": 3, "x-s": true});
+        let q = InputQuestion::parse("sampling/createMessage", Some(sample.clone())).unwrap();
+        assert_eq!(q.params(), sample);
+        assert!(
+            InputSupport {
+                sampling: true,
+                ..InputSupport::NONE
+            }
+            .answers(&q)
         );
     }
 }

@@ -72,8 +72,8 @@ pub use client::skills::SkillFetchError;
 pub use client::{Client, ClientBuilder, Dropped, Listing, ServerDescription, ToolsPage};
 pub use error::{ClientError, Source, TransportError};
 pub use input::{
-    InputContext, InputError, InputHandler, InputHandlerFn, InputQuestion, InputSupport, NoInput,
-    input_handler_fn,
+    InputAnswer, InputContext, InputError, InputHandler, InputHandlerFn, InputQuestion,
+    InputSupport, NoInput, input_handler_fn,
 };
 /// The TLS configuration HTTP clients of the workspace share (ring; webpki
 /// and platform roots), built once per process.

@@ -28,7 +28,8 @@ use serde_json::{Value, json};
 use switchboard_wire::tasks::{self, Task, TaskStatus};
 use switchboard_wire::types::method;
 use switchboard_wire::{
-    CallToolResult, ClientCapabilities, InputRequiredResult, JsonObject, Notification, ResultHeader,
+    CallToolResult, ClientCapabilities, InputRequiredResult, JsonObject, Notification,
+    types::ResultHeader,
 };
 use tokio::time::Instant;
 use tracing::debug;
@@ -164,7 +165,7 @@ impl Client {
         let value = self
             .call_tool_value(name, arguments, options, legacy_task)
             .await?;
-        if switchboard_wire::ResultType::of(&value).is_task()
+        if switchboard_wire::types::ResultType::of(&value).is_task()
             || (legacy_task && is_create_task_result(&value))
         {
             return self

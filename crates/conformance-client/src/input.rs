@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
+use switchboard_wire::types::{ElicitRequestParams, ElicitResult};
 
 /// Accepts form elicitations with defaults; supports nothing else.
 #[derive(Clone, Copy, Debug, Default)]
@@ -17,16 +18,20 @@ impl InputHandler for Defaults {
         }
     }
 
-    fn elicit(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn elicit(
+        &self,
+        cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
         Box::pin(async move {
-            let content = fill(params.get("requestedSchema"));
+            let content = fill(params.requested_schema.as_ref());
             crate::say(&format!(
                 "elicitation from {} ({} era): accepting with {}",
                 cx.server,
                 cx.era,
                 Value::Object(content.clone())
             ));
-            Ok(json!({"action": "accept", "content": content}))
+            Ok(ElicitResult::accept(Some(content)))
         })
     }
 }

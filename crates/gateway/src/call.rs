@@ -20,7 +20,9 @@ use serde_json::Value;
 use switchboard_host::{CallOptions, CallReport, Host};
 use switchboard_server::{Context, HandlerError, InputRequired, ToolResult};
 use switchboard_wire::types::method;
-use switchboard_wire::{CallToolResult, JsonObject, LoggingLevel, Notification, ProgressParams};
+use switchboard_wire::{
+    CallToolResult, JsonObject, LoggingLevel, Notification, types::ProgressParams,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 

@@ -22,8 +22,8 @@ use switchboard_server::{
     Server, TemplateMatch, TemplateSpec,
 };
 use switchboard_wire::{
-    CacheHints, Completion, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate,
-    ResultHeader,
+    Completion, JsonObject, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    types::{CacheHints, ResultHeader},
 };
 use tokio::sync::broadcast;
 

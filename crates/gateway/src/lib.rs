@@ -699,7 +699,7 @@ fn build_server(
         .title("Switchboard gateway")
         .instructions_for(status::instructions(host, options))
         // The outages change at run time: never let a client cache them long.
-        .discover_cache(0, switchboard_wire::CacheScope::Private)
+        .discover_cache(0, switchboard_wire::types::CacheScope::Private)
         .declare_tools()
         .declare_prompts()
         .declare_resources()
@@ -714,7 +714,7 @@ fn build_server(
         // tasks to upstream clients that follow them (`tasks`).
         .tasks()
         // The table changes at run time: never let a client cache it long.
-        .list_cache(0, switchboard_wire::CacheScope::Private);
+        .list_cache(0, switchboard_wire::types::CacheScope::Private);
     // The servers' skills, when any serves some (declared at start).
     let builder = match skills::ServedSkills::of(host) {
         Some((relay, directory_read)) => builder.skills_relay(relay, directory_read),

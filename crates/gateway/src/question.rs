@@ -5,9 +5,11 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
-use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
-use switchboard_wire::types::method;
+use serde_json::Value;
+use switchboard_client::{
+    InputAnswer, InputError, InputHandler, InputQuestion, InputSupport, input_handler_fn,
+};
+use switchboard_wire::types::{ElicitAction, ElicitResult};
 use tokio::sync::{mpsc, oneshot};
 
 /// A legacy server's question during a call, with the way back to it.
@@ -22,7 +24,13 @@ pub(crate) struct Question {
 pub(crate) fn questions() -> (Arc<dyn InputHandler>, mpsc::Receiver<Question>) {
     // One question at a time: a legacy server waits for each answer.
     let (tx, rx) = mpsc::channel(1);
-    (Arc::new(Questions { tx }), rx)
+    // The client checks what it declared (the gateway's whole set); what
+    // the upstream client can answer is checked per question.
+    let handler = input_handler_fn(InputSupport::ALL, move |_cx, question| {
+        let tx = tx.clone();
+        async move { relay(&tx, question).await }
+    });
+    (Arc::new(handler), rx)
 }
 
 impl Question {
@@ -52,72 +60,43 @@ impl Question {
     }
 }
 
-/// The input handler the host's call gets: each question a legacy server
-/// asks during the call goes to the gateway's call, which relays it.
-#[derive(Debug)]
-struct Questions {
-    tx: mpsc::Sender<Question>,
-}
-
 /// Why a question got no answer when nobody relays it any more.
 const ABANDONED: &str = "the gateway's client is no longer waiting for this call (its request went away, or it did not \
                          answer the gateway's question in time)";
 
-impl Questions {
-    fn relay(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        let method = method.to_owned();
-        Box::pin(async move {
-            let elicitation = method == method::ELICITATION_CREATE;
-            let (reply, answer) = oneshot::channel();
-            let question = Question {
-                method,
-                params,
-                reply,
-            };
-            let answered = match self.tx.send(question).await {
-                Ok(()) => answer.await.ok(),
-                Err(_) => None,
-            };
-            match answered {
-                Some(Ok(answer)) => Ok(answer),
-                Some(Err(why)) => Err(InputError(why)),
-                // Nobody will answer: a form no one filled in is cancelled.
-                None if elicitation => Ok(json!({"action": "cancel"})),
-                None => Err(InputError(ABANDONED.into())),
-            }
-        })
-    }
-}
-
-impl InputHandler for Questions {
-    fn support(&self) -> InputSupport {
-        // The client checks what it declared (the gateway's whole set);
-        // what the upstream client can answer is checked per question.
-        InputSupport {
-            elicitation_form: true,
-            elicitation_url: true,
-            sampling: true,
-            sampling_tools: true,
-            roots: true,
+/// Puts `question` to the call driver, its params as JSON (unknown members
+/// included), and reads the answer back into the question's kind, unknown
+/// members kept as well.
+async fn relay(
+    tx: &mpsc::Sender<Question>,
+    question: InputQuestion,
+) -> Result<InputAnswer, InputError> {
+    let (reply, answer) = oneshot::channel();
+    let asked = Question {
+        method: question.method().to_owned(),
+        params: question.params(),
+        reply,
+    };
+    let answered = match tx.send(asked).await {
+        Ok(()) => answer.await.ok(),
+        Err(_) => None,
+    };
+    match answered {
+        Some(Ok(answer)) => question.answer_from(answer),
+        Some(Err(why)) => Err(InputError(why)),
+        // Nobody will answer: a form no one filled in is cancelled.
+        None if matches!(question, InputQuestion::Elicit(_)) => {
+            Ok(InputAnswer::Elicit(ElicitResult::new(ElicitAction::Cancel)))
         }
-    }
-
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay(method::ELICITATION_CREATE, params)
-    }
-
-    fn sample(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay(method::SAMPLING_CREATE_MESSAGE, params)
-    }
-
-    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay(method::ROOTS_LIST, json!({}))
+        None => Err(InputError(ABANDONED.into())),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use switchboard_client::InputContext;
+    use switchboard_wire::types::ElicitRequestParams;
 
     fn cx() -> InputContext {
         InputContext {
@@ -132,11 +111,17 @@ mod tests {
         let (handler, mut asked) = questions();
         let form = {
             let handler = handler.clone();
-            tokio::spawn(async move { handler.elicit(cx(), json!({"message": "?"})).await })
+            tokio::spawn(async move {
+                let form = ElicitRequestParams::form("?", serde_json::json!({}));
+                handler.elicit(cx(), form).await
+            })
         };
         // Nobody relays it any more (a parked call lapsed, say).
         drop(asked.recv().await.unwrap());
-        assert_eq!(form.await.unwrap().unwrap(), json!({"action": "cancel"}));
+        assert_eq!(
+            form.await.unwrap().unwrap(),
+            ElicitResult::new(ElicitAction::Cancel)
+        );
         let roots = tokio::spawn(async move { handler.roots(cx()).await });
         drop(asked.recv().await.unwrap());
         let err = roots.await.unwrap().unwrap_err();

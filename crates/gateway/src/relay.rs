@@ -36,7 +36,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport, Resume};
+use switchboard_client::{
+    InputContext, InputError, InputHandler, InputSupport, Resume, input_handler_fn,
+};
 use switchboard_host::CallReport;
 use switchboard_server::{Context, HandlerError, InputRequired};
 use switchboard_wire::types::method;
@@ -247,20 +249,19 @@ pub(crate) fn uncovered(
 /// during a prompt or with several requests in flight on its connection) is passed to `inner` when that
 /// handler can answer it, and declined with a text saying why otherwise.
 pub fn relay_input_handler(inner: Option<Arc<dyn InputHandler>>) -> Arc<dyn InputHandler> {
-    Arc::new(RelayInput { inner })
-}
-
-#[derive(Debug)]
-struct RelayInput {
-    inner: Option<Arc<dyn InputHandler>>,
-}
-
-impl RelayInput {
-    fn inner_for(&self, method: &str, params: Option<&Value>) -> Option<&Arc<dyn InputHandler>> {
-        self.inner
-            .as_ref()
-            .filter(|h| h.support().covers(method, params))
-    }
+    let support = InputSupport {
+        sampling_tools: false,
+        ..InputSupport::ALL
+    };
+    Arc::new(input_handler_fn(support, move |cx, question| {
+        let inner = inner.clone();
+        async move {
+            match inner.filter(|h| h.support().answers(&question)) {
+                Some(h) => h.answer(cx, question).await,
+                None => Err(declined(&cx, question.method())),
+            }
+        }
+    }))
 }
 
 fn declined(cx: &InputContext, what: &str) -> InputError {
@@ -271,37 +272,4 @@ fn declined(cx: &InputContext, what: &str) -> InputError {
          connection); this one cannot reach the gateway's client",
         cx.server
     ))
-}
-
-impl InputHandler for RelayInput {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            elicitation_url: true,
-            sampling: true,
-            sampling_tools: false,
-            roots: true,
-        }
-    }
-
-    fn elicit(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        match self.inner_for(method::ELICITATION_CREATE, Some(&params)) {
-            Some(h) => h.elicit(cx, params),
-            None => Box::pin(async move { Err(declined(&cx, "elicitation")) }),
-        }
-    }
-
-    fn sample(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        match self.inner_for(method::SAMPLING_CREATE_MESSAGE, Some(&params)) {
-            Some(h) => h.sample(cx, params),
-            None => Box::pin(async move { Err(declined(&cx, "sampling")) }),
-        }
-    }
-
-    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
-        match self.inner_for(method::ROOTS_LIST, None) {
-            Some(h) => h.roots(cx),
-            None => Box::pin(async move { Err(declined(&cx, "roots")) }),
-        }
-    }
 }

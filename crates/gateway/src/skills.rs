@@ -22,8 +22,8 @@ use switchboard_host::{CallOptions, Host, SkillRef};
 use switchboard_server::{BoxFuture, HandlerError, Principal, SkillsRelay};
 use switchboard_wire::skills::DIRECTORY_MIME_TYPE;
 use switchboard_wire::{
-    CacheHints, ReadDirectoryResult, ReadResourceResult, Resource, ResultHeader, Skill,
-    SkillResources,
+    ReadDirectoryResult, ReadResourceResult, Resource, Skill, SkillResources,
+    types::{CacheHints, ResultHeader},
 };
 
 use crate::catalog::handler_error;

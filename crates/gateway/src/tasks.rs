@@ -36,14 +36,18 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use switchboard_client::{
-    BoxFuture, InputContext, InputError, InputHandler, InputQuestion, InputSupport,
+    BoxFuture, InputAnswer, InputContext, InputError, InputHandler, InputQuestion, InputSupport,
 };
 use switchboard_host::{CallOptions, CallReport, Host, TaskResumption};
 use switchboard_server::{
     CallToolResult, Cancellation, Context, HandlerError, InputRequired, Outcome, Principal,
     TaskContext, TaskWork, ToolResult,
+};
+use switchboard_wire::types::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ListRootsResult,
 };
 use switchboard_wire::{ClientCapabilities, JsonObject, Notification};
 use tokio::sync::{mpsc, oneshot};
@@ -278,7 +282,7 @@ impl Channels {
                 let (method, params, reply) = question.into_parts();
                 let (tx, answer) = oneshot::channel();
                 let ask = Ask {
-                    questions: vec![InputQuestion {
+                    questions: vec![Asked {
                         key: ONE.into(),
                         method,
                         params,
@@ -455,10 +459,18 @@ impl Drop for Following {
 
 /// One round of downstream input requests on its way upstream.
 struct Ask {
-    questions: Vec<InputQuestion>,
+    questions: Vec<Asked>,
     /// The upstream client's answers by the server's keys, or why there
     /// are none.
     reply: oneshot::Sender<Result<JsonObject, String>>,
+}
+
+/// One downstream input request as it goes upstream: the server's key
+/// for it, its method and its params as JSON.
+struct Asked {
+    key: String,
+    method: String,
+    params: Value,
 }
 
 /// The key of a request that is asked alone.
@@ -480,34 +492,50 @@ struct Relay {
 }
 
 impl Relay {
-    /// Puts a round of requests to the upstream task; the answers by key.
+    /// Puts a round of requests to the upstream task, their params as JSON
+    /// (unknown members included); the answers, read back into each
+    /// request's kind, with the server's keys.
     fn relay(
         &self,
-        questions: Vec<InputQuestion>,
-    ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
+        requests: Vec<(String, InputQuestion)>,
+    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
         Box::pin(async move {
+            let questions = requests
+                .iter()
+                .map(|(key, q)| Asked {
+                    key: key.clone(),
+                    method: q.method().to_owned(),
+                    params: q.params(),
+                })
+                .collect();
             let (reply, answer) = oneshot::channel();
             self.asks
                 .send(Ask { questions, reply })
                 .await
                 .map_err(|_| InputError("the upstream task has ended".into()))?;
-            answer
+            let mut answers = answer
                 .await
                 .map_err(|_| InputError("the upstream task has ended".into()))?
-                .map_err(InputError)
+                .map_err(InputError)?;
+            requests
+                .into_iter()
+                .map(|(key, q)| match answers.remove(&key) {
+                    Some(a) => Ok((key, q.answer_from(a)?)),
+                    None => Err(InputError(format!(
+                        "the client answered without request {key}"
+                    ))),
+                })
+                .collect()
         })
     }
 
     /// One request alone.
-    fn relay_one(&self, method: &str, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        let questions = vec![InputQuestion {
-            key: ONE.into(),
-            method: method.to_owned(),
-            params,
-        }];
-        Box::pin(async move {
-            only_answer(self.relay(questions).await.map_err(|e| e.0)).map_err(InputError)
-        })
+    async fn relay_one(&self, question: InputQuestion) -> Result<InputAnswer, InputError> {
+        let mut answers = self.relay(vec![(ONE.into(), question)]).await?;
+        answers
+            .pop()
+            .map(|(_, a)| a)
+            .ok_or_else(|| InputError("the client answered without this request".into()))
     }
 }
 
@@ -516,16 +544,32 @@ impl InputHandler for Relay {
         self.support
     }
 
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay_one("elicitation/create", params)
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
+        Box::pin(async move {
+            self.relay_one(InputQuestion::Elicit(params))
+                .await?
+                .into_elicit()
+        })
     }
 
-    fn sample(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay_one("sampling/createMessage", params)
+    fn sample(
+        &self,
+        _cx: InputContext,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
+        Box::pin(async move {
+            self.relay_one(InputQuestion::Sample(params))
+                .await?
+                .into_sample()
+        })
     }
 
-    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.relay_one("roots/list", json!({}))
+    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
+        Box::pin(async move { self.relay_one(InputQuestion::Roots).await?.into_roots() })
     }
 
     /// The round's requests go upstream together, as one question of the
@@ -533,8 +577,8 @@ impl InputHandler for Relay {
     fn answer_round(
         &self,
         _cx: InputContext,
-        requests: Vec<InputQuestion>,
-    ) -> BoxFuture<'_, Result<JsonObject, InputError>> {
+        requests: Vec<(String, InputQuestion)>,
+    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
         self.relay(requests)
     }
 }
@@ -595,6 +639,7 @@ fn finished(report: Result<CallReport, tokio::task::JoinError>) -> CallToolResul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn resumption(argument_names: Vec<String>) -> TaskResumption {
         serde_json::from_value(json!({

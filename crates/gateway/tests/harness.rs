@@ -4,13 +4,11 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_client::{
-    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
-};
+use switchboard_client::{Client, HttpTransport, InputHandler};
 use switchboard_gateway::{Gateway, GatewayOptions};
 use switchboard_host::auth::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
@@ -137,40 +135,9 @@ pub(crate) async fn client(url: &str, answer: Option<Answer>) -> Client {
     builder.connect().await.unwrap()
 }
 
-/// Answers the gateway's approval question, recording each one.
-#[derive(Debug, Clone)]
-pub(crate) struct Answer {
-    pub(crate) approve: bool,
-    pub(crate) asked: Arc<Mutex<Vec<Value>>>,
-}
-
-impl Answer {
-    pub(crate) fn new(approve: bool) -> Answer {
-        Answer {
-            approve,
-            asked: Arc::default(),
-        }
-    }
-
-    pub(crate) fn questions(&self) -> Vec<Value> {
-        self.asked.lock().unwrap().clone()
-    }
-}
-
-impl InputHandler for Answer {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.asked.lock().unwrap().push(params);
-        let approve = self.approve;
-        Box::pin(async move { Ok(json!({"action": "accept", "content": {"approve": approve}})) })
-    }
-}
+/// Answers the gateway's approval question, recording each one (the shared
+/// fixture).
+pub(crate) use switchboard_testkit::fixtures::FormAnswers as Answer;
 
 /// Arguments as a call takes them.
 pub(crate) fn args(v: Value) -> Option<serde_json::Map<String, Value>> {

@@ -8,7 +8,7 @@ use serde_json::json;
 use switchboard_client::{Client, HttpTransport};
 use switchboard_gateway::{GatewayOptions, InboundAuth, StaticTokens, Telemetry};
 use switchboard_host::Host;
-use switchboard_wire::SubscriptionFilter;
+use switchboard_wire::types::SubscriptionFilter;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::harness::{Dir, serve, stdio};
@@ -37,6 +37,12 @@ async fn mount_mock(dir: &Dir) -> Host {
     .await
 }
 
+/// Inbound auth for the callers of `lines` (`NAME TOKEN` per line), as a
+/// gateway at `http://127.0.0.1/mcp` checks them.
+fn callers(lines: String) -> InboundAuth {
+    InboundAuth::tokens(tokens(&lines), "http://127.0.0.1/mcp")
+}
+
 fn tokens(text: &str) -> StaticTokens {
     StaticTokens::parse(text, "test").unwrap()
 }
@@ -45,10 +51,7 @@ fn tokens(text: &str) -> StaticTokens {
 async fn a_token_taken_out_ends_its_callers_requests_and_listen_stream() {
     let dir = Dir::new();
     let host = mount_mock(&dir).await;
-    let auth = InboundAuth::tokens(
-        tokens(&format!("alice {ALICE}\nbob {BOB}")),
-        "http://127.0.0.1/mcp",
-    );
+    let auth = callers(format!("alice {ALICE}\nbob {BOB}"));
     let mut options = GatewayOptions::default().auth(auth.clone());
     options.recheck_streams = Some(Duration::from_millis(50));
     let gateway = serve(&host, options).await;
@@ -106,7 +109,7 @@ async fn refused_requests_are_counted_by_reason() {
     let dir = Dir::new();
     let host = mount_mock(&dir).await;
     let telemetry = Telemetry::from_env(true).unwrap();
-    let auth = InboundAuth::tokens(tokens(&format!("alice {ALICE}")), "http://127.0.0.1/mcp");
+    let auth = callers(format!("alice {ALICE}"));
     let mut options = GatewayOptions::default().auth(auth);
     options.telemetry = telemetry.clone();
     let gateway = serve(&host, options).await;
@@ -166,10 +169,7 @@ async fn principals_narrow_prompts_and_resources_too() {
             }
         }))
         .await;
-    let auth = InboundAuth::tokens(
-        tokens(&format!("alice {ALICE}\nbob {BOB}\ncarol {CAROL}")),
-        "http://127.0.0.1/mcp",
-    );
+    let auth = callers(format!("alice {ALICE}\nbob {BOB}\ncarol {CAROL}"));
     let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
     let (alice, bob, carol) = (
         client_as(&gateway.url, ALICE).await,
@@ -255,10 +255,7 @@ async fn prompt_gets_and_resource_reads_count_against_a_callers_limits() {
             "callerLimits": {"callsPerMinute": 3}
         }))
         .await;
-    let auth = InboundAuth::tokens(
-        tokens(&format!("alice {ALICE}\nbob {BOB}")),
-        "http://127.0.0.1/mcp",
-    );
+    let auth = callers(format!("alice {ALICE}\nbob {BOB}"));
     let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
     let (alice, bob) = (
         client_as(&gateway.url, ALICE).await,
@@ -349,10 +346,7 @@ async fn every_request_kind_is_audited_with_its_caller_also_when_refused() {
             "principals": {"bob": {"allow": ["mcp__mock__echo"]}}
         }))
         .await;
-    let auth = InboundAuth::tokens(
-        tokens(&format!("alice {ALICE}\nbob {BOB}")),
-        "http://127.0.0.1/mcp",
-    );
+    let auth = callers(format!("alice {ALICE}\nbob {BOB}"));
     let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
     let (alice, bob) = (
         client_as(&gateway.url, ALICE).await,
@@ -438,7 +432,7 @@ async fn requests_over_a_callers_limits_are_audited() {
             "callerLimits": {"callsPerMinute": 1}
         }))
         .await;
-    let auth = InboundAuth::tokens(tokens(&format!("alice {ALICE}")), "http://127.0.0.1/mcp");
+    let auth = callers(format!("alice {ALICE}"));
     let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
     let alice = client_as(&gateway.url, ALICE).await;
     let greet = "mcp__mock__greet";

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, Client, EraPolicy, HttpTransport, InputContext, InputError, InputHandler,
-    InputSupport, RequestOptions, Resume,
+    BoxFuture, Client, EraPolicy, HttpTransport, InputAnswer, InputContext, InputError,
+    InputHandler, InputQuestion, InputSupport, RequestOptions, Resume,
 };
 use switchboard_gateway::{GatewayOptions, relay_input_handler};
 use switchboard_host::Host;
@@ -82,11 +82,12 @@ fn roots_answer() -> Value {
 }
 
 fn sampling_answer() -> Value {
-    json!({"role": "assistant", "content": {"type": "text", "text": "from upstream"}, "model": "m", "stopReason": "endTurn"})
+    json!({"role": "assistant", "content": {"type": "text", "text": "from upstream"}, "model": "m", "stopReason": "endTurn", "x-usage": {"tokens": 4}})
 }
 
 fn elicitation_answer() -> Value {
-    json!({"action": "accept", "content": {"ok": true}})
+    // A member no type knows, which must reach the server as it is.
+    json!({"action": "accept", "content": {"ok": true}, "x-answered-by": {"person": "ops", "n": 3}})
 }
 
 impl InputHandler for Upstream {
@@ -94,19 +95,18 @@ impl InputHandler for Upstream {
         self.support
     }
 
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.record("elicitation/create", params);
-        Box::pin(async { Ok(elicitation_answer()) })
-    }
-
-    fn sample(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.record("sampling/createMessage", params);
-        Box::pin(async { Ok(sampling_answer()) })
-    }
-
-    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.record("roots/list", json!({}));
-        Box::pin(async { Ok(roots_answer()) })
+    fn answer(
+        &self,
+        _cx: InputContext,
+        q: InputQuestion,
+    ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
+        self.record(q.method(), q.params());
+        let answer = match q {
+            InputQuestion::Elicit(_) => elicitation_answer(),
+            InputQuestion::Sample(_) => sampling_answer(),
+            InputQuestion::Roots => roots_answer(),
+        };
+        Box::pin(async move { q.answer_from(answer) })
     }
 }
 
@@ -171,6 +171,17 @@ async fn relays_every_question(policy: EraPolicy, tasks: bool) {
     );
     let asked = upstream.asked.lock().unwrap().clone();
     assert_eq!(asked[2].1["message"], "Proceed?");
+    // Members no type knows pass the relay unchanged both ways: in the
+    // server's questions up, and in the client's answers down (checked
+    // whole below).
+    assert_eq!(
+        asked[1].1["x-mock-trace"],
+        json!({"asked-by": "mock", "n": 2})
+    );
+    assert_eq!(
+        asked[2].1["x-mock-trace"],
+        json!({"asked-by": "mock", "n": 1})
+    );
     assert_eq!(got["roots/list"], roots_answer());
     assert_eq!(got["sampling/createMessage"], sampling_answer());
     assert_eq!(got["elicitation/create"], elicitation_answer());

@@ -8,7 +8,7 @@ use switchboard_server::{
     CompleteRequest, CompletionRef, PromptSpec, ResourceSpec, Server, TemplateMatch, TemplateSpec,
     ToolSpec, text_contents, user,
 };
-use switchboard_wire::{ContentBlock, SubscriptionFilter};
+use switchboard_wire::{ContentBlock, types::SubscriptionFilter};
 
 use crate::util::{eventually, front, mount, mount_allowing_new, object, serve};
 

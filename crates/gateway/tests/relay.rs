@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, InputContext, InputError, InputHandler, InputQuestion, InputSupport, RequestOptions,
-    Resume,
+    BoxFuture, InputAnswer, InputContext, InputError, InputHandler, InputQuestion, InputSupport,
+    RequestOptions, Resume,
 };
 use switchboard_gateway::{GatewayOptions, relay_input_handler};
 use switchboard_server::{
@@ -15,7 +15,7 @@ use switchboard_server::{
     Server, TaskContext, ToolResult, user,
 };
 use switchboard_wire::{
-    CallToolResult, ContentBlock, GetPromptResult, LoggingLevel, Notification, ResultHeader,
+    CallToolResult, ContentBlock, GetPromptResult, LoggingLevel, Notification, types::ResultHeader,
 };
 
 use switchboard_testutil::{Artifacts, built};
@@ -93,27 +93,29 @@ impl InputHandler for Answers {
         }
     }
 
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async move {
-            assert_eq!(params["message"], "Deploy to production?");
-            Ok(json!({"action": "accept", "content": {"go": true}}))
-        })
-    }
-
-    fn sample(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async move {
-            assert_eq!(params["maxTokens"], 50);
-            Ok(json!({
-                "role": "assistant",
-                "content": {"type": "text", "text": "old pond"},
-                "model": "test-model",
-                "stopReason": "endTurn"
-            }))
-        })
-    }
-
-    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async { Ok(json!({"roots": [{"uri": "file:///upstream/project"}]})) })
+    fn answer(
+        &self,
+        _cx: InputContext,
+        q: InputQuestion,
+    ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
+        let params = q.params();
+        let answer = match q {
+            InputQuestion::Elicit(_) => {
+                assert_eq!(params["message"], "Deploy to production?");
+                json!({"action": "accept", "content": {"go": true}})
+            }
+            InputQuestion::Sample(_) => {
+                assert_eq!(params["maxTokens"], 50);
+                json!({
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "old pond"},
+                    "model": "test-model",
+                    "stopReason": "endTurn"
+                })
+            }
+            InputQuestion::Roots => json!({"roots": [{"uri": "file:///upstream/project"}]}),
+        };
+        Box::pin(async move { q.answer_from(answer) })
     }
 }
 
@@ -351,7 +353,7 @@ async fn picky_behind_a_gateway(
     tasks: bool,
 ) -> (
     tempfile::TempDir,
-    tokio::task::JoinHandle<()>,
+    switchboard_testkit::fixtures::Served,
     switchboard_host::Host,
     crate::util::Front,
 ) {
@@ -380,12 +382,12 @@ impl InputHandler for FormOnly {
         }
     }
 
-    fn elicit(
+    fn answer(
         &self,
         _cx: InputContext,
-        _params: Value,
-    ) -> BoxFuture<'_, Result<Value, InputError>> {
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"go": true}})) })
+        q: InputQuestion,
+    ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
+        Box::pin(async move { q.answer_from(json!({"action": "accept", "content": {"go": true}})) })
     }
 }
 
@@ -537,14 +539,18 @@ impl InputHandler for Rounds {
     fn answer_round(
         &self,
         _cx: InputContext,
-        requests: Vec<InputQuestion>,
-    ) -> BoxFuture<'_, Result<switchboard_wire::JsonObject, InputError>> {
+        requests: Vec<(String, InputQuestion)>,
+    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
         self.sizes.lock().unwrap().push(requests.len());
         Box::pin(async move {
-            Ok(requests
+            requests
                 .into_iter()
-                .map(|q| (q.key, json!({"action": "accept", "content": {"go": true}})))
-                .collect())
+                .map(|(key, q)| {
+                    let answer =
+                        q.answer_from(json!({"action": "accept", "content": {"go": true}}));
+                    answer.map(|a| (key, a))
+                })
+                .collect()
         })
     }
 }

@@ -52,7 +52,9 @@ async fn skill_server(name: &str, root: &std::path::Path) -> String {
         .skills_dir(root)
         .build()
         .unwrap();
-    crate::util::serve(server).await.0
+    let (url, served) = crate::util::serve(server).await;
+    served.detach();
+    url
 }
 
 /// The entries a server lists to a client of its own.

@@ -29,6 +29,7 @@ use switchboard_server::http::HttpOptions;
 use switchboard_server::{AuthError, Principal, ProtectedResource, TokenValidator};
 use switchboard_testutil::{Artifacts, built};
 use switchboard_wire::JsonObject;
+use switchboard_wire::types::{ElicitRequestParams, ElicitResult};
 use tokio::sync::oneshot;
 
 const TOOL: &str = "mcp__m__task";
@@ -64,9 +65,14 @@ impl InputHandler for Yes {
         }
     }
 
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
-        self.asked.lock().unwrap().push(params);
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"ok": true}})) })
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
+        self.asked.lock().unwrap().push(params.into());
+        let ok = json!({"ok": true}).as_object().cloned();
+        Box::pin(async { Ok(ElicitResult::accept(ok)) })
     }
 }
 

@@ -8,26 +8,12 @@ use switchboard_client::{Client, HttpTransport, InputHandler};
 use switchboard_gateway::{Gateway, GatewayOptions};
 use switchboard_host::auth::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
-use switchboard_server::Server;
-use switchboard_server::http::HttpOptions;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-/// Serves `server` over Streamable HTTP on loopback; returns its URL.
-pub(crate) async fn serve(server: Server) -> (String, JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let task = tokio::spawn(async move {
-        let _ = switchboard_server::http::serve(
-            server,
-            listener,
-            HttpOptions::new(),
-            std::future::pending(),
-        )
-        .await;
-    });
-    (url, task)
-}
+/// Serves `server` over Streamable HTTP on loopback; returns its URL and
+/// the guard that stops it.
+pub(crate) use switchboard_testkit::fixtures::serve_http as serve;
 
 /// A host mounting these `(alias, url)` servers, with its files in `dir`.
 /// `input` is the mount-time input handler (what the host declares to the
@@ -141,53 +127,13 @@ pub(crate) async fn front_with(
         .timeout(Duration::from_secs(20))
         .tasks(tasks);
     if let Some(input) = input {
-        builder = builder.input_handler(BoxedInput(input));
+        builder = builder.input_handler(input);
     }
     let client = builder.connect().await.unwrap();
     Front {
         client,
         _gateway: gateway,
         _task: task,
-    }
-}
-
-/// An input handler held in a box.
-#[derive(Debug)]
-struct BoxedInput(Box<dyn InputHandler>);
-
-impl InputHandler for BoxedInput {
-    fn support(&self) -> switchboard_client::InputSupport {
-        self.0.support()
-    }
-    fn elicit(
-        &self,
-        cx: switchboard_client::InputContext,
-        params: Value,
-    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
-        self.0.elicit(cx, params)
-    }
-    fn sample(
-        &self,
-        cx: switchboard_client::InputContext,
-        params: Value,
-    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
-        self.0.sample(cx, params)
-    }
-    fn roots(
-        &self,
-        cx: switchboard_client::InputContext,
-    ) -> switchboard_client::BoxFuture<'_, Result<Value, switchboard_client::InputError>> {
-        self.0.roots(cx)
-    }
-    fn answer_round(
-        &self,
-        cx: switchboard_client::InputContext,
-        requests: Vec<switchboard_client::InputQuestion>,
-    ) -> switchboard_client::BoxFuture<
-        '_,
-        Result<switchboard_wire::JsonObject, switchboard_client::InputError>,
-    > {
-        self.0.answer_round(cx, requests)
     }
 }
 

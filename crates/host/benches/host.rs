@@ -98,7 +98,7 @@ async fn per_call(mock: &Path, audit: bool) -> PerCall {
     let direct = direct_client(mock).await;
     let listening = direct_client(mock).await;
     let _listen = listening
-        .listen(switchboard_wire::SubscriptionFilter {
+        .listen(switchboard_wire::types::SubscriptionFilter {
             tools_list_changed: Some(true),
             ..Default::default()
         })

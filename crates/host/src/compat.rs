@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use switchboard_wire::{Deprecation, namespaced_tool_name};
+use switchboard_wire::{namespaced_tool_name, types::Deprecation};
 
 /// The short note the model reads at the start of a deprecated tool's
 /// description, e.g. `[deprecated: use mcp__notes__search_v2 instead; may

@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use switchboard_client::transport::http::HttpTransport;
 use switchboard_client::{
-    BoxFuture, Client, ClientBuilder, ClientError, InputContext, InputError, InputHandler,
-    InputSupport, StdioConfig, StdioTransport, TransportError,
+    Client, ClientBuilder, ClientError, InputHandler, StdioConfig, StdioTransport, TransportError,
 };
 use switchboard_oauth::{OAuthError, OAuthProvider, TokenStore, UserAgent};
 use switchboard_wire::Implementation;
@@ -198,7 +197,7 @@ pub(crate) async fn try_open(
         builder = builder.client_info(info.clone());
     }
     if let Some(handler) = &options.input {
-        builder = builder.input_handler(SharedInput(handler.clone()));
+        builder = builder.input_handler(handler.clone());
     }
     Ok(Opened {
         builder,
@@ -277,42 +276,4 @@ fn oauth(
     OAuthProvider::new(config)
         .map(Some)
         .map_err(ConnectError::OAuth)
-}
-
-/// Lets one shared input handler serve every client.
-#[derive(Debug)]
-struct SharedInput(Arc<dyn InputHandler>);
-
-impl InputHandler for SharedInput {
-    fn support(&self) -> InputSupport {
-        self.0.support()
-    }
-
-    fn elicit(
-        &self,
-        cx: InputContext,
-        params: serde_json::Value,
-    ) -> BoxFuture<'_, Result<serde_json::Value, InputError>> {
-        self.0.elicit(cx, params)
-    }
-
-    fn sample(
-        &self,
-        cx: InputContext,
-        params: serde_json::Value,
-    ) -> BoxFuture<'_, Result<serde_json::Value, InputError>> {
-        self.0.sample(cx, params)
-    }
-
-    fn roots(&self, cx: InputContext) -> BoxFuture<'_, Result<serde_json::Value, InputError>> {
-        self.0.roots(cx)
-    }
-
-    fn answer_round(
-        &self,
-        cx: InputContext,
-        requests: Vec<switchboard_client::InputQuestion>,
-    ) -> BoxFuture<'_, Result<switchboard_wire::JsonObject, InputError>> {
-        self.0.answer_round(cx, requests)
-    }
 }

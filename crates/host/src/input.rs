@@ -20,9 +20,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
-use switchboard_wire::{ElicitAction, ElicitRequestParams, ElicitResult, JsonObject, Root};
+use switchboard_wire::types::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestParams,
+    ElicitResult, JsonObject, ListRootsResult, Root,
+};
 
 use crate::approver::visible;
 use crate::config::Config;
@@ -185,12 +188,16 @@ impl InputHandler for HostInput {
         }
     }
 
-    fn elicit(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn elicit(
+        &self,
+        cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
         Box::pin(async move {
             let Some(asker) = &self.asker else {
                 return Err(InputError("no one can answer an elicitation here".into()));
             };
-            let question = elicitation(&cx.server, &params).map_err(InputError)?;
+            let question = elicitation(&cx.server, params).map_err(InputError)?;
             let answer = asker.elicit(&question).await;
             let result = match answer {
                 ElicitAnswer::Accept(content) => {
@@ -207,11 +214,15 @@ impl InputHandler for HostInput {
                 ElicitAnswer::Decline => ElicitResult::new(ElicitAction::Decline),
                 ElicitAnswer::Cancel => ElicitResult::new(ElicitAction::Cancel),
             };
-            Ok(result.into())
+            Ok(result)
         })
     }
 
-    fn sample(&self, cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn sample(
+        &self,
+        cx: InputContext,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
         Box::pin(async move {
             let Some(sampler) = &self.sampler else {
                 return Err(InputError(
@@ -220,7 +231,7 @@ impl InputHandler for HostInput {
             };
             let request = SamplingRequest {
                 server: cx.server.clone(),
-                params,
+                params: serde_json::to_value(&params).unwrap_or_default(),
                 answered_by: sampler.name(),
             };
             let approved = if self.sampling_preapproved {
@@ -244,16 +255,20 @@ impl InputHandler for HostInput {
                 .create_message(&cx.server, &request.params)
                 .await
                 .map_err(|e| InputError(format!("the model could not answer: {e}")))?;
+            // What goes back to the server is a CreateMessageResult, or
+            // nothing: a sampler's answer that is not one is refused here.
+            let result = CreateMessageResult::deserialize(&answer)
+                .map_err(|e| InputError(format!("the model's answer is malformed: {e}")))?;
             if let Some(asker) = &self.asker {
                 asker.show_sampled(&request, &answer).await;
             }
-            Ok(answer)
+            Ok(result)
         })
     }
 
-    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
-        let roots = serde_json::to_value(&self.roots).unwrap_or_else(|_| json!([]));
-        Box::pin(async move { Ok(json!({ "roots": roots })) })
+    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
+        let roots = ListRootsResult::new(self.roots.clone());
+        Box::pin(async move { Ok(roots) })
     }
 }
 
@@ -357,9 +372,7 @@ pub(crate) fn file_uri(path: &Path) -> String {
     out
 }
 
-fn elicitation(server: &str, params: &Value) -> Result<Elicitation, String> {
-    let params = ElicitRequestParams::deserialize(params)
-        .map_err(|e| format!("the elicitation's params are malformed: {e}"))?;
+fn elicitation(server: &str, params: ElicitRequestParams) -> Result<Elicitation, String> {
     let kind = if params.is_url() {
         let Some(url) = params.url else {
             return Err("the URL elicitation has no url".into());
@@ -438,6 +451,7 @@ fn indent(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use std::sync::Mutex;
     use switchboard_wire::Era;
 
@@ -487,12 +501,19 @@ mod tests {
         }
     }
 
-    fn form_params() -> Value {
-        json!({"message": "Which priority?", "requestedSchema": {
-            "type": "object",
-            "properties": {"priority": {"type": "string", "enum": ["low", "high"]}},
-            "required": ["priority"]
-        }})
+    fn form_params() -> ElicitRequestParams {
+        ElicitRequestParams::form(
+            "Which priority?",
+            json!({
+                "type": "object",
+                "properties": {"priority": {"type": "string", "enum": ["low", "high"]}},
+                "required": ["priority"]
+            }),
+        )
+    }
+
+    fn sampling_params() -> CreateMessageRequestParams {
+        CreateMessageRequestParams::prompt("Sum up", 50)
     }
 
     // ELIC-01, SAMP-02, ROOT-02: declared only when answerable.
@@ -514,7 +535,9 @@ mod tests {
     #[tokio::test]
     async fn roots_are_file_uris() {
         let h = HostInput::new(vec![root(Path::new("/srv/a b"))]);
-        let v = h.roots(cx()).await.unwrap();
+        let v = Value::from(h.roots(cx()).await.unwrap().roots[0].clone().uri);
+        assert_eq!(v, "file:///srv/a%20b");
+        let v = serde_json::to_value(h.roots(cx()).await.unwrap()).unwrap();
         assert_eq!(
             v,
             json!({"roots": [{"uri": "file:///srv/a%20b", "name": "a b"}]})
@@ -535,17 +558,17 @@ mod tests {
             ..Scripted::default()
         });
         let h = HostInput::new(Vec::new()).with_asker(asker.clone());
-        let got = h.elicit(cx(), form_params()).await.unwrap();
+        let got = Value::from(h.elicit(cx(), form_params()).await.unwrap());
         assert_eq!(
             got,
             json!({"action": "accept", "content": {"priority": "high"}})
         );
         assert_eq!(
-            h.elicit(cx(), form_params()).await.unwrap(),
+            Value::from(h.elicit(cx(), form_params()).await.unwrap()),
             json!({"action": "decline"})
         );
         assert_eq!(
-            h.elicit(cx(), form_params()).await.unwrap(),
+            Value::from(h.elicit(cx(), form_params()).await.unwrap()),
             json!({"action": "cancel"})
         );
         assert!(h.elicit(cx(), form_params()).await.is_err());
@@ -556,10 +579,9 @@ mod tests {
             .lock()
             .unwrap()
             .push(ElicitAnswer::Accept(JsonObject::new()));
-        let url =
-            json!({"mode": "url", "message": "Log in", "url": "https://xn--pple-43d.com/x?y"});
+        let url = ElicitRequestParams::url("Log in", "https://xn--pple-43d.com/x?y");
         assert_eq!(
-            h.elicit(cx(), url).await.unwrap(),
+            Value::from(h.elicit(cx(), url).await.unwrap()),
             json!({"action": "accept"})
         );
         let shown = asker.asked.lock().unwrap().last().unwrap().clone();
@@ -572,13 +594,13 @@ mod tests {
     // SAMP-11: approved first; declined without anyone to approve.
     #[tokio::test]
     async fn sampling_needs_approval() {
-        let params = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Sum up"}}], "maxTokens": 50});
+        let params = sampling_params();
         let no_one = HostInput::new(Vec::new()).with_sampler(Arc::new(Fixed));
         let e = no_one.sample(cx(), params.clone()).await.unwrap_err();
         assert!(e.0.contains("declined") && e.0.contains("--yes"), "{e}");
         let yes = no_one.clone().preapprove_sampling(true);
         assert_eq!(
-            yes.sample(cx(), params.clone()).await.unwrap()["model"],
+            yes.sample(cx(), params.clone()).await.unwrap().model,
             "fixed"
         );
         let refuses = Arc::new(Scripted::default());

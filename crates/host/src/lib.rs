@@ -13,7 +13,7 @@
 //!   `inspect` use to look at a server directly.
 //! - [`config`]: the config file (Claude / VS Code shapes, `${VAR}`
 //!   expansion, lookup order, validation, "allow always" edits).
-//! - [`permission`]: `mcp__alias__tool` patterns and allow/ask/deny rules.
+//! - `permission`: `mcp__alias__tool` patterns and allow/ask/deny rules.
 //! - [`gate`]: the verdict for one call (rules, untrusted annotations, pins).
 //! - [`approver`]: who answers when the gate asks (prompt, `--yes`, no one).
 //! - [`input`]: servers' questions (elicitation, sampling, roots) answered
@@ -101,9 +101,9 @@ mod form;
 mod fsutil;
 pub mod gate;
 pub mod input;
-pub mod limits;
+mod limits;
 mod observe;
-pub mod permission;
+mod permission;
 pub mod pins;
 mod reason;
 mod results;
@@ -145,7 +145,7 @@ pub use input::{
 };
 pub use limits::{CallLimits, LimitsOverride, SharedAdmission, SharedEntry, SharedLimits};
 pub use observe::{CallEvent, CallObserver, TraceContext};
-pub use permission::{Pattern, Rule, RuleKind};
+pub use permission::{Pattern, PatternError, Rule, RuleKind};
 pub use pins::{DefKind, PinState, SkillPinState};
 pub use skills::{SkillReport, SkillStatus};
 pub use switchboard_client::{ProgressSink, Resume};

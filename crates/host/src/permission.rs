@@ -67,7 +67,7 @@ pub struct Pattern {
 }
 
 /// What skill patterns start with.
-pub const SKILL_PREFIX: &str = "skill:";
+pub(crate) const SKILL_PREFIX: &str = "skill:";
 
 /// Why a pattern cannot be read; `Display` also says what to write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -246,7 +246,7 @@ pub struct Rule {
 
 /// The verdict of the rules alone for one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RuleVerdict<'a> {
+pub(crate) enum RuleVerdict<'a> {
     /// No rule matched.
     None,
     /// The strongest matching rule.
@@ -256,7 +256,7 @@ pub enum RuleVerdict<'a> {
 /// Finds the deciding rule for tool `original` of `alias`: any `deny` beats
 /// any `ask`, which beats any `allow`; among rules of one kind the first
 /// written wins (only its `source` differs).
-pub fn decide<'a>(rules: &'a [Rule], alias: &str, original: &str) -> RuleVerdict<'a> {
+pub(crate) fn decide<'a>(rules: &'a [Rule], alias: &str, original: &str) -> RuleVerdict<'a> {
     let mut best: Option<&Rule> = None;
     for rule in rules.iter().filter(|r| r.pattern.matches(alias, original)) {
         if best.is_none_or(|b| rule.kind > b.kind) {
@@ -271,7 +271,7 @@ pub fn decide<'a>(rules: &'a [Rule], alias: &str, original: &str) -> RuleVerdict
 
 /// Finds the deciding rule for the skill whose id is `alias:path`, as
 /// [`decide`] does for tools, among the skill patterns.
-pub fn decide_skill<'a>(rules: &'a [Rule], alias: &str, path: &str) -> RuleVerdict<'a> {
+pub(crate) fn decide_skill<'a>(rules: &'a [Rule], alias: &str, path: &str) -> RuleVerdict<'a> {
     let mut best: Option<&Rule> = None;
     for rule in rules
         .iter()

@@ -9,7 +9,7 @@ use serde_json::Value;
 use switchboard_client::{NotificationSink, ProgressSink};
 use switchboard_wire::tasks;
 use switchboard_wire::types::method;
-use switchboard_wire::{JsonObject, Notification, ProgressParams, RequestId};
+use switchboard_wire::{JsonObject, Notification, RequestId, types::ProgressParams};
 use tracing::debug;
 
 use crate::core::CallOptions;

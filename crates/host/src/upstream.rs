@@ -485,7 +485,7 @@ impl Upstream {
         } else {
             Listing {
                 items: Vec::new(),
-                cache: switchboard_wire::CacheHints::default(),
+                cache: switchboard_wire::types::CacheHints::default(),
                 pages: 0,
                 dropped: Vec::new(),
             }

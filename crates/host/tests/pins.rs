@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard_host::{Approval, AssumeYes, CallOptions, NoApprover, PinState};
+use switchboard_host::{Approval, AssumeYes, CallOptions, Host, NoApprover, PinState};
 
 use crate::util::*;
 
@@ -209,20 +209,28 @@ fn with_new_tools(dir: &Dir, tools_file: &str, new_tools: &str) -> serde_json::V
     c
 }
 
-/// Issue 39, item 1: a tool the server adds after its first mount is
-/// `new`; under `"newTools": "ask"` it is not offered, and a call by name
-/// asks even where a rule allows the server, until it is accepted.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_added_later_is_new_and_not_offered_until_accepted() {
-    let dir = Dir::new();
+/// A host mounting `notes` with its one tool `search` under
+/// `"newTools": new_tools`, after the server added `wipe` and the host saw
+/// the change.
+async fn mounted_then_wipe_added(dir: &Dir, new_tools: &str) -> Host {
     let tools = dir.tools("tools.json", json!([tool("search", "Search.")]));
-    let host = dir.mount(with_new_tools(&dir, &tools, "ask")).await;
+    let host = dir.mount(with_new_tools(dir, &tools, new_tools)).await;
     let mut changes = host.subscribe();
     dir.tools(
         "tools.json",
         json!([tool("search", "Search."), tool("wipe", "Wipe the notes.")]),
     );
     next_change(&mut changes).await;
+    host
+}
+
+/// Issue 39, item 1: a tool the server adds after its first mount is
+/// `new`; under `"newTools": "ask"` it is not offered, and a call by name
+/// asks even where a rule allows the server, until it is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_added_later_is_new_and_not_offered_until_accepted() {
+    let dir = Dir::new();
+    let host = mounted_then_wipe_added(&dir, "ask").await;
     let state = |name: &str| {
         host.pins()
             .into_iter()
@@ -265,14 +273,7 @@ async fn a_tool_added_later_is_new_and_not_offered_until_accepted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn under_new_tools_allow_a_tool_added_later_is_offered() {
     let dir = Dir::new();
-    let tools = dir.tools("tools.json", json!([tool("search", "Search.")]));
-    let host = dir.mount(with_new_tools(&dir, &tools, "allow")).await;
-    let mut changes = host.subscribe();
-    dir.tools(
-        "tools.json",
-        json!([tool("search", "Search."), tool("wipe", "Wipe the notes.")]),
-    );
-    next_change(&mut changes).await;
+    let host = mounted_then_wipe_added(&dir, "allow").await;
     let offered: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(offered, ["mcp__notes__search", "mcp__notes__wipe"]);
     let wipe = host

@@ -16,9 +16,10 @@ use switchboard_wire::meta::{IDEMPOTENCY_KEY, META, SERVER_INFO};
 use switchboard_wire::skills;
 use switchboard_wire::types::method;
 use switchboard_wire::{
-    CacheHints, CallToolResult, ContentBlock, ErrorObject, LoggingLevel, Message, MetaError,
-    ReadResourceResult, Request, RequestId, RequestMeta, Response, ResultHeader, ResultType,
-    SubscriptionFilter, version,
+    CallToolResult, ContentBlock, ErrorObject, LoggingLevel, Message, MetaError,
+    ReadResourceResult, Request, RequestId, RequestMeta, Response,
+    types::{CacheHints, ResultHeader, ResultType, SubscriptionFilter},
+    version,
 };
 
 use crate::auth::BoxFuture;

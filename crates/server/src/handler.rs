@@ -122,8 +122,8 @@ macro_rules! spec_builders {
 
         /// Cache hints for reads through this entry, instead of the
         /// server's.
-        pub fn cache(mut self, ttl_ms: u32, scope: ::switchboard_wire::CacheScope) -> Self {
-            self.cache = Some(::switchboard_wire::CacheHints::new(ttl_ms, scope));
+        pub fn cache(mut self, ttl_ms: u32, scope: ::switchboard_wire::types::CacheScope) -> Self {
+            self.cache = Some(::switchboard_wire::types::CacheHints::new(ttl_ms, scope));
             self
         }
     };

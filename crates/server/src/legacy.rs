@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use switchboard_wire::meta::PROGRESS_TOKEN;
 use switchboard_wire::{
-    ClientCapabilities, ErrorObject, Implementation, InitializeResult, LoggingLevel, Message,
-    Request, RequestId, RequestMeta, Response, version,
+    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, Message, Request, RequestId,
+    RequestMeta, Response, types::InitializeResult, version,
 };
 use tokio::sync::oneshot;
 

@@ -140,7 +140,7 @@ pub mod http {
 
 /// Re-exports of the wire types handlers use most.
 pub use switchboard_wire::{
-    CacheScope, CallToolResult, ContentBlock, CreateMessageResult, ElicitAction, ElicitResult,
-    GetPromptResult, Implementation, LoggingLevel, PromptMessage, ReadResourceResult,
-    ResourceContents, ToolAnnotations,
+    CallToolResult, ContentBlock, CreateMessageResult, ElicitAction, ElicitResult, GetPromptResult,
+    Implementation, LoggingLevel, PromptMessage, ReadResourceResult, ResourceContents,
+    ToolAnnotations, types::CacheScope,
 };

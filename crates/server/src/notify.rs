@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use switchboard_wire::meta::SUBSCRIPTION_ID;
 use switchboard_wire::types::method;
-use switchboard_wire::{Message, Notification, RequestId, Response, SubscriptionFilter};
+use switchboard_wire::{Message, Notification, RequestId, Response, types::SubscriptionFilter};
 use tokio::sync::broadcast;
 
 use crate::cancel::Cancellation;

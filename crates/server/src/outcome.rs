@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use switchboard_wire::types::method;
 use switchboard_wire::{
     CallToolResult, ClientCapabilities, CreateMessageRequestParams, ElicitRequestParams,
-    GetPromptResult, JsonObject, PromptMessage, ReadResourceResult, ResultHeader,
+    GetPromptResult, JsonObject, PromptMessage, ReadResourceResult, types::ResultHeader,
 };
 
 /// The answer of a `tools/call`, `prompts/get` or `resources/read` handler.

@@ -11,8 +11,8 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use switchboard_wire::{
-    ContentBlock, GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage, ResultHeader,
-    ResultType,
+    ContentBlock, GetPromptResult, JsonObject, Prompt, PromptArgument, PromptMessage,
+    types::{ResultHeader, ResultType},
 };
 
 use crate::auth::BoxFuture;

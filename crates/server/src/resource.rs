@@ -9,8 +9,8 @@ use std::marker::PhantomData;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use switchboard_wire::{
-    CacheHints, JsonObject, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
-    ResultHeader, ResultType,
+    JsonObject, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+    types::{CacheHints, ResultHeader, ResultType},
 };
 
 use crate::auth::BoxFuture;

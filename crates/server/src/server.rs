@@ -10,8 +10,12 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use switchboard_wire::meta::SERVER_INFO;
 use switchboard_wire::{
-    CacheHints, CacheScope, DiscoverResult, Implementation, JsonObject, ListChangedCapability,
-    ResourcesCapability, ResultHeader, ServerCapabilities, version,
+    Implementation, JsonObject, ServerCapabilities,
+    types::{
+        CacheHints, CacheScope, DiscoverResult, ListChangedCapability, ResourcesCapability,
+        ResultHeader,
+    },
+    version,
 };
 
 use crate::cancel::Cancellation;
@@ -1023,7 +1027,7 @@ impl ServerBuilder {
             instructions: self.options.instructions.clone(),
             cache: self.options.discover_cache.clone(),
             header: ResultHeader {
-                result_type: Some(switchboard_wire::ResultType::Complete),
+                result_type: Some(switchboard_wire::types::ResultType::Complete),
                 meta: Some(meta),
                 extra: JsonObject::new(),
             },

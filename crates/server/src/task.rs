@@ -33,7 +33,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use switchboard_wire::tasks::{self, Task, TaskStatus};
 use switchboard_wire::{
-    CallToolResult, ClientCapabilities, ErrorCode, ErrorObject, JsonObject, RequestMeta, ResultType,
+    CallToolResult, ClientCapabilities, ErrorCode, ErrorObject, JsonObject, RequestMeta,
+    types::ResultType,
 };
 use tokio::sync::oneshot;
 
@@ -848,7 +849,7 @@ impl Server {
     /// like unknown ones).
     pub(crate) fn listen_task_ids(
         &self,
-        filter: &switchboard_wire::SubscriptionFilter,
+        filter: &switchboard_wire::types::SubscriptionFilter,
         meta: &RequestMeta,
         incoming: &Incoming,
     ) -> Result<Vec<String>, Fault> {

@@ -16,8 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use switchboard_wire::header::{HeaderParam, header_params};
 use switchboard_wire::{
-    CallToolResult, ContentBlock, Deprecation, JsonObject, ResultHeader, ResultType, Tool,
-    ToolAnnotations,
+    CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations,
+    types::{Deprecation, ResultHeader, ResultType},
 };
 
 use crate::auth::BoxFuture;
@@ -125,7 +125,7 @@ impl ToolSpec {
 
     /// Marks the tool deprecated, naming its replacement and the day after
     /// which it may be removed: `_meta` `"dev.switchboard/deprecated"`
-    /// ([`switchboard_wire::DEPRECATED_META_KEY`]; the protocol defines no
+    /// ([`switchboard_wire::types::DEPRECATED_META_KEY`]; the protocol defines no
     /// field for it). Switchboard hosts show it in `switchboard tools`,
     /// `doctor`, and to the model in the tool's description.
     pub fn deprecated(mut self, deprecation: Deprecation) -> Self {

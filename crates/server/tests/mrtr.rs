@@ -61,13 +61,7 @@ async fn round_trip_and_replay() {
     assert_eq!(r["content"][0]["text"], "booked seat \"12A\"");
     // Replayed: refused (MRTR-10).
     let r = http.call("tools/call", retry(&state)).await;
-    assert_eq!(r.error_code(), -32602);
-    assert!(
-        r.response()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("already used")
-    );
+    r.assert_invalid_params("already used");
     http.stop().await;
 }
 
@@ -85,13 +79,7 @@ async fn tampered_state_is_refused() {
         "not-a-state".to_owned(),
     ] {
         let r = http.call("tools/call", retry(&bad)).await;
-        assert_eq!(r.error_code(), -32602, "{bad}");
-        assert!(
-            r.response()["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("altered")
-        );
+        r.assert_invalid_params("altered");
     }
     // The genuine state still works: nothing was consumed by the attempts.
     let r = http.call("tools/call", retry(&state)).await.result();
@@ -110,13 +98,7 @@ async fn expired_state_is_refused() {
     let http = start(server, HttpOptions::new()).await;
     let state = state_for_book(&http).await;
     let r = http.call("tools/call", retry(&state)).await;
-    assert_eq!(r.error_code(), -32602);
-    assert!(
-        r.response()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("expired")
-    );
+    r.assert_invalid_params("expired");
     http.stop().await;
 }
 
@@ -132,23 +114,11 @@ async fn cross_request_state_is_refused() {
             json!({"name": "echo", "arguments": {"text": "x"}, "requestState": state}),
         )
         .await;
-    assert_eq!(r.error_code(), -32602);
-    assert!(
-        r.response()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("different request")
-    );
+    r.assert_invalid_params("different request");
     let mut other_args = retry(&state);
     other_args["arguments"] = json!({"extra": 1});
     let r = http.call("tools/call", other_args).await;
-    assert_eq!(r.error_code(), -32602);
-    assert!(
-        r.response()["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("different arguments")
-    );
+    r.assert_invalid_params("different arguments");
     http.stop().await;
 }
 

@@ -378,6 +378,26 @@ impl Resp {
             .as_i64()
             .unwrap_or_else(|| panic!("not an error: {}", String::from_utf8_lossy(&self.body)))
     }
+
+    /// The error's message (panics, naming the body, when there is none).
+    pub(crate) fn error_message(&self) -> String {
+        self.response()["error"]["message"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error message: {}", String::from_utf8_lossy(&self.body)))
+            .to_owned()
+    }
+
+    /// Asserts an invalid-params (-32602) error whose message says `says`.
+    pub(crate) fn assert_invalid_params(&self, says: &str) {
+        assert_eq!(
+            self.error_code(),
+            -32602,
+            "{}",
+            String::from_utf8_lossy(&self.body)
+        );
+        let message = self.error_message();
+        assert!(message.contains(says), "{message:?} does not say {says:?}");
+    }
 }
 
 /// The headers a conforming client sends for `method` with `params`.

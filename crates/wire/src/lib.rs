@@ -9,7 +9,8 @@
 //! - [`jsonrpc`]: the JSON-RPC 2.0 envelope ([`Message`], [`RequestId`]).
 //! - [`error_code`]: the error codes MCP defines ([`ErrorCode`]).
 //! - [`meta`]: `_meta` keys and the per-request metadata ([`RequestMeta`]).
-//! - [`types`]: MCP result, params and content types, unknown members kept.
+//! - [`types`]: MCP result, params and content types, unknown members
+//!   kept; the ones every embedder uses are re-exported here too.
 //! - [`version`]: protocol revisions and eras.
 //! - [`framing`]: newline framing for stdio ([`LineFramer`]).
 //! - [`scan`]: the id of an answer too long or too deep to parse
@@ -65,5 +66,15 @@ pub use skills::{
     SkillResource, SkillResources, SkillsCapability,
 };
 pub use sse::{SseDecoder, SseEvent};
-pub use types::*;
+/// The MCP types an embedder meets on every call: what a server offers,
+/// what a call returns, what a server asks of the client, and the
+/// capabilities and identity exchanged at start. Everything else (list
+/// params, cache hints, notifications' params, …) is under [`types`].
+pub use types::{
+    CallToolResult, ClientCapabilities, CompleteResult, Completion, ContentBlock,
+    CreateMessageRequestParams, CreateMessageResult, ElicitAction, ElicitRequestParams,
+    ElicitResult, GetPromptResult, Implementation, InputRequiredResult, JsonObject,
+    ListRootsResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Root, ServerCapabilities, Tool, ToolAnnotations,
+};
 pub use version::Era;

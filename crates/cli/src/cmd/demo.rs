@@ -19,7 +19,7 @@ use switchboard_host::{
     Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, Decider, Host, MountOptions,
     NoApprover,
 };
-use switchboard_wire::{CallToolResult, JsonObject, ProgressParams};
+use switchboard_wire::{CallToolResult, JsonObject, types::ProgressParams};
 
 use crate::ask;
 use crate::cmd::{call, servers, tools};

@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 use switchboard_client::{Client, ClientError, Listing};
 use switchboard_host::ServerConfig;
 use switchboard_oauth::OAuthProvider;
-use switchboard_wire::{CacheHints, CacheScope, DiscoverResult, ServerCapabilities, Tool};
+use switchboard_wire::{
+    ServerCapabilities, Tool,
+    types::{CacheHints, CacheScope, DiscoverResult},
+};
 
 use crate::connect;
 use crate::exit::{Code, Failure};

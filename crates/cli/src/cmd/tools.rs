@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use switchboard_host::{CHANGED_NOTICE, Host, ModelTool, ToolStatus, Verdict};
-use switchboard_wire::{Deprecation, JsonObject, ToolAnnotations};
+use switchboard_wire::{JsonObject, ToolAnnotations, types::Deprecation};
 
 use crate::out;
 

@@ -54,9 +54,16 @@ impl Client {
                     method,
                     era: Era::Legacy,
                 };
-                input::answer(&*handler, cx, m, request.params)
-                    .await
-                    .map_err(|e| ErrorObject::new(ErrorCode::InternalError, e.0))
+                // Params that do not fit the request's type are the
+                // server's fault, and it is told so.
+                match InputQuestion::parse(m, request.params) {
+                    Ok(question) => handler
+                        .answer(cx, question)
+                        .await
+                        .map(InputAnswer::into_value)
+                        .map_err(|e| ErrorObject::new(ErrorCode::InternalError, e.0)),
+                    Err(e) => Err(ErrorObject::new(ErrorCode::InvalidParams, e.0)),
+                }
             }
             m => Err(ErrorObject::new(
                 ErrorCode::MethodNotFound,

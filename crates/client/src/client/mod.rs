@@ -36,14 +36,15 @@ use switchboard_wire::types::{
     Tool, method,
 };
 use switchboard_wire::{
-    CallToolResult, ClientCapabilities, DiscoverResult, Era, ErrorCode, ErrorObject,
-    Implementation, InitializeResult, Notification, ProgressParams, Request, RequestId, Response,
-    ServerCapabilities, version,
+    CallToolResult, ClientCapabilities, Era, ErrorCode, ErrorObject, Implementation, Notification,
+    Request, RequestId, Response, ServerCapabilities,
+    types::{DiscoverResult, InitializeResult, ProgressParams},
+    version,
 };
 use tracing::{debug, warn};
 
 use crate::error::{ClientError, TransportError};
-use crate::input::{self, InputContext, InputHandler, InputQuestion, NoInput};
+use crate::input::{InputAnswer, InputContext, InputHandler, InputQuestion, NoInput};
 use crate::options::{ClientConfig, EraPolicy, RequestOptions};
 use crate::subscription::Subscription;
 use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transport};

@@ -121,11 +121,9 @@ impl Client {
                     what: format!("{} (input request {key:?})", request.method),
                 });
             }
-            round.push(InputQuestion {
-                key: key.to_owned(),
-                method: request.method,
-                params: request.params.unwrap_or_else(|| json!({})),
-            });
+            let question = InputQuestion::parse(&request.method, request.params)
+                .map_err(|e| self.invalid(method, format!("input request {key:?}: {e}")))?;
+            round.push((key.to_owned(), question));
         }
         let cx = InputContext {
             server: self.inner.name.clone(),
@@ -137,10 +135,13 @@ impl Client {
             method: method.into(),
             reason,
         };
-        let responses = handler
+        let responses: JsonObject = handler
             .answer_round(cx, round)
             .await
-            .map_err(|e| input_error(e.0))?;
+            .map_err(|e| input_error(e.0))?
+            .into_iter()
+            .map(|(key, answer)| (key, answer.into_value()))
+            .collect();
         // Every request answered, under its own key.
         if let Some(key) = requests.keys().find(|k| !responses.contains_key(*k)) {
             return Err(input_error(format!("no answer to input request {key:?}")));

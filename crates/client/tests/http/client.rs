@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use switchboard_client::{Client, ClientError, EraPolicy, HttpTransport, RequestOptions};
 use switchboard_wire::types::SubscriptionFilter;
-use switchboard_wire::{Era, method};
+use switchboard_wire::{Era, types::method};
 use tokio::sync::Notify;
 
 use super::util::*;

@@ -8,7 +8,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use switchboard_client::transport::http::{HttpTransport, remembered_era};
 use switchboard_client::transport::{EventSink, Incoming, Outgoing, Transport};
-use switchboard_wire::{Era, Notification, Request, RequestId, Response, method};
+use switchboard_wire::{Era, Notification, Request, RequestId, Response, types::method};
 use tokio::sync::{Notify, mpsc};
 
 use super::util::*;

@@ -8,18 +8,18 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, Client, ClientError, EraPolicy, HttpTransport, InputContext, InputError,
-    InputHandler, InputQuestion, InputSupport, RequestOptions, input_handler_fn,
+    BoxFuture, Client, ClientError, EraPolicy, HttpTransport, InputAnswer, InputContext,
+    InputError, InputHandler, InputQuestion, InputSupport, RequestOptions, input_handler_fn,
 };
 use switchboard_server::{
     CallToolResult, Context, Elicitation, HandlerError, InputRequired, Server, ToolResult, ToolSpec,
 };
 use switchboard_wire::types::SubscriptionFilter;
-use switchboard_wire::{Era, method};
-use tokio::sync::oneshot;
+use switchboard_wire::{Era, types::method};
 
 use super::framework::serve_server;
 use super::util::within;
+use switchboard_testkit::fixtures::Served;
 
 async fn forecast(args: Value, ctx: Context) -> Result<String, HandlerError> {
     ctx.progress(1.0, Some(2.0), Some("looking")).await;
@@ -52,8 +52,8 @@ async fn greet(ctx: Context) -> ToolResult {
     }
 }
 
-/// Starts the server on 127.0.0.1:0; stops when the sender is dropped.
-async fn start() -> (String, oneshot::Sender<()>) {
+/// Starts the server on 127.0.0.1:0; stops when the guard is dropped.
+async fn start() -> (String, Served) {
     let spec = ToolSpec::new("forecast")
         .description("Weather for the next days")
         .input_schema(json!({
@@ -98,21 +98,24 @@ impl InputHandler for Round {
     fn answer_round(
         &self,
         _cx: InputContext,
-        requests: Vec<InputQuestion>,
-    ) -> BoxFuture<'_, Result<switchboard_wire::JsonObject, InputError>> {
+        requests: Vec<(String, InputQuestion)>,
+    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
         let mut seen = self.seen.lock().unwrap();
-        seen.extend(requests.iter().map(|q| format!("{} {}", q.key, q.method)));
+        seen.extend(
+            requests
+                .iter()
+                .map(|(key, q)| format!("{key} {}", q.method())),
+        );
         let answers = requests
             .into_iter()
             .filter(|_| !self.forget)
-            .map(|q| {
-                (
-                    q.key,
-                    json!({"action": "accept", "content": {"name": "Grace"}}),
-                )
+            .map(|(key, q)| {
+                let answer =
+                    q.answer_from(json!({"action": "accept", "content": {"name": "Grace"}}));
+                answer.map(|a| (key, a))
             })
             .collect();
-        Box::pin(async move { Ok(answers) })
+        Box::pin(async move { answers })
     }
 }
 
@@ -158,8 +161,8 @@ async fn modern_wire_against_our_server() {
         .unwrap();
     let client = within(
         Client::builder("e2e", transport)
-            .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
-                Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
+            .input_handler(input_handler_fn(InputSupport::FORM, |_, q| async move {
+                q.answer_from(json!({"action": "accept", "content": {"name": "Ada"}}))
             }))
             .connect(),
     )

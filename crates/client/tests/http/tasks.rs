@@ -8,14 +8,13 @@ use std::time::Duration;
 use serde_json::json;
 use switchboard_client::{Client, InputSupport, input_handler_fn};
 use switchboard_server::{Elicitation, HandlerError, InputRequired, NoArgs, Server, TaskContext};
-use tokio::sync::oneshot;
 
 use super::framework::serve_server;
 use super::util::within;
 
 /// Starts a server whose one task tool asks for a word, then answers with
 /// it; polling interval one hour.
-async fn start() -> (String, oneshot::Sender<()>) {
+async fn start() -> (String, switchboard_testkit::fixtures::Served) {
     let server = Server::builder("tasks-e2e", "1.0.0")
         .task_tool(
             "slow_echo",
@@ -49,8 +48,8 @@ async fn status_notifications_carry_a_task_through_input_to_its_result() {
     let client = within(
         Client::builder("tasks-e2e", transport)
             .tasks(true)
-            .input_handler(input_handler_fn(InputSupport::FORM, |_, _| async {
-                Ok(json!({"action": "accept", "content": {"word": "tide"}}))
+            .input_handler(input_handler_fn(InputSupport::FORM, |_, q| async move {
+                q.answer_from(json!({"action": "accept", "content": {"word": "tide"}}))
             }))
             .connect(),
     )

@@ -27,7 +27,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{Value, json};
 use switchboard_client::transport::{Outgoing, Transport};
 use switchboard_client::{HttpTransport, TransportError};
-use switchboard_wire::method;
+use switchboard_wire::types::method;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 

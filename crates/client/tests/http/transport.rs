@@ -12,7 +12,7 @@ use switchboard_client::transport::http::{
     AuthChallenge, AuthProvider, AuthProviderError, AuthRetry, HttpTransport, StaticAuthorization,
 };
 use switchboard_client::transport::{BoxFuture, Outgoing, Transport};
-use switchboard_wire::{Notification, RequestId, method};
+use switchboard_wire::{Notification, RequestId, types::method};
 use tokio::sync::Notify;
 
 use super::util::*;

@@ -403,3 +403,52 @@ async fn modern_only_policy_never_falls_back() {
         .unwrap_err();
     assert_eq!(err.code(), Some(-32601), "{err}");
 }
+
+// ELIC-04, MRTR-05: a modern server's question whose params do not fit
+// `elicitation/create` fails the call with an error naming the request
+// and what did not fit; the handler is never asked, and nothing panics.
+#[tokio::test]
+async fn a_malformed_modern_question_fails_the_call_with_a_clear_error() {
+    let (builder, _t) = util::builder(&["--malformed-input"]).await;
+    let handler = Answers::all();
+    let asked = handler.asked.clone();
+    let client = builder.input_handler(handler).connect().await.unwrap();
+    let err = client
+        .call_tool("ask", args(json!({"rounds": 1})))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_result(), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains(r#"input request "confirm": malformed elicitation/create params"#),
+        "{text}"
+    );
+    assert!(asked.lock().unwrap().is_empty(), "the handler was asked");
+}
+
+// ELIC-04: a legacy server's request whose params do not fit
+// `elicitation/create` gets a -32602 error answer naming what did not fit;
+// the call goes on and the server's other requests are answered.
+#[tokio::test]
+async fn a_malformed_legacy_question_gets_an_invalid_params_answer() {
+    let (builder, _t) = util::builder(&["--legacy", "--malformed-input"]).await;
+    let handler = Answers::all();
+    let asked = handler.asked.clone();
+    let client = builder.input_handler(handler).connect().await.unwrap();
+    let r = client.call_tool("sample", None).await.unwrap();
+    let got = r.structured_content.unwrap();
+    let error = &got["elicitation/create"]["error"];
+    assert_eq!(error["code"], -32602, "{got}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed elicitation/create params"),
+        "{got}"
+    );
+    assert_eq!(got["roots/list"]["roots"][0]["uri"], "file:///tmp");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["roots/list", "sampling/createMessage"]
+    );
+}

@@ -13,6 +13,10 @@ use switchboard_client::{
     BoxFuture, Client, ClientBuilder, InputContext, InputError, InputHandler, InputSupport,
     StdioConfig, StdioTransport,
 };
+use switchboard_wire::types::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ListRootsResult,
+};
 
 /// The path of a testkit binary, built for this test's profile
 /// (`SWITCHBOARD_TESTKIT_BIN_DIR` names a directory to use instead).
@@ -141,27 +145,41 @@ impl InputHandler for Answers {
         self.support
     }
 
-    fn elicit(&self, _cx: InputContext, params: Value) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
         self.note("elicitation/create");
-        assert!(params.get("message").is_some());
-        Box::pin(async { Ok(json!({"action": "accept", "content": {"ok": true}})) })
+        assert!(!params.message.is_empty());
+        Box::pin(async {
+            Ok(ElicitResult::accept(
+                json!({"ok": true}).as_object().cloned(),
+            ))
+        })
     }
 
     fn sample(
         &self,
         _cx: InputContext,
-        _params: Value,
-    ) -> BoxFuture<'_, Result<Value, InputError>> {
+        _params: CreateMessageRequestParams,
+    ) -> BoxFuture<'_, Result<CreateMessageResult, InputError>> {
         self.note("sampling/createMessage");
         Box::pin(async {
-            Ok(
+            Ok(serde_json::from_value(
                 json!({"role": "assistant", "content": {"type": "text", "text": "a summary"}, "model": "test-model"}),
             )
+            .unwrap())
         })
     }
 
-    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<Value, InputError>> {
+    fn roots(&self, _cx: InputContext) -> BoxFuture<'_, Result<ListRootsResult, InputError>> {
         self.note("roots/list");
-        Box::pin(async { Ok(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]})) })
+        Box::pin(async {
+            Ok(
+                serde_json::from_value(json!({"roots": [{"uri": "file:///tmp", "name": "tmp"}]}))
+                    .unwrap(),
+            )
+        })
     }
 }

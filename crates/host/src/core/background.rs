@@ -165,7 +165,7 @@ async fn refresher(host: Weak<Inner>, server: Arc<Upstream>) {
 /// refreshed: a change made before the stream was open (since the listing
 /// at connect, or while it was down) was notified to no one.
 async fn listener(client: switchboard_client::Client, server: Weak<Upstream>) {
-    let filter = switchboard_wire::SubscriptionFilter {
+    let filter = switchboard_wire::types::SubscriptionFilter {
         tools_list_changed: Some(true),
         ..Default::default()
     };

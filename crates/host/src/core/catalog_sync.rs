@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_client::{Client, ClientError};
 use switchboard_wire::types::method;
-use switchboard_wire::{Era, Prompt, ResourceTemplate, SubscriptionFilter};
+use switchboard_wire::{Era, Prompt, ResourceTemplate, types::SubscriptionFilter};
 use tokio::sync::broadcast;
 use tracing::{debug, warn};
 

@@ -90,7 +90,7 @@ pub struct ModelTool {
     /// The server marks the tool deprecated (`_meta`
     /// `dev.switchboard/deprecated`): its replacement and removal date.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub deprecation: Option<switchboard_wire::Deprecation>,
+    pub deprecation: Option<switchboard_wire::types::Deprecation>,
     /// Gate, pin and server state.
     pub status: ToolStatus,
 }

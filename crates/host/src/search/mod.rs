@@ -5,9 +5,9 @@
 //! and length normalisation): a word in a tool's name counts more than one
 //! in its title, which counts more than one in its description, which
 //! counts more than one in a parameter's name or description. Every text
-//! goes through [`text::terms`] (identifiers split at `_`, `-` and case
+//! goes through `text::terms` (identifiers split at `_`, `-` and case
 //! changes, lowercased, stop words dropped, light stemming), and a query
-//! word also searches for its related words from [`thesaurus`] at a lower
+//! word also searches for its related words from `thesaurus` at a lower
 //! weight, so a request that shares no word with a tool's description can
 //! still find it.
 //!

@@ -32,8 +32,8 @@ use serde_json::Value;
 use switchboard_wire::meta::PROTOCOL_VERSION;
 use switchboard_wire::types::method;
 use switchboard_wire::{
-    CancelledParams, ErrorCode, ErrorObject, FrameError, LineFramer, Message, Notification,
-    Request, RequestId,
+    ErrorCode, ErrorObject, FrameError, LineFramer, Message, Notification, Request, RequestId,
+    types::CancelledParams,
 };
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use switchboard_wire::skills::{DIRECTORY_READ, SKILLS_GET, SKILLS_LIST};
 use switchboard_wire::{
-    CacheHints, ReadResourceResult, Resource, ResourceContents, ResultHeader, Sha256Digest,
+    ReadResourceResult, Resource, ResourceContents, Sha256Digest,
+    types::{CacheHints, ResultHeader},
 };
 
 use super::{Catalog, ServedFile, Snapshot, Source, is_textual};

@@ -138,3 +138,9 @@ impl From<ElicitResult> for Value {
         serde_json::to_value(result).unwrap_or(Value::Null)
     }
 }
+
+impl From<ElicitRequestParams> for Value {
+    fn from(params: ElicitRequestParams) -> Value {
+        serde_json::to_value(params).unwrap_or(Value::Null)
+    }
+}

@@ -6,8 +6,8 @@
 //! no `$ref` is followed and no keyword is dropped.
 //!
 //! One module per protocol feature, as lsp-types does; every type is
-//! re-exported here (and from the crate root), so `types::Tool` and
-//! `switchboard_wire::Tool` both name it.
+//! re-exported here, and the ones an embedder meets on every call from the
+//! crate root too (`switchboard_wire::Tool` is `types::Tool`).
 //!
 //! # Layout
 //! - `result`: what every result shares (`resultType`, `_meta`, cache

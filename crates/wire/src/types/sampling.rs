@@ -98,3 +98,9 @@ impl From<CreateMessageResult> for Value {
         serde_json::to_value(result).unwrap_or(Value::Null)
     }
 }
+
+impl From<CreateMessageRequestParams> for Value {
+    fn from(params: CreateMessageRequestParams) -> Value {
+        serde_json::to_value(params).unwrap_or(Value::Null)
+    }
+}

@@ -150,3 +150,13 @@ fn sampling_params_and_answers_round_trip() {
     assert_eq!(r.text(), "a\nb");
     assert_eq!(Value::from(r), answer);
 }
+
+// ROOT-03: the roots answer keeps what it does not know, in the roots and
+// around them.
+#[test]
+fn roots_answer_round_trips() {
+    let answer =
+        json!({"roots": [{"uri": "file:///a", "name": "a", "x-kind": "repo"}], "_meta": {"k": 1}});
+    assert_eq!(round_trip::<ListRootsResult>(answer.clone()), answer);
+    assert!(serde_json::from_value::<ListRootsResult>(json!({"roots": 5})).is_err());
+}

@@ -12,7 +12,7 @@ use http::header::{ACCEPT, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use serde_json::Value;
 use switchboard_wire::header as h;
-use switchboard_wire::{Message, Notification, Request, RequestId, Response, method};
+use switchboard_wire::{Message, Notification, Request, RequestId, Response, types::method};
 
 use super::conn::{HttpResponse, Outbound};
 use super::failure::Failure;

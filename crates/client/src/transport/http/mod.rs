@@ -452,7 +452,7 @@ impl Inner {
     }
 
     async fn request(&self, outgoing: Outgoing) -> Result<Response, Failure> {
-        let is_initialize = outgoing.request.method == switchboard_wire::method::INITIALIZE;
+        let is_initialize = outgoing.request.method == switchboard_wire::types::method::INITIALIZE;
         // Only the modern path lives in this future; the others are boxed,
         // so the hot path does not carry (and move) their state.
         match (is_initialize, self.wire()) {
@@ -696,7 +696,7 @@ fn body_version(params: Option<&Value>) -> Option<&str> {
 /// The header value of a method name: static for the methods we send, so
 /// the hot path does not allocate.
 fn method_value(method: &str) -> Result<HeaderValue, Failure> {
-    use switchboard_wire::method as m;
+    use switchboard_wire::types::method as m;
     const KNOWN: &[&str] = &[
         m::DISCOVER,
         m::TOOLS_LIST,

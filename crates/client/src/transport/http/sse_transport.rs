@@ -13,7 +13,7 @@ use std::time::Duration;
 use http::Uri;
 use http::header::HeaderMap;
 use serde_json::Value;
-use switchboard_wire::{Message, Notification, RequestId, Response, meta, method};
+use switchboard_wire::{Message, Notification, RequestId, Response, meta, types::method};
 use tokio::sync::oneshot;
 
 use super::failure::Failure;

@@ -94,14 +94,10 @@ impl Kind for Complete<'_> {
         if !host.catalog().completes(&target.alias) {
             let nothing = CompleteResult {
                 completion: switchboard_wire::Completion::default(),
-                header: switchboard_wire::ResultHeader::complete(),
+                header: switchboard_wire::types::ResultHeader::complete(),
             };
             return Governed::at(Some(&target), None, End::Answered(nothing));
         }
-        let (client, identity) = match host.client_for(&target.alias, options).await {
-            Ok(found) => found,
-            Err(end) => return Governed::at(Some(&target), None, end),
-        };
         let reference = match self.reference {
             CompletionRef::Prompt(_) => {
                 serde_json::json!({"type": "ref/prompt", "name": target.original})
@@ -110,23 +106,18 @@ impl Kind for Complete<'_> {
                 serde_json::json!({"type": "ref/resource", "uri": target.original})
             }
         };
-        let end = match client
-            .complete_with(
-                reference,
-                self.argument,
-                self.value,
-                self.context,
-                &options.request,
-            )
-            .await
-        {
-            Ok(result) => End::Answered(result),
-            Err(error) => End::failed(error),
-        };
-        Governed {
-            identity,
-            ..Governed::at(Some(&target), None, end)
-        }
+        host.ask_server(&target, options, |client| async move {
+            client
+                .complete_with(
+                    reference,
+                    self.argument,
+                    self.value,
+                    self.context,
+                    &options.request,
+                )
+                .await
+        })
+        .await
     }
 }
 

@@ -406,6 +406,34 @@ impl Host {
         governed
     }
 
+    /// The run step of a request its server answers directly (a prompt, a
+    /// resource read, a completion, a skill): `ask` the target's client,
+    /// over the caller's own identity where the server takes each
+    /// caller's; the answer or the failure is the request's end.
+    pub(crate) async fn ask_server<T, F, Fut>(
+        &self,
+        target: &Target,
+        options: &CallOptions,
+        ask: F,
+    ) -> Governed<T>
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: Future<Output = Result<T, switchboard_client::ClientError>>,
+    {
+        let (client, identity) = match self.client_for(&target.alias, options).await {
+            Ok(found) => found,
+            Err(end) => return Governed::at(Some(target), None, end),
+        };
+        let end = match ask(client).await {
+            Ok(answer) => End::Answered(answer),
+            Err(error) => End::failed(error),
+        };
+        Governed {
+            identity,
+            ..Governed::at(Some(target), None, end)
+        }
+    }
+
     /// The live client of `alias`, reconnecting a server whose connection
     /// is gone; the end of the request when there is none.
     /// [`Host::client_of`] for a request of `options`' caller: over the

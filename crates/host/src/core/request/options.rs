@@ -102,7 +102,7 @@ impl CallOptions {
     #[must_use]
     pub fn with_progress(
         mut self,
-        sink: impl Fn(switchboard_wire::ProgressParams) + Send + Sync + 'static,
+        sink: impl Fn(switchboard_wire::types::ProgressParams) + Send + Sync + 'static,
     ) -> Self {
         self.request.on_progress = Some(Arc::new(sink));
         self

@@ -82,21 +82,14 @@ impl Kind for GetPrompt<'_> {
             let end = End::stopped(Outcome::Denied, text);
             return Governed::at(Some(&target), Some(decision), end);
         }
-        let (client, identity) = match host.client_for(&target.alias, options).await {
-            Ok(found) => found,
-            Err(end) => return Governed::at(Some(&target), None, end),
-        };
-        let end = match client
-            .get_prompt_with(&target.original, self.arguments, &options.request)
-            .await
-        {
-            Ok(result) => End::Answered(host.fit_prompt(&target.alias, cleaned(result))),
-            Err(error) => End::failed(error),
-        };
-        Governed {
-            identity,
-            ..Governed::at(Some(&target), None, end)
-        }
+        let target = &target;
+        host.ask_server(target, options, |client| async move {
+            let result = client
+                .get_prompt_with(&target.original, self.arguments, &options.request)
+                .await?;
+            Ok(host.fit_prompt(&target.alias, cleaned(result)))
+        })
+        .await
     }
 }
 

@@ -104,28 +104,19 @@ impl Kind for ReadResource<'_> {
         options: &CallOptions,
         _start: Start<'_>,
     ) -> Governed<ReadResourceResult> {
-        let (client, identity) = match host.client_for(&target.alias, options).await {
-            Ok(found) => found,
-            Err(end) => return Governed::at(Some(&target), None, end),
-        };
-        let end = match client
-            .read_resource_with(&target.original, &options.request)
-            .await
-        {
-            Ok(mut result) => {
-                let catalog = host.catalog();
-                for c in &mut result.contents {
-                    c.uri = catalog.served_uri(&target.alias, &c.uri);
-                }
-                result.cache = switchboard_wire::CacheHints::default();
-                End::Answered(host.fit_resource(&target.alias, result))
+        let target = &target;
+        host.ask_server(target, options, |client| async move {
+            let mut result = client
+                .read_resource_with(&target.original, &options.request)
+                .await?;
+            let catalog = host.catalog();
+            for c in &mut result.contents {
+                c.uri = catalog.served_uri(&target.alias, &c.uri);
             }
-            Err(error) => End::failed(error),
-        };
-        Governed {
-            identity,
-            ..Governed::at(Some(&target), None, end)
-        }
+            result.cache = switchboard_wire::types::CacheHints::default();
+            Ok(host.fit_resource(&target.alias, result))
+        })
+        .await
     }
 }
 

@@ -153,18 +153,10 @@ impl<'a, T: Fetch> Kind for SkillRequest<'a, T> {
         options: &CallOptions,
         _start: Start<'_>,
     ) -> Governed<T> {
-        let (client, identity) = match host.client_for(&target.alias, options).await {
-            Ok(found) => found,
-            Err(end) => return Governed::at(Some(&target), None, end),
-        };
-        let end = match T::fetch(&client, &self, options).await {
-            Ok(answer) => End::Answered(answer),
-            Err(error) => End::failed(error),
-        };
-        Governed {
-            identity,
-            ..Governed::at(Some(&target), None, end)
-        }
+        host.ask_server(&target, options, |client| async move {
+            T::fetch(&client, &self, options).await
+        })
+        .await
     }
 }
 

@@ -17,16 +17,29 @@ pub(crate) fn input_keys(caps: &Value) -> Vec<&'static str> {
     keys
 }
 
+/// [`input_request`], broken as `--malformed-input` asks: an elicitation's
+/// `message` is a number.
+pub(crate) fn input_request_as(key: &str, malformed: bool) -> Value {
+    let mut request = input_request(key);
+    if malformed && key == "confirm" {
+        request["params"]["message"] = json!(5);
+    }
+    request
+}
+
 pub(crate) fn input_request(key: &str) -> Value {
     match key {
         "confirm" => json!({"method": "elicitation/create", "params": {
             "mode": "form",
             "message": "Proceed?",
             "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+            // A member no type knows: a relay must pass it on as it is.
+            "x-mock-trace": {"asked-by": "mock", "n": 1},
         }}),
         "summary" => json!({"method": "sampling/createMessage", "params": {
             "messages": [{"role": "user", "content": {"type": "text", "text": "Summarise."}}],
             "maxTokens": 10,
+            "x-mock-trace": {"asked-by": "mock", "n": 2},
         }}),
         _ => json!({"method": "roots/list", "params": {}}),
     }

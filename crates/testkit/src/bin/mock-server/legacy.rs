@@ -94,7 +94,7 @@ impl Server {
         if caps.get("elicitation").is_some() {
             asks.push((
                 "elicitation/create",
-                input_request("confirm")["params"].clone(),
+                input_request_as("confirm", self.opts.malformed_input)["params"].clone(),
             ));
         }
         let mut answers = Map::new();

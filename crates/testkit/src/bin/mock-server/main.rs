@@ -27,6 +27,7 @@
 //! | `--repeat-cursor` | `tools/list` returns `nextCursor: "again"` forever |
 //! | `--versions A,B` | modern versions served (default `2026-07-28`); others get -32022 |
 //! | `--legacy` | speak only 2025-11-25: `initialize` handshake, no `_meta` needed, `ping`, server→client requests from the `sample` tool |
+//! | `--malformed-input` | every elicitation it asks (the `ask` tool's rounds, the legacy `sample` tool's request) has a number for its `message`: params that do not fit `elicitation/create` |
 //! | `--legacy-tasks` | with `--legacy`: 2025-11-25 experimental tasks: `capabilities.tasks` (`list`, `cancel`, `requests.tools.call`), the tools `job` (`execution.taskSupport: "required"`) and `maybe_job` (`"optional"`), `tasks/get`, `tasks/result`, `tasks/list` (one task a page), `tasks/cancel` (see the tools table) |
 //! | `--discover-reply KIND` | legacy only: answer `server/discover` with `method-not-found` (default), `invalid-params`, `parse-error` (-32700 without id) or `silent` (no answer) |
 //! | `--listen-end KIND` | how `subscriptions/listen` ends: `open` (default; until the client cancels), `cancel` (server sends `notifications/cancelled`), `result` (server sends the listen result) |
@@ -100,7 +101,7 @@ mod modern;
 mod tasks;
 mod tools;
 
-use input::{input_keys, input_request};
+use input::{input_keys, input_request, input_request_as};
 use tasks::{LegacyTask, MockTask};
 
 const SUPPORTED_LEGACY: &str = version::LEGACY;
@@ -137,6 +138,8 @@ struct Opts {
     /// stands (entries and bytes as given, matching or not).
     skills_file: Option<String>,
     tools_ttl_ms: Option<i64>,
+    /// Elicitations asked with params that do not fit the type.
+    malformed_input: bool,
 }
 
 fn parse_opts() -> anyhow::Result<Opts> {
@@ -170,6 +173,7 @@ fn parse_opts() -> anyhow::Result<Opts> {
             "--repeat-cursor" => o.repeat_cursor = true,
             "--versions" => o.versions = value()?.split(',').map(str::to_owned).collect(),
             "--legacy" => o.legacy = true,
+            "--malformed-input" => o.malformed_input = true,
             "--legacy-tasks" => o.legacy_tasks = true,
             "--discover-reply" => o.discover_reply = value()?,
             "--listen-end" => o.listen_end = value()?,

@@ -267,7 +267,7 @@ impl Server {
         }
         let mut requests = Map::new();
         for key in keys {
-            requests.insert(key.into(), input_request(key));
+            requests.insert(key.into(), input_request_as(key, self.opts.malformed_input));
         }
         let mut result =
             json!({"resultType": "input_required", "requestState": Self::state(round + 1)});

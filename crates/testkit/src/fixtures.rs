@@ -1,0 +1,117 @@
+//! Set-up the test suites would otherwise each write again: serving a
+//! server of our framework on loopback, and answering forms.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
+use switchboard_server::Server;
+use switchboard_server::http::{HttpOptions, serve};
+use switchboard_wire::{ElicitRequestParams, ElicitResult, JsonObject};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// A server served by [`serve_http`]: it stops when this is dropped.
+#[derive(Debug)]
+pub struct Served {
+    _stop: oneshot::Sender<()>,
+}
+
+impl Served {
+    /// Keeps the server running until the test process ends, for a helper
+    /// that hands out only the URL.
+    pub fn detach(self) {
+        std::mem::forget(self._stop);
+    }
+}
+
+/// Serves `server` over Streamable HTTP on `127.0.0.1:0` (default
+/// [`HttpOptions`]) until the returned [`Served`] is dropped; returns its
+/// `/mcp` URL.
+///
+/// # Panics
+/// When no loopback port can be bound (the test cannot go on).
+pub async fn serve_http(server: Server) -> (String, Served) {
+    serve_http_with(server, HttpOptions::new()).await
+}
+
+/// [`serve_http`] with these options.
+///
+/// # Panics
+/// When no loopback port can be bound.
+pub async fn serve_http_with(server: Server, options: HttpOptions) -> (String, Served) {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap_or_else(|e| panic!("binding 127.0.0.1:0: {e}"));
+    let addr = listener
+        .local_addr()
+        .unwrap_or_else(|e| panic!("reading the bound address: {e}"));
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(async move {
+        let shutdown = async {
+            let _ = stopped.await;
+        };
+        let _ = serve(server, listener, options, shutdown).await;
+    });
+    (format!("http://{addr}/mcp"), Served { _stop: stop })
+}
+
+/// An input handler that accepts every form elicitation with the same
+/// fields, and records the params of each question (as JSON) in order.
+#[derive(Clone, Debug)]
+pub struct FormAnswers {
+    content: JsonObject,
+    asked: Arc<Mutex<Vec<Value>>>,
+}
+
+impl FormAnswers {
+    /// Accepts every form with `content` (an object; anything else is
+    /// answered with no fields).
+    pub fn new(content: Value) -> Self {
+        FormAnswers {
+            content: match content {
+                Value::Object(fields) => fields,
+                _ => JsonObject::new(),
+            },
+            asked: Arc::default(),
+        }
+    }
+
+    /// Accepts every approval question with `{"approve": approve}`.
+    pub fn approving(approve: bool) -> Self {
+        FormAnswers::new(serde_json::json!({ "approve": approve }))
+    }
+
+    /// The params of every question asked so far.
+    pub fn questions(&self) -> Vec<Value> {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The params of every question asked so far, shared: it fills in as
+    /// questions come.
+    pub fn asked(&self) -> Arc<Mutex<Vec<Value>>> {
+        Arc::clone(&self.asked)
+    }
+}
+
+impl InputHandler for FormAnswers {
+    fn support(&self) -> InputSupport {
+        InputSupport::FORM
+    }
+
+    fn elicit(
+        &self,
+        _cx: InputContext,
+        params: ElicitRequestParams,
+    ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(params.into());
+        let answer = ElicitResult::accept(Some(self.content.clone()));
+        Box::pin(async move { Ok(answer) })
+    }
+}
