@@ -216,6 +216,31 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
     assert_eq!(result["is_error"], true, "{run:?}");
 }
 
+/// Scripted-model turns as the JSON lines a `script:` model reads.
+fn jsonl(turns: &[Value]) -> String {
+    turns
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `chat` on a terminal with `config`, driven by the scripted model of
+/// `script`.
+fn chat_on_pty(sb: &Sandbox, config: &std::path::Path, script: &std::path::Path) -> OnPty {
+    let model = format!("script:{}", script.display());
+    OnPty::start(
+        sb,
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "chat",
+            "--model",
+            &model,
+        ],
+    )
+}
+
 /// Waits until `path` holds `needle`.
 fn wait_in_file(path: &std::path::Path, needle: &str) -> String {
     let start = Instant::now();
@@ -247,7 +272,7 @@ fn a_scripted_session_on_a_terminal() {
     );
     let script = sb.write(
         "session.jsonl",
-        &[
+        &jsonl(&[
             // Turn 1: allowed at the prompt, denied at the prompt, a server
             // that is down, a result cut to the budget.
             json!({"text": "Searching.", "tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
@@ -261,23 +286,9 @@ fn a_scripted_session_on_a_terminal() {
             json!({"expect": [{"is_error": true, "contains": "cancelled"}], "tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
             json!({"tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
             json!({"tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
-        ]
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n"),
+        ]),
     );
-    let model = format!("script:{}", script.display());
-    let mut term = OnPty::start(
-        &sb,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "chat",
-            "--model",
-            &model,
-        ],
-    );
+    let mut term = chat_on_pty(&sb, &config, &script);
     term.wait_for("> ");
     term.type_line("look for printers");
     let shown = term.wait_for("[N] deny: ");
@@ -326,26 +337,12 @@ fn ctrl_c_at_an_approval_question_withdraws_it() {
     let config = sb.config(json!({}), json!({}));
     let script = sb.write(
         "withdrawn.jsonl",
-        &[
+        &jsonl(&[
             json!({"tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
             json!({"expect": [{"is_error": true, "contains": "cancelled"}], "text": "Second turn done."}),
-        ]
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n"),
+        ]),
     );
-    let model = format!("script:{}", script.display());
-    let mut term = OnPty::start(
-        &sb,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "chat",
-            "--model",
-            &model,
-        ],
-    );
+    let mut term = chat_on_pty(&sb, &config, &script);
     term.wait_for("> ");
     term.type_line("look for printers");
     term.wait_for("[N] deny: ");
@@ -368,7 +365,7 @@ fn ctrl_c_at_an_approval_question_withdraws_it() {
 fn offers_script(sb: &Sandbox) -> String {
     let script = sb.write(
         "offers.jsonl",
-        &[
+        &jsonl(&[
             json!({"user_contains": [
                 "summarize this @mock:mock://a",
                 "[the user attached the resource mock:mock://a]",
@@ -381,11 +378,7 @@ fn offers_script(sb: &Sandbox) -> String {
             json!({"user_contains": [
                 "<untrusted-text source=\"mock\">\ncontents of mock://item/7\n</untrusted-text>",
             ], "text": "Template seen."}),
-        ]
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n"),
+        ]),
     );
     format!("script:{}", script.display())
 }
@@ -509,7 +502,7 @@ fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
     );
     let script = sb.write(
         "tab.jsonl",
-        &[
+        &jsonl(&[
             json!({"user_contains": [
                 "read @mock:mock://item/albert",
                 "[the user attached the resource mock:mock://item/albert]",
@@ -519,23 +512,9 @@ fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
                 "[the user ran the prompt mock:greet]",
                 "hello Ada",
             ], "text": "Prompt seen."}),
-        ]
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n"),
+        ]),
     );
-    let model = format!("script:{}", script.display());
-    let mut term = OnPty::start(
-        &sb,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "chat",
-            "--model",
-            &model,
-        ],
-    );
+    let mut term = chat_on_pty(&sb, &config, &script);
     term.wait_for("> ");
     assert!(
         !term.in_line_mode(),
@@ -627,26 +606,12 @@ fn an_approval_during_a_chat_reads_in_line_mode_between_edited_prompts() {
     let config = sb.config(json!({}), json!({}));
     let script = sb.write(
         "approve.jsonl",
-        &[
+        &jsonl(&[
             json!({"tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
             json!({"expect": [{"is_error": false}], "text": "Search done."}),
-        ]
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n"),
+        ]),
     );
-    let model = format!("script:{}", script.display());
-    let mut term = OnPty::start(
-        &sb,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "chat",
-            "--model",
-            &model,
-        ],
-    );
+    let mut term = chat_on_pty(&sb, &config, &script);
     term.wait_for("> ");
     assert!(!term.in_line_mode());
     term.type_keys(&format!("look for printers{LEFT}{RIGHT}\n"));
