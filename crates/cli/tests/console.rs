@@ -671,33 +671,38 @@ async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
     assert_eq!(lines[1]["decision"], "deny");
 }
 
-// `switchboard console` on the built-in demo: a loopback URL whose
-// one-time token signs a browser in once; the demo's servers are there.
-#[tokio::test]
-async fn the_local_console_signs_in_once_with_its_printed_link() {
+/// Starts `switchboard console` (`cmd`), waits until its stderr shows
+/// `until`: the process (killed when dropped, failed test or not), its
+/// stderr so far, and the one-time sign-in link it printed.
+async fn local_console(cmd: &mut Command, until: &'static str) -> (Served, String, String) {
     use crate::util::{collect, spawn, wait_for};
-    let sb = Sandbox::new();
-    let mut cmd = sb.cmd(&["console"]);
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
+    let mut child = spawn(cmd);
     let stderr = collect(child.stderr.take().unwrap());
-    // Killed when the test ends, failed or not.
-    let _served = Served {
+    let served = Served {
         child,
         addr: String::new(),
         stderr: Arc::clone(&stderr),
     };
-    let seen = Arc::clone(&stderr);
-    let text = tokio::task::spawn_blocking(move || {
-        wait_for(&seen, "/console/login?once=", Duration::from_secs(60))
-    })
-    .await
-    .unwrap();
+    let text =
+        tokio::task::spawn_blocking(move || wait_for(&stderr, until, Duration::from_secs(60)))
+            .await
+            .unwrap();
     let url = text
         .split_whitespace()
         .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("once="))
         .unwrap()
         .to_owned();
+    (served, text, url)
+}
+
+// `switchboard console` on the built-in demo: a loopback URL whose
+// one-time token signs a browser in once; the demo's servers are there.
+#[tokio::test]
+async fn the_local_console_signs_in_once_with_its_printed_link() {
+    let sb = Sandbox::new();
+    let mut cmd = sb.cmd(&["console"]);
+    let (_served, _, url) = local_console(&mut cmd, "/console/login?once=").await;
     let addr = url
         .trim_start_matches("http://")
         .split('/')
@@ -845,7 +850,6 @@ async fn the_official_typescript_client_gets_a_console_link_and_its_retry_comple
 // printed too); with `--no-open` it only prints it.
 #[tokio::test]
 async fn the_local_console_opens_the_browser_unless_told_not_to() {
-    use crate::util::{collect, spawn, wait_for};
     use std::os::unix::fs::PermissionsExt as _;
     let sb = Sandbox::new();
     let opened = sb.path().join("opened.txt");
@@ -865,27 +869,8 @@ async fn the_local_console_opens_the_browser_unless_told_not_to() {
             &["console"][..]
         });
         cmd.env_remove("SWITCHBOARD_NO_BROWSER")
-            .env("BROWSER", &browser)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        let mut child = spawn(&mut cmd);
-        let stderr = collect(child.stderr.take().unwrap());
-        let _served = Served {
-            child,
-            addr: String::new(),
-            stderr: Arc::clone(&stderr),
-        };
-        let seen = Arc::clone(&stderr);
-        let text = tokio::task::spawn_blocking(move || {
-            wait_for(&seen, "Ctrl-C stops it", Duration::from_secs(60))
-        })
-        .await
-        .unwrap();
-        let url = text
-            .split_whitespace()
-            .find(|w| w.starts_with("http://127.0.0.1:") && w.contains("once="))
-            .unwrap()
-            .to_owned();
+            .env("BROWSER", &browser);
+        let (_served, text, url) = local_console(&mut cmd, "Ctrl-C stops it").await;
         if no_open {
             assert!(!text.contains("opened in the browser"), "{text}");
             assert!(!opened.exists(), "--no-open opened the browser");
