@@ -22,6 +22,8 @@ use std::future::Future;
 use std::io::{self, BufRead, Read, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use switchboard_wire::shared::lock;
+
 use crate::line_editor::{self, Completer, Edited, Raw};
 
 /// Runs `ask` (which reads its answers through [`StdinLines`]) with the
@@ -180,7 +182,7 @@ struct State {
 
 impl Lines {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.0.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state.0)
     }
 
     /// A new question begins; returns its id.
@@ -264,7 +266,7 @@ fn read_lines(shared: &(Mutex<State>, Condvar)) {
     let (state, changed) = shared;
     loop {
         let want = {
-            let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut s = lock(state);
             loop {
                 if let Some(want) = &s.wanted {
                     break want.clone();
@@ -276,7 +278,7 @@ fn read_lines(shared: &(Mutex<State>, Condvar)) {
             Want::Line => read_plain(None),
             Want::Edit(edit) => read_edited(shared, &edit),
         };
-        let mut s = state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut s = lock(state);
         s.wanted = None;
         match got {
             Got::Line(line) => s.line = Some(line),
@@ -308,12 +310,12 @@ fn read_plain(prompt: Option<&str>) -> Got {
 /// withdrawn or over. A terminal that cannot be put in raw mode is read
 /// plainly.
 fn read_edited(shared: &(Mutex<State>, Condvar), edit: &Edit) -> Got {
-    let lock = || shared.0.lock().unwrap_or_else(PoisonError::into_inner);
+    let guard = || lock(&shared.0);
     let gone = |s: &State| s.withdrawn || s.question != edit.question;
     // Raw mode begins under the lock: a question withdrawn before never
     // finds the terminal raw afterwards.
     let raw = {
-        let s = lock();
+        let s = guard();
         if gone(&s) {
             return Got::Nothing;
         }
@@ -322,7 +324,7 @@ fn read_edited(shared: &(Mutex<State>, Condvar), edit: &Edit) -> Got {
     let Ok(raw) = raw else {
         return read_plain(Some(&edit.prompt));
     };
-    let abandoned = || gone(&lock());
+    let abandoned = || gone(&guard());
     match line_editor::edit(raw, &edit.prompt, edit.completer.as_ref(), &abandoned) {
         Ok(Edited::Line(mut line)) => {
             line.push('\n');

@@ -1,12 +1,13 @@
 //! Set-up the test suites would otherwise each write again: serving a
 //! server of our framework on loopback, and answering forms.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
 use switchboard_server::Server;
 use switchboard_server::http::{HttpOptions, serve};
+use switchboard_wire::shared::lock;
 use switchboard_wire::{ElicitRequestParams, ElicitResult, JsonObject};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -84,10 +85,7 @@ impl FormAnswers {
 
     /// The params of every question asked so far.
     pub fn questions(&self) -> Vec<Value> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.asked).clone()
     }
 
     /// The params of every question asked so far, shared: it fills in as
@@ -107,10 +105,7 @@ impl InputHandler for FormAnswers {
         _cx: InputContext,
         params: ElicitRequestParams,
     ) -> BoxFuture<'_, Result<ElicitResult, InputError>> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(params.into());
+        lock(&self.asked).push(params.into());
         let answer = ElicitResult::accept(Some(self.content.clone()));
         Box::pin(async move { Ok(answer) })
     }

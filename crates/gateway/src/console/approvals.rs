@@ -26,7 +26,7 @@
 //! console shows every waiting call; without one, this gateway's.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -37,6 +37,7 @@ use serde_json::Value;
 use sha2::Sha256;
 use switchboard_host::{ApprovalRequest, AuditRecord};
 use switchboard_server::UseLedger as _;
+use switchboard_wire::shared::lock;
 use switchboard_wire::shared::unix_millis;
 
 use crate::state::SharedState;
@@ -539,10 +540,7 @@ impl Approvals {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
-        self.inner
-            .pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner.pending)
     }
 }
 

@@ -45,6 +45,7 @@ use http::Method;
 use switchboard_host::Host;
 use switchboard_server::http::{AppRequest, AppResponse, AppRoute};
 use switchboard_server::{AuthError, PresentedToken, TokenValidator};
+use switchboard_wire::shared::lock;
 
 pub use approvals::MAX_PENDING_APPROVALS;
 pub(crate) use approvals::{Approvals, Redeemed, digest};
@@ -245,12 +246,7 @@ impl Console {
                     "/calls" => pages::calls(host, &frame, req.query.as_deref()),
                     "/approvals" => pages::approvals(&self.inner.approvals, &frame).await,
                     "/evals" => {
-                        let report = self
-                            .inner
-                            .eval_report
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .clone();
+                        let report = lock(&self.inner.eval_report).clone();
                         match (report, &self.inner.eval_file) {
                             (Some(report), _) => pages::evals(Some(&report), &frame),
                             (None, Some(path)) => {
@@ -279,11 +275,7 @@ impl Console {
                 };
                 match pages::eval_report(&form) {
                     Ok(report) => {
-                        *self
-                            .inner
-                            .eval_report
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(report);
+                        *lock(&self.inner.eval_report) = Some(report);
                         redirect("/console/evals")
                     }
                     Err(why) => message(400, "Not an eval report", &why),
@@ -505,11 +497,7 @@ impl Console {
         }
         let given = query_value(req.query.as_deref(), "once").unwrap_or_default();
         let valid = {
-            let mut once = self
-                .inner
-                .once
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut once = lock(&self.inner.once);
             let valid = once.as_deref().is_some_and(|t| same_secret(&given, t));
             if valid {
                 *once = None;

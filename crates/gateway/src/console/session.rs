@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq as _;
 use switchboard_server::PresentedToken;
 use switchboard_wire::JsonObject;
+use switchboard_wire::shared::lock;
 
 /// How long a console session lasts from sign-in.
 pub const SESSION_TTL: Duration = Duration::from_secs(8 * 3600);
@@ -61,10 +62,7 @@ impl Sessions {
             credential,
             expires: Instant::now() + lifetime.min(SESSION_TTL),
         };
-        let mut map = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = lock(&self.0);
         let now = Instant::now();
         map.retain(|_, s| s.expires > now);
         if map.len() >= MAX_SESSIONS {
@@ -82,19 +80,13 @@ impl Sessions {
 
     /// The session with id `id`, when it is live.
     pub(crate) fn get(&self, id: &str) -> Option<Session> {
-        let map = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let map = lock(&self.0);
         map.get(id).filter(|s| s.expires > Instant::now()).cloned()
     }
 
     /// Ends the session `id`.
     pub(crate) fn close(&self, id: &str) {
-        let mut map = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = lock(&self.0);
         map.remove(id);
     }
 }

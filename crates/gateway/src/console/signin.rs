@@ -12,8 +12,10 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use switchboard_wire::shared::lock;
 
 use crate::state::SharedState;
 
@@ -107,7 +109,7 @@ impl SignIns {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, (u32, Instant)>> {
-        self.local.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.local)
     }
 }
 
