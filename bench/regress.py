@@ -44,6 +44,10 @@ FIGURES = {
     "server.http_c64": (True, "HTTP c64 req/s / floor"),
     "server.stdio_seq": (True, "stdio sequential rt/s / floor"),
     "server.stdio_pipe": (True, "stdio 64 in flight rt/s / floor"),
+    "server.stdio_seq_ceiling": (True, "stdio sequential: ceiling (our answer, no server work) / floor"),
+    "server.stdio_pipe_ceiling": (True, "stdio 64 in flight: ceiling (our answer, no server work) / floor"),
+    "server.stdio_seq_of_ceiling": (True, "stdio sequential rt/s / ceiling"),
+    "server.stdio_pipe_of_ceiling": (True, "stdio 64 in flight rt/s / ceiling"),
     "server.rss_mib": (False, "peak RSS MiB (HTTP and stdio, the larger)"),
     "client.stdio_seq": (True, "our client stdio seq / stdio-rtt"),
     "client.stdio_pipe": (True, "our client stdio 64 in flight / stdio-rtt"),
@@ -71,6 +75,14 @@ def server_figures(path):
             ours, floor = by.get((rep, "switchboard", test)), by.get((rep, "floor", test))
             if ours and floor and float(floor["rps"]) > 0:
                 out.setdefault(name, []).append(float(ours["rps"]) / float(floor["rps"]))
+            # The ceiling (bench-echo --ceiling) sends our answer and does
+            # nothing else: over the floor, what the answer itself costs;
+            # ours over it, what the server's work costs.
+            ceiling = by.get((rep, "ceiling", test))
+            if ceiling and floor and float(floor["rps"]) > 0:
+                out.setdefault(name + "_ceiling", []).append(float(ceiling["rps"]) / float(floor["rps"]))
+            if ours and ceiling and float(ceiling["rps"]) > 0:
+                out.setdefault(name + "_of_ceiling", []).append(float(ours["rps"]) / float(ceiling["rps"]))
         rss = [float(by[(rep, "switchboard", t)]["peak_rss_kib"]) / 1024
                for t in tests if (rep, "switchboard", t) in by]
         if rss:

@@ -52,7 +52,7 @@ done
 
 if want server; then
   echo "== server: bench/server/run.sh (floor, switchboard)"
-  WORK_DIR="$logs/server" BENCH_BIN="$TARGET/release" PEERS="floor switchboard" STDIO_N="$STDIO_N" \
+  WORK_DIR="$logs/server" BENCH_BIN="$TARGET/release" PEERS="floor switchboard ceiling" STDIO_N="$STDIO_N" \
     bench/server/run.sh "$BENCH_DIR" | tee "$logs/server.log"
   raw=$(ls -d "$logs"/server/results/*/raw.tsv | tail -n 1)
   cp "$raw" "$logs/server.tsv"

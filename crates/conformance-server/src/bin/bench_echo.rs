@@ -4,8 +4,17 @@
 //! ```text
 //! bench-echo --listen 127.0.0.1:18080      # Streamable HTTP, endpoint /mcp
 //! bench-echo --stdio
+//! bench-echo --stdio --ceiling            # the answer's bytes, no server work
 //! ```
+//!
+//! `--ceiling` is a measuring stick, not a server: it answers every line
+//! with the exact bytes `--stdio` sends for the bench's `echo "hi"` call
+//! (the request's id copied, nothing parsed or checked). What a client
+//! reaches against it is the most any server sending that answer
+//! (`resultType`, the `serverInfo` `_meta`) could reach on the machine, so
+//! the bench can tell the answer's own cost from the server's.
 
+use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 
 use clap::Parser;
@@ -27,7 +36,14 @@ struct Flags {
     /// Worker threads (0 = a single-threaded runtime).
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// With --stdio: answer every line with the echo answer's bytes, the id
+    /// copied, and do nothing else (the bench's ceiling).
+    #[arg(long, requires = "stdio")]
+    ceiling: bool,
 }
+
+/// The server's name in every answer's `serverInfo`.
+const NAME: &str = "switchboard-bench-echo";
 
 #[derive(Deserialize, JsonSchema)]
 struct EchoArgs {
@@ -41,6 +57,9 @@ async fn echo(args: EchoArgs) -> String {
 
 fn main() -> anyhow::Result<()> {
     let flags = Flags::parse();
+    if flags.ceiling {
+        return ceiling();
+    }
     let runtime = if flags.threads == 0 {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -51,7 +70,7 @@ fn main() -> anyhow::Result<()> {
             .enable_all()
             .build()?
     };
-    let server = Server::builder("switchboard-bench-echo", env!("CARGO_PKG_VERSION"))
+    let server = Server::builder(NAME, env!("CARGO_PKG_VERSION"))
         .tool("echo", "Returns its text argument", echo)
         .build()?;
     runtime.block_on(async move {
@@ -68,4 +87,45 @@ fn main() -> anyhow::Result<()> {
         }
         Ok(())
     })
+}
+
+/// `--ceiling`: every input line gets the echo answer with the line's id.
+fn ceiling() -> anyhow::Result<()> {
+    let tail = format!(
+        r#","result":{{"content":[{{"type":"text","text":"hi"}}],"resultType":"complete","_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"{NAME}","version":"{}"}}}}}}}}"#,
+        env!("CARGO_PKG_VERSION")
+    );
+    let mut input = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        let Some(id) = raw_id(&line) else { continue };
+        out.write_all(br#"{"jsonrpc":"2.0","id":"#)?;
+        out.write_all(id)?;
+        out.write_all(tail.as_bytes())?;
+        out.write_all(b"\n")?;
+        // Written when no more input is waiting: a burst costs one write.
+        if input.buffer().is_empty() {
+            out.flush()?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The raw text of the line's first `"id":` value (a number or a string
+/// without escapes); the bench's requests carry exactly one.
+fn raw_id(line: &[u8]) -> Option<&[u8]> {
+    let at = line.windows(5).position(|w| w == br#""id":"#)? + 5;
+    let rest = &line[at..];
+    let end = if rest.first() == Some(&b'"') {
+        1 + rest[1..].iter().position(|&b| b == b'"')? + 1
+    } else {
+        rest.iter().position(|&b| b == b',' || b == b'}')?
+    };
+    Some(&rest[..end])
 }
