@@ -358,23 +358,19 @@ fn call_and_chat_export_their_calls_as_spans() {
             r#"{"text":"x"}"#,
         ])
     };
-    let mut cmd = echo();
-    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
-    let run = crate::util::run(cmd);
-    assert_eq!(run.code, 0, "{run:?}");
-    // Spans are sent before the command exits.
-    assert!(
-        contains(&collector.all_bodies(), b"tools/call echo"),
-        "no span of the call"
-    );
-
-    let mut cmd = sb.cmd(&["chat", "--model", "mock", "-p", "printers?", "--json"]);
-    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
-    let run = crate::util::run(cmd);
-    assert_eq!(run.code, 0, "{run:?}");
-    assert!(
-        contains(&collector.all_bodies(), b"tools/call list_notes"),
-        "no span of the chat's calls"
+    // `cmd` with the collector as its endpoint exits 0, and has sent
+    // `span` before it exits.
+    let exports = |mut cmd: std::process::Command, span: &[u8], what: &str| {
+        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+        let run = crate::util::run(cmd);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(contains(&collector.all_bodies(), span), "no span of {what}");
+    };
+    exports(echo(), b"tools/call echo", "the call");
+    exports(
+        sb.cmd(&["chat", "--model", "mock", "-p", "printers?", "--json"]),
+        b"tools/call list_notes",
+        "the chat's calls",
     );
     // Without the variable nothing is set up.
     let before = collector.requests.lock().unwrap().len();
