@@ -23,11 +23,7 @@ struct Servers {
 }
 
 fn servers(auth: AuthServerConfig) -> Servers {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = servers_runtime();
     let (auth, mcp) = runtime.block_on(async {
         let auth = AuthServer::start(auth).await;
         let mcp = ResourceServer::start(ResourceConfig::default(), &auth).await;
@@ -38,6 +34,33 @@ fn servers(auth: AuthServerConfig) -> Servers {
         mcp,
         _runtime: runtime,
     }
+}
+
+/// A runtime of its own for the test servers, which serve on it while
+/// the test blocks on the binary.
+fn servers_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// `--json call mcp__secure__whoami --yes` with `config`.
+fn whoami_cmd(sb: &Sandbox, config: &str) -> std::process::Command {
+    sb.cmd(&[
+        "--config",
+        config,
+        "--json",
+        "call",
+        "mcp__secure__whoami",
+        "--yes",
+    ])
+}
+
+/// Runs [`whoami_cmd`].
+fn call_whoami(sb: &Sandbox, config: &str) -> Run {
+    crate::util::run(whoami_cmd(sb, config))
 }
 
 /// A config with the protected server as `secure` (next to the notes
@@ -128,14 +151,7 @@ fn login_status_call_logout() {
     let config = config.as_str();
 
     // Not logged in yet.
-    let run = sb.run(&[
-        "--config",
-        config,
-        "--json",
-        "call",
-        "mcp__secure__whoami",
-        "--yes",
-    ]);
+    let run = call_whoami(&sb, config);
     assert_eq!(run.code, 3, "{run:?}");
     assert_eq!(run.error_line()["error"]["kind"], "auth_required");
     let result = run.json();
@@ -218,14 +234,7 @@ fn login_status_call_logout() {
     assert!(run.stdout.contains(&store.display().to_string()), "{run:?}");
 
     // The call, with every log line on.
-    let mut cmd = sb.cmd(&[
-        "--config",
-        config,
-        "--json",
-        "call",
-        "mcp__secure__whoami",
-        "--yes",
-    ]);
+    let mut cmd = whoami_cmd(&sb, config);
     cmd.env("RUST_LOG", "trace");
     let call = crate::util::run(cmd);
     assert_eq!(call.code, 0, "{call:?}");
@@ -275,14 +284,7 @@ fn login_status_call_logout() {
     assert!(!file.contains(&token));
     let run = sb.run(&["--config", config, "auth", "status", "secure"]);
     assert_eq!(run.code, 3, "{run:?}");
-    let run = sb.run(&[
-        "--config",
-        config,
-        "--json",
-        "call",
-        "mcp__secure__whoami",
-        "--yes",
-    ]);
+    let run = call_whoami(&sb, config);
     assert_eq!(run.code, 3, "{run:?}");
     let run = sb.run(&["--config", config, "auth", "logout", "secure"]);
     assert_eq!(run.code, 0, "{run:?}");
@@ -352,11 +354,7 @@ fn auth_needs_a_configured_oauth_server() {
 /// `--idp` login.
 #[test]
 fn login_at_the_identity_provider_serves_the_server_behind_it() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = servers_runtime();
     let (idp, auth, mcp) = runtime.block_on(async {
         let idp = AuthServer::start(AuthServerConfig {
             token_exchange: true,
@@ -419,14 +417,7 @@ fn login_at_the_identity_provider_serves_the_server_behind_it() {
         "{run:?}"
     );
 
-    let run = sb.run(&[
-        "--config",
-        config,
-        "--json",
-        "call",
-        "mcp__secure__whoami",
-        "--yes",
-    ]);
+    let run = call_whoami(&sb, config);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(auth.authorization_requests().is_empty(), "no second login");
     drop(runtime);

@@ -7,18 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-use switchboard_testutil::{Artifacts, built};
+use serde_json::json;
 
 use crate::approval::OnPty;
-use crate::util::{Sandbox, Tickets, empty_port};
-
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
+use crate::ops::mock_server;
+use crate::util::{Sandbox, Tickets, empty_port, json_lines};
 
 #[test]
 fn the_mock_model_runs_its_conversation_on_the_demo_as_json_events() {
@@ -32,7 +25,7 @@ fn the_mock_model_runs_its_conversation_on_the_demo_as_json_events() {
         "--json",
     ]);
     assert_eq!(run.code, 0, "{run:?}");
-    let events = events(&run.stdout);
+    let events = json_lines(&run.stdout);
     let calls: Vec<&str> = events
         .iter()
         .filter(|e| e["type"] == "tool_call")
@@ -114,14 +107,11 @@ fn no_model_is_a_usage_error_that_says_what_to_do() {
 #[test]
 fn the_config_names_the_model_and_a_script_error_fails_the_prompt() {
     let sb = Sandbox::new();
-    let script = sb.write(
+    let model = sb.script_model(
         "s.jsonl",
-        r#"{"expect": [{"contains": "nothing"}], "text": "never"}"#,
+        &[json!({"expect": [{"contains": "nothing"}], "text": "never"})],
     );
-    let config = sb.config(
-        json!({}),
-        json!({"model": format!("script:{}", script.display())}),
-    );
+    let config = sb.config(json!({}), json!({"model": model}));
     let run = sb.run(&[
         "--config",
         config.to_str().unwrap(),
@@ -131,7 +121,7 @@ fn the_config_names_the_model_and_a_script_error_fails_the_prompt() {
         "--json",
     ]);
     assert_eq!(run.code, 1, "{run:?}");
-    let events = events(&run.stdout);
+    let events = json_lines(&run.stdout);
     assert_eq!(events[0]["type"], "error");
     assert!(
         events[0]["message"]
@@ -147,29 +137,14 @@ fn the_config_names_the_model_and_a_script_error_fails_the_prompt() {
 #[test]
 fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
     let sb = Sandbox::new();
-    let script = sb.write(
-        "s.jsonl",
-        concat!(
-            r#"{"tool_calls": [{"name": "mcp__tickets__summarize_ticket", "arguments": {"id": "T-1"}}]}"#,
-            "\n",
-            r#"{"text": "The floor 3 printer keeps jamming."}"#,
-            "\n",
-            r#"{"expect": [{"is_error": false, "contains": "The floor 3 printer keeps jamming."}], "text": "done"}"#,
-            "\n",
-        ),
-    );
-    let model = format!("script:{}", script.display());
-    let run = sb.run(&[
-        "chat",
-        "--model",
-        &model,
-        "-p",
+    let (run, seen) = sb.scripted_chat(
+        &[
+            json!({"tool_calls": [{"name": "mcp__tickets__summarize_ticket", "arguments": {"id": "T-1"}}]}),
+            json!({"text": "The floor 3 printer keeps jamming."}),
+            json!({"expect": [{"is_error": false, "contains": "The floor 3 printer keeps jamming."}], "text": "done"}),
+        ],
         "sum up T-1",
-        "--yes",
-        "--json",
-    ]);
-    assert_eq!(run.code, 0, "{run:?}");
-    let seen = events(&run.stdout);
+    );
     let result = seen
         .iter()
         .find(|e| e["type"] == "tool_result")
@@ -185,21 +160,18 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
     );
 
     // Without --yes and without a terminal, nobody can approve it.
-    let script = sb.write(
+    let model = sb.script_model(
         "d.jsonl",
-        concat!(
-            r#"{"tool_calls": [{"name": "mcp__tickets__summarize_ticket", "arguments": {"id": "T-1"}}]}"#,
-            "\n",
-            r#"{"expect": [{"is_error": true}], "text": "declined"}"#,
-            "\n",
-        ),
+        &[
+            json!({"tool_calls": [{"name": "mcp__tickets__summarize_ticket", "arguments": {"id": "T-1"}}]}),
+            json!({"expect": [{"is_error": true}], "text": "declined"}),
+        ],
     );
     let tickets = Tickets::start(&sb);
     let config = sb.config(
         tickets.entry(),
         json!({"permissions": {"allow": ["mcp__tickets__summarize_ticket"]}}),
     );
-    let model = format!("script:{}", script.display());
     let run = sb.run(&[
         "--config",
         config.to_str().unwrap(),
@@ -211,24 +183,14 @@ fn a_sampling_request_is_answered_by_the_chat_model_once_approved() {
         "--json",
     ]);
     assert_eq!(run.code, 0, "{run:?}");
-    let seen = events(&run.stdout);
+    let seen = json_lines(&run.stdout);
     let result = seen.iter().find(|e| e["type"] == "tool_result").unwrap();
     assert_eq!(result["is_error"], true, "{run:?}");
 }
 
-/// Scripted-model turns as the JSON lines a `script:` model reads.
-fn jsonl(turns: &[Value]) -> String {
-    turns
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// `chat` on a terminal with `config`, driven by the scripted model of
-/// `script`.
-fn chat_on_pty(sb: &Sandbox, config: &std::path::Path, script: &std::path::Path) -> OnPty {
-    let model = format!("script:{}", script.display());
+/// `chat` on a terminal with `config`, driven by the `script:` model
+/// `model`.
+fn chat_on_pty(sb: &Sandbox, config: &std::path::Path, model: &str) -> OnPty {
     OnPty::start(
         sb,
         &[
@@ -236,9 +198,15 @@ fn chat_on_pty(sb: &Sandbox, config: &std::path::Path, script: &std::path::Path)
             config.to_str().unwrap(),
             "chat",
             "--model",
-            &model,
+            model,
         ],
     )
+}
+
+/// `chat` on a terminal with the mock server and the scripted answers of
+/// the resource and prompt tests.
+fn offers_chat_on_pty(sb: &Sandbox) -> OnPty {
+    chat_on_pty(sb, &mock_config(sb), &offers_script(sb))
 }
 
 /// Waits until `path` holds `needle`.
@@ -261,7 +229,7 @@ fn wait_in_file(path: &std::path::Path, needle: &str) -> String {
 #[test]
 fn a_scripted_session_on_a_terminal() {
     let sb = Sandbox::new();
-    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    let mock = mock_server();
     let log = sb.path().join("slow.log");
     let config = sb.config(
         json!({
@@ -270,9 +238,9 @@ fn a_scripted_session_on_a_terminal() {
         }),
         json!({"permissions": {"allow": ["mcp__slow__echo", "mcp__slow__never"]}}),
     );
-    let script = sb.write(
+    let model = sb.script_model(
         "session.jsonl",
-        &jsonl(&[
+        &[
             // Turn 1: allowed at the prompt, denied at the prompt, a server
             // that is down, a result cut to the budget.
             json!({"text": "Searching.", "tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
@@ -286,9 +254,9 @@ fn a_scripted_session_on_a_terminal() {
             json!({"expect": [{"is_error": true, "contains": "cancelled"}], "tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
             json!({"tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
             json!({"tool_calls": [{"name": "mcp__slow__echo", "arguments": {"text": "again"}}]}),
-        ]),
+        ],
     );
-    let mut term = chat_on_pty(&sb, &config, &script);
+    let mut term = chat_on_pty(&sb, &config, &model);
     term.wait_for("> ");
     term.type_line("look for printers");
     let shown = term.wait_for("[N] deny: ");
@@ -335,14 +303,14 @@ fn a_scripted_session_on_a_terminal() {
 fn ctrl_c_at_an_approval_question_withdraws_it() {
     let sb = Sandbox::new();
     let config = sb.config(json!({}), json!({}));
-    let script = sb.write(
+    let model = sb.script_model(
         "withdrawn.jsonl",
-        &jsonl(&[
+        &[
             json!({"tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
             json!({"expect": [{"is_error": true, "contains": "cancelled"}], "text": "Second turn done."}),
-        ]),
+        ],
     );
-    let mut term = chat_on_pty(&sb, &config, &script);
+    let mut term = chat_on_pty(&sb, &config, &model);
     term.wait_for("> ");
     term.type_line("look for printers");
     term.wait_for("[N] deny: ");
@@ -363,9 +331,9 @@ fn ctrl_c_at_an_approval_question_withdraws_it() {
 /// The scripted answers of the resource and prompt tests: each turn checks
 /// what reached the model in the user's message.
 fn offers_script(sb: &Sandbox) -> String {
-    let script = sb.write(
+    sb.script_model(
         "offers.jsonl",
-        &jsonl(&[
+        &[
             json!({"user_contains": [
                 "summarize this @mock:mock://a",
                 "[the user attached the resource mock:mock://a]",
@@ -378,13 +346,12 @@ fn offers_script(sb: &Sandbox) -> String {
             json!({"user_contains": [
                 "<untrusted-text source=\"mock\">\ncontents of mock://item/7\n</untrusted-text>",
             ], "text": "Template seen."}),
-        ]),
-    );
-    format!("script:{}", script.display())
+        ],
+    )
 }
 
 fn mock_config(sb: &Sandbox) -> std::path::PathBuf {
-    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    let mock = mock_server();
     sb.config(json!({"mock": {"command": mock}}), json!({}))
 }
 
@@ -395,18 +362,7 @@ fn mock_config(sb: &Sandbox) -> std::path::PathBuf {
 #[test]
 fn the_user_attaches_resources_and_runs_prompts_on_a_terminal() {
     let sb = Sandbox::new();
-    let config = mock_config(&sb);
-    let model = offers_script(&sb);
-    let mut term = OnPty::start(
-        &sb,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "chat",
-            "--model",
-            &model,
-        ],
-    );
+    let mut term = offers_chat_on_pty(&sb);
     term.wait_for("> ");
     term.type_line("/resources");
     let shown = term.wait_for("Attach one to your next message");
@@ -494,15 +450,15 @@ const RIGHT: &str = "\x1b[C";
 #[test]
 fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
     let sb = Sandbox::new();
-    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    let mock = mock_server();
     let log = sb.path().join("mock.log");
     let config = sb.config(
         json!({"mock": {"command": mock, "args": ["--log", log]}}),
         json!({}),
     );
-    let script = sb.write(
+    let model = sb.script_model(
         "tab.jsonl",
-        &jsonl(&[
+        &[
             json!({"user_contains": [
                 "read @mock:mock://item/albert",
                 "[the user attached the resource mock:mock://item/albert]",
@@ -512,9 +468,9 @@ fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
                 "[the user ran the prompt mock:greet]",
                 "hello Ada",
             ], "text": "Prompt seen."}),
-        ]),
+        ],
     );
-    let mut term = chat_on_pty(&sb, &config, &script);
+    let mut term = chat_on_pty(&sb, &config, &model);
     term.wait_for("> ");
     assert!(
         !term.in_line_mode(),
@@ -604,14 +560,14 @@ fn tab_completes_resources_prompts_and_commands_at_the_chat_prompt() {
 fn an_approval_during_a_chat_reads_in_line_mode_between_edited_prompts() {
     let sb = Sandbox::new();
     let config = sb.config(json!({}), json!({}));
-    let script = sb.write(
+    let model = sb.script_model(
         "approve.jsonl",
-        &jsonl(&[
+        &[
             json!({"tool_calls": [{"name": "mcp__notes__search", "arguments": {"query": "printer"}}]}),
             json!({"expect": [{"is_error": false}], "text": "Search done."}),
-        ]),
+        ],
     );
-    let mut term = chat_on_pty(&sb, &config, &script);
+    let mut term = chat_on_pty(&sb, &config, &model);
     term.wait_for("> ");
     assert!(!term.in_line_mode());
     term.type_keys(&format!("look for printers{LEFT}{RIGHT}\n"));
@@ -637,18 +593,7 @@ fn an_approval_during_a_chat_reads_in_line_mode_between_edited_prompts() {
 #[test]
 fn sigterm_at_the_edited_prompt_puts_the_terminal_back() {
     let sb = Sandbox::new();
-    let config = mock_config(&sb);
-    let model = offers_script(&sb);
-    let mut term = OnPty::start(
-        &sb,
-        &[
-            "--config",
-            config.to_str().unwrap(),
-            "chat",
-            "--model",
-            &model,
-        ],
-    );
+    let mut term = offers_chat_on_pty(&sb);
     term.wait_for("> ");
     term.type_keys("half a line");
     term.wait_for("> half a line");

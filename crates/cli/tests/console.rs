@@ -9,25 +9,23 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use switchboard_client::{
-    BoxFuture, Client, HttpTransport, InputContext, InputError, InputHandler, InputSupport,
-};
+use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
 
 use serde_json::{Value, json};
 
 use crate::console_util::{
-    ALICE, BOT, Console, Session, audited, console_with, csrf_of, path_of, receiver, set_private,
-    setup, write_tools,
+    ALICE, BOT, Console, Session, announced_to_alice, audited, console_config, console_notifying,
+    console_with, csrf_of, path_of, setup, write_tools,
 };
-use crate::gateway_util::{header, raw};
-use crate::ops::{Served, mock_server, serve};
+use crate::gateway_util::{Running, gateway_client, header, raw, serve_asking};
+use crate::ops::mock_server;
 use crate::util::{Sandbox, empty_port, run};
 
 #[tokio::test]
 async fn without_the_flag_there_is_no_console() {
     let (sb, cfg) = setup();
     let tokens = sb.path().join("tokens").display().to_string();
-    let served = serve(
+    let served = serve_asking(
         &sb,
         &cfg,
         &["--auth", "token", "--tokens-file", &tokens],
@@ -229,8 +227,7 @@ async fn changes_need_the_sessions_csrf_token_and_the_same_site() {
 async fn hostile_server_text_is_escaped_and_a_restricted_principal_sees_only_its_tools() {
     let console = Console::start().await;
     let alice = console.sign_in(ALICE);
-    let (status, _, page) = alice.get("/console/tools");
-    assert_eq!(status, 200);
+    let page = alice.page("/console/tools");
     assert!(page.contains("data-tool=\"mcp__mock__lister\""), "{page}");
     assert!(
         page.contains("&lt;script&gt;alert(&#39;pwned&#39;)&lt;/script&gt;"),
@@ -352,21 +349,13 @@ async fn in_a_browser_the_servers_are_live_tools_are_filtered_and_hostile_script
         mock_server(),
         tools.display()
     );
-    let cfg = sb.config(
+    let cfg = console_config(
+        &sb,
         json!({
-            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string(), "--watch-tools"]},
             "archive": {"type": "http", "url": format!("http://127.0.0.1:{}/mcp", empty_port())},
             "victim": {"command": "/bin/sh", "args": ["-c", victim]}
         }),
-        json!({
-            "audit": sb.path().join("audit.jsonl").display().to_string(),
-            "principals": {
-                "alice": {"console": true},
-                "bot": {"deny": ["mcp__notes__search"]}
-            }
-        }),
     );
-    set_private(&cfg);
     let served = console_with(&sb, &cfg.display().to_string(), &[]).await;
     let shots = sb.path().join("screenshots");
     let mut node = Command::new("node");
@@ -498,8 +487,7 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
                 assert_eq!(status, 303);
                 assert_eq!(header(&headers, "location"), Some(path.as_str()));
                 let alice = Session::from_answer(&addr, &headers);
-                let (status, _, page) = alice.get(&path);
-                assert_eq!(status, 200, "{page}");
+                let page = alice.page(&path);
                 assert!(
                     page.contains("<dd id=\"tool\">mcp__notes__read_note</dd>"),
                     "{page}"
@@ -521,12 +509,7 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
             }
         }),
     };
-    let transport = HttpTransport::builder("gateway", format!("http://{addr}/mcp"))
-        .header("Authorization", format!("Bearer {BOT}"))
-        .build()
-        .unwrap();
-    let bot = Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(60))
+    let bot = gateway_client(&format!("http://{addr}/mcp"), Some(BOT))
         .input_handler(handler.clone())
         .connect()
         .await
@@ -604,38 +587,17 @@ async fn an_approval_by_url_is_decided_in_the_console_once_and_the_call_complete
 // `approvals.timeoutMs`.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
-    let (sb, _) = setup();
-    let (hook, announced) = receiver();
-    let cfg = sb.config(
-        json!({}),
-        json!({
-            "audit": sb.path().join("audit.jsonl").display().to_string(),
-            "principals": {"alice": {"console": true}, "bot": {}},
-            "approvals": {"notify": hook, "timeoutMs": 3000}
-        }),
-    );
-    set_private(&cfg);
-    let console = Console::over(sb, cfg.display().to_string()).await;
+    let (console, announced) = console_notifying(3000).await;
     let addr = console.addr().to_owned();
-    let transport = HttpTransport::builder("gateway", format!("http://{addr}/mcp"))
-        .header("Authorization", format!("Bearer {BOT}"))
-        .build()
-        .unwrap();
-    let bot = Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(60))
+    let bot = gateway_client(&format!("http://{addr}/mcp"), Some(BOT))
         .connect()
         .await
         .unwrap();
     let person = tokio::task::spawn_blocking({
         let addr = addr.clone();
         move || {
-            let payload = announced
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the webhook was not told");
-            let path = path_of(payload["url"].as_str().unwrap());
-            let alice = Session::sign_in(&addr, ALICE);
-            let (status, _, page) = alice.get(&path);
-            assert_eq!(status, 200, "{page}");
+            let (payload, path, alice) = announced_to_alice(&addr, &announced);
+            let page = alice.page(&path);
             // Waiting calls are listed too.
             let (_, _, list) = alice.get("/console/approvals");
             assert!(list.contains(&path), "{list}");
@@ -674,15 +636,16 @@ async fn a_webhook_approval_waits_for_the_console_then_runs_or_lapses() {
 /// Starts `switchboard console` (`cmd`), waits until its stderr shows
 /// `until`: the process (killed when dropped, failed test or not), its
 /// stderr so far, and the one-time sign-in link it printed.
-async fn local_console(cmd: &mut Command, until: &'static str) -> (Served, String, String) {
+async fn local_console(cmd: &mut Command, until: &'static str) -> (Running, String, String) {
     use crate::util::{collect, spawn, wait_for};
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = spawn(cmd);
     let stderr = collect(child.stderr.take().unwrap());
-    let served = Served {
-        child,
+    let served = Running {
+        url: String::new(),
         addr: String::new(),
         stderr: Arc::clone(&stderr),
+        child,
     };
     let text =
         tokio::task::spawn_blocking(move || wait_for(&stderr, until, Duration::from_secs(60)))
@@ -725,8 +688,7 @@ async fn the_local_console_signs_in_once_with_its_printed_link() {
     // Nothing without the session.
     let (status, _, _) = raw(&addr, "GET", "/console/servers", &[], "");
     assert_eq!(status, 401);
-    let (status, _, page) = local.get("/console/servers");
-    assert_eq!(status, 200, "{page}");
+    let page = local.page("/console/servers");
     assert!(page.contains("signed in as <b>local</b>"), "{page}");
     for server in ["notes", "tickets"] {
         assert!(
@@ -743,8 +705,7 @@ async fn the_local_console_signs_in_once_with_its_printed_link() {
 async fn an_uploaded_eval_report_shows_rates_and_failures() {
     let console = Console::start().await;
     let alice = console.sign_in(ALICE);
-    let (status, _, page) = alice.get("/console/evals");
-    assert_eq!(status, 200);
+    let page = alice.page("/console/evals");
     assert!(page.contains("No eval report yet"), "{page}");
     let csrf = csrf_of(&page);
     let report = json!({"report": {
@@ -821,8 +782,7 @@ async fn the_official_typescript_client_gets_a_console_link_and_its_retry_comple
         );
         let path = path_of(&link);
         let alice = Session::sign_in(&addr, ALICE);
-        let (status, _, page) = alice.get(&path);
-        assert_eq!(status, 200, "{page}");
+        let page = alice.page(&path);
         assert!(page.contains("<dd id=\"caller\">bot</dd>"), "{page}");
         let csrf = csrf_of(&page);
         let (status, _, _) = alice.post(&path, &format!("csrf={csrf}&decision=approve"));
@@ -911,8 +871,7 @@ async fn a_saved_eval_report_is_shown_from_its_file() {
     assert_eq!(file, run.json(), "the file holds what --json printed");
     let served = console_with(&sb, &cfg, &["--console-evals", saved.to_str().unwrap()]).await;
     let alice = Session::sign_in(&served.addr, ALICE);
-    let (status, _, page) = alice.get("/console/evals");
-    assert_eq!(status, 200, "{page}");
+    let page = alice.page("/console/evals");
     assert!(page.contains("<table id=\"categories\">"), "{page}");
     assert!(page.contains("<td>trap</td><td>100%</td>"), "{page}");
     assert!(page.contains("<td>happy</td><td>0%</td>"), "{page}");

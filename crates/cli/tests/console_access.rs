@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::console_util::{
-    ALICE, BOT, Console, Session, approval_link, audited, call_raw, meta, path_of, receiver,
-    set_private, setup, write_tokens,
+    ALICE, BOT, Console, Session, announced_to_alice, approval_link, audited, call_raw,
+    console_notifying, meta, path_of, write_tokens,
 };
 use crate::gateway_util::{header, raw, raw_from};
 
@@ -240,27 +240,12 @@ async fn a_tasks_client_without_forms_is_asked_by_url_or_refused_clearly() {
 // and waits; approved in the console, it runs.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tasks_client_without_elicitation_waits_for_the_console() {
-    let (sb, _) = setup();
-    let (hook, announced) = receiver();
-    let cfg = sb.config(
-        json!({}),
-        json!({
-            "audit": sb.path().join("audit.jsonl").display().to_string(),
-            "principals": {"alice": {"console": true}, "bot": {}},
-            "approvals": {"notify": hook, "timeoutMs": 60000}
-        }),
-    );
-    set_private(&cfg);
-    let console = Console::over(sb, cfg.display().to_string()).await;
+    let (console, announced) = console_notifying(60000).await;
     let addr = console.addr().to_owned();
     let person = tokio::task::spawn_blocking({
         let addr = addr.clone();
         move || {
-            let payload = announced
-                .recv_timeout(Duration::from_secs(60))
-                .expect("the webhook was not told");
-            let path = path_of(payload["url"].as_str().unwrap());
-            let alice = Session::sign_in(&addr, ALICE);
+            let (payload, path, alice) = announced_to_alice(&addr, &announced);
             assert_eq!(alice.decide(&path, "approve"), 303);
             payload
         }

@@ -3,10 +3,12 @@
 //! a signed-in session that fetches pages, reads their CSRF token and
 //! posts forms with its cookie.
 
+use std::sync::mpsc::Receiver;
+
 use serde_json::{Value, json};
 
-use crate::gateway_util::{header, raw, rpc};
-use crate::ops::{Served, mock_server, serve};
+use crate::gateway_util::{Running, header, raw, rpc, serve_asking};
+use crate::ops::mock_server;
 use crate::util::Sandbox;
 
 pub(crate) const ALICE: &str = "alice-console-token-0123456789";
@@ -22,11 +24,22 @@ pub(crate) fn setup() -> (Sandbox, String) {
     let sb = Sandbox::new();
     write_tokens(&sb, &format!("alice {ALICE}\nbot {BOT}\n"));
     write_tools(&sb, HOSTILE);
+    let cfg = console_config(&sb, json!({}));
+    (sb, cfg.display().to_string())
+}
+
+/// Writes [`setup`]'s config (readable by its owner only) with `extra`
+/// servers beside the notes demo and the mock server: its path.
+pub(crate) fn console_config(sb: &Sandbox, extra: Value) -> std::path::PathBuf {
     let tools = sb.path().join("tools.json");
+    let mut servers = json!({
+        "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string(), "--watch-tools"]}
+    });
+    for (alias, entry) in extra.as_object().unwrap() {
+        servers[alias] = entry.clone();
+    }
     let cfg = sb.config(
-        json!({
-            "mock": {"command": mock_server(), "args": ["--tools-file", tools.display().to_string(), "--watch-tools"]}
-        }),
+        servers,
         json!({
             "audit": sb.path().join("audit.jsonl").display().to_string(),
             "principals": {
@@ -36,7 +49,28 @@ pub(crate) fn setup() -> (Sandbox, String) {
         }),
     );
     set_private(&cfg);
-    (sb, cfg.display().to_string())
+    cfg
+}
+
+/// The console over a config whose approvals are announced to a local
+/// webhook (the receiver of what it is told) and lapse after
+/// `timeout_ms`; alice a console principal, bot not.
+pub(crate) async fn console_notifying(timeout_ms: u64) -> (Console, Receiver<Value>) {
+    let (sb, _) = setup();
+    let (hook, announced) = receiver();
+    let cfg = sb.config(
+        json!({}),
+        json!({
+            "audit": sb.path().join("audit.jsonl").display().to_string(),
+            "principals": {"alice": {"console": true}, "bot": {}},
+            "approvals": {"notify": hook, "timeoutMs": timeout_ms}
+        }),
+    );
+    set_private(&cfg);
+    (
+        Console::over(sb, cfg.display().to_string()).await,
+        announced,
+    )
 }
 
 /// Writes the tokens file (`NAME TOKEN` lines), readable by its owner
@@ -64,17 +98,17 @@ pub(crate) fn write_tools(sb: &Sandbox, description: &str) {
 
 /// `serve --auth token --tokens-file tokens --console` on `cfg`, with
 /// `more` flags.
-pub(crate) async fn console_with(sb: &Sandbox, cfg: &str, more: &[&str]) -> Served {
+pub(crate) async fn console_with(sb: &Sandbox, cfg: &str, more: &[&str]) -> Running {
     let tokens = sb.path().join("tokens").display().to_string();
     let mut args = vec!["--auth", "token", "--tokens-file", &tokens, "--console"];
     args.extend_from_slice(more);
-    serve(sb, cfg, &args, &[]).await
+    serve_asking(sb, cfg, &args, &[]).await
 }
 
 /// The console served over [`setup`]'s sandbox (or another config of
 /// it). Fields drop in order: the gateway before the sandbox.
 pub(crate) struct Console {
-    pub(crate) served: Served,
+    pub(crate) served: Running,
     pub(crate) sb: Sandbox,
 }
 
@@ -144,11 +178,16 @@ impl Session {
         raw(&self.addr, "GET", path, &[("Cookie", &self.cookie)], "")
     }
 
-    /// The session's CSRF token, from the page at `path`.
-    pub(crate) fn csrf(&self, path: &str) -> String {
+    /// The page at `path`, which must answer 200 to the session.
+    pub(crate) fn page(&self, path: &str) -> String {
         let (status, _, page) = self.get(path);
         assert_eq!(status, 200, "{page}");
-        csrf_of(&page)
+        page
+    }
+
+    /// The session's CSRF token, from the page at `path`.
+    pub(crate) fn csrf(&self, path: &str) -> String {
+        csrf_of(&self.page(path))
     }
 
     /// A form POSTed with the session's cookie (`form` as is).
@@ -175,6 +214,20 @@ impl Session {
     }
 }
 
+/// Waits (up to 60 s) until the webhook behind `announced` is told of an
+/// approval, and signs alice in to the console at `addr`: what the
+/// webhook was told, the approval page's path, alice's session.
+pub(crate) fn announced_to_alice(
+    addr: &str,
+    announced: &Receiver<Value>,
+) -> (Value, String, Session) {
+    let payload = announced
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the webhook was not told");
+    let path = path_of(payload["url"].as_str().unwrap());
+    (payload, path, Session::sign_in(addr, ALICE))
+}
+
 /// The session's CSRF token, from the sign-out form of any page.
 pub(crate) fn csrf_of(page: &str) -> String {
     let at = page.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
@@ -198,7 +251,7 @@ pub(crate) fn approval_link(v: &Value) -> Option<String> {
 }
 
 /// A local webhook receiver: the body of each POST it gets, as JSON.
-pub(crate) fn receiver() -> (String, std::sync::mpsc::Receiver<Value>) {
+pub(crate) fn receiver() -> (String, Receiver<Value>) {
     use std::io::{BufRead as _, BufReader, Read as _, Write as _};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/approvals", listener.local_addr().unwrap());

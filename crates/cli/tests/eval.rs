@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::util::Sandbox;
+use crate::util::{Run, Sandbox};
 
 /// The repository's starter set.
 pub(crate) fn demo_set() -> String {
@@ -202,35 +202,10 @@ fn against_pins_shows_the_cases_a_description_change_broke() {
     let config = config.to_str().unwrap();
     let run = sb.run(&["--config", config, "pins", "accept", "notes"]);
     assert_eq!(run.code, 0, "{run:?}");
-    // The approved list_notes said it gives a summary; what the server
-    // serves now does not (the lockfile stands in for the older server).
-    let lockfile = sb.path().join("switchboard.lock");
-    let mut lock: Value =
-        serde_json::from_str(&std::fs::read_to_string(&lockfile).unwrap()).unwrap();
-    let entry = &mut lock["tools"]["notes"]["list_notes"];
-    entry["description"] = json!("A summary of every note: id, title and length.");
-    entry["sha256"] = json!("0000");
-    std::fs::write(&lockfile, lock.to_string()).unwrap();
-    let cases = sb.write(
-        "cases.json",
-        &json!({"cases": [
-            {"id": "notes-overview", "category": "happy", "utterance": "Give me an overview of my notes",
-             "expect": {"tool": "mcp__notes__list_notes"}},
-            {"id": "notes-search", "category": "happy", "utterance": "Search my notes for the printer",
-             "expect": {"tool": "mcp__notes__search", "arguments": {"fields": {"query": {"regex": "printer"}}}}}
-        ]})
-        .to_string(),
-    );
+    approve_an_older_list_notes(&sb);
+    let cases = sb.write("cases.json", &overview_and_search_cases().to_string());
     let cases = cases.to_str().unwrap();
-    let run = sb.run(&[
-        "--config",
-        config,
-        "eval",
-        cases,
-        "--model",
-        "mock",
-        "--against-pins",
-    ]);
+    let run = against_pins(&sb, config, cases, &[]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stdout
@@ -247,30 +222,13 @@ fn against_pins_shows_the_cases_a_description_change_broke() {
         run.stderr.contains("break 1 case(s): notes-overview"),
         "{run:?}"
     );
-    let run = sb.run(&[
-        "--config",
-        config,
-        "--json",
-        "eval",
-        cases,
-        "--model",
-        "mock",
-        "--against-pins",
-    ]);
+    let run = against_pins(&sb, config, cases, &["--json"]);
     let comparison = run.json();
     assert_eq!(comparison["broken"][0]["id"], "notes-overview", "{run:?}");
     assert_eq!(rate(&comparison["approved"], "happy"), 1.0);
     assert_eq!(rate(&comparison["now"], "happy"), 0.5);
     // The eval approved nothing.
-    let run = sb.run(&["--config", config, "--json", "pins", "list"]);
-    let list = run.json();
-    let pin = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "mcp__notes__list_notes")
-        .unwrap();
-    assert_eq!(pin["state"], "changed");
+    assert_eq!(pin_state(&sb, config, "mcp__notes__list_notes"), "changed");
 
     // Once accepted there is nothing to compare: one plain run.
     sb.run(&[
@@ -280,17 +238,7 @@ fn against_pins_shows_the_cases_a_description_change_broke() {
         "accept",
         "mcp__notes__list_notes",
     ]);
-    let run = sb.run(&[
-        "--config",
-        config,
-        "eval",
-        cases,
-        "--model",
-        "mock",
-        "--against-pins",
-        "--min",
-        "happy=0.5",
-    ]);
+    let run = against_pins(&sb, config, cases, &["--min", "happy=0.5"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(
         run.stderr
@@ -338,6 +286,14 @@ fn gated_sandbox(cases: Value) -> (Sandbox, String) {
     // The first mount pins every tool.
     let run = sb.run(&["--config", &config, "pins", "list"]);
     assert_eq!(run.code, 0, "{run:?}");
+    approve_an_older_list_notes(&sb);
+    (sb, config)
+}
+
+/// Rewrites the sandbox's lockfile as if the approved `list_notes` said
+/// it gives a summary: what the notes server serves now does not (the
+/// lockfile stands in for the older server).
+fn approve_an_older_list_notes(sb: &Sandbox) {
     let lockfile = sb.path().join("switchboard.lock");
     let mut lock: Value =
         serde_json::from_str(&std::fs::read_to_string(&lockfile).unwrap()).unwrap();
@@ -345,7 +301,21 @@ fn gated_sandbox(cases: Value) -> (Sandbox, String) {
     entry["description"] = json!("A summary of every note: id, title and length.");
     entry["sha256"] = json!("0000");
     std::fs::write(&lockfile, lock.to_string()).unwrap();
-    (sb, config)
+}
+
+/// `eval CASES --model mock --against-pins` with `config`, and `more`.
+fn against_pins(sb: &Sandbox, config: &str, cases: &str, more: &[&str]) -> Run {
+    let mut args = vec![
+        "--config",
+        config,
+        "eval",
+        cases,
+        "--model",
+        "mock",
+        "--against-pins",
+    ];
+    args.extend_from_slice(more);
+    sb.run(&args)
 }
 
 fn overview_and_search_cases() -> Value {
@@ -471,21 +441,25 @@ fn pins_accept_without_evals_accepts_as_before_and_a_broken_gate_refuses() {
 fn the_demo_set_passes_through_the_scripted_model_with_the_real_descriptions() {
     let sb = Sandbox::new();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../evals/demo.script.jsonl");
-    let model = format!("script:{}", script.display());
-    let run = sb.run(&["eval", &demo_set(), "--model", &model, "--concurrency", "1"]);
+    let run = demo_set_through(&sb, &script);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("score (weighted): 100.0%"), "{run:?}");
     // A description that no longer says what the script expects fails.
     let text = std::fs::read_to_string(&script)
         .unwrap()
         .replace("Lists every note", "Lists nothing at all");
-    let bad = sb.write("bad.jsonl", &text);
-    let model = format!("script:{}", bad.display());
-    let run = sb.run(&["eval", &demo_set(), "--model", &model, "--concurrency", "1"]);
+    let run = demo_set_through(&sb, &sb.write("bad.jsonl", &text));
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stdout
             .contains("expected the description of mcp__notes__list_notes to contain"),
         "{run:?}"
     );
+}
+
+/// The demo set through the scripted model of `script`, one case at a
+/// time.
+fn demo_set_through(sb: &Sandbox, script: &std::path::Path) -> Run {
+    let model = format!("script:{}", script.display());
+    sb.run(&["eval", &demo_set(), "--model", &model, "--concurrency", "1"])
 }

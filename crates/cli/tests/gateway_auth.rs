@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_authkit::jwt::{Signer, now};
 use switchboard_authkit::{AuthServer, AuthServerConfig, TestClient};
-use switchboard_client::{Client, HttpTransport, InputSupport, input_handler_fn};
+use switchboard_client::{InputSupport, input_handler_fn};
 
 use crate::gateway_util::*;
 use crate::util::Sandbox;
@@ -40,7 +40,7 @@ async fn token_auth_names_the_principal() {
     // A token in the URL is refused outright.
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}).to_string();
     let (status, _, _) = raw(
-        &gw.authority(),
+        &gw.addr,
         "POST",
         &format!("/mcp?access_token={ALICE_TOKEN}"),
         &[("Content-Type", "application/json")],
@@ -49,9 +49,9 @@ async fn token_auth_names_the_principal() {
     assert_eq!(status, 400);
 
     // Health and readiness answer without a token.
-    let (status, _, body) = raw(&gw.authority(), "GET", "/healthz", &[], "");
+    let (status, _, body) = raw(&gw.addr, "GET", "/healthz", &[], "");
     assert_eq!(status, 200, "{body}");
-    let (status, _, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
+    let (status, _, body) = raw(&gw.addr, "GET", "/readyz", &[], "");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"ready\":true"), "{body}");
 
@@ -124,29 +124,15 @@ async fn tokens_from_the_environment_and_bad_lists() {
     drop(gw);
 
     let short = sb.write("short.txt", "alice tooshort\n");
-    let run = sb.run(&[
-        "--config",
+    let run = serve_exit(
+        &sb,
         &cfg,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--auth",
-        "token",
-        "--tokens-file",
-        short.to_str().unwrap(),
-    ]);
+        &["--auth", "token", "--tokens-file", short.to_str().unwrap()],
+    );
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("shorter than"), "{run:?}");
     assert!(!run.stderr.contains("tooshort"), "{run:?}");
-    let run = sb.run(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--auth",
-        "token",
-    ]);
+    let run = serve_exit(&sb, &cfg, &["--auth", "token"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("SWITCHBOARD_GATEWAY_TOKENS"), "{run:?}");
 }
@@ -165,21 +151,12 @@ async fn files_others_may_write_are_refused_at_start() {
     };
     let tokens = sb.write("tokens.txt", &format!("alice {ALICE_TOKEN}\n"));
     chmod(&tokens, 0o666);
-    let serve_args = |extra: &[&str]| {
-        let mut all = vec![
-            "--config",
-            &cfg,
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--auth",
-            "token",
-        ];
-        all.extend_from_slice(extra);
-        all.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>()
-    };
-    let run = |args: Vec<String>| sb.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let out = run(serve_args(&["--tokens-file", tokens.to_str().unwrap()]));
+    let tokens_file = tokens.to_str().unwrap();
+    let out = serve_exit(
+        &sb,
+        &cfg,
+        &["--auth", "token", "--tokens-file", tokens_file],
+    );
     assert_eq!(out.code, 1, "{out:?}");
     assert!(out.stderr.contains("refusing the tokens file"), "{out:?}");
     assert!(out.stderr.contains("chmod go-w"), "{out:?}");
@@ -188,8 +165,8 @@ async fn files_others_may_write_are_refused_at_start() {
     let key = sb.write("state.key", &"k".repeat(40));
     chmod(&key, 0o620);
     let env = format!("alice {ALICE_TOKEN}");
-    let args = serve_args(&["--state-key-file", key.to_str().unwrap()]);
-    let mut cmd = sb.cmd(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let args = ["--auth", "token", "--state-key-file", key.to_str().unwrap()];
+    let mut cmd = serve_cmd(&sb, &cfg, "127.0.0.1:0", &args);
     cmd.env("SWITCHBOARD_GATEWAY_TOKENS", &env);
     let out = crate::util::run(cmd);
     assert_eq!(out.code, 1, "{out:?}");
@@ -202,7 +179,7 @@ async fn files_others_may_write_are_refused_at_start() {
     let gw = serve(
         &sb,
         &cfg,
-        &["--auth", "token", "--tokens-file", tokens.to_str().unwrap()],
+        &["--auth", "token", "--tokens-file", tokens_file],
         &[],
     )
     .await;
@@ -343,7 +320,7 @@ async fn callers_over_their_limits_are_refused_until_the_limit_allows() {
         .collect();
     assert_eq!(limited.len(), 1, "{audit}");
     assert_eq!(limited[0]["principal"], "ci-bot");
-    let (status, _, metrics) = raw(&gw.authority(), "GET", "/metrics", &[], "");
+    let (status, _, metrics) = raw(&gw.addr, "GET", "/metrics", &[], "");
     assert_eq!(status, 200);
     let count = metrics
         .lines()
@@ -546,7 +523,7 @@ async fn oauth_jwts_are_checked() {
     );
 
     let (status, _, body) = raw(
-        &gw.authority(),
+        &gw.addr,
         "GET",
         "/.well-known/oauth-protected-resource/mcp",
         &[],
@@ -660,17 +637,18 @@ async fn oauth_introspection() {
     let cfg = open_config(&sb);
     let issuer = auth.issuer();
     let endpoint = format!("{issuer}/introspect");
+    let flags = [
+        "--auth",
+        "oauth",
+        "--issuer",
+        &issuer,
+        "--introspection-url",
+        &endpoint,
+    ];
     let gw = serve(
         &sb,
         &cfg,
-        &[
-            "--auth",
-            "oauth",
-            "--issuer",
-            &issuer,
-            "--introspection-url",
-            &endpoint,
-        ],
+        &flags,
         &[
             ("SWITCHBOARD_INTROSPECTION_CLIENT_ID", "gateway"),
             ("SWITCHBOARD_INTROSPECTION_CLIENT_SECRET", "gateway-secret"),
@@ -694,19 +672,7 @@ async fn oauth_introspection() {
     assert!(introspected >= 2, "{introspected}");
 
     // Without the client credentials, --introspection-url refuses to start.
-    let run = sb.run(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--auth",
-        "oauth",
-        "--issuer",
-        &issuer,
-        "--introspection-url",
-        &endpoint,
-    ]);
+    let run = serve_exit(&sb, &cfg, &flags);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(
         run.stderr.contains("SWITCHBOARD_INTROSPECTION_CLIENT_ID"),
@@ -738,12 +704,7 @@ async fn refused_calls_are_not_asked_about() {
         seen.lock().unwrap().push(q.params());
         async move { q.answer_from(json!({"action": "accept", "content": {"approve": true}})) }
     });
-    let transport = HttpTransport::builder("gateway", &gw.url)
-        .header("Authorization", format!("Bearer {CI_TOKEN}"))
-        .build()
-        .unwrap();
-    let bot = Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(60))
+    let bot = gateway_client(&gw.url, Some(CI_TOKEN))
         .input_handler(answer)
         .connect()
         .await

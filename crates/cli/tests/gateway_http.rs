@@ -4,7 +4,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +13,7 @@ use switchboard_client::{Client, HttpTransport};
 use switchboard_testutil::tls;
 
 use crate::gateway_util::*;
-use crate::util::{Sandbox, collect, spawn, wait_for};
+use crate::util::{Sandbox, wait_for};
 
 // Issue 36: the HTTP runner's connection limits are serve flags. With
 // --header-timeout 0.5 a socket that sends nothing is closed well within
@@ -32,7 +31,7 @@ async fn connection_limits_are_serve_flags() {
         &[],
     )
     .await;
-    let authority = gw.authority();
+    let authority = gw.addr.clone();
     let closed_within = |limit: Duration, send: &'static [u8]| {
         let authority = authority.clone();
         move || {
@@ -70,15 +69,7 @@ async fn connection_limits_are_serve_flags() {
     .unwrap();
     assert_eq!(second.as_deref(), Some(&b""[..]), "answered: {second:?}");
 
-    let run = sb.run(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--idle-timeout",
-        "0",
-    ]);
+    let run = serve_exit(&sb, &cfg, &["--idle-timeout", "0"]);
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("above 0"), "{run:?}");
 }
@@ -87,9 +78,7 @@ async fn connection_limits_are_serve_flags() {
 /// body of a `GET path` on it.
 async fn tls_get(gw: &Running, path: &str) -> (Vec<u8>, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let tcp = tokio::net::TcpStream::connect(gw.authority())
-        .await
-        .unwrap();
+    let tcp = tokio::net::TcpStream::connect(&gw.addr).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
     let mut tls = tokio_rustls::TlsConnector::from(tls::client_trusting_test_ca())
         .connect(name, tcp)
@@ -144,7 +133,7 @@ async fn https_with_a_certificate_renewed_while_serving() {
     assert_eq!(presented, tls::der("server-a.pem").to_vec());
     assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     // Plain HTTP on the port: no HTTP answer.
-    let mut plain = TcpStream::connect(gw.authority()).unwrap();
+    let mut plain = TcpStream::connect(&gw.addr).unwrap();
     plain
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
@@ -175,17 +164,16 @@ async fn https_with_a_certificate_renewed_while_serving() {
     lists_notes(&alice).await;
     // A pair that does not go together, or TLS without --http, stops the
     // gateway before it serves, naming the files.
-    let mismatched = sb.run(&[
-        "--config",
+    let mismatched = serve_exit(
+        &sb,
         &cfg,
-        "serve",
-        "--http",
-        "127.0.0.1:0",
-        "--tls-cert",
-        &tls::fixture("server-a.pem").display().to_string(),
-        "--tls-key",
-        &tls::fixture("server-b.key").display().to_string(),
-    ]);
+        &[
+            "--tls-cert",
+            &tls::fixture("server-a.pem").display().to_string(),
+            "--tls-key",
+            &tls::fixture("server-b.key").display().to_string(),
+        ],
+    );
     assert_eq!(mismatched.code, 1, "{mismatched:?}");
     assert!(
         mismatched.stderr.contains("server-a.pem")
@@ -226,23 +214,9 @@ async fn open_non_loopback_needs_insecure_no_auth() {
         run.stderr.contains("without authentication") && run.stderr.contains("--auth"),
         "{run:?}"
     );
-    let mut cmd = sb.cmd(&[
-        "--config",
-        &cfg,
-        "serve",
-        "--http",
-        "0.0.0.0:0",
-        "--insecure-no-auth",
-    ]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let stderr = collect(child.stderr.take().unwrap());
-    let text =
-        tokio::task::spawn_blocking(move || wait_for(&stderr, "/mcp", Duration::from_secs(60)))
-            .await
-            .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    let gw = Running::start(&sb, &cfg, "0.0.0.0:0", &["--insecure-no-auth"], &[]).await;
+    let text = gw.stderr();
+    drop(gw);
     assert!(
         text.contains("WARNING") && text.contains("--insecure-no-auth"),
         "{text}"
@@ -264,7 +238,7 @@ async fn readyz_names_required_servers_that_are_down() {
         json!({}),
     );
     let gw = serve(&sb, cfg.to_str().unwrap(), &[], &[]).await;
-    let (status, headers, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
+    let (status, headers, body) = raw(&gw.addr, "GET", "/readyz", &[], "");
     assert_eq!(status, 503, "{body}");
     assert_eq!(header(&headers, "content-type"), Some("application/json"));
     let doc: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
@@ -276,7 +250,7 @@ async fn readyz_names_required_servers_that_are_down() {
         .map(|m| m["server"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["broken"], "{doc}");
-    let (status, _, _) = raw(&gw.authority(), "GET", "/healthz", &[], "");
+    let (status, _, _) = raw(&gw.addr, "GET", "/healthz", &[], "");
     assert_eq!(status, 200);
 }
 
@@ -288,7 +262,7 @@ async fn a_draining_gateway_is_not_ready_but_still_serves() {
     let sb = Sandbox::new();
     let cfg = open_config(&sb);
     let mut gw = serve(&sb, &cfg, &["--drain", "600"], &[]).await;
-    let (status, _, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
+    let (status, _, body) = raw(&gw.addr, "GET", "/readyz", &[], "");
     assert_eq!(status, 200, "{body}");
     let term = || {
         let sent = std::process::Command::new("kill")
@@ -302,7 +276,7 @@ async fn a_draining_gateway_is_not_ready_but_still_serves() {
     tokio::task::spawn_blocking(move || wait_for(&stderr, "draining", Duration::from_secs(30)))
         .await
         .unwrap();
-    let (status, _, body) = raw(&gw.authority(), "GET", "/readyz", &[], "");
+    let (status, _, body) = raw(&gw.addr, "GET", "/readyz", &[], "");
     assert_eq!(status, 503, "{body}");
     let doc: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
     assert_eq!(doc, json!({"ready": false, "draining": true}));

@@ -3,21 +3,25 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_client::{Client, HttpTransport};
+use switchboard_client::{Client, ClientBuilder, HttpTransport};
 
-use crate::util::{Sandbox, collect, spawn, wait_for};
+use crate::util::{Run, Sandbox, run, spawn_serving_logged};
 
 pub(crate) const CI_TOKEN: &str = "ci-bot-token-0123456789";
 pub(crate) const ALICE_TOKEN: &str = "alice-token-9876543210";
 
-/// A running gateway: its URL, its stderr, the process.
+/// A running gateway: its URL and address, its stderr, the process
+/// (killed when dropped).
 pub(crate) struct Running {
+    /// Its MCP endpoint.
     pub(crate) url: String,
+    /// `host:port`.
+    pub(crate) addr: String,
     pub(crate) stderr: Arc<Mutex<Vec<u8>>>,
     pub(crate) child: Child,
 }
@@ -30,17 +34,38 @@ impl Drop for Running {
 }
 
 impl Running {
-    pub(crate) fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
-    }
-
-    /// `host:port`.
-    pub(crate) fn authority(&self) -> String {
-        self.url
+    /// Starts `serve --http ADDR` on `config` with `args` and `env` (its
+    /// questions go upstream unless `args` has `--yes`), and waits until
+    /// it serves (ADDR a port chosen beforehand when others must know it
+    /// before the gateway starts).
+    pub(crate) async fn start(
+        sb: &Sandbox,
+        config: &str,
+        addr: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Running {
+        let mut cmd = serve_cmd(sb, config, addr, args);
+        cmd.envs(env.iter().copied());
+        let (child, stderr, url) =
+            tokio::task::spawn_blocking(move || spawn_serving_logged(&mut cmd))
+                .await
+                .unwrap();
+        let addr = url
             .trim_start_matches("http://")
             .trim_start_matches("https://")
             .trim_end_matches("/mcp")
-            .to_owned()
+            .to_owned();
+        Running {
+            url,
+            addr,
+            stderr,
+            child,
+        }
+    }
+
+    pub(crate) fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 }
 
@@ -56,33 +81,28 @@ pub(crate) async fn serve(
     serve_asking(sb, config, &all, env).await
 }
 
-/// Starts `serve --http 127.0.0.1:0` with `args` (questions go upstream).
+/// Starts `serve --http 127.0.0.1:0` with `args` (its questions go
+/// upstream) and waits for its URL.
 pub(crate) async fn serve_asking(
     sb: &Sandbox,
     config: &str,
     args: &[&str],
     env: &[(&str, &str)],
 ) -> Running {
-    let mut all = vec!["--config", config, "serve", "--http", "127.0.0.1:0"];
+    Running::start(sb, config, "127.0.0.1:0", args, env).await
+}
+
+/// `--config CONFIG serve --http ADDR ARGS`, in the sandbox.
+pub(crate) fn serve_cmd(sb: &Sandbox, config: &str, addr: &str, args: &[&str]) -> Command {
+    let mut all = vec!["--config", config, "serve", "--http", addr];
     all.extend_from_slice(args);
-    let mut cmd = sb.cmd(&all);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let stderr = collect(child.stderr.take().unwrap());
-    let seen = Arc::clone(&stderr);
-    let text =
-        tokio::task::spawn_blocking(move || wait_for(&seen, "/mcp", Duration::from_secs(60)))
-            .await
-            .unwrap();
-    let url = text
-        .split_whitespace()
-        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
-        .unwrap()
-        .to_owned();
-    Running { url, stderr, child }
+    sb.cmd(&all)
+}
+
+/// Runs `serve --http 127.0.0.1:0` on `config` with `args` to its end: a
+/// gateway that stops before it serves (a bad flag, a file refused).
+pub(crate) fn serve_exit(sb: &Sandbox, config: &str, args: &[&str]) -> Run {
+    run(serve_cmd(sb, config, "127.0.0.1:0", args))
 }
 
 /// One raw HTTP/1.1 exchange: status, headers (lower-cased names), body.
@@ -201,7 +221,7 @@ pub(crate) fn list_raw(
     if let Some(a) = authorization {
         headers.push(("Authorization", a));
     }
-    raw(&gw.authority(), "POST", "/mcp", &headers, &body)
+    raw(&gw.addr, "POST", "/mcp", &headers, &body)
 }
 
 /// An MCP client presenting `token`.
@@ -211,15 +231,18 @@ pub(crate) async fn client(gw: &Running, token: &str) -> Client {
 
 /// An MCP client presenting `token`, or no `Authorization` at all.
 pub(crate) async fn client_with(gw: &Running, token: Option<&str>) -> Client {
-    let mut transport = HttpTransport::builder("gateway", &gw.url);
+    gateway_client(&gw.url, token).connect().await.unwrap()
+}
+
+/// A client of the gateway at `url` (its MCP endpoint) presenting `token`,
+/// or no `Authorization`, with a 60 s timeout; to connect once the test
+/// has added what it needs (an input handler, the tasks extension).
+pub(crate) fn gateway_client(url: &str, token: Option<&str>) -> ClientBuilder {
+    let mut transport = HttpTransport::builder("gateway", url);
     if let Some(token) = token {
         transport = transport.header("Authorization", format!("Bearer {token}"));
     }
-    Client::builder("gateway", transport.build().unwrap())
-        .timeout(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap()
+    Client::builder("gateway", transport.build().unwrap()).timeout(Duration::from_secs(60))
 }
 
 /// The tools a gateway serving the notes demo lists: its three, and the two

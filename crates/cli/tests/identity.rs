@@ -13,6 +13,8 @@ use switchboard_authkit::jwt::{PublicKey, Signer, now};
 use switchboard_authkit::{
     AuthServer, AuthServerConfig, ResourceConfig, ResourceServer, TestClient,
 };
+use switchboard_client::Client;
+use switchboard_wire::CallToolResult;
 
 use crate::auth::log_in_as;
 use crate::gateway_util::{client, serve};
@@ -29,7 +31,7 @@ fn private_file(sb: &Sandbox, name: &str, text: &str) -> String {
 }
 
 /// The text of a tool result.
-fn text_of(r: &switchboard_wire::CallToolResult) -> String {
+fn text_of(r: &CallToolResult) -> String {
     serde_json::to_value(r).unwrap()["content"][0]["text"]
         .as_str()
         .unwrap_or_default()
@@ -40,6 +42,17 @@ fn text_of(r: &switchboard_wire::CallToolResult) -> String {
 /// the `act` naming who exchanged it.
 fn calls_seen(rs: &ResourceServer) -> Vec<(String, String, Value)> {
     seen_for(rs, "tools/call")
+}
+
+/// The `whoami` tool of the server mounted as `alias`, called through
+/// `c` (the gateway's client of one caller).
+async fn whoami(c: &Client, alias: &str) -> CallToolResult {
+    c.call_tool(
+        &format!("mcp__{alias}__whoami"),
+        Some(serde_json::Map::new()),
+    )
+    .await
+    .unwrap()
 }
 
 /// [`calls_seen`] for the requests of `method`.
@@ -115,10 +128,7 @@ async fn each_caller_reaches_the_servers_as_itself() {
     let bot = client(&gw, &bot_token).await;
 
     for (who, c) in [("alice", &alice), ("ci-bot", &bot), ("alice", &alice)] {
-        let r = c
-            .call_tool("mcp__exchange__whoami", Some(serde_json::Map::new()))
-            .await
-            .unwrap();
+        let r = whoami(c, "exchange").await;
         assert!(!r.is_error(), "{r:?} {}", gw.stderr());
         assert!(text_of(&r).contains(&format!("\nsub={who} ")), "{r:?}");
     }
@@ -151,16 +161,10 @@ async fn each_caller_reaches_the_servers_as_itself() {
     assert_eq!(exchanges, [alice_token.clone(), bot_token.clone()]);
 
     // Per-principal: alice's credentials, for alice only.
-    let r = alice
-        .call_tool("mcp__personal__whoami", Some(serde_json::Map::new()))
-        .await
-        .unwrap();
+    let r = whoami(&alice, "personal").await;
     assert!(!r.is_error(), "{r:?}");
     assert!(text_of(&r).contains("\nsub=alice "), "{r:?}");
-    let r = bot
-        .call_tool("mcp__personal__whoami", Some(serde_json::Map::new()))
-        .await
-        .unwrap();
+    let r = whoami(&bot, "personal").await;
     assert!(r.is_error(), "{r:?}");
     let text = text_of(&r);
     assert!(
@@ -305,17 +309,9 @@ async fn a_principals_own_login_carries_its_calls() {
         .map(|v| &v["principal"])
         .collect();
     assert!(principals.contains(&&json!("alice")), "{views}");
-    let alice_status = run(
-        &sb,
-        &cfg,
-        &["auth", "status", "personal", "--principal", "alice"],
-    );
+    let alice_status = principal_status(&sb, &cfg, "alice");
     assert_eq!(alice_status.code, 0, "{alice_status:?}");
-    let bob_status = run(
-        &sb,
-        &cfg,
-        &["auth", "status", "personal", "--principal", "bob"],
-    );
+    let bob_status = principal_status(&sb, &cfg, "bob");
     assert_eq!(bob_status.code, 3, "{bob_status:?}");
     assert!(
         bob_status
@@ -342,10 +338,7 @@ async fn a_principals_own_login_carries_its_calls() {
     let bob_token = auth.mint_access_token_for("bob", &gw.url, "", 600);
     let alice = client(&gw, &alice_token).await;
     let bob = client(&gw, &bob_token).await;
-    let r = alice
-        .call_tool("mcp__personal__whoami", Some(serde_json::Map::new()))
-        .await
-        .unwrap();
+    let r = whoami(&alice, "personal").await;
     assert!(!r.is_error(), "{r:?} {}", gw.stderr());
     assert!(text_of(&r).contains("\nsub=alice "), "{r:?}");
     let prompt = alice
@@ -358,10 +351,7 @@ async fn a_principals_own_login_carries_its_calls() {
             .contains("sub=alice "),
         "{prompt:?}"
     );
-    let r = bob
-        .call_tool("mcp__personal__whoami", Some(serde_json::Map::new()))
-        .await
-        .unwrap();
+    let r = whoami(&bob, "personal").await;
     assert!(r.is_error(), "{r:?}");
     let text = text_of(&r);
     assert!(
@@ -402,14 +392,15 @@ async fn a_principals_own_login_carries_its_calls() {
             .contains("Logged out of personal as principal alice"),
         "{out:?}"
     );
-    let gone = run(
-        &sb,
-        &cfg,
-        &["auth", "status", "personal", "--principal", "alice"],
-    );
+    let gone = principal_status(&sb, &cfg, "alice");
     assert_eq!(gone.code, 3, "{gone:?}");
     let own = run(&sb, &cfg, &["auth", "status", "personal"]);
     assert_eq!(own.code, 0, "{own:?}");
+}
+
+/// `auth status personal --principal WHO` with `cfg`.
+fn principal_status(sb: &Sandbox, cfg: &str, who: &str) -> Run {
+    run(sb, cfg, &["auth", "status", "personal", "--principal", who])
 }
 
 // A bad identity and credentials for an unknown server are config errors

@@ -3,10 +3,10 @@
 //! a missing priority (elicitation), `tickets.summarize_ticket` asks the
 //! client's model (sampling).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::approval::OnPty;
-use crate::util::{Sandbox, Tickets, bin};
+use crate::util::{Run, Sandbox, Tickets, bin};
 
 const CREATE: &str = "mcp__tickets__create_ticket";
 const SUMMARIZE: &str = "mcp__tickets__summarize_ticket";
@@ -129,30 +129,14 @@ fn a_sampling_request_declined_on_the_terminal_fails_the_call() {
 #[test]
 fn without_a_terminal_sampling_is_declined() {
     let sb = Sandbox::new();
-    let script = sb.write("s.jsonl", "{\"text\": \"Printer jams, floor 3.\"}\n");
-    let tickets = Tickets::start(&sb);
-    let config = sb.config(
-        tickets.entry(),
-        json!({
-            "permissions": {"allow": [SUMMARIZE]},
-            "model": format!("script:{}", script.display())
-        }),
-    );
-    let config = config.to_str().unwrap();
-    let run = sb.run(&["--config", config, "call", SUMMARIZE, r#"{"id":"T-1"}"#]);
+    let (_tickets, config) = tickets_and_model(&sb, json!({"permissions": {"allow": [SUMMARIZE]}}));
+    let run = summarize_t1(&sb, &config, &[]);
     assert_ne!(run.code, 0, "{run:?}");
     assert!(
         run.stdout.contains("no terminal to approve it on"),
         "{run:?}"
     );
-    let run = sb.run(&[
-        "--config",
-        config,
-        "call",
-        SUMMARIZE,
-        r#"{"id":"T-1"}"#,
-        "--yes",
-    ]);
+    let run = summarize_t1(&sb, &config, &["--yes"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("Printer jams, floor 3."), "{run:?}");
     let run = sb.run(&["call", CREATE, r#"{"title":"Door squeaks"}"#, "--yes"]);
@@ -174,15 +158,7 @@ fn without_a_model_sampling_is_not_declared() {
         tickets.entry(),
         json!({"permissions": {"allow": [SUMMARIZE]}}),
     );
-    let config = config.to_str().unwrap();
-    let run = sb.run(&[
-        "--config",
-        config,
-        "call",
-        SUMMARIZE,
-        r#"{"id":"T-1"}"#,
-        "--yes",
-    ]);
+    let run = summarize_t1(&sb, config.to_str().unwrap(), &["--yes"]);
     assert_ne!(run.code, 0, "{run:?}");
     assert!(
         run.stdout.contains("needs a client that can sample"),
@@ -200,24 +176,30 @@ fn without_a_model_sampling_is_not_declared() {
 #[test]
 fn the_config_model_answers_sampling_for_call() {
     let sb = Sandbox::new();
-    let script = sb.write("s.jsonl", "{\"text\": \"Printer jams, floor 3.\"}\n");
-    let tickets = Tickets::start(&sb);
-    let config = sb.config(
-        tickets.entry(),
-        json!({"model": format!("script:{}", script.display())}),
-    );
-    let config = config.to_str().unwrap();
-    let run = sb.run(&[
-        "--config",
-        config,
-        "call",
-        SUMMARIZE,
-        r#"{"id":"T-1"}"#,
-        "--yes",
-    ]);
+    let (_tickets, config) = tickets_and_model(&sb, json!({}));
+    let run = summarize_t1(&sb, &config, &["--yes"]);
     assert_eq!(run.code, 0, "{run:?}");
     assert!(run.stdout.contains("Printer jams, floor 3."), "{run:?}");
     assert!(!run.stdout.contains("[demo sampler]"), "{run:?}");
+}
+
+/// The tickets demo on a port of its own and a config naming it, with
+/// `top` and, as its `"model"`, a script that answers "Printer jams,
+/// floor 3.": the server (stopped when dropped) and the config's path.
+fn tickets_and_model(sb: &Sandbox, mut top: Value) -> (Tickets, String) {
+    let model = sb.script_model("s.jsonl", &[json!({"text": "Printer jams, floor 3."})]);
+    top["model"] = json!(model);
+    let tickets = Tickets::start(sb);
+    let config = sb.config(tickets.entry(), top);
+    (tickets, config.to_str().unwrap().to_owned())
+}
+
+/// `call` of the tickets demo's summarize tool on T-1 with `config`, and
+/// `more`.
+fn summarize_t1(sb: &Sandbox, config: &str, more: &[&str]) -> Run {
+    let mut args = vec!["--config", config, "call", SUMMARIZE, r#"{"id":"T-1"}"#];
+    args.extend_from_slice(more);
+    sb.run(&args)
 }
 
 /// Always-allow writes the rule into the config file (comments and other

@@ -3,17 +3,15 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_client::{
-    Client, HttpTransport, InputSupport, RequestOptions, TraceContext, input_handler_fn,
-};
+use switchboard_client::{Client, InputSupport, RequestOptions, TraceContext, input_handler_fn};
 use switchboard_testutil::{Artifacts, built};
 
-use crate::util::{Sandbox, collect, spawn, wait_for};
+use crate::gateway_util::{Running, gateway_client, serve_asking, serve_cmd, tool_names};
+use crate::util::{Sandbox, wait_for};
 
 /// The testkit's mock server (its `echo` tool returns the params it got).
 pub(crate) fn mock_server() -> String {
@@ -23,80 +21,8 @@ pub(crate) fn mock_server() -> String {
         .to_string()
 }
 
-/// A running `serve --http` and its address.
-pub(crate) struct Served {
-    pub(crate) child: Child,
-    pub(crate) addr: String,
-    pub(crate) stderr: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Served {
-    pub(crate) fn url(&self) -> String {
-        format!("http://{}/mcp", self.addr)
-    }
-
-    pub(crate) fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `switchboard --config CFG serve --http 127.0.0.1:0 ARGS` with
-/// `env`, and waits for its address.
-pub(crate) async fn serve(sb: &Sandbox, cfg: &str, args: &[&str], env: &[(&str, &str)]) -> Served {
-    serve_on(sb, cfg, "127.0.0.1:0", args, env).await
-}
-
-/// [`serve`] on `addr` (a port chosen beforehand, when others must know
-/// it before the gateway starts).
-pub(crate) async fn serve_on(
-    sb: &Sandbox,
-    cfg: &str,
-    addr: &str,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> Served {
-    let mut all = vec!["--config", cfg, "serve", "--http", addr];
-    all.extend_from_slice(args);
-    let mut cmd = sb.cmd(&all);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let stderr = collect(child.stderr.take().unwrap());
-    let buf = stderr.clone();
-    let text = tokio::task::spawn_blocking(move || wait_for(&buf, "/mcp", Duration::from_secs(60)))
-        .await
-        .unwrap();
-    let url = text
-        .split_whitespace()
-        .find(|w| w.starts_with("http://") && w.ends_with("/mcp"))
-        .unwrap();
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
-    Served {
-        child,
-        addr,
-        stderr,
-    }
-}
-
 pub(crate) async fn client(url: &str) -> Client {
-    let transport = HttpTransport::builder("gateway", url).build().unwrap();
-    Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(60))
-        .connect()
-        .await
-        .unwrap()
+    gateway_client(url, None).connect().await.unwrap()
 }
 
 /// One plain GET on `addr`: status line and body.
@@ -132,21 +58,13 @@ fn mock_config(sb: &Sandbox, top: Value) -> String {
 async fn the_downstream_sees_the_upstream_trace_with_a_new_parent_span() {
     let sb = Sandbox::new();
     let cfg = mock_config(&sb, json!({}));
-    let served = serve(&sb, &cfg, &["--yes"], &[]).await;
-    let client = client(&served.url()).await;
-    let upstream = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-    let options = RequestOptions {
-        trace: Some(TraceContext {
-            tracestate: Some("rojo=00f067aa0ba902b7".into()),
-            ..TraceContext::new(upstream)
-        }),
-        ..RequestOptions::default()
+    let served = serve_asking(&sb, &cfg, &["--yes"], &[]).await;
+    let client = client(&served.url).await;
+    let trace = TraceContext {
+        tracestate: Some("rojo=00f067aa0ba902b7".into()),
+        ..TraceContext::new(UPSTREAM)
     };
-    let result = client
-        .call_tool_with("mcp__mock__echo", object(json!({"text": "hi"})), &options)
-        .await
-        .unwrap();
-    assert!(!result.is_error(), "{result:?}");
+    let result = echo_in_a_trace(&client, trace).await;
     let meta = &result.structured_content.as_ref().unwrap()["params"]["_meta"];
     let down = meta["traceparent"].as_str().unwrap();
     let parts: Vec<&str> = down.split('-').collect();
@@ -191,13 +109,13 @@ async fn metrics_count_calls_decisions_and_server_states() {
         .display()
         .to_string();
     // Metrics are opt-in.
-    let plain = serve(&sb, &cfg, &[], &[]).await;
+    let plain = serve_asking(&sb, &cfg, &[], &[]).await;
     let (status, _, _) = http_get(&plain.addr, "/metrics");
     assert!(status.contains("404"), "{status}");
     drop(plain);
 
-    let served = serve(&sb, &cfg, &["--metrics"], &[]).await;
-    let client = client(&served.url()).await;
+    let served = serve_asking(&sb, &cfg, &["--metrics"], &[]).await;
+    let client = client(&served.url).await;
     for _ in 0..3 {
         let r = client
             .call_tool("mcp__mock__echo", object(json!({"text": "x"})))
@@ -280,12 +198,8 @@ async fn metrics_agree_with_audit_stats_on_the_same_traffic() {
         )
         .display()
         .to_string();
-    let served = serve(&sb, &cfg, &["--metrics"], &[]).await;
-    let transport = HttpTransport::builder("gateway", served.url())
-        .build()
-        .unwrap();
-    let client = Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(60))
+    let served = serve_asking(&sb, &cfg, &["--metrics"], &[]).await;
+    let client = gateway_client(&served.url, None)
         // Approves every approval question the gateway puts to it.
         .input_handler(input_handler_fn(InputSupport::FORM, |_, q| async move {
             q.answer_from(json!({"action": "accept", "content": {"approve": true}}))
@@ -435,39 +349,32 @@ fn call_and_chat_export_their_calls_as_spans() {
     let sb = Sandbox::new();
     let endpoint = format!("http://{}", collector.addr);
     let cfg = mock_config(&sb, json!({"permissions": {"allow": ["mcp__mock__echo"]}}));
-    let mut cmd = sb.cmd(&[
-        "--config",
-        &cfg,
-        "call",
-        "mcp__mock__echo",
-        r#"{"text":"x"}"#,
-    ]);
-    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
-    let run = crate::util::run(cmd);
-    assert_eq!(run.code, 0, "{run:?}");
-    // Spans are sent before the command exits.
-    assert!(
-        contains(&collector.all_bodies(), b"tools/call echo"),
-        "no span of the call"
-    );
-
-    let mut cmd = sb.cmd(&["chat", "--model", "mock", "-p", "printers?", "--json"]);
-    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
-    let run = crate::util::run(cmd);
-    assert_eq!(run.code, 0, "{run:?}");
-    assert!(
-        contains(&collector.all_bodies(), b"tools/call list_notes"),
-        "no span of the chat's calls"
+    let echo = || {
+        sb.cmd(&[
+            "--config",
+            &cfg,
+            "call",
+            "mcp__mock__echo",
+            r#"{"text":"x"}"#,
+        ])
+    };
+    // `cmd` with the collector as its endpoint exits 0, and has sent
+    // `span` before it exits.
+    let exports = |mut cmd: std::process::Command, span: &[u8], what: &str| {
+        cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+        let run = crate::util::run(cmd);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(contains(&collector.all_bodies(), span), "no span of {what}");
+    };
+    exports(echo(), b"tools/call echo", "the call");
+    exports(
+        sb.cmd(&["chat", "--model", "mock", "-p", "printers?", "--json"]),
+        b"tools/call list_notes",
+        "the chat's calls",
     );
     // Without the variable nothing is set up.
     let before = collector.requests.lock().unwrap().len();
-    let run = sb.run(&[
-        "--config",
-        &cfg,
-        "call",
-        "mcp__mock__echo",
-        r#"{"text":"x"}"#,
-    ]);
+    let run = crate::util::run(echo());
     assert_eq!(run.code, 0, "{run:?}");
     assert_eq!(collector.requests.lock().unwrap().len(), before);
 }
@@ -541,7 +448,7 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<(String, Vec<u8>)> {
 
 /// A gateway on the mock server, `--yes`, exporting spans to `collector`
 /// every 100 ms, with `env` besides.
-async fn traced_gateway(sb: &Sandbox, collector: &Collector, env: &[(&str, &str)]) -> Served {
+async fn traced_gateway(sb: &Sandbox, collector: &Collector, env: &[(&str, &str)]) -> Running {
     let cfg = mock_config(sb, json!({}));
     let endpoint = format!("http://{}", collector.addr);
     let mut all = vec![
@@ -549,16 +456,17 @@ async fn traced_gateway(sb: &Sandbox, collector: &Collector, env: &[(&str, &str)
         ("OTEL_BSP_SCHEDULE_DELAY", "100"),
     ];
     all.extend_from_slice(env);
-    serve(sb, &cfg, &["--yes"], &all).await
+    serve_asking(sb, &cfg, &["--yes"], &all).await
 }
 
-/// The mock's echo called through `client` in the upstream trace
-/// `0af7…`, from its span `b7ad…`; its result, checked not to be an error.
-async fn echo_in_a_trace(client: &Client) -> switchboard_wire::CallToolResult {
+/// The upstream caller's trace context: trace `0af7…`, its span `b7ad…`.
+const UPSTREAM: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+/// The mock's echo called through `client` in the upstream `trace`; its
+/// result, checked not to be an error.
+async fn echo_in_a_trace(client: &Client, trace: TraceContext) -> switchboard_wire::CallToolResult {
     let options = RequestOptions {
-        trace: Some(TraceContext::new(
-            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
-        )),
+        trace: Some(trace),
         ..RequestOptions::default()
     };
     let result = client
@@ -573,7 +481,7 @@ async fn echo_in_a_trace(client: &Client) -> switchboard_wire::CallToolResult {
 /// request head and body.
 async fn export_holding(
     collector: &Collector,
-    served: &Served,
+    served: &Running,
     needle: &[u8],
 ) -> (String, Vec<u8>) {
     let start = Instant::now();
@@ -603,8 +511,8 @@ async fn by_default_a_proxied_call_is_one_span_the_downstream_servers_parent() {
     let collector = Collector::start();
     let sb = Sandbox::new();
     let served = traced_gateway(&sb, &collector, &[]).await;
-    let client = client(&served.url()).await;
-    let result = echo_in_a_trace(&client).await;
+    let client = client(&served.url).await;
+    let result = echo_in_a_trace(&client, TraceContext::new(UPSTREAM)).await;
     // The parent the downstream server was given…
     let meta = &result.structured_content.as_ref().unwrap()["params"]["_meta"];
     let parent = meta["traceparent"]
@@ -631,7 +539,7 @@ async fn by_default_a_proxied_call_is_one_span_the_downstream_servers_parent() {
 fn a_downstream_spans_setting_that_means_nothing_stops_the_gateway_at_start() {
     let sb = Sandbox::new();
     let cfg = mock_config(&sb, json!({}));
-    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0"]);
+    let mut cmd = serve_cmd(&sb, &cfg, "127.0.0.1:0", &[]);
     cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
         .env("SWITCHBOARD_OTEL_DOWNSTREAM_SPANS", "maybe");
     let run = crate::util::run(cmd);
@@ -657,8 +565,8 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
         ],
     )
     .await;
-    let client = client(&served.url()).await;
-    echo_in_a_trace(&client).await;
+    let client = client(&served.url).await;
+    echo_in_a_trace(&client, TraceContext::new(UPSTREAM)).await;
     let (head, body) = export_holding(&collector, &served, b"tools/call echo").await;
     let first = head.lines().next().unwrap();
     assert!(first.starts_with("POST /v1/traces "), "{head}");
@@ -694,12 +602,8 @@ async fn traces_are_exported_over_otlp_http_when_an_endpoint_is_set() {
 
     // A task-augmented call (tasks extension): the same server span, with
     // the downstream call as its child, ended when the task ends.
-    let transport = HttpTransport::builder("gateway", served.url())
-        .build()
-        .unwrap();
-    let tasks = Client::builder("gateway", transport)
+    let tasks = gateway_client(&served.url, None)
         .tasks(true)
-        .timeout(Duration::from_secs(60))
         .connect()
         .await
         .unwrap();
@@ -752,8 +656,8 @@ async fn reload_adds_and_drops_servers_without_failing_calls_to_the_others() {
     let base = json!({"permissions": {"allow": ["mcp__mock__echo"]}});
     let both = json!({"permissions": {"allow": ["mcp__mock__echo", "mcp__extra__echo"]}});
     let cfg = mock_config(&sb, base.clone());
-    let served = serve(&sb, &cfg, &["--metrics"], &[]).await;
-    let client = Arc::new(client(&served.url()).await);
+    let served = serve_asking(&sb, &cfg, &["--metrics"], &[]).await;
+    let client = Arc::new(client(&served.url).await);
 
     // Calls to mock, in a loop, for as long as the reloads go on.
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -774,40 +678,9 @@ async fn reload_adds_and_drops_servers_without_failing_calls_to_the_others() {
         })
     };
 
-    let tools = |client: Arc<Client>| async move {
-        client
-            .list_all_tools()
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .map(|t| t.name)
-            .collect::<Vec<_>>()
-    };
-    let wait_until = |want: bool| {
-        let client = client.clone();
-        async move {
-            let start = Instant::now();
-            loop {
-                let names = tools(client.clone()).await;
-                if names.iter().any(|n| n == "mcp__extra__echo") == want {
-                    return names;
-                }
-                assert!(start.elapsed() < Duration::from_secs(60), "{names:?}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    };
-
     // Add a server.
-    sb.config(
-        json!({
-            "mock": {"command": mock_server(), "args": ["--name", "mock"]},
-            "extra": {"command": mock_server(), "args": ["--name", "extra"]}
-        }),
-        both,
-    );
-    let names = wait_until(true).await;
+    add_extra_server(&sb, both);
+    let names = until_extra_listed(&client, true, "the added server").await;
     assert!(names.iter().any(|n| n == "mcp__mock__echo"), "{names:?}");
     let r = client
         .call_tool("mcp__extra__echo", object(json!({"text": "new"})))
@@ -847,7 +720,7 @@ async fn reload_adds_and_drops_servers_without_failing_calls_to_the_others() {
         json!({"mock": {"command": mock_server(), "args": ["--name", "mock"]}}),
         base,
     );
-    let names = wait_until(false).await;
+    let names = until_extra_listed(&client, false, "the dropped server").await;
     assert!(names.iter().any(|n| n == "mcp__mock__echo"), "{names:?}");
     let r = client
         .call_tool("mcp__extra__echo", object(json!({"text": "gone"})))
@@ -946,8 +819,8 @@ async fn a_rotated_audit_log_shared_by_processes_keeps_one_chain() {
             "auditRotate": {"maxBytes": 3000}
         }),
     );
-    let served = serve(&sb, &cfg, &["--yes"], &[]).await;
-    let gateway = client(&served.url()).await;
+    let served = serve_asking(&sb, &cfg, &["--yes"], &[]).await;
+    let gateway = client(&served.url).await;
     // Calls from the CLI, in their own processes, while the gateway writes.
     let calls: Vec<_> = (0..4)
         .map(|i| {
@@ -1028,42 +901,45 @@ fn hex(bytes: &[u8]) -> String {
 async fn sighup_reloads_the_config_when_the_file_is_not_watched() {
     let sb = Sandbox::new();
     let cfg = mock_config(&sb, json!({}));
-    let served = serve(&sb, &cfg, &["--yes", "--no-watch"], &[]).await;
-    let client = client(&served.url()).await;
-    sb.config(
-        json!({
-            "mock": {"command": mock_server(), "args": ["--name", "mock"]},
-            "extra": {"command": mock_server(), "args": ["--name", "extra"]}
-        }),
-        json!({}),
-    );
-    let has_extra = |names: Vec<String>| names.iter().any(|n| n == "mcp__extra__echo");
-    let names = |client: &Client| {
-        let client = client.clone();
-        async move {
-            client
-                .list_all_tools()
-                .await
-                .unwrap()
-                .items
-                .into_iter()
-                .map(|t| t.name)
-                .collect::<Vec<_>>()
-        }
-    };
+    let served = serve_asking(&sb, &cfg, &["--yes", "--no-watch"], &[]).await;
+    let client = client(&served.url).await;
+    add_extra_server(&sb, json!({}));
     // Not watched: the change is not seen on its own.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(!has_extra(names(&client).await));
+    let names = tool_names(&client).await;
+    assert!(!names.iter().any(|n| n == "mcp__extra__echo"), "{names:?}");
     let status = std::process::Command::new("kill")
         .args(["-HUP", &served.child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
+    until_extra_listed(&client, true, "SIGHUP did not reload").await;
+}
+
+/// Writes the config anew with the mock server twice, as `mock` and as
+/// `extra`, and `top`: the server a reload adds.
+fn add_extra_server(sb: &Sandbox, top: Value) {
+    sb.config(
+        json!({
+            "mock": {"command": mock_server(), "args": ["--name", "mock"]},
+            "extra": {"command": mock_server(), "args": ["--name", "extra"]}
+        }),
+        top,
+    );
+}
+
+/// Waits (up to 60 s) until the gateway behind `client` lists `extra`'s
+/// echo, or (`listed` false) no longer does: the tools it lists then.
+async fn until_extra_listed(client: &Client, listed: bool, what: &str) -> Vec<String> {
     let start = Instant::now();
-    while !has_extra(names(&client).await) {
+    loop {
+        let names = tool_names(client).await;
+        if names.iter().any(|n| n == "mcp__extra__echo") == listed {
+            return names;
+        }
         assert!(
             start.elapsed() < Duration::from_secs(60),
-            "SIGHUP did not reload"
+            "{what}: {names:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -1093,7 +969,7 @@ fn json_log_lines(stderr: &str) -> Vec<Value> {
 async fn log_lines_can_be_json_objects() {
     let sb = Sandbox::new();
     let cfg = sb.config(json!({}), json!({}));
-    let served = serve(
+    let served = serve_asking(
         &sb,
         cfg.to_str().unwrap(),
         &["-v"],

@@ -22,8 +22,8 @@ use switchboard_client::{
     InputSupport, RequestOptions, ToolCallStart,
 };
 
-use crate::gateway_util::raw;
-use crate::ops::{Served, mock_server, serve_on};
+use crate::gateway_util::{Running, raw, serve_exit};
+use crate::ops::mock_server;
 use crate::shared_state::{
     ALICE_TOKEN, CI_TOKEN, REPLICA_TTL_WAIT, approval, call, call_at, post, post_at, ran,
     redis_command, sandbox_with_redis, start_replicas, text_of, token_auth,
@@ -200,8 +200,8 @@ impl Drop for Nginx {
 /// Fields drop in order: the servers before their sandbox.
 struct Balanced {
     proxy: Nginx,
-    a: Served,
-    b: Served,
+    a: Running,
+    b: Running,
     url: String,
     audit_a: String,
     audit_b: String,
@@ -272,7 +272,7 @@ async fn balanced(allow: &[&str], routing: TaskRouting) -> Option<Balanced> {
         args_a.extend(["--peer", peer_b.as_str()]);
         args_b.extend(["--peer", peer_a.as_str()]);
     }
-    let a = serve_on(
+    let a = Running::start(
         &sb,
         &cfg,
         &addr_a,
@@ -280,7 +280,7 @@ async fn balanced(allow: &[&str], routing: TaskRouting) -> Option<Balanced> {
         &[("SB_AUDIT", &audit_a), ("SWITCHBOARD_STATE_KEY", STATE_KEY)],
     )
     .await;
-    let b = serve_on(
+    let b = Running::start(
         &sb,
         &cfg,
         &addr_b,
@@ -563,7 +563,7 @@ fn task_requests(pair: &Balanced) -> Vec<(String, String)> {
 
 /// [`task_requests`] of the balancer `proxy` in front of `replicas`
 /// (name, replica).
-fn task_requests_of(proxy: &Nginx, replicas: &[(&str, &Served)]) -> Vec<(String, String)> {
+fn task_requests_of(proxy: &Nginx, replicas: &[(&str, &Running)]) -> Vec<(String, String)> {
     let log = proxy.access_log();
     let mut requests = Vec::new();
     for line in log.lines() {
@@ -606,6 +606,22 @@ fn split_of(origins: &[String]) -> String {
     format!("tasks handed on {}", split.join(", "))
 }
 
+/// How many of the task `requests` (the replica reached, the one
+/// holding the task) a replica sent on to its holder; with round-robin
+/// about half reach the other replica, so more than half of [`TASKS`].
+fn count_sent_on(requests: &[(String, String)]) -> usize {
+    let sent_on = requests
+        .iter()
+        .filter(|(addr, holder)| addr != holder)
+        .count();
+    assert!(
+        sent_on > TASKS / 2,
+        "{sent_on} of {} sent on",
+        requests.len()
+    );
+    sent_on
+}
+
 // A task lives on the replica that handed it on; the balancer's rule on
 // `Mcp-Method` and `Mcp-Name` (which the client sets to the task id,
 // SEP-2663) sends its `tasks/get`, `tasks/update` and `tasks/cancel` there,
@@ -637,16 +653,7 @@ async fn tasks_behind_a_plain_balancer_reach_the_replica_holding_them_through_it
     };
     let origins = follow_tasks(&pair).await;
     let requests = task_requests(&pair);
-    let sent_on = requests
-        .iter()
-        .filter(|(addr, holder)| addr != holder)
-        .count();
-    // Round-robin: about half reached the other replica, and were sent on.
-    assert!(
-        sent_on > TASKS / 2,
-        "{sent_on} of {} sent on",
-        requests.len()
-    );
+    let sent_on = count_sent_on(&requests);
     eprintln!(
         "replicas: {}; {sent_on} of {} task requests sent on to the peer",
         split_of(&origins),
@@ -670,15 +677,7 @@ async fn tasks_behind_a_plain_balancer_reach_their_replica_through_the_store() {
     wait_ready(&[&pair.a, &pair.b], 1).await;
     let origins = follow_tasks(&pair).await;
     let requests = task_requests(&pair);
-    let sent_on = requests
-        .iter()
-        .filter(|(addr, holder)| addr != holder)
-        .count();
-    assert!(
-        sent_on > TASKS / 2,
-        "{sent_on} of {} sent on",
-        requests.len()
-    );
+    let sent_on = count_sent_on(&requests);
     calls_and_approvals(&pair.url, None, EraPolicy::Probe, CALLS / 4, APPROVALS / 2).await;
     // A legacy client's session, opened on one replica, is reached
     // through the other as well.
@@ -705,19 +704,7 @@ async fn a_peer_is_a_name_and_an_http_url() {
         )
         .display()
         .to_string();
-    let serve_with = |peer: &str| {
-        sb.run(&[
-            "--config",
-            &cfg,
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--replica",
-            "a",
-            "--peer",
-            peer,
-        ])
-    };
+    let serve_with = |peer: &str| serve_exit(&sb, &cfg, &["--replica", "a", "--peer", peer]);
     let run = serve_with("http://10.0.0.2:8080/mcp");
     assert_eq!(run.code, 1, "{run:?}");
     assert!(run.stderr.contains("expected NAME=URL"), "{run:?}");
@@ -754,7 +741,7 @@ async fn a_legacy_client_behind_a_plain_balancer_keeps_its_session_through_the_p
 
 /// Waits (bounded) until each of `replicas` says on `/readyz` that its
 /// store is up and it knows `others` other replicas.
-async fn wait_ready(replicas: &[&Served], others: usize) {
+async fn wait_ready(replicas: &[&Running], others: usize) {
     for replica in replicas {
         let limit = Instant::now() + REPLICA_TTL_WAIT;
         loop {
@@ -840,7 +827,7 @@ async fn wait_for_calls(made: &AtomicUsize, from: usize, more: usize) {
 
 /// An approval asked on `asker`, answered once through the balancer at
 /// `addr`; its replay is refused by every one of `replicas`.
-fn approved_once(asker: &Served, addr: &str, replicas: &[Served], query: &str) {
+fn approved_once(asker: &Running, addr: &str, replicas: &[Running], query: &str) {
     let retry = approval(asker, query);
     let first = post_at(addr, ALICE_TOKEN, "tools/call", &retry);
     assert!(ran(&first), "{first}");
@@ -949,7 +936,7 @@ async fn three_replicas_behind_nginx_share_one_store_through_its_outage_and_a_re
     assert_eq!(origins.len(), 2 * TASKS);
     // Round-robin sent most requests for a task to a replica not holding
     // it, which sent them on through the store's registry.
-    let holders: Vec<(&str, &Served)> = NAMES.iter().copied().zip(&replicas).collect();
+    let holders: Vec<(&str, &Running)> = NAMES.iter().copied().zip(&replicas).collect();
     let requests = task_requests_of(&proxy, &holders);
     let sent_on = requests
         .iter()

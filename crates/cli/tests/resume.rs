@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use switchboard_client::{Client, HttpTransport, RequestOptions, ToolCallStart};
 use switchboard_wire::tasks::TaskStatus;
 
-use crate::ops::serve_on;
+use crate::gateway_util::Running;
 use crate::util::{Sandbox, empty_port, spawn_serving};
 
 /// The key the gateway's runs share (tests only).
@@ -66,7 +66,7 @@ async fn a_task_outlives_the_gateway(signal: &str) {
         ("SWITCHBOARD_STATE_KEY", STATE_KEY),
     ];
     let args = ["--replica", "a"];
-    let mut gateway = serve_on(&sb, &cfg, &addr, &args, &env).await;
+    let mut gateway = Running::start(&sb, &cfg, &addr, &args, &env).await;
     let first = client(&addr).await;
     for i in 0..MORE_TICKETS {
         let args = json!({"title": format!("more {i}"), "priority": "low"});
@@ -117,7 +117,7 @@ async fn a_task_outlives_the_gateway(signal: &str) {
     drop(first);
 
     // The same replica, started again on the same address.
-    let again = serve_on(&sb, &cfg, &addr, &args, &env).await;
+    let again = Running::start(&sb, &cfg, &addr, &args, &env).await;
     let second = client(&addr).await;
     let resumed = second.get_task(&id).await.unwrap();
     assert_eq!(resumed.task_id, id);

@@ -1,13 +1,13 @@
 //! `serve`: the gateway, driven by `switchboard-client` as an upstream
 //! agent would.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_client::{Client, HttpTransport, StdioConfig, StdioTransport};
+use switchboard_client::{Client, StdioConfig, StdioTransport};
 
-use crate::util::{Sandbox, bin, collect, empty_port, run, spawn, spawn_serving, wait_for};
+use crate::gateway_util::{client_with, serve, serve_cmd};
+use crate::util::{Sandbox, bin, empty_port, run, spawn_serving};
 
 /// notes, with `list_notes` allowed and everything else asked about; the
 /// audit log in `audit.jsonl`.
@@ -162,30 +162,14 @@ async fn serve_asks_the_upstream_user_through_elicitation() {
 async fn serve_http_serves_the_table_on_loopback() {
     let sb = Sandbox::new();
     let cfg = config(&sb);
-    let mut cmd = sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0", "--yes"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut child = spawn(&mut cmd);
-    let err = collect(child.stderr.take().unwrap());
-    let text = tokio::task::spawn_blocking(move || wait_for(&err, "/mcp", Duration::from_secs(60)))
-        .await
-        .unwrap();
-    let url = text
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
-    let transport = HttpTransport::builder("gateway", &url).build().unwrap();
-    let client = Client::builder("gateway", transport)
-        .connect()
-        .await
-        .unwrap();
+    let gw = serve(&sb, &cfg, &[], &[]).await;
+    let client = client_with(&gw, None).await;
     let tools = client.list_all_tools().await.unwrap().items;
     let result = client
         .call_tool("mcp__notes__search", object(json!({"query": "vpn"})))
         .await
         .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(gw);
     // The notes demo's three, and the two skill tools (it serves a skill).
     assert_eq!(tools.len(), 5);
     assert!(!result.is_error(), "{result:?}");
@@ -198,8 +182,7 @@ async fn serve_http_serves_the_table_on_loopback() {
 fn health_probes_a_serving_gateway() {
     let sb = Sandbox::new();
     let cfg = config(&sb);
-    let (mut child, url) =
-        spawn_serving(&mut sb.cmd(&["--config", &cfg, "serve", "--http", "127.0.0.1:0", "--yes"]));
+    let (mut child, url) = spawn_serving(&mut serve_cmd(&sb, &cfg, "127.0.0.1:0", &["--yes"]));
     let base = url.trim_end_matches("/mcp").to_owned();
     let ok = run(sb.cmd(&["health", &format!("{base}/healthz")]));
     let missing = run(sb.cmd(&["health", &format!("{base}/no-such-path")]));

@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::console_util::approval_link;
-use crate::gateway_util::{raw, rpc};
-use crate::ops::{Served, serve_on};
+use crate::gateway_util::{Running, raw, rpc};
 use crate::util::{Sandbox, empty_port, spawn};
 
 pub(crate) const CI_TOKEN: &str = "ci-bot-token-0123456789";
@@ -129,14 +128,14 @@ pub(crate) async fn start_replicas(
     cfg: &str,
     names: &[&str],
     args: &[&str],
-) -> Vec<Served> {
+) -> Vec<Running> {
     let url = redis.url();
     let mut gateways = Vec::new();
     for name in names {
         let mut all = vec!["--replica", name, "--state", &url];
         all.extend_from_slice(args);
         gateways.push(
-            serve_on(
+            Running::start(
                 sb,
                 cfg,
                 "127.0.0.1:0",
@@ -153,7 +152,7 @@ pub(crate) async fn start_replicas(
 /// allowed (`search` asks), ci-bot limited to [`LIMIT`] calls a minute,
 /// alice unlimited. Fields drop in order: the gateways before the sandbox.
 struct Replicas {
-    gateways: Vec<Served>,
+    gateways: Vec<Running>,
     sb: Sandbox,
 }
 
@@ -184,7 +183,7 @@ fn meta() -> Value {
 }
 
 /// One JSON-RPC `method` POSTed to `gw` with `token`: the message back.
-pub(crate) fn post(gw: &Served, token: &str, method: &str, params: &Value) -> Value {
+pub(crate) fn post(gw: &Running, token: &str, method: &str, params: &Value) -> Value {
     post_at(&gw.addr, token, method, params)
 }
 
@@ -194,7 +193,7 @@ pub(crate) fn post_at(addr: &str, token: &str, method: &str, params: &Value) -> 
 }
 
 /// `name` called on `gw` by `token`'s caller: the message back.
-pub(crate) fn call(gw: &Served, token: &str, name: &str, arguments: &Value) -> Value {
+pub(crate) fn call(gw: &Running, token: &str, name: &str, arguments: &Value) -> Value {
     call_at(&gw.addr, token, name, arguments)
 }
 
@@ -226,7 +225,7 @@ pub(crate) fn ran(message: &Value) -> bool {
 }
 
 /// Asks for `search` on `asker` with `query`: the retry that approves it.
-pub(crate) fn approval(asker: &Served, query: &str) -> Value {
+pub(crate) fn approval(asker: &Running, query: &str) -> Value {
     let asked = call(
         asker,
         ALICE_TOKEN,
@@ -249,7 +248,7 @@ pub(crate) fn approval(asker: &Served, query: &str) -> Value {
 }
 
 /// `/readyz` and `/metrics` of `gw`.
-fn health(gw: &Served) -> (u16, Value, String) {
+fn health(gw: &Running) -> (u16, Value, String) {
     let (status, _, ready) = raw(&gw.addr, "GET", "/readyz", &[], "");
     let (_, _, metrics) = raw(&gw.addr, "GET", "/metrics", &[], "");
     let ready = serde_json::from_str(&ready).unwrap_or_else(|e| panic!("{e}: {ready}"));
@@ -453,8 +452,8 @@ async fn replicas_find_each_other_through_the_store_and_say_when_one_is_gone() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    let on_a = tasks_client(&a.url()).await;
-    let on_b = tasks_client(&b.url()).await;
+    let on_a = tasks_client(&a.url).await;
+    let on_b = tasks_client(&b.url).await;
     let task = endless_task(&on_a).await;
     assert!(task.starts_with("a."), "{task}");
     // b does not hold it: its tasks/get and tasks/cancel go on to a (once
@@ -697,7 +696,7 @@ async fn an_approval_asked_on_one_replica_is_decided_in_another_replicas_console
 /// state key, each serving the console (alice a console principal), calls
 /// from clients without elicitation announced to `hook` and waiting for
 /// a decision.
-async fn console_replicas(redis: &Redis, sb: &Sandbox, hook: &str) -> Vec<Served> {
+async fn console_replicas(redis: &Redis, sb: &Sandbox, hook: &str) -> Vec<Running> {
     let cfg = sb
         .config(
             json!({}),
@@ -727,7 +726,7 @@ async fn console_replicas(redis: &Redis, sb: &Sandbox, hook: &str) -> Vec<Served
             &url,
         ];
         gateways.push(
-            serve_on(
+            Running::start(
                 sb,
                 &cfg,
                 "127.0.0.1:0",

@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use switchboard_testutil::{Artifacts, built};
 
+use crate::ops::mock_server;
 use crate::util::Sandbox;
 
 const LOAD: &str = "mcp__switchboard__load_skill";
@@ -184,7 +184,7 @@ fn a_verification_failure_exits_5_naming_it() {
         ),
         ("unlisted", skills_file(md, |_| {}), READ),
     ];
-    let mock = built("switchboard-testkit", Artifacts::Bins).join("mock-server");
+    let mock = mock_server();
     for (kind, file, tool) in cases {
         let sb = Sandbox::new();
         let path = sb.write("skills.json", &file.to_string());
@@ -217,21 +217,13 @@ fn a_verification_failure_exits_5_naming_it() {
     }
 }
 
-fn events(stdout: &str) -> Vec<Value> {
-    stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
-        .collect()
-}
-
 // End to end with the scripted model: the system prompt lists the skill
 // (never its content: SK-VER-6), the model loads it (approval asked),
 // reads its template, and calls the tool the skill names.
 #[test]
 fn a_scripted_model_loads_the_demo_skill_and_follows_it() {
     let sb = Sandbox::new();
-    let script = sb.write(
-        "s.jsonl",
+    let (run, seen) = sb.scripted_chat(
         &[
             json!({
                 "system_contains": ["notes:meeting-notes", "from the MCP server notes", "Write the minutes"],
@@ -247,24 +239,9 @@ fn a_scripted_model_loads_the_demo_skill_and_follows_it() {
                 "tool_calls": [{"name": "mcp__notes__read_note", "arguments": {"id": "standup"}}],
             }),
             json!({"expect": [{"is_error": false, "contains": "printer"}], "text": "Minutes written."}),
-        ]
-        .iter()
-        .map(Value::to_string)
-        .collect::<Vec<_>>()
-        .join("\n"),
-    );
-    let model = format!("script:{}", script.display());
-    let run = sb.run(&[
-        "chat",
-        "--model",
-        &model,
-        "-p",
+        ],
         "minutes of the standup",
-        "--yes",
-        "--json",
-    ]);
-    assert_eq!(run.code, 0, "{run:?}");
-    let seen = events(&run.stdout);
+    );
     let asked = seen
         .iter()
         .find(|e| e["type"] == "approval")

@@ -74,6 +74,25 @@ impl Sandbox {
         p
     }
 
+    /// Writes `turns` in `name` as the JSON lines a `script:` model reads:
+    /// the model's name for `--model` or a config's `"model"`.
+    pub(crate) fn script_model(&self, name: &str, turns: &[Value]) -> String {
+        let lines: Vec<String> = turns.iter().map(Value::to_string).collect();
+        let script = self.write(name, &lines.join("\n"));
+        format!("script:{}", script.display())
+    }
+
+    /// `chat -p PROMPT --yes --json` (no `--config`) with the scripted
+    /// model of `turns`: the run, which must exit 0, and the events it
+    /// printed.
+    pub(crate) fn scripted_chat(&self, turns: &[Value], prompt: &str) -> (Run, Vec<Value>) {
+        let model = self.script_model("s.jsonl", turns);
+        let run = self.run(&["chat", "--model", &model, "-p", prompt, "--yes", "--json"]);
+        assert_eq!(run.code, 0, "{run:?}");
+        let events = json_lines(&run.stdout);
+        (run, events)
+    }
+
     /// Writes a config naming the notes demo (stdio) and `extra` entries.
     pub(crate) fn config(&self, extra: Value, top: Value) -> PathBuf {
         let mut servers = serde_json::json!({
@@ -171,6 +190,14 @@ fn wait_limited(child: Child) -> Output {
     output
 }
 
+/// Each line of `stdout` as JSON (`chat --json` prints one event a line).
+pub(crate) fn json_lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
 /// A loopback port with nothing listening on it.
 pub(crate) fn empty_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -245,10 +272,12 @@ pub(crate) fn browser_get(url: &str) -> (u16, Option<String>) {
     (status, location)
 }
 
-/// The first `http://` URL in `text` (a server's "listening on" line).
+/// The first MCP endpoint (an `http://` or `https://` URL ending in
+/// `/mcp`) in `text`, a server's "listening on" line; a gateway names its
+/// console first.
 pub(crate) fn url_in(text: &str) -> String {
     text.split_whitespace()
-        .find(|w| w.starts_with("http://"))
+        .find(|w| (w.starts_with("http://") || w.starts_with("https://")) && w.ends_with("/mcp"))
         .unwrap_or_else(|| panic!("no URL in {text:?}"))
         .to_owned()
 }
@@ -283,9 +312,16 @@ impl Drop for Tickets {
 /// Spawns `cmd`, a server that says where it listens on stderr, and waits
 /// for that: the child and the URL of its MCP endpoint.
 pub(crate) fn spawn_serving(cmd: &mut Command) -> (Child, String) {
+    let (child, _, url) = spawn_serving_logged(cmd);
+    (child, url)
+}
+
+/// [`spawn_serving`], keeping what the server writes on stderr (read on in
+/// the background): the child, its stderr and its MCP endpoint's URL.
+pub(crate) fn spawn_serving_logged(cmd: &mut Command) -> (Child, Arc<Mutex<Vec<u8>>>, String) {
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = spawn(cmd);
-    let err = collect(child.stderr.take().unwrap());
-    let text = wait_for(&err, "/mcp", Duration::from_secs(60));
-    (child, url_in(&text))
+    let stderr = collect(child.stderr.take().unwrap());
+    let text = wait_for(&stderr, "/mcp", Duration::from_secs(60));
+    (child, stderr, url_in(&text))
 }
