@@ -56,6 +56,14 @@
 #                 pooled client with no MCP work, the floor under a gateway
 #                 built on the same crates as ours
 #   BARE_BIN      a built bare_proxy (default: built with PROFILE)
+#   PACED_MS=N    also a third level, "64p": 64 connections each waiting N ms
+#                 between its calls (wrk's delay), so every proxy serves
+#                 about the same rate. At full speed the CPU per call is not
+#                 like for like: a proxy that keeps up with wrk finds it
+#                 always busy, a slower one finds it asleep and pays a
+#                 wake-up (an IPI; costly in a VM) on nearly every answer
+#                 (wrk's own context switches per request show it). With
+#                 the rate fixed, wrk sleeps alike for all of them.
 #   AUTH=1        every gateway runs with `--auth token` (one named token)
 #                 and wrk sends it as a bearer: what a team gateway does,
 #                 and what `--console` needs (OBS_FLAGS=--console then
@@ -103,6 +111,17 @@ if [[ -n ${AUTH:-} ]]; then
   printf 'bench %s\n' "$MCP_BEARER" >"$work/tokens.txt"; chmod 600 "$work/tokens.txt"
   auth_flags=(--auth token --tokens-file "$work/tokens.txt")
 fi
+
+# PACED_MS: the same load script, with wrk waiting between a connection's calls.
+paced_dir=""
+if [[ -n ${PACED_MS:-} ]]; then
+  export PACED_MS
+  paced_dir=$work/paced; mkdir -p "$paced_dir"
+  cp "$load_dir/http-load.sh" "$paced_dir/"
+  { cat "$load_dir/mcp-call.lua"; echo 'delay = function() return tonumber(os.getenv("PACED_MS")) end'; } \
+    >"$paced_dir/mcp-call.lua"
+fi
+levels=(1 64); [[ -n $paced_dir ]] && levels+=(64p)
 
 tickets_port=$PORT; gw_port=$((PORT + 1)); obs_port=$((PORT + 2)); floor_port=$((PORT + 4))
 bare_port=$((PORT + 5)); control_port=$((PORT + 6)); unaudited_port=$((PORT + 7))
@@ -240,14 +259,15 @@ us_per() { echo "$1 * 1000000 / $TICKS / $2" | bc -l; } # jiffies, requests
 # One figure: wrk at URL with C connections calling TOOL; sets R (the
 # RESULT line), T_US / G_US / X_US (tickets / gateway / EXTRA_PID's CPU µs
 # per request) and OTHER (% of one CPU used by anything else meanwhile).
-figure() { # URL C TOOL GATEWAY_PID [EXTRA_PID]
-  local url=$1 c=$2 tool=$3 gw=${4:-} extra=${5:-}
+figure() { # URL C TOOL GATEWAY_PID [EXTRA_PID]   (C: 1, 64, or 64p: paced)
+  local url=$1 c=$2 tool=$3 gw=${4:-} extra=${5:-} dir=$load_dir
+  [[ $c == 64p ]] && { dir=$paced_dir; c=64; }
   wait_quiet
   local t0 g0=0 x0=0 b0 c0 t1 g1=0 x1=0 b1 c1 s0 s1
   t0=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g0=$(jiffies "$gw"); [[ -n $extra ]] && x0=$(jiffies "$extra")
   b0=$(busy_jiffies); c0=$(child_centis); s0=$(date +%s%N)
   R=$(MCP_TOOL=$tool MCP_ARGS='{"id":"T-1"}' RAW=1 LOADGEN_CPUS=$LOADGEN_CPUS \
-    "${rt[@]}" "$load_dir/http-load.sh" "$url" "$c" "$SECS")
+    "${rt[@]}" "$dir/http-load.sh" "$url" "$c" "$SECS")
   t1=$(jiffies "$tickets_pid"); [[ -n $gw ]] && g1=$(jiffies "$gw"); [[ -n $extra ]] && x1=$(jiffies "$extra")
   b1=$(busy_jiffies); c1=$(child_centis); s1=$(date +%s%N)
   local n; n=$(field requests "$R")
@@ -293,7 +313,7 @@ for r in $(seq "$REPS"); do
     order=(direct)
     for (( i = ${#kinds[@]} - 1; i >= 1; i-- )); do order+=("${kinds[$i]}"); done
   fi
-  for c in 1 64; do
+  for c in "${levels[@]}"; do
     for k in "${order[@]}"; do
       case $k in
         direct) figure "http://127.0.0.1:$tickets_port/mcp" "$c" get_ticket ;;
@@ -308,7 +328,7 @@ for r in $(seq "$REPS"); do
       esac
       RPS[$k,$c,$r]=$(field rps "$R"); P50[$k,$c,$r]=$(field p50_us "$R"); P99[$k,$c,$r]=$(field p99_us "$R")
       TUS[$k,$c,$r]=$T_US; GUS[$k,$c,$r]=$G_US; XUS[$k,$c,$r]=$X_US
-      printf 'round %s c%-2s %-8s %9.1f req/s  p50 %6s us  p99 %6s us  CPU/req: tickets %6.1f us  gateway %6.1f us%s  other load %s%%\n' \
+      printf 'round %s c%-3s %-8s %9.1f req/s  p50 %6s us  p99 %6s us  CPU/req: tickets %6.1f us  gateway %6.1f us%s  other load %s%%\n' \
         "$r" "$c" "$k" "${RPS[$k,$c,$r]}" "${P50[$k,$c,$r]}" "${P99[$k,$c,$r]}" "$T_US" "$G_US" \
         "$([[ $k == store ]] && printf '  redis %6.1f us' "$X_US")" "$OTHER"
     done
@@ -331,8 +351,8 @@ pick() { local -n arr=$2; echo "${arr[$3,$4,$1]}"; } # round ARRAY kind c
 
 echo "medians over $REPS rounds:"
 for k in "${kinds[@]}"; do
-  for c in 1 64; do
-    printf '  c%-2s %-8s %9.1f req/s  p50 %6s us  p99 %6s us  CPU/req: tickets %6.1f us  gateway %6.1f us\n' "$c" "$k" \
+  for c in "${levels[@]}"; do
+    printf '  c%-3s %-8s %9.1f req/s  p50 %6s us  p99 %6s us  CPU/req: tickets %6.1f us  gateway %6.1f us\n' "$c" "$k" \
       "$(over_rounds pick RPS "$k" "$c")" "$(over_rounds pick P50 "$k" "$c")" "$(over_rounds pick P99 "$k" "$c")" \
       "$(over_rounds pick TUS "$k" "$c")" "$(over_rounds pick GUS "$k" "$c")"
   done
@@ -343,15 +363,23 @@ for k in "${kinds[@]:1}"; do
   printf '%s: added p50 at c1 / direct p50 %.2f  (target <= 1)\n' "$k" "$(over_rounds added_p50 "$k")"
   printf '%s: throughput ratio c1 %.2f  c64 %.2f\n' "$k" "$(over_rounds tput "$k" 1)" "$(over_rounds tput "$k" 64)"
 done
-floor_cost() { echo "${GUS[gateway,$2,$1]} / ${GUS[$3,$2,$1]}" | bc -l; }
+floor_cost() { echo "${GUS[$4,$2,$1]} / ${GUS[$3,$2,$1]}" | bc -l; } # round c floor kind
+added_over() { echo "(${P50[$3,1,$1]} - ${P50[direct,1,$1]}) / (${P50[$2,1,$1]} - ${P50[direct,1,$1]})" | bc -l; } # round floor kind
 [[ -n $unaudited_pid ]] && kinds_floor=(unaudited) || kinds_floor=()
 [[ -n $floor_pid ]] && kinds_floor+=(nginx bare)
-if (( ${#kinds_floor[@]} )); then
+# The gateway over each floor; with UNAUDITED=1 the unaudited gateway (the
+# issue's own setup, nothing but serve mounting tickets) over them too.
+numerators=(gateway); [[ -n $unaudited_pid && -n $floor_pid ]] && numerators+=(unaudited)
+for g in "${numerators[@]}"; do
   for k in "${kinds_floor[@]}"; do
-    printf 'gateway / %s CPU per call: c1 %.2f  c64 %.2f\n' "$k" \
-      "$(over_rounds floor_cost 1 "$k")" "$(over_rounds floor_cost 64 "$k")"
+    [[ $k == "$g" ]] && continue
+    printf '%s / %s CPU per call: c1 %.2f  c64 %.2f%s\n' "$g" "$k" \
+      "$(over_rounds floor_cost 1 "$k" "$g")" "$(over_rounds floor_cost 64 "$k" "$g")" \
+      "$([[ -n $paced_dir ]] && printf '  c64 paced (%s ms) %.2f' "$PACED_MS" "$(over_rounds floor_cost 64p "$k" "$g")")"
+    [[ $k == unaudited ]] && continue
+    printf '%s / %s added p50 at c1: %.2f\n' "$g" "$k" "$(over_rounds added_over "$k" "$g")"
   done
-fi
+done
 if [[ -n $obs_pid ]]; then
   printf 'observed / plain gateway CPU per call: c1 %.3f  c64 %.3f  (target <= 1.05)\n' \
     "$(over_rounds obs_cost 1 observed)" "$(over_rounds obs_cost 64 observed)"
