@@ -194,13 +194,7 @@ async fn a_lapsed_login_turns_the_server_to_needs_login() {
 
     s.mcp.revoke_seen_tokens();
     s.auth.revoke_refresh_tokens();
-    let call = whoami(&host).await;
-    assert_eq!(
-        call.outcome,
-        Outcome::AuthRequired,
-        "{}",
-        text(&call.result)
-    );
+    let call = whoami_needs_login(&host).await;
     let said = text(&call.result);
     assert!(said.contains("switchboard auth login secure"), "{said}");
     // The refresh was tried before giving up.
@@ -246,8 +240,7 @@ async fn a_failed_authorization_is_not_a_login_to_make() {
         "{outage}"
     );
 
-    let call = whoami(&host).await;
-    assert_eq!(call.outcome, Outcome::AuthRequired);
+    let call = whoami_needs_login(&host).await;
     let said = text(&call.result);
     assert!(said.contains("refused authorization"), "{said}");
     assert!(!said.contains("auth login"), "{said}");

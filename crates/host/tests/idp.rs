@@ -107,8 +107,7 @@ async fn without_the_idp_login_the_server_needs_the_idp_command() {
     assert_eq!(server_report(&host, "local").status, ServerStatus::Up);
     let outage = host.outage_text().unwrap();
     assert!(outage.contains(LOGIN_REASON), "{outage}");
-    let call = whoami(&host).await;
-    assert_eq!(call.outcome, Outcome::AuthRequired);
+    let call = whoami_needs_login(&host).await;
     let said = text(&call.result);
     assert!(
         said.contains("`switchboard auth login --idp corp`"),
@@ -121,13 +120,7 @@ async fn without_the_idp_login_the_server_needs_the_idp_command() {
 
     // An expired login at the identity provider is no login either.
     save_idp_login(&dir.store(), &e, -60);
-    let call = whoami(&host).await;
-    assert_eq!(
-        call.outcome,
-        Outcome::AuthRequired,
-        "{}",
-        text(&call.result)
-    );
+    whoami_needs_login(&host).await;
     assert!(e.idp.token_requests().is_empty());
     host.shutdown().await;
 }

@@ -191,6 +191,18 @@ pub(crate) async fn whoami(host: &Host) -> CallReport {
     host.call_detailed("mcp__secure__whoami", None, yes()).await
 }
 
+/// [`whoami`], expecting the call to need a login.
+pub(crate) async fn whoami_needs_login(host: &Host) -> CallReport {
+    let call = whoami(host).await;
+    assert_eq!(
+        call.outcome,
+        switchboard_host::Outcome::AuthRequired,
+        "{}",
+        text(&call.result)
+    );
+    call
+}
+
 /// An OAuth provider for `config`, its tokens in `store`, whose user agent
 /// approves at once.
 pub(crate) fn headless_provider(config: OAuthConfig, store: &TokenStore) -> OAuthProvider {
