@@ -23,6 +23,15 @@ use switchboard_testutil::{Artifacts, built};
 
 use crate::util::{Front, front, front_with, mount, mount_servers, serve};
 
+/// The question the asker's `confirm` tool and picky's `brief` prompt put:
+/// a yes or no `go`.
+fn deploy_form() -> Elicitation {
+    Elicitation::form(
+        "Deploy to production?",
+        json!({"type": "object", "properties": {"go": {"type": "boolean"}}}),
+    )
+}
+
 /// A server whose tools each ask one question, and answer with what they
 /// got back (and the state they kept across the round trip).
 fn asker() -> Server {
@@ -33,27 +42,21 @@ fn asker() -> Server {
             |ctx: Context| async move {
                 let answer = ctx.input().elicitation("ok")?;
                 let result: ToolResult = match answer {
-                None => Ok(InputRequired::new()
-                    .elicit(
-                        "ok",
-                        Elicitation::form(
-                            "Deploy to production?",
-                            json!({"type": "object", "properties": {"go": {"type": "boolean"}}}),
-                        ),
-                    )
-                    .state(json!({"step": "asked"}))
-                    .into()),
-                Some(a) => {
-                    let kept: Option<Value> = ctx.state()?;
-                    Ok(CallToolResult::text(format!(
-                        "{:?} {} kept={}",
-                        a.action,
-                        Value::Object(a.content.clone().unwrap_or_default()),
-                        kept.unwrap_or(Value::Null)
-                    ))
-                    .into())
-                }
-            };
+                    None => Ok(InputRequired::new()
+                        .elicit("ok", deploy_form())
+                        .state(json!({"step": "asked"}))
+                        .into()),
+                    Some(a) => {
+                        let kept: Option<Value> = ctx.state()?;
+                        Ok(CallToolResult::text(format!(
+                            "{:?} {} kept={}",
+                            a.action,
+                            Value::Object(a.content.clone().unwrap_or_default()),
+                            kept.unwrap_or(Value::Null)
+                        ))
+                        .into())
+                    }
+                };
                 result
             },
         )
@@ -150,6 +153,15 @@ async fn call(front: &Front, tool: &str) -> Result<CallToolResult, ClientError> 
     front.client.call_tool(tool, None).await
 }
 
+/// [`call`] with `options`.
+async fn call_with(
+    front: &Front,
+    tool: &str,
+    options: &RequestOptions,
+) -> Result<CallToolResult, ClientError> {
+    front.client.call_tool_with(tool, None, options).await
+}
+
 /// Gets `prompt` with no arguments through the gateway's client.
 async fn get_prompt(front: &Front, prompt: &str) -> Result<GetPromptResult, ClientError> {
     front.client.get_prompt(prompt, None).await
@@ -243,15 +255,7 @@ fn picky() -> Server {
             |_args: Value, ctx: Context| async move {
                 let outcome: Result<PromptOutcome, HandlerError> =
                     match ctx.input().elicitation("ok")? {
-                        None => Ok(InputRequired::new()
-                            .elicit(
-                                "ok",
-                                Elicitation::form(
-                                    "Deploy to production?",
-                                    json!({"type": "object", "properties": {"go": {"type": "boolean"}}}),
-                                ),
-                            )
-                            .into()),
+                        None => Ok(InputRequired::new().elicit("ok", deploy_form()).into()),
                         Some(a) => Ok(PromptOutcome::Complete(GetPromptResult {
                             description: None,
                             messages: vec![user(ContentBlock::text(format!(
@@ -264,17 +268,21 @@ fn picky() -> Server {
                 outcome
             },
         )
-        .tool("declared", "Says what the request declared", |ctx: Context| async move {
-            let caps = ctx.client_capabilities();
-            let result: ToolResult = Ok(CallToolResult::text(format!(
-                "form={} sampling={} roots={}",
-                caps.supports_elicitation_form(),
-                caps.supports_sampling(),
-                caps.supports_roots()
-            ))
-            .into());
-            result
-        })
+        .tool(
+            "declared",
+            "Says what the request declared",
+            |ctx: Context| async move {
+                let caps = ctx.client_capabilities();
+                let result: ToolResult = Ok(CallToolResult::text(format!(
+                    "form={} sampling={} roots={}",
+                    caps.supports_elicitation_form(),
+                    caps.supports_sampling(),
+                    caps.supports_roots()
+                ))
+                .into());
+                result
+            },
+        )
         .tool("snapshot", "Returns an image", || async {
             let result: ToolResult = Ok(CallToolResult {
                 content: vec![
@@ -288,11 +296,8 @@ fn picky() -> Server {
         })
         .tool("chatty", "Logs while it works", |ctx: Context| async move {
             ctx.info("warming up").await;
-            let result: ToolResult = Ok(CallToolResult::text(format!(
-                "asked for logs at {:?}",
-                ctx.log_level()
-            ))
-            .into());
+            let result: ToolResult =
+                Ok(CallToolResult::text(format!("asked for logs at {:?}", ctx.log_level())).into());
             result
         })
         .task_tool(
@@ -306,7 +311,11 @@ fn picky() -> Server {
                     )
                 };
                 let answers = task
-                    .ask(InputRequired::new().elicit("first", form()).elicit("second", form()))
+                    .ask(
+                        InputRequired::new()
+                            .elicit("first", form())
+                            .elicit("second", form()),
+                    )
                     .await?;
                 let go = |key: &str| -> Result<Value, HandlerError> {
                     Ok(answers
@@ -317,11 +326,15 @@ fn picky() -> Server {
                 Ok::<_, HandlerError>(format!("first={} second={}", go("first")?, go("second")?))
             },
         )
-        .tool("needs_sampling", "Needs sampling", |ctx: Context| async move {
-            ctx.require_sampling()?;
-            let result: ToolResult = Ok(CallToolResult::text("could sample").into());
-            result
-        })
+        .tool(
+            "needs_sampling",
+            "Needs sampling",
+            |ctx: Context| async move {
+                ctx.require_sampling()?;
+                let result: ToolResult = Ok(CallToolResult::text("could sample").into());
+                result
+            },
+        )
         .build()
         .unwrap()
 }
@@ -342,14 +355,24 @@ async fn behind_a_gateway(
     let dir = tempfile::tempdir().unwrap();
     let (url, server) = serve(server).await;
     let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    let front = front_with(
-        &host,
+    let front = allowing_front(&host, input, tasks).await;
+    (dir, server, host, front)
+}
+
+/// A client of a gateway in front of `host` that allows every call,
+/// answering with `input` (declaring the tasks extension when `tasks`).
+async fn allowing_front(
+    host: &switchboard_host::Host,
+    input: Option<Box<dyn InputHandler>>,
+    tasks: bool,
+) -> Front {
+    front_with(
+        host,
         GatewayOptions::default().assume_yes(true),
         input,
         tasks,
     )
-    .await;
-    (dir, server, host, front)
+    .await
 }
 
 /// An upstream client that answers form elicitation only, with
@@ -372,13 +395,7 @@ async fn a_question_during_prompts_get_is_relayed_and_answered() {
     );
     // A client that cannot answer: the server refuses to ask (-32021),
     // and the client gets that refusal.
-    let silent = front_with(
-        &host,
-        GatewayOptions::default().assume_yes(true),
-        None,
-        false,
-    )
-    .await;
+    let silent = allowing_front(&host, None, false).await;
     let err = get_prompt(&silent, "mcp__ops__brief").await.unwrap_err();
     assert_eq!(err.code(), Some(-32021), "{err}");
     host.shutdown().await;
@@ -398,7 +415,7 @@ async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
     );
     // Another caller, another narrowing (the client keeps the last one;
     // it must not serve it to a caller that declared something else).
-    let bare = crate::util::front(&host, GatewayOptions::default().assume_yes(true), None).await;
+    let bare = allowing_front(&host, None, false).await;
     let r = call(&bare, "mcp__ops__declared").await.unwrap();
     assert!(
         r.joined_text()
@@ -444,9 +461,7 @@ async fn a_servers_log_messages_reach_a_client_that_asked_for_them() {
         })),
         ..RequestOptions::default()
     };
-    let r = front
-        .client
-        .call_tool_with("mcp__ops__chatty", None, &options)
+    let r = call_with(&front, "mcp__ops__chatty", &options)
         .await
         .unwrap();
     // The level went down with the call, and the message came back up.
@@ -503,9 +518,7 @@ async fn every_progress_step_reaches_the_client_before_the_result() {
         let options = RequestOptions::default().with_progress(move |p| {
             sink.lock().unwrap().push(p.progress);
         });
-        let r = front
-            .client
-            .call_tool_with("mcp__m__progress", None, &options)
+        let r = call_with(&front, "mcp__m__progress", &options)
             .await
             .unwrap();
         assert!(r.joined_text().contains("3 steps done"), "{r:?}");

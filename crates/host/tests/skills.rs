@@ -162,6 +162,16 @@ async fn tampered(edit: impl FnOnce(&mut Value, &mut Vec<(String, Vec<u8>)>)) ->
     server
 }
 
+/// A server serving the skill at `path` whose one file is `md`, its
+/// entry changed by `edit`.
+async fn serving_edited(path: &str, md: &str, edit: impl FnOnce(&mut Value)) -> SkillServer {
+    let server = SkillServer::start().await;
+    let (mut entry, files) = md_skill(path, md);
+    edit(&mut entry);
+    server.state.add((entry, files));
+    server
+}
+
 // SK-VER-1/2, SK-ENT-16, SK-VER-5: a digest, a size or a frontmatter that
 // does not match is refused with its name; nothing of it reaches the model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -417,11 +427,11 @@ async fn a_skill_over_the_file_limit_is_declined_with_its_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_without_resources_is_invalid() {
     let dir = Dir::new();
-    let server = SkillServer::start().await;
     let md = skill_md("bare", "No manifest", "", "x\n");
-    let (mut entry, files) = md_skill("bare", &md);
-    entry.as_object_mut().unwrap().remove("resources");
-    server.state.add((entry, files));
+    let server = serving_edited("bare", &md, |entry| {
+        entry.as_object_mut().unwrap().remove("resources");
+    })
+    .await;
     let host = mount_srv(&dir, &server).await;
     assert_eq!(host.skills()[0].status, SkillStatus::Invalid);
     let report = load(&host, "srv:bare", yes()).await;
@@ -450,11 +460,11 @@ async fn a_server_dying_mid_read_fails_the_load() {
 // "dynamic": "ask" it is asked about on every load, never recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamic_skills_are_refused_or_asked_every_time() {
-    let server = SkillServer::start().await;
     let md = skill_md("daily", "Today's report", "", "Live.\n");
-    let (mut entry, files) = md_skill("daily", &md);
-    entry["resources"] = json!("dynamic");
-    server.state.add((entry, files));
+    let server = serving_edited("daily", &md, |entry| {
+        entry["resources"] = json!("dynamic");
+    })
+    .await;
 
     let dir = Dir::new();
     let host = mount_srv(&dir, &server).await;
