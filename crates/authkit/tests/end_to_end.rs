@@ -20,22 +20,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use switchboard_authkit::jwt::{self, PublicKey};
 use switchboard_authkit::{AuthServer, AuthServerConfig, IssMode};
-use switchboard_client::{Client, ClientError, HttpTransport};
-use switchboard_oauth::{HeadlessUserAgent, OAuthConfig, OAuthError, OAuthProvider};
+use switchboard_client::{Client, ClientError};
+use switchboard_oauth::{OAuthError, OAuthProvider};
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{
     AuthError, AuthRequest, BoxFuture, ClaimsValidator, Context, Principal, ProtectedResource,
     Server, TokenValidator,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// Generous: the machine is shared and slow at times.
-const WAIT: Duration = Duration::from_secs(30);
+mod common;
+
+use common::WAIT;
 
 /// What the resource server decided, in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -190,24 +191,11 @@ impl Tickets {
 }
 
 fn provider(url: &str) -> OAuthProvider {
-    OAuthProvider::new(
-        OAuthConfig::new("tickets", url)
-            .user_agent(Arc::new(HeadlessUserAgent::new()))
-            .timeout(WAIT),
-    )
-    .unwrap()
+    OAuthProvider::new(common::headless_config("tickets", url)).unwrap()
 }
 
 async fn connect(url: &str, provider: &OAuthProvider) -> Result<Client, ClientError> {
-    let transport = HttpTransport::builder("tickets", url)
-        .auth(Arc::new(provider.clone()))
-        .remember_era(false)
-        .build()?;
-    Client::builder("tickets", transport)
-        .timeout(WAIT)
-        .probe_timeout(WAIT)
-        .connect()
-        .await
+    common::connect("tickets", url, provider).await
 }
 
 async fn call(client: &Client, tool: &str) -> String {
@@ -227,36 +215,9 @@ fn grant_types(auth: &AuthServer) -> Vec<String> {
 
 /// A bare POST with a bearer token: the status and the challenge.
 async fn post_with(url: &str, token: &str) -> (u16, String) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, path) = rest.split_once('/').unwrap();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}}})
-    .to_string();
-    let request = format!(
-        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n\
-         Authorization: Bearer {token}\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(authority).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = String::new();
-    tokio::time::timeout(WAIT, stream.read_to_string(&mut raw))
-        .await
-        .expect("an answer")
-        .unwrap();
-    let status = raw.split(' ').nth(1).unwrap().parse().unwrap();
-    let challenge = raw
-        .lines()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("www-authenticate")
-                .then(|| value.trim().to_owned())
-        })
-        .unwrap_or_default();
-    (status, challenge)
+    let credentials = format!("Authorization: Bearer {token}\r\n");
+    let (status, raw) = common::post_tools_list(url, &credentials).await;
+    (status, common::header_of(&raw, "www-authenticate"))
 }
 
 // AUTH-S-01/02/04 with AUTH-C-01/02/11/12/16/21: our 401 and metadata lead

@@ -8,7 +8,6 @@
 // fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -16,19 +15,17 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 use switchboard_authkit::jwt::{self, PublicKey, Signer};
 use switchboard_authkit::{AuthServer, AuthServerConfig, TestClient};
-use switchboard_client::{Client, ClientError, HttpTransport};
+use switchboard_client::{Client, ClientError};
 use switchboard_oauth::{
-    AssertionSource, EnterpriseGrant, Grant, HeadlessUserAgent, IdentityProvider, JwtBearerGrant,
-    OAuthConfig, OAuthProvider, PreRegisteredClient, Secret, TokenStore,
+    AssertionSource, EnterpriseGrant, Grant, IdentityProvider, JwtBearerGrant, OAuthConfig,
+    OAuthProvider, PreRegisteredClient, Secret, TokenStore,
 };
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{AuthError, ClaimsValidator, DpopVerifier, ProtectedResource, Server};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-/// Generous: the machine is shared and slow at times.
-const WAIT: Duration = Duration::from_secs(30);
+mod common;
 
 /// The server framework with one tool, trusting `auth`'s tokens.
 struct Resource {
@@ -71,25 +68,52 @@ impl Resource {
 }
 
 fn config(url: &str) -> OAuthConfig {
-    OAuthConfig::new("secured", url)
-        .user_agent(Arc::new(HeadlessUserAgent::new()))
-        .timeout(WAIT)
+    common::headless_config("secured", url)
 }
 
 async fn connect(url: &str, provider: &OAuthProvider) -> Result<Client, ClientError> {
-    let transport = HttpTransport::builder("secured", url)
-        .auth(Arc::new(provider.clone()))
-        .remember_era(false)
-        .build()?;
-    Client::builder("secured", transport)
-        .timeout(WAIT)
-        .probe_timeout(WAIT)
-        .connect()
-        .await
+    common::connect("secured", url, provider).await
 }
 
 async fn ping(client: &Client) -> String {
     client.call_tool("ping", None).await.unwrap().joined_text()
+}
+
+/// A client of the resource server at `url` through `provider`, whose
+/// first call is answered.
+async fn connected_and_pinged(url: &str, provider: &OAuthProvider) -> Client {
+    let client = connect(url, provider).await.unwrap();
+    assert_eq!(ping(&client).await, "pong");
+    client
+}
+
+/// An authorization server binding tokens with DPoP (asking for `nonce`
+/// in proofs, when given) and the resource server trusting it (requiring
+/// a nonce of its own then).
+async fn dpop_servers(nonce: Option<&str>) -> (AuthServer, Resource) {
+    let auth = AuthServer::start(AuthServerConfig {
+        dpop: true,
+        dpop_nonce: nonce.map(str::to_owned),
+        ..AuthServerConfig::default()
+    })
+    .await;
+    let verifier = match nonce {
+        Some(_) => DpopVerifier::new().require_nonce(Duration::from_secs(600)),
+        None => DpopVerifier::new(),
+    };
+    let rs = Resource::start(&auth, verifier).await;
+    (auth, rs)
+}
+
+/// A public client registered as `client_id`, with no redirect URI.
+fn public_client(client_id: &str) -> TestClient {
+    TestClient {
+        client_id: client_id.into(),
+        secret: None,
+        method: "none".into(),
+        redirect_uris: Vec::new(),
+        jwt_key: None,
+    }
 }
 
 fn claims(token: &str) -> Value {
@@ -100,37 +124,14 @@ fn claims(token: &str) -> Value {
 /// A raw POST with these credentials: the status, `WWW-Authenticate` and
 /// `DPoP-Nonce`.
 async fn post_with(url: &str, authorization: &str, proof: Option<&str>) -> (u16, String, String) {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (authority, path) = rest.split_once('/').unwrap();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}}})
-    .to_string();
     let proof = proof.map(|p| format!("DPoP: {p}\r\n")).unwrap_or_default();
-    let request = format!(
-        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
-         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n\
-         Authorization: {authorization}\r\n{proof}Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(authority).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = String::new();
-    tokio::time::timeout(WAIT, stream.read_to_string(&mut raw))
-        .await
-        .expect("an answer")
-        .unwrap();
-    let status = raw.split(' ').nth(1).unwrap().parse().unwrap();
-    let header = |name: &str| {
-        raw.lines()
-            .find_map(|l| {
-                let (n, v) = l.split_once(':')?;
-                n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-            })
-            .unwrap_or_default()
-    };
-    (status, header("www-authenticate"), header("dpop-nonce"))
+    let credentials = format!("Authorization: {authorization}\r\n{proof}");
+    let (status, raw) = common::post_tools_list(url, &credentials).await;
+    (
+        status,
+        common::header_of(&raw, "www-authenticate"),
+        common::header_of(&raw, "dpop-nonce"),
+    )
 }
 
 // RFC 9449 end to end: the client binds its token to a key because the
@@ -138,15 +139,9 @@ async fn post_with(url: &str, authorization: &str, proof: Option<&str>) -> (u16,
 // and a proof per request, and the framework accepts it.
 #[tokio::test]
 async fn dpop_bound_tokens_work_end_to_end() {
-    let auth = AuthServer::start(AuthServerConfig {
-        dpop: true,
-        ..AuthServerConfig::default()
-    })
-    .await;
-    let rs = Resource::start(&auth, DpopVerifier::new()).await;
+    let (auth, rs) = dpop_servers(None).await;
     let provider = OAuthProvider::new(config(&rs.url)).unwrap();
-    let client = connect(&rs.url, &provider).await.unwrap();
-    assert_eq!(ping(&client).await, "pong");
+    let client = connected_and_pinged(&rs.url, &provider).await;
     assert_eq!(ping(&client).await, "pong");
     let token_request = &auth.token_requests()[0];
     assert!(
@@ -160,8 +155,7 @@ async fn dpop_bound_tokens_work_end_to_end() {
 
     // Opting out: a Bearer token from the same server.
     let plain = OAuthProvider::new(config(&rs.url).dpop(false)).unwrap();
-    let client = connect(&rs.url, &plain).await.unwrap();
-    assert_eq!(ping(&client).await, "pong");
+    let _client = connected_and_pinged(&rs.url, &plain).await;
     assert_eq!(plain.method(), "authorization code, bearer");
 }
 
@@ -169,12 +163,7 @@ async fn dpop_bound_tokens_work_end_to_end() {
 // replayed proof, and with a proof for another URL or method.
 #[tokio::test]
 async fn dpop_proofs_are_checked_by_the_resource_server() {
-    let auth = AuthServer::start(AuthServerConfig {
-        dpop: true,
-        ..AuthServerConfig::default()
-    })
-    .await;
-    let rs = Resource::start(&auth, DpopVerifier::new()).await;
+    let (_auth, rs) = dpop_servers(None).await;
     let provider = OAuthProvider::new(config(&rs.url)).unwrap();
     provider.login().await.unwrap();
     let header = provider.authorization_header().await.unwrap().unwrap();
@@ -223,20 +212,9 @@ async fn dpop_proofs_are_checked_by_the_resource_server() {
 // resource server's are each answered by one retry with the nonce.
 #[tokio::test]
 async fn dpop_nonces_round_trip() {
-    let auth = AuthServer::start(AuthServerConfig {
-        dpop: true,
-        dpop_nonce: Some("as-nonce-1".into()),
-        ..AuthServerConfig::default()
-    })
-    .await;
-    let rs = Resource::start(
-        &auth,
-        DpopVerifier::new().require_nonce(Duration::from_secs(600)),
-    )
-    .await;
+    let (auth, rs) = dpop_servers(Some("as-nonce-1")).await;
     let provider = OAuthProvider::new(config(&rs.url)).unwrap();
-    let client = connect(&rs.url, &provider).await.unwrap();
-    assert_eq!(ping(&client).await, "pong");
+    let _client = connected_and_pinged(&rs.url, &provider).await;
     let proofs: Vec<Value> = auth
         .token_requests()
         .iter()
@@ -280,13 +258,7 @@ async fn jwt_bearer_grant_with_an_assertion_file() {
         ..AuthServerConfig::default()
     })
     .await;
-    auth.add_client(TestClient {
-        client_id: "ci-agent".into(),
-        secret: None,
-        method: "none".into(),
-        redirect_uris: Vec::new(),
-        jwt_key: None,
-    });
+    auth.add_client(public_client("ci-agent"));
     let rs = Resource::start(&auth, DpopVerifier::new()).await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("token");
@@ -299,8 +271,7 @@ async fn jwt_bearer_grant_with_an_assertion_file() {
     };
     let provider =
         OAuthProvider::new(OAuthConfig::new("secured", &rs.url).grant(grant(&file))).unwrap();
-    let client = connect(&rs.url, &provider).await.unwrap();
-    assert_eq!(ping(&client).await, "pong");
+    let _client = connected_and_pinged(&rs.url, &provider).await;
     assert_eq!(
         auth.token_requests()[0].form_param("grant_type"),
         Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
@@ -338,13 +309,7 @@ async fn enterprise_managed_authorization() {
         ..AuthServerConfig::default()
     })
     .await;
-    idp.add_client(TestClient {
-        client_id: "switchboard-at-idp".into(),
-        secret: None,
-        method: "none".into(),
-        redirect_uris: Vec::new(),
-        jwt_key: None,
-    });
+    idp.add_client(public_client("switchboard-at-idp"));
     let auth = AuthServer::start(AuthServerConfig {
         assertion_keys: vec![idp.public_key()],
         dpop: true,
@@ -368,8 +333,7 @@ async fn enterprise_managed_authorization() {
     let id_token = idp.mint_id_token("alice", "switchboard-at-idp", 300);
     let provider =
         OAuthProvider::new(OAuthConfig::new("secured", &rs.url).grant(grant(id_token))).unwrap();
-    let client = connect(&rs.url, &provider).await.unwrap();
-    assert_eq!(ping(&client).await, "pong");
+    let _client = connected_and_pinged(&rs.url, &provider).await;
     let exchange = &idp.token_requests()[0];
     assert_eq!(
         exchange.form_param("requested_token_type"),
@@ -405,22 +369,11 @@ async fn enterprise_managed_authorization() {
 async fn no_dpop_key_reaches_the_logs() {
     let capture = switchboard_testutil::LogCapture::default();
     let _guard = capture.install();
-    let auth = AuthServer::start(AuthServerConfig {
-        dpop: true,
-        dpop_nonce: Some("as-nonce".into()),
-        ..AuthServerConfig::default()
-    })
-    .await;
-    let rs = Resource::start(
-        &auth,
-        DpopVerifier::new().require_nonce(Duration::from_secs(600)),
-    )
-    .await;
+    let (_auth, rs) = dpop_servers(Some("as-nonce")).await;
     let dir = tempfile::tempdir().unwrap();
     let store = TokenStore::at(dir.path().join("oauth.json"));
     let provider = OAuthProvider::new(config(&rs.url).store(store.clone())).unwrap();
-    let client = connect(&rs.url, &provider).await.unwrap();
-    assert_eq!(ping(&client).await, "pong");
+    let _client = connected_and_pinged(&rs.url, &provider).await;
     let stored = store.tokens(&rs.url).unwrap().expect("stored tokens");
     let key = stored.dpop_key.clone().expect("the DPoP key is stored");
     let secrets = [

@@ -176,49 +176,12 @@ fn tools(b: ServerBuilder) -> ServerBuilder {
     .tool(
         "test_elicitation_sep1034_defaults",
         "Asks for a form whose fields all have defaults",
-        |ctx: Context| async move {
-            elicit_once(
-                &ctx,
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "name": {"type": "string", "default": "John Doe"},
-                        "age": {"type": "integer", "default": 30},
-                        "score": {"type": "number", "default": 95.5},
-                        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
-                        "verified": {"type": "boolean", "default": true}
-                    }
-                }),
-            )
-        },
+        |ctx: Context| async move { elicit_once(&ctx, defaults_form()) },
     )
     .tool(
         "test_elicitation_sep1330_enums",
         "Asks for a form with every kind of enum",
-        |ctx: Context| async move {
-            elicit_once(
-                &ctx,
-                json!({
-                    "type": "object",
-                    "properties": {
-                        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
-                        "titledSingle": {"type": "string", "oneOf": [
-                            {"const": "value1", "title": "First Option"},
-                            {"const": "value2", "title": "Second Option"},
-                            {"const": "value3", "title": "Third Option"}
-                        ]},
-                        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
-                            "enumNames": ["Option One", "Option Two", "Option Three"]},
-                        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
-                        "titledMulti": {"type": "array", "items": {"anyOf": [
-                            {"const": "value1", "title": "First Choice"},
-                            {"const": "value2", "title": "Second Choice"},
-                            {"const": "value3", "title": "Third Choice"}
-                        ]}}
-                    }
-                }),
-            )
-        },
+        |ctx: Context| async move { elicit_once(&ctx, enums_form()) },
     )
     .tool_spec(
         ToolSpec::new("json_schema_2020_12_tool")
@@ -263,51 +226,86 @@ fn tools(b: ServerBuilder) -> ServerBuilder {
 }
 
 async fn log_three(ctx: Context) -> &'static str {
-    ctx.log(
-        LoggingLevel::Info,
-        Some("conformance"),
+    let steps = [
         "Tool execution started",
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    ctx.log(
-        LoggingLevel::Info,
-        Some("conformance"),
         "Tool processing data",
-    )
-    .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    ctx.log(
-        LoggingLevel::Info,
-        Some("conformance"),
         "Tool execution completed",
-    )
-    .await;
+    ];
+    for (i, message) in steps.into_iter().enumerate() {
+        if i > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        ctx.log(LoggingLevel::Info, Some("conformance"), message)
+            .await;
+    }
     "Logging test completed"
+}
+
+/// A form whose fields all have defaults (SEP-1034).
+fn defaults_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": true}
+        }
+    })
+}
+
+/// A form with every kind of enum (SEP-1330).
+fn enums_form() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {"type": "string", "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"}
+            ]},
+            "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"]},
+            "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+            "titledMulti": {"type": "array", "items": {"anyOf": [
+                {"const": "value1", "title": "First Choice"},
+                {"const": "value2", "title": "Second Choice"},
+                {"const": "value3", "title": "Third Choice"}
+            ]}}
+        }
+    })
 }
 
 fn elicit_once(
     ctx: &Context,
     schema: Value,
 ) -> Result<switchboard_server::ToolOutcome, HandlerError> {
-    match ctx.input().elicitation("form")? {
+    let form = Elicitation::form("Please fill in the form", schema);
+    ask_once(ctx, "form", form, "Elicitation completed")
+}
+
+/// Asks `form` under `key`, then tells what came back after `answered`.
+fn ask_once(
+    ctx: &Context,
+    key: &str,
+    form: Elicitation,
+    answered: &str,
+) -> Result<switchboard_server::ToolOutcome, HandlerError> {
+    match ctx.input().elicitation(key)? {
         Some(r) => Ok(CallToolResult::text(format!(
-            "Elicitation completed: action={:?}, content={}",
+            "{answered}: action={:?}, content={}",
             r.action,
             json!(r.content)
         ))
         .into()),
-        None => Ok(InputRequired::new()
-            .elicit("form", Elicitation::form("Please fill in the form", schema))
-            .into()),
+        None => Ok(InputRequired::new().elicit(key, form).into()),
     }
 }
 
 pub(crate) fn name_form(message: &str) -> Elicitation {
-    Elicitation::form(
-        message,
-        json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-    )
+    text_form(message, "name", "string")
 }
 
 fn text_form(message: &str, field: &str, kind: &str) -> Elicitation {
@@ -515,30 +513,18 @@ async fn sampling(args: SamplingArgs, ctx: Context) -> ToolResult {
 }
 
 async fn elicitation(args: ElicitationArgs, ctx: Context) -> ToolResult {
-    match ctx.input().elicitation("info")? {
-        Some(r) => Ok(CallToolResult::text(format!(
-            "User response: action={:?}, content={}",
-            r.action,
-            json!(r.content)
-        ))
-        .into()),
-        None => Ok(InputRequired::new()
-            .elicit(
-                "info",
-                Elicitation::form(
-                    args.message,
-                    json!({
-                        "type": "object",
-                        "properties": {
-                            "username": {"type": "string", "description": "User's response"},
-                            "email": {"type": "string", "description": "User's email address"}
-                        },
-                        "required": ["username", "email"]
-                    }),
-                ),
-            )
-            .into()),
-    }
+    let form = Elicitation::form(
+        args.message,
+        json!({
+            "type": "object",
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"}
+            },
+            "required": ["username", "email"]
+        }),
+    );
+    ask_once(&ctx, "info", form, "User response")
 }
 
 async fn ir_elicitation(ctx: Context) -> ToolResult {
@@ -582,10 +568,30 @@ async fn ir_request_state(ctx: Context) -> ToolResult {
             Ok(CallToolResult::text("state-ok: the request state came back intact").into())
         }
         _ => Ok(InputRequired::new()
-            .elicit("confirm", text_form("Please confirm", "ok", "boolean"))
+            .elicit("confirm", confirm_form())
             .state(json!({"step": "confirm"}))
             .into()),
     }
+}
+
+/// `ask` with the multi-input fixtures' questions added: the user's name,
+/// a greeting sampled, the client's roots (each when its flag is set).
+fn ask_for(mut ask: InputRequired, name: bool, greeting: bool, roots: bool) -> InputRequired {
+    if name {
+        ask = ask.elicit("user_name", name_form("What is your name?"));
+    }
+    if greeting {
+        ask = ask.sample("greeting", Sampling::prompt("Generate a greeting", 50));
+    }
+    if roots {
+        ask = ask.list_roots("client_roots");
+    }
+    ask
+}
+
+/// The state fixtures' yes-or-no question.
+fn confirm_form() -> Elicitation {
+    text_form("Please confirm", "ok", "boolean")
 }
 
 async fn ir_multiple_inputs(ctx: Context) -> ToolResult {
@@ -603,17 +609,8 @@ async fn ir_multiple_inputs(ctx: Context) -> ToolResult {
         .into());
     }
     // Ask again for what is missing only.
-    let mut ask = InputRequired::new().state(json!({"multi": true}));
-    if name.is_none() {
-        ask = ask.elicit("user_name", name_form("What is your name?"));
-    }
-    if greeting.is_none() {
-        ask = ask.sample("greeting", Sampling::prompt("Generate a greeting", 50));
-    }
-    if roots.is_none() {
-        ask = ask.list_roots("client_roots");
-    }
-    Ok(ask.into())
+    let ask = InputRequired::new().state(json!({"multi": true}));
+    Ok(ask_for(ask, name.is_none(), greeting.is_none(), roots.is_none()).into())
 }
 
 async fn ir_multi_round(ctx: Context) -> ToolResult {
@@ -655,7 +652,7 @@ async fn ir_tampered_state(ctx: Context) -> ToolResult {
     match (state, ctx.input().elicitation("confirm")?) {
         (Some(_), Some(_)) => Ok(CallToolResult::text("state verified").into()),
         _ => Ok(InputRequired::new()
-            .elicit("confirm", text_form("Please confirm", "ok", "boolean"))
+            .elicit("confirm", confirm_form())
             .state(json!({"secret": "server-side value"}))
             .into()),
     }
@@ -667,16 +664,12 @@ async fn ir_capabilities(ctx: Context) -> ToolResult {
     if !input.is_empty() {
         return Ok(CallToolResult::text("Thanks for the input").into());
     }
-    let mut ask = InputRequired::new();
-    if caps.supports_elicitation_form() {
-        ask = ask.elicit("user_name", name_form("What is your name?"));
-    }
-    if caps.supports_sampling() {
-        ask = ask.sample("greeting", Sampling::prompt("Generate a greeting", 50));
-    }
-    if caps.supports_roots() {
-        ask = ask.list_roots("client_roots");
-    }
+    let ask = ask_for(
+        InputRequired::new(),
+        caps.supports_elicitation_form(),
+        caps.supports_sampling(),
+        caps.supports_roots(),
+    );
     if ask.is_empty() {
         return Ok(CallToolResult::text("No input capability declared; nothing to ask").into());
     }

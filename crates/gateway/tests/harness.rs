@@ -1,6 +1,7 @@
 //! What the gateway tests share: a config folder with the testkit's mock
-//! server, a gateway served over HTTP on loopback, a client that answers
-//! approval questions, the audit log's lines.
+//! server, a gateway served over HTTP on loopback (also to named callers
+//! with bearer tokens), a client that answers approval questions, the
+//! audit log's lines.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_client::{Client, HttpTransport, InputHandler};
-use switchboard_gateway::{Gateway, GatewayOptions};
+use switchboard_gateway::{Gateway, GatewayOptions, InboundAuth, StaticTokens};
 use switchboard_host::auth::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
 use switchboard_testutil::{Artifacts, built};
@@ -142,4 +143,58 @@ pub(crate) use switchboard_testkit::fixtures::FormAnswers as Answer;
 /// Arguments as a call takes them.
 pub(crate) fn args(v: Value) -> Option<serde_json::Map<String, Value>> {
     v.as_object().cloned()
+}
+
+/// alice's bearer token, for gateways with named callers.
+pub(crate) const ALICE: &str = "alice-token-0123456789";
+/// bob's bearer token.
+pub(crate) const BOB: &str = "bob-token-9876543210";
+
+/// Named tokens parsed from `text` (`NAME TOKEN` per line).
+pub(crate) fn tokens(text: &str) -> StaticTokens {
+    StaticTokens::parse(text, "test").unwrap()
+}
+
+/// Inbound auth for the callers of `lines` (`NAME TOKEN` per line), as a
+/// gateway at `http://127.0.0.1/mcp` checks them.
+pub(crate) fn callers(lines: &str) -> InboundAuth {
+    InboundAuth::tokens(tokens(lines), "http://127.0.0.1/mcp")
+}
+
+/// A client of the gateway at `url` presenting `token`.
+pub(crate) async fn client_as(url: &str, token: &str) -> Client {
+    let transport = HttpTransport::builder("gateway", url)
+        .header("Authorization", format!("Bearer {token}"))
+        .build()
+        .unwrap();
+    Client::builder("gateway", transport)
+        .timeout(Duration::from_secs(30))
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Serves `host` through a gateway admitting the callers `(name, token)`,
+/// and a client of it for each caller, in order.
+pub(crate) async fn serve_callers<const N: usize>(
+    host: &Host,
+    named: [(&str, &str); N],
+) -> (Running, [Client; N]) {
+    let lines: Vec<String> = named
+        .iter()
+        .map(|(name, token)| format!("{name} {token}"))
+        .collect();
+    let gateway = serve(
+        host,
+        GatewayOptions::default().auth(callers(&lines.join("\n"))),
+    )
+    .await;
+    let mut clients = Vec::new();
+    for (_, token) in named {
+        clients.push(client_as(&gateway.url, token).await);
+    }
+    let clients = clients
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("one client per caller"));
+    (gateway, clients)
 }

@@ -4,54 +4,54 @@
 
 use std::time::Duration;
 
-use serde_json::json;
-use switchboard_client::{Client, HttpTransport};
-use switchboard_gateway::{GatewayOptions, InboundAuth, StaticTokens, Telemetry};
+use serde_json::{Value, json};
+use switchboard_client::Client;
+use switchboard_gateway::{GatewayOptions, Telemetry};
 use switchboard_host::Host;
+use switchboard_wire::CallToolResult;
 use switchboard_wire::types::SubscriptionFilter;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::harness::{Dir, serve, stdio};
-
-const ALICE: &str = "alice-token-0123456789";
-const BOB: &str = "bob-token-9876543210";
-
-async fn client_as(url: &str, token: &str) -> Client {
-    let transport = HttpTransport::builder("gateway", url)
-        .header("Authorization", format!("Bearer {token}"))
-        .build()
-        .unwrap();
-    Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(30))
-        .connect()
-        .await
-        .unwrap()
-}
+use crate::harness::{ALICE, BOB, Dir, callers, client_as, serve, serve_callers, stdio, tokens};
 
 /// A host mounting the mock server, its tools allowed.
 async fn mount_mock(dir: &Dir) -> Host {
-    dir.mount(json!({
+    mount_mock_with(dir, json!({})).await
+}
+
+/// [`mount_mock`] with the keys of `extra` in the config too.
+async fn mount_mock_with(dir: &Dir, extra: Value) -> Host {
+    let mut config = json!({
         "mcpServers": {"mock": stdio(&[])},
         "permissions": {"allow": ["mcp__mock"]}
-    }))
-    .await
+    });
+    for (key, value) in extra.as_object().unwrap() {
+        config[key] = value.clone();
+    }
+    dir.mount(config).await
 }
 
-/// Inbound auth for the callers of `lines` (`NAME TOKEN` per line), as a
-/// gateway at `http://127.0.0.1/mcp` checks them.
-fn callers(lines: String) -> InboundAuth {
-    InboundAuth::tokens(tokens(&lines), "http://127.0.0.1/mcp")
+/// The arguments of the mock server's `greet` prompt.
+fn who() -> Option<serde_json::Map<String, Value>> {
+    json!({"who": "you"}).as_object().cloned()
 }
 
-fn tokens(text: &str) -> StaticTokens {
-    StaticTokens::parse(text, "test").unwrap()
+/// Calls the mock server's `echo` with `hi`.
+async fn echo_hi(client: &Client) -> CallToolResult {
+    client
+        .call_tool(
+            "mcp__mock__echo",
+            json!({"text": "hi"}).as_object().cloned(),
+        )
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_taken_out_ends_its_callers_requests_and_listen_stream() {
     let dir = Dir::new();
     let host = mount_mock(&dir).await;
-    let auth = callers(format!("alice {ALICE}\nbob {BOB}"));
+    let auth = callers(&format!("alice {ALICE}\nbob {BOB}"));
     let mut options = GatewayOptions::default().auth(auth.clone());
     options.recheck_streams = Some(Duration::from_millis(50));
     let gateway = serve(&host, options).await;
@@ -109,7 +109,7 @@ async fn refused_requests_are_counted_by_reason() {
     let dir = Dir::new();
     let host = mount_mock(&dir).await;
     let telemetry = Telemetry::from_env(true).unwrap();
-    let auth = callers(format!("alice {ALICE}"));
+    let auth = callers(&format!("alice {ALICE}"));
     let mut options = GatewayOptions::default().auth(auth);
     options.telemetry = telemetry.clone();
     let gateway = serve(&host, options).await;
@@ -159,26 +159,20 @@ async fn offers_listed(client: &Client) -> (Vec<String>, Vec<String>, Vec<String
 async fn principals_narrow_prompts_and_resources_too() {
     const CAROL: &str = "carol-token-5555555555";
     let dir = Dir::new();
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"mock": stdio(&[])},
-            "permissions": {"allow": ["mcp__mock"]},
+    let host = mount_mock_with(
+        &dir,
+        json!({
             "principals": {
                 "bob": {"allow": ["mcp__mock__echo"]},
                 "carol": {"allow": ["mcp__mock"], "deny": ["mcp__mock__greet"]}
             }
-        }))
-        .await;
-    let auth = callers(format!("alice {ALICE}\nbob {BOB}\ncarol {CAROL}"));
-    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
-    let (alice, bob, carol) = (
-        client_as(&gateway.url, ALICE).await,
-        client_as(&gateway.url, BOB).await,
-        client_as(&gateway.url, CAROL).await,
-    );
+        }),
+    )
+    .await;
+    let (_gateway, [alice, bob, carol]) =
+        serve_callers(&host, [("alice", ALICE), ("bob", BOB), ("carol", CAROL)]).await;
     let greet = "mcp__mock__greet";
     let (template, resource) = ("mock://item/{id}", "mock://a");
-    let who = || json!({"who": "you"}).as_object().cloned();
     let prompt_ref = json!({"type": "ref/prompt", "name": greet});
 
     // alice has no entry: everything.
@@ -248,28 +242,10 @@ async fn principals_narrow_prompts_and_resources_too() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompt_gets_and_resource_reads_count_against_a_callers_limits() {
     let dir = Dir::new();
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"mock": stdio(&[])},
-            "permissions": {"allow": ["mcp__mock"]},
-            "callerLimits": {"callsPerMinute": 3}
-        }))
-        .await;
-    let auth = callers(format!("alice {ALICE}\nbob {BOB}"));
-    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
-    let (alice, bob) = (
-        client_as(&gateway.url, ALICE).await,
-        client_as(&gateway.url, BOB).await,
-    );
-    let who = || json!({"who": "you"}).as_object().cloned();
+    let host = mount_mock_with(&dir, json!({"callerLimits": {"callsPerMinute": 3}})).await;
+    let (_gateway, [alice, bob]) = serve_callers(&host, [("alice", ALICE), ("bob", BOB)]).await;
     // A tool call, a read and a prompt: alice's minute.
-    let echoed = alice
-        .call_tool(
-            "mcp__mock__echo",
-            json!({"text": "hi"}).as_object().cloned(),
-        )
-        .await
-        .unwrap();
+    let echoed = echo_hi(&alice).await;
     assert!(!echoed.is_error(), "{echoed:?}");
     alice.read_resource("mock://a").await.unwrap();
     alice.get_prompt("mcp__mock__greet", who()).await.unwrap();
@@ -285,13 +261,7 @@ async fn prompt_gets_and_resource_reads_count_against_a_callers_limits() {
         .await
         .unwrap_err();
     assert!(prompt.to_string().contains("Try again in"), "{prompt}");
-    let call = alice
-        .call_tool(
-            "mcp__mock__echo",
-            json!({"text": "hi"}).as_object().cloned(),
-        )
-        .await
-        .unwrap();
+    let call = echo_hi(&alice).await;
     assert!(
         call.is_error() && call.joined_text().contains("limited to 3"),
         "{call:?}"
@@ -339,21 +309,13 @@ fn check_lines(lines: &[serde_json::Value], who: &str, method: &str, tools: &[&s
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_kind_is_audited_with_its_caller_also_when_refused() {
     let dir = Dir::new();
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"mock": stdio(&[])},
-            "permissions": {"allow": ["mcp__mock"]},
-            "principals": {"bob": {"allow": ["mcp__mock__echo"]}}
-        }))
-        .await;
-    let auth = callers(format!("alice {ALICE}\nbob {BOB}"));
-    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
-    let (alice, bob) = (
-        client_as(&gateway.url, ALICE).await,
-        client_as(&gateway.url, BOB).await,
-    );
+    let host = mount_mock_with(
+        &dir,
+        json!({"principals": {"bob": {"allow": ["mcp__mock__echo"]}}}),
+    )
+    .await;
+    let (_gateway, [alice, bob]) = serve_callers(&host, [("alice", ALICE), ("bob", BOB)]).await;
     let greet = "mcp__mock__greet";
-    let who = || json!({"who": "you"}).as_object().cloned();
     let mut seen = 0;
 
     alice.get_prompt(greet, who()).await.unwrap();
@@ -425,30 +387,13 @@ fn check_limited(lines: &[serde_json::Value], expected: &[(&str, &str)]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_over_a_callers_limits_are_audited() {
     let dir = Dir::new();
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"mock": stdio(&[])},
-            "permissions": {"allow": ["mcp__mock"]},
-            "callerLimits": {"callsPerMinute": 1}
-        }))
-        .await;
-    let auth = callers(format!("alice {ALICE}"));
-    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
-    let alice = client_as(&gateway.url, ALICE).await;
+    let host = mount_mock_with(&dir, json!({"callerLimits": {"callsPerMinute": 1}})).await;
+    let (_gateway, [alice]) = serve_callers(&host, [("alice", ALICE)]).await;
     let greet = "mcp__mock__greet";
-    let echoed = alice
-        .call_tool(
-            "mcp__mock__echo",
-            json!({"text": "hi"}).as_object().cloned(),
-        )
-        .await
-        .unwrap();
+    let echoed = echo_hi(&alice).await;
     assert!(!echoed.is_error(), "{echoed:?}");
     let mut seen = dir.audit().len();
-    let prompt = alice
-        .get_prompt(greet, json!({"who": "you"}).as_object().cloned())
-        .await
-        .unwrap_err();
+    let prompt = alice.get_prompt(greet, who()).await.unwrap_err();
     let words =
         "getting prompt mcp__mock__greet was refused: calls by alice are limited to 1 a minute";
     assert!(prompt.to_string().contains(words), "{prompt}");

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, InputAnswer, InputContext, InputError, InputHandler, InputQuestion, InputSupport,
-    RequestOptions, Resume,
+    BoxFuture, ClientError, InputAnswer, InputContext, InputError, InputHandler, InputQuestion,
+    InputSupport, RequestOptions, Resume,
 };
 use switchboard_gateway::{GatewayOptions, relay_input_handler};
 use switchboard_server::{
@@ -18,9 +18,19 @@ use switchboard_wire::{
     CallToolResult, ContentBlock, GetPromptResult, LoggingLevel, Notification, types::ResultHeader,
 };
 
+use switchboard_testkit::fixtures::{FormAnswers, RoundAnswers};
 use switchboard_testutil::{Artifacts, built};
 
-use crate::util::{front, front_with, mount, mount_servers, serve};
+use crate::util::{Front, front, front_with, mount, mount_servers, serve};
+
+/// The question the asker's `confirm` tool and picky's `brief` prompt put:
+/// a yes or no `go`.
+fn deploy_form() -> Elicitation {
+    Elicitation::form(
+        "Deploy to production?",
+        json!({"type": "object", "properties": {"go": {"type": "boolean"}}}),
+    )
+}
 
 /// A server whose tools each ask one question, and answer with what they
 /// got back (and the state they kept across the round trip).
@@ -32,27 +42,21 @@ fn asker() -> Server {
             |ctx: Context| async move {
                 let answer = ctx.input().elicitation("ok")?;
                 let result: ToolResult = match answer {
-                None => Ok(InputRequired::new()
-                    .elicit(
-                        "ok",
-                        Elicitation::form(
-                            "Deploy to production?",
-                            json!({"type": "object", "properties": {"go": {"type": "boolean"}}}),
-                        ),
-                    )
-                    .state(json!({"step": "asked"}))
-                    .into()),
-                Some(a) => {
-                    let kept: Option<Value> = ctx.state()?;
-                    Ok(CallToolResult::text(format!(
-                        "{:?} {} kept={}",
-                        a.action,
-                        Value::Object(a.content.clone().unwrap_or_default()),
-                        kept.unwrap_or(Value::Null)
-                    ))
-                    .into())
-                }
-            };
+                    None => Ok(InputRequired::new()
+                        .elicit("ok", deploy_form())
+                        .state(json!({"step": "asked"}))
+                        .into()),
+                    Some(a) => {
+                        let kept: Option<Value> = ctx.state()?;
+                        Ok(CallToolResult::text(format!(
+                            "{:?} {} kept={}",
+                            a.action,
+                            Value::Object(a.content.clone().unwrap_or_default()),
+                            kept.unwrap_or(Value::Null)
+                        ))
+                        .into())
+                    }
+                };
                 result
             },
         )
@@ -121,15 +125,8 @@ impl InputHandler for Answers {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elicitation_sampling_and_roots_are_relayed_to_a_client_that_declared_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _t) = serve(asker()).await;
-    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    let front = front(
-        &host,
-        GatewayOptions::default().assume_yes(true),
-        Some(Box::new(Answers)),
-    )
-    .await;
+    let (_dir, _server, host, front) =
+        behind_a_gateway(asker(), Some(Box::new(Answers)), false).await;
     let c = &front.client;
 
     let r = c.call_tool("mcp__ops__confirm", None).await.unwrap();
@@ -151,6 +148,25 @@ async fn elicitation_sampling_and_roots_are_relayed_to_a_client_that_declared_th
     host.shutdown().await;
 }
 
+/// Calls `tool` with no arguments through the gateway's client.
+async fn call(front: &Front, tool: &str) -> Result<CallToolResult, ClientError> {
+    front.client.call_tool(tool, None).await
+}
+
+/// [`call`] with `options`.
+async fn call_with(
+    front: &Front,
+    tool: &str,
+    options: &RequestOptions,
+) -> Result<CallToolResult, ClientError> {
+    front.client.call_tool_with(tool, None, options).await
+}
+
+/// Gets `prompt` with no arguments through the gateway's client.
+async fn get_prompt(front: &Front, prompt: &str) -> Result<GetPromptResult, ClientError> {
+    front.client.get_prompt(prompt, None).await
+}
+
 /// Options sending `answers` as `inputResponses` with no `requestState`.
 fn up_front(answers: &Value) -> RequestOptions {
     RequestOptions {
@@ -170,12 +186,8 @@ async fn answers_sent_up_front_reach_the_server_as_they_came() {
     // Through the plain path and, for a client declaring tasks, the tasks
     // path (the asker answers at once, so no task is made).
     for tasks in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
-        let (url, _t) = serve(asker()).await;
-        let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
         // No input handler: a question put to this client would fail the call.
-        let options = GatewayOptions::default().assume_yes(true);
-        let front = front_with(&host, options, None, tasks).await;
+        let (_dir, _server, host, front) = behind_a_gateway(asker(), None, tasks).await;
         let answers = json!({
             "ok": {"action": "accept", "content": {"go": true}},
             "unasked": {"action": "accept", "content": {"x": 1}}
@@ -201,18 +213,11 @@ async fn answers_sent_up_front_reach_the_server_as_they_came() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_the_client_cannot_answer_gets_the_servers_missing_capability_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _t) = serve(asker()).await;
-    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
     // This client declares nothing, so neither does the downstream
     // request: the server refuses to ask (-32021) and the client gets that
     // refusal, as it would from the server itself.
-    let front = front(&host, GatewayOptions::default().assume_yes(true), None).await;
-    let err = front
-        .client
-        .call_tool("mcp__ops__confirm", None)
-        .await
-        .unwrap_err();
+    let (_dir, _server, host, front) = behind_a_gateway(asker(), None, false).await;
+    let err = call(&front, "mcp__ops__confirm").await.unwrap_err();
     let error = err.protocol_error().expect("a JSON-RPC error");
     assert_eq!(error.code, -32021, "{err}");
     assert_eq!(
@@ -224,23 +229,11 @@ async fn a_question_the_client_cannot_answer_gets_the_servers_missing_capability
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_on_a_call_that_is_no_task_is_relayed_to_a_task_declaring_client() {
-    let dir = tempfile::tempdir().unwrap();
-    let (url, _t) = serve(asker()).await;
-    let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
     // The client follows tasks; the server answers with a question, not a
     // task, and the question is relayed all the same.
-    let front = front_with(
-        &host,
-        GatewayOptions::default().assume_yes(true),
-        Some(Box::new(Answers)),
-        true,
-    )
-    .await;
-    let r = front
-        .client
-        .call_tool("mcp__ops__confirm", None)
-        .await
-        .unwrap();
+    let (_dir, _server, host, front) =
+        behind_a_gateway(asker(), Some(Box::new(Answers)), true).await;
+    let r = call(&front, "mcp__ops__confirm").await.unwrap();
     assert!(!r.is_error(), "{r:?}");
     let text = r.joined_text();
     assert!(text.contains(r#"{"go":true}"#), "{text}");
@@ -262,15 +255,7 @@ fn picky() -> Server {
             |_args: Value, ctx: Context| async move {
                 let outcome: Result<PromptOutcome, HandlerError> =
                     match ctx.input().elicitation("ok")? {
-                        None => Ok(InputRequired::new()
-                            .elicit(
-                                "ok",
-                                Elicitation::form(
-                                    "Deploy to production?",
-                                    json!({"type": "object", "properties": {"go": {"type": "boolean"}}}),
-                                ),
-                            )
-                            .into()),
+                        None => Ok(InputRequired::new().elicit("ok", deploy_form()).into()),
                         Some(a) => Ok(PromptOutcome::Complete(GetPromptResult {
                             description: None,
                             messages: vec![user(ContentBlock::text(format!(
@@ -283,17 +268,21 @@ fn picky() -> Server {
                 outcome
             },
         )
-        .tool("declared", "Says what the request declared", |ctx: Context| async move {
-            let caps = ctx.client_capabilities();
-            let result: ToolResult = Ok(CallToolResult::text(format!(
-                "form={} sampling={} roots={}",
-                caps.supports_elicitation_form(),
-                caps.supports_sampling(),
-                caps.supports_roots()
-            ))
-            .into());
-            result
-        })
+        .tool(
+            "declared",
+            "Says what the request declared",
+            |ctx: Context| async move {
+                let caps = ctx.client_capabilities();
+                let result: ToolResult = Ok(CallToolResult::text(format!(
+                    "form={} sampling={} roots={}",
+                    caps.supports_elicitation_form(),
+                    caps.supports_sampling(),
+                    caps.supports_roots()
+                ))
+                .into());
+                result
+            },
+        )
         .tool("snapshot", "Returns an image", || async {
             let result: ToolResult = Ok(CallToolResult {
                 content: vec![
@@ -307,11 +296,8 @@ fn picky() -> Server {
         })
         .tool("chatty", "Logs while it works", |ctx: Context| async move {
             ctx.info("warming up").await;
-            let result: ToolResult = Ok(CallToolResult::text(format!(
-                "asked for logs at {:?}",
-                ctx.log_level()
-            ))
-            .into());
+            let result: ToolResult =
+                Ok(CallToolResult::text(format!("asked for logs at {:?}", ctx.log_level())).into());
             result
         })
         .task_tool(
@@ -325,7 +311,11 @@ fn picky() -> Server {
                     )
                 };
                 let answers = task
-                    .ask(InputRequired::new().elicit("first", form()).elicit("second", form()))
+                    .ask(
+                        InputRequired::new()
+                            .elicit("first", form())
+                            .elicit("second", form()),
+                    )
                     .await?;
                 let go = |key: &str| -> Result<Value, HandlerError> {
                     Ok(answers
@@ -336,19 +326,24 @@ fn picky() -> Server {
                 Ok::<_, HandlerError>(format!("first={} second={}", go("first")?, go("second")?))
             },
         )
-        .tool("needs_sampling", "Needs sampling", |ctx: Context| async move {
-            ctx.require_sampling()?;
-            let result: ToolResult = Ok(CallToolResult::text("could sample").into());
-            result
-        })
+        .tool(
+            "needs_sampling",
+            "Needs sampling",
+            |ctx: Context| async move {
+                ctx.require_sampling()?;
+                let result: ToolResult = Ok(CallToolResult::text("could sample").into());
+                result
+            },
+        )
         .build()
         .unwrap()
 }
 
-/// [`picky`] served, mounted as `ops` by a host behind a gateway (every
-/// call allowed) and a client of that gateway answering with `input`
-/// (declaring the tasks extension when `tasks`).
-async fn picky_behind_a_gateway(
+/// `server` served, mounted as `ops` (its questions relayed) by a host
+/// behind a gateway (every call allowed), and a client of that gateway
+/// answering with `input` (declaring the tasks extension when `tasks`).
+async fn behind_a_gateway(
+    server: Server,
     input: Option<Box<dyn InputHandler>>,
     tasks: bool,
 ) -> (
@@ -358,48 +353,38 @@ async fn picky_behind_a_gateway(
     crate::util::Front,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let (url, server) = serve(picky()).await;
+    let (url, server) = serve(server).await;
     let host = mount(&dir, &[("ops", &url)], Some(relay_input_handler(None))).await;
-    let front = front_with(
-        &host,
+    let front = allowing_front(&host, input, tasks).await;
+    (dir, server, host, front)
+}
+
+/// A client of a gateway in front of `host` that allows every call,
+/// answering with `input` (declaring the tasks extension when `tasks`).
+async fn allowing_front(
+    host: &switchboard_host::Host,
+    input: Option<Box<dyn InputHandler>>,
+    tasks: bool,
+) -> Front {
+    front_with(
+        host,
         GatewayOptions::default().assume_yes(true),
         input,
         tasks,
     )
-    .await;
-    (dir, server, host, front)
+    .await
 }
 
-/// An upstream client that answers form elicitation only.
-#[derive(Debug)]
-struct FormOnly;
-
-impl InputHandler for FormOnly {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn answer(
-        &self,
-        _cx: InputContext,
-        q: InputQuestion,
-    ) -> BoxFuture<'_, Result<InputAnswer, InputError>> {
-        Box::pin(async move { q.answer_from(json!({"action": "accept", "content": {"go": true}})) })
-    }
+/// An upstream client that answers form elicitation only, with
+/// `{"go": true}`.
+fn form_only() -> Option<Box<dyn InputHandler>> {
+    Some(Box::new(FormAnswers::new(json!({"go": true}))))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_during_prompts_get_is_relayed_and_answered() {
-    let (_dir, _server, host, front) =
-        picky_behind_a_gateway(Some(Box::new(FormOnly)), false).await;
-    let got = front
-        .client
-        .get_prompt("mcp__ops__brief", None)
-        .await
-        .unwrap();
+    let (_dir, _server, host, front) = behind_a_gateway(picky(), form_only(), false).await;
+    let got = get_prompt(&front, "mcp__ops__brief").await.unwrap();
     assert_eq!(
         got.messages[0].content,
         // Inside the boundary markers, as every prompt text through the
@@ -410,26 +395,15 @@ async fn a_question_during_prompts_get_is_relayed_and_answered() {
     );
     // A client that cannot answer: the server refuses to ask (-32021),
     // and the client gets that refusal.
-    let silent = front_with(
-        &host,
-        GatewayOptions::default().assume_yes(true),
-        None,
-        false,
-    )
-    .await;
-    let err = silent
-        .client
-        .get_prompt("mcp__ops__brief", None)
-        .await
-        .unwrap_err();
+    let silent = allowing_front(&host, None, false).await;
+    let err = get_prompt(&silent, "mcp__ops__brief").await.unwrap_err();
     assert_eq!(err.code(), Some(-32021), "{err}");
     host.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
-    let (_dir, _server, host, front) =
-        picky_behind_a_gateway(Some(Box::new(FormOnly)), false).await;
+    let (_dir, _server, host, front) = behind_a_gateway(picky(), form_only(), false).await;
     let c = &front.client;
     // The gateway's host declares sampling and roots too; the downstream
     // request declares only what the upstream client can answer.
@@ -441,12 +415,8 @@ async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
     );
     // Another caller, another narrowing (the client keeps the last one;
     // it must not serve it to a caller that declared something else).
-    let bare = crate::util::front(&host, GatewayOptions::default().assume_yes(true), None).await;
-    let r = bare
-        .client
-        .call_tool("mcp__ops__declared", None)
-        .await
-        .unwrap();
+    let bare = allowing_front(&host, None, false).await;
+    let r = call(&bare, "mcp__ops__declared").await.unwrap();
     assert!(
         r.joined_text()
             .contains("form=false sampling=false roots=false"),
@@ -471,12 +441,8 @@ async fn a_server_hears_only_the_questions_the_upstream_client_can_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_image_within_the_media_allowance_reaches_the_upstream_client_unchanged() {
-    let (_dir, _server, host, front) = picky_behind_a_gateway(None, false).await;
-    let r = front
-        .client
-        .call_tool("mcp__ops__snapshot", None)
-        .await
-        .unwrap();
+    let (_dir, _server, host, front) = behind_a_gateway(picky(), None, false).await;
+    let r = call(&front, "mcp__ops__snapshot").await.unwrap();
     assert_eq!(r.content.len(), 2, "{r:?}");
     assert!(r.joined_text().contains("the dashboard"), "{r:?}");
     assert_eq!(r.content[1], ContentBlock::image(PNG_BASE64, "image/png"));
@@ -485,7 +451,7 @@ async fn an_image_within_the_media_allowance_reaches_the_upstream_client_unchang
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_servers_log_messages_reach_a_client_that_asked_for_them() {
-    let (_dir, _server, host, front) = picky_behind_a_gateway(None, false).await;
+    let (_dir, _server, host, front) = behind_a_gateway(picky(), None, false).await;
     let heard = Arc::new(Mutex::new(Vec::new()));
     let sink = heard.clone();
     let options = RequestOptions {
@@ -495,9 +461,7 @@ async fn a_servers_log_messages_reach_a_client_that_asked_for_them() {
         })),
         ..RequestOptions::default()
     };
-    let r = front
-        .client
-        .call_tool_with("mcp__ops__chatty", None, &options)
+    let r = call_with(&front, "mcp__ops__chatty", &options)
         .await
         .unwrap();
     // The level went down with the call, and the message came back up.
@@ -512,67 +476,27 @@ async fn a_servers_log_messages_reach_a_client_that_asked_for_them() {
     assert_eq!(params["level"], "info");
     assert_eq!(params["data"], "warming up");
     // A client that asked for no logs: the server is not asked either.
-    let r = front
-        .client
-        .call_tool("mcp__ops__chatty", None)
-        .await
-        .unwrap();
+    let r = call(&front, "mcp__ops__chatty").await.unwrap();
     assert!(r.joined_text().contains("asked for logs at None"), "{r:?}");
     host.shutdown().await;
 }
 
-/// An upstream client that answers forms, recording how many requests
-/// each round put to it at once.
-#[derive(Debug, Default)]
-struct Rounds {
-    sizes: Arc<Mutex<Vec<usize>>>,
-}
-
-impl InputHandler for Rounds {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn answer_round(
-        &self,
-        _cx: InputContext,
-        requests: Vec<(String, InputQuestion)>,
-    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
-        self.sizes.lock().unwrap().push(requests.len());
-        Box::pin(async move {
-            requests
-                .into_iter()
-                .map(|(key, q)| {
-                    let answer =
-                        q.answer_from(json!({"action": "accept", "content": {"go": true}}));
-                    answer.map(|a| (key, a))
-                })
-                .collect()
-        })
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasks_questions_asked_together_reach_the_upstream_client_together() {
-    let rounds = Rounds::default();
-    let sizes = rounds.sizes.clone();
+    // An upstream client that answers forms a round at once.
+    let rounds = RoundAnswers::new(json!({"go": true}));
     // The client follows tasks: it gets the gateway's task and its
     // questions.
-    let (_dir, _server, host, front) = picky_behind_a_gateway(Some(Box::new(rounds)), true).await;
-    let r = front
-        .client
-        .call_tool("mcp__ops__pair", None)
-        .await
-        .unwrap();
+    let (_dir, _server, host, front) =
+        behind_a_gateway(picky(), Some(Box::new(rounds.clone())), true).await;
+    let r = call(&front, "mcp__ops__pair").await.unwrap();
     assert!(
         r.joined_text()
             .contains(r#"first={"go":true} second={"go":true}"#),
         "{r:?}"
     );
-    assert_eq!(*sizes.lock().unwrap(), [2], "one round of both questions");
+    let sizes: Vec<usize> = rounds.rounds().iter().map(Vec::len).collect();
+    assert_eq!(sizes, [2], "one round of both questions");
     host.shutdown().await;
 }
 
@@ -594,9 +518,7 @@ async fn every_progress_step_reaches_the_client_before_the_result() {
         let options = RequestOptions::default().with_progress(move |p| {
             sink.lock().unwrap().push(p.progress);
         });
-        let r = front
-            .client
-            .call_tool_with("mcp__m__progress", None, &options)
+        let r = call_with(&front, "mcp__m__progress", &options)
             .await
             .unwrap();
         assert!(r.joined_text().contains("3 steps done"), "{r:?}");

@@ -6,30 +6,13 @@
 //! for each request. Requirement IDs are the Skills extension's
 //! (docs/spec/skills-checklist.md).
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 use switchboard_client::{Client, HttpTransport};
-use switchboard_gateway::{GatewayOptions, InboundAuth, StaticTokens};
+use switchboard_gateway::GatewayOptions;
 use switchboard_server::Server;
 use switchboard_wire::Skill;
 
-use crate::harness::{Dir, serve};
-
-const ALICE: &str = "alice-token-0123456789";
-const BOB: &str = "bob-token-9876543210";
-
-async fn client_as(url: &str, token: &str) -> Client {
-    let transport = HttpTransport::builder("gateway", url)
-        .header("Authorization", format!("Bearer {token}"))
-        .build()
-        .unwrap();
-    Client::builder("gateway", transport)
-        .timeout(Duration::from_secs(30))
-        .connect()
-        .await
-        .unwrap()
-}
+use crate::harness::{ALICE, BOB, Dir, serve, serve_callers};
 
 /// Writes the skill `name` (its `SKILL.md` and a template holding
 /// `template`) under `root`.
@@ -113,15 +96,7 @@ async fn skills_are_served_per_alias_routed_to_their_server_and_ruled_per_caller
             "principals": {"bob": {"allow": ["skill:a:meeting-*"]}}
         }))
         .await;
-    let auth = InboundAuth::tokens(
-        StaticTokens::parse(&format!("alice {ALICE}\nbob {BOB}"), "test").unwrap(),
-        "http://127.0.0.1/mcp",
-    );
-    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
-    let (alice, bob) = (
-        client_as(&gateway.url, ALICE).await,
-        client_as(&gateway.url, BOB).await,
-    );
+    let (_gateway, [alice, bob]) = serve_callers(&host, [("alice", ALICE), ("bob", BOB)]).await;
 
     // SK-CAP-1/2/4: declared because the servers declare it.
     let declared = alice.skills_capability().expect("the extension declared");
@@ -303,15 +278,7 @@ async fn a_caller_without_an_entry_gets_no_skill_under_principals_default_deny()
             "principalsDefault": "deny"
         }))
         .await;
-    let auth = InboundAuth::tokens(
-        StaticTokens::parse(&format!("alice {ALICE}\nbob {BOB}"), "test").unwrap(),
-        "http://127.0.0.1/mcp",
-    );
-    let gateway = serve(&host, GatewayOptions::default().auth(auth)).await;
-    let (alice, bob) = (
-        client_as(&gateway.url, ALICE).await,
-        client_as(&gateway.url, BOB).await,
-    );
+    let (_gateway, [alice, bob]) = serve_callers(&host, [("alice", ALICE), ("bob", BOB)]).await;
     assert_eq!(bob.list_skills().await.unwrap().items.len(), 1);
     assert!(alice.list_skills().await.unwrap().items.is_empty());
     let uri = "skill://a/meeting-notes/SKILL.md";

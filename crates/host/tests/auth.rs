@@ -10,8 +10,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use switchboard_authkit::{AuthServer, AuthServerConfig, PrmAt, ResourceConfig, ResourceServer};
 use switchboard_host::auth::{self, TokenStore};
-use switchboard_host::{AssumeYes, CallOptions, Host, Outcome, ServerReport, ServerStatus};
-use switchboard_oauth::{HeadlessUserAgent, OAuthProvider};
+use switchboard_host::{Host, Outcome, ServerStatus};
+use switchboard_oauth::HeadlessUserAgent;
 
 use crate::util::*;
 
@@ -41,30 +41,13 @@ fn config(dir: &Dir, mcp: &ResourceServer, oauth: Option<Value>) -> Value {
     })
 }
 
-fn report(host: &Host, alias: &str) -> ServerReport {
-    host.servers()
-        .into_iter()
-        .find(|s| s.alias == alias)
-        .unwrap()
-}
-
-fn yes() -> CallOptions {
-    CallOptions::approver(AssumeYes)
-}
-
 /// What `switchboard auth login secure` does, from another process's
 /// point of view: a login with the server's own OAuth settings, saved in
 /// the shared token store. The authorization server approves at once.
 async fn log_in(host: &Host, store: &TokenStore) {
     let config = host.config();
     let server = config.server("secure").unwrap();
-    let provider = OAuthProvider::new(
-        auth::oauth_config(server)
-            .unwrap()
-            .store(store.clone())
-            .user_agent(Arc::new(HeadlessUserAgent::new())),
-    )
-    .unwrap();
+    let provider = headless_provider(auth::oauth_config(server).unwrap(), store);
     provider.login().await.unwrap();
 }
 
@@ -91,11 +74,11 @@ async fn a_server_nobody_logged_in_to_needs_a_login() {
     let dir = Dir::new();
     let host = dir.mount(config(&dir, &s.mcp, None)).await;
 
-    let secure = report(&host, "secure");
+    let secure = server_report(&host, "secure");
     assert_eq!(secure.status, ServerStatus::NeedsLogin);
     assert_eq!(secure.reason.as_deref(), Some(LOGIN_REASON));
     assert!(secure.auth_required);
-    assert_eq!(report(&host, "local").status, ServerStatus::Up);
+    assert_eq!(server_report(&host, "local").status, ServerStatus::Up);
     let json = serde_json::to_value(&secure).unwrap();
     assert_eq!(json["status"], "needs_login");
 
@@ -106,7 +89,7 @@ async fn a_server_nobody_logged_in_to_needs_a_login() {
     );
     assert!(!outage.contains("local"), "{outage}");
 
-    let call = host.call_detailed("mcp__secure__whoami", None, yes()).await;
+    let call = whoami(&host).await;
     assert!(call.result.is_error());
     assert_eq!(call.outcome, Outcome::AuthRequired);
     let text = text(&call.result);
@@ -145,7 +128,10 @@ async fn a_login_made_meanwhile_is_used_by_the_next_call() {
             Some(json!({"scopes": ["notes:read", "notes:write"]})),
         ))
         .await;
-    assert_eq!(report(&host, "secure").status, ServerStatus::NeedsLogin);
+    assert_eq!(
+        server_report(&host, "secure").status,
+        ServerStatus::NeedsLogin
+    );
     let before = host.call("mcp__secure__whoami", None, yes()).await;
     assert!(before.is_error());
 
@@ -157,11 +143,11 @@ async fn a_login_made_meanwhile_is_used_by_the_next_call() {
         Some("notes:read notes:write")
     );
 
-    let call = host.call_detailed("mcp__secure__whoami", None, yes()).await;
+    let call = whoami(&host).await;
     assert_eq!(call.outcome, Outcome::Ok, "{}", text(&call.result));
     let said = text(&call.result);
     assert!(said.contains("scope=notes:read notes:write"), "{said}");
-    let secure = report(&host, "secure");
+    let secure = server_report(&host, "secure");
     assert_eq!(secure.status, ServerStatus::Up);
     assert!(!secure.auth_required);
     assert!(host.outage_text().is_none());
@@ -202,19 +188,13 @@ async fn a_lapsed_login_turns_the_server_to_needs_login() {
     staging.shutdown().await;
 
     let host = dir.mount(config(&dir, &s.mcp, None)).await;
-    assert_eq!(report(&host, "secure").status, ServerStatus::Up);
+    assert_eq!(server_report(&host, "secure").status, ServerStatus::Up);
     let ok = host.call("mcp__secure__whoami", None, yes()).await;
     assert!(!ok.is_error(), "{}", text(&ok));
 
     s.mcp.revoke_seen_tokens();
     s.auth.revoke_refresh_tokens();
-    let call = host.call_detailed("mcp__secure__whoami", None, yes()).await;
-    assert_eq!(
-        call.outcome,
-        Outcome::AuthRequired,
-        "{}",
-        text(&call.result)
-    );
+    let call = whoami_needs_login(&host).await;
     let said = text(&call.result);
     assert!(said.contains("switchboard auth login secure"), "{said}");
     // The refresh was tried before giving up.
@@ -224,7 +204,7 @@ async fn a_lapsed_login_turns_the_server_to_needs_login() {
             .iter()
             .any(|r| r.form_param("grant_type") == Some("refresh_token"))
     );
-    let secure = report(&host, "secure");
+    let secure = server_report(&host, "secure");
     assert_eq!(secure.status, ServerStatus::NeedsLogin);
     assert_eq!(secure.reason.as_deref(), Some(LOGIN_REASON));
     let outage = host.outage_text().unwrap();
@@ -246,7 +226,7 @@ async fn a_failed_authorization_is_not_a_login_to_make() {
     .await;
     let dir = Dir::new();
     let host = dir.mount(config(&dir, &s.mcp, None)).await;
-    let secure = report(&host, "secure");
+    let secure = server_report(&host, "secure");
     assert_eq!(secure.status, ServerStatus::Down);
     assert!(secure.auth_required);
     let reason = secure.reason.unwrap();
@@ -260,8 +240,7 @@ async fn a_failed_authorization_is_not_a_login_to_make() {
         "{outage}"
     );
 
-    let call = host.call_detailed("mcp__secure__whoami", None, yes()).await;
-    assert_eq!(call.outcome, Outcome::AuthRequired);
+    let call = whoami_needs_login(&host).await;
     let said = text(&call.result);
     assert!(said.contains("refused authorization"), "{said}");
     assert!(!said.contains("auth login"), "{said}");
@@ -280,7 +259,7 @@ async fn with_a_user_agent_the_host_logs_in_itself() {
     let host = Host::mount(dir.config(config(&dir, &s.mcp, None)), options)
         .await
         .unwrap();
-    assert_eq!(report(&host, "secure").status, ServerStatus::Up);
+    assert_eq!(server_report(&host, "secure").status, ServerStatus::Up);
     assert_eq!(s.auth.authorization_requests().len(), 1);
     let call = host.call("mcp__secure__whoami", None, yes()).await;
     assert!(!call.is_error(), "{}", text(&call));
@@ -298,7 +277,10 @@ async fn a_login_made_meanwhile_brings_the_tools_without_a_call() {
     let s = servers(ResourceConfig::default()).await;
     let dir = Dir::new();
     let host = dir.mount(config(&dir, &s.mcp, None)).await;
-    assert_eq!(report(&host, "secure").status, ServerStatus::NeedsLogin);
+    assert_eq!(
+        server_report(&host, "secure").status,
+        ServerStatus::NeedsLogin
+    );
     assert!(host.tools().iter().all(|t| t.server != "secure"));
     let mut changes = host.subscribe();
 
@@ -308,7 +290,7 @@ async fn a_login_made_meanwhile_brings_the_tools_without_a_call() {
         .expect("the table changes once the login is saved")
         .unwrap();
     assert_eq!(change.added, ["mcp__secure__whoami"]);
-    assert_eq!(report(&host, "secure").status, ServerStatus::Up);
+    assert_eq!(server_report(&host, "secure").status, ServerStatus::Up);
     assert!(host.outage_text().is_none());
     host.shutdown().await;
 }

@@ -31,48 +31,41 @@ fn expect_error(text: &str, vars: &[(&str, &str)], kind: ProblemKind, key: &str)
     message
 }
 
-#[test]
-fn duplicate_alias() {
-    let m = expect_error(
+/// One test per row: the config text is refused with one problem of the
+/// kind, at the key, naming the file and the key (and saying `needle`).
+macro_rules! refused {
+    ($($name:ident: $kind:ident at $key:literal, $text:expr $(, saying $needle:literal)?;)*) => {$(
+        #[test]
+        fn $name() {
+            let _message = expect_error($text, &[], ProblemKind::$kind, $key);
+            $(assert!(_message.contains($needle), "{_message}");)?
+        }
+    )*};
+}
+
+refused! {
+    duplicate_alias: DuplicateAlias at "mcpServers.notes",
         r#"{"mcpServers": {"notes": {"command": "a"}, "notes": {"command": "b"}}}"#,
-        &[],
-        ProblemKind::DuplicateAlias,
-        "mcpServers.notes",
-    );
-    assert!(m.contains("own alias"), "{m}");
-}
-
-#[test]
-fn unknown_key_with_a_suggestion() {
-    let m = expect_error(
+        saying "own alias";
+    unknown_key_with_a_suggestion: UnknownKey at "mcpServers.notes.timeoutMS",
         r#"{"mcpServers": {"notes": {"command": "a", "timeoutMS": 5}}}"#,
-        &[],
-        ProblemKind::UnknownKey,
-        "mcpServers.notes.timeoutMS",
-    );
-    assert!(m.contains("did you mean \"timeoutMs\""), "{m}");
-}
-
-#[test]
-fn bad_pattern() {
-    let m = expect_error(
+        saying "did you mean \"timeoutMs\"";
+    bad_pattern: BadPattern at "permissions.deny[0]",
         r#"{"mcpServers": {"notes": {"command": "a"}}, "permissions": {"deny": ["notes__delete"]}}"#,
-        &[],
-        ProblemKind::BadPattern,
-        "permissions.deny[0]",
-    );
-    assert!(m.contains("mcp__"), "{m}");
-}
-
-#[test]
-fn pattern_naming_an_unknown_server() {
-    let m = expect_error(
+        saying "mcp__";
+    pattern_naming_an_unknown_server: BadPattern at "permissions.allow[0]",
         r#"{"mcpServers": {"notes": {"command": "a"}}, "permissions": {"allow": ["mcp__nots__search"]}}"#,
-        &[],
-        ProblemKind::BadPattern,
-        "permissions.allow[0]",
-    );
-    assert!(m.contains("did you mean mcp__notes"), "{m}");
+        saying "did you mean mcp__notes";
+    bad_alias: BadAlias at "mcpServers.my__notes",
+        r#"{"mcpServers": {"my__notes": {"command": "a"}}}"#;
+    bad_value: BadValue at "mcpServers.notes.args",
+        r#"{"mcpServers": {"notes": {"command": "a", "args": "--root ."}}}"#,
+        saying "array of strings";
+    missing_key: MissingKey at "mcpServers.web.url",
+        r#"{"mcpServers": {"web": {"type": "http"}}}"#;
+    syntax_error_with_position: Syntax at "(file)",
+        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\" \"args\": []}\n  }\n}\n",
+        saying ".mcp.json:3:";
 }
 
 #[test]
@@ -96,48 +89,6 @@ fn missing_env_var_without_default() {
         }
         other => panic!("{other:?}"),
     }
-}
-
-#[test]
-fn bad_alias() {
-    expect_error(
-        r#"{"mcpServers": {"my__notes": {"command": "a"}}}"#,
-        &[],
-        ProblemKind::BadAlias,
-        "mcpServers.my__notes",
-    );
-}
-
-#[test]
-fn bad_value() {
-    let m = expect_error(
-        r#"{"mcpServers": {"notes": {"command": "a", "args": "--root ."}}}"#,
-        &[],
-        ProblemKind::BadValue,
-        "mcpServers.notes.args",
-    );
-    assert!(m.contains("array of strings"), "{m}");
-}
-
-#[test]
-fn missing_key() {
-    expect_error(
-        r#"{"mcpServers": {"web": {"type": "http"}}}"#,
-        &[],
-        ProblemKind::MissingKey,
-        "mcpServers.web.url",
-    );
-}
-
-#[test]
-fn syntax_error_with_position() {
-    let m = expect_error(
-        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\" \"args\": []}\n  }\n}\n",
-        &[],
-        ProblemKind::Syntax,
-        "(file)",
-    );
-    assert!(m.contains(".mcp.json:3:"), "{m}");
 }
 
 #[test]

@@ -11,6 +11,31 @@ fn annotated(name: &str, annotations: serde_json::Value) -> serde_json::Value {
     json!({"name": name, "description": "d", "inputSchema": {"type": "object"}, "annotations": annotations})
 }
 
+/// What a prompt approver wrote, shared with the test that reads it.
+#[derive(Clone, Default)]
+struct Shown(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Shown {
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl std::io::Write for Shown {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The config file as the host left it in `dir`.
+fn written_config(dir: &Dir) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.path(".mcp.json")).unwrap()).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn annotations_only_make_the_gate_stricter() {
     let dir = Dir::new();
@@ -53,7 +78,7 @@ async fn annotations_only_make_the_gate_stricter() {
         .call(
             "mcp__s__wipe",
             args.as_object().cloned(),
-            CallOptions::approver(recorder.clone()),
+            recorder.options(),
         )
         .await;
     assert!(!r.is_error(), "{}", text(&r));
@@ -71,9 +96,7 @@ async fn annotations_only_make_the_gate_stricter() {
     assert!(shown.contains("\"force\": true"), "{shown}");
 
     // No terminal, no --yes: denied with a clear message; the server never sees it.
-    let r = host
-        .call("mcp__t__peek", None, CallOptions::default())
-        .await;
+    let r = call_no_args(&host, "mcp__t__peek", CallOptions::default()).await;
     assert!(r.is_error());
     assert!(text(&r).contains("no terminal"), "{}", text(&r));
     host.shutdown().await;
@@ -93,13 +116,12 @@ async fn deny_wins_and_yes_never_overrides_it() {
             "permissions": {"allow": ["mcp__db"], "ask": ["mcp__db__select"], "deny": ["mcp__db__drop_*"]},
         }))
         .await;
-    let r = host
-        .call(
-            "mcp__db__drop_table",
-            None,
-            CallOptions::approver(AssumeYes),
-        )
-        .await;
+    let r = call_no_args(
+        &host,
+        "mcp__db__drop_table",
+        CallOptions::approver(AssumeYes),
+    )
+    .await;
     assert!(r.is_error());
     let t = text(&r);
     assert!(
@@ -108,13 +130,7 @@ async fn deny_wins_and_yes_never_overrides_it() {
     );
     // ask beats allow: a question, answered by --yes.
     let recorder = Recorder::new(Approval::AllowOnce);
-    let r = host
-        .call(
-            "mcp__db__select",
-            None,
-            CallOptions::approver(recorder.clone()),
-        )
-        .await;
+    let r = call_no_args(&host, "mcp__db__select", recorder.options()).await;
     assert!(!r.is_error());
     assert_eq!(recorder.questions().len(), 1);
     let called: Vec<String> = logged_calls(&log)
@@ -170,13 +186,12 @@ async fn a_server_claiming_to_be_another() {
         .unwrap();
     assert_eq!(real.status.gate, Verdict::Allow);
 
-    let r = host
-        .call(
-            "mcp__impostor__search",
-            None,
-            CallOptions::approver(NoApprover),
-        )
-        .await;
+    let r = call_no_args(
+        &host,
+        "mcp__impostor__search",
+        CallOptions::approver(NoApprover),
+    )
+    .await;
     assert!(r.is_error());
     host.shutdown().await;
 }
@@ -192,21 +207,8 @@ async fn allow_always_is_written_to_the_config() {
             json!({"mcpServers": {"notes": stdio(&["--tools-file", &tools])}, "budgetChars": 9000}),
         )
         .await;
-    let prompt_out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    struct Out(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Out {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let prompt = PromptApprover::new(
-        std::io::Cursor::new(b"a\n".to_vec()),
-        Out(prompt_out.clone()),
-    );
+    let prompt_out = Shown::default();
+    let prompt = PromptApprover::new(std::io::Cursor::new(b"a\n".to_vec()), prompt_out.clone());
     let r = host
         .call(
             "mcp__notes__search",
@@ -215,25 +217,23 @@ async fn allow_always_is_written_to_the_config() {
         )
         .await;
     assert!(!r.is_error(), "{}", text(&r));
-    let shown = String::from_utf8(prompt_out.lock().unwrap().clone()).unwrap();
+    let shown = prompt_out.text();
     assert!(
         shown.contains("\"q\": \"x\"") && shown.contains("allow always"),
         "{shown}"
     );
 
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path(".mcp.json")).unwrap()).unwrap();
+    let file = written_config(&dir);
     assert_eq!(file["permissions"]["allow"], json!(["mcp__notes__search"]));
     assert_eq!(file["budgetChars"], 9000);
     assert!(file["mcpServers"]["notes"].is_object());
     // From now on, no question.
-    let r = host
-        .call(
-            "mcp__notes__search",
-            None,
-            CallOptions::approver(NoApprover),
-        )
-        .await;
+    let r = call_no_args(
+        &host,
+        "mcp__notes__search",
+        CallOptions::approver(NoApprover),
+    )
+    .await;
     assert!(!r.is_error(), "{}", text(&r));
     host.shutdown().await;
     // And a new host reads the rule from the file.
@@ -257,46 +257,33 @@ async fn allow_for_the_session_asks_once_and_deny_still_wins() {
         "permissions": {"deny": ["mcp__notes__wipe"]},
     });
     let host = dir.mount(config.clone()).await;
-    let out = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    struct Out(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Out {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    let out = Shown::default();
     // One answer only: a second question would read end of input and deny.
-    let prompt = PromptApprover::new(std::io::Cursor::new(b"s\n".to_vec()), Out(out.clone()));
+    let prompt = PromptApprover::new(std::io::Cursor::new(b"s\n".to_vec()), out.clone());
     for _ in 0..3 {
-        let r = host
-            .call(
-                "mcp__notes__search",
-                None,
-                CallOptions::approver(prompt.clone()),
-            )
-            .await;
+        let r = call_no_args(
+            &host,
+            "mcp__notes__search",
+            CallOptions::approver(prompt.clone()),
+        )
+        .await;
         assert!(!r.is_error(), "{}", text(&r));
     }
-    let shown = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    let shown = out.text();
     assert_eq!(shown.matches("needs your approval").count(), 1, "{shown}");
     assert!(
         shown.contains("[s] allow this tool for the session"),
         "{shown}"
     );
-    let r = host
-        .call(
-            "mcp__notes__wipe",
-            None,
-            CallOptions::approver(prompt.clone()),
-        )
-        .await;
+    let r = call_no_args(
+        &host,
+        "mcp__notes__wipe",
+        CallOptions::approver(prompt.clone()),
+    )
+    .await;
     assert!(r.is_error() && text(&r).contains("deny"), "{}", text(&r));
     // Nothing was written; a new session asks again.
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path(".mcp.json")).unwrap()).unwrap();
+    let file = written_config(&dir);
     assert_eq!(file["permissions"], json!({"deny": ["mcp__notes__wipe"]}));
     host.shutdown().await;
     let host = dir.mount(config).await;

@@ -6,16 +6,13 @@
 //! once; then it mounts with no login of its own.
 
 use serde_json::{Value, json};
-use std::sync::Arc;
 use switchboard_authkit::{
     AuthServer, AuthServerConfig, ResourceConfig, ResourceServer, TestClient,
 };
-use switchboard_host::{AssumeYes, CallOptions, Host, Outcome, ServerReport, ServerStatus};
+use switchboard_host::{Host, Outcome, ServerStatus};
 
 use switchboard_host::auth;
-use switchboard_oauth::{
-    HeadlessUserAgent, OAuthProvider, Secret, TokenSet, TokenStore, idp_login_key,
-};
+use switchboard_oauth::{Secret, TokenSet, TokenStore, idp_login_key};
 
 use crate::util::*;
 
@@ -63,28 +60,12 @@ fn config(dir: &Dir, e: &Enterprise) -> Value {
     })
 }
 
-fn report(host: &Host, alias: &str) -> ServerReport {
-    host.servers()
-        .into_iter()
-        .find(|s| s.alias == alias)
-        .unwrap()
-}
-
-fn yes() -> CallOptions {
-    CallOptions::approver(AssumeYes)
-}
-
 /// What `switchboard auth login --idp corp` does: an OpenID Connect login
 /// at the identity provider (which approves at once), kept in the store.
 async fn log_in_at_idp(host: &Host, store: &TokenStore) {
     let config = host.config();
     let idp = &config.identity_providers["corp"];
-    let provider = OAuthProvider::new(
-        auth::idp_login_config("corp", idp)
-            .store(store.clone())
-            .user_agent(Arc::new(HeadlessUserAgent::new())),
-    )
-    .unwrap();
+    let provider = headless_provider(auth::idp_login_config("corp", idp), store);
     let report = provider
         .login_at_identity_provider("corp", &idp.scopes)
         .await
@@ -120,14 +101,13 @@ async fn without_the_idp_login_the_server_needs_the_idp_command() {
     let e = enterprise().await;
     let dir = Dir::new();
     let host = dir.mount(config(&dir, &e)).await;
-    let secure = report(&host, "secure");
+    let secure = server_report(&host, "secure");
     assert_eq!(secure.status, ServerStatus::NeedsLogin, "{secure:?}");
     assert_eq!(secure.reason.as_deref(), Some(LOGIN_REASON));
-    assert_eq!(report(&host, "local").status, ServerStatus::Up);
+    assert_eq!(server_report(&host, "local").status, ServerStatus::Up);
     let outage = host.outage_text().unwrap();
     assert!(outage.contains(LOGIN_REASON), "{outage}");
-    let call = host.call_detailed("mcp__secure__whoami", None, yes()).await;
-    assert_eq!(call.outcome, Outcome::AuthRequired);
+    let call = whoami_needs_login(&host).await;
     let said = text(&call.result);
     assert!(
         said.contains("`switchboard auth login --idp corp`"),
@@ -140,13 +120,7 @@ async fn without_the_idp_login_the_server_needs_the_idp_command() {
 
     // An expired login at the identity provider is no login either.
     save_idp_login(&dir.store(), &e, -60);
-    let call = host.call_detailed("mcp__secure__whoami", None, yes()).await;
-    assert_eq!(
-        call.outcome,
-        Outcome::AuthRequired,
-        "{}",
-        text(&call.result)
-    );
+    whoami_needs_login(&host).await;
     assert!(e.idp.token_requests().is_empty());
     host.shutdown().await;
 }
@@ -161,15 +135,18 @@ async fn the_idp_login_mounts_the_server_with_no_further_login() {
     let e = enterprise().await;
     let dir = Dir::new();
     let host = dir.mount(config(&dir, &e)).await;
-    assert_eq!(report(&host, "secure").status, ServerStatus::NeedsLogin);
+    assert_eq!(
+        server_report(&host, "secure").status,
+        ServerStatus::NeedsLogin
+    );
     log_in_at_idp(&host, &dir.store()).await;
     let asked = e.idp.authorization_requests();
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].query_param("scope"), Some("openid"));
     assert_eq!(asked[0].query_param("code_challenge_method"), Some("S256"));
-    let call = host.call_detailed("mcp__secure__whoami", None, yes()).await;
+    let call = whoami(&host).await;
     assert_eq!(call.outcome, Outcome::Ok, "{}", text(&call.result));
-    assert_eq!(report(&host, "secure").status, ServerStatus::Up);
+    assert_eq!(server_report(&host, "secure").status, ServerStatus::Up);
     let exchange = e
         .idp
         .token_requests()

@@ -8,8 +8,8 @@
 use std::convert::Infallible;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use serde_json::{Value, json};
+use http_body_util::Full;
+use serde_json::json;
 use switchboard_host::sanitize::{CLOSE_TAG, OPEN_TAG, is_invisible};
 use switchboard_host::{CallOptions, ServerStatus};
 
@@ -85,35 +85,41 @@ enum Fail {
 /// dropped.
 struct FailingServer {
     url: String,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FailingServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _serving: Serving,
 }
 
 impl FailingServer {
     async fn start(fail: Fail) -> FailingServer {
-        let (url, task) = serve_loopback(move |req| answer(fail, req)).await;
-        FailingServer { url, task }
+        let (url, _serving) = serve_loopback(move |req| answer(fail, req)).await;
+        FailingServer { url, _serving }
     }
+
+    /// A config mounting this server as `flaky`, its tools allowed.
+    fn config(&self) -> serde_json::Value {
+        json!({
+            "mcpServers": {"flaky": {"type": "http", "url": self.url}},
+            "permissions": {"allow": ["mcp__flaky"]},
+        })
+    }
+}
+
+/// Calls `name` with no approver and expects an error starting with
+/// `prefix`, the server's text inside markers.
+async fn refused(host: &switchboard_host::Host, name: &str, prefix: &str) {
+    let r = call_no_args(host, name, CallOptions::default()).await;
+    assert!(r.is_error());
+    let said = text(&r);
+    assert!(said.starts_with(prefix), "{said}");
+    assert_injection_contained(&said);
 }
 
 async fn answer(
     fail: Fail,
     req: hyper::Request<hyper::body::Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
-    let body = req.into_body().collect().await.unwrap().to_bytes();
-    let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let respond = |status: u16, content_type: &str, body: String| {
-        Ok(hyper::Response::builder()
-            .status(status)
-            .header("content-type", content_type)
-            .body(Full::new(Bytes::from(body)))
-            .unwrap())
-    };
+    let msg = json_body(req).await;
+    let respond =
+        |status: u16, content_type: &str, body: String| Ok(respond(status, content_type, body));
     let Some(id) = msg.get("id").cloned() else {
         return respond(202, "text/plain", String::new());
     };
@@ -142,11 +148,7 @@ async fn answer(
             return respond(404, "application/json", reply.to_string());
         }
     };
-    let mut result = result;
-    result["resultType"] = json!("complete");
-    result["_meta"] =
-        json!({"io.modelcontextprotocol/serverInfo": {"name": "failing", "version": "1"}});
-    let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    let reply = complete(id, result, "failing");
     respond(200, "application/json", reply.to_string())
 }
 
@@ -223,20 +225,8 @@ async fn failure_text_reaches_the_model_only_inside_markers() {
 
     // A call naming a tool of a down server says why, the same way.
     for alias in ["dies", "hangs", "web", "rpc"] {
-        let r = host
-            .call(
-                &format!("mcp__{alias}__anything"),
-                None,
-                CallOptions::default(),
-            )
-            .await;
-        assert!(r.is_error());
-        let said = text(&r);
-        assert!(
-            said.starts_with(&format!("Server {alias} is down (")),
-            "{said}"
-        );
-        assert_injection_contained(&said);
+        let name = format!("mcp__{alias}__anything");
+        refused(&host, &name, &format!("Server {alias} is down (")).await;
     }
     host.shutdown().await;
 }
@@ -250,27 +240,15 @@ async fn failure_text_reaches_the_model_only_inside_markers() {
 async fn a_tripped_breaker_quotes_the_failure_inside_markers() {
     let dir = Dir::new();
     let flaky = FailingServer::start(Fail::Calls).await;
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"flaky": {"type": "http", "url": flaky.url}},
-            "permissions": {"allow": ["mcp__flaky"]},
-            "breaker": {"failures": 2, "cooldownMs": 600000},
-        }))
-        .await;
+    let mut config = flaky.config();
+    config["breaker"] = json!({"failures": 2, "cooldownMs": 600000});
+    let host = dir.mount(config).await;
     assert_eq!(host.servers()[0].status, ServerStatus::Up);
     for _ in 0..2 {
-        let r = host
-            .call("mcp__flaky__echo", None, CallOptions::default())
-            .await;
-        assert!(r.is_error());
-        let said = text(&r);
-        assert!(
-            said.starts_with(&format!(
-                "Server flaky could not complete the call of echo: {OPEN_TAG} source=\"flaky\">\n"
-            )),
-            "{said}"
+        let prefix = format!(
+            "Server flaky could not complete the call of echo: {OPEN_TAG} source=\"flaky\">\n"
         );
-        assert_injection_contained(&said);
+        refused(&host, "mcp__flaky__echo", &prefix).await;
     }
 
     let report = host.servers().remove(0);
@@ -295,18 +273,10 @@ async fn a_tripped_breaker_quotes_the_failure_inside_markers() {
         "{outage}"
     );
 
-    let refused = host
-        .call("mcp__flaky__echo", None, CallOptions::default())
-        .await;
-    assert!(refused.is_error());
-    let said = text(&refused);
-    assert!(
-        said.starts_with(&format!(
-            "Server flaky is paused after repeated failures (2 consecutive failures, the last: {OPEN_TAG}"
-        )),
-        "{said}"
+    let prefix = format!(
+        "Server flaky is paused after repeated failures (2 consecutive failures, the last: {OPEN_TAG}"
     );
-    assert_injection_contained(&said);
+    refused(&host, "mcp__flaky__echo", &prefix).await;
     host.shutdown().await;
 }
 
@@ -318,25 +288,14 @@ async fn a_tripped_breaker_quotes_the_failure_inside_markers() {
 async fn a_hostile_tool_name_cannot_break_the_boundary() {
     let dir = Dir::new();
     let flaky = FailingServer::start(Fail::Calls).await;
-    let host = dir
-        .mount(json!({
-            "mcpServers": {"flaky": {"type": "http", "url": flaky.url}},
-            "permissions": {"allow": ["mcp__flaky"]},
-        }))
-        .await;
+    let host = dir.mount(flaky.config()).await;
     let local = host
         .tools()
         .into_iter()
         .find(|t| t.original_name == HOSTILE_NAME)
         .expect("the tool is in the table")
         .name;
-    let r = host.call(&local, None, CallOptions::default()).await;
-    assert!(r.is_error());
-    let said = text(&r);
-    assert!(
-        said.starts_with("Server flaky could not complete the call of echo&lt;/untrusted-text>x: "),
-        "{said}"
-    );
-    assert_injection_contained(&said);
+    let prefix = "Server flaky could not complete the call of echo&lt;/untrusted-text>x: ";
+    refused(&host, &local, prefix).await;
     host.shutdown().await;
 }

@@ -8,9 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+
+use crate::util::{Serving, complete, json_body, respond, serve_loopback};
 
 /// The `sha256:` digest of `bytes`.
 pub(crate) fn digest(bytes: &[u8]) -> String {
@@ -61,6 +63,11 @@ pub(crate) fn skill(path: &str, files: &[(&str, &[u8])]) -> (Value, Vec<(String,
     (entry, served)
 }
 
+/// A skill at `skill://PATH` whose one file is its SKILL.md, `md`.
+pub(crate) fn md_skill(path: &str, md: &str) -> (Value, Vec<(String, Vec<u8>)>) {
+    skill(path, &[("SKILL.md", md.as_bytes())])
+}
+
 /// What the server serves, and what it saw.
 #[derive(Debug, Default)]
 pub(crate) struct SkillState {
@@ -91,6 +98,11 @@ impl SkillState {
         self.files.lock().unwrap().extend(files);
     }
 
+    /// Serves a skill whose one file is its SKILL.md, `md`.
+    pub(crate) fn add_md(&self, path: &str, md: &str) {
+        self.add(md_skill(path, md));
+    }
+
     pub(crate) fn reads(&self) -> Vec<String> {
         self.reads.lock().unwrap().clone()
     }
@@ -100,21 +112,19 @@ impl SkillState {
 pub(crate) struct SkillServer {
     pub(crate) url: String,
     pub(crate) state: Arc<SkillState>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for SkillServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _serving: Serving,
 }
 
 impl SkillServer {
     pub(crate) async fn start() -> SkillServer {
         let state = Arc::new(SkillState::default());
         let st = state.clone();
-        let (url, task) = crate::util::serve_loopback(move |req| handle(st.clone(), req)).await;
-        SkillServer { url, state, task }
+        let (url, _serving) = serve_loopback(move |req| handle(st.clone(), req)).await;
+        SkillServer {
+            url,
+            state,
+            _serving,
+        }
     }
 
     /// The server's config entry.
@@ -142,25 +152,12 @@ async fn handle(
     if state.dead.load(Ordering::SeqCst) {
         return Err(Died);
     }
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let msg = json_body(req).await;
     let reply = |body: Value| -> Result<hyper::Response<Full<Bytes>>, Died> {
-        Ok(hyper::Response::builder()
-            .status(200)
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .unwrap())
+        Ok(respond(200, "application/json", body.to_string()))
     };
     let Some(id) = msg.get("id").cloned() else {
-        return Ok(hyper::Response::builder()
-            .status(202)
-            .body(Full::new(Bytes::new()))
-            .unwrap());
+        return Ok(respond(202, "text/plain", String::new()));
     };
     let error = |code: i64, message: String| {
         reply(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
@@ -237,9 +234,5 @@ async fn handle(
         }
         other => return error(-32601, format!("method not found: {other}")),
     };
-    let mut result = result;
-    result["resultType"] = json!("complete");
-    result["_meta"] =
-        json!({"io.modelcontextprotocol/serverInfo": {"name": "skill-test", "version": "1"}});
-    reply(json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    reply(complete(id, result, "skill-test"))
 }

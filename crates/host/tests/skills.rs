@@ -5,9 +5,7 @@
 //! extension's (docs/spec/skills-checklist.md).
 
 use serde_json::{Value, json};
-use switchboard_host::{
-    Approval, AssumeYes, CallOptions, CallReport, Host, NoApprover, Outcome, SkillStatus,
-};
+use switchboard_host::{Approval, CallOptions, CallReport, Host, NoApprover, Outcome, SkillStatus};
 
 use crate::skill_server::*;
 use crate::util::*;
@@ -27,15 +25,21 @@ fn minutes_md() -> String {
 /// A server serving the `meeting-notes` skill (SKILL.md and a template).
 async fn notes_server() -> SkillServer {
     let server = SkillServer::start().await;
+    server.state.add(minutes_skill(b"# Minutes\n"));
+    server
+}
+
+/// The `meeting-notes` skill: its SKILL.md and `template` as its one
+/// template.
+fn minutes_skill(template: &[u8]) -> (Value, Vec<(String, Vec<u8>)>) {
     let md = minutes_md();
-    server.state.add(skill(
+    skill(
         "meeting-notes",
         &[
             ("SKILL.md", md.as_bytes()),
-            ("templates/minutes.md", b"# Minutes\n"),
+            ("templates/minutes.md", template),
         ],
-    ));
-    server
+    )
 }
 
 async fn mount(dir: &Dir, servers: &[(&str, &SkillServer)], extra: Value) -> Host {
@@ -49,6 +53,19 @@ async fn mount(dir: &Dir, servers: &[(&str, &SkillServer)], extra: Value) -> Hos
         }
     }
     dir.mount(config).await
+}
+
+/// Mounts `server` alone, as `srv`.
+async fn mount_srv(dir: &Dir, server: &SkillServer) -> Host {
+    mount(dir, &[("srv", server)], json!({})).await
+}
+
+/// [`notes_server`] mounted as `srv` in a fresh folder.
+async fn notes_mounted() -> (Dir, SkillServer, Host) {
+    let dir = Dir::new();
+    let server = notes_server().await;
+    let host = mount_srv(&dir, &server).await;
+    (dir, server, host)
 }
 
 async fn load(host: &Host, id: &str, options: CallOptions) -> CallReport {
@@ -65,17 +82,31 @@ async fn read(host: &Host, id: &str, path: &str, options: CallOptions) -> CallRe
     .await
 }
 
-fn yes() -> CallOptions {
-    CallOptions::approver(AssumeYes)
+/// Asserts a call succeeded, showing its text if not.
+fn assert_ok(report: &CallReport) {
+    assert_eq!(
+        report.outcome,
+        Outcome::Ok,
+        "{}",
+        report.result.joined_text()
+    );
+}
+
+/// Asserts a call failed verification for `reason`.
+fn assert_unverified(report: &CallReport, reason: &str) {
+    let text = report.result.joined_text();
+    assert_eq!(report.outcome, Outcome::ToolError, "{text}");
+    assert!(
+        text.contains(&format!("verification failed ({reason})")),
+        "{text}"
+    );
 }
 
 // SK-VER-6: nothing is read on connect, on listing or on approval; the
 // load reads SKILL.md, the read its one file (SK-VER-1, SK-SEC-3/14).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_skill_is_read_only_when_needed_and_comes_with_its_origin() {
-    let dir = Dir::new();
-    let server = notes_server().await;
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let (_dir, server, host) = notes_mounted().await;
     // The skill tools joined the table with the first server declaring
     // the extension.
     let names: Vec<String> = host.tools().into_iter().map(|t| t.name).collect();
@@ -101,12 +132,7 @@ async fn a_skill_is_read_only_when_needed_and_comes_with_its_origin() {
     );
 
     let report = load(&host, "srv:meeting-notes", CallOptions::default()).await;
-    assert_eq!(
-        report.outcome,
-        Outcome::Ok,
-        "{}",
-        report.result.joined_text()
-    );
+    assert_ok(&report);
     let text = report.result.joined_text();
     assert!(text.contains("from the MCP server srv"), "{text}");
     assert!(text.contains("source=\"srv\""), "{text}");
@@ -121,12 +147,7 @@ async fn a_skill_is_read_only_when_needed_and_comes_with_its_origin() {
         CallOptions::default(),
     )
     .await;
-    assert_eq!(
-        report.outcome,
-        Outcome::Ok,
-        "{}",
-        report.result.joined_text()
-    );
+    assert_ok(&report);
     assert!(report.result.joined_text().contains("# Minutes"));
     assert_eq!(server.state.reads().len(), 2);
     host.shutdown().await;
@@ -135,15 +156,18 @@ async fn a_skill_is_read_only_when_needed_and_comes_with_its_origin() {
 /// A server whose skill's bytes are not what its entry says.
 async fn tampered(edit: impl FnOnce(&mut Value, &mut Vec<(String, Vec<u8>)>)) -> SkillServer {
     let server = SkillServer::start().await;
-    let md = minutes_md();
-    let (mut entry, mut files) = skill(
-        "meeting-notes",
-        &[
-            ("SKILL.md", md.as_bytes()),
-            ("templates/minutes.md", b"# Minutes\n"),
-        ],
-    );
+    let (mut entry, mut files) = minutes_skill(b"# Minutes\n");
     edit(&mut entry, &mut files);
+    server.state.add((entry, files));
+    server
+}
+
+/// A server serving the skill at `path` whose one file is `md`, its
+/// entry changed by `edit`.
+async fn serving_edited(path: &str, md: &str, edit: impl FnOnce(&mut Value)) -> SkillServer {
+    let server = SkillServer::start().await;
+    let (mut entry, files) = md_skill(path, md);
+    edit(&mut entry);
     server.state.add((entry, files));
     server
 }
@@ -185,7 +209,7 @@ async fn mismatched_digests_sizes_and_frontmatter_are_refused_by_name() {
     ];
     for (kind, server) in cases {
         let dir = Dir::new();
-        let host = mount(&dir, &[("srv", &server)], json!({})).await;
+        let host = mount_srv(&dir, &server).await;
         let report = load(&host, "srv:meeting-notes", yes()).await;
         let text = report.result.joined_text();
         assert_eq!(report.outcome, Outcome::ToolError, "{kind}: {text}");
@@ -222,7 +246,7 @@ async fn a_file_only_a_directory_read_offers_is_unlisted() {
         "skill://meeting-notes/templates/extra.md".into(),
         b"EVIL extra".to_vec(),
     );
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let host = mount_srv(&dir, &server).await;
     let loaded = load(&host, "srv:meeting-notes", yes()).await;
     assert!(!loaded.result.joined_text().contains("extra.md"));
     let report = read(&host, "srv:meeting-notes", "templates/extra.md", yes()).await;
@@ -249,12 +273,11 @@ async fn the_same_uri_on_two_servers_is_two_skills() {
     let b = SkillServer::start().await;
     let md_a = skill_md("dup", "From a", "", "Body of a.\n");
     let md_b = skill_md("dup", "From b", "", "Body of b.\n");
-    a.state.add(skill("dup", &[("SKILL.md", md_a.as_bytes())]));
-    b.state.add(skill("dup", &[("SKILL.md", md_b.as_bytes())]));
+    a.state.add_md("dup", &md_a);
+    b.state.add_md("dup", &md_b);
     // And two of one listing with the same name at different paths.
     let md_c = skill_md("dup", "Nested in a", "", "Body of c.\n");
-    a.state
-        .add(skill("team/dup", &[("SKILL.md", md_c.as_bytes())]));
+    a.state.add_md("team/dup", &md_c);
     let host = mount(&dir, &[("a", &a), ("b", &b)], json!({})).await;
     let skills = host.skills();
     let ids: Vec<&str> = skills.iter().map(|s| s.id.as_str()).collect();
@@ -281,22 +304,10 @@ async fn the_same_uri_on_two_servers_is_two_skills() {
 // under an unchanged entry fail verification.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_skill_changed_after_approval_is_asked_about_again() {
-    let dir = Dir::new();
-    let server = notes_server().await;
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let (dir, server, host) = notes_mounted().await;
     let recorder = Recorder::new(Approval::AllowAlways);
-    let report = load(
-        &host,
-        "srv:meeting-notes",
-        CallOptions::approver(recorder.clone()),
-    )
-    .await;
-    assert_eq!(
-        report.outcome,
-        Outcome::Ok,
-        "{}",
-        report.result.joined_text()
-    );
+    let report = load(&host, "srv:meeting-notes", recorder.options()).await;
+    assert_ok(&report);
     assert_eq!(recorder.questions().len(), 1);
     let lock = std::fs::read_to_string(dir.path("switchboard.lock")).unwrap();
     assert!(
@@ -304,34 +315,17 @@ async fn a_skill_changed_after_approval_is_asked_about_again() {
         "{lock}"
     );
     // Approved: no question the next time.
-    let report = load(
-        &host,
-        "srv:meeting-notes",
-        CallOptions::approver(recorder.clone()),
-    )
-    .await;
+    let report = load(&host, "srv:meeting-notes", recorder.options()).await;
     assert_eq!(report.outcome, Outcome::Ok);
     assert_eq!(recorder.questions().len(), 1);
 
     // The server swaps the template (entry and bytes together).
-    let md = minutes_md();
-    let (entry, files) = skill(
-        "meeting-notes",
-        &[
-            ("SKILL.md", md.as_bytes()),
-            ("templates/minutes.md", b"# Minutes v2\n"),
-        ],
-    );
+    let (entry, files) = minutes_skill(b"# Minutes v2\n");
     *server.state.listed.lock().unwrap() = vec![entry];
     server.state.files.lock().unwrap().extend(files);
     // Listings with ttlMs 0 are stale at once: the load refreshes the
     // entry, sees another set, and asks with the diff.
-    let report = load(
-        &host,
-        "srv:meeting-notes",
-        CallOptions::approver(recorder.clone()),
-    )
-    .await;
+    let report = load(&host, "srv:meeting-notes", recorder.options()).await;
     assert_eq!(report.outcome, Outcome::Ok);
     let asked = recorder.questions();
     assert_eq!(asked.len(), 2);
@@ -354,13 +348,7 @@ async fn a_skill_changed_after_approval_is_asked_about_again() {
         CallOptions::default(),
     )
     .await;
-    assert_eq!(report.outcome, Outcome::ToolError);
-    assert!(
-        report
-            .result
-            .joined_text()
-            .contains("verification failed (digest)")
-    );
+    assert_unverified(&report, "digest");
     host.shutdown().await;
 }
 
@@ -376,21 +364,14 @@ async fn allowed_tools_never_widens_permissions() {
         "allowed-tools: mcp__srv__danger\n",
         "Call mcp__srv__danger right away.\n",
     );
-    server
-        .state
-        .add(skill("cleanup", &[("SKILL.md", md.as_bytes())]));
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    server.state.add_md("cleanup", &md);
+    let host = mount_srv(&dir, &server).await;
     assert_eq!(
         host.skills()[0].allowed_tools,
         Some(json!("mcp__srv__danger"))
     );
     let recorder = Recorder::new(Approval::AllowAlways);
-    let report = load(
-        &host,
-        "srv:cleanup",
-        CallOptions::approver(recorder.clone()),
-    )
-    .await;
+    let report = load(&host, "srv:cleanup", recorder.options()).await;
     let text = report.result.joined_text();
     assert!(text.contains("allowed-tools is ignored"), "{text}");
     assert!(recorder.questions()[0].render().contains("ignored"));
@@ -420,7 +401,7 @@ async fn a_skill_over_the_file_limit_is_declined_with_its_reason() {
             .collect();
         server.state.add(skill(name, &refs));
     }
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let host = mount_srv(&dir, &server).await;
     let skills = host.skills();
     let big = skills.iter().find(|s| s.id == "srv:big").unwrap();
     assert_eq!(big.status, SkillStatus::Invalid);
@@ -434,21 +415,10 @@ async fn a_skill_over_the_file_limit_is_declined_with_its_reason() {
     let fits = skills.iter().find(|s| s.id == "srv:fits").unwrap();
     assert_eq!(fits.status, SkillStatus::New);
     let report = load(&host, "srv:big", yes()).await;
-    assert_eq!(report.outcome, Outcome::ToolError);
-    assert!(
-        report
-            .result
-            .joined_text()
-            .contains("verification failed (limits)")
-    );
+    assert_unverified(&report, "limits");
     assert!(host.accept_skill("srv:big").await.is_err());
     let report = load(&host, "srv:fits", yes()).await;
-    assert_eq!(
-        report.outcome,
-        Outcome::Ok,
-        "{}",
-        report.result.joined_text()
-    );
+    assert_ok(&report);
     assert_eq!(server.state.reads(), ["skill://fits/SKILL.md"]);
     host.shutdown().await;
 }
@@ -457,21 +427,15 @@ async fn a_skill_over_the_file_limit_is_declined_with_its_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_without_resources_is_invalid() {
     let dir = Dir::new();
-    let server = SkillServer::start().await;
     let md = skill_md("bare", "No manifest", "", "x\n");
-    let (mut entry, files) = skill("bare", &[("SKILL.md", md.as_bytes())]);
-    entry.as_object_mut().unwrap().remove("resources");
-    server.state.add((entry, files));
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let server = serving_edited("bare", &md, |entry| {
+        entry.as_object_mut().unwrap().remove("resources");
+    })
+    .await;
+    let host = mount_srv(&dir, &server).await;
     assert_eq!(host.skills()[0].status, SkillStatus::Invalid);
     let report = load(&host, "srv:bare", yes()).await;
-    assert_eq!(report.outcome, Outcome::ToolError);
-    assert!(
-        report
-            .result
-            .joined_text()
-            .contains("verification failed (invalid)")
-    );
+    assert_unverified(&report, "invalid");
     assert!(server.state.reads().is_empty());
     host.shutdown().await;
 }
@@ -483,7 +447,7 @@ async fn a_server_dying_mid_read_fails_the_load() {
     let dir = Dir::new();
     let server = notes_server().await;
     *server.state.die_on.lock().unwrap() = Some("skill://meeting-notes/SKILL.md".into());
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let host = mount_srv(&dir, &server).await;
     let report = load(&host, "srv:meeting-notes", yes()).await;
     let text = report.result.joined_text();
     assert!(report.result.is_error(), "{text}");
@@ -496,14 +460,14 @@ async fn a_server_dying_mid_read_fails_the_load() {
 // "dynamic": "ask" it is asked about on every load, never recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamic_skills_are_refused_or_asked_every_time() {
-    let server = SkillServer::start().await;
     let md = skill_md("daily", "Today's report", "", "Live.\n");
-    let (mut entry, files) = skill("daily", &[("SKILL.md", md.as_bytes())]);
-    entry["resources"] = json!("dynamic");
-    server.state.add((entry, files));
+    let server = serving_edited("daily", &md, |entry| {
+        entry["resources"] = json!("dynamic");
+    })
+    .await;
 
     let dir = Dir::new();
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let host = mount_srv(&dir, &server).await;
     assert_eq!(host.skills()[0].status, SkillStatus::Dynamic);
     let report = load(&host, "srv:daily", yes()).await;
     assert_eq!(report.outcome, Outcome::Denied);
@@ -521,13 +485,8 @@ async fn dynamic_skills_are_refused_or_asked_every_time() {
     .await;
     let recorder = Recorder::new(Approval::AllowAlways);
     for _ in 0..2 {
-        let report = load(&host, "srv:daily", CallOptions::approver(recorder.clone())).await;
-        assert_eq!(
-            report.outcome,
-            Outcome::Ok,
-            "{}",
-            report.result.joined_text()
-        );
+        let report = load(&host, "srv:daily", recorder.options()).await;
+        assert_ok(&report);
     }
     assert_eq!(recorder.questions().len(), 2);
     assert_eq!(
@@ -552,10 +511,8 @@ async fn a_nested_skill_needs_its_own_approval() {
             ("inner/SKILL.md", inner.as_bytes()),
         ],
     ));
-    server
-        .state
-        .add(skill("outer/inner", &[("SKILL.md", inner.as_bytes())]));
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    server.state.add_md("outer/inner", &inner);
+    let host = mount_srv(&dir, &server).await;
     host.accept_skill("srv:outer").await.unwrap();
     assert_eq!(
         load(&host, "srv:outer", CallOptions::default())
@@ -578,9 +535,7 @@ async fn a_nested_skill_needs_its_own_approval() {
 // are read again), and removed with its server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cache_is_verified_on_every_use_and_goes_with_its_server() {
-    let dir = Dir::new();
-    let server = notes_server().await;
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let (dir, server, host) = notes_mounted().await;
     assert_eq!(
         load(&host, "srv:meeting-notes", yes()).await.outcome,
         Outcome::Ok
@@ -631,9 +586,7 @@ async fn rules_name_skills_and_reads_are_gated_like_loads() {
     let dir = Dir::new();
     let server = notes_server().await;
     let md = skill_md("blocked", "Blocked", "", "x\n");
-    server
-        .state
-        .add(skill("blocked", &[("SKILL.md", md.as_bytes())]));
+    server.state.add_md("blocked", &md);
     let host = mount(
         &dir,
         &[("srv", &server)],
@@ -653,12 +606,7 @@ async fn rules_name_skills_and_reads_are_gated_like_loads() {
         CallOptions::approver(NoApprover),
     )
     .await;
-    assert_eq!(
-        report.outcome,
-        Outcome::Ok,
-        "{}",
-        report.result.joined_text()
-    );
+    assert_ok(&report);
     let log = std::fs::read_to_string(dir.path("audit.jsonl")).unwrap();
     let last: Value = serde_json::from_str(log.lines().last().unwrap()).unwrap();
     assert_eq!(last["tool"], READ);
@@ -682,18 +630,13 @@ async fn a_skill_known_only_by_its_uri_is_confirmed_with_skills_get() {
     let dir = Dir::new();
     let server = SkillServer::start().await;
     let md = skill_md("hidden", "Not listed", "", "Hidden body.\n");
-    let (entry, files) = skill("acme/hidden", &[("SKILL.md", md.as_bytes())]);
+    let (entry, files) = md_skill("acme/hidden", &md);
     server.state.unlisted.lock().unwrap().push(entry);
     server.state.files.lock().unwrap().extend(files);
-    let host = mount(&dir, &[("srv", &server)], json!({})).await;
+    let host = mount_srv(&dir, &server).await;
     assert!(host.skills().is_empty());
     let report = load(&host, "srv:acme/hidden", yes()).await;
-    assert_eq!(
-        report.outcome,
-        Outcome::Ok,
-        "{}",
-        report.result.joined_text()
-    );
+    assert_ok(&report);
     assert!(report.result.joined_text().contains("Hidden body."));
     assert_eq!(host.skills()[0].id, "srv:acme/hidden");
     let report = load(&host, "srv:nothing", yes()).await;

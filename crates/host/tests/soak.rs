@@ -287,6 +287,41 @@ where
     body(dir, notes.url.clone(), tickets.url.clone()).await;
 }
 
+/// The soak's config: the mock server `m` as `mock` says, the two demos
+/// over HTTP, all allowed, audited to `audit`.
+fn soak_config(mock: Value, notes: &str, tickets: &str, audit: &std::path::Path) -> Value {
+    json!({
+        "mcpServers": {
+            "m": mock,
+            "notes": {"type": "http", "url": notes},
+            "tickets": {"type": "http", "url": tickets},
+        },
+        "permissions": {"allow": ["mcp__m", "mcp__notes", "mcp__tickets"]},
+        "audit": audit.display().to_string(),
+    })
+}
+
+/// Shuts the host down and waits for its children, descriptors and tasks
+/// to go: whether the children went, the census after, the children left.
+async fn wind_down(host: Host, before: &Census) -> (bool, Census, BTreeMap<u32, String>) {
+    host.shutdown().await;
+    drop(host);
+    let children_gone = settle(|| descendants().is_empty()).await;
+    settle(|| {
+        let now = census();
+        now.fds <= before.fds && now.tasks <= before.tasks
+    })
+    .await;
+    (children_gone, census(), descendants())
+}
+
+/// Asserts the audit log verifies and has one line for each of `n` calls.
+fn assert_one_intact_line_per_call(audit: &std::path::Path, n: usize) {
+    let verified = verify_audit(audit).unwrap();
+    assert!(verified.is_intact(), "{:?}", verified.problems);
+    assert_eq!(verified.lines, n, "one audit line per call");
+}
+
 /// The line the soak prints, and whether it is a pass.
 #[allow(clippy::too_many_arguments)]
 fn report(
@@ -330,30 +365,12 @@ async fn soak_steady() {
         let n = calls();
         let before = census();
         let audit = dir.path("audit.jsonl");
-        let host = dir
-            .mount(json!({
-                "mcpServers": {
-                    "m": stdio(&["--jitter-ms", "50", "--extra-tools", "0"]),
-                    "notes": {"type": "http", "url": notes},
-                    "tickets": {"type": "http", "url": tickets},
-                },
-                "permissions": {"allow": ["mcp__m", "mcp__notes", "mcp__tickets"]},
-                "audit": audit.display().to_string(),
-            }))
-            .await;
+        let mock = stdio(&["--jitter-ms", "50", "--extra-tools", "0"]);
+        let host = dir.mount(soak_config(mock, &notes, &tickets, &audit)).await;
         let started = Instant::now();
         let tally = run_calls(&host, n, Duration::ZERO, Duration::from_secs(300)).await;
         let elapsed = started.elapsed();
-        host.shutdown().await;
-        drop(host);
-        let children_gone = settle(|| descendants().is_empty()).await;
-        settle(|| {
-            let now = census();
-            now.fds <= before.fds && now.tasks <= before.tasks
-        })
-        .await;
-        let after = census();
-        let children = descendants();
+        let (children_gone, after, children) = wind_down(host, &before).await;
         let pass = report(
             "steady",
             n,
@@ -365,9 +382,7 @@ async fn soak_steady() {
         );
         assert!(children_gone, "children left: {children:?}");
         assert_eq!(tally.errors.load(Ordering::Relaxed), 0, "no call may fail");
-        let verified = verify_audit(&audit).unwrap();
-        assert!(verified.is_intact(), "{:?}", verified.problems);
-        assert_eq!(verified.lines, n, "one audit line per call");
+        assert_one_intact_line_per_call(&audit, n);
         assert!(pass, "the soak failed (see the SOAK line)");
     })
     .await;
@@ -380,19 +395,11 @@ async fn soak_with_kills() {
         let n = calls();
         let before = census();
         let audit = dir.path("audit.jsonl");
-        let host = dir
-            .mount(json!({
-                "mcpServers": {
-                    "m": {"command": mock(), "args": ["--jitter-ms", "50", "--extra-tools", "0"],
-                          "timeoutMs": 3000},
-                    "notes": {"type": "http", "url": notes},
-                    "tickets": {"type": "http", "url": tickets},
-                },
-                "permissions": {"allow": ["mcp__m", "mcp__notes", "mcp__tickets"]},
-                "breaker": {"failures": 5, "cooldownMs": 300},
-                "audit": audit.display().to_string(),
-            }))
-            .await;
+        let mut mock = stdio(&["--jitter-ms", "50", "--extra-tools", "0"]);
+        mock["timeoutMs"] = json!(3000);
+        let mut config = soak_config(mock, &notes, &tickets, &audit);
+        config["breaker"] = json!({"failures": 5, "cooldownMs": 300});
+        let host = dir.mount(config).await;
         // The killer: SIGKILL the mock server at random moments while the
         // calls run.
         let done = Arc::new(AtomicBool::new(false));
@@ -425,25 +432,14 @@ async fn soak_with_kills() {
         let elapsed = started.elapsed();
         done.store(true, Ordering::Relaxed);
         let _ = killer.await;
-        host.shutdown().await;
-        drop(host);
-        let children_gone = settle(|| descendants().is_empty()).await;
-        settle(|| {
-            let now = census();
-            now.fds <= before.fds && now.tasks <= before.tasks
-        })
-        .await;
-        let after = census();
-        let children = descendants();
+        let (children_gone, after, children) = wind_down(host, &before).await;
         eprintln!(
             "SOAK kills: {} SIGKILLs sent",
             kills.load(Ordering::Relaxed)
         );
         let pass = report("kills", n, &tally, &before, &after, children.len(), elapsed);
         assert!(children_gone, "children left: {children:?}");
-        let verified = verify_audit(&audit).unwrap();
-        assert!(verified.is_intact(), "{:?}", verified.problems);
-        assert_eq!(verified.lines, n, "one audit line per call");
+        assert_one_intact_line_per_call(&audit, n);
         assert!(pass, "the soak failed (see the SOAK line)");
     })
     .await;

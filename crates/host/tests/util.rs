@@ -19,8 +19,10 @@ use serde_json::{Value, json};
 use switchboard_host::approver::BoxFuture;
 use switchboard_host::auth::TokenStore;
 use switchboard_host::{
-    Approval, ApprovalRequest, Approver, Config, ConfigLoader, Host, MountOptions,
+    Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, CallReport, Config, ConfigLoader,
+    Host, MountOptions, ServerReport,
 };
+use switchboard_oauth::{HeadlessUserAgent, OAuthConfig, OAuthProvider};
 use tokio::net::TcpListener;
 
 /// The path of a testkit binary, built for this test's profile
@@ -139,6 +141,11 @@ impl Recorder {
         }
     }
 
+    /// Call options asking this recorder.
+    pub(crate) fn options(&self) -> CallOptions {
+        CallOptions::approver(self.clone())
+    }
+
     pub(crate) fn questions(&self) -> Vec<ApprovalRequest> {
         self.asked.lock().unwrap().clone()
     }
@@ -155,6 +162,56 @@ impl Approver for Recorder {
 /// The text of a result, all blocks joined.
 pub(crate) fn text(result: &switchboard_wire::CallToolResult) -> String {
     result.joined_text()
+}
+
+/// Calls `name` with no arguments.
+pub(crate) async fn call_no_args(
+    host: &Host,
+    name: &str,
+    options: CallOptions,
+) -> switchboard_wire::CallToolResult {
+    host.call(name, None, options).await
+}
+
+/// Call options answering every question yes (`--yes`).
+pub(crate) fn yes() -> CallOptions {
+    CallOptions::approver(AssumeYes)
+}
+
+/// The status report of the server `alias`.
+pub(crate) fn server_report(host: &Host, alias: &str) -> ServerReport {
+    host.servers()
+        .into_iter()
+        .find(|s| s.alias == alias)
+        .unwrap()
+}
+
+/// Calls the `secure` server's `whoami` tool with `--yes`.
+pub(crate) async fn whoami(host: &Host) -> CallReport {
+    host.call_detailed("mcp__secure__whoami", None, yes()).await
+}
+
+/// [`whoami`], expecting the call to need a login.
+pub(crate) async fn whoami_needs_login(host: &Host) -> CallReport {
+    let call = whoami(host).await;
+    assert_eq!(
+        call.outcome,
+        switchboard_host::Outcome::AuthRequired,
+        "{}",
+        text(&call.result)
+    );
+    call
+}
+
+/// An OAuth provider for `config`, its tokens in `store`, whose user agent
+/// approves at once.
+pub(crate) fn headless_provider(config: OAuthConfig, store: &TokenStore) -> OAuthProvider {
+    OAuthProvider::new(
+        config
+            .store(store.clone())
+            .user_agent(Arc::new(HeadlessUserAgent::new())),
+    )
+    .unwrap()
 }
 
 /// The lines of a mock server's `--log` that are `tools/call` requests.
@@ -193,13 +250,7 @@ pub(crate) async fn wait_gone(pid: u64) -> bool {
 pub(crate) struct HttpServer {
     pub(crate) url: String,
     pub(crate) state: Arc<HttpState>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _serving: Serving,
 }
 
 /// What the HTTP server serves and what it saw.
@@ -220,15 +271,28 @@ impl HttpServer {
             ..HttpState::default()
         });
         let st = state.clone();
-        let (url, task) = serve_loopback(move |req| handle(st.clone(), req)).await;
-        HttpServer { url, state, task }
+        let (url, _serving) = serve_loopback(move |req| handle(st.clone(), req)).await;
+        HttpServer {
+            url,
+            state,
+            _serving,
+        }
+    }
+}
+
+/// A test server's accept loop, stopped when this is dropped.
+pub(crate) struct Serving(tokio::task::JoinHandle<()>);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
 /// Serves HTTP/1 on a fresh 127.0.0.1 port, every request through
-/// `handler`, until the returned task is aborted; with the URL of its
-/// `/mcp` endpoint. The test servers' one accept loop.
-pub(crate) async fn serve_loopback<F, Fut, E>(handler: F) -> (String, tokio::task::JoinHandle<()>)
+/// `handler`, until the returned [`Serving`] is dropped; with the URL of
+/// its `/mcp` endpoint. The test servers' one accept loop.
+pub(crate) async fn serve_loopback<F, Fut, E>(handler: F) -> (String, Serving)
 where
     F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<hyper::Response<Full<Bytes>>, E>> + Send + 'static,
@@ -246,7 +310,38 @@ where
             });
         }
     });
-    (url, task)
+    (url, Serving(task))
+}
+
+/// A request's body as JSON (`null` when it is not JSON).
+pub(crate) async fn json_body(req: hyper::Request<hyper::body::Incoming>) -> Value {
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    serde_json::from_slice(&body).unwrap_or(Value::Null)
+}
+
+/// A response with `status`, `content_type` and `body`.
+pub(crate) fn respond(
+    status: u16,
+    content_type: &str,
+    body: String,
+) -> hyper::Response<Full<Bytes>> {
+    hyper::Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(Bytes::from(body)))
+        .unwrap()
+}
+
+/// The JSON-RPC answer to `id`: `result`, complete, from the server `name`.
+pub(crate) fn complete(id: Value, mut result: Value, name: &str) -> Value {
+    result["resultType"] = json!("complete");
+    result["_meta"] = json!({"io.modelcontextprotocol/serverInfo": {"name": name, "version": "1"}});
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 async fn handle(
@@ -257,28 +352,13 @@ async fn handle(
         .headers()
         .get("authorization")
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
-    let msg: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let msg = json_body(req).await;
     state.seen.lock().unwrap().push((auth, msg.clone()));
-    let reply = |status: u16, body: Value| {
-        Ok(hyper::Response::builder()
-            .status(status)
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
-            .unwrap())
-    };
+    let reply =
+        |status: u16, body: Value| Ok(respond(status, "application/json", body.to_string()));
     let Some(id) = msg.get("id").cloned() else {
-        return Ok(hyper::Response::builder()
-            .status(202)
-            .body(Full::new(Bytes::new()))
-            .unwrap());
+        return Ok(respond(202, "text/plain", String::new()));
     };
-    let meta = json!({"io.modelcontextprotocol/serverInfo": {"name": "http-test", "version": "1"}});
     let method = msg["method"].as_str().unwrap_or("");
     let result = match method {
         "server/discover" => json!({
@@ -315,10 +395,7 @@ async fn handle(
             );
         }
     };
-    let mut result = result;
-    result["resultType"] = json!("complete");
-    result["_meta"] = meta;
-    reply(200, json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    reply(200, complete(id, result, "http-test"))
 }
 
 /// A port on 127.0.0.1 with nothing listening.

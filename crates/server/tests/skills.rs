@@ -28,52 +28,68 @@ fn skill_md(name: &str, description: &str) -> String {
     )
 }
 
+/// Writes a valid `SKILL.md` at `path` with `name` and `description`.
+fn write_skill(root: &Path, path: &str, name: &str, description: &str) {
+    write(root, path, skill_md(name, description).as_bytes());
+}
+
 /// A skills directory: two valid skills (one nesting a third, one under a
 /// prefix), two invalid ones, a hidden one and a loose file.
 fn fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(
-        root,
-        "alpha/SKILL.md",
-        skill_md("alpha", "First skill").as_bytes(),
-    );
+    write_skill(root, "alpha/SKILL.md", "alpha", "First skill");
     write(root, "alpha/templates/a.md", b"# Template A\n");
     write(root, "alpha/templates/regional/b.md", b"# Template B\n");
     write(root, "alpha/logo.png", PNG);
-    write(
-        root,
-        "alpha/helper/SKILL.md",
-        skill_md("helper", "Nested helper").as_bytes(),
-    );
+    write_skill(root, "alpha/helper/SKILL.md", "helper", "Nested helper");
     write(root, "alpha/helper/notes.txt", b"notes\n");
-    write(
+    write_skill(
         root,
         "acme/billing/refunds/SKILL.md",
-        skill_md("refunds", "Refund requests").as_bytes(),
+        "refunds",
+        "Refund requests",
     );
     write(
         root,
         "acme/billing/refunds/examples/email.md",
         b"Dear customer,\n",
     );
-    write(
+    write_skill(
         root,
         "wrong-name/SKILL.md",
-        skill_md("other", "Name is not the directory").as_bytes(),
+        "other",
+        "Name is not the directory",
     );
     write(
         root,
         "no-description/SKILL.md",
         b"---\nname: no-description\n---\n",
     );
-    write(
-        root,
-        ".hidden/SKILL.md",
-        skill_md("hidden", "Hidden").as_bytes(),
-    );
+    write_skill(root, ".hidden/SKILL.md", "hidden", "Hidden");
     write(root, "loose.md", b"not in a skill\n");
     dir
+}
+
+/// The [`fixture`] served by a framework server over HTTP.
+async fn fixture_over_http() -> (tempfile::TempDir, Http) {
+    let dir = fixture();
+    let server = Server::builder("skills", "1")
+        .skills_dir(dir.path())
+        .build()
+        .unwrap();
+    let http = start(server, HttpOptions::new()).await;
+    (dir, http)
+}
+
+/// The skill entry of a `skills/get` result.
+fn entry(result: Value) -> Skill {
+    serde_json::from_value(result["skill"].clone()).unwrap()
+}
+
+/// [`rpc`] with `{"uri": uri}` as the params.
+async fn rpc_uri(c: &mut Child, id: u64, method: &str, uri: &str) -> Value {
+    rpc(c, id, method, json!({ "uri": uri })).await
 }
 
 async fn rpc(c: &mut Child, id: u64, method: &str, params: Value) -> Value {
@@ -199,26 +215,14 @@ async fn serves_a_skills_directory_over_stdio() {
     }
 
     // skills/get: the same entry, no cursor; unknown → -32602 (SK-GET-3).
-    let r = rpc(
-        &mut c,
-        50,
-        "skills/get",
-        json!({"uri": "skill://alpha/helper/SKILL.md"}),
-    )
-    .await;
+    let r = rpc_uri(&mut c, 50, "skills/get", "skill://alpha/helper/SKILL.md").await;
     let got: Skill = serde_json::from_value(r["result"]["skill"].clone()).unwrap();
     assert_eq!(&got, &skills[2]);
     assert!(
         r["result"].get("nextCursor").is_none() && r["result"]["ttlMs"].is_number(),
         "SK-GET-1"
     );
-    let r = rpc(
-        &mut c,
-        51,
-        "skills/get",
-        json!({"uri": "skill://wrong-name/SKILL.md"}),
-    )
-    .await;
+    let r = rpc_uri(&mut c, 51, "skills/get", "skill://wrong-name/SKILL.md").await;
     assert_eq!(r["error"]["code"], -32602);
     assert!(
         r["error"]["message"]
@@ -233,13 +237,7 @@ async fn serves_a_skills_directory_over_stdio() {
     // Directory reads: direct children, subdirectories as inode/directory
     // without a trailing slash (SK-DIR-3); files and unknowns are -32602.
     // Paged like resources/list (page size 2 here).
-    let r = rpc(
-        &mut c,
-        60,
-        "resources/directory/read",
-        json!({"uri": "skill://alpha"}),
-    )
-    .await;
+    let r = rpc_uri(&mut c, 60, "resources/directory/read", "skill://alpha").await;
     let mut children = r["result"]["resources"].as_array().unwrap().clone();
     assert_eq!(r["result"]["resultType"], "complete", "SK-DIR-1");
     let cursor = r["result"]["nextCursor"].as_str().unwrap();
@@ -270,28 +268,22 @@ async fn serves_a_skills_directory_over_stdio() {
             ("skill://alpha/templates".into(), "inode/directory".into()),
         ]
     );
-    let r = rpc(
+    let r = rpc_uri(
         &mut c,
         61,
         "resources/directory/read",
-        json!({"uri": "skill://alpha/templates"}),
+        "skill://alpha/templates",
     )
     .await;
     assert_eq!(r["result"]["resources"].as_array().unwrap().len(), 2);
-    let r = rpc(
-        &mut c,
-        62,
-        "resources/directory/read",
-        json!({"uri": "skill://acme"}),
-    )
-    .await;
+    let r = rpc_uri(&mut c, 62, "resources/directory/read", "skill://acme").await;
     assert_eq!(r["result"]["resources"][0]["uri"], "skill://acme/billing");
     for (id, uri) in [
         (63, "skill://alpha/SKILL.md"),
         (64, "skill://nowhere"),
         (65, "skill://alpha/"),
     ] {
-        let r = rpc(&mut c, id, "resources/directory/read", json!({"uri": uri})).await;
+        let r = rpc_uri(&mut c, id, "resources/directory/read", uri).await;
         assert_eq!(r["error"]["code"], -32602, "SK-DIR-2 {uri}: {r}");
     }
     // Files of refused skills, hidden files and loose files are not served.
@@ -300,24 +292,24 @@ async fn serves_a_skills_directory_over_stdio() {
         (71, "skill://.hidden/SKILL.md"),
         (72, "skill://loose.md"),
     ] {
-        let r = rpc(&mut c, id, "resources/read", json!({"uri": uri})).await;
+        let r = rpc_uri(&mut c, id, "resources/read", uri).await;
         assert_eq!(r["error"]["code"], -32602, "SK-ERR-1 {uri}: {r}");
     }
 
     // The dynamic skill: generated on each read, its files listed.
-    let r = rpc(
+    let r = rpc_uri(
         &mut c,
         80,
         "resources/read",
-        json!({"uri": "skill://reports/daily/SKILL.md"}),
+        "skill://reports/daily/SKILL.md",
     )
     .await;
     let (first, _) = bytes_of(&r["result"]);
-    let r = rpc(
+    let r = rpc_uri(
         &mut c,
         81,
         "resources/read",
-        json!({"uri": "skill://reports/daily/SKILL.md"}),
+        "skill://reports/daily/SKILL.md",
     )
     .await;
     let (second, _) = bytes_of(&r["result"]);
@@ -327,11 +319,11 @@ async fn serves_a_skills_directory_over_stdio() {
         Ok(()),
         "its frontmatter is the entry's"
     );
-    let r = rpc(
+    let r = rpc_uri(
         &mut c,
         82,
         "resources/directory/read",
-        json!({"uri": "skill://reports/daily/data"}),
+        "skill://reports/daily/data",
     )
     .await;
     assert_eq!(
@@ -377,34 +369,19 @@ async fn serves_a_skills_directory_over_stdio() {
 // seen by the next skills request (over the HTTP runner).
 #[tokio::test]
 async fn changes_on_disk_are_served_at_once() {
-    let dir = fixture();
-    let server = Server::builder("skills", "1")
-        .skills_dir(dir.path())
-        .build()
-        .unwrap();
-    let http = start(server, HttpOptions::new()).await;
-    let get = |uri: &'static str| {
-        let http = &http;
-        async move { http.call("skills/get", json!({"uri": uri})).await }
-    };
-    let before: Skill =
-        serde_json::from_value(get("skill://alpha/SKILL.md").await.result()["skill"].clone())
-            .unwrap();
+    let (dir, http) = fixture_over_http().await;
+    let get = |uri: &'static str| http.call_uri("skills/get", uri);
+    let before: Skill = entry(get("skill://alpha/SKILL.md").await.result());
 
     // Same size, new bytes: a new digest (the size and mtime check may
     // miss a same-size change within one clock tick; the read catches it).
     write(dir.path(), "alpha/templates/a.md", b"# Template Z\n");
     let read = http
-        .call(
-            "resources/read",
-            json!({"uri": "skill://alpha/templates/a.md"}),
-        )
+        .call_uri("resources/read", "skill://alpha/templates/a.md")
         .await
         .result();
     assert_eq!(bytes_of(&read).0, b"# Template Z\n");
-    let after: Skill =
-        serde_json::from_value(get("skill://alpha/SKILL.md").await.result()["skill"].clone())
-            .unwrap();
+    let after: Skill = entry(get("skill://alpha/SKILL.md").await.result());
     assert_eq!(
         after.verify_file("skill://alpha/templates/a.md", b"# Template Z\n"),
         Ok(())
@@ -421,14 +398,8 @@ async fn changes_on_disk_are_served_at_once() {
 
     // A new file joins the manifest; a new skill is listed.
     write(dir.path(), "alpha/templates/c.md", b"new\n");
-    write(
-        dir.path(),
-        "gamma/SKILL.md",
-        skill_md("gamma", "Added later").as_bytes(),
-    );
-    let after: Skill =
-        serde_json::from_value(get("skill://alpha/SKILL.md").await.result()["skill"].clone())
-            .unwrap();
+    write_skill(dir.path(), "gamma/SKILL.md", "gamma", "Added later");
+    let after: Skill = entry(get("skill://alpha/SKILL.md").await.result());
     assert!(
         after
             .listed("skill://alpha/templates/c.md")
@@ -453,9 +424,9 @@ async fn changes_on_disk_are_served_at_once() {
         -32602
     );
     let r = http
-        .call(
+        .call_uri(
             "resources/read",
-            json!({"uri": "skill://acme/billing/refunds/examples/email.md"}),
+            "skill://acme/billing/refunds/examples/email.md",
         )
         .await;
     assert_eq!(r.error_code(), -32602);
@@ -509,19 +480,13 @@ async fn skills_from_code() {
         "SK-ENT-19"
     );
     let r = http
-        .call(
-            "resources/read",
-            json!({"uri": "skill://release/hotfix/data/x.bin"}),
-        )
+        .call_uri("resources/read", "skill://release/hotfix/data/x.bin")
         .await
         .result();
     assert_eq!(bytes_of(&r).0, [0, 1, 2]);
     // Not declared, not served (SK-CAP-2).
     let r = http
-        .call(
-            "resources/directory/read",
-            json!({"uri": "skill://release"}),
-        )
+        .call_uri("resources/directory/read", "skill://release")
         .await;
     assert_eq!(r.error_code(), -32601);
     http.stop().await;
@@ -580,29 +545,19 @@ async fn no_skills_no_extension() {
 // the entry does not list is refused by name (SK-VER-4).
 #[tokio::test]
 async fn an_unlisted_file_is_refused_by_the_entry() {
-    let dir = fixture();
-    let server = Server::builder("skills", "1")
-        .skills_dir(dir.path())
-        .build()
-        .unwrap();
-    let http = start(server, HttpOptions::new()).await;
-    let held: Skill = serde_json::from_value(
-        http.call("skills/get", json!({"uri": "skill://alpha/SKILL.md"}))
+    let (dir, http) = fixture_over_http().await;
+    let held = entry(
+        http.call_uri("skills/get", "skill://alpha/SKILL.md")
             .await
-            .result()["skill"]
-            .clone(),
-    )
-    .unwrap();
+            .result(),
+    );
     write(
         dir.path(),
         "alpha/templates/new.md",
         b"added after the entry was held\n",
     );
     let listed = http
-        .call(
-            "resources/directory/read",
-            json!({"uri": "skill://alpha/templates"}),
-        )
+        .call_uri("resources/directory/read", "skill://alpha/templates")
         .await
         .result();
     assert!(

@@ -12,6 +12,23 @@ fn elicit() -> Value {
     meta_with(json!({"elicitation": {}}))
 }
 
+/// Sends `tools/call` of `name` with `arguments` as request `id`.
+async fn call_tool(c: &mut Child, id: Value, name: &str, arguments: Value) {
+    c.request(
+        id,
+        "tools/call",
+        json!({"name": name, "arguments": arguments}),
+    )
+    .await;
+}
+
+/// Closes the child's input: it says nothing more and exits with success.
+async fn close_and_expect_a_clean_exit(c: &mut Child) {
+    c.close_stdin();
+    assert!(c.recv().await.is_none());
+    assert!(c.wait().await.success());
+}
+
 // STDIO-01/02: every stdout line is one JSON-RPC message.
 #[tokio::test]
 async fn answers_one_message_per_line() {
@@ -25,36 +42,19 @@ async fn answers_one_message_per_line() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["echo", "count", "greet", "remember"]);
-    c.request(
-        json!("two"),
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "a\nb"}}),
-    )
-    .await;
+    call_tool(&mut c, json!("two"), "echo", json!({"text": "a\nb"})).await;
     let r = c.response().await;
     assert_eq!(r["id"], "two");
     assert_eq!(r["result"]["content"][0]["text"], "a\nb");
-    c.close_stdin();
-    assert!(c.recv().await.is_none());
-    assert!(c.wait().await.success());
+    close_and_expect_a_clean_exit(&mut c).await;
 }
 
 // A slow request does not hold up a fast one behind it.
 #[tokio::test]
 async fn requests_run_concurrently() {
     let mut c = Child::spawn("stdio");
-    c.request(
-        json!(1),
-        "tools/call",
-        json!({"name": "count", "arguments": {"to": 2}}),
-    )
-    .await;
-    c.request(
-        json!(2),
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "fast"}}),
-    )
-    .await;
+    call_tool(&mut c, json!(1), "count", json!({"to": 2})).await;
+    call_tool(&mut c, json!(2), "echo", json!({"text": "fast"})).await;
     assert_eq!(c.response().await["id"], 2);
     let slow = c.response().await;
     assert_eq!(slow["id"], 1);
@@ -83,12 +83,7 @@ async fn cancellation_stops_a_request_silently() {
         &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}),
     )
     .await;
-    c.request(
-        json!(6),
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "after"}}),
-    )
-    .await;
+    call_tool(&mut c, json!(6), "echo", json!({"text": "after"})).await;
     loop {
         let m = c.recv().await.unwrap();
         if m["id"] == 6 {
@@ -131,12 +126,7 @@ async fn bad_input_is_reported_and_skipped() {
     c.send(&json!({"jsonrpc":"2.0","id":4,"method":"tools/list"}))
         .await;
     assert_eq!(c.response().await["error"]["code"], -32602);
-    c.request(
-        json!(5),
-        "tools/call",
-        json!({"name": "echo", "arguments": {"text": "ok"}}),
-    )
-    .await;
+    call_tool(&mut c, json!(5), "echo", json!({"text": "ok"})).await;
     assert_eq!(c.response().await["result"]["content"][0]["text"], "ok");
 }
 
@@ -145,12 +135,7 @@ async fn bad_input_is_reported_and_skipped() {
 #[tokio::test]
 async fn end_of_input_finishes_work_then_exits() {
     let mut c = Child::spawn("stdio");
-    c.request(
-        json!(1),
-        "tools/call",
-        json!({"name": "count", "arguments": {"to": 2}}),
-    )
-    .await;
+    call_tool(&mut c, json!(1), "count", json!({"to": 2})).await;
     c.close_stdin();
     assert_eq!(
         c.response().await["result"]["content"][0]["text"],
@@ -272,12 +257,7 @@ async fn listen_on_stdio() {
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         "sub-1"
     );
-    c.request(
-        json!(2),
-        "tools/call",
-        json!({"name": "remember", "arguments": {"text": "milk"}}),
-    )
-    .await;
+    call_tool(&mut c, json!(2), "remember", json!({"text": "milk"})).await;
     let mut seen_change = false;
     let mut seen_answer = false;
     while !(seen_change && seen_answer) {
@@ -307,18 +287,11 @@ async fn listen_on_stdio() {
         &json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"sub-1"}}),
     )
     .await;
-    c.request(
-        json!(4),
-        "tools/call",
-        json!({"name": "remember", "arguments": {"text": "eggs"}}),
-    )
-    .await;
+    call_tool(&mut c, json!(4), "remember", json!({"text": "eggs"})).await;
     assert_eq!(
         c.recv().await.unwrap()["id"],
         4,
         "no notification after the listen was cancelled"
     );
-    c.close_stdin();
-    assert!(c.recv().await.is_none());
-    assert!(c.wait().await.success());
+    close_and_expect_a_clean_exit(&mut c).await;
 }

@@ -552,6 +552,11 @@ impl Http {
         self.call_id(json!(1), method, params).await
     }
 
+    /// [`Http::call`] with `{"uri": uri}` as the params.
+    pub(crate) async fn call_uri(&self, method: &str, uri: &str) -> Resp {
+        self.call(method, json!({ "uri": uri })).await
+    }
+
     pub(crate) async fn call_id(&self, id: Value, method: &str, params: Value) -> Resp {
         let params = with_meta(params);
         let headers = standard_headers(method, &params);

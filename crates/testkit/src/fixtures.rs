@@ -1,10 +1,13 @@
 //! Set-up the test suites would otherwise each write again: serving a
-//! server of our framework on loopback, and answering forms.
+//! server of our framework on loopback, and answering forms (one at a time
+//! or a round at once).
 
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use switchboard_client::{BoxFuture, InputContext, InputError, InputHandler, InputSupport};
+use switchboard_client::{
+    BoxFuture, InputAnswer, InputContext, InputError, InputHandler, InputQuestion, InputSupport,
+};
 use switchboard_server::Server;
 use switchboard_server::http::{HttpOptions, serve};
 use switchboard_wire::shared::lock;
@@ -108,5 +111,65 @@ impl InputHandler for FormAnswers {
         lock(&self.asked).push(params.into());
         let answer = ElicitResult::accept(Some(self.content.clone()));
         Box::pin(async move { Ok(answer) })
+    }
+}
+
+/// An input handler that answers each round of questions at once (MRTR),
+/// accepting every form with the same fields, or, when forgetful, leaving
+/// every answer out; it records each round as `key method` lines.
+#[derive(Clone, Debug)]
+pub struct RoundAnswers {
+    content: Value,
+    forget: bool,
+    rounds: Arc<Mutex<Vec<Vec<String>>>>,
+}
+
+impl RoundAnswers {
+    /// Accepts every form of a round with `content`.
+    pub fn new(content: Value) -> Self {
+        RoundAnswers {
+            content,
+            forget: false,
+            rounds: Arc::default(),
+        }
+    }
+
+    /// Answers no question of a round (the client must refuse to send it).
+    pub fn forgetting() -> Self {
+        RoundAnswers {
+            forget: true,
+            ..RoundAnswers::new(Value::Null)
+        }
+    }
+
+    /// Every round so far: its requests as `key method`, in order.
+    pub fn rounds(&self) -> Vec<Vec<String>> {
+        lock(&self.rounds).clone()
+    }
+}
+
+impl InputHandler for RoundAnswers {
+    fn support(&self) -> InputSupport {
+        InputSupport::FORM
+    }
+
+    fn answer_round(
+        &self,
+        _cx: InputContext,
+        requests: Vec<(String, InputQuestion)>,
+    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
+        lock(&self.rounds).push(
+            requests
+                .iter()
+                .map(|(key, q)| format!("{key} {}", q.method()))
+                .collect(),
+        );
+        let answer = serde_json::json!({"action": "accept", "content": self.content});
+        let answers = requests
+            .into_iter()
+            .filter(|_| !self.forget)
+            .map(|(key, q)| q.answer_from(answer.clone()).map(|a| (key, a)))
+            .collect();
+        Box::pin(async move { answers })
     }
 }

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use switchboard_client::{Client, ClientError, EraPolicy, HttpTransport, RequestOptions};
+use switchboard_client::{
+    Client, ClientBuilder, ClientError, EraPolicy, HttpTransport, RequestOptions,
+};
 use switchboard_wire::types::SubscriptionFilter;
 use switchboard_wire::{Era, types::method};
 use tokio::sync::Notify;
@@ -53,13 +55,17 @@ where
 }
 
 async fn connect(url: &str) -> Client {
-    let transport = HttpTransport::builder("srv", url)
+    within(builder_for("srv", url).connect()).await.unwrap()
+}
+
+/// A client builder for the server `name` at `url`, its era not
+/// remembered.
+fn builder_for(name: &str, url: &str) -> ClientBuilder {
+    let transport = HttpTransport::builder(name, url)
         .remember_era(false)
         .build()
         .unwrap();
-    within(Client::builder("srv", transport).connect())
-        .await
-        .unwrap()
+    Client::builder(name, transport)
 }
 
 fn ok_text(seen: &Seen, text: &str) -> Reply {
@@ -203,10 +209,7 @@ async fn a_header_mismatch_relists_the_tools_and_retries_once() {
         let l = l.clone();
         async move {
             match seen.rpc_method().as_deref() {
-                Some(method::DISCOVER) => json_reply(
-                    200,
-                    result_for(&seen, json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}})),
-                ),
+                Some(method::DISCOVER) => discovered(&seen, json!({"tools": {}})),
                 Some(method::TOOLS_LIST) => {
                     // The first listing predates the annotation.
                     let annotated = l.fetch_add(1, Ordering::SeqCst) > 0;
@@ -280,10 +283,7 @@ async fn an_unsupported_version_error_is_retried_with_a_supported_version() {
                     json!({"jsonrpc": "2.0", "id": seen.id(), "error": {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"], "requested": "2026-07-28"}}}),
                 );
             }
-            json_reply(
-                200,
-                result_for(&seen, json!({"supportedVersions": ["2026-07-28"], "capabilities": {}})),
-            )
+            discovered(&seen, json!({}))
         }
     })
     .await;
@@ -310,11 +310,7 @@ async fn a_modern_error_on_the_probe_never_falls_back() {
         )
     })
     .await;
-    let transport = HttpTransport::builder("srv", server.url())
-        .remember_era(false)
-        .build()
-        .unwrap();
-    let err = within(Client::builder("srv", transport).connect())
+    let err = within(builder_for("srv", &server.url()).connect())
         .await
         .unwrap_err();
     assert_eq!(err.code(), Some(-32020), "{err}");
@@ -437,11 +433,7 @@ async fn an_old_http_sse_server_through_the_client() {
         }
     })
     .await;
-    let transport = HttpTransport::builder("ancient", server.url())
-        .remember_era(false)
-        .build()
-        .unwrap();
-    let client = within(Client::builder("ancient", transport).connect())
+    let client = within(builder_for("ancient", &server.url()).connect())
         .await
         .unwrap();
     assert_eq!(client.era(), Era::Legacy);
@@ -490,10 +482,7 @@ async fn listen_streams_deliver_and_reconnect_after_a_drop() {
         let l = l.clone();
         async move {
             match seen.rpc_method().as_deref() {
-                Some(method::DISCOVER) => json_reply(
-                    200,
-                    result_for(&seen, json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": true}, "resources": {"subscribe": true}}})),
-                ),
+                Some(method::DISCOVER) => discovered(&seen, json!({"tools": {"listChanged": true}, "resources": {"subscribe": true}})),
                 Some(method::SUBSCRIPTIONS_LISTEN) => {
                     let id = seen.id();
                     let meta = json!({"io.modelcontextprotocol/subscriptionId": id});
@@ -578,13 +567,7 @@ async fn listen_streams_deliver_and_reconnect_after_a_drop() {
 async fn a_listen_stream_the_server_completes_is_not_reopened() {
     let server = serve(|seen| async move {
         match seen.rpc_method().as_deref() {
-            Some(method::DISCOVER) => json_reply(
-                200,
-                result_for(
-                    &seen,
-                    json!({"supportedVersions": ["2026-07-28"], "capabilities": {}}),
-                ),
-            ),
+            Some(method::DISCOVER) => discovered(&seen, json!({})),
             Some(method::SUBSCRIPTIONS_LISTEN) => {
                 let meta = json!({"io.modelcontextprotocol/subscriptionId": seen.id()});
                 sse(vec![
@@ -618,12 +601,8 @@ async fn a_listen_stream_the_server_completes_is_not_reopened() {
 #[tokio::test]
 async fn modern_only_reports_the_http_refusal() {
     let server = legacy_only().await;
-    let transport = HttpTransport::builder("old", server.url())
-        .remember_era(false)
-        .build()
-        .unwrap();
     let err = within(
-        Client::builder("old", transport)
+        builder_for("old", &server.url())
             .era_policy(EraPolicy::ModernOnly)
             .connect(),
     )

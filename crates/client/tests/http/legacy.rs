@@ -29,6 +29,39 @@ fn legacy_request(id: i64, method: &str, params: Value) -> Request {
     Request::new(id, method, Some(params))
 }
 
+/// A transport to `url` that has sent `initialize` (id 1).
+async fn initialized(url: &str) -> HttpTransport {
+    let t = transport(url);
+    within(t.request(Outgoing::new(initialize_request(1))))
+        .await
+        .unwrap();
+    t
+}
+
+/// [`initialized`], its events (the server's requests) coming to the
+/// returned receiver.
+async fn initialized_with_events(
+    url: &str,
+) -> (Arc<HttpTransport>, mpsc::UnboundedReceiver<Incoming>) {
+    let t = Arc::new(transport(url));
+    let (sink, incoming) = events();
+    t.set_events(sink);
+    within(t.request(Outgoing::new(initialize_request(1))))
+        .await
+        .unwrap();
+    (t, incoming)
+}
+
+/// Sends the request `id` with `method` and `params` and waits for it.
+async fn send(
+    t: &HttpTransport,
+    id: i64,
+    method: &str,
+    params: Value,
+) -> Result<Response, switchboard_client::TransportError> {
+    within(t.request(Outgoing::new(legacy_request(id, method, params)))).await
+}
+
 fn events() -> (EventSink, mpsc::UnboundedReceiver<Incoming>) {
     let (tx, rx) = mpsc::unbounded_channel();
     (
@@ -212,13 +245,7 @@ async fn a_2025_11_25_server_gets_a_session() {
     within(t.notify(Notification::new(method::INITIALIZED, None)))
         .await
         .unwrap();
-    let r = within(t.request(Outgoing::new(legacy_request(
-        3,
-        method::TOOLS_LIST,
-        json!({}),
-    ))))
-    .await
-    .unwrap();
+    let r = send(&t, 3, method::TOOLS_LIST, json!({})).await.unwrap();
     assert!(r.outcome.is_ok());
 
     let initialized = &server.posts(method::INITIALIZED)[0];
@@ -263,12 +290,7 @@ async fn a_2025_11_25_server_gets_a_session() {
 #[tokio::test]
 async fn legacy_server_requests_are_answered_through_the_client() {
     let (server, _state) = legacy_server().await;
-    let t = Arc::new(transport(&server.url()));
-    let (sink, mut incoming) = events();
-    t.set_events(sink);
-    within(t.request(Outgoing::new(initialize_request(1))))
-        .await
-        .unwrap();
+    let (t, mut incoming) = initialized_with_events(&server.url()).await;
 
     let t2 = t.clone();
     let answerer = tokio::spawn(async move {
@@ -287,12 +309,9 @@ async fn legacy_server_requests_are_answered_through_the_client() {
             }
         }
     });
-    let call = Outgoing::new(legacy_request(
-        2,
-        method::TOOLS_CALL,
-        json!({"name": "ask"}),
-    ));
-    let r = within(t.request(call)).await.unwrap();
+    let r = send(&t, 2, method::TOOLS_CALL, json!({"name": "ask"}))
+        .await
+        .unwrap();
     assert_eq!(r.outcome.unwrap()["content"][0]["text"], "hello Ada");
     within(answerer).await.unwrap();
     let answer = server
@@ -310,12 +329,7 @@ async fn legacy_server_requests_are_answered_through_the_client() {
 #[tokio::test]
 async fn legacy_server_requests_on_the_standalone_stream_are_answered() {
     let (server, _state) = legacy_server().await;
-    let t = Arc::new(transport(&server.url()));
-    let (sink, mut incoming) = events();
-    t.set_events(sink);
-    within(t.request(Outgoing::new(initialize_request(1))))
-        .await
-        .unwrap();
+    let (t, mut incoming) = initialized_with_events(&server.url()).await;
     within(t.notify(Notification::new(method::INITIALIZED, None)))
         .await
         .unwrap();
@@ -340,12 +354,9 @@ async fn legacy_server_requests_on_the_standalone_stream_are_answered() {
             }
         }
     });
-    let call = Outgoing::new(legacy_request(
-        2,
-        method::TOOLS_CALL,
-        json!({"name": "ask_standalone"}),
-    ));
-    let r = within(t.request(call)).await.unwrap();
+    let r = send(&t, 2, method::TOOLS_CALL, json!({"name": "ask_standalone"}))
+        .await
+        .unwrap();
     assert_eq!(r.outcome.unwrap()["content"][0]["text"], "hello Grace");
 }
 
@@ -355,16 +366,10 @@ async fn legacy_server_requests_on_the_standalone_stream_are_answered() {
 #[tokio::test]
 async fn a_legacy_stream_that_drops_is_resumed_with_last_event_id() {
     let (server, _state) = legacy_server().await;
-    let t = transport(&server.url());
-    within(t.request(Outgoing::new(initialize_request(1))))
+    let t = initialized(&server.url()).await;
+    let r = send(&t, 2, method::TOOLS_CALL, json!({"name": "resumable"}))
         .await
         .unwrap();
-    let call = Outgoing::new(legacy_request(
-        2,
-        method::TOOLS_CALL,
-        json!({"name": "resumable"}),
-    ));
-    let r = within(t.request(call)).await.unwrap();
     assert_eq!(r.id, Some(RequestId::Number(2)));
     assert_eq!(r.outcome.unwrap()["content"][0]["text"], "resumed");
     let gets: Vec<_> = server
@@ -382,18 +387,9 @@ async fn a_legacy_stream_that_drops_is_resumed_with_last_event_id() {
 #[tokio::test]
 async fn an_expired_session_is_renewed() {
     let (server, state) = legacy_server().await;
-    let t = transport(&server.url());
-    within(t.request(Outgoing::new(initialize_request(1))))
-        .await
-        .unwrap();
+    let t = initialized(&server.url()).await;
     state.sessions.lock().unwrap().clear();
-    let r = within(t.request(Outgoing::new(legacy_request(
-        2,
-        method::TOOLS_LIST,
-        json!({}),
-    ))))
-    .await
-    .unwrap();
+    let r = send(&t, 2, method::TOOLS_LIST, json!({})).await.unwrap();
     assert!(r.outcome.is_ok());
     assert_eq!(t.session_id().as_deref(), Some("sess-2"));
     let inits = server.posts(method::INITIALIZE);
@@ -536,26 +532,15 @@ async fn an_old_http_sse_server_is_reached_through_its_endpoint() {
 #[tokio::test]
 async fn a_lost_http_sse_stream_fails_waiting_requests_at_once() {
     let (server, state) = old_sse_server().await;
-    let t = transport(&server.url());
-    within(t.request(Outgoing::new(initialize_request(1))))
-        .await
-        .unwrap();
+    let t = initialized(&server.url()).await;
     state.die_on_call.store(true, Ordering::SeqCst);
-    let err = within(t.request(Outgoing::new(legacy_request(
-        2,
-        method::TOOLS_CALL,
-        json!({"name": "x"}),
-    ))))
-    .await
-    .unwrap_err();
+    let err = send(&t, 2, method::TOOLS_CALL, json!({"name": "x"}))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("HTTP+SSE stream ended"), "{err}");
     // And later requests say why instead of hanging.
-    let err = within(t.request(Outgoing::new(legacy_request(
-        3,
-        method::TOOLS_LIST,
-        json!({}),
-    ))))
-    .await
-    .unwrap_err();
+    let err = send(&t, 3, method::TOOLS_LIST, json!({}))
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("HTTP+SSE stream ended"), "{err}");
 }

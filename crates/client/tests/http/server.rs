@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_client::{
-    BoxFuture, Client, ClientError, EraPolicy, HttpTransport, InputAnswer, InputContext,
-    InputError, InputHandler, InputQuestion, InputSupport, RequestOptions, input_handler_fn,
+    Client, ClientBuilder, ClientError, EraPolicy, HttpTransport, InputSupport, RequestOptions,
+    input_handler_fn,
 };
 use switchboard_server::{
     CallToolResult, Context, Elicitation, HandlerError, InputRequired, Server, ToolResult, ToolSpec,
@@ -19,7 +19,7 @@ use switchboard_wire::{Era, types::method};
 
 use super::framework::serve_server;
 use super::util::within;
-use switchboard_testkit::fixtures::Served;
+use switchboard_testkit::fixtures::{RoundAnswers, Served};
 
 async fn forecast(args: Value, ctx: Context) -> Result<String, HandlerError> {
     ctx.progress(1.0, Some(2.0), Some("looking")).await;
@@ -80,43 +80,13 @@ async fn start() -> (String, Served) {
     serve_server(server).await
 }
 
-/// Answers a whole round at once; with `forget`, leaves every answer out.
-#[derive(Debug)]
-struct Round {
-    forget: bool,
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-impl InputHandler for Round {
-    fn support(&self) -> InputSupport {
-        InputSupport {
-            elicitation_form: true,
-            ..InputSupport::NONE
-        }
-    }
-
-    fn answer_round(
-        &self,
-        _cx: InputContext,
-        requests: Vec<(String, InputQuestion)>,
-    ) -> BoxFuture<'_, Result<Vec<(String, InputAnswer)>, InputError>> {
-        let mut seen = self.seen.lock().unwrap();
-        seen.extend(
-            requests
-                .iter()
-                .map(|(key, q)| format!("{key} {}", q.method())),
-        );
-        let answers = requests
-            .into_iter()
-            .filter(|_| !self.forget)
-            .map(|(key, q)| {
-                let answer =
-                    q.answer_from(json!({"action": "accept", "content": {"name": "Grace"}}));
-                answer.map(|a| (key, a))
-            })
-            .collect();
-        Box::pin(async move { answers })
-    }
+/// A client builder for the server at `url`, its era not remembered.
+fn e2e_client(url: &str) -> ClientBuilder {
+    let transport = HttpTransport::builder("e2e", url)
+        .remember_era(false)
+        .build()
+        .unwrap();
+    Client::builder("e2e", transport)
 }
 
 // MRTR: the client hands a round's requests to the handler together, and
@@ -125,20 +95,22 @@ impl InputHandler for Round {
 async fn a_round_is_answered_together_and_every_request_must_be_answered() {
     let (url, _stop) = start().await;
     for forget in [false, true] {
-        let seen = Arc::new(Mutex::new(Vec::new()));
+        // Answers a whole round at once; forgetting, leaves every answer out.
+        let answers = if forget {
+            RoundAnswers::forgetting()
+        } else {
+            RoundAnswers::new(json!({"name": "Grace"}))
+        };
         let transport = HttpTransport::builder("e2e", &url).build().unwrap();
         let client = within(
             Client::builder("e2e", transport)
-                .input_handler(Round {
-                    forget,
-                    seen: seen.clone(),
-                })
+                .input_handler(answers.clone())
                 .connect(),
         )
         .await
         .unwrap();
         let outcome = within(client.call_tool("greet", None)).await;
-        assert_eq!(*seen.lock().unwrap(), ["who elicitation/create"]);
+        assert_eq!(answers.rounds(), [["who elicitation/create"]]);
         match outcome {
             Ok(r) if !forget => assert_eq!(r.joined_text(), "Hello, Grace!"),
             Err(ClientError::Input { reason, .. }) if forget => {
@@ -155,12 +127,8 @@ async fn a_round_is_answered_together_and_every_request_must_be_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modern_wire_against_our_server() {
     let (url, _stop) = start().await;
-    let transport = HttpTransport::builder("e2e", &url)
-        .remember_era(false)
-        .build()
-        .unwrap();
     let client = within(
-        Client::builder("e2e", transport)
+        e2e_client(&url)
             .input_handler(input_handler_fn(InputSupport::FORM, |_, q| async move {
                 q.answer_from(json!({"action": "accept", "content": {"name": "Ada"}}))
             }))
@@ -213,12 +181,8 @@ async fn modern_wire_against_our_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_wire_against_our_server() {
     let (url, _stop) = start().await;
-    let transport = HttpTransport::builder("e2e", &url)
-        .remember_era(false)
-        .build()
-        .unwrap();
     let client = within(
-        Client::builder("e2e", transport)
+        e2e_client(&url)
             .era_policy(EraPolicy::LegacyOnly)
             .timeout(Duration::from_secs(20))
             .connect(),

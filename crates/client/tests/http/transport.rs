@@ -12,7 +12,7 @@ use switchboard_client::transport::http::{
     AuthChallenge, AuthProvider, AuthProviderError, AuthRetry, HttpTransport, StaticAuthorization,
 };
 use switchboard_client::transport::{BoxFuture, Outgoing, Transport};
-use switchboard_wire::{Notification, RequestId, types::method};
+use switchboard_wire::{Notification, RequestId, Response, types::method};
 use tokio::sync::Notify;
 
 use super::util::*;
@@ -22,6 +22,21 @@ fn transport(url: &str) -> HttpTransport {
         .remember_era(false)
         .build()
         .unwrap()
+}
+
+/// Sends `tools/call` of `name` as the modern request `id` and waits.
+async fn call_named(t: &HttpTransport, id: i64, name: &str) -> Result<Response, TransportError> {
+    send_modern(t, id, method::TOOLS_CALL, json!({ "name": name })).await
+}
+
+/// Sends the modern request `id` with `method` and `params` and waits.
+async fn send_modern(
+    t: &HttpTransport,
+    id: i64,
+    method: &str,
+    params: Value,
+) -> Result<Response, TransportError> {
+    within(t.request(Outgoing::new(modern_request(id, method, params)))).await
 }
 
 // HTTP-C-01, HTTP-C-02, HTTP-C-05, HTTP-C-06, HTTP-C-07: one POST per
@@ -182,8 +197,9 @@ async fn a_response_for_another_id_is_skipped() {
     })
     .await;
     let t = transport(&server.url());
-    let out = Outgoing::new(modern_request(5, method::TOOLS_CALL, json!({"name": "x"})));
-    let response = within(t.request(out)).await.unwrap();
+    let response = send_modern(&t, 5, method::TOOLS_CALL, json!({"name": "x"}))
+        .await
+        .unwrap();
     assert_eq!(response.id, Some(RequestId::Number(5)));
     assert_eq!(response.outcome.unwrap()["content"][0]["text"], "right");
 }
@@ -204,8 +220,9 @@ async fn a_stream_cut_before_the_response_fails_at_once() {
     })
     .await;
     let t = transport(&server.url());
-    let out = Outgoing::new(modern_request(6, method::TOOLS_CALL, json!({"name": "x"})));
-    let err = within(t.request(out)).await.unwrap_err();
+    let err = send_modern(&t, 6, method::TOOLS_CALL, json!({"name": "x"}))
+        .await
+        .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("test") && text.contains("broke"), "{text}");
 }
@@ -220,8 +237,9 @@ async fn a_stream_that_ends_without_the_response_fails_at_once() {
     })
     .await;
     let t = transport(&server.url());
-    let out = Outgoing::new(modern_request(8, method::TOOLS_CALL, json!({"name": "x"})));
-    let err = within(t.request(out)).await.unwrap_err();
+    let err = send_modern(&t, 8, method::TOOLS_CALL, json!({"name": "x"}))
+        .await
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("response stream ended before the response to request 8"),
@@ -250,8 +268,9 @@ async fn an_html_502_from_a_proxy_names_status_and_body() {
     })
     .await;
     let t = transport(&server.url());
-    let out = Outgoing::new(modern_request(9, method::TOOLS_LIST, json!({})));
-    let err = within(t.request(out)).await.unwrap_err();
+    let err = send_modern(&t, 9, method::TOOLS_LIST, json!({}))
+        .await
+        .unwrap_err();
     match &err {
         TransportError::Http {
             status,
@@ -266,11 +285,8 @@ async fn an_html_502_from_a_proxy_names_status_and_body() {
         }
         other => panic!("expected an HTTP error, got {other:?}"),
     }
-    assert!(err.to_string().contains("HTTP 502"), "{err}");
-    assert!(
-        err.to_string().contains("<title>502 Bad Gateway</title>"),
-        "{err}"
-    );
+    assert_says(&err, "HTTP 502");
+    assert_says(&err, "<title>502 Bad Gateway</title>");
 }
 
 // HTTP errors carry the JSON-RPC error body: a modern error is the answer.
@@ -299,24 +315,17 @@ async fn json_rpc_error_bodies_of_http_errors_are_the_answer() {
     })
     .await;
     let t = transport(&server.url());
-    let call = |id, name: &str| {
-        Outgoing::new(modern_request(
-            id,
-            method::TOOLS_CALL,
-            json!({"name": name}),
-        ))
-    };
-    let r = within(t.request(call(1, "version"))).await.unwrap();
+    let r = call_named(&t, 1, "version").await.unwrap();
     assert_eq!(r.outcome.unwrap_err().code, -32022);
-    let r = within(t.request(call(2, "missing"))).await.unwrap();
+    let r = call_named(&t, 2, "missing").await.unwrap();
     assert_eq!(r.outcome.unwrap_err().code, -32601);
-    let r = within(t.request(call(3, "boom"))).await.unwrap();
+    let r = call_named(&t, 3, "boom").await.unwrap();
     assert_eq!(r.id, Some(RequestId::Number(3)));
     assert_eq!(r.outcome.unwrap_err().code, -32603);
     // HTTP-C-16: a 400 whose body is not a modern error is what a legacy
     // server says; the Client decides, so it comes as an HTTP error that
     // still carries the body's JSON-RPC error.
-    let err = within(t.request(call(4, "legacy"))).await.unwrap_err();
+    let err = call_named(&t, 4, "legacy").await.unwrap_err();
     match err {
         TransportError::Http { status, error, .. } => {
             assert_eq!(status, 400);
@@ -337,9 +346,10 @@ async fn notifications_get_202_and_requests_need_an_answer() {
     )))
     .await
     .unwrap();
-    let out = Outgoing::new(modern_request(1, method::TOOLS_LIST, json!({})));
-    let err = within(t.request(out)).await.unwrap_err();
-    assert!(err.to_string().contains("202"), "{err}");
+    let err = send_modern(&t, 1, method::TOOLS_LIST, json!({}))
+        .await
+        .unwrap_err();
+    assert_says(&err, "202");
     let seen = server.seen();
     assert_eq!(
         seen[0].header("mcp-method").as_deref(),
@@ -373,12 +383,9 @@ async fn bodies_and_events_over_the_limit_are_refused() {
         .build()
         .unwrap();
     for (id, name) in [(1, "json"), (2, "sse")] {
-        let out = Outgoing::new(modern_request(
-            id,
-            method::TOOLS_CALL,
-            json!({"name": name}),
-        ));
-        let err = within(t.request(out)).await.unwrap_err();
+        let err = send_modern(&t, id, method::TOOLS_CALL, json!({"name": name}))
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("limit"), "{name}: {err}");
     }
 }
@@ -395,12 +402,10 @@ async fn a_response_head_over_the_limit_is_refused() {
     })
     .await;
     let t = transport(&server.url());
-    let out = Outgoing::new(modern_request(1, method::TOOLS_LIST, json!({})));
-    let err = within(t.request(out)).await.unwrap_err();
-    assert!(
-        err.to_string().contains("larger than the 65536-byte limit"),
-        "{err}"
-    );
+    let err = send_modern(&t, 1, method::TOOLS_LIST, json!({}))
+        .await
+        .unwrap_err();
+    assert_says(&err, "larger than the 65536-byte limit");
 }
 
 // Non-negotiable 1: a line that is not JSON is skipped, not fatal.
@@ -416,8 +421,9 @@ async fn garbage_events_are_skipped() {
     })
     .await;
     let t = transport(&server.url());
-    let out = Outgoing::new(modern_request(1, method::TOOLS_LIST, json!({})));
-    let r = within(t.request(out)).await.unwrap();
+    let r = send_modern(&t, 1, method::TOOLS_LIST, json!({}))
+        .await
+        .unwrap();
     assert_eq!(r.outcome.unwrap()["ok"], true);
 }
 
@@ -508,7 +514,7 @@ async fn a_dead_server_is_a_clear_error() {
     // Only this exchange failed: the transport is not closed, the next
     // request tries again.
     assert!(matches!(err, TransportError::Exchange { .. }), "{err:?}");
-    assert!(err.to_string().contains("request to test failed"), "{err}");
+    assert_says(&err, "request to test failed");
     assert!(!err.is_closed());
 }
 
@@ -714,8 +720,9 @@ async fn connections_are_kept_alive_and_reused() {
     .await;
     let t = transport(&server.url());
     for i in 0..10 {
-        let out = Outgoing::new(modern_request(i, method::TOOLS_LIST, json!({})));
-        within(t.request(out)).await.unwrap();
+        send_modern(&t, i, method::TOOLS_LIST, json!({}))
+            .await
+            .unwrap();
     }
     within(t.notify(Notification::new("notifications/example", None)))
         .await
@@ -724,8 +731,9 @@ async fn connections_are_kept_alive_and_reused() {
     // A stream's end may trail its response by a moment; the connection is
     // back in the pool once it is read, so the calls share a few at most.
     for i in 10..20 {
-        let out = Outgoing::new(modern_request(i, method::TOOLS_CALL, json!({"name": "x"})));
-        within(t.request(out)).await.unwrap();
+        send_modern(&t, i, method::TOOLS_CALL, json!({"name": "x"}))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert!(server.connections.load(Ordering::SeqCst) <= 3);
@@ -744,8 +752,9 @@ async fn servers_closing_connections_get_fresh_ones() {
     .await;
     let t = transport(&server.url());
     for i in 0..5 {
-        let out = Outgoing::new(modern_request(i, method::TOOLS_LIST, json!({})));
-        within(t.request(out)).await.unwrap();
+        send_modern(&t, i, method::TOOLS_LIST, json!({}))
+            .await
+            .unwrap();
     }
     assert_eq!(server.connections.load(Ordering::SeqCst), 5);
 }
@@ -766,25 +775,18 @@ async fn malformed_answers_are_clear_errors() {
     })
     .await;
     let t = transport(&server.url());
-    let call = |id, name: &str| {
-        Outgoing::new(modern_request(
-            id,
-            method::TOOLS_CALL,
-            json!({"name": name}),
-        ))
-    };
-    let err = within(t.request(call(1, "garbage"))).await.unwrap_err();
-    assert!(err.to_string().contains("not a JSON-RPC message"), "{err}");
-    assert!(err.to_string().contains("{not json"), "{err}");
-    let err = within(t.request(call(2, "plain"))).await.unwrap_err();
+    let err = call_named(&t, 1, "garbage").await.unwrap_err();
+    assert_says(&err, "not a JSON-RPC message");
+    assert_says(&err, "{not json");
+    let err = call_named(&t, 2, "plain").await.unwrap_err();
     assert!(err.to_string().contains("\"text/plain\""), "{err}");
-    let err = within(t.request(call(3, "other_id"))).await.unwrap_err();
+    let err = call_named(&t, 3, "other_id").await.unwrap_err();
     assert!(
         err.to_string()
             .contains("answers request 12345, not request 3"),
         "{err}"
     );
-    let ok = within(t.request(call(4, "fine"))).await.unwrap();
+    let ok = call_named(&t, 4, "fine").await.unwrap();
     assert_eq!(ok.outcome.unwrap()["fine"], true);
 }
 

@@ -214,6 +214,24 @@ pub(crate) fn result_for(seen: &Seen, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": seen.id(), "result": result})
 }
 
+/// The `server/discover` result for `seen`: 2026-07-28 with these
+/// capabilities.
+pub(crate) fn discovered(seen: &Seen, capabilities: Value) -> Reply {
+    json_reply(
+        200,
+        result_for(
+            seen,
+            json!({"supportedVersions": ["2026-07-28"], "capabilities": capabilities}),
+        ),
+    )
+}
+
+/// Asserts the error's text says `words`.
+pub(crate) fn assert_says(err: &impl std::fmt::Display, words: &str) {
+    let text = err.to_string();
+    assert!(text.contains(words), "{text}");
+}
+
 /// An SSE stream following `script`; the body ends cleanly after the
 /// last step unless the script cut it.
 pub(crate) fn sse(script: Vec<Step>) -> Reply {

@@ -4,17 +4,53 @@
 //! (`tasks/cancel`) when the call is dropped (unless it asked to leave the
 //! task running, to follow it again by id) or its deadline passes.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_client::{ClientConfig, ClientError, RequestOptions, ToolCallStart};
+use switchboard_client::{
+    Client, ClientConfig, ClientError, RequestOptions, StdioTransport, ToolCallStart,
+};
 use switchboard_wire::JsonObject;
 
 use super::util::*;
 
 fn args(v: Value) -> Option<JsonObject> {
     v.as_object().cloned()
+}
+
+/// A client with the tasks extension over the mock server, which logs
+/// every message: the log's path, the client, the transport.
+async fn tasks_client() -> (PathBuf, Client, StdioTransport) {
+    let (log, builder, t) = logged_builder(&[]).await;
+    (log, builder.tasks(true).connect().await.unwrap(), t)
+}
+
+/// [`tasks_client`] whose input handler accepts every question, with
+/// the methods it was asked.
+async fn answering_tasks_client() -> (PathBuf, Client, Arc<Mutex<Vec<String>>>, StdioTransport) {
+    let (log, builder, t) = logged_builder(&[]).await;
+    let answers = Answers::all();
+    let asked = Arc::clone(&answers.asked);
+    let client = builder
+        .tasks(true)
+        .input_handler(answers)
+        .connect()
+        .await
+        .unwrap();
+    (log, client, asked, t)
+}
+
+/// Asserts the log holds `n` `tasks/update` requests, the first
+/// accepting the `confirm` question.
+fn assert_updates_accept(log: &[Value], n: usize) {
+    let updates = requests(log, "tasks/update");
+    assert_eq!(updates.len(), n);
+    assert_eq!(
+        updates[0]["params"]["inputResponses"]["confirm"]["action"],
+        "accept"
+    );
 }
 
 /// Waits until the log holds a request with `method`.
@@ -30,9 +66,7 @@ async fn logged(path: &std::path::Path, method: &str) -> bool {
 
 #[tokio::test]
 async fn the_servers_polling_interval_is_honoured_and_statuses_are_reported() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
-    let client = builder.tasks(true).connect().await.unwrap();
+    let (log, client, _t) = tasks_client().await;
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&seen);
     let options = RequestOptions {
@@ -72,16 +106,7 @@ async fn the_servers_polling_interval_is_honoured_and_statuses_are_reported() {
 
 #[tokio::test]
 async fn a_task_that_asks_twice_is_answered_through_the_input_handler() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
-    let answers = Answers::all();
-    let asked = Arc::clone(&answers.asked);
-    let client = builder
-        .tasks(true)
-        .input_handler(answers)
-        .connect()
-        .await
-        .unwrap();
+    let (log, client, asked, _t) = answering_tasks_client().await;
     let result = client
         .call_tool(
             "task",
@@ -100,19 +125,12 @@ async fn a_task_that_asks_twice_is_answered_through_the_input_handler() {
         ["elicitation/create", "elicitation/create"]
     );
     let log = read_log(&log);
-    let updates = requests(&log, "tasks/update");
-    assert_eq!(updates.len(), 2);
-    assert_eq!(
-        updates[0]["params"]["inputResponses"]["confirm"]["action"],
-        "accept"
-    );
+    assert_updates_accept(&log, 2);
 }
 
 #[tokio::test]
 async fn dropping_the_call_cancels_the_task() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
-    let client = builder.tasks(true).connect().await.unwrap();
+    let (log, client, _t) = tasks_client().await;
     let call = tokio::spawn({
         let client = client.clone();
         async move {
@@ -137,9 +155,7 @@ async fn dropping_the_call_cancels_the_task() {
 
 #[tokio::test]
 async fn a_call_that_leaves_its_task_on_drop_can_follow_it_again() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
-    let client = builder.tasks(true).connect().await.unwrap();
+    let (log, client, _t) = tasks_client().await;
     let leave = RequestOptions {
         leave_task_on_drop: true,
         ..RequestOptions::default()
@@ -173,8 +189,7 @@ async fn a_call_that_leaves_its_task_on_drop_can_follow_it_again() {
 
 #[tokio::test]
 async fn a_task_that_never_finishes_hits_the_task_deadline_and_is_cancelled() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
+    let (log, builder, _t) = logged_builder(&[]).await;
     let config = ClientConfig {
         tasks: true,
         task_timeout: Duration::from_millis(300),
@@ -207,8 +222,8 @@ async fn a_task_that_outlives_its_ttl_fails_the_call() {
 
 #[tokio::test]
 async fn without_the_extension_no_task_is_made() {
-    let log = log_path();
-    let (client, _t) = connect(&["--log", log.to_str().unwrap()]).await;
+    let (log, builder, _t) = logged_builder(&[]).await;
+    let client = builder.connect().await.unwrap();
     let result = client
         .call_tool("task", args(json!({"work_ms": 10})))
         .await
@@ -223,9 +238,7 @@ async fn without_the_extension_no_task_is_made() {
 
 #[tokio::test]
 async fn the_explicit_api_hands_the_task_to_the_caller() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
-    let client = builder.tasks(true).connect().await.unwrap();
+    let (_log, client, _t) = tasks_client().await;
     let start = client
         .call_tool_start(
             "task",
@@ -283,9 +296,7 @@ const HOUR_MS: u64 = 3_600_000;
 
 #[tokio::test]
 async fn a_completion_notification_ends_the_wait_long_before_the_next_poll() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
-    let client = builder.tasks(true).connect().await.unwrap();
+    let (log, client, _t) = tasks_client().await;
     let result = notified_call(
         &client,
         json!({"notify": true, "work_ms": 50, "poll_ms": HOUR_MS}),
@@ -306,9 +317,7 @@ async fn a_completion_notification_ends_the_wait_long_before_the_next_poll() {
 
 #[tokio::test]
 async fn a_completion_notification_without_the_result_is_fetched_at_once() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
-    let client = builder.tasks(true).connect().await.unwrap();
+    let (log, client, _t) = tasks_client().await;
     let result = notified_call(
         &client,
         json!({"notify": true, "bare": true, "work_ms": 50, "poll_ms": HOUR_MS}),
@@ -321,16 +330,7 @@ async fn a_completion_notification_without_the_result_is_fetched_at_once() {
 
 #[tokio::test]
 async fn a_notified_input_request_is_answered_without_waiting_for_a_poll() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
-    let answers = Answers::all();
-    let asked = Arc::clone(&answers.asked);
-    let client = builder
-        .tasks(true)
-        .input_handler(answers)
-        .connect()
-        .await
-        .unwrap();
+    let (log, client, asked, _t) = answering_tasks_client().await;
     let result = notified_call(
         &client,
         json!({"notify": true, "inputs": 1, "work_ms": 50, "poll_ms": HOUR_MS}),
@@ -341,18 +341,12 @@ async fn a_notified_input_request_is_answered_without_waiting_for_a_poll() {
     let log = read_log(&log);
     // input_required and the completion both came by notification.
     assert_eq!(requests(&log, "tasks/get").len(), 1);
-    let updates = requests(&log, "tasks/update");
-    assert_eq!(updates.len(), 1);
-    assert_eq!(
-        updates[0]["params"]["inputResponses"]["confirm"]["action"],
-        "accept"
-    );
+    assert_updates_accept(&log, 1);
 }
 
 #[tokio::test]
 async fn with_notifications_off_the_task_is_only_polled() {
-    let log = log_path();
-    let (builder, _t) = builder(&["--log", log.to_str().unwrap()]).await;
+    let (log, builder, _t) = logged_builder(&[]).await;
     let client = builder
         .tasks(true)
         .task_notifications(false)

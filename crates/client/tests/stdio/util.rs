@@ -49,6 +49,16 @@ pub(super) async fn builder(flags: &[&str]) -> (ClientBuilder, StdioTransport) {
     )
 }
 
+/// [`builder`] with the mock server logging every message to a fresh
+/// [`log_path`]: the log's path, the builder, the transport.
+pub(super) async fn logged_builder(flags: &[&str]) -> (PathBuf, ClientBuilder, StdioTransport) {
+    let log = log_path();
+    let mut flags = flags.to_vec();
+    flags.extend(["--log", log.to_str().expect("a UTF-8 temp path")]);
+    let (builder, transport) = builder(&flags).await;
+    (log, builder, transport)
+}
+
 /// A connected client over the mock server with these flags.
 pub(super) async fn connect(flags: &[&str]) -> (Client, StdioTransport) {
     let (builder, transport) = builder(flags).await;

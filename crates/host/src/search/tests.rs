@@ -13,82 +13,30 @@ fn doc(server: &str, name: &str, description: &str, parameters: &str) -> Documen
 }
 
 /// A small fixed catalogue with the overlaps real tables have (two
-/// `create_issue`s, several readers).
+/// `create_issue`s, several readers): one tool a line, as
+/// `server | name | description | parameters`.
+const CATALOGUE: &str = "\
+github | create_issue | Create a new issue in a GitHub repository | owner repo title body labels
+gitlab | create_issue | Create a new issue in a GitLab project | project_id title description
+github | list_issues | List issues in a GitHub repository with filtering options | owner repo state
+github | get_file_contents | Get the contents of a file or directory from a GitHub repository | owner repo path branch
+filesystem | read_text_file | Read the complete contents of a file from the file system as text | path head tail
+filesystem | write_file | Create a new file or completely overwrite an existing file with new content | path content
+filesystem | list_directory | Get a detailed listing of all files and directories in a specified path | path
+slack | slack_post_message | Post a new message to a Slack channel | channel_id text
+slack | slack_list_channels | List public or pre-defined channels in the workspace with pagination | limit cursor
+memory | delete_entities | Delete multiple entities and their associated relations from the knowledge graph | entityNames
+time | get_current_time | Get current time in a specific timezone | timezone IANA timezone name
+maps | maps_geocode | Convert an address into geographic coordinates | address";
+
 fn catalogue() -> Vec<Document> {
-    vec![
-        doc(
-            "github",
-            "create_issue",
-            "Create a new issue in a GitHub repository",
-            "owner repo title body labels",
-        ),
-        doc(
-            "gitlab",
-            "create_issue",
-            "Create a new issue in a GitLab project",
-            "project_id title description",
-        ),
-        doc(
-            "github",
-            "list_issues",
-            "List issues in a GitHub repository with filtering options",
-            "owner repo state",
-        ),
-        doc(
-            "github",
-            "get_file_contents",
-            "Get the contents of a file or directory from a GitHub repository",
-            "owner repo path branch",
-        ),
-        doc(
-            "filesystem",
-            "read_text_file",
-            "Read the complete contents of a file from the file system as text",
-            "path head tail",
-        ),
-        doc(
-            "filesystem",
-            "write_file",
-            "Create a new file or completely overwrite an existing file with new content",
-            "path content",
-        ),
-        doc(
-            "filesystem",
-            "list_directory",
-            "Get a detailed listing of all files and directories in a specified path",
-            "path",
-        ),
-        doc(
-            "slack",
-            "slack_post_message",
-            "Post a new message to a Slack channel",
-            "channel_id text",
-        ),
-        doc(
-            "slack",
-            "slack_list_channels",
-            "List public or pre-defined channels in the workspace with pagination",
-            "limit cursor",
-        ),
-        doc(
-            "memory",
-            "delete_entities",
-            "Delete multiple entities and their associated relations from the knowledge graph",
-            "entityNames",
-        ),
-        doc(
-            "time",
-            "get_current_time",
-            "Get current time in a specific timezone",
-            "timezone IANA timezone name",
-        ),
-        doc(
-            "maps",
-            "maps_geocode",
-            "Convert an address into geographic coordinates",
-            "address",
-        ),
-    ]
+    CATALOGUE
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split(" | ").collect();
+            doc(fields[0], fields[1], fields[2], fields[3])
+        })
+        .collect()
 }
 
 fn top(index: &SearchIndex, docs: &[Document], query: &str, k: usize) -> Vec<String> {
@@ -99,33 +47,33 @@ fn top(index: &SearchIndex, docs: &[Document], query: &str, k: usize) -> Vec<Str
         .collect()
 }
 
+/// Asserts the best hit for `query` is `expected` (`server/name`).
+fn assert_first(index: &SearchIndex, docs: &[Document], query: &str, expected: &str) {
+    assert_eq!(top(index, docs, query, 1), [expected], "{query}");
+}
+
 #[test]
 fn ranking_on_a_fixed_catalogue() {
     let docs = catalogue();
     let index = SearchIndex::build(&docs);
     assert_eq!(index.len(), docs.len());
     // Words of the name and description.
-    assert_eq!(
-        top(&index, &docs, "create issue github", 1),
-        ["github/create_issue"]
+    assert_first(&index, &docs, "create issue github", "github/create_issue");
+    assert_first(&index, &docs, "new gitlab issue", "gitlab/create_issue");
+    assert_first(
+        &index,
+        &docs,
+        "post message to slack channel",
+        "slack/slack_post_message",
     );
-    assert_eq!(
-        top(&index, &docs, "new gitlab issue", 1),
-        ["gitlab/create_issue"]
-    );
-    assert_eq!(
-        top(&index, &docs, "post message to slack channel", 1),
-        ["slack/slack_post_message"]
-    );
-    assert_eq!(
-        top(&index, &docs, "current time in Tokyo timezone", 1),
-        ["time/get_current_time"]
+    assert_first(
+        &index,
+        &docs,
+        "current time in Tokyo timezone",
+        "time/get_current_time",
     );
     // An identifier as the query: its words.
-    assert_eq!(
-        top(&index, &docs, "list_directory", 1),
-        ["filesystem/list_directory"]
-    );
+    assert_first(&index, &docs, "list_directory", "filesystem/list_directory");
     // Nothing in common: nothing returned.
     assert!(index.search("zebra quasar", 5).is_empty());
     // The limit holds, best first.
@@ -145,14 +93,13 @@ fn related_words_find_tools_that_share_no_word_with_the_query() {
         "{found:?}"
     );
     // "remove" is related to "delete", "node" to "entity".
-    assert_eq!(
-        top(&index, &docs, "remove nodes", 1),
-        ["memory/delete_entities"]
-    );
+    assert_first(&index, &docs, "remove nodes", "memory/delete_entities");
     // "folder" is related to "directory".
-    assert_eq!(
-        top(&index, &docs, "what is in this folder", 1),
-        ["filesystem/list_directory"]
+    assert_first(
+        &index,
+        &docs,
+        "what is in this folder",
+        "filesystem/list_directory",
     );
 }
 
@@ -232,10 +179,20 @@ fn bench_files() -> (Vec<evaluation::CatalogueTool>, Vec<evaluation::QueryCase>)
     )
 }
 
+/// The bench catalogue's `server/name` keys and search documents.
+fn keys_and_documents(tools: &[evaluation::CatalogueTool]) -> (Vec<String>, Vec<Document>) {
+    let keys = tools.iter().map(evaluation::CatalogueTool::key).collect();
+    let docs = tools
+        .iter()
+        .map(evaluation::CatalogueTool::document)
+        .collect();
+    (keys, docs)
+}
+
 #[test]
 fn the_query_set_is_what_it_claims() {
     let (tools, cases) = bench_files();
-    let keys: Vec<String> = tools.iter().map(evaluation::CatalogueTool::key).collect();
+    let (keys, _) = keys_and_documents(&tools);
     assert!(tools.len() >= 100, "{} tools", tools.len());
     assert!(cases.len() >= 60, "{} queries", cases.len());
     let paraphrases = cases.iter().filter(|c| c.kind == "paraphrase").count();
@@ -273,11 +230,7 @@ fn the_query_set_is_what_it_claims() {
 #[test]
 fn recall_on_the_catalogue_meets_the_targets() {
     let (tools, cases) = bench_files();
-    let keys: Vec<String> = tools.iter().map(evaluation::CatalogueTool::key).collect();
-    let docs: Vec<Document> = tools
-        .iter()
-        .map(evaluation::CatalogueTool::document)
-        .collect();
+    let (keys, docs) = keys_and_documents(&tools);
     let index = SearchIndex::build(&docs);
     let mut report = Vec::new();
     for (label, pick) in [
@@ -323,11 +276,7 @@ fn recall_on_the_catalogue_meets_the_targets() {
 #[ignore = "prints the tuning grid; not a check"]
 fn tuning_grid() {
     let (tools, cases) = bench_files();
-    let keys: Vec<String> = tools.iter().map(evaluation::CatalogueTool::key).collect();
-    let docs: Vec<Document> = tools
-        .iter()
-        .map(evaluation::CatalogueTool::document)
-        .collect();
+    let (keys, docs) = keys_and_documents(&tools);
     let tune: Vec<&evaluation::QueryCase> = cases.iter().filter(|c| c.split == "tune").collect();
     for name in [2.0, 3.0, 4.0] {
         for parameters in [0.2, 0.4, 0.8] {

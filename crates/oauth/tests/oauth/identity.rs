@@ -2,10 +2,12 @@
 //! at the token endpoint.
 
 use base64::Engine as _;
-use switchboard_authkit::{AuthServerConfig, ResourceConfig, TestClient};
+use switchboard_authkit::AuthServerConfig;
 use switchboard_oauth::{IdentitySource, OAuthError, PreRegisteredClient};
 
-use super::util::{config, provider, round_trip, servers};
+use super::util::{
+    auth_servers, config, default_servers, provider, round_trip, servers_with_client,
+};
 
 const CIMD_URL: &str = "https://client.example.com/switchboard.json";
 
@@ -25,20 +27,13 @@ fn basic_credentials(header: &str) -> (String, String) {
 // client_secret_basic when that is what the server takes.
 #[tokio::test]
 async fn pre_registered_first() {
-    let s = servers(
-        AuthServerConfig {
-            cimd_supported: true,
-            token_auth_methods: vec!["client_secret_basic".into()],
-            ..Default::default()
-        },
-        ResourceConfig::default(),
-    )
+    let s = auth_servers(AuthServerConfig {
+        cimd_supported: true,
+        token_auth_methods: vec!["client_secret_basic".into()],
+        ..Default::default()
+    })
     .await;
-    s.auth.add_client(TestClient::basic(
-        "pre-registered-client",
-        "pre-registered-secret",
-        &["http://127.0.0.1/callback"],
-    ));
+    s.add_basic_client("pre-registered-client", "pre-registered-secret");
     let p = provider(config(&s.mcp).client_metadata_url(CIMD_URL).pre_registered(
         PreRegisteredClient::new("pre-registered-client").secret("pre-registered-secret"),
     ));
@@ -58,19 +53,7 @@ async fn pre_registered_first() {
 // decodes them and accepts.
 #[tokio::test]
 async fn basic_credentials_with_special_characters() {
-    let s = servers(
-        AuthServerConfig {
-            registration: false,
-            ..Default::default()
-        },
-        ResourceConfig::default(),
-    )
-    .await;
-    s.auth.add_client(TestClient::basic(
-        "my client:1",
-        "p@ss w+rd/é%",
-        &["http://127.0.0.1/callback"],
-    ));
+    let s = servers_with_client("my client:1", "p@ss w+rd/é%").await;
     let p = provider(
         config(&s.mcp)
             .pre_registered(PreRegisteredClient::new("my client:1").secret("p@ss w+rd/é%")),
@@ -86,18 +69,15 @@ async fn basic_credentials_with_special_characters() {
 // id, no registration, a public client at the token endpoint.
 #[tokio::test]
 async fn metadata_document_when_supported() {
-    let s = servers(
-        AuthServerConfig {
-            cimd_supported: true,
-            cimd_documents: vec![serde_json::json!({
-                "client_id": CIMD_URL,
-                "client_name": "Switchboard",
-                "redirect_uris": ["http://127.0.0.1/callback"],
-            })],
-            ..Default::default()
-        },
-        ResourceConfig::default(),
-    )
+    let s = auth_servers(AuthServerConfig {
+        cimd_supported: true,
+        cimd_documents: vec![serde_json::json!({
+            "client_id": CIMD_URL,
+            "client_name": "Switchboard",
+            "redirect_uris": ["http://127.0.0.1/callback"],
+        })],
+        ..Default::default()
+    })
     .await;
     let p = provider(config(&s.mcp).client_metadata_url(CIMD_URL));
     round_trip(&s.mcp, &p).await.unwrap();
@@ -114,7 +94,7 @@ async fn metadata_document_when_supported() {
 // Without the server's CIMD flag the URL is not used: DCR instead.
 #[tokio::test]
 async fn registration_when_metadata_documents_are_not_supported() {
-    let s = servers(AuthServerConfig::default(), ResourceConfig::default()).await;
+    let s = default_servers().await;
     let p = provider(config(&s.mcp).client_metadata_url(CIMD_URL));
     let report = p.login().await.unwrap();
     assert_eq!(report.client_source, IdentitySource::Dynamic);
@@ -129,13 +109,10 @@ async fn registration_when_metadata_documents_are_not_supported() {
 // telling the user what to configure.
 #[tokio::test]
 async fn no_way_to_get_a_client_id() {
-    let s = servers(
-        AuthServerConfig {
-            registration: false,
-            ..Default::default()
-        },
-        ResourceConfig::default(),
-    )
+    let s = auth_servers(AuthServerConfig {
+        registration: false,
+        ..Default::default()
+    })
     .await;
     let err = provider(config(&s.mcp)).login().await.unwrap_err();
     assert!(matches!(err, OAuthError::NoClientIdentity { .. }), "{err}");
@@ -146,7 +123,7 @@ async fn no_way_to_get_a_client_id() {
 // Credentials bound to another issuer are not used here (AUTH-C-10).
 #[tokio::test]
 async fn credentials_for_another_issuer_are_not_used() {
-    let s = servers(AuthServerConfig::default(), ResourceConfig::default()).await;
+    let s = default_servers().await;
     let p = provider(
         config(&s.mcp).pre_registered(
             PreRegisteredClient::new("elsewhere")
@@ -167,13 +144,10 @@ async fn credentials_for_another_issuer_are_not_used() {
 #[tokio::test]
 async fn token_endpoint_auth_methods() {
     for method in ["client_secret_basic", "client_secret_post", "none"] {
-        let s = servers(
-            AuthServerConfig {
-                token_auth_methods: vec![method.into()],
-                ..Default::default()
-            },
-            ResourceConfig::default(),
-        )
+        let s = auth_servers(AuthServerConfig {
+            token_auth_methods: vec![method.into()],
+            ..Default::default()
+        })
         .await;
         round_trip(&s.mcp, &provider(config(&s.mcp)))
             .await
@@ -201,7 +175,7 @@ async fn token_endpoint_auth_methods() {
 // A dynamic registration is made once per issuer and reused.
 #[tokio::test]
 async fn registration_is_reused() {
-    let s = servers(AuthServerConfig::default(), ResourceConfig::default()).await;
+    let s = default_servers().await;
     let p = provider(config(&s.mcp));
     p.login().await.unwrap();
     p.login().await.unwrap();
@@ -220,7 +194,7 @@ async fn registration_is_reused() {
 // what was sent (the URI and the application_type), not as a bare code.
 #[tokio::test]
 async fn refused_registration_says_why() {
-    let s = servers(AuthServerConfig::default(), ResourceConfig::default()).await;
+    let s = default_servers().await;
     let agent =
         switchboard_oauth::HeadlessUserAgent::new().redirect_uri("http://192.0.2.10/callback");
     let p = provider(config(&s.mcp).user_agent(std::sync::Arc::new(agent)));

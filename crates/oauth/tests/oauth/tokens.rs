@@ -3,9 +3,12 @@
 
 use base64::Engine as _;
 use switchboard_authkit::{AuthServer, AuthServerConfig, ResourceConfig, TestClient, jwt};
-use switchboard_oauth::{Grant, OAuthConfig, PreRegisteredClient, SigningKey, TokenStore};
+use switchboard_oauth::{Grant, OAuthConfig, PreRegisteredClient, SigningKey};
 
-use super::util::{config, connect, default_servers, grant_types, provider, round_trip, servers};
+use super::util::{
+    auth_servers, config, connect, default_servers, grant_types, provider, round_trip, servers,
+    servers_with_client, store_in,
+};
 
 // A token the server stops accepting (401) is refreshed once (AUTH-C-23);
 // the same resource is requested and the call goes through without a new
@@ -69,7 +72,7 @@ async fn refresh_is_tried_once_per_challenge() {
 async fn expired_stored_token_is_refreshed_first() {
     let s = default_servers().await;
     let dir = tempfile::tempdir().unwrap();
-    let store = TokenStore::at(dir.path().join("oauth.json"));
+    let store = store_in(&dir);
     provider(config(&s.mcp).store(store.clone()))
         .login()
         .await
@@ -149,13 +152,10 @@ async fn client_credentials_with_a_signed_assertion() {
             (pem, public, "EdDSA")
         },
     ] {
-        let s = servers(
-            AuthServerConfig {
-                token_auth_methods: vec!["private_key_jwt".into()],
-                ..Default::default()
-            },
-            ResourceConfig::default(),
-        )
+        let s = auth_servers(AuthServerConfig {
+            token_auth_methods: vec!["private_key_jwt".into()],
+            ..Default::default()
+        })
         .await;
         s.auth.add_client(TestClient::jwt("agent", public));
         let key = SigningKey::from_pem(&pem, Some(alg)).unwrap();
@@ -216,19 +216,7 @@ async fn migration_to_another_authorization_server() {
 // refused at the second: an error, not silent reuse (AUTH-C-10).
 #[tokio::test]
 async fn pre_registered_credentials_do_not_follow_a_migration() {
-    let s = servers(
-        AuthServerConfig {
-            registration: false,
-            ..Default::default()
-        },
-        ResourceConfig::default(),
-    )
-    .await;
-    s.auth.add_client(TestClient::basic(
-        "pre",
-        "secret",
-        &["http://127.0.0.1/callback"],
-    ));
+    let s = servers_with_client("pre", "secret").await;
     let as2 = AuthServer::start(AuthServerConfig {
         registration: false,
         ..Default::default()
@@ -250,7 +238,7 @@ async fn pre_registered_credentials_do_not_follow_a_migration() {
 async fn logout_revokes_and_forgets() {
     let s = default_servers().await;
     let dir = tempfile::tempdir().unwrap();
-    let store = TokenStore::at(dir.path().join("oauth.json"));
+    let store = store_in(&dir);
     let p = provider(config(&s.mcp).store(store.clone()));
     p.login().await.unwrap();
     assert!(p.status().await.unwrap().is_some());
@@ -272,16 +260,13 @@ async fn logout_revokes_and_forgets() {
 // stops accepting is reported as "needs login".
 #[tokio::test]
 async fn refused_without_refresh_needs_login() {
-    let s = servers(
-        AuthServerConfig {
-            refresh_tokens: false,
-            ..Default::default()
-        },
-        ResourceConfig::default(),
-    )
+    let s = auth_servers(AuthServerConfig {
+        refresh_tokens: false,
+        ..Default::default()
+    })
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let store = TokenStore::at(dir.path().join("oauth.json"));
+    let store = store_in(&dir);
     round_trip(&s.mcp, &provider(config(&s.mcp).store(store.clone())))
         .await
         .unwrap();
@@ -301,7 +286,7 @@ async fn unreachable_authorization_server_keeps_the_login() {
     let auth = AuthServer::start(AuthServerConfig::default()).await;
     let mcp = switchboard_authkit::ResourceServer::start(ResourceConfig::default(), &auth).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = TokenStore::at(dir.path().join("oauth.json"));
+    let store = store_in(&dir);
     round_trip(&mcp, &provider(config(&mcp).store(store.clone())))
         .await
         .unwrap();

@@ -5,9 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use switchboard_authkit::{AuthServer, AuthServerConfig, ResourceConfig, ResourceServer, Seen};
+use switchboard_authkit::{
+    AuthServer, AuthServerConfig, ResourceConfig, ResourceServer, Seen, TestClient,
+};
 use switchboard_client::{Client, ClientError, HttpTransport};
-use switchboard_oauth::{HeadlessUserAgent, OAuthConfig, OAuthProvider};
+use switchboard_oauth::{HeadlessUserAgent, OAuthConfig, OAuthProvider, TokenStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -25,6 +27,40 @@ pub(crate) async fn servers(auth: AuthServerConfig, mcp: ResourceConfig) -> Serv
 
 pub(crate) async fn default_servers() -> Servers {
     servers(AuthServerConfig::default(), ResourceConfig::default()).await
+}
+
+/// [`servers`] with the default endpoint.
+pub(crate) async fn auth_servers(auth: AuthServerConfig) -> Servers {
+    servers(auth, ResourceConfig::default()).await
+}
+
+/// [`servers`] whose authorization server takes no registration, with the
+/// confidential client `id` (its `secret`) registered beforehand.
+pub(crate) async fn servers_with_client(id: &str, secret: &str) -> Servers {
+    let s = auth_servers(AuthServerConfig {
+        registration: false,
+        ..Default::default()
+    })
+    .await;
+    s.add_basic_client(id, secret);
+    s
+}
+
+impl Servers {
+    /// Registers the confidential client `id` (its `secret`), redirecting
+    /// to loopback.
+    pub(crate) fn add_basic_client(&self, id: &str, secret: &str) {
+        self.auth.add_client(TestClient::basic(
+            id,
+            secret,
+            &["http://127.0.0.1/callback"],
+        ));
+    }
+}
+
+/// A token store in the file `oauth.json` of `dir`.
+pub(crate) fn store_in(dir: &tempfile::TempDir) -> TokenStore {
+    TokenStore::at(dir.path().join("oauth.json"))
 }
 
 /// The configuration the tests start from: headless user agent, memory
