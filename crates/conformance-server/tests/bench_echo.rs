@@ -39,7 +39,15 @@ fn the_ceiling_sends_the_servers_answer_byte_for_byte() {
     let ids = ["7", "1000042", r#""call-a""#];
     let served = answers(&["--stdio"], &ids);
     let ceiling = answers(&["--stdio", "--ceiling"], &ids);
-    assert_eq!(served.len(), ids.len(), "one answer per request: {served:?}");
-    assert!(served[0].contains(r#""resultType":"complete""#), "{}", served[0]);
+    assert_eq!(
+        served.len(),
+        ids.len(),
+        "one answer per request: {served:?}"
+    );
+    assert!(
+        served[0].contains(r#""resultType":"complete""#),
+        "{}",
+        served[0]
+    );
     assert_eq!(ceiling, served);
 }

@@ -207,16 +207,30 @@ impl Client {
             // headers; a second refusal is the caller's error (no loop).
             (Err(e), Some(params)) if e.code() == Some(ErrorCode::HeaderMismatch.code()) => {
                 warn!(server = %self.inner.name, tool = %name, error = %e, "header mismatch; re-listing tools and retrying once");
-                self.list_all_tools().await?;
-                let arguments = params.get("arguments").and_then(Value::as_object);
-                let headers = self.param_headers(name, arguments)?;
-                self.request_inner(method::TOOLS_CALL, params, headers, options)
-                    .await?
+                // Boxed: a rare path, whose state (a whole tools listing)
+                // would otherwise be part of every call's future, which
+                // each caller up the stack moves as a whole.
+                Box::pin(self.call_tool_relisted(name, params, options)).await?
             }
             // --- end HTTP ---
             (other, _) => other?,
         };
         Ok(value)
+    }
+
+    /// A `tools/call` sent again after the tools were listed anew (the
+    /// server refused our `Mcp-Param-*` headers).
+    async fn call_tool_relisted(
+        &self,
+        name: &str,
+        params: JsonObject,
+        options: &RequestOptions,
+    ) -> Result<Value, ClientError> {
+        self.list_all_tools().await?;
+        let arguments = params.get("arguments").and_then(Value::as_object);
+        let headers = self.param_headers(name, arguments)?;
+        self.request_inner(method::TOOLS_CALL, params, headers, options)
+            .await
     }
 
     /// One page of `resources/list`.

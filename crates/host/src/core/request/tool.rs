@@ -572,10 +572,16 @@ impl Host {
         }
         let mut outcome = match &options.follow_task {
             Some(task_id) => Box::pin(link.client.follow_task_with(task_id, &client_options)).await,
+            // Boxed: the client's call is the deepest future of every
+            // governed call; held inline, each caller up the stack (the
+            // run, the governance, the gateway's driver) would carry and
+            // move its whole state. Boxed here it is written once.
             None => {
-                link.client
-                    .call_tool_with(original, arguments, &client_options)
-                    .await
+                Box::pin(
+                    link.client
+                        .call_tool_with(original, arguments, &client_options),
+                )
+                .await
             }
         };
         let mut retried = false;
