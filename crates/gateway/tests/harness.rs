@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_client::{Client, HttpTransport, InputHandler};
 use switchboard_gateway::{Gateway, GatewayOptions};
-use switchboard_host::auth::TokenStore;
+use switchboard_host::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
 use switchboard_testutil::{Artifacts, built};
 use tokio::sync::oneshot;

@@ -241,7 +241,7 @@ impl Pins {
         self.state_of(alias, tool, &fingerprint(tool))
     }
 
-    /// [`Pins::state`] with the tool's [`fingerprint`] already known (the
+    /// [`Pins::state`] with the tool's `fingerprint` already known (the
     /// tool table computes it once per listing, not once per call).
     pub fn state_of(&self, alias: &str, tool: &Tool, fingerprint: &str) -> PinState {
         let data = self.lock();
@@ -637,7 +637,7 @@ fn render(data: &LockData) -> String {
 
 /// The sha256 a pin records for `tool`: of the canonical (key-sorted,
 /// compact) `{annotations, description, inputSchema, name}`.
-pub fn fingerprint(tool: &Tool) -> String {
+pub(crate) fn fingerprint(tool: &Tool) -> String {
     let annotations = tool
         .annotations
         .as_ref()

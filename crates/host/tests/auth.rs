@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use switchboard_authkit::{AuthServer, AuthServerConfig, PrmAt, ResourceConfig, ResourceServer};
-use switchboard_host::auth::{self, TokenStore};
 use switchboard_host::{AssumeYes, CallOptions, Host, Outcome, ServerReport, ServerStatus};
+use switchboard_host::{TokenStore, oauth_config};
 use switchboard_oauth::{HeadlessUserAgent, OAuthProvider};
 
 use crate::util::*;
@@ -59,7 +59,7 @@ async fn log_in(host: &Host, store: &TokenStore) {
     let config = host.config();
     let server = config.server("secure").unwrap();
     let provider = OAuthProvider::new(
-        auth::oauth_config(server)
+        oauth_config(server)
             .unwrap()
             .store(store.clone())
             .user_agent(Arc::new(HeadlessUserAgent::new())),

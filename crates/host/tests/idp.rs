@@ -12,7 +12,7 @@ use switchboard_authkit::{
 };
 use switchboard_host::{AssumeYes, CallOptions, Host, Outcome, ServerReport, ServerStatus};
 
-use switchboard_host::auth;
+use switchboard_host::idp_login_config;
 use switchboard_oauth::{
     HeadlessUserAgent, OAuthProvider, Secret, TokenSet, TokenStore, idp_login_key,
 };
@@ -80,7 +80,7 @@ async fn log_in_at_idp(host: &Host, store: &TokenStore) {
     let config = host.config();
     let idp = &config.identity_providers["corp"];
     let provider = OAuthProvider::new(
-        auth::idp_login_config("corp", idp)
+        idp_login_config("corp", idp)
             .store(store.clone())
             .user_agent(Arc::new(HeadlessUserAgent::new())),
     )

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use switchboard_host::auth::{
+use switchboard_host::{Config, OAuthSetting, ServerConfig};
+use switchboard_host::{
     NoOAuth, default_token_store, idp_login_config, login_command, oauth_config,
     principal_login_command,
 };
-use switchboard_host::{Config, OAuthSetting, ServerConfig};
 use switchboard_oauth::{
     IdentitySource, LoopbackUserAgent, OAuthConfig, OAuthProvider, StoredLogin, TokenStore,
     idp_login_key,
