@@ -8,12 +8,11 @@ use serde_json::{Value, json};
 use switchboard_wire::sse::SseEvent;
 
 use super::{
-    Dialect, Failure, Http, ProviderOptions, StreamReader, count, parse_data, stream_turn,
+    Dialect, Endpoint, Failure, ProviderOptions, StreamReader, count, delegate_model, parse_data,
 };
 use crate::message::{Content, Role};
 use crate::model::{
-    BoxFuture, Collector, EventFn, Model, ModelError, ModelEvent, ModelRequest, StopReason,
-    ToolCall, TurnOutput, Usage,
+    Collector, EventFn, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, Usage,
 };
 use crate::schema;
 
@@ -24,10 +23,7 @@ pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// A model behind the Anthropic Messages API.
 #[derive(Debug, Clone)]
-pub struct AnthropicModel {
-    options: ProviderOptions,
-    http: Http,
-}
+pub struct AnthropicModel(Endpoint<Anthropic>);
 
 impl AnthropicModel {
     /// A model with these options.
@@ -35,49 +31,22 @@ impl AnthropicModel {
     /// # Errors
     /// [`ModelError::Spec`] when TLS cannot be set up.
     pub fn new(options: ProviderOptions) -> Result<AnthropicModel, ModelError> {
-        Ok(AnthropicModel {
-            options,
-            http: Http::new()?,
-        })
+        Endpoint::new(Anthropic, options).map(AnthropicModel)
     }
 }
 
-impl Model for AnthropicModel {
-    fn name(&self) -> String {
-        format!("anthropic:{}", self.options.model)
-    }
+delegate_model!(AnthropicModel);
 
-    fn turn<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        events: EventFn<'a>,
-    ) -> BoxFuture<'a, Result<TurnOutput, ModelError>> {
-        Box::pin(stream_turn(
-            &self.http,
-            &Anthropic,
-            &self.options,
-            request,
-            events,
-        ))
-    }
-}
-
-struct Anthropic;
+/// The dialect.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Anthropic;
 
 impl Dialect for Anthropic {
     type Reader = Reader;
 
-    fn provider(&self) -> &'static str {
-        "anthropic"
-    }
-
-    fn key_variable(&self) -> &'static str {
-        "ANTHROPIC_API_KEY"
-    }
-
-    fn path(&self) -> &'static str {
-        "messages"
-    }
+    const PROVIDER: &'static str = "anthropic";
+    const KEY_VARIABLE: &'static str = "ANTHROPIC_API_KEY";
+    const PATH: &'static str = "messages";
 
     fn headers(&self, options: &ProviderOptions, headers: &mut HeaderMap) {
         if let Ok(mut key) = HeaderValue::from_str(&options.api_key) {
@@ -89,10 +58,6 @@ impl Dialect for Anthropic {
 
     fn body(&self, options: &ProviderOptions, request: &ModelRequest) -> Value {
         body(&options.model, request)
-    }
-
-    fn reader(&self) -> Reader {
-        Reader::default()
     }
 }
 

@@ -11,13 +11,10 @@ use switchboard_wire::sse::SseEvent;
 
 use super::anthropic::finish_call;
 use super::{
-    Dialect, Failure, Http, ProviderOptions, StreamReader, count, parse_data, stream_turn,
+    Dialect, Endpoint, Failure, ProviderOptions, StreamReader, count, delegate_model, parse_data,
 };
 use crate::message::{Content, Role};
-use crate::model::{
-    BoxFuture, Collector, EventFn, Model, ModelError, ModelEvent, ModelRequest, StopReason,
-    TurnOutput, Usage,
-};
+use crate::model::{Collector, EventFn, ModelError, ModelEvent, ModelRequest, StopReason, Usage};
 use crate::schema;
 
 /// The default base URL.
@@ -25,10 +22,7 @@ pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com";
 
 /// A model behind an OpenAI-compatible Chat Completions API.
 #[derive(Debug, Clone)]
-pub struct OpenAiModel {
-    options: ProviderOptions,
-    http: Http,
-}
+pub struct OpenAiModel(Endpoint<OpenAi>);
 
 impl OpenAiModel {
     /// A model with these options (an empty key sends no
@@ -37,49 +31,22 @@ impl OpenAiModel {
     /// # Errors
     /// [`ModelError::Spec`] when TLS cannot be set up.
     pub fn new(options: ProviderOptions) -> Result<OpenAiModel, ModelError> {
-        Ok(OpenAiModel {
-            options,
-            http: Http::new()?,
-        })
+        Endpoint::new(OpenAi, options).map(OpenAiModel)
     }
 }
 
-impl Model for OpenAiModel {
-    fn name(&self) -> String {
-        format!("openai:{}", self.options.model)
-    }
+delegate_model!(OpenAiModel);
 
-    fn turn<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        events: EventFn<'a>,
-    ) -> BoxFuture<'a, Result<TurnOutput, ModelError>> {
-        Box::pin(stream_turn(
-            &self.http,
-            &OpenAi,
-            &self.options,
-            request,
-            events,
-        ))
-    }
-}
-
-struct OpenAi;
+/// The dialect.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OpenAi;
 
 impl Dialect for OpenAi {
     type Reader = Reader;
 
-    fn provider(&self) -> &'static str {
-        "openai"
-    }
-
-    fn key_variable(&self) -> &'static str {
-        "OPENAI_API_KEY"
-    }
-
-    fn path(&self) -> &'static str {
-        "chat/completions"
-    }
+    const PROVIDER: &'static str = "openai";
+    const KEY_VARIABLE: &'static str = "OPENAI_API_KEY";
+    const PATH: &'static str = "chat/completions";
 
     fn headers(&self, options: &ProviderOptions, headers: &mut HeaderMap) {
         if options.api_key.is_empty() {
@@ -93,10 +60,6 @@ impl Dialect for OpenAi {
 
     fn body(&self, options: &ProviderOptions, request: &ModelRequest) -> Value {
         body(&options.model, request)
-    }
-
-    fn reader(&self) -> Reader {
-        Reader::default()
     }
 }
 
