@@ -436,32 +436,14 @@ impl Pins {
             .iter()
             .map(|(alias, tool)| ((*alias).to_owned(), tool.name.clone(), entry_of(tool)))
             .collect();
-        {
-            let mut data = self.lock();
+        self.update(|data| {
             for (alias, name, entry) in &entries {
                 data.tools
                     .entry(alias.clone())
                     .or_default()
                     .insert(name.clone(), entry.clone());
             }
-        }
-        let Some(path) = &self.path else {
-            return Ok(());
-        };
-        let io = |source| HostError::PinsIo {
-            path: path.clone(),
-            source,
-        };
-        // Another process may have pinned other tools since we read the
-        // file: merge into what is on disk now, under the folder lock.
-        let _lock = DirLock::acquire(parent_dir(path)).map_err(io)?;
-        let mut on_disk = read(path)?;
-        for (alias, name, entry) in entries {
-            on_disk.tools.entry(alias).or_default().insert(name, entry);
-        }
-        write_atomic(path, render(&on_disk).as_bytes()).map_err(io)?;
-        *self.lock() = on_disk;
-        Ok(())
+        })
     }
 
     /// The approved definition of the tool `name` of `alias`, as the
@@ -552,8 +534,9 @@ impl Pins {
         })
     }
 
-    /// Applies `change` in memory, then to the file as it is on disk now
-    /// (merged under the folder lock, as [`Pins::pin_all`] does).
+    /// Applies `change` in memory, then to the file as it is on disk now:
+    /// another process may have pinned other tools since we read the file,
+    /// so the change is merged into what is there, under the folder lock.
     fn update(&self, change: impl Fn(&mut LockData)) -> Result<(), HostError> {
         change(&mut self.lock());
         let Some(path) = &self.path else {
