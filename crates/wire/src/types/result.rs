@@ -8,6 +8,40 @@ use serde_json::Value;
 
 use super::JsonObject;
 
+/// Declares the result of a paginated list method: one page of items
+/// under its own member, then what every page carries (the next page's
+/// cursor, the cache hints, the result header). The struct is written out
+/// as before, so its JSON is unchanged.
+macro_rules! paged_result {
+    (
+        $(#[$doc:meta])*
+        pub struct $name:ident {
+            $(#[$items_doc:meta])*
+            pub $items:ident: Vec<$item:ty>,
+            $(#[$cache_doc:meta])*
+            cache,
+        }
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $(#[$items_doc])*
+            pub $items: Vec<$item>,
+            /// Cursor of the next page; absent on the last one.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub next_cursor: Option<String>,
+            $(#[$cache_doc])*
+            #[serde(flatten)]
+            pub cache: $crate::types::CacheHints,
+            /// Result kind and metadata.
+            #[serde(flatten)]
+            pub header: $crate::types::ResultHeader,
+        }
+    };
+}
+pub(crate) use paged_result;
+
 /// The `resultType` of a result: what kind of answer it is (WIRE-06).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum ResultType {
