@@ -69,4 +69,4 @@ pub use roots::*;
 pub use sampling::*;
 pub use tools::*;
 
-pub(crate) use result::paged_result;
+pub(crate) use result::{paged_result, string_serde};

@@ -2,8 +2,7 @@
 //! ([`ResultHeader`]), cache hints ([`CacheHints`], CACHE-01), and the
 //! params of a paginated list request.
 
-use serde::de::Deserializer;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::JsonObject;
@@ -41,6 +40,29 @@ macro_rules! paged_result {
     };
 }
 pub(crate) use paged_result;
+
+/// Implements `Serialize` and `Deserialize` for an open string enum
+/// through its `as_str` and its `From<&str>` (which keeps unknown values),
+/// so it travels as the bare string.
+macro_rules! string_serde {
+    ($ty:ident) => {
+        impl ::serde::Serialize for $ty {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: ::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> Result<Self, D::Error> {
+                let s = <String as ::serde::Deserialize>::deserialize(deserializer)?;
+                Ok($ty::from(s.as_str()))
+            }
+        }
+    };
+}
+pub(crate) use string_serde;
 
 /// The `resultType` of a result: what kind of answer it is (WIRE-06).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -83,18 +105,7 @@ impl From<&str> for ResultType {
     }
 }
 
-impl Serialize for ResultType {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ResultType {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(deserializer)?;
-        Ok(ResultType::from(s.as_str()))
-    }
-}
+string_serde!(ResultType);
 
 /// Who may reuse a cached result (caching).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
