@@ -7,9 +7,7 @@ use http::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 use switchboard_wire::sse::SseEvent;
 
-use super::{
-    Dialect, Endpoint, Failure, ProviderOptions, StreamReader, count, delegate_model, parse_data,
-};
+use super::{Dialect, Failure, ProviderOptions, StreamReader, count, parse_data, provider_model};
 use crate::message::{Content, Role};
 use crate::model::{
     Collector, EventFn, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, Usage,
@@ -21,25 +19,12 @@ pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent.
 pub(crate) const API_VERSION: &str = "2023-06-01";
 
-/// A model behind the Anthropic Messages API.
-#[derive(Debug, Clone)]
-pub struct AnthropicModel(Endpoint<Anthropic>);
-
-impl AnthropicModel {
+provider_model! {
+    /// A model behind the Anthropic Messages API.
+    pub struct AnthropicModel(Endpoint<Anthropic>);
     /// A model with these options.
-    ///
-    /// # Errors
-    /// [`ModelError::Spec`] when TLS cannot be set up.
-    pub fn new(options: ProviderOptions) -> Result<AnthropicModel, ModelError> {
-        Endpoint::new(Anthropic, options).map(AnthropicModel)
-    }
+    fn new;
 }
-
-delegate_model!(AnthropicModel);
-
-/// The dialect.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Anthropic;
 
 impl Dialect for Anthropic {
     type Reader = Reader;
@@ -47,6 +32,7 @@ impl Dialect for Anthropic {
     const PROVIDER: &'static str = "anthropic";
     const KEY_VARIABLE: &'static str = "ANTHROPIC_API_KEY";
     const PATH: &'static str = "messages";
+    const BODY: fn(&str, &ModelRequest) -> Value = body;
 
     fn headers(&self, options: &ProviderOptions, headers: &mut HeaderMap) {
         if let Ok(mut key) = HeaderValue::from_str(&options.api_key) {
@@ -54,10 +40,6 @@ impl Dialect for Anthropic {
             headers.insert("x-api-key", key);
         }
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-    }
-
-    fn body(&self, options: &ProviderOptions, request: &ModelRequest) -> Value {
-        body(&options.model, request)
     }
 }
 

@@ -138,7 +138,7 @@ impl RetryPolicy {
 
 /// One provider's model: its options, the shared HTTP client and the
 /// dialect; the public model types wrap one and hand [`Model`] to it
-/// ([`delegate_model`]).
+/// ([`provider_model`]).
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint<D> {
     dialect: D,
@@ -180,10 +180,32 @@ impl<D: Dialect + fmt::Debug> Model for Endpoint<D> {
     }
 }
 
-/// Implements [`Model`] for a public model type that is a newtype over an
-/// [`Endpoint`].
-macro_rules! delegate_model {
-    ($model:ty) => {
+/// Declares a provider's public model type, a newtype over an
+/// [`Endpoint`] of its dialect: the type, its constructor, its [`Model`]
+/// (handed to the endpoint) and the dialect's unit type, whose
+/// [`Dialect`] impl the provider's module writes.
+macro_rules! provider_model {
+    (
+        $(#[$doc:meta])*
+        pub struct $model:ident(Endpoint<$dialect:ident>);
+        $(#[$new_doc:meta])*
+        fn new;
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $model(crate::provider::Endpoint<$dialect>);
+
+        impl $model {
+            $(#[$new_doc])*
+            ///
+            /// # Errors
+            /// [`ModelError::Spec`](crate::ModelError::Spec) when TLS cannot be
+            /// set up.
+            pub fn new(options: crate::ProviderOptions) -> Result<$model, crate::ModelError> {
+                crate::provider::Endpoint::new($dialect, options).map($model)
+            }
+        }
+
         impl crate::model::Model for $model {
             fn name(&self) -> String {
                 crate::model::Model::name(&self.0)
@@ -193,16 +215,18 @@ macro_rules! delegate_model {
                 &'a self,
                 request: &'a crate::model::ModelRequest,
                 events: crate::model::EventFn<'a>,
-            ) -> crate::model::BoxFuture<
-                'a,
-                Result<crate::model::TurnOutput, crate::model::ModelError>,
-            > {
+            ) -> crate::model::BoxFuture<'a, Result<crate::model::TurnOutput, crate::ModelError>>
+            {
                 crate::model::Model::turn(&self.0, request, events)
             }
         }
+
+        #[doc = concat!("The wire format of [`", stringify!($model), "`].")]
+        #[derive(Debug, Clone, Copy)]
+        pub(crate) struct $dialect;
     };
 }
-pub(crate) use delegate_model;
+pub(crate) use provider_model;
 
 /// A provider's wire format.
 pub(crate) trait Dialect: Send + Sync {
@@ -214,10 +238,10 @@ pub(crate) trait Dialect: Send + Sync {
     const KEY_VARIABLE: &'static str;
     /// The endpoint's path under `/v1/`.
     const PATH: &'static str;
+    /// The request body for the model named `model`.
+    const BODY: fn(model: &str, request: &ModelRequest) -> Value;
     /// Provider-specific headers (the key, versions).
     fn headers(&self, options: &ProviderOptions, headers: &mut HeaderMap);
-    /// The request body.
-    fn body(&self, options: &ProviderOptions, request: &ModelRequest) -> Value;
     /// A fresh reader.
     fn reader(&self) -> Self::Reader {
         Self::Reader::default()
@@ -293,7 +317,8 @@ pub(crate) async fn stream_turn<D: Dialect>(
     let uri: Uri = url
         .parse()
         .map_err(|e| ModelError::Spec(format!("bad {} base URL {url:?}: {e}", D::PROVIDER)))?;
-    let body = Bytes::from(serde_json::to_vec(&dialect.body(options, request)).unwrap_or_default());
+    let body =
+        Bytes::from(serde_json::to_vec(&D::BODY(&options.model, request)).unwrap_or_default());
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(

@@ -10,9 +10,7 @@ use serde_json::{Value, json};
 use switchboard_wire::sse::SseEvent;
 
 use super::anthropic::finish_call;
-use super::{
-    Dialect, Endpoint, Failure, ProviderOptions, StreamReader, count, delegate_model, parse_data,
-};
+use super::{Dialect, Failure, ProviderOptions, StreamReader, count, parse_data, provider_model};
 use crate::message::{Content, Role};
 use crate::model::{Collector, EventFn, ModelError, ModelEvent, ModelRequest, StopReason, Usage};
 use crate::schema;
@@ -20,26 +18,13 @@ use crate::schema;
 /// The default base URL.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com";
 
-/// A model behind an OpenAI-compatible Chat Completions API.
-#[derive(Debug, Clone)]
-pub struct OpenAiModel(Endpoint<OpenAi>);
-
-impl OpenAiModel {
+provider_model! {
+    /// A model behind an OpenAI-compatible Chat Completions API.
+    pub struct OpenAiModel(Endpoint<OpenAi>);
     /// A model with these options (an empty key sends no
     /// `Authorization`, for local runtimes).
-    ///
-    /// # Errors
-    /// [`ModelError::Spec`] when TLS cannot be set up.
-    pub fn new(options: ProviderOptions) -> Result<OpenAiModel, ModelError> {
-        Endpoint::new(OpenAi, options).map(OpenAiModel)
-    }
+    fn new;
 }
-
-delegate_model!(OpenAiModel);
-
-/// The dialect.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct OpenAi;
 
 impl Dialect for OpenAi {
     type Reader = Reader;
@@ -47,6 +32,7 @@ impl Dialect for OpenAi {
     const PROVIDER: &'static str = "openai";
     const KEY_VARIABLE: &'static str = "OPENAI_API_KEY";
     const PATH: &'static str = "chat/completions";
+    const BODY: fn(&str, &ModelRequest) -> Value = body;
 
     fn headers(&self, options: &ProviderOptions, headers: &mut HeaderMap) {
         if options.api_key.is_empty() {
@@ -56,10 +42,6 @@ impl Dialect for OpenAi {
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
-    }
-
-    fn body(&self, options: &ProviderOptions, request: &ModelRequest) -> Value {
-        body(&options.model, request)
     }
 }
 
