@@ -4,8 +4,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use switchboard_host::approver::BoxFuture as ApproveFuture;
-use switchboard_host::sanitize;
+use switchboard_host::BoxFuture as ApproveFuture;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, CallOptions, Decider, Host, LoadedTools, ModelTool,
     TableChange, ToolSearch,
@@ -162,7 +161,7 @@ impl Toolbox for HostToolbox {
         // The table's own size decides (the built-ins are sent anyway).
         let table: Vec<ModelTool> = all
             .iter()
-            .filter(|t| t.server != switchboard_host::builtin::ALIAS)
+            .filter(|t| t.server != switchboard_host::BUILTIN_ALIAS)
             .cloned()
             .collect();
         let table_tokens = Host::tools_tokens(&table);
@@ -279,8 +278,8 @@ impl Toolbox for HostToolbox {
 /// `mcp__switchboard__search_tools`.
 pub(crate) fn search_tool_name() -> String {
     switchboard_wire::namespaced_tool_name(
-        switchboard_host::builtin::ALIAS,
-        switchboard_host::builtin::SEARCH_TOOLS,
+        switchboard_host::BUILTIN_ALIAS,
+        switchboard_host::SEARCH_TOOLS,
     )
 }
 
@@ -293,7 +292,9 @@ fn is_search_tool(name: &str) -> bool {
 /// inside markers of their own.
 pub fn result_text(result: &CallToolResult, server: Option<&str>, tool: &str) -> String {
     let mut parts = Vec::new();
-    let wrap = |text: &str| sanitize::wrap(server.unwrap_or("unknown"), Some(tool), text);
+    let wrap = |text: &str| {
+        switchboard_host::wrap_untrusted(server.unwrap_or("unknown"), Some(tool), text)
+    };
     for block in &result.content {
         match block {
             ContentBlock::Text { text, .. } => parts.push(text.clone()),

@@ -15,7 +15,7 @@ use switchboard_agent::eval::{
 use switchboard_agent::{
     Model, OpenAiModel, ProviderOptions, RetryPolicy, ScriptedModel, ToolSpec,
 };
-use switchboard_host::pins::Pins;
+use switchboard_host::Pins;
 use switchboard_host::{Config, ConfigOrigin, Host, MountOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

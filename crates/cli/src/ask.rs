@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::{Value, json};
 use switchboard_agent::{ModelSampler, ModelSettings, ProcessEnv, model_from_spec_with};
 use switchboard_client::{BoxFuture, InputHandler};
-use switchboard_host::approver::BoxFuture as ApproveFuture;
-use switchboard_host::input::sampled_text;
+use switchboard_host::BoxFuture as ApproveFuture;
+use switchboard_host::sampled_text;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, Asker, Config, ConfigOrigin, Decider, ElicitAnswer,
     Elicitation, ElicitationKind, Form, HostInput, PromptApprover, Sampler, SamplingRequest,

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use switchboard_host::HostError;
-use switchboard_host::auth::default_token_store;
-use switchboard_host::connect::{ConnectOptions, Connection};
+use switchboard_host::default_token_store;
+use switchboard_host::{ConnectOptions, Connection};
 use switchboard_host::{OAuthSetting, ServerConfig, TransportConfig};
 
 use crate::session::client_info;
@@ -48,5 +48,5 @@ pub(crate) async fn connect(
     let mut options = ConnectOptions::default();
     options.client_info = Some(client_info());
     options.token_store = default_token_store().ok();
-    switchboard_host::connect::connect(server, &options, timeout).await
+    switchboard_host::connect(server, &options, timeout).await
 }

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::Context as _;
 use serde_json::{Value, json};
 use switchboard_demo::tickets;
-use switchboard_host::config::ConfigProblem;
+use switchboard_host::ConfigProblem;
 use switchboard_host::{Config, ConfigOrigin, ConfigProblems, HostError};
 
 /// Permission rules of the demo: reading is allowed; both `search` tools
@@ -148,7 +148,7 @@ fn demo_error(problem: &str) -> HostError {
     ConfigProblems {
         file: ConfigOrigin::Demo.describe(),
         problems: vec![ConfigProblem {
-            kind: switchboard_host::config::ProblemKind::NotFound,
+            kind: switchboard_host::ProblemKind::NotFound,
             key: "(demo)".into(),
             problem: problem.to_owned(),
             fix: "write a config file (see the README) or fix the problem above".into(),

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
-use switchboard_host::sanitize::{CLOSE_TAG, OPEN_TAG};
+use switchboard_host::{CLOSE_TAG, OPEN_TAG};
 
 /// Writes `text` and a newline to stdout.
 ///
@@ -153,14 +153,13 @@ mod tests {
 
     #[test]
     fn markers_are_removed_for_people() {
-        let d =
-            switchboard_host::sanitize::model_description("notes", Some("Searches  the\nnotes."));
+        let d = switchboard_host::model_description("notes", Some("Searches  the\nnotes."));
         assert_eq!(plain_description(&d), "Searches the notes.");
-        let wrapped = switchboard_host::sanitize::wrap("notes", Some("mcp__notes__x"), "a\nb");
+        let wrapped = switchboard_host::wrap_untrusted("notes", Some("mcp__notes__x"), "a\nb");
         assert_eq!(without_markers(&wrapped), "a\nb");
         let inline = format!(
             "failed: {}. Retry",
-            switchboard_host::sanitize::wrap("t", None, "refused")
+            switchboard_host::wrap_untrusted("t", None, "refused")
         );
         assert_eq!(without_markers(&inline), "failed: \nrefused\n. Retry");
     }

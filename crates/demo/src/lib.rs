@@ -35,6 +35,7 @@
 
 pub mod faulty;
 pub mod notes;
+mod search;
 pub mod tickets;
 
 /// Version the demo servers report in `serverInfo`.

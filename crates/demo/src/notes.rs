@@ -19,6 +19,7 @@ use serde::Deserialize;
 use switchboard_server::{BuildError, HandlerError, Server, SkillSpec, ToolAnnotations, ToolSpec};
 
 use crate::DemoError;
+use crate::search::{Words, answer};
 
 /// The id of the note longer than the host's budget.
 pub const LONG_NOTE_ID: &str = "handbook";
@@ -150,33 +151,13 @@ struct ReadNoteArgs {
 }
 
 async fn search(args: SearchArgs) -> Result<String, HandlerError> {
-    let words: Vec<String> = args
-        .query
-        .split_whitespace()
-        .map(str::to_lowercase)
-        .collect();
-    if words.is_empty() {
-        return Err(HandlerError::msg(
-            "The query is empty. Give one or more words to look for.",
-        ));
-    }
+    let words = Words::of(&args.query)?;
     let hits: Vec<String> = notes()
         .iter()
-        .filter(|n| {
-            let text = format!("{} {}", n.title, n.body).to_lowercase();
-            words.iter().all(|w| text.contains(w.as_str()))
-        })
+        .filter(|n| words.match_in(n.title, &n.body))
         .map(|n| format!("- {} ({}): {}", n.id, n.title, first_sentence(&n.body)))
         .collect();
-    if hits.is_empty() {
-        return Ok(format!("No note contains {:?}.", args.query));
-    }
-    Ok(format!(
-        "{} note(s) match {:?}:\n{}",
-        hits.len(),
-        args.query,
-        hits.join("\n")
-    ))
+    Ok(answer("note", &args.query, &hits))
 }
 
 async fn read_note(args: ReadNoteArgs) -> Result<String, HandlerError> {

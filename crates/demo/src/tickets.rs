@@ -30,6 +30,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::DemoError;
+use crate::search::{Words, answer};
 
 /// The port the demo uses when it is free.
 pub const DEFAULT_PORT: u16 = 3115;
@@ -335,16 +336,7 @@ struct CreateArgs {
 }
 
 async fn search(db: &Db, args: SearchArgs, ctx: Context) -> Result<String, HandlerError> {
-    let words: Vec<String> = args
-        .query
-        .split_whitespace()
-        .map(str::to_lowercase)
-        .collect();
-    if words.is_empty() {
-        return Err(HandlerError::msg(
-            "The query is empty. Give one or more words to look for.",
-        ));
-    }
+    let words = Words::of(&args.query)?;
     let total = lock(db).len();
     ctx.progress(1.0, Some(2.0), Some(&format!("searching {total} tickets")))
         .await;
@@ -354,21 +346,10 @@ async fn search(db: &Db, args: SearchArgs, ctx: Context) -> Result<String, Handl
     }
     let hits: Vec<String> = lock(db)
         .iter()
-        .filter(|t| {
-            let text = format!("{} {}", t.title, t.description).to_lowercase();
-            words.iter().all(|w| text.contains(w.as_str()))
-        })
+        .filter(|t| words.match_in(&t.title, &t.description))
         .map(Ticket::line)
         .collect();
-    if hits.is_empty() {
-        return Ok(format!("No ticket contains {:?}.", args.query));
-    }
-    Ok(format!(
-        "{} ticket(s) match {:?}:\n{}",
-        hits.len(),
-        args.query,
-        hits.join("\n")
-    ))
+    Ok(answer("ticket", &args.query, &hits))
 }
 
 fn get_ticket(db: &Db, id: &str) -> Result<String, HandlerError> {

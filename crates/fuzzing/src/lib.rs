@@ -36,7 +36,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use switchboard_host::config::{Config, ConfigOrigin};
+use switchboard_host::{Config, ConfigOrigin};
 use switchboard_server::UriTemplate;
 use switchboard_wire::header::{decode_value, encode_value, header_params};
 use switchboard_wire::{FrameError, LineFramer, Message, Response, SseDecoder, scan};

@@ -4,8 +4,10 @@
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use switchboard_host::approver::BoxFuture;
-use switchboard_host::{Approval, ApprovalRequest, Approver, Decider, sanitize};
+use switchboard_host::BoxFuture;
+use switchboard_host::{
+    Approval, ApprovalRequest, Approver, Decider, HIDDEN_NOTICE, show_arguments, show_invisible,
+};
 use switchboard_server::{Elicitation, InputRequired};
 
 use crate::console::Approvals;
@@ -25,30 +27,30 @@ pub(crate) struct ApprovalForm {
 /// the tool, the exact arguments, and why the gate asks (a changed
 /// definition's diff included: the user is the reviewer). Invisible and
 /// text-direction characters in the arguments, reasons and diff are
-/// shown escaped ([`sanitize::show_invisible`]), with a sentence saying
+/// shown escaped ([`show_invisible`]), with a sentence saying
 /// the arguments held some: the question shows what will run.
 pub(crate) fn ask(
     name: &str,
     arguments: &Value,
     request: Option<&ApprovalRequest>,
 ) -> InputRequired {
-    let args = sanitize::show_arguments(arguments);
+    let args = show_arguments(arguments);
     let mut message = format!(
         "Switchboard: allow the tool call {name} with these arguments?\n{}",
         args.text
     );
     if args.escaped {
         message.push('\n');
-        message.push_str(sanitize::HIDDEN_NOTICE);
+        message.push_str(HIDDEN_NOTICE);
     }
     if let Some(request) = request {
         for reason in &request.reasons {
             message.push_str("\nWhy asked: ");
-            message.push_str(&sanitize::show_invisible(reason).text);
+            message.push_str(&show_invisible(reason).text);
         }
         if let Some(diff) = &request.diff {
             message.push_str("\nThe tool's definition changed since it was approved:\n");
-            message.push_str(&sanitize::show_invisible(diff).text);
+            message.push_str(&show_invisible(diff).text);
         }
     }
     InputRequired::new()

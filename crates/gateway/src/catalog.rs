@@ -13,10 +13,10 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use switchboard_host::catalog::{OfferedPrompt, OfferedResource, OfferedTemplate};
 use switchboard_host::{
     CallOptions, Catalog, CompletionRef, Host, Named, OfferChange, OfferError, Outcome, ResourceRef,
 };
+use switchboard_host::{OfferedPrompt, OfferedResource, OfferedTemplate};
 use switchboard_server::{
     CompleteRequest, Context, HandlerError, Offered, PromptOutcome, PromptSpec, ResourceSpec,
     Server, TemplateMatch, TemplateSpec,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_host::builtin::READ_RESULT;
+use switchboard_host::READ_RESULT;
 use switchboard_host::{Approval, Approver, AssumeYes, CallOptions, Host, ModelTool, Verdict};
 use switchboard_server::{Context, HandlerError, Server, ToolResult, ToolSpec};
 use tokio::sync::broadcast;
@@ -43,7 +43,7 @@ pub(crate) fn register_all(
     // [`follow_changes`]: it answers by name from the start (unlisted,
     // and not counted as registered, so the host's own entry replaces it).
     let read_result =
-        switchboard_wire::namespaced_tool_name(switchboard_host::builtin::ALIAS, READ_RESULT);
+        switchboard_wire::namespaced_tool_name(switchboard_host::BUILTIN_ALIAS, READ_RESULT);
     if !names.contains(&read_result) {
         let spec = ToolSpec::new(&read_result)
             .input_schema(serde_json::json!({"type": "object"}))
@@ -448,10 +448,10 @@ async fn answer(
 /// log.
 pub(crate) fn caller_token(
     principal: Option<&switchboard_server::Principal>,
-) -> Option<switchboard_host::secret::Secret> {
+) -> Option<switchboard_oauth::Secret> {
     principal
         .and_then(|p| p.token.as_ref())
-        .map(|t| switchboard_host::secret::Secret::new(t.expose()))
+        .map(|t| switchboard_oauth::Secret::new(t.expose()))
 }
 
 /// The approver of a call's retry after the console was asked (approval

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_client::{Client, HttpTransport, InputHandler};
 use switchboard_gateway::{Gateway, GatewayOptions, InboundAuth, StaticTokens};
-use switchboard_host::auth::TokenStore;
+use switchboard_host::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
 use switchboard_testutil::{Artifacts, built};
 use tokio::sync::oneshot;

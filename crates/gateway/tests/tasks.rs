@@ -23,7 +23,7 @@ use switchboard_client::{
     RequestOptions, ToolCallStart,
 };
 use switchboard_gateway::{Gateway, GatewayOptions, Telemetry};
-use switchboard_host::auth::TokenStore;
+use switchboard_host::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
 use switchboard_server::http::HttpOptions;
 use switchboard_server::{AuthError, Principal, ProtectedResource, TokenValidator};

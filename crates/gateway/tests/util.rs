@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_client::{Client, HttpTransport, InputHandler};
 use switchboard_gateway::{Gateway, GatewayOptions};
-use switchboard_host::auth::TokenStore;
+use switchboard_host::TokenStore;
 use switchboard_host::{ConfigLoader, Host, MountOptions};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;

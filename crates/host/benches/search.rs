@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchboard_host::search::evaluation::{CatalogueTool, QueryCase};
-use switchboard_host::search::{Document, SearchIndex};
+use switchboard_host::{CatalogueTool, QueryCase};
 use switchboard_host::{
-    Config, ConfigOrigin, Host, LoadedTools, ModelTool, MountOptions, ServerConfig, tokens,
+    Config, ConfigOrigin, Host, LoadedTools, ModelTool, MountOptions, ServerConfig, estimate_tokens,
 };
+use switchboard_host::{SearchDocument as Document, SearchIndex};
 use switchboard_testutil::{Artifacts, built};
 
 /// Searches timed per query, after one warm-up pass.
@@ -144,8 +144,8 @@ async fn catalogue(tools: &[CatalogueTool], cases: &[QueryCase], dir: &Path) {
         deferred.len(),
         deferred_chars,
         summaries.chars().count(),
-        deferred_tokens + tokens::estimate(&summaries),
-        100.0 * (deferred_tokens + tokens::estimate(&summaries)) as f64 / tokens_full as f64
+        deferred_tokens + estimate_tokens(&summaries),
+        100.0 * (deferred_tokens + estimate_tokens(&summaries)) as f64 / tokens_full as f64
     );
     // Recall through the host's own search (the model's view of the text).
     let key = |t: &ModelTool| format!("{}/{}", t.server, t.original_name);

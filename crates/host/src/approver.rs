@@ -23,7 +23,7 @@ use crate::audit::Decider;
 use crate::sanitize;
 
 /// A boxed, sendable future (the one alias of the workspace).
-pub use switchboard_wire::BoxFuture;
+pub(crate) use switchboard_wire::BoxFuture;
 
 /// A question for the user about one call.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,11 +25,12 @@ use switchboard_oauth::{
 
 use crate::config::{AssertionConfig, IdentityProviderConfig, OAuthSetting, ServerConfig};
 
-pub use switchboard_oauth::{LoginReport, StoredLogin, TokenStore, UserAgent};
+pub use switchboard_oauth::TokenStore;
+pub(crate) use switchboard_oauth::UserAgent;
 
 /// Environment variable naming the folder of Switchboard's per-user state
 /// (the token store is `oauth.json` in it); it wins over `XDG_STATE_HOME`.
-pub const STATE_DIR_ENV: &str = "SWITCHBOARD_STATE_DIR";
+pub(crate) const STATE_DIR_ENV: &str = "SWITCHBOARD_STATE_DIR";
 
 /// The name Switchboard registers under at authorization servers.
 const CLIENT_NAME: &str = "Switchboard";
@@ -65,13 +66,13 @@ pub fn needs_login_reason(alias: &str) -> String {
 }
 
 /// The command that logs in for `idp`, an `identityProviders` entry.
-pub fn idp_login_command(idp: &str) -> String {
+pub(crate) fn idp_login_command(idp: &str) -> String {
     format!("switchboard auth login --idp {idp}")
 }
 
 /// The command that makes `server` usable: the login at its identity
 /// provider when its `oauth` names one, else its own login.
-pub fn server_login_command(server: &ServerConfig) -> String {
+pub(crate) fn server_login_command(server: &ServerConfig) -> String {
     match server_idp(server) {
         Some(idp) => idp_login_command(idp),
         None => login_command(&server.alias),
@@ -80,7 +81,7 @@ pub fn server_login_command(server: &ServerConfig) -> String {
 
 /// The outage reason of `server` when a person has to log in
 /// ([`server_login_command`]).
-pub fn server_needs_login_reason(server: &ServerConfig) -> String {
+pub(crate) fn server_needs_login_reason(server: &ServerConfig) -> String {
     format!("needs login: run `{}`", server_login_command(server))
 }
 
@@ -104,7 +105,7 @@ pub fn idp_login_config(name: &str, idp: &IdentityProviderConfig) -> OAuthConfig
 
 /// An identity provider as the OAuth client uses it: the ID token is the
 /// one `switchboard auth login --idp NAME` kept in the token store.
-pub fn identity_provider(name: &str, idp: &IdentityProviderConfig) -> IdentityProvider {
+pub(crate) fn identity_provider(name: &str, idp: &IdentityProviderConfig) -> IdentityProvider {
     let mut client = PreRegisteredClient::new(&idp.client_id).issuer(&idp.issuer);
     // Resolved beforehand (IdentityProviderConfig::resolve_secrets); an
     // unresolved reference gives no secret.

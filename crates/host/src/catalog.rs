@@ -29,7 +29,7 @@ use crate::sanitize;
 use crate::table::{ServerTools, ToolTable};
 
 /// The scheme of a wrapped URI: `switchboard-mount://ALIAS/ORIGINAL`.
-pub const MOUNT_SCHEME: &str = "switchboard-mount";
+pub(crate) const MOUNT_SCHEME: &str = "switchboard-mount";
 
 /// Claims that overlap this prefix are always wrapped: the gateway's own
 /// resources (`switchboard://…`) and wrapped URIs live under it.
@@ -37,12 +37,12 @@ const RESERVED: &str = "switchboard";
 
 /// The wrapped form of `uri` of the server `alias`. Reversible with
 /// [`unmount_uri`]: an alias never contains `/`.
-pub fn mount_uri(alias: &str, uri: &str) -> String {
+pub(crate) fn mount_uri(alias: &str, uri: &str) -> String {
     format!("{MOUNT_SCHEME}://{alias}/{uri}")
 }
 
 /// The alias and original URI of a wrapped URI; `None` for any other URI.
-pub fn unmount_uri(uri: &str) -> Option<(&str, &str)> {
+pub(crate) fn unmount_uri(uri: &str) -> Option<(&str, &str)> {
     let rest = uri.strip_prefix(MOUNT_SCHEME)?.strip_prefix("://")?;
     let (alias, original) = rest.split_once('/')?;
     (!alias.is_empty()).then_some((alias, original))
@@ -85,7 +85,7 @@ pub struct OfferedResource {
 }
 
 impl OfferedResource {
-    /// Whether the URI is wrapped ([`mount_uri`]).
+    /// Whether the URI is wrapped (`mount_uri`).
     pub fn is_wrapped(&self) -> bool {
         self.resource.uri != self.original_uri
     }
@@ -104,7 +104,7 @@ pub struct OfferedTemplate {
 }
 
 impl OfferedTemplate {
-    /// Whether the template is wrapped ([`mount_uri`]).
+    /// Whether the template is wrapped (`mount_uri`).
     pub fn is_wrapped(&self) -> bool {
         self.template.uri_template != self.original_template
     }

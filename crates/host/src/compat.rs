@@ -67,7 +67,7 @@ impl ChangeClass {
 
 /// Classifies the change from the approved `(description, inputSchema,
 /// annotations)` to the current one.
-pub fn classify(
+pub(crate) fn classify(
     approved: (Option<&str>, &Value, &Value),
     now: (Option<&str>, &Value, &Value),
 ) -> ChangeClass {

@@ -57,7 +57,7 @@ impl Default for ConnectOptions {
 /// A configured server whose transport is up (process spawned, HTTP
 /// transport built), before the era probe.
 #[derive(Debug)]
-pub struct Opened {
+pub(crate) struct Opened {
     /// The client to connect, with the server's alias and transport (and
     /// the input handler and client info of the options).
     pub builder: ClientBuilder,
@@ -139,20 +139,8 @@ pub fn stdio_config(server: &ServerConfig) -> Option<StdioConfig> {
     Some(cfg)
 }
 
-/// Opens a configured server: spawns a stdio server, or builds the HTTP
-/// transport with the entry's headers and, when it uses OAuth, a fresh
-/// OAuth client on the options' token store (so a login made meanwhile,
-/// e.g. by `switchboard auth login`, is read).
-///
-/// # Errors
-/// [`HostError::Connect`] holding [`ConnectError::Transport`] when the
-/// process cannot be spawned or the transport cannot be built, or
-/// [`ConnectError::OAuth`] when the OAuth client cannot be set up.
-pub async fn open(server: &ServerConfig, options: &ConnectOptions) -> Result<Opened, HostError> {
-    Ok(try_open(server, options).await?)
-}
-
-/// [`open`], with its error unwrapped (the host sorts the causes itself).
+/// Opens a configured server (see [`connect`]), its error unwrapped (the host sorts
+/// the causes itself).
 // Failing to connect is the cold path: the error carries the client's
 // errors as they are.
 #[allow(clippy::result_large_err)]
@@ -218,8 +206,11 @@ pub struct Connection {
     pub auth: Option<OAuthProvider>,
 }
 
-/// [`open`], then the era probe within `timeout` (also the default deadline
-/// of every request).
+/// Opens a configured server (spawns a stdio server, or builds the HTTP
+/// transport with the entry's headers and, when it uses OAuth, a fresh
+/// OAuth client on the options' token store, so a login made meanwhile,
+/// e.g. by `switchboard auth login`, is read), then runs the era probe
+/// within `timeout` (also the default deadline of every request).
 ///
 /// # Errors
 /// [`HostError::Connect`] when the server cannot be opened, reached or

@@ -148,7 +148,7 @@ pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Asses
 /// server annotations.
 ///
 /// [`BuiltinGate::PerCall`]: crate::builtin::BuiltinGate::PerCall
-pub fn assess_builtin(rules: &[Rule], tool: &Tool, default: BuiltinGate) -> Assessment {
+pub(crate) fn assess_builtin(rules: &[Rule], tool: &Tool, default: BuiltinGate) -> Assessment {
     let alias = crate::builtin::ALIAS;
     let matched = match permission::decide(rules, alias, &tool.name) {
         RuleVerdict::Matched(rule) => Some(rule),
@@ -215,7 +215,7 @@ pub fn assess_builtin(rules: &[Rule], tool: &Tool, default: BuiltinGate) -> Asse
 ///
 /// # Errors
 /// The refusal, as above.
-pub fn principal_allows<'a>(
+pub(crate) fn principal_allows<'a>(
     rules: &'a [Rule],
     alias: &str,
     original: &str,
@@ -250,7 +250,10 @@ pub fn principal_allows<'a>(
 ///
 /// # Errors
 /// The refusal, as described.
-pub fn principal_reaches<'a>(rules: &'a [Rule], alias: &str) -> Result<(), Option<&'a Rule>> {
+pub(crate) fn principal_reaches<'a>(
+    rules: &'a [Rule],
+    alias: &str,
+) -> Result<(), Option<&'a Rule>> {
     let whole = |rule: &&Rule| rule.pattern.alias() == alias && rule.pattern.is_whole_server();
     if let Some(rule) = rules
         .iter()
@@ -270,7 +273,7 @@ pub fn principal_reaches<'a>(rules: &'a [Rule], alias: &str) -> Result<(), Optio
 /// anything of server `alias`: no deny rule takes the whole server, and
 /// either the entry has no allow rules or one of them names the server
 /// (a tool of it, a prefix, or all of it).
-pub fn principal_reaches_any(rules: &[Rule], alias: &str) -> bool {
+pub(crate) fn principal_reaches_any(rules: &[Rule], alias: &str) -> bool {
     let names = |rule: &&Rule| rule.pattern.alias() == alias;
     let whole_denied = rules
         .iter()

@@ -144,7 +144,7 @@ impl HostInput {
         }
     }
 
-    /// A handler with the roots of `config` ([`roots_of`]).
+    /// A handler with the roots of `config` (`roots_of`).
     pub fn for_config(config: &Config) -> Self {
         HostInput::new(roots_of(config))
     }
@@ -334,7 +334,7 @@ impl SamplingRequest {
 
 /// The roots of `config`: its `"roots"` entries, or the working directory
 /// when it has none; each a `file://` URI (ROOT-03).
-pub fn roots_of(config: &Config) -> Vec<Root> {
+pub(crate) fn roots_of(config: &Config) -> Vec<Root> {
     match &config.roots {
         Some(paths) => paths.iter().map(|p| root(p)).collect(),
         None => std::env::current_dir()

@@ -7,54 +7,37 @@
 //! fails: every failure is an `isError` result the model can read), follow
 //! [`Host::subscribe`] for table changes, and [`Host::shutdown`] at the end.
 //!
-//! # Layout
-//! - [`connect`]: reaching one configured server (spawn or HTTP, headers,
-//!   OAuth, era probe): what the host mounts with, and what `doctor` and
-//!   `inspect` use to look at a server directly.
-//! - [`config`]: the config file (Claude / VS Code shapes, `${VAR}`
-//!   expansion, lookup order, validation, "allow always" edits).
-//! - `permission`: `mcp__alias__tool` patterns and allow/ask/deny rules.
-//! - [`gate`]: the verdict for one call (rules, untrusted annotations, pins).
-//! - [`approver`]: who answers when the gate asks (prompt, `--yes`, no one).
-//! - [`input`]: servers' questions (elicitation, sampling, roots) answered
-//!   through a front end's [`Asker`] and [`Sampler`].
-//! - [`table`]: namespaced names and the reverse map.
-//! - [`catalog`]: prompts, resources and templates of every server under
-//!   model-facing names and URIs ([`Host::catalog`]); getting, reading and
-//!   completing them ([`Host::get_prompt`], [`Host::read_resource`],
-//!   [`Host::complete`]) takes the same governed path as a tool call.
-//! - [`sanitize`]: invisible characters, HTML comments, boundary markers.
-//! - [`search`]: the tool search index (BM25F, identifiers split, stems,
-//!   a thesaurus) behind `tools --search` and
-//!   `mcp__switchboard__search_tools`.
-//! - [`skills`]: skills served by servers (the Skills extension): the
-//!   registry by alias and URI, their status against the lockfile, the
-//!   verified-content cache, and the built-in tools that load them.
-//! - [`tokens`]: token estimates of tool definitions, and when the table
-//!   is deferred ([`ToolSearch`]).
-//! - [`pins`]: the `switchboard.lock` rug-pull guard.
-//! - [`compat`]: deprecation notes and breaking/compatible change classes.
-//! - `budget` (private; [`Budget`] is re-exported): the shared truncation
-//!   budget.
-//! - `results` (private): results over their budget kept for the session, read
-//!   on by `mcp__switchboard__read_result`.
-//! - [`builtin`]: Switchboard's own tools (`mcp__switchboard__NAME`),
-//!   handlers in the host on the same governed path as servers' tools.
-//! - [`audit`]: the hash-chained audit log and its verifier.
-//! - `observe` (private; [`CallObserver`], [`CallEvent`] and
-//!   [`TraceContext`] are re-exported): the call observer (metrics, traces)
-//!   and trace context.
-//! - [`audit_stats`]: per-tool calls, error rate and p50/p95 durations
-//!   from the audit log.
-//! - [`auth`]: OAuth for remote servers (which servers use it, their
-//!   `oauth` settings, the per-user token store, "needs login").
-//! - `breaker`, `upstream`, `core`: per-server health, connections and the
-//!   [`Host`] itself, with the governed request path every request takes
-//!   (the caller's limits, the route, the caller's `principals` rules, the
-//!   gate, the server, one audit line).
+//! # Public surface
+//! Every module is private; this root names what an embedder uses, so
+//! the layout inside can change without breaking one. By task:
+//! - build a host from config: [`Config`] and its parts ([`ServerConfig`],
+//!   [`TransportConfig`], [`Rule`], [`LimitsOverride`]…, problems as
+//!   [`ConfigProblems`]), [`Host::mount`] with [`MountOptions`], one
+//!   error type [`HostError`]; the file format is [`config_format`];
+//! - call: [`CallOptions`] for tools, prompts, resources, completions and
+//!   skills, with [`Catalog`] naming what the servers offer;
+//! - approve and answer: [`Approver`] (with [`AssumeYes`],
+//!   [`PromptApprover`], [`NoApprover`]), servers' questions through
+//!   [`Asker`] and [`Sampler`] in a [`HostInput`], the gate's [`Verdict`];
+//! - audit and observe: [`AuditLog`], [`verify_audit`], [`audit_stats`],
+//!   [`CallObserver`];
+//! - pins, search and skills reports: [`Pins`], [`Host::search_tools`]
+//!   over a [`SearchIndex`], [`SkillReport`];
+//! - Switchboard's own tools: [`BuiltinTool`] and the names under
+//!   [`BUILTIN_ALIAS`];
+//! - what a front end shows or does beside the host (the CLI's `doctor`,
+//!   `inspect`, `auth`, `tools`): [`connect`] one server directly, the
+//!   OAuth helpers ([`oauth_config`], [`login_command`], [`TokenStore`]),
+//!   the model's view of a tool ([`model_view`], [`tool_tokens`],
+//!   [`wrap_untrusted`]).
 //!
-//! Below the host sits `switchboard-client` (one client per server); the
-//! host knows nothing of wire details beyond tool definitions and results.
+//! Inside, the request path runs through `core` (the [`Host`], the
+//! caller's limits, the route, the caller's `principals` rules, the gate,
+//! the server, one audit line); `upstream` and `breaker` hold each
+//! server's connection and health; `permission`, `gate`, `pins`, `budget`,
+//! `sanitize`, `table`, `catalog`, `search`, `skills` and `audit` are the
+//! pieces the path calls. Below the host sits `switchboard-client` (one
+//! client per server).
 //!
 //! # Example
 //! ```no_run
@@ -83,70 +66,123 @@
 //! # Ok(()) }
 //! ```
 
-pub mod approver;
-pub mod audit;
-pub mod audit_stats;
-pub mod auth;
+mod approver;
+mod audit;
+mod audit_stats;
+mod auth;
 mod breaker;
 mod budget;
-pub mod builtin;
-pub mod catalog;
-pub mod compat;
-pub mod config;
-pub mod connect;
+mod builtin;
+mod catalog;
+mod compat;
+mod config;
+mod connect;
 mod core;
 mod digest;
 mod error;
 mod form;
 mod fsutil;
-pub mod gate;
-pub mod input;
+mod gate;
+mod input;
 mod limits;
 mod observe;
 mod permission;
-pub mod pins;
+mod pins;
 mod reason;
 mod results;
-pub mod sanitize;
-pub mod search;
-pub mod secret;
-pub mod skills;
-pub mod table;
+mod sanitize;
+mod search;
+mod secret;
+mod skills;
+mod table;
 mod task;
-pub mod tokens;
+mod tokens;
 mod upstream;
 
+#[doc = include_str!("config/format.md")]
+pub mod config_format {}
+
+// Building a host from config.
+pub use budget::Budget;
+pub use config::{
+    ApprovalsConfig, AssertionConfig, BreakerConfig, Config, ConfigLoader, ConfigOrigin,
+    ConfigProblem, ConfigProblems, EvalsConfig, Identity, IdentityProviderConfig, ModelConfig,
+    NewTools, OAuthClientConfig, OAuthSetting, ProblemKind, ServerConfig, ServerIdp, SkillsConfig,
+    Timeouts, ToolSettings, TransportConfig,
+};
+pub use core::{
+    DroppedReport, Host, MountOptions, ReloadReport, ServerReport, ServerState, ServerStatus,
+    TableChange, ToolStatus,
+};
+pub use error::HostError;
+pub use limits::{CallLimits, LimitsOverride, SharedAdmission, SharedEntry, SharedLimits};
+pub use permission::{Pattern, PatternError, Rule, RuleKind};
+pub use secret::{ConfigValue, SecretError, SecretRef};
+pub use tokens::ToolSearch;
+
+// Calling tools, prompts, resources and completions.
+pub use catalog::{
+    Catalog, OfferChange, OfferedPrompt, OfferedResource, OfferedTemplate, ServerOffer,
+};
+pub use core::{
+    CallOptions, CallReport, CompletionRef, ModelTool, Named, OfferError, ResourceRef, SkillRef,
+    TaskResumption,
+};
+pub use switchboard_client::{ProgressSink, Resume};
+
+// Approvals and servers' questions.
 pub use approver::{
     Approval, ApprovalRequest, Approver, AssumeYes, NoApprover, PromptApprover, SkillQuestion,
 };
+pub use form::{Choice, FieldKind, Form, FormField};
+pub use gate::{Assessment, Verdict, assess as assess_tool};
+pub use input::{
+    Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
+    root as root_of, sampled_text,
+};
+pub use switchboard_wire::BoxFuture;
+
+// Audit and observation.
 pub use audit::{
     AuditLog, AuditRecord, CallInFlight, Decider, Outcome, Rotation as AuditRotation,
     VerifyProblem, VerifyReport, archives_of as audit_archives, verify as verify_audit,
 };
-pub use budget::Budget;
-pub use builtin::{BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool};
-pub use catalog::{Catalog, OfferChange};
-pub use config::{
-    ApprovalsConfig, Config, ConfigLoader, ConfigOrigin, ConfigProblems, EvalsConfig, Identity,
-    IdentityProviderConfig, NewTools, OAuthClientConfig, OAuthSetting, ServerConfig, ServerIdp,
-    TransportConfig,
+pub use audit_stats::{
+    AuditStats, Figures, PrincipalStats, SkippedLine, ToolStats, stats as audit_stats,
+    stats_of_file as audit_stats_of_file, stats_of_files as audit_stats_of_files,
 };
-pub use core::{
-    CHANGED_DEF_NOTICE, CHANGED_NOTICE, CHANGED_TITLE, CallOptions, CallReport, CompletionRef,
-    DroppedReport, FoundTool, Host, LoadedTools, ModelTool, MountOptions, Named, OfferError,
-    PinReport, ReloadReport, ResourceRef, ServerReport, ServerState, ServerStatus, SkillRef,
-    TableChange, TaskResumption, ToolStatus,
-};
-pub use error::HostError;
-pub use form::{Choice, FieldKind, Form, FormField};
-pub use gate::Verdict;
-pub use input::{
-    Asker, ElicitAnswer, Elicitation, ElicitationKind, HostInput, Sampler, SamplingRequest,
-};
-pub use limits::{CallLimits, LimitsOverride, SharedAdmission, SharedEntry, SharedLimits};
 pub use observe::{CallEvent, CallObserver, TraceContext};
-pub use permission::{Pattern, PatternError, Rule, RuleKind};
-pub use pins::{DefKind, PinState, SkillPinState};
-pub use skills::{SkillReport, SkillStatus};
-pub use switchboard_client::{ProgressSink, Resume};
-pub use tokens::ToolSearch;
+
+// Pins, search and skills.
+pub use core::{
+    CHANGED_DEF_NOTICE, CHANGED_NOTICE, CHANGED_TITLE, FoundTool, LoadedTools, PinReport,
+};
+pub use pins::{DefKind, PinState, Pins, SkillPinState};
+pub use search::evaluation::{CatalogueTool, QueryCase};
+pub use search::{Document as SearchDocument, FieldWeights, Hit as SearchHit, SearchIndex};
+pub use skills::cache::encode as skill_cache_name;
+pub use skills::{ALLOWED_TOOLS_IGNORED, SkillReport, SkillStatus, skill_id};
+
+// Switchboard's own tools.
+pub use builtin::{
+    ALIAS as BUILTIN_ALIAS, BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool,
+    DEFAULT_LIMIT as SEARCH_TOOLS_DEFAULT_LIMIT, MAX_LIMIT as SEARCH_TOOLS_MAX_LIMIT, READ_RESULT,
+    SEARCH_TOOLS,
+};
+
+// Beside the host: one server reached directly, OAuth logins, the
+// model's view of a tool.
+pub use auth::{
+    NoOAuth, TokenStore, default_token_store, idp_login_config, login_command, needs_login_reason,
+    oauth_config, principal_login_command,
+};
+pub use compat::{ChangeClass, deprecation_note};
+pub use connect::{ConnectError, ConnectOptions, Connection, connect, stdio_config};
+pub use sanitize::{
+    CLOSE_TAG, HIDDEN_NOTICE, OPEN_TAG, Shown, is_invisible, model_description, show_arguments,
+    show_invisible, wrap as wrap_untrusted,
+};
+pub use table::{
+    DescriptionLimits, DroppedTool, Listed, ServerTools, TableEntry, ToolTable, model_view,
+};
+pub use tokens::{estimate as estimate_tokens, tool_tokens};

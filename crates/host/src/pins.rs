@@ -241,7 +241,7 @@ impl Pins {
         self.state_of(alias, tool, &fingerprint(tool))
     }
 
-    /// [`Pins::state`] with the tool's [`fingerprint`] already known (the
+    /// [`Pins::state`] with the tool's `fingerprint` already known (the
     /// tool table computes it once per listing, not once per call).
     pub fn state_of(&self, alias: &str, tool: &Tool, fingerprint: &str) -> PinState {
         let data = self.lock();
@@ -302,36 +302,17 @@ impl Pins {
     /// # Errors
     /// As [`Pins::pin`]; the records hold in memory regardless.
     pub fn see_tools(&self, alias: &str, tools: &[Tool]) -> Result<(), HostError> {
-        let (first, unseen): (bool, Vec<(String, Entry)>) = {
-            let data = self.lock();
-            let first = !data.was_mounted(alias, "tools");
-            let known = data.tools.get(alias);
-            let unseen = tools
-                .iter()
-                .filter(|t| !known.is_some_and(|k| k.contains_key(&t.name)))
-                .map(|t| {
-                    let entry = Entry {
-                        new: !first,
-                        ..entry_of(t)
-                    };
-                    (t.name.clone(), entry)
-                })
-                .collect();
-            (first, unseen)
-        };
-        if !first && unseen.is_empty() {
-            return Ok(());
-        }
-        self.update(|data| {
-            data.mounted
-                .entry(alias.to_owned())
-                .or_default()
-                .insert("tools".to_owned());
-            let known = data.tools.entry(alias.to_owned()).or_default();
-            for (name, entry) in &unseen {
-                known.entry(name.clone()).or_insert_with(|| entry.clone());
-            }
-        })
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        self.see(
+            alias,
+            "tools",
+            |data| &mut data.tools,
+            &names,
+            |i, new| Entry {
+                new,
+                ..entry_of(&tools[i])
+            },
+        )
     }
 
     /// How the definition `value` of the prompt or template `key` of
@@ -368,14 +349,37 @@ impl Pins {
         alias: &str,
         defs: &[(String, Value)],
     ) -> Result<(), HostError> {
-        let (first, unseen): (bool, Vec<(String, DefPin)>) = {
-            let data = self.lock();
-            let first = !data.was_mounted(alias, kind.mounted_key());
-            let known = data.defs(kind).get(alias);
-            let unseen = defs
+        let keys: Vec<&str> = defs.iter().map(|(k, _)| k.as_str()).collect();
+        self.see(
+            alias,
+            kind.mounted_key(),
+            |data| data.defs_mut(kind),
+            &keys,
+            |i, new| def_pin(&defs[i].1, new),
+        )
+    }
+
+    /// What [`Pins::see_tools`] and [`Pins::see_defs`] share: records the
+    /// `keys` of `alias` not yet in the map `table` picks, made by `pin`
+    /// (from the key's index and whether it is new, that is whether
+    /// `alias` was listed under `mounted_key` before), and that it was.
+    fn see<P: Clone>(
+        &self,
+        alias: &str,
+        mounted_key: &str,
+        table: impl Fn(&mut LockData) -> &mut BTreeMap<String, BTreeMap<String, P>>,
+        keys: &[&str],
+        pin: impl Fn(usize, bool) -> P,
+    ) -> Result<(), HostError> {
+        let (first, unseen): (bool, Vec<(String, P)>) = {
+            let mut data = self.lock();
+            let first = !data.was_mounted(alias, mounted_key);
+            let known = table(&mut data).get(alias);
+            let unseen = keys
                 .iter()
-                .filter(|(k, _)| !known.is_some_and(|d| d.contains_key(k)))
-                .map(|(k, v)| (k.clone(), def_pin(v, !first)))
+                .enumerate()
+                .filter(|(_, k)| !known.is_some_and(|d| d.contains_key(**k)))
+                .map(|(i, k)| ((*k).to_owned(), pin(i, !first)))
                 .collect();
             (first, unseen)
         };
@@ -386,10 +390,10 @@ impl Pins {
             data.mounted
                 .entry(alias.to_owned())
                 .or_default()
-                .insert(kind.mounted_key().to_owned());
-            let known = data.defs_mut(kind).entry(alias.to_owned()).or_default();
-            for (key, pin) in &unseen {
-                known.entry(key.clone()).or_insert_with(|| pin.clone());
+                .insert(mounted_key.to_owned());
+            let known = table(data).entry(alias.to_owned()).or_default();
+            for (key, p) in &unseen {
+                known.entry(key.clone()).or_insert_with(|| p.clone());
             }
         })
     }
@@ -436,32 +440,14 @@ impl Pins {
             .iter()
             .map(|(alias, tool)| ((*alias).to_owned(), tool.name.clone(), entry_of(tool)))
             .collect();
-        {
-            let mut data = self.lock();
+        self.update(|data| {
             for (alias, name, entry) in &entries {
                 data.tools
                     .entry(alias.clone())
                     .or_default()
                     .insert(name.clone(), entry.clone());
             }
-        }
-        let Some(path) = &self.path else {
-            return Ok(());
-        };
-        let io = |source| HostError::PinsIo {
-            path: path.clone(),
-            source,
-        };
-        // Another process may have pinned other tools since we read the
-        // file: merge into what is on disk now, under the folder lock.
-        let _lock = DirLock::acquire(parent_dir(path)).map_err(io)?;
-        let mut on_disk = read(path)?;
-        for (alias, name, entry) in entries {
-            on_disk.tools.entry(alias).or_default().insert(name, entry);
-        }
-        write_atomic(path, render(&on_disk).as_bytes()).map_err(io)?;
-        *self.lock() = on_disk;
-        Ok(())
+        })
     }
 
     /// The approved definition of the tool `name` of `alias`, as the
@@ -552,8 +538,9 @@ impl Pins {
         })
     }
 
-    /// Applies `change` in memory, then to the file as it is on disk now
-    /// (merged under the folder lock, as [`Pins::pin_all`] does).
+    /// Applies `change` in memory, then to the file as it is on disk now:
+    /// another process may have pinned other tools since we read the file,
+    /// so the change is merged into what is there, under the folder lock.
     fn update(&self, change: impl Fn(&mut LockData)) -> Result<(), HostError> {
         change(&mut self.lock());
         let Some(path) = &self.path else {
@@ -637,7 +624,7 @@ fn render(data: &LockData) -> String {
 
 /// The sha256 a pin records for `tool`: of the canonical (key-sorted,
 /// compact) `{annotations, description, inputSchema, name}`.
-pub fn fingerprint(tool: &Tool) -> String {
+pub(crate) fn fingerprint(tool: &Tool) -> String {
     let annotations = tool
         .annotations
         .as_ref()

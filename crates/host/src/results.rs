@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// Bounds of the results kept for a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StoreLimits {
+pub(crate) struct StoreLimits {
     /// Bytes of text kept in memory, over every result; beyond it results
     /// go to files.
     pub memory_bytes: usize,
@@ -52,7 +52,7 @@ impl Default for StoreLimits {
 
 /// What the store said about a result it kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
+pub(crate) struct Kept {
     /// The handle to read it by.
     pub handle: String,
     /// Its characters.
@@ -66,7 +66,7 @@ pub struct Kept {
 /// Why a handle cannot be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// No such result for this caller: never made, made for another
     /// caller, or dropped to stay within the bounds.
     #[error(
@@ -96,7 +96,7 @@ pub enum ReadError {
 
 /// One kept result, as read back.
 #[derive(Debug, Clone)]
-pub struct KeptResult {
+pub(crate) struct KeptResult {
     /// Its text.
     pub text: Arc<str>,
     /// The server's alias.
@@ -107,7 +107,7 @@ pub struct KeptResult {
 
 /// Results kept for a session.
 #[derive(Debug)]
-pub struct ResultStore {
+pub(crate) struct ResultStore {
     limits: StoreLimits,
     replica: Option<String>,
     /// The store's folder, made at the first spill.
@@ -144,12 +144,12 @@ enum Place {
 impl ResultStore {
     /// A store for a host named `replica` (in every handle), within
     /// `limits`, spilling under the user's cache directory.
-    pub fn new(replica: Option<String>, limits: StoreLimits) -> ResultStore {
+    pub(crate) fn new(replica: Option<String>, limits: StoreLimits) -> ResultStore {
         ResultStore::with_root(replica, limits, cache_dir().map(|d| d.join("results")))
     }
 
     /// A store spilling under `root` (tests).
-    pub fn with_root(
+    pub(crate) fn with_root(
         replica: Option<String>,
         limits: StoreLimits,
         root: Option<PathBuf>,
@@ -168,7 +168,8 @@ impl ResultStore {
     }
 
     /// The folder results spill to, once one has.
-    pub fn spill_dir(&self) -> Option<PathBuf> {
+    #[cfg(test)]
+    pub(crate) fn spill_dir(&self) -> Option<PathBuf> {
         self.lock_dir().clone()
     }
 
@@ -178,7 +179,7 @@ impl ResultStore {
     /// # Errors
     /// When it belongs in a file and the file cannot be written (the
     /// caller then cuts the result as before).
-    pub fn keep(
+    pub(crate) fn keep(
         &self,
         principal: Option<&str>,
         alias: &str,
@@ -249,7 +250,11 @@ impl ResultStore {
     /// # Errors
     /// [`ReadError`]: unknown to this caller, another replica's, or its
     /// file unreadable.
-    pub fn read(&self, principal: Option<&str>, handle: &str) -> Result<KeptResult, ReadError> {
+    pub(crate) fn read(
+        &self,
+        principal: Option<&str>,
+        handle: &str,
+    ) -> Result<KeptResult, ReadError> {
         if let Some((replica, _)) = handle.rsplit_once('.') {
             if self.replica.as_deref() != Some(replica) {
                 return Err(ReadError::OtherReplica {
@@ -285,7 +290,7 @@ impl ResultStore {
     }
 
     /// Forgets every result and removes the store's folder.
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         {
             let mut entries = self.lock();
             *entries = Entries::default();

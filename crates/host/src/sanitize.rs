@@ -46,7 +46,7 @@ pub fn is_invisible(c: char) -> bool {
 }
 
 /// Removes invisible characters (see [`is_invisible`]).
-pub fn strip_invisible(text: &str) -> Cow<'_, str> {
+pub(crate) fn strip_invisible(text: &str) -> Cow<'_, str> {
     // Printable ASCII, tabs and line breaks hold nothing invisible: a byte
     // scan answers for most text without decoding a character.
     let plain = text
@@ -115,7 +115,7 @@ pub fn show_arguments(arguments: &serde_json::Value) -> Shown {
 }
 
 /// Removes HTML comments (`<!-- … -->`; an unclosed one runs to the end).
-pub fn strip_html_comments(text: &str) -> Cow<'_, str> {
+pub(crate) fn strip_html_comments(text: &str) -> Cow<'_, str> {
     if !text.contains("<!--") {
         return Cow::Borrowed(text);
     }
@@ -134,7 +134,7 @@ pub fn strip_html_comments(text: &str) -> Cow<'_, str> {
 
 /// Cleans a description or title: HTML comments and invisible characters
 /// removed, surrounding whitespace trimmed.
-pub fn clean_description(text: &str) -> String {
+pub(crate) fn clean_description(text: &str) -> String {
     // Invisible characters go first, so they cannot hide a comment opener.
     let visible = strip_invisible(text);
     strip_html_comments(&visible).trim().to_owned()
@@ -142,7 +142,7 @@ pub fn clean_description(text: &str) -> String {
 
 /// Escapes every boundary marker in `text` (any case, with or without
 /// spaces after `<` or `</`) by replacing its `<` with `&lt;`.
-pub fn escape_markers(text: &str) -> Cow<'_, str> {
+pub(crate) fn escape_markers(text: &str) -> Cow<'_, str> {
     let mut cuts = Vec::new();
     for (i, _) in text.match_indices('<') {
         let mut rest = text[i + 1..].trim_start();
@@ -171,7 +171,7 @@ pub fn escape_markers(text: &str) -> Cow<'_, str> {
 /// A name the server chose (a tool's original name), made safe to show
 /// inline in the host's own text: invisible and control characters
 /// removed, boundary markers escaped. Plain names come back unchanged.
-pub fn inline_name(name: &str) -> String {
+pub(crate) fn inline_name(name: &str) -> String {
     let visible: String = strip_invisible(name)
         .chars()
         .filter(|c| !c.is_control())
@@ -203,7 +203,7 @@ pub fn wrap(alias: &str, tool: Option<&str>, text: &str) -> String {
 
 /// The description the model sees: `[from ALIAS]`, then the cleaned server
 /// text inside boundary markers, held to the default cap
-/// ([`crate::table::DEFAULT_DESCRIPTION_CHARS`]; prompts', resources' and
+/// (`DEFAULT_DESCRIPTION_CHARS`; prompts', resources' and
 /// templates' descriptions; a tool's follows the config,
 /// [`crate::table::DescriptionLimits`]).
 pub fn model_description(alias: &str, server_text: Option<&str>) -> String {
@@ -216,7 +216,7 @@ pub fn model_description(alias: &str, server_text: Option<&str>) -> String {
 /// its first `cap` characters, and a note outside the markers (the host's
 /// words) says how much was cut, so neither the model nor a person reading
 /// the table takes the rest for absent.
-pub fn model_description_within(alias: &str, cleaned: &str, cap: usize) -> String {
+pub(crate) fn model_description_within(alias: &str, cleaned: &str, cap: usize) -> String {
     if cleaned.is_empty() {
         return format!("[from {alias}] (the server gave no description)");
     }
@@ -234,7 +234,7 @@ pub fn model_description_within(alias: &str, cleaned: &str, cap: usize) -> Strin
 
 /// A title as the model and `tools` show it: cleaned, and held to `cap`
 /// characters, a cut one ending in `… [cut]`.
-pub fn model_title(title: &str, cap: usize) -> String {
+pub(crate) fn model_title(title: &str, cap: usize) -> String {
     let cleaned = clean_description(title);
     match cut_chars(&cleaned, cap) {
         None => cleaned,
@@ -254,7 +254,7 @@ fn cut_chars(text: &str, cap: usize) -> Option<&str> {
 
 /// Cleans every `description` and `title` string inside a JSON Schema, in
 /// place, so hidden text cannot reach the model through argument docs.
-pub fn clean_schema(schema: &mut serde_json::Map<String, serde_json::Value>) {
+pub(crate) fn clean_schema(schema: &mut serde_json::Map<String, serde_json::Value>) {
     for (key, value) in schema.iter_mut() {
         match value {
             serde_json::Value::String(s) if key == "description" || key == "title" => {

@@ -19,11 +19,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::Value;
-pub use switchboard_oauth::Secret;
+pub(crate) use switchboard_oauth::Secret;
 
 /// How long a `cmd:` reference's program may run.
-pub const SECRET_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const SECRET_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Where a secret comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -245,33 +244,6 @@ impl SecretRef {
     }
 }
 
-/// Parses a config value: a string, or `{"secret": STRING}`. `Ok(None)`
-/// when `value` is neither (the caller reports the type).
-///
-/// # Errors
-/// A sentence when `value` is an object that is not a valid reference.
-pub fn parse_config_value(
-    value: &Value,
-    base: Option<&Path>,
-) -> Result<Option<ConfigValue>, String> {
-    match value {
-        Value::String(s) => Ok(Some(ConfigValue::from(s.as_str()))),
-        Value::Object(o) => {
-            let Some(reference) = o.get("secret") else {
-                return Ok(None);
-            };
-            if o.len() != 1 {
-                return Err("a secret reference has the one key \"secret\"".into());
-            }
-            let Some(text) = reference.as_str() else {
-                return Err("\"secret\" must be a string such as \"file:PATH\"".into());
-            };
-            SecretRef::parse(text, base).map(|r| Some(ConfigValue::Ref(r)))
-        }
-        _ => Ok(None),
-    }
-}
-
 /// Drops one trailing newline (`\n` or `\r\n`): what `echo` and most
 /// password managers add.
 fn drop_newline(mut text: String) -> String {
@@ -427,29 +399,6 @@ mod tests {
         ] {
             assert!(SecretRef::parse(bad, None).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn config_values_are_strings_or_one_key_objects() {
-        let v = parse_config_value(&serde_json::json!("plain"), None)
-            .unwrap()
-            .unwrap();
-        assert_eq!(v.plain(), Some("plain"));
-        assert_eq!(format!("{v:?}"), "Plain(<redacted>)");
-        let r = parse_config_value(&serde_json::json!({"secret": "env:TOKEN"}), None)
-            .unwrap()
-            .unwrap();
-        assert_eq!(r.source(), "env:TOKEN");
-        assert!(parse_config_value(&serde_json::json!({"secret": 1}), None).is_err());
-        assert!(parse_config_value(&serde_json::json!({"secret": "env:A", "x": 1}), None).is_err());
-        assert_eq!(
-            parse_config_value(&serde_json::json!(3), None).unwrap(),
-            None
-        );
-        assert_eq!(
-            parse_config_value(&serde_json::json!({"a": 1}), None).unwrap(),
-            None
-        );
     }
 
     #[tokio::test]

@@ -27,16 +27,16 @@ use crate::sanitize;
 
 /// The default cap on one tool's description, in characters (of the
 /// cleaned server text).
-pub const DEFAULT_DESCRIPTION_CHARS: usize = 2_000;
+pub(crate) const DEFAULT_DESCRIPTION_CHARS: usize = 2_000;
 /// The default cap on a title, in characters.
-pub const DEFAULT_TITLE_CHARS: usize = 100;
+pub(crate) const DEFAULT_TITLE_CHARS: usize = 100;
 /// The default share of one server: its tools' descriptions together, in
 /// characters.
-pub const DEFAULT_SERVER_DESCRIPTION_CHARS: usize = 40_000;
+pub(crate) const DEFAULT_SERVER_DESCRIPTION_CHARS: usize = 40_000;
 /// The least a description is cut to for its server's share: a server
 /// with very many tools goes over its share rather than leaving them
 /// unexplained (and `doctor` says so).
-pub const MIN_SHARE_CHARS: usize = 200;
+pub(crate) const MIN_SHARE_CHARS: usize = 200;
 
 /// How long server text in the tool table may be (config
 /// `descriptionLimits`).
@@ -81,7 +81,7 @@ pub struct TableEntry {
     /// The input schema the model reads: the server's, with descriptions
     /// and titles cleaned.
     pub input_schema: JsonObject,
-    /// The definition's pin hash ([`crate::pins::fingerprint`]), computed
+    /// The definition's pin hash (`pins::fingerprint`), computed
     /// once when the table is built, never per call.
     pub fingerprint: String,
 }
@@ -123,7 +123,7 @@ pub fn model_view(alias: &str, tool: &Tool) -> (String, JsonObject) {
 }
 
 /// [`model_view`] with the description held to `cap` characters.
-pub fn model_view_within(alias: &str, tool: &Tool, cap: usize) -> (String, JsonObject) {
+pub(crate) fn model_view_within(alias: &str, tool: &Tool, cap: usize) -> (String, JsonObject) {
     let mut input_schema = tool.input_schema.clone();
     sanitize::clean_schema(&mut input_schema);
     let cleaned = tool
@@ -152,7 +152,7 @@ fn with_deprecation(alias: &str, tool: &Tool, description: String) -> String {
 /// characters) under `limits`: the description cap, or for a server over
 /// its share the one level that the longest are cut to (water-filling),
 /// never below [`MIN_SHARE_CHARS`].
-pub fn share_caps(lengths: &[usize], limits: &DescriptionLimits) -> usize {
+pub(crate) fn share_caps(lengths: &[usize], limits: &DescriptionLimits) -> usize {
     let capped: Vec<usize> = lengths
         .iter()
         .map(|n| (*n).min(limits.description))

@@ -19,16 +19,15 @@
 //! for a count that decides only whether a list is deferred.
 
 use serde::Serialize;
-use serde_json::Value;
 use switchboard_wire::JsonObject;
 
 /// Letters of one word per token (long identifiers take several).
-pub const CHARS_PER_WORD_TOKEN: f64 = 8.0;
+pub(crate) const CHARS_PER_WORD_TOKEN: f64 = 8.0;
 /// Punctuation marks in a row per token (`":{"` is mostly one).
-pub const PUNCTUATION_PER_TOKEN: f64 = 4.0;
+pub(crate) const PUNCTUATION_PER_TOKEN: f64 = 4.0;
 /// The share of the model's context window the tool definitions may take
 /// before [`ToolSearch::Auto`] defers them, in percent.
-pub const AUTO_SHARE_PERCENT: u64 = 10;
+pub(crate) const AUTO_SHARE_PERCENT: u64 = 10;
 
 /// The estimated tokens of `text`.
 pub fn estimate(text: &str) -> u64 {
@@ -102,18 +101,13 @@ pub fn tool_tokens(name: &str, description: &str, input_schema: &JsonObject) -> 
     estimate(&text)
 }
 
-/// The estimated tokens of a JSON value written compactly.
-pub fn json_tokens(value: &Value) -> u64 {
-    estimate(&value.to_string())
-}
-
 /// When the model is sent only the always-loaded tools and
 /// `mcp__switchboard__search_tools` instead of the whole table (config
 /// `toolSearch`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum ToolSearch {
     /// `"auto"` (the default): when the table's definitions would take
-    /// more than [`AUTO_SHARE_PERCENT`] of the model's context window.
+    /// more than `AUTO_SHARE_PERCENT` of the model's context window.
     #[default]
     Auto,
     /// A number: when the definitions would take more than that many

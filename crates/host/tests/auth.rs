@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use switchboard_authkit::{AuthServer, AuthServerConfig, PrmAt, ResourceConfig, ResourceServer};
-use switchboard_host::auth::{self, TokenStore};
+use switchboard_host::{TokenStore, oauth_config};
 use switchboard_host::{Host, Outcome, ServerStatus};
 use switchboard_oauth::HeadlessUserAgent;
 
@@ -47,7 +47,7 @@ fn config(dir: &Dir, mcp: &ResourceServer, oauth: Option<Value>) -> Value {
 async fn log_in(host: &Host, store: &TokenStore) {
     let config = host.config();
     let server = config.server("secure").unwrap();
-    let provider = headless_provider(auth::oauth_config(server).unwrap(), store);
+    let provider = headless_provider(oauth_config(server).unwrap(), store);
     provider.login().await.unwrap();
 }
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use switchboard_host::approver::BoxFuture;
-use switchboard_host::audit::Decider;
+use switchboard_host::BoxFuture;
+use switchboard_host::Decider;
 use switchboard_host::{
     Approval, AssumeYes, BuiltinCall, BuiltinDecision, BuiltinGate, BuiltinOutcome, BuiltinTool,
     CallOptions, NoApprover, Outcome, Verdict,

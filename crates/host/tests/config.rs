@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use switchboard_host::HostError;
-use switchboard_host::config::ProblemKind;
+use switchboard_host::ProblemKind;
 use switchboard_host::{ConfigLoader, ConfigOrigin};
 
 use crate::util::*;

@@ -11,7 +11,7 @@ use switchboard_authkit::{
 };
 use switchboard_host::{Host, Outcome, ServerStatus};
 
-use switchboard_host::auth;
+use switchboard_host::idp_login_config;
 use switchboard_oauth::{Secret, TokenSet, TokenStore, idp_login_key};
 
 use crate::util::*;
@@ -65,7 +65,7 @@ fn config(dir: &Dir, e: &Enterprise) -> Value {
 async fn log_in_at_idp(host: &Host, store: &TokenStore) {
     let config = host.config();
     let idp = &config.identity_providers["corp"];
-    let provider = headless_provider(auth::idp_login_config("corp", idp), store);
+    let provider = headless_provider(idp_login_config("corp", idp), store);
     let report = provider
         .login_at_identity_provider("corp", &idp.scopes)
         .await

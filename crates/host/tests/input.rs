@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use switchboard_client::BoxFuture;
-use switchboard_host::input::root;
+use switchboard_host::root_of as root;
 use switchboard_host::{
     Asker, AssumeYes, CallOptions, ElicitAnswer, Elicitation, ElicitationKind, Host, HostInput,
     Sampler, SamplingRequest,

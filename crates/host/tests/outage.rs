@@ -10,7 +10,7 @@ use std::convert::Infallible;
 use bytes::Bytes;
 use http_body_util::Full;
 use serde_json::json;
-use switchboard_host::sanitize::{CLOSE_TAG, OPEN_TAG, is_invisible};
+use switchboard_host::{CLOSE_TAG, OPEN_TAG, is_invisible};
 use switchboard_host::{CallOptions, ServerStatus};
 
 use crate::util::*;

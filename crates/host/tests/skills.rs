@@ -552,7 +552,7 @@ async fn the_cache_is_verified_on_every_use_and_goes_with_its_server() {
     let cached = dir
         .path("skill-cache")
         .join("srv")
-        .join(switchboard_host::skills::cache::encode(
+        .join(switchboard_host::skill_cache_name(
             "skill://meeting-notes/SKILL.md",
         ));
     assert!(cached.exists(), "{cached:?}");

@@ -16,8 +16,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
-use switchboard_host::approver::BoxFuture;
-use switchboard_host::auth::TokenStore;
+use switchboard_host::BoxFuture;
+use switchboard_host::TokenStore;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, CallReport, Config, ConfigLoader,
     Host, MountOptions, ServerReport,

@@ -5,7 +5,6 @@
 //! 100 are cut to 100 with `hasMore` set (COMP-02).
 
 use std::collections::HashMap;
-use std::marker::PhantomData;
 
 use serde_json::Value;
 use switchboard_wire::Completion;
@@ -13,7 +12,7 @@ use switchboard_wire::Completion;
 use crate::auth::BoxFuture;
 use crate::context::Context;
 use crate::error::HandlerError;
-use crate::handler::handler_shapes;
+use crate::handler::{Typed, handler_shapes};
 use crate::tool::markers;
 
 /// The most values one completion result may carry.
@@ -153,11 +152,6 @@ pub(crate) trait ErasedCompletion: Send + Sync {
         request: CompleteRequest,
         ctx: Context,
     ) -> BoxFuture<'static, Result<Completion, HandlerError>>;
-}
-
-pub(crate) struct Typed<F, M> {
-    pub(crate) f: F,
-    pub(crate) _marker: PhantomData<fn() -> M>,
 }
 
 impl<F: CompletionHandler<M>, M: 'static> ErasedCompletion for Typed<F, M> {

@@ -130,3 +130,20 @@ macro_rules! spec_builders {
 }
 
 pub(crate) use spec_builders;
+
+/// A handler function kept with its shape marker `M`, so the kind's
+/// type-erased trait can call it: every kind boxes one of these.
+pub(crate) struct Typed<F, M> {
+    pub(crate) f: F,
+    _marker: std::marker::PhantomData<fn() -> M>,
+}
+
+impl<F, M> Typed<F, M> {
+    /// `f` with its marker.
+    pub(crate) fn new(f: F) -> Typed<F, M> {
+        Typed {
+            f,
+            _marker: std::marker::PhantomData,
+        }
+    }
+}

@@ -5,8 +5,6 @@
 //! given explicitly. Arguments arrive as strings; a missing required one is
 //! -32602 naming it (PRM-05).
 
-use std::marker::PhantomData;
-
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -18,7 +16,7 @@ use switchboard_wire::{
 use crate::auth::BoxFuture;
 use crate::context::Context;
 use crate::error::{BuildError, HandlerError};
-use crate::handler::handler_shapes;
+use crate::handler::{Typed, handler_shapes};
 use crate::outcome::{InputRequired, Outcome};
 use crate::schema::schema_for;
 use crate::tool::{NoArgs, markers};
@@ -185,11 +183,6 @@ pub(crate) trait ErasedPrompt: Send + Sync {
     ) -> BoxFuture<'static, Result<PromptOutcome, HandlerError>>;
 }
 
-struct Typed<F, M> {
-    f: F,
-    _marker: PhantomData<fn() -> M>,
-}
-
 impl<F: PromptHandler<M>, M: 'static> ErasedPrompt for Typed<F, M> {
     fn call(
         &self,
@@ -238,10 +231,7 @@ impl PromptEntry {
         }
         Ok(PromptEntry {
             def,
-            handler: Box::new(Typed {
-                f: handler,
-                _marker: PhantomData,
-            }),
+            handler: Box::new(Typed::new(handler)),
         })
     }
 

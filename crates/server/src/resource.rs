@@ -4,7 +4,7 @@
 //! Reading a URI that matches no resource and no template is -32602 with
 //! `data.uri`, never an empty `contents` (RES-03).
 
-use std::marker::PhantomData;
+use std::fmt;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -16,7 +16,7 @@ use switchboard_wire::{
 use crate::auth::BoxFuture;
 use crate::context::Context;
 use crate::error::{BuildError, HandlerError};
-use crate::handler::{handler_shapes, spec_builders};
+use crate::handler::{Typed, handler_shapes, spec_builders};
 use crate::outcome::{InputRequired, Outcome};
 use crate::tool::markers;
 use crate::uri_template::{TemplateMatch, UriTemplate};
@@ -214,23 +214,13 @@ pub(crate) trait ErasedTemplate: Send + Sync {
     ) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>>;
 }
 
-struct Typed<F, M> {
-    f: F,
-    _marker: PhantomData<fn() -> M>,
-}
-
 impl<F: ResourceHandler<M>, M: 'static> ErasedResource for Typed<F, M> {
     fn call(&self, ctx: Context) -> BoxFuture<'static, Result<ReadOutcome, HandlerError>> {
         self.f.call(ctx)
     }
 }
 
-struct TypedTemplate<F, M> {
-    f: F,
-    _marker: PhantomData<fn() -> M>,
-}
-
-impl<F: TemplateHandler<M>, M: 'static> ErasedTemplate for TypedTemplate<F, M> {
+impl<F: TemplateHandler<M>, M: 'static> ErasedTemplate for Typed<F, M> {
     fn call(
         &self,
         matched: TemplateMatch,
@@ -247,11 +237,9 @@ pub(crate) struct ResourceEntry {
     pub(crate) handler: Box<dyn ErasedResource>,
 }
 
-impl std::fmt::Debug for ResourceEntry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceEntry")
-            .field("uri", &self.def.uri)
-            .finish_non_exhaustive()
+impl fmt::Debug for ResourceEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_entry(f, "ResourceEntry", ("uri", &self.def.uri))
     }
 }
 
@@ -270,10 +258,7 @@ impl ResourceEntry {
         Ok(ResourceEntry {
             def: spec.resource,
             cache: spec.cache,
-            handler: Box::new(Typed {
-                f: handler,
-                _marker: PhantomData,
-            }),
+            handler: Box::new(Typed::new(handler)),
         })
     }
 }
@@ -286,11 +271,9 @@ pub(crate) struct TemplateEntry {
     pub(crate) handler: Box<dyn ErasedTemplate>,
 }
 
-impl std::fmt::Debug for TemplateEntry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TemplateEntry")
-            .field("uri_template", &self.def.uri_template)
-            .finish_non_exhaustive()
+impl fmt::Debug for TemplateEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        debug_entry(f, "TemplateEntry", ("uri_template", &self.def.uri_template))
     }
 }
 
@@ -309,10 +292,15 @@ impl TemplateEntry {
             def: spec.template,
             parsed,
             cache: spec.cache,
-            handler: Box::new(TypedTemplate {
-                f: handler,
-                _marker: PhantomData,
-            }),
+            handler: Box::new(Typed::new(handler)),
         })
     }
+}
+
+/// An entry in `Debug`: the URI or template it answers for, not its
+/// handler (a closure has nothing to show).
+fn debug_entry(f: &mut fmt::Formatter<'_>, name: &str, (key, value): (&str, &str)) -> fmt::Result {
+    f.debug_struct(name)
+        .field(key, &value)
+        .finish_non_exhaustive()
 }

@@ -3,7 +3,6 @@
 //! [`ServerBuilder`], cheap to clone, shared by every runner.
 
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -926,10 +925,7 @@ impl ServerBuilder {
 
     /// Sets the `completion/complete` handler and declares `completions`.
     pub fn completion<M: 'static, H: CompletionHandler<M>>(mut self, handler: H) -> Self {
-        self.completion = Some(Box::new(crate::completion::Typed {
-            f: handler,
-            _marker: PhantomData,
-        }));
+        self.completion = Some(Box::new(crate::handler::Typed::new(handler)));
         self
     }
 

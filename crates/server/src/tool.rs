@@ -8,8 +8,6 @@
 //! [`CallToolResult`], a `String`, [`Json`], an [`InputRequired`], or a
 //! `Result` of those with an error that becomes an `isError` result.
 
-use std::marker::PhantomData;
-
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -23,7 +21,7 @@ use switchboard_wire::{
 use crate::auth::BoxFuture;
 use crate::context::Context;
 use crate::error::{BuildError, HandlerError};
-use crate::handler::handler_shapes;
+use crate::handler::{Typed, handler_shapes};
 use crate::outcome::{InputRequired, Outcome};
 use crate::schema::{ArgValidator, schema_for};
 
@@ -307,11 +305,6 @@ pub(crate) trait ErasedTool: Send + Sync {
     ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
 }
 
-struct Typed<F, M> {
-    f: F,
-    _marker: PhantomData<fn() -> M>,
-}
-
 impl<F, M> ErasedTool for Typed<F, M>
 where
     F: ToolHandler<M>,
@@ -413,10 +406,7 @@ impl ToolEntry {
             validator,
             output_validator,
             header_params,
-            handler: Box::new(Typed {
-                f: handler,
-                _marker: PhantomData,
-            }),
+            handler: Box::new(Typed::new(handler)),
             unlisted,
         })
     }

@@ -30,6 +30,7 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 use crate::frontmatter;
+use crate::types::paged_result;
 use crate::types::{
     CacheHints, JsonObject, Resource, ResourceContents, ResultHeader, ServerCapabilities,
     value_kind,
@@ -745,21 +746,14 @@ impl SkillError {
     }
 }
 
-/// Result of `skills/list`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListSkillsResult {
-    /// This page of entries (never split across pages: SK-LIST-4).
-    pub skills: Vec<Skill>,
-    /// Cursor of the next page; absent on the last one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Freshness and scope (SK-LIST-5).
-    #[serde(flatten)]
-    pub cache: CacheHints,
-    /// Result kind and metadata.
-    #[serde(flatten)]
-    pub header: ResultHeader,
+paged_result! {
+    /// Result of `skills/list`.
+    pub struct ListSkillsResult {
+        /// This page of entries (never split across pages: SK-LIST-4).
+        pub skills: Vec<Skill>,
+        /// Freshness and scope (SK-LIST-5).
+        cache,
+    }
 }
 
 /// Result of `skills/get`.
@@ -804,22 +798,15 @@ pub struct ReadDirectoryParams {
     pub extra: JsonObject,
 }
 
-/// Result of `resources/directory/read`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReadDirectoryResult {
-    /// This page of the directory's direct children: files with their
-    /// resource metadata, subdirectories as [`DIRECTORY_MIME_TYPE`].
-    pub resources: Vec<Resource>,
-    /// Cursor of the next page; absent on the last one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Freshness and scope, when the server sends them.
-    #[serde(flatten)]
-    pub cache: CacheHints,
-    /// Result kind and metadata.
-    #[serde(flatten)]
-    pub header: ResultHeader,
+paged_result! {
+    /// Result of `resources/directory/read`.
+    pub struct ReadDirectoryResult {
+        /// This page of the directory's direct children: files with their
+        /// resource metadata, subdirectories as [`DIRECTORY_MIME_TYPE`].
+        pub resources: Vec<Resource>,
+        /// Freshness and scope, when the server sends them.
+        cache,
+    }
 }
 
 /// Whether a listed child is a directory resource.

@@ -9,11 +9,11 @@
 //! `notifications/tasks` params. Unknown members are kept in `extra`, as
 //! everywhere in this crate.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::jsonrpc::ErrorObject;
-use crate::types::{ClientCapabilities, JsonObject, ResultType};
+use crate::types::{ClientCapabilities, JsonObject, ResultType, string_serde};
 
 /// The extension's identifier, the key under `capabilities.extensions`.
 pub const EXTENSION_ID: &str = "io.modelcontextprotocol/tasks";
@@ -130,18 +130,7 @@ impl std::fmt::Display for TaskStatus {
     }
 }
 
-impl Serialize for TaskStatus {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for TaskStatus {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(deserializer)?;
-        Ok(TaskStatus::from(s.as_str()))
-    }
-}
+string_serde!(TaskStatus);
 
 /// A task: the `CreateTaskResult`, the `tasks/get` result (`DetailedTask`)
 /// and the `notifications/tasks` params are all this shape.

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use switchboard_host::Host;
-use switchboard_host::pins::Pins;
-use switchboard_host::table::model_view;
+use switchboard_host::Pins;
+use switchboard_host::model_view;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
@@ -115,15 +115,15 @@ impl EvalTools {
 fn specs_tokens(specs: &[ToolSpec]) -> u64 {
     specs
         .iter()
-        .map(|s| switchboard_host::tokens::tool_tokens(&s.name, &s.description, &s.input_schema))
+        .map(|s| switchboard_host::tool_tokens(&s.name, &s.description, &s.input_schema))
         .sum()
 }
 
 /// Whether `name` is `mcp__switchboard__search_tools`.
 fn is_search(name: &str) -> bool {
     name == switchboard_wire::namespaced_tool_name(
-        switchboard_host::builtin::ALIAS,
-        switchboard_host::builtin::SEARCH_TOOLS,
+        switchboard_host::BUILTIN_ALIAS,
+        switchboard_host::SEARCH_TOOLS,
     )
 }
 
@@ -469,8 +469,8 @@ fn answer_searches(
             .get("limit")
             .and_then(serde_json::Value::as_u64)
             .and_then(|n| usize::try_from(n).ok())
-            .unwrap_or(switchboard_host::builtin::DEFAULT_LIMIT)
-            .clamp(1, switchboard_host::builtin::MAX_LIMIT);
+            .unwrap_or(switchboard_host::SEARCH_TOOLS_DEFAULT_LIMIT)
+            .clamp(1, switchboard_host::SEARCH_TOOLS_MAX_LIMIT);
         let found = search.host.search_tools(&query, limit, None);
         let mut lines = Vec::new();
         for f in &found {

@@ -7,13 +7,10 @@ use http::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 use switchboard_wire::sse::SseEvent;
 
-use super::{
-    Dialect, Failure, Http, ProviderOptions, StreamReader, count, parse_data, stream_turn,
-};
+use super::{Dialect, Failure, ProviderOptions, StreamReader, count, parse_data, provider_model};
 use crate::message::{Content, Role};
 use crate::model::{
-    BoxFuture, Collector, EventFn, Model, ModelError, ModelEvent, ModelRequest, StopReason,
-    ToolCall, TurnOutput, Usage,
+    Collector, EventFn, ModelError, ModelEvent, ModelRequest, StopReason, ToolCall, Usage,
 };
 use crate::schema;
 
@@ -22,62 +19,20 @@ pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent.
 pub(crate) const API_VERSION: &str = "2023-06-01";
 
-/// A model behind the Anthropic Messages API.
-#[derive(Debug, Clone)]
-pub struct AnthropicModel {
-    options: ProviderOptions,
-    http: Http,
-}
-
-impl AnthropicModel {
+provider_model! {
+    /// A model behind the Anthropic Messages API.
+    pub struct AnthropicModel(Endpoint<Anthropic>);
     /// A model with these options.
-    ///
-    /// # Errors
-    /// [`ModelError::Spec`] when TLS cannot be set up.
-    pub fn new(options: ProviderOptions) -> Result<AnthropicModel, ModelError> {
-        Ok(AnthropicModel {
-            options,
-            http: Http::new()?,
-        })
-    }
+    fn new;
 }
-
-impl Model for AnthropicModel {
-    fn name(&self) -> String {
-        format!("anthropic:{}", self.options.model)
-    }
-
-    fn turn<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        events: EventFn<'a>,
-    ) -> BoxFuture<'a, Result<TurnOutput, ModelError>> {
-        Box::pin(stream_turn(
-            &self.http,
-            &Anthropic,
-            &self.options,
-            request,
-            events,
-        ))
-    }
-}
-
-struct Anthropic;
 
 impl Dialect for Anthropic {
     type Reader = Reader;
 
-    fn provider(&self) -> &'static str {
-        "anthropic"
-    }
-
-    fn key_variable(&self) -> &'static str {
-        "ANTHROPIC_API_KEY"
-    }
-
-    fn path(&self) -> &'static str {
-        "messages"
-    }
+    const PROVIDER: &'static str = "anthropic";
+    const KEY_VARIABLE: &'static str = "ANTHROPIC_API_KEY";
+    const PATH: &'static str = "messages";
+    const BODY: fn(&str, &ModelRequest) -> Value = body;
 
     fn headers(&self, options: &ProviderOptions, headers: &mut HeaderMap) {
         if let Ok(mut key) = HeaderValue::from_str(&options.api_key) {
@@ -85,14 +40,6 @@ impl Dialect for Anthropic {
             headers.insert("x-api-key", key);
         }
         headers.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
-    }
-
-    fn body(&self, options: &ProviderOptions, request: &ModelRequest) -> Value {
-        body(&options.model, request)
-    }
-
-    fn reader(&self) -> Reader {
-        Reader::default()
     }
 }
 

@@ -11,6 +11,7 @@ pub(crate) mod anthropic;
 pub(crate) mod openai;
 
 use std::collections::hash_map::RandomState;
+use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -27,7 +28,9 @@ use serde_json::Value;
 use switchboard_wire::sse::{SseDecoder, SseEvent};
 use tracing::{debug, warn};
 
-use crate::model::{Collector, EventFn, ModelError, ModelEvent, ModelRequest, TurnOutput};
+use crate::model::{
+    BoxFuture, Collector, EventFn, Model, ModelError, ModelEvent, ModelRequest, TurnOutput,
+};
 
 /// Largest error body read (the rest is not needed for a message).
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -133,22 +136,116 @@ impl RetryPolicy {
     }
 }
 
+/// One provider's model: its options, the shared HTTP client and the
+/// dialect; the public model types wrap one and hand [`Model`] to it
+/// ([`provider_model`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint<D> {
+    dialect: D,
+    options: ProviderOptions,
+    http: Http,
+}
+
+impl<D: Dialect> Endpoint<D> {
+    /// The model of `dialect` with these options.
+    ///
+    /// # Errors
+    /// [`ModelError::Spec`] when TLS cannot be set up.
+    pub(crate) fn new(dialect: D, options: ProviderOptions) -> Result<Endpoint<D>, ModelError> {
+        Ok(Endpoint {
+            dialect,
+            options,
+            http: Http::new()?,
+        })
+    }
+}
+
+impl<D: Dialect + fmt::Debug> Model for Endpoint<D> {
+    fn name(&self) -> String {
+        format!("{}:{}", D::PROVIDER, self.options.model)
+    }
+
+    fn turn<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        events: EventFn<'a>,
+    ) -> BoxFuture<'a, Result<TurnOutput, ModelError>> {
+        Box::pin(stream_turn(
+            &self.http,
+            &self.dialect,
+            &self.options,
+            request,
+            events,
+        ))
+    }
+}
+
+/// Declares a provider's public model type, a newtype over an
+/// [`Endpoint`] of its dialect: the type, its constructor, its [`Model`]
+/// (handed to the endpoint) and the dialect's unit type, whose
+/// [`Dialect`] impl the provider's module writes.
+macro_rules! provider_model {
+    (
+        $(#[$doc:meta])*
+        pub struct $model:ident(Endpoint<$dialect:ident>);
+        $(#[$new_doc:meta])*
+        fn new;
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone)]
+        pub struct $model(crate::provider::Endpoint<$dialect>);
+
+        impl $model {
+            $(#[$new_doc])*
+            ///
+            /// # Errors
+            /// [`ModelError::Spec`](crate::ModelError::Spec) when TLS cannot be
+            /// set up.
+            pub fn new(options: crate::ProviderOptions) -> Result<$model, crate::ModelError> {
+                crate::provider::Endpoint::new($dialect, options).map($model)
+            }
+        }
+
+        impl crate::model::Model for $model {
+            fn name(&self) -> String {
+                crate::model::Model::name(&self.0)
+            }
+
+            fn turn<'a>(
+                &'a self,
+                request: &'a crate::model::ModelRequest,
+                events: crate::model::EventFn<'a>,
+            ) -> crate::model::BoxFuture<'a, Result<crate::model::TurnOutput, crate::ModelError>>
+            {
+                crate::model::Model::turn(&self.0, request, events)
+            }
+        }
+
+        #[doc = concat!("The wire format of [`", stringify!($model), "`].")]
+        #[derive(Debug, Clone, Copy)]
+        pub(crate) struct $dialect;
+    };
+}
+pub(crate) use provider_model;
+
 /// A provider's wire format.
 pub(crate) trait Dialect: Send + Sync {
     /// The stream reader of one turn.
-    type Reader: StreamReader;
+    type Reader: StreamReader + Default;
     /// `anthropic` or `openai`.
-    fn provider(&self) -> &'static str;
+    const PROVIDER: &'static str;
     /// The variable the key comes from (for error messages).
-    fn key_variable(&self) -> &'static str;
+    const KEY_VARIABLE: &'static str;
     /// The endpoint's path under `/v1/`.
-    fn path(&self) -> &'static str;
+    const PATH: &'static str;
+    /// The request body for the model named `model`.
+    const BODY: fn(model: &str, request: &ModelRequest) -> Value;
     /// Provider-specific headers (the key, versions).
     fn headers(&self, options: &ProviderOptions, headers: &mut HeaderMap);
-    /// The request body.
-    fn body(&self, options: &ProviderOptions, request: &ModelRequest) -> Value;
     /// A fresh reader.
-    fn reader(&self) -> Self::Reader;
+    fn reader(&self) -> Self::Reader {
+        Self::Reader::default()
+    }
 }
 
 /// Reads one turn's events.
@@ -216,11 +313,12 @@ pub(crate) async fn stream_turn<D: Dialect>(
     request: &ModelRequest,
     sink: EventFn<'_>,
 ) -> Result<TurnOutput, ModelError> {
-    let url = options.url(dialect.path());
-    let uri: Uri = url.parse().map_err(|e| {
-        ModelError::Spec(format!("bad {} base URL {url:?}: {e}", dialect.provider()))
-    })?;
-    let body = Bytes::from(serde_json::to_vec(&dialect.body(options, request)).unwrap_or_default());
+    let url = options.url(D::PATH);
+    let uri: Uri = url
+        .parse()
+        .map_err(|e| ModelError::Spec(format!("bad {} base URL {url:?}: {e}", D::PROVIDER)))?;
+    let body =
+        Bytes::from(serde_json::to_vec(&D::BODY(&options.model, request)).unwrap_or_default());
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(
@@ -258,14 +356,14 @@ pub(crate) async fn stream_turn<D: Dialect>(
             }) => {
                 if delivered || attempt >= options.retry.retries {
                     return Err(ModelError::Busy {
-                        provider: dialect.provider(),
+                        provider: D::PROVIDER,
                         status,
                         message,
                         attempts: attempt + 1,
                     });
                 }
                 let wait = options.retry.delay(attempt, after);
-                warn!(provider = dialect.provider(), status, %message, wait_ms = wait.as_millis() as u64, "retrying");
+                warn!(provider = D::PROVIDER, status, %message, wait_ms = wait.as_millis() as u64, "retrying");
                 tokio::time::sleep(wait).await;
                 attempt += 1;
             }
@@ -286,7 +384,7 @@ async fn attempt_once<D: Dialect>(
     out: &mut Collector,
     sink: EventFn<'_>,
 ) -> Result<(), Failure> {
-    let provider = dialect.provider();
+    let provider = D::PROVIDER;
     let mut req = Request::builder()
         .method(Method::POST)
         .uri(uri.clone())
@@ -326,14 +424,7 @@ async fn attempt_once<D: Dialect>(
             }
         }
         let (kind, message) = error_of(&text);
-        return Err(classify(
-            dialect,
-            options,
-            status,
-            &kind,
-            message,
-            retry_after,
-        ));
+        return Err(classify::<D>(options, status, &kind, message, retry_after));
     }
     let mut decoder = SseDecoder::with_max_event(MAX_EVENT);
     let mut reader = dialect.reader();
@@ -392,14 +483,13 @@ async fn attempt_once<D: Dialect>(
 
 /// Status to [`Failure`]: the one place provider statuses get a meaning.
 fn classify<D: Dialect>(
-    dialect: &D,
     options: &ProviderOptions,
     status: StatusCode,
     kind: &str,
     message: String,
     retry_after: Option<Duration>,
 ) -> Failure {
-    let provider = dialect.provider();
+    let provider = D::PROVIDER;
     let code = status.as_u16();
     let busy = code == 429
         || status.is_server_error()
@@ -417,7 +507,7 @@ fn classify<D: Dialect>(
             provider,
             status: code,
             message,
-            variable: dialect.key_variable(),
+            variable: D::KEY_VARIABLE,
         },
         404 => ModelError::UnknownModel {
             provider,

@@ -10,76 +10,29 @@ use serde_json::{Value, json};
 use switchboard_wire::sse::SseEvent;
 
 use super::anthropic::finish_call;
-use super::{
-    Dialect, Failure, Http, ProviderOptions, StreamReader, count, parse_data, stream_turn,
-};
+use super::{Dialect, Failure, ProviderOptions, StreamReader, count, parse_data, provider_model};
 use crate::message::{Content, Role};
-use crate::model::{
-    BoxFuture, Collector, EventFn, Model, ModelError, ModelEvent, ModelRequest, StopReason,
-    TurnOutput, Usage,
-};
+use crate::model::{Collector, EventFn, ModelError, ModelEvent, ModelRequest, StopReason, Usage};
 use crate::schema;
 
 /// The default base URL.
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com";
 
-/// A model behind an OpenAI-compatible Chat Completions API.
-#[derive(Debug, Clone)]
-pub struct OpenAiModel {
-    options: ProviderOptions,
-    http: Http,
-}
-
-impl OpenAiModel {
+provider_model! {
+    /// A model behind an OpenAI-compatible Chat Completions API.
+    pub struct OpenAiModel(Endpoint<OpenAi>);
     /// A model with these options (an empty key sends no
     /// `Authorization`, for local runtimes).
-    ///
-    /// # Errors
-    /// [`ModelError::Spec`] when TLS cannot be set up.
-    pub fn new(options: ProviderOptions) -> Result<OpenAiModel, ModelError> {
-        Ok(OpenAiModel {
-            options,
-            http: Http::new()?,
-        })
-    }
+    fn new;
 }
-
-impl Model for OpenAiModel {
-    fn name(&self) -> String {
-        format!("openai:{}", self.options.model)
-    }
-
-    fn turn<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        events: EventFn<'a>,
-    ) -> BoxFuture<'a, Result<TurnOutput, ModelError>> {
-        Box::pin(stream_turn(
-            &self.http,
-            &OpenAi,
-            &self.options,
-            request,
-            events,
-        ))
-    }
-}
-
-struct OpenAi;
 
 impl Dialect for OpenAi {
     type Reader = Reader;
 
-    fn provider(&self) -> &'static str {
-        "openai"
-    }
-
-    fn key_variable(&self) -> &'static str {
-        "OPENAI_API_KEY"
-    }
-
-    fn path(&self) -> &'static str {
-        "chat/completions"
-    }
+    const PROVIDER: &'static str = "openai";
+    const KEY_VARIABLE: &'static str = "OPENAI_API_KEY";
+    const PATH: &'static str = "chat/completions";
+    const BODY: fn(&str, &ModelRequest) -> Value = body;
 
     fn headers(&self, options: &ProviderOptions, headers: &mut HeaderMap) {
         if options.api_key.is_empty() {
@@ -89,14 +42,6 @@ impl Dialect for OpenAi {
             v.set_sensitive(true);
             headers.insert(AUTHORIZATION, v);
         }
-    }
-
-    fn body(&self, options: &ProviderOptions, request: &ModelRequest) -> Value {
-        body(&options.model, request)
-    }
-
-    fn reader(&self) -> Reader {
-        Reader::default()
     }
 }
 

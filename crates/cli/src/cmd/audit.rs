@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
-use switchboard_host::audit_stats::{Figures, stats_of_files};
 use switchboard_host::{Config, Outcome, audit_archives, verify_audit};
+use switchboard_host::{Figures, audit_stats_of_files};
 
 use crate::exit::Failure;
 use crate::flags::StatsBy;
@@ -134,7 +134,7 @@ pub(crate) fn stats(
         })?;
     }
     files.push(path.clone());
-    let stats = stats_of_files(&files).map_err(|e| Failure::usage(e.to_string()))?;
+    let stats = audit_stats_of_files(&files).map_err(|e| Failure::usage(e.to_string()))?;
     for s in &stats.skipped {
         let file = s.file.as_deref().unwrap_or(&path);
         out::note(format!("{}:{}: skipped: {}", file.display(), s.line, s.why));

@@ -11,14 +11,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use switchboard_host::auth::{
+use switchboard_host::{Config, OAuthSetting, ServerConfig};
+use switchboard_host::{
     NoOAuth, default_token_store, idp_login_config, login_command, oauth_config,
     principal_login_command,
 };
-use switchboard_host::{Config, OAuthSetting, ServerConfig};
 use switchboard_oauth::{
-    IdentitySource, LoopbackUserAgent, OAuthConfig, OAuthProvider, StoredLogin, TokenStore,
-    idp_login_key,
+    IdentitySource, LoginReport, LoopbackUserAgent, OAuthConfig, OAuthError, OAuthProvider,
+    StoredLogin, TokenStore, idp_login_key,
 };
 
 use crate::exit::{Code, Failure, of_oauth_error};
@@ -39,19 +39,10 @@ pub(crate) async fn login(
     open_browser: bool,
     wait: Duration,
 ) -> anyhow::Result<()> {
-    let config = settings.load_config()?.config;
-    let server = oauth_server(&config, alias)?;
-    // Its client secret (and its identity provider's) may be references.
-    let server = &server
-        .resolve_secrets()
-        .await
-        .map_err(|e| Failure::usage(format!("{alias}: {e}")))?;
+    let server = &resolved_server(settings, alias).await?;
     let store = store()?;
     let url = server.transport.url().unwrap_or_default().to_owned();
-    let target = match principal {
-        Some(name) => format!("{alias} as principal {name}"),
-        None => alias.to_owned(),
-    };
+    let target = target_of(alias, principal);
     let mut agent = loopback_agent(target.clone(), open_browser, wait);
     if let OAuthSetting::Client(client) = &server.oauth {
         if let Some(port) = client.callback_port {
@@ -67,34 +58,40 @@ pub(crate) async fn login(
         .user_agent(Arc::new(agent)),
     )?;
     out::note(format!("Logging in to {target} ({url})…"));
-    let report = tokio::select! {
-        r = provider.login() => r.map_err(|e| {
-            Failure::new(of_oauth_error(&e), format!("login to {target} failed: {e}"))
-        })?,
-        () = crate::shutdown_signal() => {
-            return Err(Failure::new(Code::Auth, format!("login to {target} cancelled")).into());
-        }
-    };
-    let view = LoginView {
-        alias: Some(alias.to_owned()),
-        principal: principal.map(str::to_owned),
-        url,
-        oauth: "on",
-        logged_in: true,
-        issuer: Some(report.issuer),
-        client_id: Some(report.client_id),
-        client_source: Some(report.client_source),
-        scopes: report.scopes,
-        expires_at: report.expires_at,
-        expired: report.expires_at.map(|at| at <= now()),
-        has_refresh_token: report.has_refresh_token,
-        method: Some(provider.method()),
-    };
+    let report = until_done(&format!("login to {target}"), provider.login()).await?;
+    let mut view = LoginView::logged_in(Some(alias), url, report, provider.method());
+    view.principal = principal.map(str::to_owned);
+    show_login(settings, &view, &format!("Logged in to {target}."))?;
+    Ok(())
+}
+
+/// `ALIAS`, or `ALIAS as principal NAME`: whose login a command acts on.
+fn target_of(alias: &str, principal: Option<&str>) -> String {
+    match principal {
+        Some(name) => format!("{alias} as principal {name}"),
+        None => alias.to_owned(),
+    }
+}
+
+/// Runs `login` until it ends or Ctrl-C cancels it; `what` ("login to
+/// ALIAS") names it in the error.
+async fn until_done(
+    what: &str,
+    login: impl Future<Output = Result<LoginReport, OAuthError>>,
+) -> anyhow::Result<LoginReport> {
+    tokio::select! {
+        r = login => Ok(r.map_err(|e| Failure::new(of_oauth_error(&e), format!("{what} failed: {e}")))?),
+        () = crate::shutdown_signal() => Err(Failure::new(Code::Auth, format!("{what} cancelled")).into()),
+    }
+}
+
+/// A login just made: as JSON, or `done` and its details.
+fn show_login(settings: &Settings, view: &LoginView, done: &str) -> anyhow::Result<()> {
     if settings.json {
-        out::json(&view)?;
+        out::json(view)?;
     } else {
-        out::line(format!("Logged in to {target}."))?;
-        for line in details(&view) {
+        out::line(done)?;
+        for line in details(view) {
             out::line(format!("  {line}"))?;
         }
     }
@@ -168,14 +165,11 @@ pub(crate) async fn login_idp(
         "Logging in at identity provider {name} ({})…",
         idp.issuer
     ));
-    let report = tokio::select! {
-        r = provider.login_at_identity_provider(name, &idp.scopes) => r.map_err(|e| {
-            Failure::new(of_oauth_error(&e), format!("login at identity provider {name} failed: {e}"))
-        })?,
-        () = crate::shutdown_signal() => {
-            return Err(Failure::new(Code::Auth, format!("login at identity provider {name} cancelled")).into());
-        }
-    };
+    let report = until_done(
+        &format!("login at identity provider {name}"),
+        provider.login_at_identity_provider(name, &idp.scopes),
+    )
+    .await?;
     let servers: Vec<&str> = config
         .servers
         .iter()
@@ -184,34 +178,22 @@ pub(crate) async fn login_idp(
         })
         .map(|s| s.alias.as_str())
         .collect();
-    let view = LoginView {
-        alias: None,
-        principal: None,
-        url: idp_login_key(name),
-        oauth: "on",
-        logged_in: true,
-        issuer: Some(report.issuer),
-        client_id: Some(report.client_id),
-        client_source: Some(report.client_source),
-        scopes: report.scopes,
-        expires_at: report.expires_at,
-        expired: report.expires_at.map(|at| at <= now()),
-        has_refresh_token: report.has_refresh_token,
-        method: Some("OpenID Connect login (ID token for the enterprise-managed grant)".into()),
-    };
-    if settings.json {
-        out::json(&view)?;
-    } else {
-        out::line(format!("Logged in at identity provider {name}."))?;
-        for line in details(&view) {
-            out::line(format!("  {line}"))?;
-        }
-        if !servers.is_empty() {
-            out::line(format!(
-                "  servers signing in through it: {}",
-                servers.join(", ")
-            ))?;
-        }
+    let view = LoginView::logged_in(
+        None,
+        idp_login_key(name),
+        report,
+        "OpenID Connect login (ID token for the enterprise-managed grant)".into(),
+    );
+    show_login(
+        settings,
+        &view,
+        &format!("Logged in at identity provider {name}."),
+    )?;
+    if !settings.json && !servers.is_empty() {
+        out::line(format!(
+            "  servers signing in through it: {}",
+            servers.join(", ")
+        ))?;
     }
     Ok(())
 }
@@ -355,21 +337,13 @@ pub(crate) async fn logout(
     alias: &str,
     principal: Option<&str>,
 ) -> anyhow::Result<()> {
-    let config = settings.load_config()?.config;
-    let server = oauth_server(&config, alias)?;
-    let server = &server
-        .resolve_secrets()
-        .await
-        .map_err(|e| Failure::usage(format!("{alias}: {e}")))?;
+    let server = &resolved_server(settings, alias).await?;
     let oauth = oauth_config(server).map_err(|why| not_oauth(alias, why))?;
     let had = provider(for_principal(oauth, principal)?.store(store()?))?
         .logout()
         .await
         .map_err(|e| Failure::new(of_oauth_error(&e), e.to_string()))?;
-    let target = match principal {
-        Some(name) => format!("{alias} as principal {name}"),
-        None => alias.to_owned(),
-    };
+    let target = target_of(alias, principal);
     if settings.json {
         out::json(&serde_json::json!({"alias": alias, "principal": principal, "loggedOut": had}))?;
     } else if had {
@@ -472,6 +446,27 @@ impl LoginView {
         }
     }
 
+    /// The login `report` just made, at `url`, obtained by `method`.
+    fn logged_in(
+        alias: Option<&str>,
+        url: String,
+        report: LoginReport,
+        method: String,
+    ) -> LoginView {
+        LoginView {
+            logged_in: true,
+            issuer: Some(report.issuer),
+            client_id: Some(report.client_id),
+            client_source: Some(report.client_source),
+            scopes: report.scopes,
+            expires_at: report.expires_at,
+            expired: report.expires_at.map(|at| at <= now()),
+            has_refresh_token: report.has_refresh_token,
+            method: Some(method),
+            ..LoginView::logged_out(alias, url)
+        }
+    }
+
     fn fill(&mut self, login: StoredLogin) {
         self.logged_in = true;
         self.issuer = Some(login.issuer);
@@ -535,6 +530,17 @@ fn human(views: &[LoginView]) -> Vec<String> {
         return vec!["no remote servers are configured and no logins are stored".into()];
     }
     out::table(&rows)
+}
+
+/// The configured server `alias` (an OAuth server, see [`oauth_server`])
+/// with its secret references resolved: its client secret and its
+/// identity provider's may be references.
+async fn resolved_server(settings: &Settings, alias: &str) -> anyhow::Result<ServerConfig> {
+    let config = settings.load_config()?.config;
+    Ok(oauth_server(&config, alias)?
+        .resolve_secrets()
+        .await
+        .map_err(|e| Failure::usage(format!("{alias}: {e}")))?)
 }
 
 /// The configured server `alias`, which must be an HTTP one.

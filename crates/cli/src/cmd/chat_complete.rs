@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use switchboard_host::catalog::OfferedTemplate;
+use switchboard_host::OfferedTemplate;
 use switchboard_host::{CallOptions, Catalog, CompletionRef, Host};
 use switchboard_wire::JsonObject;
 use switchboard_wire::shared::lock;
@@ -311,7 +311,7 @@ fn commands(catalog: &Catalog, word: &str) -> Vec<Candidate> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use switchboard_host::catalog::ServerOffer;
+    use switchboard_host::ServerOffer;
 
     fn catalog() -> Catalog {
         let offer = |value: serde_json::Value| -> ServerOffer {

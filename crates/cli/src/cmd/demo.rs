@@ -14,7 +14,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use switchboard_demo::notes;
-use switchboard_host::approver::BoxFuture;
+use switchboard_host::BoxFuture;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, Decider, Host, MountOptions,
     NoApprover,

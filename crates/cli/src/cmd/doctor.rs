@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::json;
-use switchboard_host::auth::{NoOAuth, login_command, needs_login_reason, oauth_config};
-use switchboard_host::table::{DescriptionLimits, Listed, ToolTable};
+use switchboard_host::{DescriptionLimits, Listed, ToolTable};
+use switchboard_host::{NoOAuth, login_command, needs_login_reason, oauth_config};
 use switchboard_host::{ServerConfig, TransportConfig};
 use switchboard_oauth::OAuthProvider;
 use switchboard_wire::{Tool, namespaced_tool_name};
@@ -159,7 +159,7 @@ fn confinement_findings(server: &ServerConfig) -> Vec<Finding> {
         .into_iter()
         .map(|(name, source)| format!("{name} from {source}"))
         .collect();
-    let Some(stdio) = switchboard_host::connect::stdio_config(server) else {
+    let Some(stdio) = switchboard_host::stdio_config(server) else {
         if !sources.is_empty() {
             f.push(finding(
                 Level::Info,
@@ -204,9 +204,9 @@ fn tool_search_finding(config: &switchboard_host::Config, listed: &[Listed]) -> 
         .iter()
         .flat_map(|(alias, tools, _)| tools.iter().map(move |t| (alias, t)))
         .map(|(alias, t)| {
-            let (description, schema) = switchboard_host::table::model_view(alias, t);
+            let (description, schema) = switchboard_host::model_view(alias, t);
             let name = switchboard_wire::namespaced_tool_name(alias, &t.name);
-            switchboard_host::tokens::tool_tokens(&name, &description, &schema)
+            switchboard_host::tool_tokens(&name, &description, &schema)
         })
         .sum();
     let window = switchboard_agent::DEFAULT_CONTEXT_WINDOW;
@@ -412,7 +412,7 @@ async fn skill_findings(alias: &str, client: &switchboard_client::Client) -> Vec
     )];
     let mut names: BTreeMap<&str, usize> = BTreeMap::new();
     for skill in &listing.items {
-        let id = switchboard_host::skills::skill_id(alias, &skill.uri);
+        let id = switchboard_host::skill_id(alias, &skill.uri);
         if let Some(name) = skill.name() {
             *names.entry(name).or_default() += 1;
         }
@@ -498,7 +498,7 @@ fn deprecation_findings(alias: &str, tools: &[Tool]) -> Vec<Finding> {
         .iter()
         .filter_map(|t| {
             let d = t.deprecation()?;
-            let note = switchboard_host::compat::deprecation_note(alias, &d);
+            let note = switchboard_host::deprecation_note(alias, &d);
             let passed = if d.is_past(now_ms) {
                 " (the removal date has passed)"
             } else {

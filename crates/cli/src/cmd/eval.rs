@@ -13,8 +13,8 @@ use switchboard_agent::eval::{
     PinnedViews, Report, check_assertions, junit, load, render_changes, run_cases,
 };
 use switchboard_agent::{Model, ModelSettings, ProcessEnv, model_from_spec_with};
-use switchboard_host::config::ModelConfig;
-use switchboard_host::pins::Pins;
+use switchboard_host::ModelConfig;
+use switchboard_host::Pins;
 use switchboard_host::{Host, MountOptions};
 
 use crate::exit::Failure;

@@ -3,8 +3,8 @@
 
 use serde_json::json;
 use switchboard_agent::eval::{PinComparison, PinnedViews, Policy, RunOptions, load};
-use switchboard_host::config::Config;
-use switchboard_host::pins::Pins;
+use switchboard_host::Config;
+use switchboard_host::Pins;
 use switchboard_host::{EvalsConfig, Host, Pattern, PinState};
 
 use crate::exit::Failure;

@@ -5,7 +5,7 @@
 use std::io::BufRead;
 
 use serde_json::json;
-use switchboard_host::skills::ALLOWED_TOOLS_IGNORED;
+use switchboard_host::ALLOWED_TOOLS_IGNORED;
 use switchboard_host::{Host, SkillReport, SkillStatus};
 
 use crate::exit::Failure;

@@ -146,7 +146,7 @@ pub(crate) fn human(tools: &[ModelTool]) -> Vec<String> {
         let note = t
             .deprecation
             .as_ref()
-            .map(|d| switchboard_host::compat::deprecation_note(&t.server, d));
+            .map(|d| switchboard_host::deprecation_note(&t.server, d));
         let text = note
             .as_deref()
             .and_then(|n| text.strip_prefix(n))
@@ -171,7 +171,7 @@ pub(crate) fn human(tools: &[ModelTool]) -> Vec<String> {
             lines.push(format!(
                 "{} is {}",
                 t.name,
-                switchboard_host::compat::deprecation_note(&t.server, d)
+                switchboard_host::deprecation_note(&t.server, d)
                     .trim_start_matches('[')
                     .trim_end_matches(']')
             ));

@@ -12,7 +12,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
-use switchboard_host::audit_stats::stats_of_file;
+use switchboard_host::audit_stats_of_file;
 use switchboard_host::{AuditRecord, Host, ModelTool, PinState, ServerReport, verify_audit};
 use switchboard_server::http::{AppBody, AppResponse};
 use switchboard_wire::shared::BoxFuture;
@@ -284,7 +284,7 @@ pub(crate) fn tools(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppR
 /// place in the config, or the gate's reasons (its own assessment,
 /// `gate::assess`); nothing for the built-in tools.
 fn why(config: &switchboard_host::Config, tool: &ModelTool, pin: Option<&PinState>) -> String {
-    if tool.server == switchboard_host::builtin::ALIAS {
+    if tool.server == switchboard_host::BUILTIN_ALIAS {
         return String::new();
     }
     let mut definition = switchboard_wire::Tool::new(
@@ -293,7 +293,7 @@ fn why(config: &switchboard_host::Config, tool: &ModelTool, pin: Option<&PinStat
         tool.input_schema.clone(),
     );
     definition.annotations.clone_from(&tool.annotations);
-    let assessed = switchboard_host::gate::assess(
+    let assessed = switchboard_host::assess_tool(
         &config.rules,
         &tool.server,
         &definition,
@@ -462,7 +462,7 @@ pub(crate) fn calls(host: &Host, frame: &Frame<'_>, query: Option<&str>) -> AppR
         );
     }
     body.push_str("</tbody></table>");
-    if let Ok(stats) = stats_of_file(&path) {
+    if let Ok(stats) = audit_stats_of_file(&path) {
         body.push_str(
             "<h2>Per tool</h2><table id=\"stats\"><thead><tr><th>Tool</th><th>Server</th><th>Calls</th>\
              <th>Error rate</th><th>Refused</th><th>p50 ms</th><th>p95 ms</th></tr></thead><tbody>",
@@ -513,10 +513,7 @@ const CHART: ChartShape<'static> = ChartShape {
 /// A small chart per tool for the first [`TOOL_CHARTS`] tools in the
 /// order `audit stats` gives them (error rate first), of the shown calls;
 /// a tool with none shown gets none.
-fn tool_charts(
-    tools: &[switchboard_host::audit_stats::ToolStats],
-    records: &[AuditRecord],
-) -> String {
+fn tool_charts(tools: &[switchboard_host::ToolStats], records: &[AuditRecord]) -> String {
     let mut out = String::new();
     for (i, t) in tools.iter().take(TOOL_CHARTS).enumerate() {
         let mine: Vec<&AuditRecord> = records
@@ -566,7 +563,7 @@ fn chart(records: &[&AuditRecord], shape: &ChartShape<'_>) -> String {
         .take(24)
         .rev()
         .map(|(hour, lines)| {
-            let stats = switchboard_host::audit_stats::stats(lines.iter().map(String::as_str));
+            let stats = switchboard_host::audit_stats(lines.iter().map(String::as_str));
             let calls = stats.tools.iter().map(|t| t.figures.calls).sum();
             let errors = stats.tools.iter().map(|t| t.figures.errors).sum();
             (hour.get(11..13).unwrap_or("").to_owned(), calls, errors)

@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard_host::approver::BoxFuture;
+use switchboard_host::BoxFuture;
 use switchboard_host::{Approval, ApprovalRequest, Approver, Decider};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 

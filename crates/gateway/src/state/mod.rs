@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use sha1::{Digest, Sha1};
-use switchboard_host::approver::BoxFuture;
+use switchboard_host::BoxFuture;
 use switchboard_host::{SharedAdmission, SharedLimits};
 use switchboard_server::UseLedger;
 

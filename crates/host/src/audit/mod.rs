@@ -159,7 +159,7 @@ pub enum Decider {
 
 /// The `method` of the audit line a person's acceptance of a changed
 /// definition leaves ([`crate::Host::accept_pins_by`]): not a call.
-pub const PINS_ACCEPT_METHOD: &str = "pins/accept";
+pub(crate) const PINS_ACCEPT_METHOD: &str = "pins/accept";
 
 /// One call, as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -27,8 +27,10 @@
 mod results;
 mod search;
 
-pub use results::{READ_RESULT, ReadResult};
-pub use search::{DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOLS, SearchTools};
+pub use results::READ_RESULT;
+pub(crate) use results::ReadResult;
+pub(crate) use search::SearchTools;
+pub use search::{DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOLS};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -20,7 +20,7 @@ const OWN_TEXT: usize = 400;
 
 /// Reading kept results, as a built-in tool.
 #[derive(Debug, Default)]
-pub struct ReadResult;
+pub(crate) struct ReadResult;
 
 impl BuiltinTool for ReadResult {
     fn definition(&self) -> Tool {

@@ -22,7 +22,7 @@ pub const MAX_LIMIT: usize = 20;
 
 /// The tool search, as a built-in tool.
 #[derive(Debug, Default)]
-pub struct SearchTools;
+pub(crate) struct SearchTools;
 
 impl BuiltinTool for SearchTools {
     fn definition(&self) -> Tool {

@@ -20,7 +20,7 @@ use crate::fsutil::{DirLock, parent_dir, write_atomic};
 /// # Errors
 /// [`HostError`] when the file cannot be read, locked, understood or
 /// written; the file is then left as it was.
-pub fn add_allow_rule(path: &Path, pattern: &str) -> Result<bool, HostError> {
+pub(crate) fn add_allow_rule(path: &Path, pattern: &str) -> Result<bool, HostError> {
     let io = |source| HostError::ConfigEditIo {
         path: path.to_path_buf(),
         source,

@@ -9,7 +9,7 @@ use super::{Config, ConfigProblem, ConfigProblems, ProblemKind};
 use crate::HostError;
 
 /// Environment variable naming the config file.
-pub const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
+pub(super) const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
 
 /// Where a config came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! The configuration: the `mcpServers` file users already have, plus
 //! Switchboard's keys beside it.
 //!
-//! The format is documented in [`format`](mod@format). In short: Claude Desktop / Claude Code
+//! The format is documented in [`config_format`](crate::config_format). In short: Claude Desktop / Claude Code
 //! `{"mcpServers": {ALIAS: {...}}}` or VS Code `{"servers": {ALIAS: {...}}}`,
 //! with `${VAR}` / `${VAR:-default}` expansion; every problem is reported
 //! with the file, the key and what to do, all at once, before any server
@@ -9,8 +9,6 @@
 
 mod edit;
 mod expand;
-#[doc = include_str!("format.md")]
-pub mod format {}
 mod jsonc;
 mod lookup;
 mod parse;
@@ -23,34 +21,34 @@ use std::time::Duration;
 use crate::HostError;
 use crate::permission::Rule;
 use crate::secret::{ConfigValue, SecretError};
-pub use switchboard_client::{Environment, FsAccess, Sandbox};
+pub(crate) use switchboard_client::{Environment, FsAccess, Sandbox};
 
-pub use edit::add_allow_rule;
-pub use lookup::{CONFIG_ENV, ConfigLoader, ConfigOrigin};
+pub(crate) use edit::add_allow_rule;
+pub use lookup::{ConfigLoader, ConfigOrigin};
 pub(crate) use parse::{did_you_mean, key_path};
 
 /// Built-in budget for tool results, in characters of text.
-pub const DEFAULT_BUDGET_CHARS: usize = 8_000;
+pub(crate) const DEFAULT_BUDGET_CHARS: usize = 8_000;
 /// Built-in media allowance of a tool result: decoded bytes of images,
 /// audio and binary resources passed on unchanged.
-pub const DEFAULT_BUDGET_MEDIA_BYTES: usize = 1 << 20;
+pub(crate) const DEFAULT_BUDGET_MEDIA_BYTES: usize = 1 << 20;
 /// Characters per token when `MAX_MCP_OUTPUT_TOKENS` sets the budget.
-pub const CHARS_PER_TOKEN: usize = 4;
+pub(crate) const CHARS_PER_TOKEN: usize = 4;
 /// Built-in time a server has to start and list its tools.
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Built-in time a tool call may take.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default deadline of a call the server turned into a task (the tasks
 /// extension), from the call to the task's end.
-pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(1800);
+pub(crate) const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(1800);
 /// Built-in number of consecutive failures that trips a server's breaker.
-pub const DEFAULT_BREAKER_FAILURES: u32 = 3;
+pub(crate) const DEFAULT_BREAKER_FAILURES: u32 = 3;
 /// Built-in time a tripped server rests before it is probed again.
-pub const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(30);
 /// Built-in time an idle lazy server keeps running after its last call.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 /// Name of the pins lockfile, beside the config file.
-pub const LOCKFILE_NAME: &str = "switchboard.lock";
+pub(crate) const LOCKFILE_NAME: &str = "switchboard.lock";
 
 /// A loaded, validated configuration.
 ///
@@ -92,7 +90,7 @@ pub struct Config {
     pub identity_providers: BTreeMap<String, IdentityProviderConfig>,
     /// Per-caller rules of an authenticated gateway (`"principals"`), by
     /// principal name: `allow` and `deny` rules that narrow what that
-    /// caller may call (see [`crate::gate::principal_allows`]).
+    /// caller may call (see `gate::principal_allows`).
     pub principals: BTreeMap<String, Vec<Rule>>,
     /// Whether an authenticated caller without a `principals` entry is
     /// refused everything (`"principalsDefault": "deny"`) instead of being

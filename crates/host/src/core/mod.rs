@@ -537,7 +537,7 @@ impl Host {
 
     /// [`Host::accept_pins`] done by a person named `by` (a console
     /// principal): the same, then one audit line per name accepted, with
-    /// method [`crate::audit::PINS_ACCEPT_METHOD`], decided by a person,
+    /// method `PINS_ACCEPT_METHOD`, decided by a person,
     /// outcome `ok` and `by` as its `principal`, so the log says who
     /// accepted what. `audit stats` does not count these lines as calls.
     ///

@@ -62,7 +62,7 @@ pub struct MountOptions {
     pub replica: Option<String>,
     /// Where verified skill content is cached: by default the config's
     /// `skills.cacheDir`, else the user's cache directory
-    /// ([`crate::skills::cache::default_root`]).
+    /// (`skills::cache::default_root`).
     pub skill_cache: Option<std::path::PathBuf>,
     /// Counts callers' calls a minute for every replica at once (the
     /// gateway's shared store); `None`: this process counts its own.

@@ -97,7 +97,7 @@ impl Host {
     }
 
     /// The results kept for this session.
-    pub fn results(&self) -> &crate::results::ResultStore {
+    pub(crate) fn results(&self) -> &crate::results::ResultStore {
         &self.inner.results
     }
 }

@@ -11,8 +11,8 @@ use crate::permission::{Rule, RuleKind};
 impl Host {
     /// Whether `principal` may reach `named` as far as its `principals`
     /// rules go: a tool's or prompt's name as the rules name tools
-    /// ([`gate::principal_allows`]), a resource or template as its whole
-    /// server ([`gate::principal_reaches`]). A caller without an entry
+    /// (`gate::principal_allows`), a resource or template as its whole
+    /// server (`gate::principal_reaches`). A caller without an entry
     /// may reach anything, or nothing under `"principalsDefault":
     /// "deny"`; for one with an entry, a name neither the table nor the
     /// catalog holds is refused. The ordinary rules, approvals and limits
@@ -74,7 +74,7 @@ impl Host {
 
     /// Whether `principal` may reach anything of server `alias` as far as
     /// its `principals` rules go: some tool or prompt of it
-    /// ([`gate::principal_allows`] could let one through), or its
+    /// (`gate::principal_allows` could let one through), or its
     /// resources. What a gateway tells that caller about the server (its
     /// status, its outages) follows this: a caller is told nothing of a
     /// server it cannot use. A caller without an entry reaches every

@@ -7,7 +7,9 @@
 use serde::Deserialize;
 use switchboard_wire::JsonObject;
 
-use super::{Document, SearchIndex, text};
+use super::Document;
+#[cfg(test)]
+use super::{SearchIndex, text};
 
 /// One tool of a catalogue file: its server's alias and its definition as
 /// the server sent it.
@@ -63,7 +65,13 @@ pub struct QueryCase {
 
 /// Recall@k: the share of `cases` with a right answer among the first
 /// `k` results (0 for no cases).
-pub fn recall_at(index: &SearchIndex, keys: &[String], cases: &[&QueryCase], k: usize) -> f64 {
+#[cfg(test)]
+pub(crate) fn recall_at(
+    index: &SearchIndex,
+    keys: &[String],
+    cases: &[&QueryCase],
+    k: usize,
+) -> f64 {
     if cases.is_empty() {
         return 0.0;
     }
@@ -81,7 +89,8 @@ pub fn recall_at(index: &SearchIndex, keys: &[String], cases: &[&QueryCase], k: 
 
 /// The words a query shares with a tool's name or description (after
 /// stemming and stop words): a paraphrase must share none.
-pub fn shared_words(query: &str, tool: &CatalogueTool) -> Vec<String> {
+#[cfg(test)]
+pub(crate) fn shared_words(query: &str, tool: &CatalogueTool) -> Vec<String> {
     let mut own = text::terms(&tool.name);
     own.extend(text::terms(tool.description.as_deref().unwrap_or_default()));
     let mut shared: Vec<String> = text::terms(query)

@@ -22,7 +22,7 @@
 //! its model view of the table (`core/search.rs`), so denied tools are
 //! never indexed and a changed tool is indexed with its approved text.
 
-pub mod evaluation;
+pub(crate) mod evaluation;
 mod text;
 mod thesaurus;
 

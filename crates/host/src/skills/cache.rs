@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use tracing::debug;
 
 /// The cache root the host uses when none is configured.
-pub fn default_root() -> Option<PathBuf> {
+pub(crate) fn default_root() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -97,7 +97,7 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// A URI as one file name: bytes outside `[A-Za-z0-9._-]` as `%XX`
-/// (reversible: [`decode`]): the file name a cached file of `uri` has.
+/// (reversible): the file name a cached file of `uri` has.
 pub fn encode(uri: &str) -> String {
     let mut out = String::with_capacity(uri.len() + 8);
     for b in uri.bytes() {
@@ -115,7 +115,8 @@ pub fn encode(uri: &str) -> String {
 }
 
 /// The URI a cache file name encodes.
-pub fn decode(name: &str) -> Option<String> {
+#[cfg(test)]
+fn decode(name: &str) -> Option<String> {
     switchboard_wire::percent::decode(name)
 }
 

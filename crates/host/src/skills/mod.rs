@@ -23,13 +23,13 @@ use serde::Serialize;
 use serde_json::Value;
 use switchboard_wire::Skill;
 
-pub mod cache;
+pub(crate) mod cache;
 pub(crate) mod tools;
 
 /// The built-in tool that loads a skill.
-pub const LOAD_SKILL: &str = "load_skill";
+pub(crate) const LOAD_SKILL: &str = "load_skill";
 /// The built-in tool that reads one file of a skill.
-pub const READ_SKILL_FILE: &str = "read_skill_file";
+pub(crate) const READ_SKILL_FILE: &str = "read_skill_file";
 
 /// Where a skill stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -105,7 +105,7 @@ pub const ALLOWED_TOOLS_IGNORED: &str =
 /// the `skill://` scheme (`skill://acme/billing/refunds/SKILL.md` →
 /// `acme/billing/refunds`); another scheme stays in
 /// (`github://o/r/refunds`); a URI without a skill directory stays whole.
-pub fn skill_path(uri: &str) -> &str {
+pub(crate) fn skill_path(uri: &str) -> &str {
     let root = switchboard_wire::skills::skill_root(uri).unwrap_or(uri);
     root.strip_prefix("skill://").unwrap_or(root)
 }
@@ -117,7 +117,7 @@ pub fn skill_id(alias: &str, uri: &str) -> String {
 
 /// The alias and the path of an id (`notes:meeting-notes`); `None` when it
 /// has no `:` (aliases never contain one, so the first ends the alias).
-pub fn split_id(id: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_id(id: &str) -> Option<(&str, &str)> {
     id.split_once(':')
         .filter(|(a, p)| !a.is_empty() && !p.is_empty())
 }

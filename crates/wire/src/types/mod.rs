@@ -68,3 +68,5 @@ pub use result::*;
 pub use roots::*;
 pub use sampling::*;
 pub use tools::*;
+
+pub(crate) use result::{paged_result, string_serde};

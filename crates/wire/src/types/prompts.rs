@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CacheHints, ContentBlock, JsonObject, ResultHeader};
+use super::{ContentBlock, JsonObject, ResultHeader, paged_result};
 
 /// An argument a prompt takes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,21 +42,14 @@ pub struct Prompt {
     pub extra: JsonObject,
 }
 
-/// Result of `prompts/list`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
-    /// This page of prompts.
-    pub prompts: Vec<Prompt>,
-    /// Cursor of the next page; absent on the last one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Freshness and scope.
-    #[serde(flatten)]
-    pub cache: CacheHints,
-    /// Result kind and metadata.
-    #[serde(flatten)]
-    pub header: ResultHeader,
+paged_result! {
+    /// Result of `prompts/list`.
+    pub struct ListPromptsResult {
+        /// This page of prompts.
+        pub prompts: Vec<Prompt>,
+        /// Freshness and scope.
+        cache,
+    }
 }
 
 /// A message of a prompt.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{CacheHints, JsonObject, ResourceContents, ResultHeader};
+use super::{CacheHints, JsonObject, ResourceContents, ResultHeader, paged_result};
 
 /// A resource a server offers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,38 +49,24 @@ pub struct ResourceTemplate {
     pub extra: JsonObject,
 }
 
-/// Result of `resources/list`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
-    /// This page of resources.
-    pub resources: Vec<Resource>,
-    /// Cursor of the next page; absent on the last one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Freshness and scope.
-    #[serde(flatten)]
-    pub cache: CacheHints,
-    /// Result kind and metadata.
-    #[serde(flatten)]
-    pub header: ResultHeader,
+paged_result! {
+    /// Result of `resources/list`.
+    pub struct ListResourcesResult {
+        /// This page of resources.
+        pub resources: Vec<Resource>,
+        /// Freshness and scope.
+        cache,
+    }
 }
 
-/// Result of `resources/templates/list`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
-    /// This page of templates.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// Cursor of the next page; absent on the last one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Freshness and scope.
-    #[serde(flatten)]
-    pub cache: CacheHints,
-    /// Result kind and metadata.
-    #[serde(flatten)]
-    pub header: ResultHeader,
+paged_result! {
+    /// Result of `resources/templates/list`.
+    pub struct ListResourceTemplatesResult {
+        /// This page of templates.
+        pub resource_templates: Vec<ResourceTemplate>,
+        /// Freshness and scope.
+        cache,
+    }
 }
 
 /// Result of `resources/read`.

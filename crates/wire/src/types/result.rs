@@ -2,11 +2,67 @@
 //! ([`ResultHeader`]), cache hints ([`CacheHints`], CACHE-01), and the
 //! params of a paginated list request.
 
-use serde::de::Deserializer;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::JsonObject;
+
+/// Declares the result of a paginated list method: one page of items
+/// under its own member, then what every page carries (the next page's
+/// cursor, the cache hints, the result header). The struct is written out
+/// as before, so its JSON is unchanged.
+macro_rules! paged_result {
+    (
+        $(#[$doc:meta])*
+        pub struct $name:ident {
+            $(#[$items_doc:meta])*
+            pub $items:ident: Vec<$item:ty>,
+            $(#[$cache_doc:meta])*
+            cache,
+        }
+    ) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $(#[$items_doc])*
+            pub $items: Vec<$item>,
+            /// Cursor of the next page; absent on the last one.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub next_cursor: Option<String>,
+            $(#[$cache_doc])*
+            #[serde(flatten)]
+            pub cache: $crate::types::CacheHints,
+            /// Result kind and metadata.
+            #[serde(flatten)]
+            pub header: $crate::types::ResultHeader,
+        }
+    };
+}
+pub(crate) use paged_result;
+
+/// Implements `Serialize` and `Deserialize` for an open string enum
+/// through its `as_str` and its `From<&str>` (which keeps unknown values),
+/// so it travels as the bare string.
+macro_rules! string_serde {
+    ($ty:ident) => {
+        impl ::serde::Serialize for $ty {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $ty {
+            fn deserialize<D: ::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> Result<Self, D::Error> {
+                let s = <String as ::serde::Deserialize>::deserialize(deserializer)?;
+                Ok($ty::from(s.as_str()))
+            }
+        }
+    };
+}
+pub(crate) use string_serde;
 
 /// The `resultType` of a result: what kind of answer it is (WIRE-06).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
@@ -49,18 +105,7 @@ impl From<&str> for ResultType {
     }
 }
 
-impl Serialize for ResultType {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ResultType {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(deserializer)?;
-        Ok(ResultType::from(s.as_str()))
-    }
-}
+string_serde!(ResultType);
 
 /// Who may reuse a cached result (caching).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{CacheHints, ContentBlock, JsonObject, ResultHeader};
+use super::{ContentBlock, JsonObject, ResultHeader, paged_result};
 
 /// Behaviour hints of a tool. Untrusted unless the server is (TOOL-07).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -81,21 +81,14 @@ impl Tool {
     }
 }
 
-/// Result of `tools/list`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    /// This page of tools.
-    pub tools: Vec<Tool>,
-    /// Cursor of the next page; absent on the last one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Freshness and scope.
-    #[serde(flatten)]
-    pub cache: CacheHints,
-    /// Result kind and metadata.
-    #[serde(flatten)]
-    pub header: ResultHeader,
+paged_result! {
+    /// Result of `tools/list`.
+    pub struct ListToolsResult {
+        /// This page of tools.
+        pub tools: Vec<Tool>,
+        /// Freshness and scope.
+        cache,
+    }
 }
 
 /// Result of `tools/call`.

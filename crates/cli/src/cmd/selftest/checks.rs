@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use switchboard_client::RequestOptions;
 use switchboard_demo::{notes, tickets};
-use switchboard_host::approver::BoxFuture;
-use switchboard_host::connect::Connection;
+use switchboard_host::BoxFuture;
+use switchboard_host::Connection;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, Config, ConfigOrigin, Host,
     MountOptions, Outcome, ServerConfig, ServerStatus, Verdict,

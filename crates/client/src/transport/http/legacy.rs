@@ -17,7 +17,7 @@ use switchboard_wire::{Message, Notification, Request, RequestId, Response, type
 use super::conn::{HttpResponse, Outbound};
 use super::failure::Failure;
 use super::response::{self, BodyKind, EventStream, Routing, StreamItem};
-use super::{Inner, accept_one_way, emit, header_value, request_headers};
+use super::{Inner, accept_one_way, emit, header_value, one_way_parts, request_headers};
 use crate::transport::{Incoming, NotificationSink, Outgoing};
 
 /// Resumption attempts for one request's stream.
@@ -259,12 +259,7 @@ impl LegacySession {
         inner: &Inner,
         message: &Message,
     ) -> Result<(), Failure> {
-        let method = message.method().map(str::to_owned);
-        let params = match message {
-            Message::Notification(n) => n.params.as_ref(),
-            _ => None,
-        };
-        let base = request_headers(method.as_deref().unwrap_or(""), params)?;
+        let (method, _, base) = one_way_parts(message)?;
         let headers = self.headers(self.current_session().as_ref(), base);
         let initialized = method.as_deref() == Some(method::INITIALIZED);
         let out = inner.post(headers, message, method);

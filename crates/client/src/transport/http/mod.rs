@@ -585,12 +585,7 @@ impl Inner {
                         "a modern server sends no requests, so there is nothing to answer".into(),
                     ));
                 }
-                let method = message.method().map(str::to_owned);
-                let params = match &message {
-                    Message::Notification(n) => n.params.as_ref(),
-                    _ => None,
-                };
-                let mut headers = request_headers(method.as_deref().unwrap_or(""), params)?;
+                let (method, params, mut headers) = one_way_parts(&message)?;
                 if let Some(version) = body_version(params) {
                     headers.insert(h::PROTOCOL_VERSION, version_value(version)?);
                 }
@@ -667,6 +662,20 @@ async fn accept_one_way(response: conn::HttpResponse) -> Result<(), Failure> {
         Ok(_) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// A one-way message's method (a notification's; none for a response),
+/// its params, and the headers it is posted with ([`request_headers`]).
+fn one_way_parts(
+    message: &Message,
+) -> Result<(Option<String>, Option<&Value>, HeaderMap), Failure> {
+    let method = message.method().map(str::to_owned);
+    let params = match message {
+        Message::Notification(n) => n.params.as_ref(),
+        _ => None,
+    };
+    let headers = request_headers(method.as_deref().unwrap_or(""), params)?;
+    Ok((method, params, headers))
 }
 
 /// `Content-Type`, `Accept`, `Mcp-Method` and `Mcp-Name` for a message.

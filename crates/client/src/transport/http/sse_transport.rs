@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 
 use super::failure::Failure;
 use super::response::{self, EventStream, StreamItem};
-use super::{Events, Inner, accept_one_way, emit, request_headers};
+use super::{Events, Inner, accept_one_way, emit, one_way_parts, request_headers};
 use crate::transport::{Incoming, NotificationSink, Outgoing};
 use switchboard_wire::shared::lock;
 
@@ -209,12 +209,7 @@ impl SseSession {
         inner: &Inner,
         message: &Message,
     ) -> Result<(), Failure> {
-        let method = message.method().map(str::to_owned);
-        let params = match message {
-            Message::Notification(n) => n.params.as_ref(),
-            _ => None,
-        };
-        let headers = request_headers(method.as_deref().unwrap_or(""), params)?;
+        let (method, _, headers) = one_way_parts(message)?;
         let out = inner.post_to(self.post_url.clone(), headers, message, method);
         accept_one_way(inner.http.send(out).await?).await
     }

@@ -22,7 +22,9 @@ use seccompiler::{BpfProgram, SeccompAction, SeccompFilter};
 use tokio::process::Command;
 use tracing::debug;
 
-use super::{Confinement, Environment, Mechanism, MechanismState, Sandbox, compose_env, env_names};
+use super::{
+    Confinement, Environment, Mechanism, MechanismState, Sandbox, compose_env, env_names, lacking,
+};
 
 mod child;
 mod kernel;
@@ -431,10 +433,7 @@ fn prepare_on(
 
     if let Some(missing) = confinement.missing() {
         if sandbox.required {
-            return Err(format!(
-                "its sandbox needs what this system lacks: {missing} (set \"required\": false \
-                 in its sandbox to run it without)"
-            ));
+            return Err(lacking(&missing));
         }
         debug!(server = %name, %missing, "starting without the sandbox mechanisms this system lacks");
     }

@@ -349,6 +349,15 @@ pub struct Confinement {
     pub mechanisms: Vec<Mechanism>,
 }
 
+/// Why a server whose sandbox is `required` must not start: it needs the
+/// `missing` mechanisms ([`Confinement::missing`]) this system lacks.
+pub(crate) fn lacking(missing: &str) -> String {
+    format!(
+        "its sandbox needs what this system lacks: {missing} (set \"required\": false \
+         in its sandbox to run it without)"
+    )
+}
+
 impl Confinement {
     /// The mechanisms asked for and missing, joined for a message;
     /// `None` when nothing is missing.

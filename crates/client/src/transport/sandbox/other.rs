@@ -9,7 +9,9 @@ use std::path::Path;
 
 use tokio::process::Command;
 
-use super::{Confinement, Environment, Mechanism, MechanismState, Sandbox, compose_env, env_names};
+use super::{
+    Confinement, Environment, Mechanism, MechanismState, Sandbox, compose_env, env_names, lacking,
+};
 
 /// What [`prepare`] built for one spawn: only the environment here.
 #[derive(Debug)]
@@ -45,10 +47,7 @@ pub(crate) fn prepare(
     let confinement = plan(sandbox, environment, extra_env, command, cwd);
     if sandbox.confines() && sandbox.required {
         if let Some(missing) = confinement.missing() {
-            return Err(format!(
-                "its sandbox needs what this system lacks: {missing} (set \"required\": false \
-                 in its sandbox to run it without)"
-            ));
+            return Err(lacking(&missing));
         }
     }
     Ok(Prepared {

@@ -9,7 +9,6 @@ use switchboard_wire::{CompleteResult, JsonObject};
 
 use super::outcome::{End, Governed};
 use super::{CallOptions, Kind, Named, OfferError, Start, Target};
-use crate::audit::Outcome;
 use crate::core::Host;
 
 /// What a completion is for: an argument of a served prompt, or a variable
@@ -73,15 +72,12 @@ impl Kind for Complete<'_> {
         if let Some(target) = host.target(self.named()) {
             return Ok((target, ()));
         }
-        let text = match self.reference {
-            CompletionRef::Prompt(name) => {
-                format!("unknown prompt {name:?}; prompts/list names the prompts on offer")
-            }
-            CompletionRef::Template(template) => format!(
-                "unknown resource template {template:?}; resources/templates/list names them"
-            ),
-        };
-        Err(Governed::unrouted(End::stopped(Outcome::UnknownTool, text)))
+        Err(match self.reference {
+            CompletionRef::Prompt(name) => Governed::unknown(format!(
+                "unknown prompt {name:?}; prompts/list names the prompts on offer"
+            )),
+            CompletionRef::Template(template) => Governed::unknown_template(template),
+        })
     }
 
     async fn run(

@@ -182,6 +182,19 @@ impl<T> Governed<T> {
         }
     }
 
+    /// A request naming nothing on offer: `text` says what is unknown and
+    /// where the caller finds what is.
+    pub(super) fn unknown(text: impl Into<String>) -> Governed<T> {
+        Governed::unrouted(End::stopped(Outcome::UnknownTool, text))
+    }
+
+    /// The answer to a reference to `template` that no server offers.
+    pub(super) fn unknown_template(template: &str) -> Governed<T> {
+        Governed::unknown(format!(
+            "unknown resource template {template:?}; resources/templates/list names them"
+        ))
+    }
+
     /// A request that ended at `target` (or before, without one).
     pub(super) fn at(target: Option<&Target>, decision: Option<Decision>, end: End<T>) -> Self {
         Governed {

@@ -48,12 +48,9 @@ impl Kind for GetPrompt<'_> {
     async fn route(&self, host: &Host) -> Result<(Target, ()), Governed<GetPromptResult>> {
         match host.target(self.named()) {
             Some(target) => Ok((target, ())),
-            None => Err(Governed::unrouted(End::stopped(
-                Outcome::UnknownTool,
-                format!(
-                    "unknown prompt {:?}; prompts/list names the prompts on offer",
-                    self.name
-                ),
+            None => Err(Governed::unknown(format!(
+                "unknown prompt {:?}; prompts/list names the prompts on offer",
+                self.name
             ))),
         }
     }

@@ -8,9 +8,8 @@
 use switchboard_wire::ReadResourceResult;
 use switchboard_wire::types::method;
 
-use super::outcome::{End, Governed};
+use super::outcome::Governed;
 use super::{CallOptions, Kind, Named, OfferError, Start, Target};
-use crate::audit::Outcome;
 use crate::core::Host;
 
 /// What a read names: a resource of the catalog, or a URI a served
@@ -86,15 +85,12 @@ impl Kind for ReadResource<'_> {
         if let Some(target) = self.located(host) {
             return Ok((target, ()));
         }
-        let text = match self.resource {
-            ResourceRef::Listed(uri) => {
-                format!("unknown resource {uri:?}; resources/list names the resources on offer")
-            }
-            ResourceRef::Templated { template, .. } => format!(
-                "unknown resource template {template:?}; resources/templates/list names them"
-            ),
-        };
-        Err(Governed::unrouted(End::stopped(Outcome::UnknownTool, text)))
+        Err(match self.resource {
+            ResourceRef::Listed(uri) => Governed::unknown(format!(
+                "unknown resource {uri:?}; resources/list names the resources on offer"
+            )),
+            ResourceRef::Templated { template, .. } => Governed::unknown_template(template),
+        })
     }
 
     async fn run(

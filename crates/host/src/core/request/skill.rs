@@ -120,7 +120,7 @@ impl<'a, T: Fetch> Kind for SkillRequest<'a, T> {
     }
 
     async fn route(&self, host: &Host) -> Result<(Target, ()), Governed<T>> {
-        let unknown = |text: String| Governed::unrouted(End::stopped(Outcome::UnknownTool, text));
+        let unknown = Governed::unknown;
         let Some(target) = host.target(self.named()) else {
             return Err(unknown(format!(
                 "no server {:?} serves skills here",

@@ -320,12 +320,7 @@ impl Host {
     /// server and its outage (the longest matching alias wins). This only
     /// explains the failure: a call is routed through the table alone.
     fn not_in_table(&self, local_name: &str, table: &ToolTable) -> Governed<CallToolResult> {
-        let unknown = || {
-            Governed::unrouted(End::stopped(
-                Outcome::UnknownTool,
-                self.unknown_tool(local_name, table),
-            ))
-        };
+        let unknown = || Governed::unknown(self.unknown_tool(local_name, table));
         let Some(server) = self.server_named_in(local_name) else {
             return unknown();
         };
