@@ -14,6 +14,7 @@ fn request(id: &str) -> String {
 
 /// Runs bench-echo with `args`, sends one request per id, returns the lines.
 fn answers(args: &[&str], ids: &[&str]) -> Vec<String> {
+    #[allow(clippy::disallowed_methods)] // a test spawning the binary under test, to its end
     let mut child = Command::new(env!("CARGO_BIN_EXE_bench-echo"))
         .args(args)
         .stdin(Stdio::piped())

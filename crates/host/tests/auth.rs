@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use switchboard_authkit::{AuthServer, AuthServerConfig, PrmAt, ResourceConfig, ResourceServer};
-use switchboard_host::{TokenStore, oauth_config};
 use switchboard_host::{Host, Outcome, ServerStatus};
+use switchboard_host::{TokenStore, oauth_config};
 use switchboard_oauth::HeadlessUserAgent;
 
 use crate::util::*;
