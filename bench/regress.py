@@ -187,7 +187,7 @@ def main():
     print(f"baseline: {baseline_path}, recorded {base.get('recorded')} ({base.get('load')}) {base.get('note', '')}")
     print(f"this run: {load_note()}; a figure fails when it is worse than the baseline by more than "
           f"{MARGIN:.0%} of it beyond noise = (this run's spread + the baseline's) / 2")
-    print(f"{'figure':<24} {'baseline':>18} {'this run':>18} {'limit':>8}  verdict")
+    print(f"{'figure':<30} {'baseline':>18} {'this run':>18} {'limit':>8}  verdict")
     failed = 0
     for name, (higher, what) in FIGURES.items():
         b, r = base.get("figures", {}).get(name), run.get(name)
@@ -195,7 +195,7 @@ def main():
             continue
         cur = f"{r['median']:.3f} ±{r['spread'] / 2:.3f}"
         if b is None:
-            print(f"{name:<24} {'-':>18} {cur:>18} {'-':>8}  new (no baseline)")
+            print(f"{name:<30} {'-':>18} {cur:>18} {'-':>8}  new (no baseline)")
             continue
         noise = (r["spread"] + b["spread"]) / 2
         if higher:
@@ -209,7 +209,7 @@ def main():
             verdict += " (noisy: the noise exceeds the 15 % margin)"
         failed += bad
         base_s = f"{b['median']:.3f} ±{b['spread'] / 2:.3f}"
-        print(f"{name:<24} {base_s:>18} {cur:>18} {limit:>8.3f}  {verdict}   [{what}; rounds {r['rounds']}]")
+        print(f"{name:<30} {base_s:>18} {cur:>18} {limit:>8.3f}  {verdict}   [{what}; rounds {r['rounds']}]")
     missing = [k for k in base.get("figures", {}) if k not in run]
     if missing:
         print(f"not measured in this run: {', '.join(missing)}")
