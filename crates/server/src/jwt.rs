@@ -25,7 +25,7 @@
 //! their age (stale-if-error; [`JwtVerifier::stale_if_error`]), so an
 //! outage of the issuer is not an outage of the resource server.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -219,7 +219,7 @@ impl JwtVerifier {
 
 impl KeySet {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        switchboard_wire::shared::lock(&self.state)
     }
 
     fn view(&self) -> View {
