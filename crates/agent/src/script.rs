@@ -25,6 +25,7 @@
 
 use std::path::Path;
 use std::sync::Mutex;
+use switchboard_wire::shared::lock;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -158,10 +159,7 @@ impl ScriptedModel {
     }
 
     fn take(&self) -> Option<(usize, ScriptTurn)> {
-        let mut next = self
-            .next
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = lock(&self.next);
         let turn = self.turns.get(*next).cloned();
         if turn.is_some() {
             *next += 1;

@@ -2,7 +2,8 @@
 //! one ([`HostToolbox`]: governed calls, approvals, progress); evals can
 //! plug in one that records calls instead of running them.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use switchboard_host::BoxFuture as ApproveFuture;
 use switchboard_host::{
@@ -131,10 +132,7 @@ impl HostToolbox {
     /// How the last tool list built compares with the whole table.
     pub fn view(&self) -> TableView {
         let _ = self.tools();
-        self.tools
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .view
+        lock(&self.tools).view
     }
 
     /// The host.
@@ -145,7 +143,7 @@ impl HostToolbox {
 
 impl Toolbox for HostToolbox {
     fn tools(&self) -> Arc<[ToolSpec]> {
-        let mut cache = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cache = lock(&self.tools);
         // Any change (or a missed one) since the last build makes it stale.
         // So is a list built before the session loaded more tools.
         let mut stale = cache.tools.is_none() || cache.loaded != self.loaded.names().len();

@@ -8,7 +8,8 @@
 //! dropped is withdrawn at once).
 
 use std::io::{BufRead, Write};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use serde_json::{Value, json};
 use switchboard_agent::{ModelSampler, ModelSettings, ProcessEnv, model_from_spec_with};
@@ -199,7 +200,7 @@ impl TerminalAsker {
         // Started inside the question, so only once it is its turn.
         let blocking = async move {
             tokio::task::spawn_blocking(move || {
-                let mut guard = io.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut guard = lock(&io);
                 let (input, output) = &mut *guard;
                 let mut t = Terminal {
                     input: input.as_mut(),

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
@@ -48,16 +49,13 @@ impl DemoTickets {
             .context("cannot prepare the tickets demo listener")?;
         let running =
             tickets::start_on(listener).context("cannot start the tickets demo server")?;
-        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(running);
+        *lock(&self.running) = Some(running);
         Ok(())
     }
 
     /// Takes the running server out, to stop it.
     pub(crate) fn take_running(&self) -> Option<tickets::Running> {
-        self.running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        lock(&self.running).take()
     }
 
     /// Stops the tickets server, waiting for it.
@@ -81,10 +79,7 @@ pub(crate) fn provider(
         let addr = listener
             .local_addr()
             .map_err(|e| demo_error(&format!("cannot read the tickets demo address: {e}")))?;
-        shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .listener = Some(listener);
+        lock(&shared).listener = Some(listener);
         config(&format!("http://{addr}/mcp"), &[])
     }
 }

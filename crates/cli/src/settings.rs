@@ -4,7 +4,8 @@
 
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use serde_json::Value;
 use switchboard_agent::eval::{Policy, RunOptions, WrongSelector, parse_per_category};
@@ -330,7 +331,7 @@ impl Settings {
             demo_env::provider(tickets.clone()),
         )
         .map_err(|e| Failure::usage(e.to_string()))?;
-        let tickets = std::mem::take(&mut *tickets.lock().unwrap_or_else(PoisonError::into_inner));
+        let tickets = std::mem::take(&mut *lock(&tickets));
         Ok(Loaded { config, tickets })
     }
 }

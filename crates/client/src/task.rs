@@ -23,6 +23,7 @@
 
 use std::collections::HashMap;
 use std::time::Duration;
+use switchboard_wire::shared::lock;
 
 use serde_json::{Value, json};
 use switchboard_wire::tasks::{self, Task, TaskStatus};
@@ -112,22 +113,14 @@ pub(crate) struct Cancels {
 
 impl Cancels {
     fn push(&self, handle: tokio::task::JoinHandle<()>) {
-        let mut sent = self
-            .sent
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut sent = lock(&self.sent);
         sent.retain(|h| !h.is_finished());
         sent.push(handle);
     }
 
     /// Waits up to two seconds for the cancels in flight.
     pub(crate) async fn finish(&self) {
-        let sent = std::mem::take(
-            &mut *self
-                .sent
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let sent = std::mem::take(&mut *lock(&self.sent));
         if sent.is_empty() {
             return;
         }

@@ -26,8 +26,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
@@ -160,7 +161,7 @@ impl InboundAuth {
                 self.kind
             )));
         };
-        let mut current = live.0.write().unwrap_or_else(PoisonError::into_inner);
+        let mut current = write_lock(&live.0);
         let change = TokenChange::between(&current, &tokens);
         *current = Arc::new(tokens);
         Ok(change)
@@ -176,7 +177,7 @@ impl InboundAuth {
         let Some(live) = &self.tokens else {
             return Vec::new();
         };
-        let tokens = Arc::clone(&live.0.read().unwrap_or_else(PoisonError::into_inner));
+        let tokens = Arc::clone(&read_lock(&live.0));
         tokens.names_missing_from(config)
     }
 
@@ -363,7 +364,7 @@ struct LiveTokens(RwLock<Arc<StaticTokens>>);
 
 impl TokenValidator for LiveTokens {
     fn validate<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
-        let current = Arc::clone(&self.0.read().unwrap_or_else(PoisonError::into_inner));
+        let current = Arc::clone(&read_lock(&self.0));
         Box::pin(std::future::ready(current.principal_of(token)))
     }
 }
@@ -524,7 +525,7 @@ fn jwt_verifier(client: IssuerClient, issuer: String, url: Option<String>) -> Jw
     JwtVerifier::new(move || {
         let (client, issuer, found) = (client.clone(), issuer.clone(), Arc::clone(&found));
         Box::pin(async move {
-            let known = found.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            let known = lock(&found).clone();
             let url = match known {
                 Some(url) => url,
                 None => {
@@ -534,7 +535,7 @@ fn jwt_verifier(client: IssuerClient, issuer: String, url: Option<String>) -> Jw
                             "the metadata of {issuer} names no jwks_uri; give --jwks-url"
                         ));
                     };
-                    *found.lock().unwrap_or_else(PoisonError::into_inner) = Some(url.clone());
+                    *lock(&found) = Some(url.clone());
                     url
                 }
             };

@@ -30,7 +30,8 @@
 //! mostly someone reading a question).
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
+use switchboard_wire::shared::{read_lock, write_lock};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -361,10 +362,7 @@ impl CallObserver for Metrics {
             && call.original_tool.is_some();
         let alias = call.alias.unwrap_or("");
         if allowed_ok {
-            let known = self
-                .allowed_ok
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
+            let known = read_lock(&self.allowed_ok);
             if let Some(counters) = known.get(alias).and_then(|tools| tools.get(call.tool)) {
                 counters.calls.inc();
                 counters.latency.observe(call.duration.as_secs_f64());
@@ -420,9 +418,7 @@ impl CallObserver for Metrics {
                     })
                     .clone(),
             };
-            self.allowed_ok
-                .write()
-                .unwrap_or_else(PoisonError::into_inner)
+            write_lock(&self.allowed_ok)
                 .entry(labels.server.clone())
                 .or_default()
                 .insert(labels.tool.clone(), counters);

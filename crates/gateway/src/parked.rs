@@ -23,8 +23,9 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+use switchboard_wire::shared::lock;
 
 use serde::{Deserialize, Serialize};
 
@@ -82,10 +83,7 @@ impl<T: Send + 'static> Parking<T> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Option<String>, T)>> {
-        self.inner
-            .calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner.calls)
     }
 
     /// Parks `call` of `principal` until its retry, or until it lapses

@@ -10,7 +10,8 @@
 //! they share one set.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 use switchboard_host::{Host, LoadedTools, ToolSearch};
 use switchboard_server::Notifier;
@@ -46,22 +47,15 @@ impl Search {
             .into_iter()
             .map(|t| t.name)
             .collect();
-        *self.always.write().unwrap_or_else(PoisonError::into_inner) = names;
+        *write_lock(&self.always) = names;
     }
 
     /// Whether `tool` is listed to the caller `subject`.
     pub(crate) fn lists(&self, subject: Option<&str>, tool: &str) -> bool {
-        if self
-            .always
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(tool)
-        {
+        if read_lock(&self.always).contains(tool) {
             return true;
         }
-        self.loaded
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.loaded)
             .get(subject.unwrap_or(""))
             .is_some_and(|l| l.contains(tool))
     }
@@ -69,7 +63,7 @@ impl Search {
     /// The loaded set of the caller `subject`, made on first use: a load
     /// tells that caller's listen streams its list changed.
     pub(crate) fn loaded_for(&self, subject: Option<&str>, notifier: &Notifier) -> LoadedTools {
-        let mut all = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut all = lock(&self.loaded);
         all.entry(subject.unwrap_or("").to_owned())
             .or_insert_with(|| {
                 let notifier = notifier.clone();

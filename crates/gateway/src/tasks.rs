@@ -34,7 +34,8 @@
 //! client's next request about the task ([`resumer`]), writing its one
 //! audit line when it ends.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use serde_json::Value;
 use switchboard_client::{
@@ -95,11 +96,7 @@ pub(crate) async fn call(
     let (started_tx, started_rx) = oneshot::channel::<TaskResumption>();
     let started = Mutex::new(Some(started_tx));
     options.on_task_started = Some(Arc::new(move |resumption| {
-        if let Some(tx) = started
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
+        if let Some(tx) = lock(&started).take() {
             let _ = tx.send(resumption);
         }
     }));

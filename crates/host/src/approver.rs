@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use serde_json::Value;
 use switchboard_wire::ToolAnnotations;
@@ -289,16 +290,11 @@ impl PromptApprover {
     /// Whether `request`'s tool was allowed for the session (and its
     /// definition has not changed since).
     fn allowed_for_session(&self, request: &ApprovalRequest) -> bool {
-        request.diff.is_none()
-            && self
-                .session
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .contains(request.session_key())
+        request.diff.is_none() && lock(&self.session).contains(request.session_key())
     }
 
     fn ask_blocking(io: &Mutex<Io>, request: &ApprovalRequest) -> Answer {
-        let mut guard = io.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut guard = lock(io);
         let (input, output) = &mut *guard;
         let always = request.always();
         let what = if request.skill.is_some() {
@@ -368,10 +364,7 @@ impl Approver for PromptApprover {
             match answer {
                 Ok(Answer::Once(approval)) => approval,
                 Ok(Answer::Session) => {
-                    self.session
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(request.session_key().to_owned());
+                    lock(&self.session).insert(request.session_key().to_owned());
                     Approval::AllowOnce
                 }
                 Err(_) => Approval::Deny(Some("the approval prompt failed".into())),

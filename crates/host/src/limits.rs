@@ -9,8 +9,9 @@
 //! the replicas, while the calls running at once stay counted by each.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use switchboard_wire::shared::lock;
 
 use tokio::time::Instant;
 
@@ -214,7 +215,7 @@ impl Limiter {
         limits: CallLimits,
         now: Instant,
     ) -> Result<Permit, Refusal> {
-        let mut callers = self.callers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut callers = lock(&self.callers);
         if !callers.contains_key(principal) && callers.len() >= KEPT_CALLERS {
             callers.retain(|_, c| c.running > 0 || now.duration_since(c.refilled) < REFILL_TIME);
         }
@@ -267,7 +268,7 @@ impl Limiter {
     /// Calls of `principal` running now (for tests).
     #[cfg(test)]
     fn running(&self, principal: &str) -> u32 {
-        let callers = self.callers.lock().unwrap_or_else(PoisonError::into_inner);
+        let callers = lock(&self.callers);
         callers.get(principal).map_or(0, |c| c.running)
     }
 }
@@ -292,11 +293,7 @@ impl Permit {
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        let mut callers = self
-            .limiter
-            .callers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut callers = lock(&self.limiter.callers);
         if let Some(caller) = callers.get_mut(&self.principal) {
             caller.running = caller.running.saturating_sub(1);
         }

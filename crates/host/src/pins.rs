@@ -26,6 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use switchboard_wire::shared::lock;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -577,9 +578,7 @@ impl Pins {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LockData> {
         // A panic while holding the lock leaves valid data behind.
-        self.data
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.data)
     }
 }
 

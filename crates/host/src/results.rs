@@ -25,7 +25,8 @@ use std::hash::{BuildHasher, Hasher};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 /// Bounds of the results kept for a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -342,11 +343,11 @@ impl ResultStore {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.entries)
     }
 
     fn lock_dir(&self) -> std::sync::MutexGuard<'_, Option<PathBuf>> {
-        self.dir.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.dir)
     }
 }
 

@@ -3,7 +3,8 @@
 //! `notifications/tasks`; the host remembers the task id for the audit line
 //! and shows status messages on the call's progress sink.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use serde_json::Value;
 use switchboard_client::{NotificationSink, ProgressSink};
@@ -27,10 +28,7 @@ pub(crate) struct TaskWatch {
 impl TaskWatch {
     /// The task's id, when the call became a task.
     pub(crate) fn task_id(&self) -> Option<String> {
-        self.id
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.id).clone()
     }
 }
 
@@ -58,11 +56,8 @@ pub(crate) fn watch(
             tasks::NOTIFICATION => {
                 let params = n.params.as_ref();
                 if let Some(id) = params.and_then(|p| p.get("taskId")).and_then(Value::as_str) {
-                    *seen.id.lock().unwrap_or_else(PoisonError::into_inner) = Some(id.to_owned());
-                    let started = on_started
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .take();
+                    *lock(&seen.id) = Some(id.to_owned());
+                    let started = lock(&on_started).take();
                     if let Some(started) = started {
                         started(id);
                     }
@@ -96,7 +91,7 @@ fn status_progress(id: &str, params: Option<&Value>, count: &Mutex<u64>) -> Prog
         None => status.to_owned(),
     };
     let step = {
-        let mut c = count.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut c = lock(count);
         *c += 1;
         *c
     };

@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
+use switchboard_wire::shared::lock;
 
 use switchboard_client::{
     Client, ClientError, Dropped, Listing, ServerDescription, StdioTransport,
@@ -258,9 +259,7 @@ impl Upstream {
     }
 
     pub(crate) fn activity(&self) -> MutexGuard<'_, Activity> {
-        self.activity
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.activity)
     }
 
     pub(crate) fn alias(&self) -> &str {
@@ -268,15 +267,11 @@ impl Upstream {
     }
 
     pub(crate) fn state(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.state)
     }
 
     pub(crate) fn breaker(&self) -> MutexGuard<'_, Breaker> {
-        self.breaker
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.breaker)
     }
 
     /// The live link, if the connection is not known to be dead.

@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use switchboard_wire::shared::lock;
 
 use tokio::sync::watch;
 
@@ -101,9 +102,7 @@ impl Drop for Running {
 
 impl Record {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Slot>> {
-        self.slots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.slots)
     }
 
     /// Starts the call `call` (a digest of its tool name and arguments) by

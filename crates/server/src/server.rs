@@ -3,8 +3,9 @@
 //! [`ServerBuilder`], cheap to clone, shared by every runner.
 
 use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
+use switchboard_wire::shared::{read_lock, write_lock};
 
 use serde_json::{Map, Value, json};
 use switchboard_wire::meta::SERVER_INFO;
@@ -371,13 +372,7 @@ impl Server {
     }
 
     pub(crate) fn registry(&self) -> Arc<Registry> {
-        Arc::clone(
-            &self
-                .inner
-                .registry
-                .read()
-                .unwrap_or_else(PoisonError::into_inner),
-        )
+        Arc::clone(&read_lock(&self.inner.registry))
     }
 
     pub(crate) fn replay_guard(&self) -> &ReplayGuard {
@@ -388,11 +383,7 @@ impl Server {
         &self,
         change: impl FnOnce(&mut Registry) -> Result<(), BuildError>,
     ) -> Result<(), BuildError> {
-        let mut guard = self
-            .inner
-            .registry
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut guard = write_lock(&self.inner.registry);
         let mut next = guard.clone_shallow();
         change(&mut next)?;
         *guard = Arc::new(next);
@@ -449,20 +440,12 @@ impl Server {
         &self,
         filter: impl Fn(Option<&crate::Principal>, &str) -> bool + Send + Sync + 'static,
     ) {
-        *self
-            .inner
-            .tool_filter
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(filter));
+        *write_lock(&self.inner.tool_filter) = Some(Arc::new(filter));
     }
 
     /// The tool filter, if one is set.
     pub(crate) fn tool_filter(&self) -> Option<ToolFilter> {
-        self.inner
-            .tool_filter
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        read_lock(&self.inner.tool_filter).clone()
     }
 
     /// Lists to each caller only the prompts, resources and resource
@@ -478,20 +461,12 @@ impl Server {
         &self,
         filter: impl Fn(Option<&crate::Principal>, Offered<'_>) -> bool + Send + Sync + 'static,
     ) {
-        *self
-            .inner
-            .offer_filter
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(filter));
+        *write_lock(&self.inner.offer_filter) = Some(Arc::new(filter));
     }
 
     /// The offer filter, if one is set.
     pub(crate) fn offer_filter(&self) -> Option<OfferFilter> {
-        self.inner
-            .offer_filter
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        read_lock(&self.inner.offer_filter).clone()
     }
 
     /// Removes a tool while running; `true` if it existed.

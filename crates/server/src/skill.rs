@@ -30,7 +30,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 use serde_json::Value;
 use switchboard_wire::skills::{
@@ -289,16 +290,12 @@ impl std::fmt::Debug for Catalog {
 impl Catalog {
     /// The snapshot as it is, without looking at the disk.
     pub(crate) fn now(&self) -> Arc<Snapshot> {
-        Arc::clone(&self.snapshot.read().unwrap_or_else(PoisonError::into_inner))
+        Arc::clone(&read_lock(&self.snapshot))
     }
 
     /// Whether any skill comes from disk (and so may change).
     fn has_disk(&self) -> bool {
-        !self
-            .roots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
+        !lock(&self.roots).is_empty()
     }
 
     /// Walks the skills directories again (on a blocking thread) and
@@ -323,7 +320,7 @@ impl Catalog {
     /// Walks the directories, hashes what changed, and rebuilds the
     /// snapshot when anything did. One walk at a time.
     fn refresh_blocking(&self) -> Arc<Snapshot> {
-        let mut roots = self.roots.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut roots = lock(&self.roots);
         let rehash = self.rehash.swap(false, Ordering::Relaxed);
         let changed = roots.iter_mut().fold(false, |acc, r| r.walk(rehash) | acc);
         // The first snapshot is made whatever the walk found.
@@ -336,16 +333,13 @@ impl Catalog {
         let mut refusals = HashMap::new();
         let snapshot = Arc::new(index(&candidates, &mut refusals));
         self.report(refusals);
-        *self
-            .snapshot
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = Arc::clone(&snapshot);
+        *write_lock(&self.snapshot) = Arc::clone(&snapshot);
         snapshot
     }
 
     /// Logs each skill that is not served, once per reason (SK-MAP-2).
     fn report(&self, refusals: HashMap<String, String>) {
-        let mut reported = self.reported.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut reported = lock(&self.reported);
         for (path, reason) in &refusals {
             if reported.get(path) != Some(reason) {
                 tracing::warn!(skill = %path, "not serving the skill: {reason}");

@@ -12,8 +12,9 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use switchboard_wire::shared::lock;
 
 use fs4::fs_std::FileExt;
 
@@ -74,7 +75,7 @@ impl<T> StateHandles<T> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry<T>>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.entries)
     }
 
     /// Stores `value` for `owner` and returns its new handle.
@@ -249,7 +250,7 @@ impl ReplayGuard {
     pub(crate) async fn consume(&self, nonce: [u8; 16], expires_at_ms: u64) -> StateUse {
         let now = seal::now_ms();
         {
-            let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut seen = lock(&self.seen);
             if seen.len() > 4096 {
                 seen.retain(|_, exp| *exp > now);
             }
@@ -264,7 +265,7 @@ impl ReplayGuard {
                 Err(why) => return StateUse::Unrecorded(why),
             }
         }
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen = lock(&self.seen);
         match seen.insert(nonce, expires_at_ms) {
             None => StateUse::First,
             Some(_) => StateUse::Again,
@@ -340,7 +341,7 @@ impl Ledger {
     fn record_now(&self, nonce: &[u8; 16], expires_at_ms: u64, now: u64) -> std::io::Result<bool> {
         // The mutex orders this process's threads; the file lock, other
         // processes (a lock is held per open file, not per thread).
-        let lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let lock = lock(&self.lock);
         FileExt::lock_exclusive(&*lock)?;
         let recorded = self.record_locked(nonce, expires_at_ms, now);
         let _ = FileExt::unlock(&*lock);

@@ -25,8 +25,9 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+use switchboard_wire::shared::lock;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -165,11 +166,7 @@ impl TaskWork {
 
     /// Runs the work; a clone whose work already ran fails.
     fn run(self, task: TaskContext) -> BoxFuture<'static, ToolRun> {
-        let work = self
-            .work
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let work = lock(&self.work).take();
         match work {
             Some(work) => work(task),
             None => Box::pin(async { Err(HandlerError::internal("this task's work already ran")) }),
@@ -332,7 +329,7 @@ impl TaskEntry {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.state)
     }
 
     fn expired(&self, now: Instant) -> bool {
@@ -513,7 +510,7 @@ impl TaskStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<TaskEntry>>> {
-        self.tasks.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.tasks)
     }
 
     /// Drops expired tasks, stopping any still running.

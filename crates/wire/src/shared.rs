@@ -1,10 +1,10 @@
 //! Three small things every crate above this one needs, defined once: the
-//! boxed future of object-safe async traits, a lock that survives a
+//! boxed future of object-safe async traits, locks that survive a
 //! panicked holder, and the Unix clock.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A boxed, sendable future: what the async methods of object-safe traits
@@ -15,9 +15,17 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// it: the data is still consistent (no holder leaves it half-written),
 /// and one panicked task must not take down every later one.
 pub fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Reads `lock`, even when a panicking writer poisoned it (as [`lock`]).
+pub fn read_lock<T: ?Sized>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Writes `lock`, even when a panicking writer poisoned it (as [`lock`]).
+pub fn write_lock<T: ?Sized>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Seconds since the Unix epoch (0 on a clock set before it).

@@ -6,7 +6,8 @@
 //! resources, prompts and slash commands (`chat_complete`).
 
 use std::io::{BufRead, Write};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use switchboard_agent::{
@@ -215,10 +216,7 @@ impl Signals {
         let current = turn.clone();
         let task = tokio::spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
-                let token = current
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
+                let token = lock(&current).clone();
                 match token {
                     Some(t) if !t.is_cancelled() => {
                         out::note("\n(cancelled; Ctrl-C again to quit)");
@@ -239,12 +237,12 @@ impl Signals {
 
     fn begin_turn(&self) -> CancelToken {
         let token = CancelToken::new();
-        *self.turn.lock().unwrap_or_else(PoisonError::into_inner) = Some(token.clone());
+        *lock(&self.turn) = Some(token.clone());
         token
     }
 
     fn end_turn(&self) {
-        *self.turn.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *lock(&self.turn) = None;
     }
 
     fn quitting(&self) -> bool {
@@ -295,7 +293,7 @@ impl Render {
             }
             return;
         }
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&self.state);
         if !matches!(event, AgentEvent::Text { .. }) && state.mid_line {
             let _ = out::line("");
             state.mid_line = false;

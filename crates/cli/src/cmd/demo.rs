@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 use std::time::Instant;
+use switchboard_wire::shared::lock;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -80,11 +81,7 @@ pub(crate) fn demo_loaded() -> Result<Loaded, Failure> {
         )],
     )
     .map_err(|e| Failure::usage(e.to_string()))?;
-    let tickets = std::mem::take(
-        &mut *shared
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
+    let tickets = std::mem::take(&mut *lock(&shared));
     Ok(Loaded { config, tickets })
 }
 

@@ -10,7 +10,8 @@
 //! client's own handler answers it. Modern sessions track nothing: their
 //! servers never send requests (WIRE-13).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use crate::input::InputHandler;
 
@@ -84,7 +85,7 @@ impl InFlight {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
-        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.slots)
     }
 }
 

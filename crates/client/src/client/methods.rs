@@ -3,6 +3,7 @@
 //! `send`, and the fast reader of a `tools/call` result.
 
 use super::*;
+use switchboard_wire::shared::lock;
 
 impl Client {
     /// Fetches `server/discover` again (modern), or describes the legacy
@@ -80,11 +81,7 @@ impl Client {
             false
         });
         if self.inner.config.tasks {
-            let mut support = self
-                .inner
-                .task_support
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut support = lock(&self.inner.task_support);
             for tool in &page.tools {
                 match crate::task::task_support_of(tool) {
                     Some(s) => support.insert(tool.name.clone(), s),

@@ -21,6 +21,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
+use switchboard_wire::shared::lock;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -247,12 +248,7 @@ impl Client {
 
     /// The `execution.taskSupport` of a listed tool (2025-11-25 tasks).
     pub(crate) fn task_support(&self, tool: &str) -> Option<String> {
-        self.inner
-            .task_support
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(tool)
-            .cloned()
+        lock(&self.inner.task_support).get(tool).cloned()
     }
 
     fn session(&self) -> Arc<Session> {

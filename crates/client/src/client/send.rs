@@ -5,6 +5,7 @@
 //! checked and typed, and pagination.
 
 use super::*;
+use switchboard_wire::shared::lock;
 
 impl Client {
     /// `Mcp-Param-*` headers for a tool call, when the transport sends them.
@@ -124,11 +125,7 @@ impl Client {
         if session.era != Era::Modern {
             return None;
         }
-        let mut last = self
-            .inner
-            .narrowed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut last = lock(&self.inner.narrowed);
         if let Some(n) = last.as_ref() {
             if Arc::ptr_eq(&n.base, &session.base_meta) && n.caller == *caller {
                 return n.meta.clone();

@@ -14,8 +14,9 @@
 //! from it by the next replica that reads it).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{PoisonError, RwLock};
+use std::sync::RwLock;
 use std::time::Duration;
+use switchboard_wire::shared::{read_lock, write_lock};
 
 use switchboard_server::{ReplicaDirectory, ReplicaLocation};
 
@@ -55,16 +56,13 @@ impl Membership {
 
     /// Sets the URL peers reach this replica at.
     pub(crate) fn set_url(&self, url: String) {
-        *self.url.write().unwrap_or_else(PoisonError::into_inner) = Some(url);
+        *write_lock(&self.url) = Some(url);
     }
 
     /// The live replicas other than this one, by name, with their URLs.
     #[must_use]
     pub fn replicas(&self) -> Vec<(String, String)> {
-        let mut all: Vec<(String, String)> = self
-            .replicas
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+        let mut all: Vec<(String, String)> = read_lock(&self.replicas)
             .iter()
             .map(|(n, u)| (n.clone(), u.to_string()))
             .collect();
@@ -83,11 +81,7 @@ impl Membership {
     /// Why the store could not be used (the registry read before is
     /// kept).
     pub(crate) async fn beat(&self) -> Result<(), String> {
-        let url = self
-            .url
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let url = read_lock(&self.url).clone();
         let set = format!("{PREFIX}replicas");
         let own_key = Self::key(&self.name);
         let ttl = REPLICA_TTL.as_millis().to_string();
@@ -145,11 +139,8 @@ impl Membership {
                 let _ = self.state.run(Operation::Membership, &[srem]).await;
             }
         }
-        let mut seen = self.seen.write().unwrap_or_else(PoisonError::into_inner);
-        let mut replicas = self
-            .replicas
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut seen = write_lock(&self.seen);
+        let mut replicas = write_lock(&self.replicas);
         for gone in replicas.keys().filter(|n| !live.contains_key(*n)) {
             tracing::warn!(replica = %gone, "a replica left the shared store's registry (its registration expired): requests for its tasks are answered saying it is gone");
         }
@@ -194,19 +185,10 @@ impl Membership {
 
 impl ReplicaDirectory for Membership {
     fn locate(&self, name: &str) -> ReplicaLocation {
-        if let Some(url) = self
-            .replicas
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(name)
-        {
+        if let Some(url) = read_lock(&self.replicas).get(name) {
             return ReplicaLocation::At(url.clone());
         }
-        let seen = self
-            .seen
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(name);
+        let seen = read_lock(&self.seen).contains(name);
         if seen && self.state.is_up() {
             ReplicaLocation::Gone
         } else {

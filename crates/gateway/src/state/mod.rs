@@ -30,8 +30,9 @@ mod resp;
 pub use membership::{Membership, REPLICA_TTL};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use switchboard_wire::shared::lock;
 
 use sha1::{Digest, Sha1};
 use switchboard_host::BoxFuture;
@@ -282,11 +283,7 @@ impl SharedState {
     ) -> Result<Vec<Reply>, String> {
         let ran = self.inner.client.run(commands).await;
         self.inner.up.store(ran.is_ok(), Ordering::Relaxed);
-        let mut said_down = self
-            .inner
-            .said_down
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut said_down = lock(&self.inner.said_down);
         match ran {
             Ok(replies) => {
                 if std::mem::take(&mut *said_down) {
@@ -440,11 +437,7 @@ impl SharedState {
             .await?;
         match replies.first() {
             Some(Reply::Integer(1)) => {
-                self.inner
-                    .leases
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(lease.clone(), key);
+                lock(&self.inner.leases).insert(lease.clone(), key);
                 Ok(Some(lease))
             }
             Some(Reply::Integer(0)) => Ok(None),
@@ -455,11 +448,7 @@ impl SharedState {
     /// Renews every lease held here (one round trip), so calls longer
     /// than [`LEASE_LIFE`] keep their place.
     async fn renew_leases(&self) {
-        let held: Vec<(String, String)> = self
-            .inner
-            .leases
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        let held: Vec<(String, String)> = lock(&self.inner.leases)
             .iter()
             .map(|(lease, key)| (lease.clone(), key.clone()))
             .collect();
@@ -527,12 +516,7 @@ impl SharedLimits for SharedState {
     }
 
     fn leave(&self, principal: &str, lease: &str) {
-        let key = self
-            .inner
-            .leases
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(lease);
+        let key = lock(&self.inner.leases).remove(lease);
         let Some(key) = key else { return };
         let (state, lease) = (self.clone(), lease.to_owned());
         let _ = principal;

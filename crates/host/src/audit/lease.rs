@@ -14,9 +14,10 @@
 //! file's lock (a second log on the file in the same process) cannot keep
 //! it from running.
 
-use std::sync::{Mutex, PoisonError, Weak};
+use std::sync::{Mutex, Weak};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
+use switchboard_wire::shared::lock;
 
 use fs4::fs_std::FileExt;
 
@@ -95,10 +96,7 @@ pub(super) fn start_releaser(state: Weak<Mutex<WriterState>>) -> Option<Thread> 
         .spawn(move || {
             // Ends once the log is gone (its drop wakes this thread).
             while let Some(state) = state.upgrade() {
-                let wait = state
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .release_if_due(Instant::now());
+                let wait = lock(&state).release_if_due(Instant::now());
                 drop(state);
                 match wait {
                     Some(wait) => std::thread::park_timeout(wait),

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Instant, SystemTime};
+use switchboard_wire::shared::lock;
 
 use tokio::sync::oneshot;
 
@@ -432,10 +433,7 @@ impl AuditLog {
     /// `rotation.max_bytes` (its chain going on in a fresh file).
     #[must_use]
     pub fn with_rotation(self, rotation: Option<Rotation>) -> AuditLog {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .rotation = rotation;
+        lock(&self.state).rotation = rotation;
         self
     }
 
@@ -519,9 +517,7 @@ impl AuditLog {
     }
 
     fn lock_group(&self) -> std::sync::MutexGuard<'_, Group> {
-        self.group
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.group)
     }
 
     /// Writes `lines` (each a record's serialised fields) as the next
@@ -531,10 +527,7 @@ impl AuditLog {
     /// `keep`, the lock is kept for the next lines (`lease`); without, it
     /// is dropped.
     fn write_locked(&self, lines: &[String], keep: bool) -> std::io::Result<()> {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = lock(&self.state);
         if !state.is_held() {
             FileExt::lock_exclusive(&state.file)?;
             self.locks

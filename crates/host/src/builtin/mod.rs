@@ -35,6 +35,7 @@ pub use search::{DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOLS};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
+use switchboard_wire::shared::{read_lock, write_lock};
 
 use switchboard_wire::{CallToolResult, JsonObject, Tool};
 
@@ -223,14 +224,10 @@ impl Builtins {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<dyn BuiltinTool>>> {
-        self.tools
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        read_lock(&self.tools)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<dyn BuiltinTool>>> {
-        self.tools
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        write_lock(&self.tools)
     }
 }

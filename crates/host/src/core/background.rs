@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
+use switchboard_wire::shared::lock;
 
 use switchboard_wire::ErrorCode;
 use tokio::time::Instant;
@@ -44,11 +45,7 @@ impl Host {
     }
 
     pub(super) fn tasks(&self) -> std::sync::MutexGuard<'_, Vec<tokio::task::AbortHandle>> {
-        let mut tasks = self
-            .inner
-            .tasks
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut tasks = lock(&self.inner.tasks);
         tasks.retain(|t| !t.is_finished());
         tasks
     }

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
+use switchboard_wire::shared::{lock, read_lock};
 
 use serde_json::Value;
 use switchboard_client::{Client, ClientError};
@@ -47,14 +48,7 @@ impl Host {
     /// The prompts, resources and templates of every server under the
     /// names and URIs clients see.
     pub fn catalog(&self) -> Arc<Catalog> {
-        Arc::clone(
-            &self
-                .inner
-                .offers
-                .catalog
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Arc::clone(&read_lock(&self.inner.offers.catalog))
     }
 
     /// Changes of the catalog and resource updates, as they happen.
@@ -118,10 +112,7 @@ impl Host {
     /// catalog and says what changed.
     fn update_offers(&self, alias: &str, offer: Option<ServerOffer>) {
         let offers = &self.inner.offers;
-        let mut servers = offers
-            .servers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut servers = lock(&offers.servers);
         match offer {
             Some(offer) => {
                 servers.insert(alias.to_owned(), offer);
@@ -192,13 +183,7 @@ impl Host {
     /// The pin state of each prompt and template `alias` offers now (a
     /// server's last listing), with its key: for `pins list`.
     pub(super) fn offer_pins(&self) -> Vec<(String, DefKind, String, PinState)> {
-        let servers = self
-            .inner
-            .offers
-            .servers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let servers = lock(&self.inner.offers.servers).clone();
         let pins = &self.inner.pins;
         let mut out = Vec::new();
         for (alias, offer) in &servers {
@@ -230,13 +215,7 @@ impl Host {
         &self,
         chosen: impl Fn(&str, DefKind, &str) -> bool,
     ) -> Result<Vec<(String, DefKind, String)>, crate::HostError> {
-        let servers = self
-            .inner
-            .offers
-            .servers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let servers = lock(&self.inner.offers.servers).clone();
         let mut accepted = Vec::new();
         for (alias, offer) in &servers {
             let mut touched = false;

@@ -19,6 +19,7 @@
 //!   watcher.
 
 use std::sync::{Arc, Mutex, RwLock};
+use switchboard_wire::shared::read_lock;
 
 use serde::Serialize;
 use switchboard_wire::{JsonObject, Tool, ToolAnnotations};
@@ -578,10 +579,7 @@ impl Host {
     }
 
     fn config_read(&self) -> std::sync::RwLockReadGuard<'_, Config> {
-        self.inner
-            .config
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        read_lock(&self.inner.config)
     }
 
     /// The mounted servers now (a reload replaces the list whole).

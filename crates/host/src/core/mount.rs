@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+use switchboard_wire::shared::lock;
 
 use switchboard_client::InputHandler;
 use switchboard_wire::Implementation;
@@ -299,11 +300,7 @@ impl Host {
     /// Builds the table from every server's tools and tells subscribers
     /// what changed.
     pub(super) fn rebuild_table(&self) {
-        let _guard = self
-            .inner
-            .rebuild
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _guard = lock(&self.inner.rebuild);
         let mut snapshots: Vec<Listed> = self
             .upstreams()
             .iter()

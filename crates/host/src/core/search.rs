@@ -5,7 +5,8 @@
 //! the servers' one-line summaries the model searches from.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+use switchboard_wire::shared::lock;
 
 use tokio::sync::broadcast;
 
@@ -87,10 +88,7 @@ impl LoadedTools {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeSet<String>> {
-        self.inner
-            .names
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner.names)
     }
 }
 
@@ -227,11 +225,7 @@ impl Host {
     /// The index over the model's view, rebuilt after any table change
     /// (a server's `list_changed`, a reload, `pins accept`).
     fn tool_index(&self) -> Arc<ToolIndex> {
-        let mut cache = self
-            .inner
-            .search
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut cache = lock(&self.inner.search);
         let changes = cache
             .changes
             .get_or_insert_with(|| self.inner.changes.subscribe());

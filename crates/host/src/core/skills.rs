@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 use serde_json::{Value, json};
 use switchboard_client::{Client, SkillFetchError};
@@ -70,28 +71,19 @@ impl Skills {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Listed>> {
-        self.servers
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        read_lock(&self.servers)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Listed>> {
-        self.servers
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        write_lock(&self.servers)
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<HeldKey, Skill>> {
-        self.held
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.held)
     }
 
     fn cache(&self) -> Option<Cache> {
-        self.cache
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        read_lock(&self.cache).clone()
     }
 }
 

@@ -4,7 +4,8 @@
 //! (connections already open keep theirs).
 
 use std::path::Path;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, RwLock};
+use switchboard_wire::shared::{read_lock, write_lock};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -64,19 +65,13 @@ impl ServerTls {
     /// As [`ServerTls::from_pem_files`].
     pub fn replace_from_pem_files(&self, chain: &Path, key: &Path) -> Result<(), TlsError> {
         let next = acceptor_of_files(chain, key)?;
-        *self
-            .acceptor
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = next;
+        *write_lock(&self.acceptor) = next;
         Ok(())
     }
 
     /// The acceptor for a new connection.
     pub(crate) fn acceptor(&self) -> TlsAcceptor {
-        self.acceptor
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        read_lock(&self.acceptor).clone()
     }
 }
 

@@ -1,8 +1,9 @@
 //! The fourteen checks. Each returns what it saw: `Ok` to pass, `Err` to
 //! fail.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use switchboard_wire::shared::lock;
 
 use serde_json::{Value, json};
 use switchboard_client::RequestOptions;
@@ -96,9 +97,7 @@ pub(super) async fn progress_then_response(env: &Env) -> Seen {
     let events: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = events.clone();
     let options = RequestOptions::default().with_progress(move |_| {
-        sink.lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push("progress".to_owned());
+        lock(&sink).push("progress".to_owned());
     });
     let result = c
         .client
@@ -109,7 +108,7 @@ pub(super) async fn progress_then_response(env: &Env) -> Seen {
         )
         .await;
     c.client.close().await;
-    let mut kinds = std::mem::take(&mut *events.lock().unwrap_or_else(PoisonError::into_inner));
+    let mut kinds = std::mem::take(&mut *lock(&events));
     match result {
         Ok(r) if !r.is_error() => kinds.push("response".to_owned()),
         Ok(r) => kinds.push(format!("tool error ({})", one_line(&r))),
@@ -852,19 +851,13 @@ struct Recorder {
 
 impl Recorder {
     fn asked(&self) -> Vec<ApprovalRequest> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.asked).clone()
     }
 }
 
 impl Approver for Recorder {
     fn approve<'a>(&'a self, request: &'a ApprovalRequest) -> BoxFuture<'a, Approval> {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(request.clone());
+        lock(&self.asked).push(request.clone());
         Box::pin(async { Approval::Deny(None) })
     }
 }
