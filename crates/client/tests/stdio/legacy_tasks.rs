@@ -19,14 +19,7 @@ async fn a_tool_that_requires_a_task_is_driven_through_tasks_result() {
     let log = log_path();
     let (builder, _t) =
         builder(&["--legacy", "--legacy-tasks", "--log", log.to_str().unwrap()]).await;
-    let answers = Answers::all();
-    let asked = answers.asked.clone();
-    let client = builder
-        .tasks(true)
-        .input_handler(answers)
-        .connect()
-        .await
-        .unwrap();
+    let (client, asked) = answering_tasks(builder).await;
     // The listing says which tools require a task.
     client.list_all_tools().await.unwrap();
     let result = client

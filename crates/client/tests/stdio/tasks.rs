@@ -31,14 +31,7 @@ async fn tasks_client() -> (PathBuf, Client, StdioTransport) {
 /// the methods it was asked.
 async fn answering_tasks_client() -> (PathBuf, Client, Arc<Mutex<Vec<String>>>, StdioTransport) {
     let (log, builder, t) = logged_builder(&[]).await;
-    let answers = Answers::all();
-    let asked = Arc::clone(&answers.asked);
-    let client = builder
-        .tasks(true)
-        .input_handler(answers)
-        .connect()
-        .await
-        .unwrap();
+    let (client, asked) = answering_tasks(builder).await;
     (log, client, asked, t)
 }
 

@@ -123,6 +123,20 @@ pub(super) async fn gone(pid: u32, within: Duration) -> bool {
     !alive(pid)
 }
 
+/// `builder` with the tasks extension and an input handler answering
+/// every question: the client, and the methods it was asked.
+pub(super) async fn answering_tasks(builder: ClientBuilder) -> (Client, Arc<Mutex<Vec<String>>>) {
+    let answers = Answers::all();
+    let asked = Arc::clone(&answers.asked);
+    let client = builder
+        .tasks(true)
+        .input_handler(answers)
+        .connect()
+        .await
+        .unwrap();
+    (client, asked)
+}
+
 /// An input handler that answers everything it declares and records what
 /// it was asked.
 #[derive(Debug, Default)]
