@@ -364,7 +364,10 @@ for k in "${kinds[@]:1}"; do
   printf '%s: throughput ratio c1 %.2f  c64 %.2f\n' "$k" "$(over_rounds tput "$k" 1)" "$(over_rounds tput "$k" 64)"
 done
 floor_cost() { echo "${GUS[$4,$2,$1]} / ${GUS[$3,$2,$1]}" | bc -l; } # round c floor kind
-added_over() { echo "(${P50[$3,1,$1]} - ${P50[direct,1,$1]}) / (${P50[$2,1,$1]} - ${P50[direct,1,$1]})" | bc -l; } # round floor kind
+added_over() { # round floor kind; nan when the floor added nothing measurable
+  awk -v g="${P50[$3,1,$1]}" -v d="${P50[direct,1,$1]}" -v f="${P50[$2,1,$1]}" \
+    'BEGIN { if (f - d > 0) printf "%.6f", (g - d) / (f - d); else print "nan" }'
+}
 [[ -n $unaudited_pid ]] && kinds_floor=(unaudited) || kinds_floor=()
 [[ -n $floor_pid ]] && kinds_floor+=(nginx bare)
 # The gateway over each floor; with UNAUDITED=1 the unaudited gateway (the
