@@ -25,10 +25,10 @@
 
 use std::path::Path;
 use std::sync::Mutex;
-use switchboard_wire::shared::lock;
 
 use serde::Deserialize;
 use serde_json::Value;
+use switchboard_wire::shared::lock;
 
 use crate::message::{Content, Role};
 use crate::model::{

@@ -3,13 +3,13 @@
 //! plug in one that records calls instead of running them.
 
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
 use switchboard_host::BoxFuture as ApproveFuture;
 use switchboard_host::{
     Approval, ApprovalRequest, Approver, CallOptions, Decider, Host, LoadedTools, ModelTool,
     TableChange, ToolSearch,
 };
+use switchboard_wire::shared::lock;
 use switchboard_wire::{CallToolResult, ContentBlock};
 use tokio::sync::broadcast;
 

@@ -9,7 +9,6 @@
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
 use serde_json::{Value, json};
 use switchboard_agent::{ModelSampler, ModelSettings, ProcessEnv, model_from_spec_with};
@@ -21,6 +20,7 @@ use switchboard_host::{
     Elicitation, ElicitationKind, Form, HostInput, PromptApprover, Sampler, SamplingRequest,
 };
 use switchboard_wire::JsonObject;
+use switchboard_wire::shared::lock;
 
 use crate::settings::{ApprovalMode, Command, Settings};
 use crate::terminal;

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
 use switchboard_demo::tickets;
 use switchboard_host::ConfigProblem;
 use switchboard_host::{Config, ConfigOrigin, ConfigProblems, HostError};
+use switchboard_wire::shared::lock;
 
 /// Permission rules of the demo: reading is allowed; both `search` tools
 /// (even the one annotated read-only), `create_ticket` and the summary are

@@ -5,12 +5,12 @@
 use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
 use serde_json::Value;
 use switchboard_agent::eval::{Policy, RunOptions, WrongSelector, parse_per_category};
 use switchboard_host::{Config, ConfigOrigin};
 use switchboard_wire::JsonObject;
+use switchboard_wire::shared::lock;
 use switchboard_wire::types::value_kind;
 
 use crate::demo_env::{self, DemoTickets, SharedTickets};

@@ -23,9 +23,9 @@
 
 use std::collections::HashMap;
 use std::time::Duration;
-use switchboard_wire::shared::lock;
 
 use serde_json::{Value, json};
+use switchboard_wire::shared::lock;
 use switchboard_wire::tasks::{self, Task, TaskStatus};
 use switchboard_wire::types::method;
 use switchboard_wire::{

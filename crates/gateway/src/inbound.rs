@@ -28,7 +28,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
-use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 use sha2::{Digest, Sha256};
 use subtle::{ConditionallySelectable, ConstantTimeEq};
@@ -39,6 +38,7 @@ use switchboard_server::{
     ProtectedResource, Refusal, TokenValidator,
 };
 use switchboard_wire::JsonObject;
+use switchboard_wire::shared::{lock, read_lock, write_lock};
 use tokio::sync::Mutex;
 
 use crate::{GatewayError, Telemetry};

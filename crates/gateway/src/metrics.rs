@@ -31,7 +31,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
-use switchboard_wire::shared::{read_lock, write_lock};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
@@ -43,6 +42,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use switchboard_host::{CallEvent, CallObserver, Decider, Host, Outcome, ServerStatus, Verdict};
 use switchboard_server::Refusal;
+use switchboard_wire::shared::{read_lock, write_lock};
 
 use crate::SharedState;
 use crate::state::Operation;

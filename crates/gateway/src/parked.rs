@@ -25,9 +25,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use switchboard_wire::shared::lock;
 
 use serde::{Deserialize, Serialize};
+use switchboard_wire::shared::lock;
 
 /// How long a parked call waits for its retry by default: as long as the
 /// `requestState` naming it stays good.

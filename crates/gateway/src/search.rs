@@ -11,10 +11,10 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
-use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 use switchboard_host::{Host, LoadedTools, ToolSearch};
 use switchboard_server::Notifier;
+use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 /// The per-caller state of a gateway that defers its table.
 #[derive(Clone, Debug, Default)]

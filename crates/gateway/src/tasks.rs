@@ -35,7 +35,6 @@
 //! audit line when it ends.
 
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
 use serde_json::Value;
 use switchboard_client::{
@@ -46,6 +45,7 @@ use switchboard_server::{
     CallToolResult, Cancellation, Context, HandlerError, InputRequired, Outcome, Principal,
     TaskContext, TaskWork, ToolResult,
 };
+use switchboard_wire::shared::lock;
 use switchboard_wire::types::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
     ListRootsResult,

@@ -15,10 +15,10 @@ use std::collections::HashSet;
 use std::fmt;
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
 use serde_json::Value;
 use switchboard_wire::ToolAnnotations;
+use switchboard_wire::shared::lock;
 
 use crate::audit::Decider;
 use crate::sanitize;

@@ -11,8 +11,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use switchboard_wire::shared::lock;
 
+use switchboard_wire::shared::lock;
 use tokio::time::Instant;
 
 use crate::approver::BoxFuture;

@@ -26,11 +26,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use switchboard_wire::shared::lock;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchboard_wire::Tool;
+use switchboard_wire::shared::lock;
 
 use crate::HostError;
 use crate::digest::canonical_sha256;

@@ -4,10 +4,10 @@
 //! and shows status messages on the call's progress sink.
 
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
 use serde_json::Value;
 use switchboard_client::{NotificationSink, ProgressSink};
+use switchboard_wire::shared::lock;
 use switchboard_wire::tasks;
 use switchboard_wire::types::method;
 use switchboard_wire::{JsonObject, Notification, RequestId, types::ProgressParams};

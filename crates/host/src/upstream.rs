@@ -8,13 +8,13 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use switchboard_wire::shared::lock;
 
 use switchboard_client::{
     Client, ClientError, Dropped, Listing, ServerDescription, StdioTransport,
 };
 use switchboard_oauth::OAuthProvider;
 use switchboard_wire::Tool;
+use switchboard_wire::shared::lock;
 use switchboard_wire::types::method;
 use tokio::sync::Notify;
 use tokio::time::Instant;

@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use switchboard_wire::shared::lock;
 
+use switchboard_wire::shared::lock;
 use tokio::sync::watch;
 
 /// How long an answer is kept.

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
-use switchboard_wire::shared::{read_lock, write_lock};
 
 use serde_json::{Map, Value, json};
 use switchboard_wire::meta::SERVER_INFO;
+use switchboard_wire::shared::{read_lock, write_lock};
 use switchboard_wire::{
     Implementation, JsonObject, ServerCapabilities,
     types::{

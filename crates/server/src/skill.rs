@@ -31,9 +31,9 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 use serde_json::Value;
+use switchboard_wire::shared::{lock, read_lock, write_lock};
 use switchboard_wire::skills::{
     DIRECTORY_MIME_TYPE, SKILL_MD, SKILL_MD_MIME_TYPE, Skill, SkillResource, SkillResources,
 };

@@ -14,9 +14,9 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use switchboard_wire::shared::lock;
 
 use fs4::fs_std::FileExt;
+use switchboard_wire::shared::lock;
 
 use crate::auth::Principal;
 use crate::error::HandlerError;

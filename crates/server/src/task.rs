@@ -27,11 +27,11 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use switchboard_wire::shared::lock;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use switchboard_wire::shared::lock;
 use switchboard_wire::tasks::{self, Task, TaskStatus};
 use switchboard_wire::{
     CallToolResult, ClientCapabilities, ErrorCode, ErrorObject, JsonObject, RequestMeta,

@@ -7,7 +7,6 @@
 
 use std::io::{BufRead, Write};
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use switchboard_agent::{
@@ -15,6 +14,7 @@ use switchboard_agent::{
     ModelSettings, ProcessEnv, TurnStop, Usage, context_window, model_from_spec_with,
 };
 use switchboard_host::{Host, MountOptions};
+use switchboard_wire::shared::lock;
 use tokio::sync::watch;
 
 use crate::ask;

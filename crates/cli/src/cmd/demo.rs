@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 use std::time::Instant;
-use switchboard_wire::shared::lock;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -20,6 +19,7 @@ use switchboard_host::{
     Approval, ApprovalRequest, Approver, AssumeYes, CallOptions, Decider, Host, MountOptions,
     NoApprover,
 };
+use switchboard_wire::shared::lock;
 use switchboard_wire::{CallToolResult, JsonObject, types::ProgressParams};
 
 use crate::ask;

@@ -11,6 +11,7 @@
 //! servers never send requests (WIRE-13).
 
 use std::sync::{Arc, Mutex};
+
 use switchboard_wire::shared::lock;
 
 use crate::input::InputHandler;

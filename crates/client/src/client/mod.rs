@@ -21,7 +21,6 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
-use switchboard_wire::shared::lock;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -30,6 +29,7 @@ use switchboard_wire::meta::{
     CLIENT_CAPABILITIES, CLIENT_INFO, IDEMPOTENCY_KEY, LOG_LEVEL, PROGRESS_TOKEN,
 };
 use switchboard_wire::meta::{PROTOCOL_VERSION, SERVER_INFO, TRACEPARENT, TRACESTATE};
+use switchboard_wire::shared::lock;
 use switchboard_wire::types::{
     CacheHints, CompleteResult, ContentBlock, GetPromptResult, InputRequiredResult, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,

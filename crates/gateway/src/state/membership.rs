@@ -16,9 +16,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::RwLock;
 use std::time::Duration;
-use switchboard_wire::shared::{read_lock, write_lock};
 
 use switchboard_server::{ReplicaDirectory, ReplicaLocation};
+use switchboard_wire::shared::{read_lock, write_lock};
 
 use super::resp::Reply;
 use super::{HEARTBEAT, Operation, PREFIX, SharedState};

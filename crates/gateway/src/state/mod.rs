@@ -32,12 +32,12 @@ pub use membership::{Membership, REPLICA_TTL};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use switchboard_wire::shared::lock;
 
 use sha1::{Digest, Sha1};
 use switchboard_host::BoxFuture;
 use switchboard_host::{SharedAdmission, SharedLimits};
 use switchboard_server::UseLedger;
+use switchboard_wire::shared::lock;
 
 use redis::{Client, StoreError, Target};
 use resp::Reply;

@@ -17,9 +17,9 @@
 use std::sync::{Mutex, Weak};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
-use switchboard_wire::shared::lock;
 
 use fs4::fs_std::FileExt;
+use switchboard_wire::shared::lock;
 
 use super::WriterState;
 

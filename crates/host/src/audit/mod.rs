@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Instant, SystemTime};
-use switchboard_wire::shared::lock;
 
+use switchboard_wire::shared::lock;
 use tokio::sync::oneshot;
 
 use fs4::fs_std::FileExt;

@@ -35,8 +35,8 @@ pub use search::{DEFAULT_LIMIT, MAX_LIMIT, SEARCH_TOOLS};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
-use switchboard_wire::shared::{read_lock, write_lock};
 
+use switchboard_wire::shared::{read_lock, write_lock};
 use switchboard_wire::{CallToolResult, JsonObject, Tool};
 
 use crate::approver::{ApprovalRequest, BoxFuture};

@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-use switchboard_wire::shared::lock;
 
 use switchboard_wire::ErrorCode;
+use switchboard_wire::shared::lock;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 

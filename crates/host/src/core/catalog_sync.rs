@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
-use switchboard_wire::shared::{lock, read_lock};
 
 use serde_json::Value;
 use switchboard_client::{Client, ClientError};
+use switchboard_wire::shared::{lock, read_lock};
 use switchboard_wire::types::method;
 use switchboard_wire::{Era, Prompt, ResourceTemplate, types::SubscriptionFilter};
 use tokio::sync::broadcast;

@@ -19,9 +19,9 @@
 //!   watcher.
 
 use std::sync::{Arc, Mutex, RwLock};
-use switchboard_wire::shared::read_lock;
 
 use serde::Serialize;
+use switchboard_wire::shared::read_lock;
 use switchboard_wire::{JsonObject, Tool, ToolAnnotations};
 use tokio::sync::broadcast;
 use tokio::time::Instant;

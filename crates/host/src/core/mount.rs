@@ -4,10 +4,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use switchboard_wire::shared::lock;
 
 use switchboard_client::InputHandler;
 use switchboard_wire::Implementation;
+use switchboard_wire::shared::lock;
 use tokio::sync::broadcast;
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};

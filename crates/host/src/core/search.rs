@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use switchboard_wire::shared::lock;
 
+use switchboard_wire::shared::lock;
 use tokio::sync::broadcast;
 
 use super::{Host, ModelTool, TableChange};

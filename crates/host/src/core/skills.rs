@@ -12,10 +12,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
-use switchboard_wire::shared::{lock, read_lock, write_lock};
 
 use serde_json::{Value, json};
 use switchboard_client::{Client, SkillFetchError};
+use switchboard_wire::shared::{lock, read_lock, write_lock};
 use switchboard_wire::skills::MAX_TOTAL_BYTES;
 use switchboard_wire::{Skill, SkillError, SkillsCapability};
 use tokio::time::Instant;

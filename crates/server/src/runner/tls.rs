@@ -5,10 +5,10 @@
 
 use std::path::Path;
 use std::sync::{Arc, RwLock};
-use switchboard_wire::shared::{read_lock, write_lock};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use switchboard_wire::shared::{read_lock, write_lock};
 use tokio_rustls::TlsAcceptor;
 
 /// A server's certificate and key, as the HTTP runner serves them

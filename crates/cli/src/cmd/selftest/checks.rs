@@ -3,7 +3,6 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use switchboard_wire::shared::lock;
 
 use serde_json::{Value, json};
 use switchboard_client::RequestOptions;
@@ -15,6 +14,7 @@ use switchboard_host::{
     MountOptions, Outcome, ServerConfig, ServerStatus, Verdict,
 };
 use switchboard_wire::meta::{CLIENT_CAPABILITIES, PROGRESS_TOKEN, PROTOCOL_VERSION};
+use switchboard_wire::shared::lock;
 use switchboard_wire::{CallToolResult, ErrorCode, JsonObject, header, version};
 
 use super::raw::{self, marked_processes};
