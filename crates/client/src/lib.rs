@@ -94,4 +94,6 @@ pub use transport::sandbox::{
     Confinement, Environment, FsAccess, Mechanism, MechanismState, Sandbox, SandboxStop,
 };
 pub use transport::stdio::{StdioConfig, StdioTransport};
-pub use transport::{BoxFuture, EventSink, Incoming, NotificationSink, Outgoing, Transport};
+pub use transport::{
+    BoxFuture, EventSink, Incoming, NotificationSink, Outgoing, ToolAnswer, Transport,
+};

@@ -35,7 +35,7 @@ use switchboard_wire::{
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::client::{Client, call_tool_result};
+use crate::client::{Answered, Client};
 use crate::error::{ClientError, TransportError};
 use crate::options::RequestOptions;
 
@@ -155,9 +155,13 @@ impl Client {
         options: &RequestOptions,
     ) -> Result<ToolCallStart, ClientError> {
         let legacy_task = self.legacy_task_wanted(name, true);
-        let value = self
+        let value = match self
             .call_tool_value(name, arguments, options, legacy_task)
-            .await?;
+            .await?
+        {
+            Answered::Complete(result) => return Ok(ToolCallStart::Complete(result)),
+            Answered::Value(value) => value,
+        };
         if switchboard_wire::types::ResultType::of(&value).is_task()
             || (legacy_task && is_create_task_result(&value))
         {
@@ -241,7 +245,7 @@ impl Client {
     ) -> Result<CallToolResult, ClientError> {
         let task = self.get_task_with(task_id, options).await?;
         let value = self.drive(task, options).await?;
-        call_tool_result(Value::Object(value))
+        CallToolResult::from_value(Value::Object(value))
             .map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
     }
 

@@ -73,7 +73,7 @@ pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Asses
             match rule.kind {
                 RuleKind::Deny => {
                     reasons.push(format!("denied by the rule at {at}"));
-                    rule_ref = Some((rule.source.clone(), rule.pattern.to_string()));
+                    rule_ref = Some((rule.source.clone(), rule.pattern.as_str().to_owned()));
                     Verdict::Deny
                 }
                 RuleKind::Ask => {
@@ -87,7 +87,7 @@ pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Asses
                     Verdict::Ask
                 }
                 RuleKind::Allow => {
-                    rule_ref = Some((rule.source.clone(), rule.pattern.to_string()));
+                    rule_ref = Some((rule.source.clone(), rule.pattern.as_str().to_owned()));
                     Verdict::Allow
                 }
             }
@@ -156,7 +156,8 @@ pub(crate) fn assess_builtin(rules: &[Rule], tool: &Tool, default: BuiltinGate) 
     };
     let by_rule = |rule: &Rule, verdict, reason: String| Assessment {
         verdict,
-        rule: (verdict != Verdict::Ask).then(|| (rule.source.clone(), rule.pattern.to_string())),
+        rule: (verdict != Verdict::Ask)
+            .then(|| (rule.source.clone(), rule.pattern.as_str().to_owned())),
         reasons: vec![reason],
         diff: None,
     };

@@ -107,7 +107,52 @@ pub struct Request {
     /// `_meta` members shared with other requests (a client session's
     /// protocol version, capabilities and info), written into
     /// `params._meta` when the request is serialised. Never set by parsing.
-    shared_meta: Option<Arc<Map<String, Value>>>,
+    shared_meta: Option<Arc<SharedMeta>>,
+}
+
+/// `_meta` members many requests share (a client session's protocol
+/// version, capabilities and info), with their JSON rendered once, on first
+/// use, so that a request carrying nothing else in `_meta` writes them as
+/// ready bytes instead of serialising the same members on every request.
+#[derive(Debug, Default)]
+pub struct SharedMeta {
+    members: Map<String, Value>,
+    rendered: std::sync::OnceLock<Option<Box<serde_json::value::RawValue>>>,
+}
+
+impl SharedMeta {
+    /// Shared members, rendered when first written.
+    pub fn new(members: Map<String, Value>) -> Self {
+        SharedMeta {
+            members,
+            rendered: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The members.
+    pub fn members(&self) -> &Map<String, Value> {
+        &self.members
+    }
+
+    /// The members as one JSON object, rendered on the first call (`None`
+    /// only if rendering failed, which a map of JSON values cannot).
+    fn rendered(&self) -> Option<&serde_json::value::RawValue> {
+        self.rendered
+            .get_or_init(|| serde_json::value::to_raw_value(&self.members).ok())
+            .as_deref()
+    }
+}
+
+impl Clone for SharedMeta {
+    fn clone(&self) -> Self {
+        SharedMeta::new(self.members.clone())
+    }
+}
+
+impl PartialEq for SharedMeta {
+    fn eq(&self, other: &Self) -> bool {
+        self.members == other.members
+    }
 }
 
 /// A JSON-RPC notification: a message without an id that is never answered.
@@ -215,14 +260,14 @@ impl Request {
     /// every request without copying them into each one. A member the
     /// request's own `_meta` also has is written once, from its own.
     #[must_use]
-    pub fn with_shared_meta(mut self, meta: Arc<Map<String, Value>>) -> Self {
+    pub fn with_shared_meta(mut self, meta: Arc<SharedMeta>) -> Self {
         self.shared_meta = Some(meta);
         self
     }
 
     /// The shared `_meta` members, if any ([`Request::with_shared_meta`]).
     pub fn shared_meta(&self) -> Option<&Map<String, Value>> {
-        self.shared_meta.as_deref()
+        self.shared_meta.as_deref().map(SharedMeta::members)
     }
 
     /// The `_meta` member `key` as it goes on the wire: the request's own,
@@ -233,7 +278,65 @@ impl Request {
             .as_ref()
             .and_then(|p| p.get(crate::meta::META))
             .and_then(|m| m.get(key));
-        own.or_else(|| self.shared_meta.as_ref().and_then(|s| s.get(key)))
+        own.or_else(|| self.shared_meta.as_ref().and_then(|s| s.members.get(key)))
+    }
+
+    /// Appends the compact JSON of the request to `out`: the bytes
+    /// `serde_json` writes for it, with the shared `_meta` members copied
+    /// from their rendering ([`SharedMeta`]) rather than serialised anew,
+    /// also when the request has `_meta` members of its own (a trace
+    /// context, a progress token) that none of the shared ones clash with.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let (Some(shared), Some(params)) = (&self.shared_meta, self.object_params()) else {
+            // Serialising JSON values into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *out, self);
+            return;
+        };
+        let Some(rendered) = shared.rendered().map(|r| r.get().as_bytes()) else {
+            let _ = serde_json::to_writer(&mut *out, self);
+            return;
+        };
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        let _ = serde_json::to_writer(&mut *out, &self.id);
+        out.extend_from_slice(b",\"method\":");
+        let _ = serde_json::to_writer(&mut *out, &self.method);
+        out.extend_from_slice(b",\"params\":{");
+        let mut wrote_meta = false;
+        for (at, (key, value)) in params.iter().enumerate() {
+            if at > 0 {
+                out.push(b',');
+            }
+            let _ = serde_json::to_writer(&mut *out, key);
+            out.push(b':');
+            match value {
+                Value::Object(own) if key == crate::meta::META => {
+                    wrote_meta = true;
+                    write_merged_meta(out, &shared.members, rendered, own);
+                }
+                _ => {
+                    let _ = serde_json::to_writer(&mut *out, value);
+                }
+            }
+        }
+        if !wrote_meta {
+            if !params.is_empty() {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"_meta\":");
+            out.extend_from_slice(rendered);
+        }
+        out.extend_from_slice(b"}}");
+    }
+
+    /// The params as an object (none counts as an empty one); `None` for
+    /// array params.
+    fn object_params(&self) -> Option<&Map<String, Value>> {
+        static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+        match &self.params {
+            None => Some(&EMPTY),
+            Some(Value::Object(params)) => Some(params),
+            Some(_) => None,
+        }
     }
 
     /// The same request with the shared `_meta` members moved into
@@ -245,7 +348,7 @@ impl Request {
         };
         let params = self.params.get_or_insert_with(|| Value::Object(Map::new()));
         if let Value::Object(params) = params {
-            let mut meta = Arc::unwrap_or_clone(shared);
+            let mut meta = Arc::unwrap_or_clone(shared).members;
             if let Some(Value::Object(own)) = params.remove(crate::meta::META) {
                 meta.extend(own);
             }
@@ -353,9 +456,14 @@ impl Message {
 
     /// Appends the compact JSON of this message to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        // Serialising JSON values into a Vec cannot fail: every map key is
-        // a string and the writer is infallible.
-        let _ = serde_json::to_writer(&mut *out, self);
+        match self {
+            Message::Request(request) => request.write_json(out),
+            // Serialising JSON values into a Vec cannot fail: every map key
+            // is a string and the writer is infallible.
+            _ => {
+                let _ = serde_json::to_writer(&mut *out, self);
+            }
+        }
     }
 
     /// Serialises the message as one stdio line: compact JSON and `\n`.
@@ -434,7 +542,7 @@ impl Serialize for Request {
 /// `_meta` (appended when they have none).
 struct ParamsWithSharedMeta<'a> {
     params: &'a Map<String, Value>,
-    shared: &'a Map<String, Value>,
+    shared: &'a SharedMeta,
 }
 
 impl Serialize for ParamsWithSharedMeta<'_> {
@@ -448,7 +556,7 @@ impl Serialize for ParamsWithSharedMeta<'_> {
                     map.serialize_entry(
                         key,
                         &MergedMeta {
-                            shared: self.shared,
+                            shared: &self.shared.members,
                             own,
                         },
                     )?;
@@ -457,10 +565,41 @@ impl Serialize for ParamsWithSharedMeta<'_> {
             }
         }
         if !wrote_meta {
-            map.serialize_entry(crate::meta::META, self.shared)?;
+            match self.shared.rendered() {
+                Some(rendered) => map.serialize_entry(crate::meta::META, rendered)?,
+                None => map.serialize_entry(crate::meta::META, &self.shared.members)?,
+            }
         }
         map.end()
     }
+}
+
+/// Writes the shared `_meta` members (`rendered`, their JSON object), then
+/// the request's own, as [`MergedMeta`] serialises them.
+fn write_merged_meta(
+    out: &mut Vec<u8>,
+    shared: &Map<String, Value>,
+    rendered: &[u8],
+    own: &Map<String, Value>,
+) {
+    if own.keys().any(|key| shared.contains_key(key)) {
+        // An own member replaces a shared one: written member by member.
+        let _ = serde_json::to_writer(&mut *out, &MergedMeta { shared, own });
+        return;
+    }
+    let Some((_, open)) = rendered.split_last() else {
+        return;
+    };
+    out.extend_from_slice(open);
+    for (at, (key, value)) in own.iter().enumerate() {
+        if at > 0 || !shared.is_empty() {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut *out, value);
+    }
+    out.push(b'}');
 }
 
 /// Shared `_meta` members, then the request's own (which win on a clash).
@@ -722,12 +861,75 @@ mod tests {
         );
     }
 
-    fn shared() -> Arc<Map<String, Value>> {
+    fn shared() -> Arc<SharedMeta> {
         match json!({"protocolVersion": "2026-07-28", "clientInfo": {"name": "c", "version": "1"}})
         {
-            Value::Object(m) => Arc::new(m),
+            Value::Object(m) => Arc::new(SharedMeta::new(m)),
             _ => unreachable!(),
         }
+    }
+
+    // The hand-written request writer gives serde's bytes for every shape
+    // of params and `_meta`: own members beside the shared ones, replacing
+    // one, none, no params, array params, keys and ids to escape.
+    #[test]
+    fn write_json_writes_what_serde_writes() {
+        let empty = Arc::new(SharedMeta::new(Map::new()));
+        let params = [
+            None,
+            Some(json!({})),
+            Some(json!([1, 2])),
+            Some(json!({"name": "t", "arguments": {"q\"": "\u{202e}"}})),
+            Some(json!({"_meta": {}})),
+            Some(
+                json!({"name": "t", "_meta": {"traceparent": "00-x", "progressToken": 1}, "z": null}),
+            ),
+            Some(json!({"_meta": {"protocolVersion": "own", "k": 1}})),
+            Some(json!({"_meta": 5, "x": [{"a": 1}]})),
+        ];
+        for shared in [None, Some(shared()), Some(Arc::clone(&empty))] {
+            for params in &params {
+                for id in [RequestId::Number(-3), RequestId::String("a\"\n".into())] {
+                    let mut r = Request::new(id, "tools/\"call", params.clone());
+                    if let Some(shared) = &shared {
+                        r = r.with_shared_meta(Arc::clone(shared));
+                    }
+                    let mut ours = Vec::new();
+                    r.write_json(&mut ours);
+                    let serde = serde_json::to_vec(&r).unwrap();
+                    assert_eq!(
+                        String::from_utf8(ours).unwrap(),
+                        String::from_utf8(serde).unwrap(),
+                        "{params:?} {shared:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shared_meta_rendered_once_reads_like_the_inlined_request() {
+        // The ready bytes of the shared members are what serialising them
+        // writes, on the first request and on every later one sharing them.
+        let shared = shared();
+        for id in 1..=3 {
+            let r = Request::new(
+                id,
+                "tools/call",
+                Some(json!({"name": "t", "arguments": {"a": [1, "\u{202e}"]}})),
+            )
+            .with_shared_meta(Arc::clone(&shared));
+            let inlined = r.clone().with_meta_inlined();
+            assert_eq!(
+                serde_json::to_vec(&r).unwrap(),
+                serde_json::to_vec(&inlined).unwrap()
+            );
+            assert_eq!(
+                serde_json::to_value(&r).unwrap(),
+                serde_json::to_value(&inlined).unwrap()
+            );
+        }
+        assert!(shared.rendered.get().is_some_and(Option::is_some));
     }
 
     #[test]

@@ -57,7 +57,9 @@ pub mod version;
 
 pub use error_code::{ErrorCode, UnsupportedVersionData};
 pub use framing::{FrameError, LineFramer};
-pub use jsonrpc::{ErrorObject, Message, MessageError, Notification, Request, RequestId, Response};
+pub use jsonrpc::{
+    ErrorObject, Message, MessageError, Notification, Request, RequestId, Response, SharedMeta,
+};
 pub use meta::{LoggingLevel, MetaError, RequestMeta};
 pub use naming::{is_valid_alias, namespaced_tool_name};
 pub use shared::BoxFuture;

@@ -156,7 +156,7 @@ impl Client {
         Session {
             era: Era::Modern,
             version: version.to_owned(),
-            base_meta: Arc::new(base_meta),
+            base_meta: Arc::new(SharedMeta::new(base_meta)),
         }
     }
 

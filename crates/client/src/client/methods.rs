@@ -151,9 +151,13 @@ impl Client {
         options: &RequestOptions,
     ) -> Result<CallToolResult, ClientError> {
         let legacy_task = self.legacy_task_wanted(name, false);
-        let value = self
+        let value = match self
             .call_tool_value(name, arguments, options, legacy_task)
-            .await?;
+            .await?
+        {
+            Answered::Complete(result) => return Ok(result),
+            Answered::Value(value) => value,
+        };
         // A task handle (the tasks extension, or a 2025-11-25 task asked
         // for) is driven to its end here.
         let value = if ResultType::of(&value).is_task()
@@ -165,17 +169,18 @@ impl Client {
         } else {
             value
         };
-        call_tool_result(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
+        CallToolResult::from_value(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
     }
 
-    /// The raw answer of a `tools/call`: a complete result or a task handle.
+    /// The answer of a `tools/call`: a complete result (typed, when the
+    /// transport read it so) or a task handle.
     pub(crate) async fn call_tool_value(
         &self,
         name: &str,
         arguments: Option<JsonObject>,
         options: &RequestOptions,
         legacy_task: bool,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Answered, ClientError> {
         let headers = self.param_headers(name, arguments.as_ref())?;
         // Room for `_meta` and the MRTR members without growing.
         let mut params = JsonObject::with_capacity(5);
@@ -186,33 +191,54 @@ impl Client {
         if legacy_task {
             params.insert("task".into(), self.legacy_task_param());
         }
-        // Only a transport that mirrors headers can be refused for them, so
-        // only it keeps a copy of the params for the retry.
-        let kept = self
-            .inner
-            .transport
-            .mirrors_param_headers()
-            .then(|| params.clone());
-        let value = match (
-            self.request_inner(method::TOOLS_CALL, params, headers, options)
-                .await,
-            kept,
-        ) {
+        // A 2025-11-25 task asked for is answered without a `resultType`,
+        // like a complete result: only the general reading tells them apart.
+        let typed = !legacy_task;
+        // The request comes back when sending it fails, so the params of a
+        // retry are not copied up front.
+        let mut failed = None;
+        let sent = self
+            .request_rounds(
+                method::TOOLS_CALL,
+                params,
+                headers,
+                options,
+                typed,
+                Some(&mut failed),
+            )
+            .await;
+        // Only a transport that mirrors headers can be refused for them.
+        let refused = failed.filter(|_| self.inner.transport.mirrors_param_headers());
+        let answer = match (sent, refused) {
             // --- HTTP: HeaderMismatch recovery (HTTP-C-14) ---
             // The server refused our Mcp-Param-* headers: the tool's schema
             // may have changed. Re-list the tools once and retry with fresh
             // headers; a second refusal is the caller's error (no loop).
-            (Err(e), Some(params)) if e.code() == Some(ErrorCode::HeaderMismatch.code()) => {
+            (Err(e), Some(request)) if e.code() == Some(ErrorCode::HeaderMismatch.code()) => {
+                // The params as first given: without what this client
+                // added (`_meta`, an MRTR round's members), which the retry
+                // is given anew.
+                let mut params = match Arc::unwrap_or_clone(request).params {
+                    Some(Value::Object(params)) => params,
+                    _ => JsonObject::new(),
+                };
+                for added in [
+                    switchboard_wire::meta::META,
+                    "inputResponses",
+                    "requestState",
+                ] {
+                    params.remove(added);
+                }
                 warn!(server = %self.inner.name, tool = %name, error = %e, "header mismatch; re-listing tools and retrying once");
                 // Boxed: a rare path, whose state (a whole tools listing)
                 // would otherwise be part of every call's future, which
                 // each caller up the stack moves as a whole.
-                Box::pin(self.call_tool_relisted(name, params, options)).await?
+                Box::pin(self.call_tool_relisted(name, params, options, typed)).await?
             }
             // --- end HTTP ---
             (other, _) => other?,
         };
-        Ok(value)
+        Ok(answer)
     }
 
     /// A `tools/call` sent again after the tools were listed anew (the
@@ -222,11 +248,12 @@ impl Client {
         name: &str,
         params: JsonObject,
         options: &RequestOptions,
-    ) -> Result<Value, ClientError> {
+        typed: bool,
+    ) -> Result<Answered, ClientError> {
         self.list_all_tools().await?;
         let arguments = params.get("arguments").and_then(Value::as_object);
         let headers = self.param_headers(name, arguments)?;
-        self.request_inner(method::TOOLS_CALL, params, headers, options)
+        self.request_rounds(method::TOOLS_CALL, params, headers, options, typed, None)
             .await
     }
 
@@ -472,92 +499,10 @@ impl Client {
     }
 }
 
-/// Reads a `CallToolResult` straight from its JSON object.
-///
-/// The same result `serde_json::from_value` gives (a test checks it), without
-/// the buffering serde's `flatten` does: a tool call is the hot path.
-pub(crate) fn call_tool_result(value: Value) -> Result<CallToolResult, String> {
-    let Value::Object(mut obj) = value else {
-        return Err("a tool result must be a JSON object".into());
-    };
-    let content = match obj.remove("content") {
-        None => Vec::new(),
-        Some(Value::Array(blocks)) => blocks
-            .into_iter()
-            .map(|b| match b {
-                Value::Object(o) => Ok(ContentBlock::from_object(o)),
-                _ => Err("a content block must be an object".to_owned()),
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err("content must be an array".into()),
-    };
-    let structured_content = obj.remove("structuredContent");
-    let is_error = match obj.remove("isError") {
-        None | Some(Value::Null) => None,
-        Some(Value::Bool(b)) => Some(b),
-        Some(_) => return Err("isError must be a boolean".into()),
-    };
-    let result_type = match obj.remove("resultType") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(ResultType::from(s.as_str())),
-        Some(_) => return Err("resultType must be a string".into()),
-    };
-    let meta = match obj.remove("_meta") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(m)) => Some(m),
-        Some(_) => return Err("_meta must be an object".into()),
-    };
-    Ok(CallToolResult {
-        content,
-        structured_content,
-        is_error,
-        header: ResultHeader {
-            result_type,
-            meta,
-            extra: obj,
-        },
-    })
-}
-
 pub(super) fn cursor_params(cursor: Option<&str>) -> JsonObject {
     let mut params = JsonObject::new();
     if let Some(cursor) = cursor {
         params.insert("cursor".into(), Value::from(cursor));
     }
     params
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // The hand-written reader agrees with serde on every shape.
-    #[test]
-    fn call_tool_result_reads_like_serde() {
-        let cases = [
-            json!({}),
-            json!({"content": [{"type": "text", "text": "hi", "annotations": {"priority": 1}}], "isError": true}),
-            json!({"content": [{"type": "hologram", "x": 1}, {"type": "image", "data": "AA==", "mimeType": "image/png"}],
-                   "structuredContent": [1, {"a": null}], "resultType": "complete",
-                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}, "extra": {"k": 1}}),
-            json!({"content": [], "isError": null, "_meta": null, "resultType": "task"}),
-        ];
-        for case in cases {
-            let ours = call_tool_result(case.clone()).unwrap();
-            let serde: CallToolResult = serde_json::from_value(case.clone()).unwrap();
-            assert_eq!(ours, serde, "{case}");
-        }
-        for bad in [
-            json!([]),
-            json!({"content": 1}),
-            json!({"content": [1]}),
-            json!({"isError": "yes"}),
-        ] {
-            assert!(call_tool_result(bad.clone()).is_err(), "{bad}");
-            assert!(
-                serde_json::from_value::<CallToolResult>(bad.clone()).is_err(),
-                "{bad}"
-            );
-        }
-    }
 }

@@ -31,14 +31,14 @@ use switchboard_wire::meta::{
 use switchboard_wire::meta::{PROTOCOL_VERSION, SERVER_INFO, TRACEPARENT, TRACESTATE};
 use switchboard_wire::shared::lock;
 use switchboard_wire::types::{
-    CacheHints, CompleteResult, ContentBlock, GetPromptResult, InputRequiredResult, JsonObject,
+    CacheHints, CompleteResult, GetPromptResult, InputRequiredResult, JsonObject,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, Prompt,
     ReadResourceResult, Resource, ResourceTemplate, ResultHeader, ResultType, SubscriptionFilter,
     Tool, method,
 };
 use switchboard_wire::{
     CallToolResult, ClientCapabilities, Era, ErrorCode, ErrorObject, Implementation, Notification,
-    Request, RequestId, Response, ServerCapabilities,
+    Request, RequestId, Response, ServerCapabilities, SharedMeta,
     types::{DiscoverResult, InitializeResult, ProgressParams},
     version,
 };
@@ -48,7 +48,9 @@ use crate::error::{ClientError, TransportError};
 use crate::input::{InputAnswer, InputContext, InputHandler, InputQuestion, NoInput};
 use crate::options::{ClientConfig, EraPolicy, RequestOptions};
 use crate::subscription::Subscription;
-use crate::transport::{EventSink, Incoming, NotificationSink, Outgoing, Transport};
+use crate::transport::{
+    BoxFuture, EventSink, Incoming, NotificationSink, Outgoing, ToolAnswer, Transport,
+};
 
 mod builder;
 mod calls;
@@ -60,7 +62,6 @@ mod send;
 pub(crate) mod skills;
 
 use incoming::{event_sink, log_notification};
-pub(crate) use methods::call_tool_result;
 
 /// A connection to one MCP server.
 ///
@@ -177,9 +178,27 @@ struct Inner {
 /// One narrowed session `_meta`, kept for the next request like it
 /// (`None`: the caller's capabilities narrow nothing).
 struct Narrowed {
-    base: Arc<JsonObject>,
+    base: Arc<SharedMeta>,
     caller: ClientCapabilities,
-    meta: Option<Arc<JsonObject>>,
+    meta: Option<Arc<SharedMeta>>,
+}
+
+/// A request's answer: the result's JSON, or a complete tool result the
+/// transport read straight into its type.
+pub(crate) enum Answered {
+    Value(Value),
+    Complete(CallToolResult),
+}
+
+impl Answered {
+    /// The result's JSON (a typed result converted back).
+    fn into_value(self) -> Value {
+        match self {
+            Answered::Value(value) => value,
+            // A result of JSON values with string keys always converts.
+            Answered::Complete(result) => serde_json::to_value(result).unwrap_or_default(),
+        }
+    }
 }
 
 /// The wire in force.
@@ -190,7 +209,7 @@ struct Session {
     /// `_meta` keys every request carries (modern: version, capabilities,
     /// client info; legacy: none), built once and shared by every request
     /// ([`Request::with_shared_meta`]), never copied.
-    base_meta: Arc<JsonObject>,
+    base_meta: Arc<SharedMeta>,
 }
 
 impl Client {

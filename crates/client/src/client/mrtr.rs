@@ -11,21 +11,57 @@ impl Client {
     pub(super) async fn request_inner(
         &self,
         method: &str,
-        mut params: JsonObject,
+        params: JsonObject,
         headers: Vec<(String, String)>,
         options: &RequestOptions,
     ) -> Result<Value, ClientError> {
+        self.request_rounds(method, params, headers, options, false, None)
+            .await
+            .map(Answered::into_value)
+    }
+
+    /// [`Client::request_inner`]; with `tool`, a `tools/call` whose
+    /// complete result the transport may hand back already typed. When
+    /// sending fails, the request that failed is left in `failed` (when
+    /// given), for a caller that sends it again.
+    pub(super) async fn request_rounds(
+        &self,
+        method: &str,
+        mut params: JsonObject,
+        headers: Vec<(String, String)>,
+        options: &RequestOptions,
+        tool: bool,
+        failed: Option<&mut Option<Arc<Request>>>,
+    ) -> Result<Answered, ClientError> {
         let mut round = 0;
         loop {
             let outgoing = self.prepare(method, params, headers.clone(), options);
             // The params come back from the sent request only when a retry
             // needs them: the common, complete answer copies nothing.
             let sent = Arc::clone(&outgoing.request);
-            let value = self.send_prepared(method, outgoing, options).await?;
+            let sent_back = if tool {
+                self.send_prepared_tool(method, outgoing, options).await
+            } else {
+                self.send_prepared(method, outgoing, options)
+                    .await
+                    .map(Answered::Value)
+            };
+            let value = match sent_back {
+                Ok(Answered::Value(value)) => value,
+                Ok(complete @ Answered::Complete(_)) => return Ok(complete),
+                Err(e) => {
+                    if let Some(failed) = failed {
+                        *failed = Some(sent);
+                    }
+                    return Err(e);
+                }
+            };
             match ResultType::of(&value) {
-                ResultType::Complete => return Ok(value),
+                ResultType::Complete => return Ok(Answered::Value(value)),
                 // The caller drives the task (crate::task).
-                kind if kind.is_task() && self.accepts_task(method) => return Ok(value),
+                kind if kind.is_task() && self.accepts_task(method) => {
+                    return Ok(Answered::Value(value));
+                }
                 ResultType::Other(kind) => {
                     return Err(self.invalid(method, format!("unknown resultType {kind:?}")));
                 }

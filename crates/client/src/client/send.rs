@@ -53,7 +53,8 @@ impl Client {
         // shared with every request, and the call's keys
         // and the caller's own `_meta` never override them.
         let narrowed = self.narrowed_base(session, options);
-        let base = narrowed.as_ref().unwrap_or(&session.base_meta);
+        let shared = narrowed.as_ref().unwrap_or(&session.base_meta);
+        let base = shared.members();
         let mut meta = JsonObject::new();
         if let Some(extra) = &options.meta {
             for (k, v) in extra {
@@ -109,7 +110,7 @@ impl Client {
         if base.is_empty() {
             request
         } else {
-            request.with_shared_meta(Arc::clone(base))
+            request.with_shared_meta(Arc::clone(shared))
         }
     }
 
@@ -120,7 +121,7 @@ impl Client {
         &self,
         session: &Session,
         options: &RequestOptions,
-    ) -> Option<Arc<JsonObject>> {
+    ) -> Option<Arc<SharedMeta>> {
         let caller = options.capabilities.as_ref()?;
         if session.era != Era::Modern {
             return None;
@@ -133,13 +134,13 @@ impl Client {
         }
         let narrowed = self.inner.capabilities.narrowed_to(caller);
         let meta = (narrowed != self.inner.capabilities).then(|| {
-            let mut base = (*session.base_meta).clone();
+            let mut base = session.base_meta.members().clone();
             base.insert(
                 CLIENT_CAPABILITIES.into(),
                 serde_json::to_value(&narrowed)
                     .unwrap_or_else(|_| Value::Object(JsonObject::new())),
             );
-            Arc::new(base)
+            Arc::new(SharedMeta::new(base))
         });
         *last = Some(Narrowed {
             base: Arc::clone(&session.base_meta),
@@ -167,6 +168,34 @@ impl Client {
         outgoing: Outgoing,
         options: &RequestOptions,
     ) -> Result<Value, ClientError> {
+        let work = self.inner.transport.request(outgoing);
+        let response = self.within_timeout(method, options, work).await?;
+        self.outcome(method, response)
+    }
+
+    /// Sends a prepared `tools/call` like [`Client::send_prepared`]; a
+    /// complete result the transport read straight into its type comes
+    /// back as it is ([`Transport::call_tool`]).
+    pub(super) async fn send_prepared_tool(
+        &self,
+        method: &str,
+        outgoing: Outgoing,
+        options: &RequestOptions,
+    ) -> Result<Answered, ClientError> {
+        let work = self.inner.transport.call_tool(outgoing);
+        match self.within_timeout(method, options, work).await? {
+            ToolAnswer::Complete(result) => Ok(Answered::Complete(result)),
+            ToolAnswer::Response(response) => self.outcome(method, response).map(Answered::Value),
+        }
+    }
+
+    /// Awaits a transport's round trip under the call's timeout.
+    async fn within_timeout<T>(
+        &self,
+        method: &str,
+        options: &RequestOptions,
+        work: BoxFuture<'_, Result<T, TransportError>>,
+    ) -> Result<T, ClientError> {
         let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
         // On a legacy session the request counts as in flight, so that the
         // server's questions can be tied to it.
@@ -177,14 +206,13 @@ impl Client {
         });
         // Dropping the transport's future on expiry is what cancels the
         // request (notifications/cancelled on stdio, stream close on HTTP).
-        let response = tokio::time::timeout(timeout, self.inner.transport.request(outgoing))
+        Ok(tokio::time::timeout(timeout, work)
             .await
             .map_err(|_| ClientError::Timeout {
                 server: self.inner.name.clone(),
                 method: method.into(),
                 after: timeout,
-            })??;
-        self.outcome(method, response)
+            })??)
     }
 
     /// Builds one request: a fresh id, `_meta`, the notification sink.

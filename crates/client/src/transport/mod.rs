@@ -13,7 +13,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use switchboard_wire::{Era, Notification, Request, Response};
+use switchboard_wire::{CallToolResult, Era, Notification, Request, RequestId, Response};
 
 use crate::error::TransportError;
 
@@ -50,6 +50,29 @@ pub enum Incoming {
 /// Called from the transport's reader; it must not block (spawn a task for
 /// anything slow).
 pub type EventSink = Arc<dyn Fn(Incoming) + Send + Sync>;
+
+/// What a transport answers a `tools/call` with ([`Transport::call_tool`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolAnswer {
+    /// The response, as [`Transport::request`] gives it.
+    Response(Response),
+    /// A complete result, read straight from the response.
+    Complete(CallToolResult),
+}
+
+impl ToolAnswer {
+    /// The answer as the response to request `id` (a complete result as
+    /// its JSON again).
+    pub fn into_response(self, id: RequestId) -> Response {
+        match self {
+            ToolAnswer::Response(response) => response,
+            ToolAnswer::Complete(result) => {
+                // A result of JSON values with string keys always converts.
+                Response::result(id, serde_json::to_value(result).unwrap_or_default())
+            }
+        }
+    }
+}
 
 /// One request on its way out, with what the transport needs besides the
 /// JSON-RPC body.
@@ -101,6 +124,18 @@ pub trait Transport: Send + Sync + fmt::Debug {
     /// [`TransportError`] when the request cannot be sent or the channel
     /// breaks before the response arrives.
     fn request(&self, outgoing: Outgoing) -> BoxFuture<'_, Result<Response, TransportError>>;
+
+    /// Sends a `tools/call` like [`Transport::request`]. A transport that
+    /// can read a complete result straight into a [`CallToolResult`] (HTTP,
+    /// from a JSON body) answers [`ToolAnswer::Complete`] instead of the
+    /// response's JSON tree; anything else (errors, tasks, `input_required`,
+    /// a stream) comes back as the response. The default always does that.
+    ///
+    /// # Errors
+    /// As [`Transport::request`].
+    fn call_tool(&self, outgoing: Outgoing) -> BoxFuture<'_, Result<ToolAnswer, TransportError>> {
+        Box::pin(async move { self.request(outgoing).await.map(ToolAnswer::Response) })
+    }
 
     /// Sends one notification.
     ///

@@ -12,7 +12,7 @@ use switchboard_client::{
     Client, ClientBuilder, ClientError, EraPolicy, HttpTransport, RequestOptions,
 };
 use switchboard_wire::types::SubscriptionFilter;
-use switchboard_wire::{Era, types::method};
+use switchboard_wire::{CallToolResult, Era, types::method};
 use tokio::sync::Notify;
 
 use super::util::*;
@@ -655,4 +655,55 @@ async fn an_sse_event_that_never_ends_fails_the_call_at_the_limit() {
     assert!(text.contains("1048576"), "{text}");
     let ok = within(client.call_tool("other", None)).await.unwrap();
     assert_eq!(ok.joined_text(), "fine");
+}
+
+// WIRE-06, WIRE-09: a complete tool result answered as a JSON body is read
+// straight into its type; it must be the very result the general reading
+// gives (the same bytes sent as an SSE event, or in a body the fast reader
+// gives up on), for a result with every kind of member.
+#[tokio::test]
+async fn a_json_tool_result_reads_like_the_same_result_on_a_stream() {
+    let result = json!({
+        "content": [
+            {"annotations": {"priority": 1}, "text": "T-1 [high]\n\u{202e}x", "type": "text"},
+            {"type": "image", "data": "AA==", "mimeType": "image/png", "_meta": {"k": 1}},
+            {"type": "hologram", "text": "?", "z": [1, 2]},
+            {"type": "text", "text": 7},
+            {"type": "resource", "resource": {"uri": "a:b", "text": "t"}}
+        ],
+        "structuredContent": {"id": "T-1", "nested": [null, {"a": 1.5}]},
+        "isError": false,
+        "resultType": "complete",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}, "dev.x/k": true},
+        "extra": {"kept": "as it came"}
+    });
+    let body = result.clone();
+    let server = modern(
+        json!([{"name": "json", "inputSchema": {"type": "object"}},
+                               {"name": "stream", "inputSchema": {"type": "object"}},
+                               {"name": "duplicated", "inputSchema": {"type": "object"}}]),
+        move |seen| {
+            let answer = result_for(seen, body.clone());
+            match seen.json()["params"]["name"].as_str() {
+                Some("json") => json_reply(200, answer),
+                Some("stream") => sse(vec![Step::Event(answer)]),
+                // A duplicated member: the fast reader gives up, and the
+                // general one keeps the last value, as JSON readers do.
+                _ => {
+                    let mut raw = answer.to_string();
+                    raw.insert_str(raw.len() - 2, r#","isError":true"#);
+                    text(200, "application/json", raw)
+                }
+            }
+        },
+    )
+    .await;
+    let client = connect(&server.url()).await;
+    let via_json = within(client.call_tool("json", None)).await.unwrap();
+    let via_stream = within(client.call_tool("stream", None)).await.unwrap();
+    assert_eq!(via_json, via_stream);
+    assert_eq!(via_json, CallToolResult::from_value(result).unwrap());
+    let duplicated = within(client.call_tool("duplicated", None)).await.unwrap();
+    assert_eq!(duplicated.is_error, Some(true));
+    assert_eq!(duplicated.content, via_json.content);
 }

@@ -4,6 +4,7 @@
 //! head and its tail within the budget, with a note naming the handle
 //! `mcp__switchboard__read_result` reads the rest by.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use switchboard_wire::{CallToolResult, ContentBlock, ResourceContents};
@@ -25,17 +26,17 @@ impl Host {
     ) -> CallToolResult {
         let chars = self.config_read().budget_chars(alias, original);
         let budget = Budget::new(chars).with_media_bytes(self.inner.budget.media_bytes());
-        let present = {
-            let (alias, tool) = (alias.to_owned(), local_name.to_owned());
-            move |text: String| {
-                sanitize::wrap(&alias, Some(&tool), &sanitize::strip_invisible(&text))
-            }
+        let present = |text: String| {
+            sanitize::wrap(alias, Some(local_name), &sanitize::strip_invisible(&text))
         };
-        let text = result_text(&result);
-        let total = text.chars().count();
+        // The text is only put together when it is over the budget.
+        let parts = result_parts(&result);
+        let total =
+            parts.iter().map(|p| p.chars().count()).sum::<usize>() + parts.len().saturating_sub(1);
         if total <= chars || chars == 0 {
             return budget.apply_with(result, present);
         }
+        let text = parts.join("\n");
         // The head and the tail within the budget; the middle is what
         // read_result is for.
         let head_chars = chars * 2 / 3;
@@ -118,19 +119,19 @@ fn is_text(block: &ContentBlock) -> bool {
 
 /// A result's text, as the budget counts it and `read_result` reads it:
 /// its text blocks, embedded text resources and resource links (as the
-/// line the budget shows for them), joined by newlines.
-fn result_text(result: &CallToolResult) -> String {
-    let mut parts: Vec<String> = Vec::new();
+/// line the budget shows for them), to be joined by newlines.
+fn result_parts(result: &CallToolResult) -> Vec<Cow<'_, str>> {
+    let mut parts = Vec::with_capacity(result.content.len());
     for block in &result.content {
         match block {
-            ContentBlock::Text { text, .. } => parts.push(text.clone()),
+            ContentBlock::Text { text, .. } => parts.push(Cow::Borrowed(text.as_str())),
             ContentBlock::Resource {
                 resource:
                     ResourceContents {
                         text: Some(text), ..
                     },
                 ..
-            } => parts.push(text.clone()),
+            } => parts.push(Cow::Borrowed(text.as_str())),
             ContentBlock::ResourceLink { fields } => {
                 let field = |k: &str| {
                     fields
@@ -139,14 +140,14 @@ fn result_text(result: &CallToolResult) -> String {
                         .unwrap_or("")
                         .to_owned()
                 };
-                parts.push(format!(
+                parts.push(Cow::Owned(format!(
                     "[resource link: {} {}]",
                     field("uri"),
                     field("name")
-                ));
+                )));
             }
             _ => {}
         }
     }
-    parts.join("\n")
+    parts
 }

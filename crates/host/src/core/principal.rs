@@ -108,7 +108,7 @@ impl Host {
                 .then(|| Some((PRINCIPALS_DEFAULT.to_owned(), "deny".to_owned())));
         };
         refusal(rules, &target.alias, &target.original, target.by_name)
-            .map(|rule| rule.map(|r| (r.source.clone(), r.pattern.to_string())))
+            .map(|rule| rule.map(|r| (r.source.clone(), r.pattern.as_str().to_owned())))
     }
 }
 

@@ -464,7 +464,9 @@ impl Host {
         let (rule, lockfile, dynamic_ask) = {
             let config = self.config_read();
             let rule = match permission::decide_skill(&config.rules, alias, path) {
-                RuleVerdict::Matched(r) => Some((r.kind, r.source.clone(), r.pattern.to_string())),
+                RuleVerdict::Matched(r) => {
+                    Some((r.kind, r.source.clone(), r.pattern.as_str().to_owned()))
+                }
                 RuleVerdict::None => None,
             };
             (

@@ -53,6 +53,7 @@ mod roots;
 mod sampling;
 #[cfg(test)]
 mod tests;
+mod tool_response;
 mod tools;
 
 pub use completion::*;

@@ -160,3 +160,33 @@ fn roots_answer_round_trips() {
     assert_eq!(round_trip::<ListRootsResult>(answer.clone()), answer);
     assert!(serde_json::from_value::<ListRootsResult>(json!({"roots": 5})).is_err());
 }
+
+// The hand-written reader agrees with serde on every shape.
+#[test]
+fn call_tool_result_from_value_reads_like_serde() {
+    let cases = [
+        json!({}),
+        json!({"content": [{"type": "text", "text": "hi", "annotations": {"priority": 1}}], "isError": true}),
+        json!({"content": [{"type": "hologram", "x": 1}, {"type": "image", "data": "AA==", "mimeType": "image/png"}],
+                   "structuredContent": [1, {"a": null}], "resultType": "complete",
+                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}, "extra": {"k": 1}}),
+        json!({"content": [], "isError": null, "_meta": null, "resultType": "task"}),
+    ];
+    for case in cases {
+        let ours = CallToolResult::from_value(case.clone()).unwrap();
+        let serde: CallToolResult = serde_json::from_value(case.clone()).unwrap();
+        assert_eq!(ours, serde, "{case}");
+    }
+    for bad in [
+        json!([]),
+        json!({"content": 1}),
+        json!({"content": [1]}),
+        json!({"isError": "yes"}),
+    ] {
+        assert!(CallToolResult::from_value(bad.clone()).is_err(), "{bad}");
+        assert!(
+            serde_json::from_value::<CallToolResult>(bad.clone()).is_err(),
+            "{bad}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ContentBlock, JsonObject, ResultHeader, paged_result};
+use super::{ContentBlock, JsonObject, ResultHeader, ResultType, paged_result};
 
 /// Behaviour hints of a tool. Untrusted unless the server is (TOOL-07).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -110,6 +110,56 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
+    /// Reads a result from its JSON value, without the buffering serde's
+    /// `flatten` does (a tool call is the hot path). Agrees with the
+    /// derived `Deserialize` but for one case: a `"structuredContent":
+    /// null` is kept as `Some(Value::Null)`, so it is passed on as it came.
+    ///
+    /// # Errors
+    /// A sentence saying which member has the wrong shape.
+    pub fn from_value(value: Value) -> Result<CallToolResult, String> {
+        let Value::Object(mut obj) = value else {
+            return Err("a tool result must be a JSON object".into());
+        };
+        let content = match obj.remove("content") {
+            None => Vec::new(),
+            Some(Value::Array(blocks)) => blocks
+                .into_iter()
+                .map(|b| match b {
+                    Value::Object(o) => Ok(ContentBlock::from_object(o)),
+                    _ => Err("a content block must be an object".to_owned()),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("content must be an array".into()),
+        };
+        let structured_content = obj.remove("structuredContent");
+        let is_error = match obj.remove("isError") {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(b),
+            Some(_) => return Err("isError must be a boolean".into()),
+        };
+        let result_type = match obj.remove("resultType") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(ResultType::from(s.as_str())),
+            Some(_) => return Err("resultType must be a string".into()),
+        };
+        let meta = match obj.remove("_meta") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(_) => return Err("_meta must be an object".into()),
+        };
+        Ok(CallToolResult {
+            content,
+            structured_content,
+            is_error,
+            header: ResultHeader {
+                result_type,
+                meta,
+                extra: obj,
+            },
+        })
+    }
+
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
         CallToolResult {

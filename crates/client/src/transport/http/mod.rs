@@ -54,7 +54,7 @@ use self::legacy::LegacySession;
 use self::response::{BodyKind, EventStream, Routing};
 use self::sse_transport::SseSession;
 use crate::error::TransportError;
-use crate::transport::{BoxFuture, EventSink, Incoming, Outgoing, Transport};
+use crate::transport::{BoxFuture, EventSink, Incoming, Outgoing, ToolAnswer, Transport};
 
 /// Default bound on a JSON response body and on one SSE event: 16 MiB.
 pub const DEFAULT_MAX_BODY: usize = 16 * 1024 * 1024;
@@ -374,7 +374,17 @@ impl Transport for HttpTransport {
         Box::pin(async move {
             let inner = &*self.inner;
             let _slot = inner.in_flight.acquire().await.ok();
-            unless_closed!(inner, inner.request(outgoing))
+            let id = outgoing.request.id.clone();
+            let answer = unless_closed!(inner, inner.request(outgoing, false))?;
+            Ok(answer.into_response(id))
+        })
+    }
+
+    fn call_tool(&self, outgoing: Outgoing) -> BoxFuture<'_, Result<ToolAnswer, TransportError>> {
+        Box::pin(async move {
+            let inner = &*self.inner;
+            let _slot = inner.in_flight.acquire().await.ok();
+            unless_closed!(inner, inner.request(outgoing, true))
         })
     }
 
@@ -451,23 +461,27 @@ impl Inner {
         era::remember(&self.key, kind);
     }
 
-    async fn request(&self, outgoing: Outgoing) -> Result<Response, Failure> {
+    /// One request on whichever wire the server speaks. `tool`: a
+    /// `tools/call` whose complete result may be read straight into its
+    /// type (modern JSON bodies only).
+    async fn request(&self, outgoing: Outgoing, tool: bool) -> Result<ToolAnswer, Failure> {
         let is_initialize = outgoing.request.method == switchboard_wire::types::method::INITIALIZE;
         // Only the modern path lives in this future; the others are boxed,
         // so the hot path does not carry (and move) their state.
-        match (is_initialize, self.wire()) {
-            (false, Wire::Modern) => self.modern(outgoing).await,
+        let response = match (is_initialize, self.wire()) {
+            (false, Wire::Modern) => return self.modern(outgoing, tool).await,
             (false, Wire::Legacy(session)) => Box::pin(session.request(self, outgoing)).await,
             (_, Wire::HttpSse(session)) if session.is_alive() => {
                 Box::pin(session.request(self, outgoing)).await
             }
             (false, Wire::HttpSse(session)) => Err(session.dead_failure()),
             (true, _) => Box::pin(self.initialize(outgoing)).await,
-        }
+        };
+        response.map(ToolAnswer::Response)
     }
 
     /// One modern request: POST, then the JSON body or the event stream.
-    async fn modern(&self, outgoing: Outgoing) -> Result<Response, Failure> {
+    async fn modern(&self, outgoing: Outgoing, tool: bool) -> Result<ToolAnswer, Failure> {
         let Outgoing {
             request,
             param_headers,
@@ -491,7 +505,9 @@ impl Inner {
         };
         let status = response.status();
         if !status.is_success() {
-            return response::error_status(response, Some(&request.id)).await;
+            return response::error_status(response, Some(&request.id))
+                .await
+                .map(ToolAnswer::Response);
         }
         if status == http::StatusCode::ACCEPTED || status == http::StatusCode::NO_CONTENT {
             return Err(Failure::Protocol(format!(
@@ -501,22 +517,24 @@ impl Inner {
                 request.method
             )));
         }
+        let max = self.http.limits.max_body;
         let answer = match response::body_kind(&response)? {
-            BodyKind::Json => {
-                response::read_json(response, &request.id, self.http.limits.max_body, &routing)
-                    .await?
+            BodyKind::Json if tool => {
+                response::read_json_tool(response, &request.id, max, &routing).await?
             }
+            BodyKind::Json => ToolAnswer::Response(
+                response::read_json(response, &request.id, max, &routing).await?,
+            ),
             // Boxed: the stream reader's state is large, and a JSON answer
             // should not carry it.
             BodyKind::EventStream => {
                 Box::pin(async {
-                    let max = self.http.limits.max_body;
                     let mut stream = EventStream::new(response.into_body(), max);
                     let answer = stream.response_for(&request.id, &routing).await?;
                     stream
                         .drain(self.server.clone(), sink.clone(), self.drain_grace)
                         .await;
-                    Ok::<_, Failure>(answer)
+                    Ok::<_, Failure>(ToolAnswer::Response(answer))
                 })
                 .await?
             }
@@ -603,12 +621,7 @@ impl Inner {
     }
 
     /// A POST of `body` to the endpoint.
-    fn post(
-        &self,
-        headers: HeaderMap,
-        body: &impl serde::Serialize,
-        rpc_method: Option<String>,
-    ) -> Outbound {
+    fn post(&self, headers: HeaderMap, body: &impl Body, rpc_method: Option<String>) -> Outbound {
         self.post_to(self.endpoint.clone(), headers, body, rpc_method)
     }
 
@@ -616,12 +629,11 @@ impl Inner {
         &self,
         uri: Uri,
         headers: HeaderMap,
-        body: &impl serde::Serialize,
+        body: &impl Body,
         rpc_method: Option<String>,
     ) -> Outbound {
         let mut bytes = Vec::with_capacity(512);
-        // Serialising our own messages cannot fail: string keys, no I/O.
-        let _ = serde_json::to_writer(&mut bytes, body);
+        body.write_json(&mut bytes);
         Outbound {
             method: Method::POST,
             uri,
@@ -808,5 +820,23 @@ mod tests {
                 .to_string()
                 .contains("not an http")
         );
+    }
+}
+
+/// A JSON-RPC message this transport POSTs, written as compact JSON.
+pub(crate) trait Body {
+    /// Appends the compact JSON to `out`.
+    fn write_json(&self, out: &mut Vec<u8>);
+}
+
+impl Body for switchboard_wire::Request {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        switchboard_wire::Request::write_json(self, out);
+    }
+}
+
+impl Body for Message {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        self.write_to(out);
     }
 }

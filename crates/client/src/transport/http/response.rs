@@ -14,13 +14,14 @@ use bytes::Bytes;
 use http::header::{CONTENT_LENGTH, CONTENT_TYPE, WWW_AUTHENTICATE};
 use http_body_util::BodyExt;
 use switchboard_wire::{
-    ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response, SseDecoder,
+    CallToolResult, ErrorCode, ErrorObject, Message, Notification, Request, RequestId, Response,
+    SseDecoder,
 };
 
 use super::conn::HttpResponse;
 use super::failure::{Failure, StatusFailure};
 use crate::error::Source;
-use crate::transport::NotificationSink;
+use crate::transport::{NotificationSink, ToolAnswer};
 
 /// How much of an error body is read, and how much of it is quoted.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -237,6 +238,32 @@ pub(crate) async fn read_json(
     limit: usize,
     routing: &Routing<'_>,
 ) -> Result<Response, Failure> {
+    let bytes = read_json_body(response, limit).await?;
+    json_response(&bytes, id, routing)
+}
+
+/// Reads an `application/json` body holding the response to `tools/call`
+/// request `id`: a complete result straight into its type
+/// ([`CallToolResult::complete_from_response`]), anything else as
+/// [`read_json`] does.
+///
+/// # Errors
+/// As [`read_json`].
+pub(crate) async fn read_json_tool(
+    response: HttpResponse,
+    id: &RequestId,
+    limit: usize,
+    routing: &Routing<'_>,
+) -> Result<ToolAnswer, Failure> {
+    let bytes = read_json_body(response, limit).await?;
+    match CallToolResult::complete_from_response(&bytes) {
+        Some((got, result)) if got == *id => Ok(ToolAnswer::Complete(result)),
+        _ => json_response(&bytes, id, routing).map(ToolAnswer::Response),
+    }
+}
+
+/// The bytes of a JSON body, refused over `limit`.
+async fn read_json_body(response: HttpResponse, limit: usize) -> Result<Bytes, Failure> {
     if let Some(len) = response
         .headers()
         .get(CONTENT_LENGTH)
@@ -249,8 +276,12 @@ pub(crate) async fn read_json(
             )));
         }
     }
-    let bytes = read_limited(response.into_body(), limit).await?;
-    match Message::from_slice(&bytes) {
+    read_limited(response.into_body(), limit).await
+}
+
+/// The response to `id` a JSON body holds.
+fn json_response(bytes: &[u8], id: &RequestId, routing: &Routing<'_>) -> Result<Response, Failure> {
+    match Message::from_slice(bytes) {
         Ok(Message::Response(r)) => match &r.id {
             Some(got) if got == id => Ok(r),
             // An error that could not name the request is about this one:
@@ -276,7 +307,7 @@ pub(crate) async fn read_json(
         ))),
         Err(e) => Err(Failure::Protocol(format!(
             "the JSON body is not a JSON-RPC message ({e}): {}",
-            snippet(&bytes)
+            snippet(bytes)
         ))),
     }
 }

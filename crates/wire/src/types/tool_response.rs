@@ -1,0 +1,431 @@
+//! Reading the answer to a `tools/call` straight into a [`CallToolResult`].
+//!
+//! The general path reads a response into a JSON tree ([`Message`]) and
+//! then takes the result apart. A tool call is the hot path of a client and
+//! of a gateway, so this reader walks the bytes once and builds the typed
+//! result directly: no tree for the envelope, the result object or a text
+//! block. It only ever answers for the common case — a well-formed
+//! response whose result is complete — and gives up (`None`) on everything
+//! else, which the caller then reads the general way. Whenever it does
+//! answer, it answers exactly what the general path would (a test checks
+//! both on many shapes).
+//!
+//! [`Message`]: crate::Message
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::Deserializer;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::{CallToolResult, ContentBlock, JsonObject, ResultHeader, ResultType};
+use crate::jsonrpc::{JSONRPC_VERSION, RequestId};
+
+impl CallToolResult {
+    /// Reads `bytes` as a JSON-RPC response carrying a complete tool result
+    /// (`resultType` `complete` or absent) and returns its id and result.
+    ///
+    /// `None` for anything else — an error response, a task or
+    /// `input_required` result, a message that is not a response, bytes
+    /// that are not JSON, duplicate members, a result the general reader
+    /// would refuse — so the caller reads those with
+    /// [`Message::from_slice`](crate::Message::from_slice) and treats them
+    /// as it always does.
+    pub fn complete_from_response(bytes: &[u8]) -> Option<(RequestId, CallToolResult)> {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        let answer = de.deserialize_map(EnvelopeVisitor).ok()?;
+        de.end().ok()?;
+        Some(answer)
+    }
+}
+
+/// Gives up on the fast path: the caller reads the bytes the general way.
+fn give_up<E: de::Error>() -> E {
+    E::custom("not a plain complete tool result")
+}
+
+/// `{"jsonrpc":"2.0","id":…,"result":{…}}`, members in any order.
+struct EnvelopeVisitor;
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = (RequestId, CallToolResult);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC response")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut version_ok, mut id, mut result) = (None, None, None);
+        while let Some(key) = map.next_key::<KeyName<'de>>()? {
+            match key.0.as_ref() {
+                "jsonrpc" if version_ok.is_none() => {
+                    let version: KeyName<'de> = map.next_value()?;
+                    version_ok = Some(version.0 == JSONRPC_VERSION);
+                }
+                "id" if id.is_none() => id = Some(map.next_value_seed(IdSeed)?),
+                "result" if result.is_none() => {
+                    result = Some(map.next_value_seed(ResultSeed)?);
+                }
+                // A second `jsonrpc`, `id` or `result`, or any member a
+                // response does not have alone: the general reader decides.
+                "jsonrpc" | "id" | "result" | "error" | "method" | "params" => {
+                    return Err(give_up());
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        match (version_ok, id, result) {
+            (Some(true), Some(id), Some(result)) => Ok((id, result)),
+            _ => Err(give_up()),
+        }
+    }
+}
+
+/// A string (a member name, `jsonrpc`, `resultType`), borrowed from the
+/// input when it has no escapes.
+struct KeyName<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for KeyName<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = KeyName<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<KeyName<'de>, E> {
+        Ok(KeyName(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<KeyName<'de>, E> {
+        Ok(KeyName(Cow::Owned(s.to_owned())))
+    }
+}
+
+/// A request id: a string or an integer that fits in `i64`.
+struct IdSeed;
+
+impl<'de> DeserializeSeed<'de> for IdSeed {
+    type Value = RequestId;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<RequestId, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for IdSeed {
+    type Value = RequestId;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string or an integer")
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<RequestId, E> {
+        Ok(RequestId::Number(n))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<RequestId, E> {
+        i64::try_from(n)
+            .map(RequestId::Number)
+            .map_err(|_| give_up())
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<RequestId, E> {
+        Ok(RequestId::String(s.to_owned()))
+    }
+}
+
+/// The `result` object, read into a complete [`CallToolResult`].
+struct ResultSeed;
+
+impl<'de> DeserializeSeed<'de> for ResultSeed {
+    type Value = CallToolResult;
+
+    fn deserialize<D: Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<CallToolResult, D::Error> {
+        // `null` and non-objects are the general reader's to refuse.
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ResultSeed {
+    type Value = CallToolResult;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a tool result object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CallToolResult, A::Error> {
+        let mut content = None;
+        let mut structured_content = None;
+        let mut is_error = None;
+        let mut result_type = None;
+        let mut meta = None;
+        let mut extra = JsonObject::new();
+        while let Some(key) = map.next_key::<KeyName<'de>>()? {
+            match key.0.as_ref() {
+                "content" if content.is_none() => content = Some(map.next_value_seed(BlocksSeed)?),
+                "structuredContent" if structured_content.is_none() => {
+                    structured_content = Some(map.next_value::<Value>()?);
+                }
+                "isError" if is_error.is_none() => {
+                    is_error = Some(map.next_value::<Option<bool>>()?);
+                }
+                "resultType" if result_type.is_none() => {
+                    result_type = Some(map.next_value::<Option<KeyName<'de>>>()?);
+                }
+                "_meta" if meta.is_none() => meta = Some(map.next_value::<Option<JsonObject>>()?),
+                "content" | "structuredContent" | "isError" | "resultType" | "_meta" => {
+                    return Err(give_up());
+                }
+                _ => {
+                    let value = map.next_value::<Value>()?;
+                    extra.insert(key.0.into_owned(), value);
+                }
+            }
+        }
+        let result_type = result_type
+            .flatten()
+            .map(|s| ResultType::from(s.0.as_ref()));
+        if !matches!(result_type, None | Some(ResultType::Complete)) {
+            return Err(give_up());
+        }
+        Ok(CallToolResult {
+            content: content.unwrap_or_default(),
+            structured_content,
+            is_error: is_error.flatten(),
+            header: ResultHeader {
+                result_type,
+                meta: meta.flatten(),
+                extra,
+            },
+        })
+    }
+}
+
+/// The `content` array.
+struct BlocksSeed;
+
+impl<'de> DeserializeSeed<'de> for BlocksSeed {
+    type Value = Vec<ContentBlock>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BlocksSeed {
+    type Value = Vec<ContentBlock>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of content blocks")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(64));
+        while let Some(block) = seq.next_element_seed(BlockSeed)? {
+            blocks.push(block);
+        }
+        Ok(blocks)
+    }
+}
+
+/// One content block. A text block is built as it is read; any other
+/// block is put back together in its members' order and handed to
+/// [`ContentBlock::from_object`], the general reader's own step.
+struct BlockSeed;
+
+impl<'de> DeserializeSeed<'de> for BlockSeed {
+    type Value = ContentBlock;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<ContentBlock, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BlockSeed {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        // `type` and `text` with their positions; the rest in order.
+        let mut kind: Option<(usize, Value)> = None;
+        let mut text: Option<(usize, Value)> = None;
+        let mut others: Vec<(String, Value)> = Vec::new();
+        let mut position = 0;
+        while let Some(key) = map.next_key::<KeyName<'de>>()? {
+            match key.0.as_ref() {
+                "type" if kind.is_none() => kind = Some((position, map.next_value()?)),
+                "text" if text.is_none() => text = Some((position, map.next_value()?)),
+                "type" | "text" => return Err(give_up()),
+                _ => others.push((key.0.into_owned(), map.next_value()?)),
+            }
+            position += 1;
+        }
+        if let (Some((_, Value::String(kind))), Some((_, Value::String(_)))) = (&kind, &text) {
+            if kind == "text" {
+                let Some((_, Value::String(text))) = text else {
+                    return Err(give_up());
+                };
+                return Ok(ContentBlock::Text {
+                    text,
+                    extra: others.into_iter().collect(),
+                });
+            }
+        }
+        // Any other block: the members back in their order, read the
+        // general way.
+        let mut all = others;
+        let mut aside: Vec<(usize, &'static str, Value)> = [("type", kind), ("text", text)]
+            .into_iter()
+            .filter_map(|(name, member)| member.map(|(at, value)| (at, name, value)))
+            .collect();
+        aside.sort_by_key(|(at, _, _)| *at);
+        for (at, name, value) in aside {
+            all.insert(at.min(all.len()), (name.to_owned(), value));
+        }
+        Ok(ContentBlock::from_object(all.into_iter().collect()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Message, Response};
+
+    /// What the general path reads from `bytes`, when it is a complete
+    /// tool result.
+    fn general(bytes: &[u8]) -> Option<(RequestId, CallToolResult)> {
+        let Ok(Message::Response(Response {
+            id: Some(id),
+            outcome: Ok(value),
+        })) = Message::from_slice(bytes)
+        else {
+            return None;
+        };
+        if ResultType::of(&value) != ResultType::Complete {
+            return None;
+        }
+        let result = CallToolResult::from_value(value).ok()?;
+        Some((id, result))
+    }
+
+    /// Every answer of the fast reader is the general reader's.
+    fn agrees(bytes: &[u8]) -> bool {
+        match CallToolResult::complete_from_response(bytes) {
+            Some(fast) => {
+                // Maps compare as maps: the general reader's removals may
+                // reorder members, which the fast one keeps in order.
+                assert_eq!(
+                    Some(&fast),
+                    general(bytes).as_ref(),
+                    "{}",
+                    String::from_utf8_lossy(bytes)
+                );
+                true
+            }
+            None => false,
+        }
+    }
+
+    const SAMPLES: &[&str] = &[
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"T-1 [high]\nx"}],"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"t","version":"0.1.0"}}}}"#,
+        r#"{"result":{"content":[]},"id":"a\"b","jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","id":-7,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"result":{"content":[{"annotations":{"priority":1},"text":"hi","type":"text","_meta":{"k":[1,2]}}],"isError":true,"structuredContent":{"a":null},"extra":1}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"image","data":"AA==","mimeType":"image/png"},{"text":"x","type":"hologram","z":1},{"type":"text","text":7},{"type":"resource_link","uri":"a:b","name":"n"}],"isError":null,"_meta":null,"resultType":null}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"resource","resource":{"uri":"a:b","text":"t"}},{"type":"resource","resource":1}],"structuredContent":null}}"#,
+        r#" {"jsonrpc":"2.0","id":4,"ignored":{"x":[1]},"result":{"content":[{"type":"text","text":"\u202e\ud83d\ude00","k":1,"k":2}]}} "#,
+    ];
+
+    #[test]
+    fn reads_complete_results_like_the_general_path() {
+        for sample in SAMPLES {
+            assert!(
+                agrees(sample.as_bytes()),
+                "the fast reader gave up on {sample}"
+            );
+        }
+    }
+
+    #[test]
+    fn gives_up_on_everything_else() {
+        for bytes in [
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"no"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"task","task":{"taskId":"t"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"x","result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"content":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"isError":"yes"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"_meta":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","type":"text","text":"x"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}} x"#,
+            r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#,
+        ] {
+            assert!(
+                CallToolResult::complete_from_response(bytes.as_bytes()).is_none(),
+                "{bytes}"
+            );
+        }
+    }
+
+    // Every byte of every sample deleted, and replaced by a few others: the
+    // fast reader either gives up or agrees with the general one.
+    #[test]
+    fn mutated_samples_agree_or_give_up() {
+        let mut answered = 0;
+        for sample in SAMPLES {
+            let bytes = sample.as_bytes();
+            for at in 0..bytes.len() {
+                let mut deleted = bytes.to_vec();
+                deleted.remove(at);
+                answered += usize::from(agrees(&deleted));
+                for b in [b'"', b'1', b'{', b']', b',', b'n', b' '] {
+                    let mut replaced = bytes.to_vec();
+                    replaced[at] = b;
+                    answered += usize::from(agrees(&replaced));
+                }
+            }
+        }
+        assert!(answered > 100, "only {answered} mutations were read at all");
+    }
+
+    #[test]
+    fn members_keep_their_order() {
+        let bytes = br#"{"jsonrpc":"2.0","id":1,"result":{"b":1,"content":[{"z":1,"type":"text","a":2,"text":"t","m":3}],"a":2,"c":3}}"#;
+        let (_, result) = CallToolResult::complete_from_response(bytes).unwrap();
+        let keys: Vec<_> = result.header.extra.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["b", "a", "c"]);
+        let ContentBlock::Text { extra, .. } = &result.content[0] else {
+            panic!("not a text block: {:?}", result.content[0]);
+        };
+        let keys: Vec<_> = extra.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["z", "a", "m"]);
+    }
+}
