@@ -37,6 +37,9 @@ pub(crate) struct Outbound {
     pub(crate) rpc_method: Option<String>,
 }
 
+/// Builds one attempt's [`Outbound`] ([`Http::send_made`]).
+pub(crate) type MakeOutbound<'a> = dyn Fn() -> Result<Outbound, Failure> + Send + Sync + 'a;
+
 /// Limits and timeouts of the HTTP layer.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
@@ -118,17 +121,30 @@ impl Http {
             // kept for a retry.
             None => self.send_once(out, None).await,
             // Boxed, so the plain path does not carry the retry loop's state.
-            Some(auth) => Box::pin(self.send_authorized(out, auth)).await,
+            Some(auth) => Box::pin(self.send_authorized(&|| Ok(out.clone()), auth)).await,
+        }
+    }
+
+    /// [`Http::send`] of the request `make` builds, built anew for each
+    /// attempt: nothing is copied up front for a retry that seldom comes.
+    ///
+    /// # Errors
+    /// As [`Http::send`], and what `make` fails with.
+    pub(crate) async fn send_made(&self, make: &MakeOutbound<'_>) -> Result<HttpResponse, Failure> {
+        match self.auth.clone() {
+            None => self.send_once(make()?, None).await,
+            Some(auth) => Box::pin(self.send_authorized(make, auth)).await,
         }
     }
 
     async fn send_authorized(
         &self,
-        out: Outbound,
+        make: &MakeOutbound<'_>,
         auth: Arc<dyn AuthProvider>,
     ) -> Result<HttpResponse, Failure> {
         let mut attempt = 0;
         loop {
+            let mut out = make()?;
             let sent = auth.authorization().await.map_err(Failure::Auth)?;
             let value = sent
                 .as_deref()
@@ -160,11 +176,11 @@ impl Http {
                     Ok(value)
                 })
                 .transpose()?;
-            let mut request = out.clone();
             if let Some(proof) = proof {
-                request.headers.insert(DPOP, proof);
+                out.headers.insert(DPOP, proof);
             }
-            let response = self.send_once(request, value).await?;
+            let (uri, rpc_method) = (out.uri.clone(), out.rpc_method.take());
+            let response = self.send_once(out, value).await?;
             let status = response.status().as_u16();
             if !(status == 401 || status == 403) || attempt >= MAX_AUTH_RETRIES {
                 return Ok(response);
@@ -177,8 +193,8 @@ impl Http {
                     .iter()
                     .filter_map(|v| v.to_str().ok().map(str::to_owned))
                     .collect(),
-                url: out.uri.to_string(),
-                method: out.rpc_method.clone(),
+                url: uri.to_string(),
+                method: rpc_method,
                 // What this request carried, not what the provider would
                 // give now: another request may have replaced the token.
                 sent_authorization: sent,

@@ -487,17 +487,8 @@ impl Inner {
             param_headers,
             sink,
         } = outgoing;
-        let mut headers = request_headers(&request.method, request.params.as_ref())?;
-        if let Some(version) = request.meta(meta::PROTOCOL_VERSION).and_then(Value::as_str) {
-            headers.insert(h::PROTOCOL_VERSION, version_value(version)?);
-        }
-        for (name, value) in &param_headers {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| Failure::Invalid(format!("{name:?} is not a valid header name")))?;
-            headers.insert(name, header_value(value)?);
-        }
-        let out = self.post(headers, &*request, self.rpc_method(&request.method));
-        let response = self.http.send(out).await?;
+        let make = || self.modern_post(&request, &param_headers);
+        let response = self.http.send_made(&make).await?;
         let routing = Routing {
             server: &self.server,
             sink: sink.as_ref(),
@@ -612,6 +603,24 @@ impl Inner {
                 accept_one_way(response).await
             }
         }
+    }
+
+    /// The POST of a modern request: its body and its `Mcp-*` headers.
+    fn modern_post(
+        &self,
+        request: &switchboard_wire::Request,
+        param_headers: &[(String, String)],
+    ) -> Result<Outbound, Failure> {
+        let mut headers = request_headers(&request.method, request.params.as_ref())?;
+        if let Some(version) = request.meta(meta::PROTOCOL_VERSION).and_then(Value::as_str) {
+            headers.insert(h::PROTOCOL_VERSION, version_value(version)?);
+        }
+        for (name, value) in param_headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| Failure::Invalid(format!("{name:?} is not a valid header name")))?;
+            headers.insert(name, header_value(value)?);
+        }
+        Ok(self.post(headers, request, self.rpc_method(&request.method)))
     }
 
     /// The JSON-RPC method as the authorization hook sees it; only kept
