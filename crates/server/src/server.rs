@@ -175,17 +175,23 @@ impl std::fmt::Debug for LiveText {
     }
 }
 
+/// A map from names (of tools, prompts, resources) looked up on every
+/// request: foldhash, several times cheaper than SipHash for short names.
+/// Only the server inserts names, so a caller cannot grow a chain of
+/// collisions; the seed is random per map all the same.
+pub(crate) type NameMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 /// Everything the server offers, swapped whole when it changes at run time.
 #[derive(Default)]
 pub(crate) struct Registry {
     pub(crate) tools: Vec<Arc<ToolEntry>>,
-    pub(crate) tool_index: HashMap<String, usize>,
+    pub(crate) tool_index: NameMap<usize>,
     /// Tools callable by name but not listed ([`ToolSpec::unlisted`]).
-    pub(crate) unlisted_tools: HashMap<String, Arc<ToolEntry>>,
+    pub(crate) unlisted_tools: NameMap<Arc<ToolEntry>>,
     pub(crate) prompts: Vec<Arc<PromptEntry>>,
-    pub(crate) prompt_index: HashMap<String, usize>,
+    pub(crate) prompt_index: NameMap<usize>,
     pub(crate) resources: Vec<Arc<ResourceEntry>>,
-    pub(crate) resource_index: HashMap<String, usize>,
+    pub(crate) resource_index: NameMap<usize>,
     pub(crate) templates: Vec<Arc<TemplateEntry>>,
 }
 
@@ -284,7 +290,7 @@ impl Registry {
     }
 }
 
-fn index<T>(items: &[Arc<T>], key: impl Fn(&T) -> &String) -> HashMap<String, usize> {
+fn index<T>(items: &[Arc<T>], key: impl Fn(&T) -> &String) -> NameMap<usize> {
     items
         .iter()
         .enumerate()

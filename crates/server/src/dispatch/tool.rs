@@ -344,12 +344,13 @@ impl Server {
             None => {}
         }
         out.extend_from_slice(b",\"resultType\":");
-        let kind = result
-            .header
-            .result_type
-            .take()
-            .unwrap_or(ResultType::Complete);
-        let _ = serde_json::to_writer(&mut out, &kind);
+        match result.header.result_type.take() {
+            // Nearly every answer: no serializer for a constant.
+            None | Some(ResultType::Complete) => out.extend_from_slice(b"\"complete\""),
+            Some(kind) => {
+                let _ = serde_json::to_writer(&mut out, &kind);
+            }
+        }
         for (k, v) in &result.header.extra {
             out.push(b',');
             let _ = serde_json::to_writer(&mut out, k);
@@ -370,5 +371,48 @@ impl Server {
         }
         out.push(b'}');
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The hand-written answer reads as serde's serialization of the
+    /// same result (the server's info added to `_meta`), whatever it holds.
+    #[test]
+    fn a_tool_result_is_written_as_serde_writes_it() {
+        let server = Server::builder("t", "1").build().unwrap();
+        let info = server.inner.server_info.clone();
+        let mut with_meta = CallToolResult::text("m");
+        with_meta.header.meta = Some(Map::from_iter([("k".to_owned(), json!(1))]));
+        let mut asking = CallToolResult::text("a");
+        asking.header.result_type = Some(ResultType::InputRequired);
+        let mut other = CallToolResult::text("o");
+        other.header.result_type = Some(ResultType::Other("x-later".into()));
+        other.header.extra.insert("x".into(), json!([1]));
+        let mut structured = CallToolResult::text("s");
+        structured.structured_content = Some(json!({"n": 1}));
+        structured.is_error = Some(false);
+        let cases = [
+            CallToolResult::text("plain \"quoted\" \u{7}"),
+            CallToolResult::error("failed"),
+            with_meta,
+            asking,
+            other,
+            structured,
+        ];
+        for result in cases {
+            let mut expected = serde_json::to_value(&result).unwrap();
+            let kind = result.header.result_type.clone().unwrap_or_default();
+            expected["resultType"] = json!(kind.as_str());
+            let meta = expected["_meta"].as_object().cloned().unwrap_or_default();
+            expected["_meta"] = json!(meta);
+            expected["_meta"]["io.modelcontextprotocol/serverInfo"] = info.clone();
+            let written = server.tool_result(result);
+            let written: Value = serde_json::from_slice(&written).unwrap();
+            assert_eq!(written, expected);
+        }
     }
 }
