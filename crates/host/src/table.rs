@@ -180,7 +180,9 @@ pub(crate) fn share_caps(lengths: &[usize], limits: &DescriptionLimits) -> usize
 #[derive(Debug, Clone, Default)]
 pub struct ToolTable {
     entries: Vec<TableEntry>,
-    index: HashMap<String, usize>,
+    /// Looked up on every call: foldhash (seeded per table), several
+    /// times cheaper than SipHash for short names.
+    index: HashMap<String, usize, foldhash::quality::RandomState>,
 }
 
 impl ToolTable {
