@@ -781,6 +781,24 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A JSON-RPC message this transport POSTs, written as compact JSON.
+pub(crate) trait Body {
+    /// Appends the compact JSON to `out`.
+    fn write_json(&self, out: &mut Vec<u8>);
+}
+
+impl Body for switchboard_wire::Request {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        switchboard_wire::Request::write_json(self, out);
+    }
+}
+
+impl Body for Message {
+    fn write_json(&self, out: &mut Vec<u8>) {
+        self.write_to(out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -829,23 +847,5 @@ mod tests {
                 .to_string()
                 .contains("not an http")
         );
-    }
-}
-
-/// A JSON-RPC message this transport POSTs, written as compact JSON.
-pub(crate) trait Body {
-    /// Appends the compact JSON to `out`.
-    fn write_json(&self, out: &mut Vec<u8>);
-}
-
-impl Body for switchboard_wire::Request {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        switchboard_wire::Request::write_json(self, out);
-    }
-}
-
-impl Body for Message {
-    fn write_json(&self, out: &mut Vec<u8>) {
-        self.write_to(out);
     }
 }
