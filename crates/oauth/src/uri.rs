@@ -240,27 +240,8 @@ fn valid_host(host: &str) -> bool {
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
     }
-    host.bytes().all(|b| {
-        b.is_ascii_alphanumeric()
-            || matches!(
-                b,
-                b'-' | b'.'
-                    | b'_'
-                    | b'~'
-                    | b'%'
-                    | b'!'
-                    | b'$'
-                    | b'&'
-                    | b'\''
-                    | b'('
-                    | b')'
-                    | b'*'
-                    | b'+'
-                    | b','
-                    | b';'
-                    | b'='
-            )
-    })
+    host.bytes()
+        .all(switchboard_wire::percent::is_reg_name_byte)
 }
 
 #[cfg(test)]

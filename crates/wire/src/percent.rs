@@ -1,6 +1,7 @@
 //! `%XX` escapes (RFC 3986 percent-encoding) decoded, strictly: one
 //! decoder for every place that reads them (URI template variables, root
-//! paths, cache file names, credentials in a store URL).
+//! paths, cache file names, credentials in a store URL), and the bytes a
+//! URI host may hold.
 
 /// `text` with every `%XX` escape decoded; `None` when an escape is not
 /// two hex digits or the bytes are not UTF-8. A `+` stays a `+`.
@@ -25,9 +26,43 @@ pub fn decode(text: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
+/// A byte of an RFC 3986 reg-name: unreserved, sub-delims or `%`. A
+/// `match` (a bit test), not a search of the list for each byte of every
+/// `Host` header or URL host read.
+#[must_use]
+pub fn is_reg_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric()
+        || matches!(
+            b,
+            b'-' | b'.'
+                | b'_'
+                | b'~'
+                | b'!'
+                | b'$'
+                | b'&'
+                | b'\''
+                | b'('
+                | b')'
+                | b'*'
+                | b'+'
+                | b','
+                | b';'
+                | b'='
+                | b'%'
+        )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::decode;
+    use super::{decode, is_reg_name_byte};
+
+    #[test]
+    fn reg_name_bytes_are_the_rfc_3986_ones() {
+        for b in 0..=u8::MAX {
+            let rfc = b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=%".contains(&b);
+            assert_eq!(is_reg_name_byte(b), rfc, "byte {b:#04x}");
+        }
+    }
 
     #[test]
     fn escapes_are_decoded_and_bad_ones_refused() {
