@@ -11,7 +11,7 @@
 //! |---|---|
 //! | `framer` | stdio line framer, any chunking and bound |
 //! | `sse` | SSE decoder, any chunking |
-//! | `message` | JSON-RPC message parsing and its round trip; the id scan for unparseable answers |
+//! | `message` | JSON-RPC message parsing and its round trip; the typed reading of a tool result against the general one; the id scan for unparseable answers |
 //! | `header` | the `=?base64?…?=` header-value codec |
 //! | `x_mcp_header` | `x-mcp-header` extraction from a tool schema and the values mirrored from arguments |
 //! | `www_authenticate` | `WWW-Authenticate` challenges |
@@ -39,7 +39,10 @@ use serde_json::Value;
 use switchboard_host::{Config, ConfigOrigin};
 use switchboard_server::UriTemplate;
 use switchboard_wire::header::{decode_value, encode_value, header_params};
-use switchboard_wire::{FrameError, LineFramer, Message, Response, SseDecoder, scan};
+use switchboard_wire::types::ResultType;
+use switchboard_wire::{
+    CallToolResult, FrameError, LineFramer, Message, Response, SseDecoder, scan,
+};
 
 /// A fuzz target: its name (the binary's and the corpus folder's) and body.
 pub type Target = (&'static str, fn(&[u8]));
@@ -137,13 +140,28 @@ pub fn sse(data: &[u8]) {
 }
 
 /// Message parsing: no panic; an error carries -32700 or -32600; a parsed
-/// message serialises to one line that parses back to itself. The id scan
+/// message serialises to one line that parses back to itself. A complete
+/// tool result read straight into its type
+/// (`CallToolResult::complete_from_response`) is the one the general path
+/// reads from the same bytes. The id scan
 /// for unparseable answers (`scan::response_id`) never panics, finds the id
 /// of every response that parses (a prefix finds the same or nothing), and
 /// reads nothing from a request or a notification.
 pub fn message(data: &[u8]) {
     let scanned = scan::response_id(data);
     let early = scan::response_id(&data[..data.len() / 2]);
+    if let Some((id, fast)) = CallToolResult::complete_from_response(data) {
+        let Ok(Message::Response(Response {
+            id: Some(general_id),
+            outcome: Ok(value),
+        })) = Message::from_slice(data)
+        else {
+            panic!("the fast reader read a tool result the general path does not see");
+        };
+        assert_eq!(general_id, id);
+        assert_eq!(ResultType::of(&value), ResultType::Complete);
+        assert_eq!(CallToolResult::from_value(value).ok(), Some(fast));
+    }
     match Message::from_slice(data) {
         Ok(Message::Response(Response { id: Some(id), .. })) => {
             assert_eq!(scanned.as_ref(), Some(&id));
