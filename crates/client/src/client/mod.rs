@@ -195,8 +195,7 @@ impl Answered {
     fn into_value(self) -> Value {
         match self {
             Answered::Value(value) => value,
-            // A result of JSON values with string keys always converts.
-            Answered::Complete(result) => serde_json::to_value(result).unwrap_or_default(),
+            Answered::Complete(result) => crate::transport::result_value(result),
         }
     }
 }

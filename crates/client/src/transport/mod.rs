@@ -66,12 +66,15 @@ impl ToolAnswer {
     pub fn into_response(self, id: RequestId) -> Response {
         match self {
             ToolAnswer::Response(response) => response,
-            ToolAnswer::Complete(result) => {
-                // A result of JSON values with string keys always converts.
-                Response::result(id, serde_json::to_value(result).unwrap_or_default())
-            }
+            ToolAnswer::Complete(result) => Response::result(id, result_value(result)),
         }
     }
+}
+
+/// A typed tool result as JSON again.
+pub(crate) fn result_value(result: CallToolResult) -> serde_json::Value {
+    // A result of JSON values with string keys always converts.
+    serde_json::to_value(result).unwrap_or_default()
 }
 
 /// One request on its way out, with what the transport needs besides the

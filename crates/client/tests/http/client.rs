@@ -247,6 +247,21 @@ async fn a_header_mismatch_relists_the_tools_and_retries_once() {
     assert!(calls[0].header("mcp-param-region").is_none());
     assert_eq!(calls[1].header("mcp-param-region").as_deref(), Some("eu"));
     assert_ne!(calls[0].id(), calls[1].id());
+    // The retry sends the params the call was first sent with (they come
+    // back from the refused request) and a `_meta` made anew, not the first
+    // one merged into itself.
+    let (first, retry) = (
+        calls[0].json()["params"].clone(),
+        calls[1].json()["params"].clone(),
+    );
+    let without_meta = |p: &Value| {
+        let mut p = p.as_object().unwrap().clone();
+        p.remove("_meta");
+        p
+    };
+    assert_eq!(without_meta(&retry), without_meta(&first));
+    assert_eq!(retry["arguments"], json!({"region": "eu"}));
+    assert_eq!(retry["_meta"], first["_meta"]);
 }
 
 // HTTP-C-14, no loops: a server that keeps refusing gets one re-list and one
