@@ -15,7 +15,9 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
 for test in soak::soak_steady soak::soak_with_kills; do
-  SWITCHBOARD_SOAK_CALLS=$n cargo test --locked --quiet -p switchboard-host --test tests -- \
+  # --workspace: the test suite's build (and features), so nothing is
+  # built again; the other packages' `tests` targets have no such test.
+  SWITCHBOARD_SOAK_CALLS=$n cargo test --workspace --locked --quiet --test tests -- \
     --ignored --exact "$test" --nocapture >"$out" 2>&1 || status=1
   grep '^SOAK' "$out" || true
   if [ "$status" -ne 0 ]; then

@@ -18,9 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bin=$(cargo build -p switchboard-conformance-client --locked --message-format=json-render-diagnostics |
-  sed -n 's/.*"executable":"\([^"]*conformance-client\)".*/\1/p' | tail -n 1)
-[[ -x $bin ]] || { echo "conformance-client was not built" >&2; exit 2; }
+bin=$(scripts/workspace-bin.sh conformance-client)
 
 status=0
 start=$SECONDS

@@ -44,12 +44,8 @@ set -euo pipefail
 . "$(dirname "$0")/listening.sh"
 cd "$(dirname "$0")/.."
 
-cargo build --locked --quiet -p switchboard --bin switchboard \
-  -p switchboard-conformance-server --bin conformance-server
-target_dir=$(cargo metadata --format-version 1 --no-deps |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-switchboard="$target_dir/debug/switchboard"
-fixtures="$target_dir/debug/conformance-server"
+switchboard=$(scripts/workspace-bin.sh switchboard)
+fixtures=$(scripts/workspace-bin.sh conformance-server)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/conformance-gateway.XXXXXX")
 cat >"$work/config.json" <<EOF

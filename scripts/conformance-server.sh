@@ -20,10 +20,7 @@ set -euo pipefail
 . "$(dirname "$0")/listening.sh"
 cd "$(dirname "$0")/.."
 
-cargo build --locked --quiet -p switchboard-conformance-server --bin conformance-server
-target_dir=$(cargo metadata --format-version 1 --no-deps |
-  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-bin="$target_dir/debug/conformance-server"
+bin=$(scripts/workspace-bin.sh conformance-server)
 
 log=$(mktemp "${TMPDIR:-/tmp}/conformance-server.XXXXXX")
 disk_log=$(mktemp "${TMPDIR:-/tmp}/conformance-server-disk.XXXXXX")

@@ -15,16 +15,17 @@ else
 fi
 echo "== doc tests"
 cargo test --workspace --locked --doc
+# The binary the tests were built with (no second build; see workspace-bin.sh).
+switchboard=$(scripts/workspace-bin.sh switchboard)
 echo "== selftest (the built binary, real processes and sockets)"
-selftest_out=$(cargo run --locked --quiet -p switchboard -- selftest) || {
+selftest_out=$("$switchboard" selftest) || {
   echo "$selftest_out"
   exit 1
 }
 echo "$selftest_out"
 grep -qx "14 passed, 0 failed" <<<"$selftest_out"
 echo "== chat with the mock model on the demo (offline), as JSON events"
-chat_out=$(cd "$(mktemp -d)" && MOCK=1 SWITCHBOARD_CONFIG= cargo run --locked --quiet \
-  --manifest-path "$OLDPWD/Cargo.toml" -p switchboard -- chat -p "printers?" --json) || {
+chat_out=$(cd "$(mktemp -d)" && MOCK=1 SWITCHBOARD_CONFIG= "$switchboard" chat -p "printers?" --json) || {
   echo "$chat_out"
   exit 1
 }
@@ -48,11 +49,11 @@ done
 }
 echo "chat: ok ($(wc -l <<<"$chat_out") events)"
 echo "== evals: the demo set with the offline keyword selector (a stand-in, not a model), and the cases' own check"
-cargo run --locked --quiet -p switchboard -- eval evals/demo.json --model mock
-cargo run --locked --quiet -p switchboard -- eval evals/demo.json --check-assertions
+"$switchboard" eval evals/demo.json --model mock
+"$switchboard" eval evals/demo.json --check-assertions
 echo "== evals: the demo set through the scripted model, offered the demo servers' real tool definitions"
-(cd "$(mktemp -d)" && SWITCHBOARD_CONFIG= cargo run --locked --quiet --manifest-path "$OLDPWD/Cargo.toml" \
-  -p switchboard -- eval "$OLDPWD/evals/demo.json" --model "script:$OLDPWD/evals/demo.script.jsonl" --concurrency 1)
+(cd "$(mktemp -d)" && SWITCHBOARD_CONFIG= "$switchboard" \
+  eval "$OLDPWD/evals/demo.json" --model "script:$OLDPWD/evals/demo.script.jsonl" --concurrency 1)
 echo "== official MCP conformance suite: our server"
 ./scripts/conformance-server.sh
 echo "== official MCP conformance suite: our client"

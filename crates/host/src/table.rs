@@ -181,7 +181,9 @@ pub(crate) fn share_caps(lengths: &[usize], limits: &DescriptionLimits) -> usize
 pub struct ToolTable {
     entries: Vec<TableEntry>,
     /// Looked up on every call: foldhash (seeded per table), several
-    /// times cheaper than SipHash for short names.
+    /// times cheaper than SipHash for short names. Its `quality` flavour,
+    /// not the server registry's `fast` one: these names come from
+    /// downstream servers, which may choose them to collide.
     index: HashMap<String, usize, foldhash::quality::RandomState>,
 }
 

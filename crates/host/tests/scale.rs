@@ -265,3 +265,46 @@ async fn a_result_over_its_budget_is_kept_for_its_caller_alone() {
     assert!(text(&found).contains("77: line 77 é"), "{}", text(&found));
     host.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_exactly_at_its_budget_is_whole_and_one_character_more_is_paged() {
+    let dir = Dir::new();
+    let tools = dir.tools(
+        "tools.json",
+        json!([{"name": "big", "inputSchema": {"type": "object"}}]),
+    );
+    let host = dir
+        .mount(json!({
+            "mcpServers": {"m": {"command": mock(), "args": ["--tools-file", tools]}},
+            "budgetChars": 1000,
+            "permissions": {"allow": ["mcp__m__big"]},
+        }))
+        .await;
+    let call = |bytes: u64| {
+        let host = host.clone();
+        async move {
+            let args = json!({ "bytes": bytes });
+            text(
+                &host
+                    .call(
+                        "mcp__m__big",
+                        args.as_object().cloned(),
+                        CallOptions::default(),
+                    )
+                    .await,
+            )
+        }
+    };
+    let whole = call(1000).await;
+    let xs: usize = whole
+        .lines()
+        .filter(|l| !l.is_empty() && l.chars().all(|c| c == 'x'))
+        .map(str::len)
+        .sum();
+    assert_eq!(xs, 1000, "{whole}");
+    assert!(!whole.contains("\"handle\""), "{whole}");
+    let paged = call(1001).await;
+    assert!(paged.contains("1 characters not shown here"), "{paged}");
+    assert!(paged.contains("\"handle\""), "{paged}");
+    host.shutdown().await;
+}

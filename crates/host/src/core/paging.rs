@@ -31,8 +31,7 @@ impl Host {
         };
         // The text is only put together when it is over the budget.
         let parts = result_parts(&result);
-        let total =
-            parts.iter().map(|p| p.chars().count()).sum::<usize>() + parts.len().saturating_sub(1);
+        let total = joined_chars(&parts);
         if total <= chars || chars == 0 {
             return budget.apply_with(result, present);
         }
@@ -117,6 +116,12 @@ fn is_text(block: &ContentBlock) -> bool {
     )
 }
 
+/// How many characters `parts` joined by newlines would have, without
+/// joining them.
+fn joined_chars(parts: &[Cow<'_, str>]) -> usize {
+    parts.iter().map(|p| p.chars().count()).sum::<usize>() + parts.len().saturating_sub(1)
+}
+
 /// A result's text, as the budget counts it and `read_result` reads it:
 /// its text blocks, embedded text resources and resource links (as the
 /// line the budget shows for them), to be joined by newlines.
@@ -150,4 +155,49 @@ fn result_parts(result: &CallToolResult) -> Vec<Cow<'_, str>> {
         }
     }
     parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The budget's boundary: the count without joining is the count of
+    /// the joined text, so a result exactly at its budget is left whole
+    /// and one character more is paged.
+    #[test]
+    fn the_unjoined_count_is_the_joined_one() {
+        let shapes: [&[&str]; 7] = [
+            &[],
+            &[""],
+            &["", ""],
+            &["abc"],
+            &["ab", "cd", "ef"],
+            &["é\u{202e}", "", "日本語\n二行"],
+            &["a\n", "\nb"],
+        ];
+        for shape in shapes {
+            let parts: Vec<Cow<'_, str>> = shape.iter().map(|s| Cow::Borrowed(*s)).collect();
+            assert_eq!(
+                joined_chars(&parts),
+                parts.join("\n").chars().count(),
+                "{shape:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn resource_links_count_as_the_line_shown_for_them() {
+        let link: ContentBlock = serde_json::from_value(serde_json::json!(
+            {"type": "resource_link", "uri": "file:///ü", "name": "n"}
+        ))
+        .expect("a resource link");
+        let mut result = CallToolResult::text("ab");
+        result.content.push(link);
+        let parts = result_parts(&result);
+        assert_eq!(parts[1], "[resource link: file:///ü n]");
+        assert_eq!(
+            joined_chars(&parts),
+            2 + 1 + "[resource link: file:///ü n]".chars().count()
+        );
+    }
 }
