@@ -421,7 +421,14 @@ impl Message {
     /// [`MessageError::NotJson`] for bytes that are not JSON,
     /// [`MessageError::Invalid`] for JSON that is not a JSON-RPC message.
     pub fn from_slice(bytes: &[u8]) -> Result<Message, MessageError> {
-        match serde_json::from_slice::<RawMessage>(bytes) {
+        // Text checked once as a whole reads faster than bytes, whose
+        // reader checks each string on its own; bytes that are not UTF-8
+        // are read as bytes, for serde_json's own error.
+        let parsed = match std::str::from_utf8(bytes) {
+            Ok(text) => serde_json::from_str::<RawMessage>(text),
+            Err(_) => serde_json::from_slice::<RawMessage>(bytes),
+        };
+        match parsed {
             Ok(raw) => raw.into_message(),
             // Valid JSON of the wrong shape (an array, a number, a member of
             // the wrong type) is an invalid request, not a parse error.
@@ -762,6 +769,26 @@ mod tests {
         let e = Message::from_slice(br#"{"jsonrpc":"1.0","id":7,"method":"m"}"#).unwrap_err();
         assert_eq!(e.id(), Some(&RequestId::from(7)));
         assert_eq!(e.response_id(), None);
+    }
+
+    // Read as text when the bytes are UTF-8; read as bytes otherwise, for
+    // serde_json's own error, which says where the bad byte is.
+    #[test]
+    fn bytes_that_are_not_utf_8_are_a_parse_error_saying_where() {
+        let ok = Message::from_slice("{\"jsonrpc\":\"2.0\",\"method\":\"é\\n日\"}".as_bytes());
+        assert!(matches!(ok, Ok(Message::Notification(ref n)) if n.method == "é\n日"));
+        for bad in [
+            &b"{\"jsonrpc\":\"2.0\",\"method\":\"a\xff\"}"[..],
+            &b"{\"jsonrpc\":\"2.0\",\"method\":\"\xc3\"}"[..],
+            &b"{\"jsonrpc\":\"2.0\",\xff\"method\":\"m\"}"[..],
+        ] {
+            let e = Message::from_slice(bad).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::ParseError, "{e}");
+            assert!(
+                matches!(e, MessageError::NotJson(ref j) if j.column() > 0),
+                "{e}"
+            );
+        }
     }
 
     #[test]

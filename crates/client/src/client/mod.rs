@@ -63,6 +63,11 @@ pub(crate) mod skills;
 
 use incoming::{event_sink, log_notification};
 
+/// A map by tool name, looked up on every call: foldhash, several times
+/// cheaper than SipHash for short names, in its `quality` flavour since
+/// the names are the server's, which may choose them to collide.
+type ToolMap<V> = HashMap<String, V, foldhash::quality::RandomState>;
+
 /// A connection to one MCP server.
 ///
 /// Cheap to clone; clones share the connection. Built with
@@ -158,12 +163,12 @@ struct Inner {
     description: RwLock<Option<ServerDescription>>,
     /// `x-mcp-header` parameters of the tools last listed, by tool name;
     /// only kept when the transport mirrors them into headers.
-    header_params: Mutex<HashMap<String, Vec<HeaderParam>>>,
+    header_params: Mutex<ToolMap<Vec<HeaderParam>>>,
     /// `tasks/cancel` requests in flight for abandoned tasks.
     cancels: crate::task::Cancels,
     /// `execution.taskSupport` of the tools last listed (2025-11-25 tasks),
     /// by tool name; kept only when the client follows tasks.
-    task_support: Mutex<HashMap<String, String>>,
+    task_support: Mutex<ToolMap<String>>,
     /// Whether the session is legacy (2025-11-25): only then are requests
     /// in flight tracked, to tie the server's requests to a call.
     legacy: AtomicBool,
@@ -287,7 +292,7 @@ impl Client {
         }
     }
 
-    fn lock_headers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<HeaderParam>>> {
+    fn lock_headers(&self) -> std::sync::MutexGuard<'_, ToolMap<Vec<HeaderParam>>> {
         match self.inner.header_params.lock() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),

@@ -33,7 +33,10 @@ impl CallToolResult {
     /// [`Message::from_slice`](crate::Message::from_slice) and treats them
     /// as it always does.
     pub fn complete_from_response(bytes: &[u8]) -> Option<(RequestId, CallToolResult)> {
-        let mut de = serde_json::Deserializer::from_slice(bytes);
+        // Validated once as a whole: the reader of a `str` then checks no
+        // string again, where reading bytes checks each one on its own.
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut de = serde_json::Deserializer::from_str(text);
         let answer = de.deserialize_map(EnvelopeVisitor).ok()?;
         de.end().ok()?;
         Some(answer)
@@ -406,7 +409,7 @@ mod tests {
                 let mut deleted = bytes.to_vec();
                 deleted.remove(at);
                 answered += usize::from(agrees(&deleted));
-                for b in [b'"', b'1', b'{', b']', b',', b'n', b' '] {
+                for b in [b'"', b'1', b'{', b']', b',', b'n', b' ', 0xff, 0xc3] {
                     let mut replaced = bytes.to_vec();
                     replaced[at] = b;
                     answered += usize::from(agrees(&replaced));
