@@ -299,16 +299,17 @@ impl Request {
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
         let _ = serde_json::to_writer(&mut *out, &self.id);
         out.extend_from_slice(b",\"method\":");
-        let _ = serde_json::to_writer(&mut *out, &self.method);
+        crate::json_text::write_str(out, &self.method);
         out.extend_from_slice(b",\"params\":{");
         let mut wrote_meta = false;
         for (at, (key, value)) in params.iter().enumerate() {
             if at > 0 {
                 out.push(b',');
             }
-            let _ = serde_json::to_writer(&mut *out, key);
+            crate::json_text::write_str(out, key);
             out.push(b':');
             match value {
+                Value::String(text) => crate::json_text::write_str(out, text),
                 Value::Object(own) if key == crate::meta::META => {
                     wrote_meta = true;
                     write_merged_meta(out, &shared.members, rendered, own);
@@ -602,9 +603,14 @@ fn write_merged_meta(
         if at > 0 || !shared.is_empty() {
             out.push(b',');
         }
-        let _ = serde_json::to_writer(&mut *out, key);
+        crate::json_text::write_str(out, key);
         out.push(b':');
-        let _ = serde_json::to_writer(&mut *out, value);
+        match value {
+            Value::String(text) => crate::json_text::write_str(out, text),
+            _ => {
+                let _ = serde_json::to_writer(&mut *out, value);
+            }
+        }
     }
     out.push(b'}');
 }

@@ -43,6 +43,7 @@ pub mod error_code;
 pub mod framing;
 pub mod frontmatter;
 pub mod header;
+pub mod json_text;
 pub mod jsonrpc;
 pub mod meta;
 pub mod naming;

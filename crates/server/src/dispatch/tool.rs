@@ -325,7 +325,7 @@ impl Server {
             match block {
                 ContentBlock::Text { text, extra } if extra.is_empty() => {
                     out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
-                    let _ = serde_json::to_writer(&mut out, text);
+                    switchboard_wire::json_text::write_str(&mut out, text);
                     out.push(b'}');
                 }
                 other => {
@@ -353,7 +353,7 @@ impl Server {
         }
         for (k, v) in &result.header.extra {
             out.push(b',');
-            let _ = serde_json::to_writer(&mut out, k);
+            switchboard_wire::json_text::write_str(&mut out, k);
             out.push(b':');
             let _ = serde_json::to_writer(&mut out, v);
         }
