@@ -146,8 +146,15 @@ pub fn sse(data: &[u8]) {
 /// reads from the same bytes. The id scan
 /// for unparseable answers (`scan::response_id`) never panics, finds the id
 /// of every response that parses (a prefix finds the same or nothing), and
-/// reads nothing from a request or a notification.
+/// reads nothing from a request or a notification. The bytes, when they
+/// are text, are written as a JSON string by `json_text::write_str`
+/// exactly as serde_json writes them.
 pub fn message(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let mut ours = Vec::new();
+        switchboard_wire::json_text::write_str(&mut ours, text);
+        assert_eq!(ours, serde_json::to_vec(text).unwrap_or_default());
+    }
     let scanned = scan::response_id(data);
     let early = scan::response_id(&data[..data.len() / 2]);
     if let Some((id, fast)) = CallToolResult::complete_from_response(data) {

@@ -315,7 +315,7 @@ where
         args: &Value,
         ctx: Context,
     ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>> {
-        match F::Args::deserialize(args) {
+        match read_args::<F::Args>(args) {
             Ok(a) => self.f.call(a, ctx),
             Err(e) => {
                 let e = HandlerError::msg(format!(
@@ -324,6 +324,27 @@ where
                 Box::pin(async move { Err(e) })
             }
         }
+    }
+}
+
+/// A handler's arguments read from the request's. A handler that takes
+/// them as JSON (`Value`, or an object) gets a copy, which keeps each
+/// map's hash table, where reading them through serde would build every
+/// map again and hash every key; any other type is read through serde.
+fn read_args<A: DeserializeOwned + 'static>(args: &Value) -> Result<A, serde_json::Error> {
+    let mut read: Option<A> = None;
+    let slot: &mut dyn std::any::Any = &mut read;
+    if let Some(value) = slot.downcast_mut::<Option<Value>>() {
+        *value = Some(args.clone());
+    } else if let (Some(object), Some(given)) = (
+        slot.downcast_mut::<Option<Map<String, Value>>>(),
+        args.as_object(),
+    ) {
+        *object = Some(given.clone());
+    }
+    match read {
+        Some(args) => Ok(args),
+        None => A::deserialize(args),
     }
 }
 
@@ -437,6 +458,34 @@ pub fn any_object_schema() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Arguments taken as JSON are copied, anything else is read through
+    // serde: either way the handler gets what serde would have given it.
+    #[test]
+    fn arguments_read_as_json_are_what_serde_reads() {
+        #[derive(Debug, PartialEq, Deserialize)]
+        struct Find {
+            q: String,
+        }
+        let given = serde_json::json!({"z": [1, 2.5, {"b": null, "a": "é"}], "q": "x", "a": -3});
+        let as_value: Value = read_args(&given).expect("a value");
+        assert_eq!(
+            as_value,
+            Value::deserialize(&given).expect("serde reads it")
+        );
+        let as_object: Map<String, Value> = read_args(&given).expect("an object");
+        let keys: Vec<&str> = as_object.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["z", "q", "a"]);
+        assert_eq!(Some(&as_object), given.as_object());
+        let found: Find = read_args(&given).expect("a struct");
+        assert_eq!(found, Find { q: "x".into() });
+        // Not an object: the object reader fails as serde does.
+        let array = serde_json::json!([1]);
+        let refused = read_args::<Map<String, Value>>(&array).expect_err("not an object");
+        let serde = Map::<String, Value>::deserialize(&array).expect_err("not an object");
+        assert_eq!(refused.to_string(), serde.to_string());
+        assert_eq!(read_args::<Value>(&array).expect("any value"), array);
+    }
 
     // Issue 39, item 3: a deprecation lands in `_meta` under our own key
     // and survives a later `meta`.
