@@ -14,6 +14,16 @@ fn names(found: &[switchboard_host::FoundTool]) -> Vec<String> {
     found.iter().map(|f| f.tool.name.clone()).collect()
 }
 
+/// How many of the `big` tool's `x`s a shown result holds (on lines of
+/// nothing else).
+fn shown_xs(shown: &str) -> usize {
+    shown
+        .lines()
+        .filter(|l| !l.is_empty() && l.chars().all(|c| c == 'x'))
+        .map(str::len)
+        .sum()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_finds_what_the_model_may_see_and_follows_the_table() {
     let dir = Dir::new();
@@ -190,12 +200,7 @@ async fn a_result_over_its_budget_is_kept_for_its_caller_alone() {
         .await;
     let shown = text(&r);
     // The head and the tail within the budget, and a note with a handle.
-    let shown_x: usize = shown
-        .lines()
-        .filter(|l| !l.is_empty() && l.chars().all(|c| c == 'x'))
-        .map(str::len)
-        .sum();
-    assert_eq!(shown_x, 1000, "{shown}");
+    assert_eq!(shown_xs(&shown), 1000, "{shown}");
     assert!(shown.contains("4000 characters not shown here"), "{shown}");
     let handle = shown
         .split("\"handle\": \"")
@@ -296,12 +301,7 @@ async fn a_result_exactly_at_its_budget_is_whole_and_one_character_more_is_paged
         }
     };
     let whole = call(1000).await;
-    let xs: usize = whole
-        .lines()
-        .filter(|l| !l.is_empty() && l.chars().all(|c| c == 'x'))
-        .map(str::len)
-        .sum();
-    assert_eq!(xs, 1000, "{whole}");
+    assert_eq!(shown_xs(&whole), 1000, "{whole}");
     assert!(!whole.contains("\"handle\""), "{whole}");
     let paged = call(1001).await;
     assert!(paged.contains("1 characters not shown here"), "{paged}");
