@@ -306,17 +306,14 @@ impl Request {
             if at > 0 {
                 out.push(b',');
             }
-            crate::json_text::write_str(out, key);
-            out.push(b':');
             match value {
-                Value::String(text) => crate::json_text::write_str(out, text),
                 Value::Object(own) if key == crate::meta::META => {
                     wrote_meta = true;
+                    crate::json_text::write_str(out, key);
+                    out.push(b':');
                     write_merged_meta(out, &shared.members, rendered, own);
                 }
-                _ => {
-                    let _ = serde_json::to_writer(&mut *out, value);
-                }
+                _ => write_member(out, key, value),
             }
         }
         if !wrote_meta {
@@ -603,16 +600,22 @@ fn write_merged_meta(
         if at > 0 || !shared.is_empty() {
             out.push(b',');
         }
-        crate::json_text::write_str(out, key);
-        out.push(b':');
-        match value {
-            Value::String(text) => crate::json_text::write_str(out, text),
-            _ => {
-                let _ = serde_json::to_writer(&mut *out, value);
-            }
-        }
+        write_member(out, key, value);
     }
     out.push(b'}');
+}
+
+/// Writes one object member, `"key":value`, as serde_json writes it.
+fn write_member(out: &mut Vec<u8>, key: &str, value: &Value) {
+    crate::json_text::write_str(out, key);
+    out.push(b':');
+    match value {
+        Value::String(text) => crate::json_text::write_str(out, text),
+        // Serialising a JSON value into a Vec cannot fail.
+        _ => {
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
+    }
 }
 
 /// Shared `_meta` members, then the request's own (which win on a clash).

@@ -172,7 +172,8 @@ impl ContentBlock {
     }
 
     /// Reads a block from a JSON object; unknown or malformed core blocks
-    /// are kept as [`ContentBlock::Other`].
+    /// are kept as [`ContentBlock::Other`]. The members kept keep their
+    /// order.
     pub fn from_object(mut obj: JsonObject) -> Self {
         let kind = obj
             .get("type")
@@ -180,13 +181,15 @@ impl ContentBlock {
             .unwrap_or("")
             .to_owned();
         let take_str = |obj: &mut JsonObject, key: &str| match obj.get(key) {
-            Some(Value::String(_)) => obj.remove(key).and_then(|v| v.as_str().map(str::to_owned)),
+            Some(Value::String(_)) => obj
+                .shift_remove(key)
+                .and_then(|v| v.as_str().map(str::to_owned)),
             _ => None,
         };
         match kind.as_str() {
             "text" if matches!(obj.get("text"), Some(Value::String(_))) => {
                 let text = take_str(&mut obj, "text").unwrap_or_default();
-                obj.remove("type");
+                obj.shift_remove("type");
                 ContentBlock::Text { text, extra: obj }
             }
             "image" | "audio"
@@ -195,7 +198,7 @@ impl ContentBlock {
             {
                 let data = take_str(&mut obj, "data").unwrap_or_default();
                 let mime_type = take_str(&mut obj, "mimeType").unwrap_or_default();
-                obj.remove("type");
+                obj.shift_remove("type");
                 if kind == "image" {
                     ContentBlock::Image {
                         data,
@@ -211,7 +214,7 @@ impl ContentBlock {
                 }
             }
             "resource_link" => {
-                obj.remove("type");
+                obj.shift_remove("type");
                 ContentBlock::ResourceLink { fields: obj }
             }
             "resource" => match obj
@@ -220,8 +223,8 @@ impl ContentBlock {
                 .map(serde_json::from_value::<ResourceContents>)
             {
                 Some(Ok(resource)) => {
-                    obj.remove("resource");
-                    obj.remove("type");
+                    obj.shift_remove("resource");
+                    obj.shift_remove("type");
                     ContentBlock::Resource {
                         resource,
                         extra: obj,

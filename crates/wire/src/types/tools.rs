@@ -114,6 +114,7 @@ impl CallToolResult {
     /// `flatten` does (a tool call is the hot path). Agrees with the
     /// derived `Deserialize` but for one case: a `"structuredContent":
     /// null` is kept as `Some(Value::Null)`, so it is passed on as it came.
+    /// Unknown members keep their order.
     ///
     /// # Errors
     /// A sentence saying which member has the wrong shape.
@@ -121,7 +122,7 @@ impl CallToolResult {
         let Value::Object(mut obj) = value else {
             return Err("a tool result must be a JSON object".into());
         };
-        let content = match obj.remove("content") {
+        let content = match obj.shift_remove("content") {
             None => Vec::new(),
             Some(Value::Array(blocks)) => blocks
                 .into_iter()
@@ -132,18 +133,18 @@ impl CallToolResult {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err("content must be an array".into()),
         };
-        let structured_content = obj.remove("structuredContent");
-        let is_error = match obj.remove("isError") {
+        let structured_content = obj.shift_remove("structuredContent");
+        let is_error = match obj.shift_remove("isError") {
             None | Some(Value::Null) => None,
             Some(Value::Bool(b)) => Some(b),
             Some(_) => return Err("isError must be a boolean".into()),
         };
-        let result_type = match obj.remove("resultType") {
+        let result_type = match obj.shift_remove("resultType") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(ResultType::from(s.as_str())),
             Some(_) => return Err("resultType must be a string".into()),
         };
-        let meta = match obj.remove("_meta") {
+        let meta = match obj.shift_remove("_meta") {
             None | Some(Value::Null) => None,
             Some(Value::Object(m)) => Some(m),
             Some(_) => return Err("_meta must be an object".into()),
