@@ -14,5 +14,8 @@ cd "$(dirname "$0")/.."
 name=${1:?usage: scripts/workspace-bin.sh NAME}
 bin=$(cargo build --workspace --locked --bins --tests --quiet --message-format=json-render-diagnostics |
   sed -n "s/.*\"executable\":\"\([^\"]*\/$name\)\".*/\1/p" | tail -n 1)
-[[ -x $bin ]] || { echo "$name was not built" >&2; exit 2; }
+[[ -x $bin ]] || {
+  echo "workspace-bin.sh: the build made no binary named $name (a [[bin]] of a workspace crate?)" >&2
+  exit 2
+}
 echo "$bin"
