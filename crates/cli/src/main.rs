@@ -42,9 +42,10 @@ use crate::settings::{Command, Settings};
 
 /// mimalloc rather than the system allocator: the gateway allocates and
 /// frees many short-lived buffers per proxied call, which glibc's malloc
-/// handles slowly (see `bench/gateway.sh`).
+/// handles slowly (see `bench/gateway.sh`). `switchboard-alloc` says how it
+/// is called.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: switchboard_alloc::Mimalloc = switchboard_alloc::Mimalloc;
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();

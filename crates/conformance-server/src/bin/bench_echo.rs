@@ -23,6 +23,11 @@ use serde::Deserialize;
 use switchboard_server::Server;
 use switchboard_server::http::HttpOptions;
 
+/// The allocator the `switchboard` binary ships with, so the benchmarks
+/// measure the server framework as it runs there.
+#[global_allocator]
+static ALLOCATOR: switchboard_alloc::Mimalloc = switchboard_alloc::Mimalloc;
+
 /// Command-line flags.
 #[derive(Debug, Parser)]
 #[command(about = "The echo server of the benchmarks")]
