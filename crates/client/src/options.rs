@@ -219,6 +219,11 @@ pub struct ClientConfig {
     /// is seen at once rather than at the next poll; polling goes on at
     /// the server's interval as a fallback.
     pub task_notifications: bool,
+    /// Keys of a tool result's `_meta` that [`crate::Client::call_tool`]
+    /// leaves out (an emptied `_meta` goes away); a transport may skip
+    /// them unread. For a gateway that drops the downstream's reserved
+    /// keys anyway. `None`: results keep their `_meta` whole.
+    pub leave_out_result_meta: Option<fn(&str) -> bool>,
 }
 
 impl Default for ClientConfig {
@@ -237,6 +242,7 @@ impl Default for ClientConfig {
             task_timeout: Duration::from_secs(1800),
             max_poll_interval: Duration::from_secs(5),
             task_notifications: true,
+            leave_out_result_meta: None,
         }
     }
 }

@@ -246,6 +246,7 @@ impl Client {
         let task = self.get_task_with(task_id, options).await?;
         let value = self.drive(task, options).await?;
         CallToolResult::from_value(Value::Object(value))
+            .map(|result| self.trimmed(result))
             .map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
     }
 
@@ -264,6 +265,7 @@ impl Client {
     ) -> Result<CallToolResult, ClientError> {
         let value = self.drive(task, options).await?;
         serde_json::from_value(Value::Object(value))
+            .map(|result| self.trimmed(result))
             .map_err(|e| self.invalid(method::TOOLS_CALL, e.to_string()))
     }
 

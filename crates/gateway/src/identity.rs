@@ -34,6 +34,12 @@ pub(crate) fn own_meta(meta: &mut Option<JsonObject>) {
     }
 }
 
+/// Whether a downstream result's `_meta` key is one the gateway drops
+/// ([`own_result`]): its clients leave such keys out unread.
+pub(crate) fn downstream_only(key: &str) -> bool {
+    !may_pass(key)
+}
+
 /// Whether a downstream `_meta` key may be passed upstream.
 fn may_pass(key: &str) -> bool {
     if [TRACEPARENT, TRACESTATE, BAGGAGE].contains(&key) {

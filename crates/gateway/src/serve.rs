@@ -159,6 +159,9 @@ pub async fn serve(
     if mount.replica.is_none() {
         mount.replica.clone_from(&gateway.replica);
     }
+    if mount.leave_out_result_meta.is_none() {
+        mount.leave_out_result_meta = Some(crate::identity::downstream_only);
+    }
     if mount.shared_limits.is_none() {
         mount.shared_limits = gateway
             .state

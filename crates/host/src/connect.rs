@@ -39,6 +39,9 @@ pub struct ConnectOptions {
     /// (`switchboard auth login ALIAS --principal NAME`) instead of the
     /// server's own; no one is asked to log in interactively then.
     pub principal: Option<String>,
+    /// Keys of tool results' `_meta` the client leaves out
+    /// ([`crate::MountOptions::leave_out_result_meta`]).
+    pub leave_out_result_meta: Option<fn(&str) -> bool>,
 }
 
 impl Default for ConnectOptions {
@@ -50,6 +53,7 @@ impl Default for ConnectOptions {
             token_store: None,
             user_agent: None,
             principal: None,
+            leave_out_result_meta: None,
         }
     }
 }
@@ -186,6 +190,9 @@ pub(crate) async fn try_open(
     }
     if let Some(handler) = &options.input {
         builder = builder.input_handler(handler.clone());
+    }
+    if let Some(leave_out) = options.leave_out_result_meta {
+        builder = builder.leave_out_result_meta(leave_out);
     }
     Ok(Opened {
         builder,

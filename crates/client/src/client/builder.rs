@@ -60,6 +60,13 @@ impl ClientBuilder {
         self
     }
 
+    /// Leaves the `_meta` keys `leave_out` picks out of tool results (see
+    /// [`ClientConfig::leave_out_result_meta`]).
+    pub fn leave_out_result_meta(mut self, leave_out: fn(&str) -> bool) -> Self {
+        self.config.leave_out_result_meta = Some(leave_out);
+        self
+    }
+
     /// Who the client is.
     pub fn client_info(mut self, info: Implementation) -> Self {
         self.config.client_info = info;

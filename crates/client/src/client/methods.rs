@@ -155,7 +155,7 @@ impl Client {
             .call_tool_value(name, arguments, options, legacy_task)
             .await?
         {
-            Answered::Complete(result) => return Ok(result),
+            Answered::Complete(result) => return Ok(self.trimmed(result)),
             Answered::Value(value) => value,
         };
         // A task handle (the tasks extension, or a 2025-11-25 task asked
@@ -169,7 +169,17 @@ impl Client {
         } else {
             value
         };
-        CallToolResult::from_value(value).map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
+        CallToolResult::from_value(value)
+            .map(|result| self.trimmed(result))
+            .map_err(|reason| self.invalid(method::TOOLS_CALL, reason))
+    }
+
+    /// A tool result without the `_meta` keys the config leaves out.
+    pub(crate) fn trimmed(&self, mut result: CallToolResult) -> CallToolResult {
+        if let Some(leave_out) = self.inner.config.leave_out_result_meta {
+            result.leave_out_meta(leave_out);
+        }
+        result
     }
 
     /// The answer of a `tools/call`: a complete result (typed, when the

@@ -232,6 +232,7 @@ impl Client {
             request: Arc::new(request),
             param_headers,
             sink: self.request_sink(options),
+            leave_out_meta: self.inner.config.leave_out_result_meta,
         }
     }
 
@@ -403,6 +404,7 @@ impl Client {
             request: Arc::new(request),
             param_headers: Vec::new(),
             sink: Some(sink),
+            leave_out_meta: None,
         }
     }
 }

@@ -90,6 +90,12 @@ pub struct Outgoing {
     pub param_headers: Vec<(String, String)>,
     /// Where notifications about this request go; dropped when `None`.
     pub sink: Option<NotificationSink>,
+    /// For a `tools/call`: keys of the result's `_meta` the transport may
+    /// skip unread ([`ClientConfig::leave_out_result_meta`]). The client
+    /// removes them whatever the transport does.
+    ///
+    /// [`ClientConfig::leave_out_result_meta`]: crate::ClientConfig::leave_out_result_meta
+    pub leave_out_meta: Option<fn(&str) -> bool>,
 }
 
 impl Outgoing {
@@ -99,6 +105,7 @@ impl Outgoing {
             request: Arc::new(request),
             param_headers: Vec::new(),
             sink: None,
+            leave_out_meta: None,
         }
     }
 }
@@ -109,6 +116,7 @@ impl fmt::Debug for Outgoing {
             .field("request", &self.request)
             .field("param_headers", &self.param_headers)
             .field("sink", &self.sink.is_some())
+            .field("leave_out_meta", &self.leave_out_meta.is_some())
             .finish()
     }
 }

@@ -722,3 +722,80 @@ async fn a_json_tool_result_reads_like_the_same_result_on_a_stream() {
     assert_eq!(duplicated.is_error, Some(true));
     assert_eq!(duplicated.content, via_json.content);
 }
+
+// A client told to leave some `_meta` keys out of tool results (as the
+// gateway does with the downstream's reserved ones) returns the same
+// result whichever way it was read: a JSON body (the typed reader skips
+// the keys unread), an SSE event, or a body the typed reader gives up on.
+// A result whose `_meta` held only such keys comes back without one.
+#[tokio::test]
+async fn left_out_meta_keys_are_gone_however_the_result_was_read() {
+    let result = json!({
+        "content": [{"type": "text", "text": "t", "_meta": {"io.modelcontextprotocol/k": 1}}],
+        "resultType": "complete",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}, "dev.x/k": true}
+    });
+    let body = result.clone();
+    let server = modern(
+        json!([{"name": "json", "inputSchema": {"type": "object"}},
+               {"name": "stream", "inputSchema": {"type": "object"}},
+               {"name": "duplicated", "inputSchema": {"type": "object"}},
+               {"name": "reserved_only", "inputSchema": {"type": "object"}}]),
+        move |seen| {
+            let answer = result_for(seen, body.clone());
+            match seen.json()["params"]["name"].as_str() {
+                Some("json") => json_reply(200, answer),
+                Some("stream") => sse(vec![Step::Event(answer)]),
+                Some("reserved_only") => json_reply(
+                    200,
+                    result_for(
+                        seen,
+                        json!({"content": [], "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}}),
+                    ),
+                ),
+                _ => {
+                    let mut raw = answer.to_string();
+                    raw.insert_str(raw.len() - 2, r#","isError":true"#);
+                    text(200, "application/json", raw)
+                }
+            }
+        },
+    )
+    .await;
+    fn reserved(key: &str) -> bool {
+        key.starts_with("io.modelcontextprotocol/")
+    }
+    let client = within(
+        builder_for("srv", &server.url())
+            .leave_out_result_meta(reserved)
+            .connect(),
+    )
+    .await
+    .unwrap();
+    let mut expected = CallToolResult::from_value(result.clone()).unwrap();
+    expected.leave_out_meta(reserved);
+    assert_eq!(
+        serde_json::to_value(&expected.header.meta).unwrap(),
+        json!({"dev.x/k": true})
+    );
+    for tool in ["json", "stream"] {
+        let got = within(client.call_tool(tool, None)).await.unwrap();
+        assert_eq!(got, expected, "read from {tool}");
+        // A content block's own `_meta` is not the result's.
+        assert_eq!(
+            got.content,
+            CallToolResult::from_value(result.clone()).unwrap().content
+        );
+    }
+    let duplicated = within(client.call_tool("duplicated", None)).await.unwrap();
+    assert_eq!(duplicated.header.meta, expected.header.meta);
+    let reserved_only = within(client.call_tool("reserved_only", None))
+        .await
+        .unwrap();
+    assert_eq!(reserved_only.header.meta, None);
+
+    // Without the option the keys stay.
+    let whole = within(connect(&server.url())).await;
+    let got = within(whole.call_tool("json", None)).await.unwrap();
+    assert_eq!(got, CallToolResult::from_value(result).unwrap());
+}

@@ -68,6 +68,11 @@ pub struct MountOptions {
     /// Counts callers' calls a minute for every replica at once (the
     /// gateway's shared store); `None`: this process counts its own.
     pub shared_limits: Option<Arc<dyn crate::limits::SharedLimits>>,
+    /// Keys of tool results' `_meta` the clients leave out (see the
+    /// client's `ClientConfig::leave_out_result_meta`): a gateway drops the
+    /// downstream's reserved keys anyway, and so they are not even read.
+    /// `None`: results keep their `_meta` whole.
+    pub leave_out_result_meta: Option<fn(&str) -> bool>,
 }
 
 impl Default for MountOptions {
@@ -82,6 +87,7 @@ impl Default for MountOptions {
             replica: None,
             skill_cache: None,
             shared_limits: None,
+            leave_out_result_meta: None,
         }
     }
 }
@@ -150,6 +156,7 @@ impl Host {
                 token_store: options.token_store,
                 user_agent: options.oauth_user_agent,
                 principal: None,
+                leave_out_result_meta: options.leave_out_result_meta,
             },
             changes: broadcast::channel(CHANGE_BUFFER).0,
             builtins: crate::builtin::Builtins::default(),

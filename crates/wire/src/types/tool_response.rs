@@ -33,13 +33,35 @@ impl CallToolResult {
     /// [`Message::from_slice`](crate::Message::from_slice) and treats them
     /// as it always does.
     pub fn complete_from_response(bytes: &[u8]) -> Option<(RequestId, CallToolResult)> {
+        Self::complete_from_response_leaving_out(bytes, None)
+    }
+
+    /// [`CallToolResult::complete_from_response`], leaving out of the
+    /// result's `_meta` every key `leave_out` picks, without reading its
+    /// value: the same result as reading it whole and then calling
+    /// [`CallToolResult::leave_out_meta`].
+    pub fn complete_from_response_leaving_out(
+        bytes: &[u8],
+        leave_out: Option<fn(&str) -> bool>,
+    ) -> Option<(RequestId, CallToolResult)> {
         // Validated once as a whole: the reader of a `str` then checks no
         // string again, where reading bytes checks each one on its own.
         let text = std::str::from_utf8(bytes).ok()?;
         let mut de = serde_json::Deserializer::from_str(text);
-        let answer = de.deserialize_map(EnvelopeVisitor).ok()?;
+        let answer = de.deserialize_map(EnvelopeVisitor { leave_out }).ok()?;
         de.end().ok()?;
         Some(answer)
+    }
+
+    /// Removes the keys `leave_out` picks from the result's `_meta`; a
+    /// `_meta` left empty goes away.
+    pub fn leave_out_meta(&mut self, leave_out: fn(&str) -> bool) {
+        if let Some(meta) = &mut self.header.meta {
+            meta.retain(|key, _| !leave_out(key));
+            if meta.is_empty() {
+                self.header.meta = None;
+            }
+        }
     }
 }
 
@@ -49,7 +71,10 @@ fn give_up<E: de::Error>() -> E {
 }
 
 /// `{"jsonrpc":"2.0","id":…,"result":{…}}`, members in any order.
-struct EnvelopeVisitor;
+struct EnvelopeVisitor {
+    /// Keys of the result's `_meta` to skip unread.
+    leave_out: Option<fn(&str) -> bool>,
+}
 
 impl<'de> Visitor<'de> for EnvelopeVisitor {
     type Value = (RequestId, CallToolResult);
@@ -68,7 +93,9 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                 }
                 "id" if id.is_none() => id = Some(map.next_value_seed(IdSeed)?),
                 "result" if result.is_none() => {
-                    result = Some(map.next_value_seed(ResultSeed)?);
+                    result = Some(map.next_value_seed(ResultSeed {
+                        leave_out: self.leave_out,
+                    })?);
                 }
                 // A second `jsonrpc`, `id` or `result`, or any member a
                 // response does not have alone: the general reader decides.
@@ -149,7 +176,10 @@ impl Visitor<'_> for IdSeed {
 }
 
 /// The `result` object, read into a complete [`CallToolResult`].
-struct ResultSeed;
+struct ResultSeed {
+    /// Keys of its `_meta` to skip unread.
+    leave_out: Option<fn(&str) -> bool>,
+}
 
 impl<'de> DeserializeSeed<'de> for ResultSeed {
     type Value = CallToolResult;
@@ -189,7 +219,12 @@ impl<'de> Visitor<'de> for ResultSeed {
                 "resultType" if result_type.is_none() => {
                     result_type = Some(map.next_value::<Option<KeyName<'de>>>()?);
                 }
-                "_meta" if meta.is_none() => meta = Some(map.next_value::<Option<JsonObject>>()?),
+                "_meta" if meta.is_none() => {
+                    meta = Some(match self.leave_out {
+                        None => map.next_value::<Option<JsonObject>>()?,
+                        Some(leave_out) => map.next_value_seed(MetaSeed { leave_out })?,
+                    });
+                }
                 "content" | "structuredContent" | "isError" | "resultType" | "_meta" => {
                     return Err(give_up());
                 }
@@ -215,6 +250,54 @@ impl<'de> Visitor<'de> for ResultSeed {
                 extra,
             },
         })
+    }
+}
+
+/// A result's `_meta` (`null` or an object), the keys `leave_out` picks
+/// skipped unread; emptied, it is `None`, as
+/// [`CallToolResult::leave_out_meta`] leaves it.
+struct MetaSeed {
+    leave_out: fn(&str) -> bool,
+}
+
+impl<'de> DeserializeSeed<'de> for MetaSeed {
+    type Value = Option<JsonObject>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MetaSeed {
+    type Value = Option<JsonObject>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a _meta object or null")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut kept = JsonObject::new();
+        while let Some(key) = map.next_key::<KeyName<'de>>()? {
+            if (self.leave_out)(&key.0) {
+                map.next_value::<IgnoredAny>()?;
+            } else {
+                let value = map.next_value::<Value>()?;
+                kept.insert(key.0.into_owned(), value);
+            }
+        }
+        Ok((!kept.is_empty()).then_some(kept))
     }
 }
 
@@ -326,11 +409,28 @@ mod tests {
         Some((id, result))
     }
 
-    /// Every answer of the fast reader is the general reader's.
+    /// A filter of `_meta` keys for the tests: the MCP-reserved ones.
+    fn reserved(key: &str) -> bool {
+        key.starts_with("io.modelcontextprotocol/")
+    }
+
+    /// Every answer of the fast reader is the general reader's, read whole
+    /// and also with the reserved `_meta` keys left out.
     fn agrees(bytes: &[u8]) -> bool {
-        match CallToolResult::complete_from_response(bytes) {
+        let whole = agrees_leaving_out(bytes, None);
+        assert_eq!(whole, agrees_leaving_out(bytes, Some(reserved)));
+        whole
+    }
+
+    fn agrees_leaving_out(bytes: &[u8], leave_out: Option<fn(&str) -> bool>) -> bool {
+        match CallToolResult::complete_from_response_leaving_out(bytes, leave_out) {
             Some(fast) => {
-                let general = general(bytes);
+                let general = general(bytes).map(|(id, mut result)| {
+                    if let Some(leave_out) = leave_out {
+                        result.leave_out_meta(leave_out);
+                    }
+                    (id, result)
+                });
                 assert_eq!(
                     Some(&fast),
                     general.as_ref(),
@@ -359,6 +459,8 @@ mod tests {
         r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"image","data":"AA==","mimeType":"image/png"},{"text":"x","type":"hologram","z":1},{"type":"text","text":7},{"type":"resource_link","uri":"a:b","name":"n"}],"isError":null,"_meta":null,"resultType":null}}"#,
         r#"{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"resource","resource":{"uri":"a:b","text":"t"}},{"type":"resource","resource":1}],"structuredContent":null}}"#,
         r#" {"jsonrpc":"2.0","id":4,"ignored":{"x":[1]},"result":{"content":[{"type":"text","text":"\u202e\ud83d\ude00","k":1,"k":2}]}} "#,
+        r#"{"jsonrpc":"2.0","id":5,"result":{"_meta":{"a":1,"io.modelcontextprotocol\/serverInfo":{"name":"t"},"b":[{"c":null}],"a":3,"io.modelcontextprotocol/x":1},"content":[{"type":"text","text":"t","_meta":{"io.modelcontextprotocol/y":2}}]}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"result":{"content":[],"_meta":{}}}"#,
     ];
 
     #[test]
@@ -422,6 +524,34 @@ mod tests {
             }
         }
         assert!(answered > 100, "only {answered} mutations were read at all");
+    }
+
+    #[test]
+    fn left_out_meta_keys_are_skipped_and_an_emptied_meta_goes() {
+        let bytes = SAMPLES[0].as_bytes();
+        let (_, whole) = CallToolResult::complete_from_response(bytes).unwrap();
+        assert!(whole.header.meta.is_some());
+        let (_, trimmed) =
+            CallToolResult::complete_from_response_leaving_out(bytes, Some(reserved)).unwrap();
+        assert_eq!(trimmed.header.meta, None);
+        assert_eq!(trimmed.content, whole.content);
+
+        // An escaped key is matched as its text; other keys keep their
+        // place and the last of a repeated key wins; a block's own `_meta`
+        // is not the result's.
+        let (_, mixed) = CallToolResult::complete_from_response_leaving_out(
+            SAMPLES[7].as_bytes(),
+            Some(reserved),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_string(&mixed.header.meta).unwrap(),
+            r#"{"a":3,"b":[{"c":null}]}"#
+        );
+        let ContentBlock::Text { extra, .. } = &mixed.content[0] else {
+            panic!("not a text block: {:?}", mixed.content[0]);
+        };
+        assert!(extra.contains_key("_meta"), "a block's _meta was touched");
     }
 
     #[test]

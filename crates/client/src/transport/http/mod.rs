@@ -486,6 +486,7 @@ impl Inner {
             request,
             param_headers,
             sink,
+            leave_out_meta,
         } = outgoing;
         let make = || self.modern_post(&request, &param_headers);
         let response = self.http.send_made(&make).await?;
@@ -511,7 +512,8 @@ impl Inner {
         let max = self.http.limits.max_body;
         let answer = match response::body_kind(&response)? {
             BodyKind::Json if tool => {
-                response::read_json_tool(response, &request.id, max, &routing).await?
+                response::read_json_tool(response, &request.id, max, &routing, leave_out_meta)
+                    .await?
             }
             BodyKind::Json => ToolAnswer::Response(
                 response::read_json(response, &request.id, max, &routing).await?,

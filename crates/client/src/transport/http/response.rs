@@ -243,9 +243,10 @@ pub(crate) async fn read_json(
 }
 
 /// Reads an `application/json` body holding the response to `tools/call`
-/// request `id`: a complete result straight into its type
-/// ([`CallToolResult::complete_from_response`]), anything else as
-/// [`read_json`] does.
+/// request `id`: a complete result straight into its type, the `_meta`
+/// keys `leave_out` picks skipped unread
+/// ([`CallToolResult::complete_from_response_leaving_out`]), anything else
+/// as [`read_json`] does.
 ///
 /// # Errors
 /// As [`read_json`].
@@ -254,9 +255,10 @@ pub(crate) async fn read_json_tool(
     id: &RequestId,
     limit: usize,
     routing: &Routing<'_>,
+    leave_out: Option<fn(&str) -> bool>,
 ) -> Result<ToolAnswer, Failure> {
     let bytes = read_json_body(response, limit).await?;
-    match CallToolResult::complete_from_response(&bytes) {
+    match CallToolResult::complete_from_response_leaving_out(&bytes, leave_out) {
         Some((got, result)) if got == *id => Ok(ToolAnswer::Complete(result)),
         _ => json_response(&bytes, id, routing).map(ToolAnswer::Response),
     }
