@@ -69,20 +69,22 @@ pub fn assess(rules: &[Rule], alias: &str, tool: &Tool, pin: &PinState) -> Asses
 
     let mut verdict = match permission::decide(rules, alias, &tool.name) {
         RuleVerdict::Matched(rule) => {
-            let at = format!("{} ({})", rule.source, rule.pattern);
+            // Only the reasons name the rule; an allowed call has none.
+            let at = || format!("{} ({})", rule.source, rule.pattern);
             match rule.kind {
                 RuleKind::Deny => {
-                    reasons.push(format!("denied by the rule at {at}"));
+                    reasons.push(format!("denied by the rule at {}", at()));
                     rule_ref = Some((rule.source.clone(), rule.pattern.as_str().to_owned()));
                     Verdict::Deny
                 }
                 RuleKind::Ask => {
-                    reasons.push(format!("the rule at {at} says to ask"));
+                    reasons.push(format!("the rule at {} says to ask", at()));
                     Verdict::Ask
                 }
                 RuleKind::Allow if destructive && !rule.pattern.is_exact() => {
                     reasons.push(format!(
-                        "the server marks this tool destructive, and the rule at {at} allows it only as part of a group; allow it by name to skip this question"
+                        "the server marks this tool destructive, and the rule at {} allows it only as part of a group; allow it by name to skip this question",
+                        at()
                     ));
                     Verdict::Ask
                 }

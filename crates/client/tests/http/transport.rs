@@ -607,6 +607,69 @@ async fn auth_provider_sees_challenges_and_retries() {
     );
 }
 
+/// Gives an `Authorization` value only while it holds a token, and a
+/// proof naming what it was asked about.
+#[derive(Debug, Default)]
+struct Proving {
+    token: std::sync::Mutex<Option<String>>,
+    proofs_asked: std::sync::Mutex<Vec<(String, String, Option<String>)>>,
+}
+
+impl AuthProvider for Proving {
+    fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthProviderError>> {
+        let token = self.token.lock().unwrap().clone();
+        Box::pin(async move { Ok(token) })
+    }
+
+    fn proof<'a>(
+        &'a self,
+        method: &'a str,
+        url: &'a str,
+        authorization: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<Option<String>, AuthProviderError>> {
+        self.proofs_asked.lock().unwrap().push((
+            method.to_owned(),
+            url.to_owned(),
+            authorization.map(str::to_owned),
+        ));
+        Box::pin(async move { Ok(Some(format!("proof-for-{method}"))) })
+    }
+
+    fn on_challenge<'a>(
+        &'a self,
+        _: &'a AuthChallenge,
+    ) -> BoxFuture<'a, Result<AuthRetry, AuthProviderError>> {
+        Box::pin(async { Ok(AuthRetry::GiveUp) })
+    }
+}
+
+// A proof of possession goes with an access token (RFC 9449): without an
+// `Authorization` value the provider is not asked for one, and the request
+// carries no `DPoP` header; with one, it is asked with the method and the
+// full URL, and its proof is sent.
+#[tokio::test]
+async fn a_proof_is_asked_for_only_with_an_authorization() {
+    let server =
+        serve(|seen| async move { json_reply(200, result_for(&seen, json!({"tools": []}))) }).await;
+    let provider = Arc::new(Proving::default());
+    let t = HttpTransport::builder("test", server.url())
+        .auth(provider.clone())
+        .remember_era(false)
+        .build()
+        .unwrap();
+    let list = |id| Outgoing::new(modern_request(id, method::TOOLS_LIST, json!({})));
+    within(t.request(list(1))).await.unwrap();
+    assert!(provider.proofs_asked.lock().unwrap().is_empty());
+    *provider.token.lock().unwrap() = Some("DPoP tok".into());
+    within(t.request(list(2))).await.unwrap();
+    assert_eq!(
+        *provider.proofs_asked.lock().unwrap(),
+        vec![("POST".to_owned(), server.url(), Some("DPoP tok".to_owned()))]
+    );
+    let dpop: Vec<_> = server.seen().iter().map(|s| s.header("dpop")).collect();
+    assert_eq!(dpop, vec![None, Some("proof-for-POST".into())]);
+}
+
 #[tokio::test]
 async fn a_refused_token_is_an_http_error_with_the_challenge() {
     let server = serve(|_| async move {

@@ -86,7 +86,8 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     /// A proof of possession for one request (the `DPoP` header of
     /// RFC 9449): asked after [`AuthProvider::authorization`], with the
     /// HTTP method, the full URL and the `Authorization` value the request
-    /// will carry. `None` (the default) sends no proof.
+    /// will carry, and only when it carries one (a proof goes with an
+    /// access token). `None` (the default) sends no proof.
     ///
     /// # Errors
     /// [`AuthProviderError`] when no proof can be made; the request fails with it.

@@ -160,11 +160,18 @@ impl Http {
                     Ok(value)
                 })
                 .transpose()?;
-            let url = out.uri.to_string();
-            let proof = auth
-                .proof(out.method.as_str(), &url, sent.as_deref())
-                .await
-                .map_err(Failure::Auth)?
+            // A proof goes with an access token: without one, the URL is
+            // not even written out.
+            let proof = match sent.as_deref() {
+                Some(authorization) => {
+                    let url = out.uri.to_string();
+                    auth.proof(out.method.as_str(), &url, Some(authorization))
+                        .await
+                        .map_err(Failure::Auth)?
+                }
+                None => None,
+            };
+            let proof = proof
                 .map(|p| {
                     let mut value = HeaderValue::from_str(&p).map_err(|_| {
                         Failure::Auth(AuthProviderError(
