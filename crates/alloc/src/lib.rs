@@ -71,6 +71,29 @@ fn malloc_suffices(size: usize, align: usize) -> bool {
     align <= MALLOC_ALIGN && align <= size
 }
 
+/// A block for `layout` from `plain` where malloc's alignment suffices,
+/// else from `aligned`: `mi_malloc` / `mi_malloc_aligned`, or their zeroing
+/// twins.
+///
+/// # Safety
+/// Both must be mimalloc's allocation functions, which take any size and
+/// return null on failure (passed on as the allocation failure it means).
+#[inline]
+unsafe fn allocate(
+    layout: Layout,
+    plain: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    // SAFETY: the caller passes mimalloc's functions (see above).
+    unsafe {
+        if malloc_suffices(layout.size(), layout.align()) {
+            plain(layout.size()).cast()
+        } else {
+            aligned(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
 // SAFETY: every pointer handed out comes from mimalloc and is returned to
 // mimalloc (`mi_free` accepts blocks from the aligned and the plain entry
 // points alike); each block is at least `layout.size()` bytes and aligned to
@@ -79,27 +102,14 @@ fn malloc_suffices(size: usize, align: usize) -> bool {
 unsafe impl GlobalAlloc for Mimalloc {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: mimalloc's allocation functions take any size; a null
-        // return is passed on as the allocation failure it means.
-        unsafe {
-            if malloc_suffices(layout.size(), layout.align()) {
-                mi_malloc(layout.size()).cast()
-            } else {
-                mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: see `allocate`.
+        unsafe { allocate(layout, mi_malloc, mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as in `alloc`.
-        unsafe {
-            if malloc_suffices(layout.size(), layout.align()) {
-                mi_zalloc(layout.size()).cast()
-            } else {
-                mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: see `allocate`.
+        unsafe { allocate(layout, mi_zalloc, mi_zalloc_aligned) }
     }
 
     #[inline]
