@@ -40,9 +40,13 @@ cat >"$work/config.json" <<JSON
 { "mcpServers": { "tickets": { "url": "http://127.0.0.1:$tickets_port/mcp", "permissions": {"allow": ["*"]} } } }
 JSON
 
-load() { # SECONDS: wrk's RESULT line
+load() { # SECONDS LOG: wrk's RESULT line
   MCP_TOOL=mcp__tickets__get_ticket MCP_ARGS='{"id":"T-1"}' RAW=1 SKIP_CHECK=1 \
-    "$BENCH_DIR/http-load.sh" "http://127.0.0.1:$gw_port/mcp" "$CONC" "$1" 2>&1 | grep RESULT
+    "$BENCH_DIR/http-load.sh" "http://127.0.0.1:$gw_port/mcp" "$CONC" "$1" 2>&1 | grep RESULT || {
+    echo "gateway-ir.sh: wrk got no answer from the gateway; its log:" >&2
+    cat "$2" >&2
+    exit 1
+  }
 }
 
 for run in $(seq "$RUNS"); do
@@ -51,10 +55,11 @@ for run in $(seq "$RUNS"); do
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out/cg.%p" \
     "$BIN" serve --http "127.0.0.1:$gw_port" 2>"$out/gateway.log" &
   gw=$!
+  pids+=("$gw")
   wait_up "http://127.0.0.1:$gw_port/mcp"
-  load 3 >/dev/null
+  load 3 "$out/gateway.log" >/dev/null
   callgrind_control -i on "$gw" >/dev/null 2>&1
-  result=$(load "$LOAD_SECS")
+  result=$(load "$LOAD_SECS" "$out/gateway.log")
   callgrind_control -i off "$gw" >/dev/null 2>&1
   callgrind_control -d "$gw" >/dev/null 2>&1
   sleep 1

@@ -30,8 +30,10 @@ use libmimalloc_sys::{
 const MALLOC_ALIGN: usize = 16;
 
 /// `mi_option_arena_eager_commit` in mimalloc's `mi_option_t`.
+#[cfg(target_os = "linux")]
 const OPTION_ARENA_EAGER_COMMIT: std::ffi::c_int = 4;
 
+#[cfg(target_os = "linux")]
 unsafe extern "C" {
     fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     #[cfg(test)]
@@ -44,16 +46,18 @@ unsafe extern "C" {
 /// 16 MiB resident where the system allocator needs 10.
 ///
 /// It must run before the first allocation reserves that arena, so it is
-/// a constructor of the executable rather than a call in `main` (Rust's
-/// runtime allocates before `main`). mimalloc's own constructor runs
-/// earlier still (it has a higher priority), so this setting is not
-/// overwritten when mimalloc reads its options from the environment.
+/// a constructor of the executable (an `.init_array` entry) rather than a
+/// call in `main`: Rust's runtime allocates before `main`. A test checks
+/// that the setting holds once `main` runs. Linux only: elsewhere mimalloc
+/// does not commit arenas eagerly in the first place.
+#[cfg(target_os = "linux")]
 extern "C" fn commit_on_demand() {
     // SAFETY: sets a plain integer option; mimalloc reads it when it next
     // reserves an arena.
     unsafe { mi_option_set(OPTION_ARENA_EAGER_COMMIT, 0) }
 }
 
+#[cfg(target_os = "linux")]
 #[used]
 #[unsafe(link_section = ".init_array")]
 static COMMIT_ON_DEMAND: extern "C" fn() = commit_on_demand;
@@ -215,6 +219,7 @@ mod tests {
         }
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn arenas_are_committed_on_demand_from_the_start() {
         // SAFETY: reads a plain integer option.

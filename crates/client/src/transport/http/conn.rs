@@ -148,43 +148,19 @@ impl Http {
             let sent = auth.authorization().await.map_err(Failure::Auth)?;
             let value = sent
                 .as_deref()
-                .map(|v| {
-                    let mut value = HeaderValue::from_str(v).map_err(|_| {
-                        Failure::Auth(AuthProviderError(
-                            "the authorization provider gave a value that is not a valid header"
-                                .into(),
-                        ))
-                    })?;
-                    // Kept out of hyper's and http's debug output.
-                    value.set_sensitive(true);
-                    Ok(value)
-                })
+                .map(|v| sensitive_header(v, "value"))
                 .transpose()?;
             // A proof goes with an access token: without one, the URL is
             // not even written out.
-            let proof = match sent.as_deref() {
-                Some(authorization) => {
-                    let url = out.uri.to_string();
-                    auth.proof(out.method.as_str(), &url, Some(authorization))
-                        .await
-                        .map_err(Failure::Auth)?
+            if let Some(authorization) = sent.as_deref() {
+                let url = out.uri.to_string();
+                let proof = auth
+                    .proof(out.method.as_str(), &url, Some(authorization))
+                    .await
+                    .map_err(Failure::Auth)?;
+                if let Some(proof) = proof {
+                    out.headers.insert(DPOP, sensitive_header(&proof, "proof")?);
                 }
-                None => None,
-            };
-            let proof = proof
-                .map(|p| {
-                    let mut value = HeaderValue::from_str(&p).map_err(|_| {
-                        Failure::Auth(AuthProviderError(
-                            "the authorization provider gave a proof that is not a valid header"
-                                .into(),
-                        ))
-                    })?;
-                    value.set_sensitive(true);
-                    Ok(value)
-                })
-                .transpose()?;
-            if let Some(proof) = proof {
-                out.headers.insert(DPOP, proof);
             }
             let (uri, rpc_method) = (out.uri.clone(), out.rpc_method.take());
             let response = self.send_once(out, value).await?;
@@ -278,5 +254,35 @@ impl Http {
             )));
         }
         Ok(response)
+    }
+}
+
+/// A header value the auth provider gave (`what`: "value", "proof"), kept
+/// out of hyper's and http's debug output.
+fn sensitive_header(given: &str, what: &str) -> Result<HeaderValue, Failure> {
+    let mut value = HeaderValue::from_str(given).map_err(|_| {
+        Failure::Auth(AuthProviderError(format!(
+            "the authorization provider gave a {what} that is not a valid header"
+        )))
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_provider_header_is_sensitive_and_a_bad_one_says_which() {
+        let good = sensitive_header("Bearer t", "value").expect("a valid header");
+        assert!(good.is_sensitive());
+        let Err(Failure::Auth(AuthProviderError(said))) = sensitive_header("a\nb", "proof") else {
+            panic!("a line break was accepted");
+        };
+        assert_eq!(
+            said,
+            "the authorization provider gave a proof that is not a valid header"
+        );
     }
 }
