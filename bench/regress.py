@@ -4,22 +4,26 @@
     bench/regress.py LOG_DIR BASELINE [--record] [--note TEXT]
 
 LOG_DIR holds what regress.sh collected: server.tsv (run-all.sh's raw.tsv),
-client-stdio.log, client-http.log and gateway.log (any may be missing: that
-part was skipped). Each figure is a ratio taken within one round (the
-server's figures over the floor measured in the same round, our client's
-over the reference client's, the gateway's over the server it mounts), so
-a round's machine load weighs on both sides of it. Per figure: the median
-over the rounds and the spread (max - min of the rounds).
+client-stdio.log, client-http.log, gateway.log and counts.log (any may be
+missing: that part was skipped). Each timed figure is a ratio taken within
+one round (the server's figures over the floor measured in the same round,
+our client's over the reference client's, the gateway's over the server it
+mounts), so a round's machine load weighs on both sides of it. The counted
+figures (counts.log) are user-space instructions: the stdio server's per
+round trip and the gateway's per proxied call, which repeat within a few
+tenths of a per cent whatever the load. Per figure: the median over the
+rounds and the spread (max - min of the rounds).
 
 A figure regresses when its median is worse than the baseline's median by
-more than 15 % of the baseline's median beyond the noise:
+more than its margin (15 % for timed figures, 5 % for counted ones) of the
+baseline's median beyond the noise:
 
-    higher is better:  median < base * (1 - 0.15) - noise
-    lower is better:   median > base * (1 + 0.15) + noise
+    higher is better:  median < base * (1 - margin) - noise
+    lower is better:   median > base * (1 + margin) + noise
     noise = (spread in this run + spread in the baseline) / 2
 
 i.e. the two medians may each sit anywhere in their own rounds' range
-before the 15 % margin starts. A figure whose noise exceeds the margin is
+before the margin starts. A figure whose noise exceeds the margin is
 flagged "noisy": the check still runs, but can hardly fail; re-run on a
 quieter machine (or with more rounds) before trusting a pass.
 
@@ -37,8 +41,10 @@ import sys
 import time
 
 MARGIN = 0.15
+# Instruction counts hardly move between runs: a smaller rise is already real.
+COUNT_MARGIN = 0.05
 
-# name -> (higher is better, what it is)
+# name -> (higher is better, what it is[, margin])
 FIGURES = {
     "server.http_c1": (True, "HTTP c1 req/s / floor"),
     "server.http_c64": (True, "HTTP c64 req/s / floor"),
@@ -57,6 +63,9 @@ FIGURES = {
     "gateway.throughput_c64": (True, "gateway req/s / direct, c64"),
     "gateway.cpu_c1": (False, "gateway CPU per call / tickets CPU per request, c1"),
     "gateway.cpu_c64": (False, "gateway CPU per call / tickets CPU per request, c64"),
+    "count.stdio_seq_instr": (False, "bench-echo instructions per round trip, sequential", COUNT_MARGIN),
+    "count.stdio_pipe_instr": (False, "bench-echo instructions per round trip, 64 in flight", COUNT_MARGIN),
+    "count.gateway_instr": (False, "gateway instructions per proxied call, c1", COUNT_MARGIN),
 }
 
 
@@ -133,9 +142,24 @@ def gateway_figures(path):
     return out
 
 
+def count_figures(path):
+    """`round R stdio MODE N instructions per round trip` lines (count.py)
+    and `run R: ... N instructions per call` lines (gateway-ir.sh)."""
+    out = {}
+    for line in open(path):
+        m = re.match(r"round \d+ stdio (seq|pipe) (\d+) instructions", line)
+        if m:
+            out.setdefault(f"count.stdio_{m[1]}_instr", []).append(float(m[2]))
+        m = re.match(r"run \d+: .* (\d+) instructions per call", line)
+        if m:
+            out.setdefault("count.gateway_instr", []).append(float(m[1]))
+    return out
+
+
 def collect(log_dir):
     parts = [("server.tsv", server_figures), ("client-stdio.log", client_stdio_figures),
-             ("client-http.log", client_http_figures), ("gateway.log", gateway_figures)]
+             ("client-http.log", client_http_figures), ("gateway.log", gateway_figures),
+             ("counts.log", count_figures)]
     figures = {}
     for name, read in parts:
         path = os.path.join(log_dir, name)
@@ -144,6 +168,11 @@ def collect(log_dir):
     return {k: {"median": statistics.median(v), "spread": max(v) - min(v),
                 "rounds": [round(x, 4) for x in v]}
             for k, v in figures.items() if v}
+
+
+def num(value):
+    """A figure as printed: ratios with three decimals, counts whole."""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3f}"
 
 
 def load_note():
@@ -186,30 +215,32 @@ def main():
         return 2
     print(f"baseline: {baseline_path}, recorded {base.get('recorded')} ({base.get('load')}) {base.get('note', '')}")
     print(f"this run: {load_note()}; a figure fails when it is worse than the baseline by more than "
-          f"{MARGIN:.0%} of it beyond noise = (this run's spread + the baseline's) / 2")
+          f"{MARGIN:.0%} of it ({COUNT_MARGIN:.0%} for instruction counts) beyond "
+          f"noise = (this run's spread + the baseline's) / 2")
     print(f"{'figure':<30} {'baseline':>18} {'this run':>18} {'limit':>8}  verdict")
     failed = 0
-    for name, (higher, what) in FIGURES.items():
+    for name, (higher, what, *rest) in FIGURES.items():
+        margin = rest[0] if rest else MARGIN
         b, r = base.get("figures", {}).get(name), run.get(name)
         if r is None:
             continue
-        cur = f"{r['median']:.3f} ±{r['spread'] / 2:.3f}"
+        cur = f"{num(r['median'])} ±{num(r['spread'] / 2)}"
         if b is None:
             print(f"{name:<30} {'-':>18} {cur:>18} {'-':>8}  new (no baseline)")
             continue
         noise = (r["spread"] + b["spread"]) / 2
         if higher:
-            limit = b["median"] * (1 - MARGIN) - noise
+            limit = b["median"] * (1 - margin) - noise
             bad = r["median"] < limit
         else:
-            limit = b["median"] * (1 + MARGIN) + noise
+            limit = b["median"] * (1 + margin) + noise
             bad = r["median"] > limit
         verdict = "REGRESSED" if bad else "ok"
-        if noise > MARGIN * b["median"]:
-            verdict += " (noisy: the noise exceeds the 15 % margin)"
+        if noise > margin * b["median"]:
+            verdict += f" (noisy: the noise exceeds the {margin:.0%} margin)"
         failed += bad
-        base_s = f"{b['median']:.3f} ±{b['spread'] / 2:.3f}"
-        print(f"{name:<30} {base_s:>18} {cur:>18} {limit:>8.3f}  {verdict}   [{what}; rounds {r['rounds']}]")
+        base_s = f"{num(b['median'])} ±{num(b['spread'] / 2)}"
+        print(f"{name:<30} {base_s:>18} {cur:>18} {num(limit):>8}  {verdict}   [{what}; rounds {r['rounds']}]")
     missing = [k for k in base.get("figures", {}) if k not in run]
     if missing:
         print(f"not measured in this run: {', '.join(missing)}")

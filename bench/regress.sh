@@ -4,7 +4,10 @@
 # 64 in flight, peak RSS, each over the floor measured in the same round),
 # our client over the reference clients (bench/client-stdio.sh,
 # bench/client-http.sh) and the gateway over the server it mounts
-# (bench/gateway.sh), all short, compared with the figures recorded in
+# (bench/gateway.sh), all short, and the instructions each costs (the
+# stdio server's per round trip, bench/server/count.py; the gateway's per
+# proxied call, bench/gateway-ir.sh: counts that do not move with the
+# machine's load), compared with the figures recorded in
 # bench/baseline.json by bench/regress.py. Exits 1 when a figure dropped by
 # more than 15 % beyond the run's noise (regress.py says exactly how that
 # is computed), and prints every figure with its rounds; put that output in
@@ -15,7 +18,8 @@
 #
 # Usage: bench/regress.sh [BENCH_DIR]      (default ../shared/bench, relative to the repo)
 # Env:
-#   PARTS        which benches (default "server client-stdio client-http gateway")
+#   PARTS        which benches (default "server client-stdio client-http gateway
+#                counts"; counts needs valgrind)
 #   REPS=3       rounds of each bench       SECS=3   seconds per HTTP figure
 #   STDIO_N      stdio requests per figure (default 50000)
 #   QUIET_WAIT   seconds each bench waits for the machine to go quiet before
@@ -31,7 +35,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=$(cd "${1:-${BENCH_DIR:-../shared/bench}}" && pwd)
-PARTS=${PARTS:-server client-stdio client-http gateway}
+PARTS=${PARTS:-server client-stdio client-http gateway counts}
 REPS=${REPS:-3}; SECS=${SECS:-3}; STDIO_N=${STDIO_N:-50000}; QUIET_WAIT=${QUIET_WAIT:-20}
 BASELINE=${BASELINE:-bench/baseline.json}
 TARGET=${BENCH_TARGET_DIR:-${TMPDIR:-/tmp}/switchboard-bench-target}
@@ -68,6 +72,21 @@ fi
 if want gateway; then
   echo "== gateway: bench/gateway.sh"
   BENCH_DIR="$BENCH_DIR" bench/gateway.sh | tee "$logs/gateway.log"
+fi
+
+if want counts; then
+  echo "== instructions: bench/server/count.py (stdio server per round trip), bench/gateway-ir.sh (gateway per call)"
+  command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+  echo_bin=${SB_BIN:-target/dist}/bench-echo
+  [[ -x $echo_bin ]] || cargo build --profile dist --locked --quiet -p switchboard-conformance-server --bin bench-echo
+  for round in $(seq "$REPS"); do
+    for mode in seq pipe; do
+      n=$(NO_PERF=1 RTT="$TARGET/release/stdio-rtt" python3 bench/server/count.py --json --mode "$mode" -- "$echo_bin" --stdio |
+        python3 -c 'import json, sys; print(round(json.load(sys.stdin)["per_round_trip"]["instr"]["median"]))')
+      echo "round $round stdio $mode $n instructions per round trip"
+    done
+  done | tee "$logs/counts.log"
+  BENCH_DIR="$BENCH_DIR" RUNS="$REPS" bench/gateway-ir.sh | tee -a "$logs/counts.log"
 fi
 
 echo "== figures against $BASELINE"

@@ -21,7 +21,8 @@ start-up and warm-up cancelled out. Per round trip:
 
 Both processes are pinned to CPU (default 1), as run-all.sh does. Needs
 perf (software events and syscall tracepoints) and valgrind; set
-NO_VALGRIND=1 to skip the instruction count. Env: N1 (2000) N2 (22000)
+NO_VALGRIND=1 to skip the instruction count, NO_PERF=1 to count only the
+instructions (no perf needed then). Env: N1 (2000) N2 (22000)
 CPU (1) RUNS (3: perf runs; the median of each figure is printed, and the
 min-max spread of the per-request values next to it).
 """
@@ -109,7 +110,7 @@ def main():
     args = p.parse_args()
     args.cpu = os.environ.get("CPU", "1")
     n1, n2 = int(os.environ.get("N1", "2000")), int(os.environ.get("N2", "22000"))
-    runs = int(os.environ.get("RUNS", "3"))
+    runs = 0 if os.environ.get("NO_PERF") else int(os.environ.get("RUNS", "3"))
     per = {}
     for _ in range(runs):
         a, b = perf_run(args, n1), perf_run(args, n2)
