@@ -149,3 +149,22 @@ async fn without_a_person_sampling_is_declined_and_elicitation_not_declared() {
     assert!(!text_of_old.contains("elicitation/create"), "{text_of_old}");
     host.shutdown().await;
 }
+
+// WIRE-13: a 2026-07-28 server must not send requests, so a gateway need
+// not follow its calls for questions; a legacy server's calls and an
+// unknown tool's may bring some.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_connected_modern_server_cannot_ask_during_a_call() {
+    let dir = Dir::new();
+    let config = dir.config(json!({
+        "mcpServers": {
+            "modern": stdio(&[]),
+            "old": stdio(&["--legacy"]),
+        },
+    }));
+    let host = Host::mount(config, dir.options()).await.expect("mount");
+    assert!(!host.may_ask_during_call("mcp__modern__ask"));
+    assert!(host.may_ask_during_call("mcp__old__sample"));
+    assert!(host.may_ask_during_call("mcp__nope__ask"));
+    host.shutdown().await;
+}

@@ -591,6 +591,22 @@ impl Host {
             .unwrap_or_default()
     }
 
+    /// Whether a call of `local_name` may bring questions from its server
+    /// while it runs (a 2025-11-25 server's elicitation or sampling
+    /// requests, which go to the call's `call_input` handler). Only a tool
+    /// whose server is connected now and speaks 2026-07-28 cannot: such a
+    /// server must not send requests (WIRE-13), and the client drops any
+    /// it sends. An unknown tool, or a server not connected yet, may.
+    pub fn may_ask_during_call(&self, local_name: &str) -> bool {
+        let table = self.table();
+        let Some(server) = table.get(local_name).and_then(|e| self.server(&e.alias)) else {
+            return true;
+        };
+        let state = server.state();
+        !matches!(&state.link, Some(link)
+            if !link.is_dead() && link.client.era() == switchboard_wire::Era::Modern)
+    }
+
     fn server(&self, alias: &str) -> Option<Arc<Upstream>> {
         self.upstreams()
             .iter()
