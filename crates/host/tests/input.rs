@@ -151,8 +151,8 @@ async fn without_a_person_sampling_is_declined_and_elicitation_not_declared() {
 }
 
 // WIRE-13: a 2026-07-28 server must not send requests, so a gateway need
-// not follow its calls for questions; a legacy server's calls and an
-// unknown tool's may bring some.
+// not follow its calls for questions; a legacy server's calls, an unknown
+// tool's and those of a server not connected now may bring some.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_a_connected_modern_server_cannot_ask_during_a_call() {
     let dir = Dir::new();
@@ -166,5 +166,15 @@ async fn only_a_connected_modern_server_cannot_ask_during_a_call() {
     assert!(!host.may_ask_during_call("mcp__modern__ask"));
     assert!(host.may_ask_during_call("mcp__old__sample"));
     assert!(host.may_ask_during_call("mcp__nope__ask"));
+    // Once the modern server is gone, what comes back is not known yet.
+    let crashed = host
+        .call(
+            "mcp__modern__crash",
+            json!({"code": 7}).as_object().cloned(),
+            CallOptions::approver(AssumeYes),
+        )
+        .await;
+    assert!(crashed.is_error(), "{}", text(&crashed));
+    assert!(host.may_ask_during_call("mcp__modern__ask"));
     host.shutdown().await;
 }
