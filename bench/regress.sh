@@ -47,6 +47,8 @@ else
   trap 'rm -rf "$logs"' EXIT
 fi
 want() { [[ " $PARTS " == *" $1 "* ]]; }
+# shellcheck source=bench/common.sh
+source bench/common.sh
 
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs; REPS=$REPS SECS=$SECS STDIO_N=$STDIO_N"
 echo "== building the bench's floor and stdio-rtt into $TARGET"
@@ -77,8 +79,13 @@ fi
 if want counts; then
   echo "== instructions: bench/server/count.py (stdio server per round trip), bench/gateway-ir.sh (gateway per call)"
   command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
-  echo_bin=${SB_BIN:-target/dist}/bench-echo
-  [[ -x $echo_bin ]] || cargo build --profile dist --locked --quiet -p switchboard-conformance-server --bin bench-echo
+  if [[ -n ${SB_BIN:-} ]]; then
+    echo_bin=$SB_BIN/bench-echo
+  else
+    cargo build --profile dist --locked --quiet -p switchboard-conformance-server --bin bench-echo
+    echo_bin=$(target_dir)/dist/bench-echo
+  fi
+  [[ -x $echo_bin ]] || { echo "regress.sh: no bench-echo at $echo_bin (SB_BIN names the folder holding it)" >&2; exit 2; }
   for round in $(seq "$REPS"); do
     for mode in seq pipe; do
       n=$(NO_PERF=1 RTT="$TARGET/release/stdio-rtt" python3 bench/server/count.py --json --mode "$mode" -- "$echo_bin" --stdio |
