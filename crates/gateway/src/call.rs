@@ -77,6 +77,48 @@ pub(crate) enum Round {
     Reply(ToolResult),
 }
 
+/// Follows the governed call of `name` for this upstream request: to its
+/// end, or to the next question of its server ([`Running::round`]). A call
+/// with nothing to follow (no progress or logs asked for upstream, and a
+/// server that cannot ask mid-call: [`Host::may_ask_during_call`]) is
+/// awaited in place instead: the driver's channels, its `select!` and the
+/// copies that let a call outlive its request (parked) are only for calls
+/// that may need them.
+pub(crate) fn follow<'a>(
+    host: &'a Host,
+    name: &'a str,
+    arguments: Option<JsonObject>,
+    options: CallOptions,
+    ctx: &'a Context,
+    parking: &'a CallParking,
+) -> impl Future<Output = Round> + Send + 'a {
+    // Decided before the future is made, so that it holds the call (or
+    // the driver) and not the arguments and options it was made of.
+    let (progress, log_level) = (ctx.wants_progress(), ctx.log_level());
+    let follow = if !progress && log_level.is_none() && !host.may_ask_during_call(name) {
+        // Boxed, as the driver boxes it, to keep the caller's future small.
+        Follow::InPlace(Box::pin(host.call_detailed(name, arguments, options)))
+    } else {
+        Follow::Driven(Running::start(
+            host, name, arguments, options, progress, log_level,
+        ))
+    };
+    async move {
+        match follow {
+            Follow::InPlace(call) => Round::Done(Ok(call.await)),
+            Follow::Driven(running) => running.round(ctx, name, parking).await,
+        }
+    }
+}
+
+/// How [`follow`] follows a call.
+enum Follow<'a> {
+    /// Awaited where it is: nothing can come before its report.
+    InPlace(Pin<Box<dyn Future<Output = CallReport> + Send + 'a>>),
+    /// Through the driver.
+    Driven(Running),
+}
+
 impl Running {
     /// A call already on a task of its own, its questions arriving on
     /// `questions`.
@@ -96,7 +138,7 @@ impl Running {
     /// Starts the governed call, its legacy server's questions coming here,
     /// and its progress (when `progress`) and log messages (when the
     /// upstream request asked for logs at `log_level`) too.
-    pub(crate) fn start(
+    fn start(
         host: &Host,
         name: &str,
         arguments: Option<JsonObject>,
@@ -150,18 +192,6 @@ impl Running {
     /// The call's next event that ends this round.
     async fn next(mut self, ctx: &Context) -> Next {
         loop {
-            let progress = async {
-                match self.progress.as_mut() {
-                    Some(rx) => rx.recv().await,
-                    None => std::future::pending().await,
-                }
-            };
-            let log = async {
-                match self.logs.as_mut() {
-                    Some(rx) => rx.recv().await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 report = self.call.wait() => {
                     // The server's progress and logs came before its
@@ -179,8 +209,8 @@ impl Running {
                     return Next::Done(report);
                 }
                 Some(question) = self.questions.recv() => return Next::Asked(self, question),
-                Some(p) = progress => relay_progress(ctx, p).await,
-                Some(n) = log => relay_log(ctx, n).await,
+                Some(p) = next_of(&mut self.progress) => relay_progress(ctx, p).await,
+                Some(n) = next_of(&mut self.logs) => relay_log(ctx, n).await,
             }
         }
     }
@@ -268,6 +298,14 @@ impl Call {
         };
         *self = Call::Ended;
         report
+    }
+}
+
+/// The next message of a channel that may not be there (then never).
+async fn next_of<T>(rx: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }
 

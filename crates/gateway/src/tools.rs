@@ -20,7 +20,7 @@ use tokio::sync::broadcast;
 use crate::approval::{
     APPROVAL_KEY, Answered, ApprovalForm, AskUpstream, NoOneUpstream, ask, ask_url, question,
 };
-use crate::call::{CallParking, Round, Running};
+use crate::call::{CallParking, Round};
 use crate::console::{Approvals, Redeemed, WaitForConsole};
 use crate::relay::{self, Retry};
 use crate::trace::CallTrace;
@@ -378,30 +378,10 @@ async fn call(
         ))
         .await;
     }
-    let console = settings.console_for(ctx);
-    // Nothing to follow while the call runs: no progress or logs asked
-    // for upstream, and a server that cannot ask questions mid-call. The
-    // call is awaited as it is (boxed, as the follower boxes it, to keep
-    // this future small).
-    if !ctx.wants_progress() && ctx.log_level().is_none() && !host.may_ask_during_call(name) {
-        let report = Box::pin(host.call_detailed(name, arguments, options)).await;
-        let round = Round::Done(Ok(report));
-        return answer(
-            round, name, ctx, &trace, started, telemetry, answered, console,
-        )
-        .await;
-    }
     // A legacy server's questions come back here (the call is parked
     // when one is put upstream).
-    let running = Running::start(
-        host,
-        name,
-        arguments,
-        options,
-        ctx.wants_progress(),
-        ctx.log_level(),
-    );
-    let round = running.round(ctx, name, parking).await;
+    let round = crate::call::follow(host, name, arguments, options, ctx, parking).await;
+    let console = settings.console_for(ctx);
     answer(
         round, name, ctx, &trace, started, telemetry, answered, console,
     )
