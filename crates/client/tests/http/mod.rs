@@ -9,3 +9,4 @@ mod tasks;
 mod tls;
 mod transport;
 pub(crate) mod util;
+mod wire;

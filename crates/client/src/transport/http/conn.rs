@@ -7,10 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{AUTHORIZATION, HOST, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE};
-use http::{Method, Request, Uri};
-use http_body_util::Full;
-use hyper_rustls::HttpsConnectorBuilder;
-use hyper_util::client::legacy::connect::HttpConnector;
+use http::{Method, Uri};
 
 use super::auth::{AuthChallenge, AuthProvider, AuthProviderError, AuthRetry, MAX_AUTH_RETRIES};
 use super::failure::Failure;
@@ -81,25 +78,16 @@ impl Http {
         auth: Option<Arc<dyn AuthProvider>>,
         limits: Limits,
     ) -> Result<Http, Failure> {
-        let mut tcp = HttpConnector::new();
-        tcp.enforce_http(false);
-        tcp.set_nodelay(true);
-        tcp.set_connect_timeout(Some(limits.connect_timeout));
         let tls = match tls {
             Some(config) => config,
             None => default_tls().map_err(Failure::Invalid)?,
         };
-        let connector = HttpsConnectorBuilder::new()
-            .with_tls_config((*tls).clone())
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(tcp);
         let host = origin
             .authority()
             .and_then(|a| HeaderValue::from_str(a.as_str()).ok())
             .ok_or_else(|| Failure::Invalid(format!("URL {origin} has no host")))?;
         Ok(Http {
-            pool: Pool::new(connector, limits),
+            pool: Pool::new(tls, limits),
             host,
             custom,
             auth,
@@ -231,17 +219,11 @@ impl Http {
         }
         headers.insert(HOST, self.host.clone());
         // HTTP/1.1 origin form: the path and query on the request line.
-        let path = uri
-            .path_and_query()
-            .cloned()
-            .map_or_else(|| Uri::from_static("/"), Uri::from);
-        let mut request = Request::new(Full::new(body));
-        *request.method_mut() = method;
-        *request.uri_mut() = path;
-        *request.headers_mut() = headers;
-        let response = self.pool.send(&uri, request).await?;
-        // hyper bounds the head it reads; checked again here so the limit
-        // holds whatever hyper does.
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let response = self.pool.send(&uri, &method, path, &headers, &body).await?;
+        // The head as read is bounded by the limit; its fields are counted
+        // again as they are kept, so the limit holds however they were
+        // written.
         let head: usize = response
             .headers()
             .iter()

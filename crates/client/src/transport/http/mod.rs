@@ -25,6 +25,7 @@ mod auth;
 mod conn;
 mod era;
 mod failure;
+mod h1;
 mod legacy;
 mod pool;
 mod response;

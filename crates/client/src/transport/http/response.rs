@@ -454,7 +454,7 @@ impl EventStream {
 
     /// Whether the body has ended.
     pub(crate) fn is_done(&self) -> bool {
-        self.ended || hyper::body::Body::is_end_stream(&self.body)
+        self.ended || http_body::Body::is_end_stream(&self.body)
     }
 
     /// Reads what is left of the stream after its response, handing
