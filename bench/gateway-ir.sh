@@ -15,6 +15,8 @@
 #   CONC       connections (default 1)
 #   LOAD_SECS  seconds counted (default 8); RUNS: how many counts (default 1)
 #   PORT       tickets' port; the gateway takes PORT+1 (default 18491)
+#   KEEP       a folder to keep each run's callgrind files in, for
+#              callgrind_annotate (by default they go with the scratch dir)
 #
 # Prints one line per run: requests counted and instructions per call.
 # Needs valgrind (callgrind_control) and wrk; installs them when missing.
@@ -66,6 +68,10 @@ for run in $(seq "$RUNS"); do
   kill -INT "$gw"; wait "$gw" 2>/dev/null || true
   requests=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<"$result")
   # Every dump's total (the one asked for and the one at exit).
+  if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP"
+    for f in "$out"/cg.*; do cp "$f" "$KEEP/run$run.${f##*/}"; done
+  fi
   total=$(for f in "$out"/cg.*; do
     callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
   done | awk '{s += $1} END {print s + 0}')

@@ -267,3 +267,22 @@ async fn an_answer_that_is_not_http_is_a_clear_error() {
     let err = list(&t, 1).await.unwrap_err();
     assert_says(&err, "not valid HTTP");
 }
+
+// A request body far past one write (a megabyte of arguments) goes out
+// whole after its head, and the connection carries the next one.
+#[tokio::test]
+async fn a_large_request_goes_out_whole_and_its_connection_is_kept() {
+    let server = raw_server(|_, id| Act::Write(vec![json_answer(id, "")])).await;
+    let t = transport(&server.url);
+    let big = "a".repeat(1 << 20);
+    for id in 1..=2 {
+        let request = modern_request(
+            id,
+            method::TOOLS_CALL,
+            json!({"name": "echo", "arguments": {"text": big}}),
+        );
+        within(t.request(Outgoing::new(request))).await.unwrap();
+    }
+    assert_eq!(server.requests.load(Ordering::SeqCst), 2);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+}

@@ -36,6 +36,11 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(55);
 const MAX_IDLE: usize = 256;
 /// Bytes asked of the socket per read.
 const READ_CHUNK: usize = 8 * 1024;
+/// Largest body written in the same write as its head.
+const INLINE_BODY: usize = 16 * 1024;
+/// Largest read buffer an idle connection keeps (a long response head
+/// grows it).
+const KEPT_INPUT: usize = 64 * 1024;
 
 /// The connections of one transport.
 pub(crate) struct Pool {
@@ -93,10 +98,7 @@ impl Pool {
                 // Boxed: connecting is rare, and its state is large.
                 None => (Box::pin(self.connect(target)).await?, true),
             };
-            conn.out.clear();
-            h1::write_head(&mut conn.out, method, path, headers, body.len());
-            conn.out.extend_from_slice(body);
-            if let Err(e) = conn.write_out().await {
+            if let Err(e) = conn.write_request(method, path, headers, body).await {
                 if fresh {
                     return Err(Failure::Connect(
                         format!("sending the request failed: {e}"),
@@ -320,8 +322,25 @@ impl Conn {
         Poll::Ready(Ok(n))
     }
 
-    async fn write_out(&mut self) -> io::Result<()> {
-        self.io.write_all(&self.out).await?;
+    /// Writes a request: head and body in one write when the body is
+    /// small, the body from where it lies when it is not (so no large
+    /// buffer stays with the connection).
+    async fn write_request(
+        &mut self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+        body: &[u8],
+    ) -> io::Result<()> {
+        self.out.clear();
+        h1::write_head(&mut self.out, method, path, headers, body.len());
+        if body.len() <= INLINE_BODY {
+            self.out.extend_from_slice(body);
+            self.io.write_all(&self.out).await?;
+        } else {
+            self.io.write_all(&self.out).await?;
+            self.io.write_all(body).await?;
+        }
         self.io.flush().await
     }
 
@@ -398,11 +417,14 @@ impl PooledBody {
     /// The body is complete: its connection goes back to the pool when it
     /// may carry another request and holds nothing more.
     fn finish(&mut self) {
-        if let Some(conn) = self.conn.take()
+        if let Some(mut conn) = self.conn.take()
             && self.keep_alive
             && conn.start == conn.end
             && let Some(pool) = self.pool.upgrade()
         {
+            if conn.input.len() > KEPT_INPUT {
+                conn.input = Vec::new();
+            }
             pool.release(conn);
         }
     }
