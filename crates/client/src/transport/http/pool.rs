@@ -9,6 +9,7 @@
 //! cancellation signal Streamable HTTP wants.
 
 use std::io;
+use std::net::Shutdown;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -19,6 +20,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Response, Uri};
 use http_body::{Body, Frame, SizeHint};
 use rustls::pki_types::ServerName;
+use socket2::SockRef;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -189,7 +191,8 @@ impl Pool {
             })?;
             // Small requests and answers: never wait to fill a segment.
             let _ = tcp.set_nodelay(true);
-            let handle = self.open.add(&tcp);
+            let tcp = Tcp(Arc::new(tcp));
+            let handle = self.open.add(&tcp.0);
             let io = if secure {
                 let name = ServerName::try_from(host.to_owned()).map_err(|e| {
                     Failure::Invalid(format!("{host:?} is not a name TLS can check: {e}"))
@@ -233,8 +236,57 @@ impl Pool {
 
 /// A plain or TLS connection.
 enum Stream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Plain(Tcp),
+    Tls(Box<TlsStream<Tcp>>),
+}
+
+/// A TCP stream whose socket the pool's [`OpenSockets`] can also reach, to
+/// shut it down.
+struct Tcp(Arc<TcpStream>);
+
+impl AsyncRead for Tcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            ready!(self.0.poll_read_ready(cx))?;
+            match self.0.try_read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                // Readiness was stale; `try_read` cleared it.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Tcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            ready!(self.0.poll_write_ready(cx))?;
+            match self.0.try_write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                written => return Poll::Ready(written),
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(SockRef::from(&*self.0).shutdown(Shutdown::Write))
+    }
 }
 
 impl AsyncRead for Stream {
@@ -505,14 +557,12 @@ impl Body for PooledBody {
     }
 }
 
-/// A second handle on every open socket, so [`Pool::abort_all`] can shut
-/// down connections that a request in flight owns: the read it waits on
-/// then ends at once. The handle is a duplicate descriptor, closed with its
-/// connection.
+/// Every open connection's socket, so [`Pool::abort_all`] can shut down
+/// those a request in flight owns: the read it waits on then ends at once.
 #[derive(Default)]
 struct OpenSockets {
     next: AtomicU64,
-    sockets: Mutex<Vec<(u64, std::net::TcpStream)>>,
+    sockets: Mutex<Vec<(u64, Weak<TcpStream>)>>,
 }
 
 /// A connection's entry in [`OpenSockets`].
@@ -522,14 +572,9 @@ struct OpenHandle {
 }
 
 impl OpenSockets {
-    fn add(self: &Arc<Self>, tcp: &TcpStream) -> OpenHandle {
+    fn add(self: &Arc<Self>, tcp: &Arc<TcpStream>) -> OpenHandle {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        match duplicate(tcp) {
-            Ok(copy) => lock(&self.sockets).push((id, copy)),
-            // Without a copy the connection cannot be aborted while busy;
-            // it still closes when its request ends.
-            Err(e) => tracing::debug!(error = %e, "no second handle on a connection"),
-        }
+        lock(&self.sockets).push((id, Arc::downgrade(tcp)));
         OpenHandle {
             id,
             open: Arc::downgrade(self),
@@ -538,7 +583,10 @@ impl OpenSockets {
 
     fn shut_down_all(&self) {
         for (_, socket) in lock(&self.sockets).iter() {
-            let _ = socket.shutdown(std::net::Shutdown::Both);
+            // Held while shut down: the descriptor cannot close under it.
+            if let Some(socket) = socket.upgrade() {
+                let _ = SockRef::from(&*socket).shutdown(Shutdown::Both);
+            }
         }
     }
 }
@@ -552,26 +600,4 @@ impl Drop for OpenHandle {
             }
         }
     }
-}
-
-#[cfg(unix)]
-fn duplicate(tcp: &TcpStream) -> io::Result<std::net::TcpStream> {
-    use std::os::fd::AsFd;
-    Ok(std::net::TcpStream::from(tcp.as_fd().try_clone_to_owned()?))
-}
-
-#[cfg(windows)]
-fn duplicate(tcp: &TcpStream) -> io::Result<std::net::TcpStream> {
-    use std::os::windows::io::AsSocket;
-    Ok(std::net::TcpStream::from(
-        tcp.as_socket().try_clone_to_owned()?,
-    ))
-}
-
-#[cfg(not(any(unix, windows)))]
-fn duplicate(_: &TcpStream) -> io::Result<std::net::TcpStream> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "no descriptors to duplicate",
-    ))
 }
