@@ -21,7 +21,7 @@ use http::{HeaderMap, Method, Response, Uri};
 use http_body::{Body, Frame, SizeHint};
 use rustls::pki_types::ServerName;
 use socket2::SockRef;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, Interest, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -252,14 +252,31 @@ impl AsyncRead for Tcp {
     ) -> Poll<io::Result<()>> {
         loop {
             ready!(self.0.poll_read_ready(cx))?;
-            match self.0.try_read(buf.initialize_unfilled()) {
-                Ok(n) => {
-                    buf.advance(n);
+            let unfilled = buf.initialize_unfilled();
+            let room = unfilled.len();
+            let mut got = 0;
+            // A read that fills less than the room drained the socket: the
+            // readiness it was made under is cleared (the closure says
+            // "would block"), as tokio's own read does, so the next poll
+            // waits for the next event instead of asking the kernel again.
+            // Only that readiness: an event that came meanwhile stands.
+            let read = self.0.try_io(Interest::READABLE, || {
+                got = self.0.try_read(unfilled)?;
+                if got > 0 && got < room {
+                    Err(io::ErrorKind::WouldBlock.into())
+                } else {
+                    Ok(())
+                }
+            });
+            match read {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && got == 0 => {}
+                Err(e) if e.kind() != io::ErrorKind::WouldBlock => {
+                    return Poll::Ready(Err(e));
+                }
+                _ => {
+                    buf.advance(got);
                     return Poll::Ready(Ok(()));
                 }
-                // Readiness was stale; `try_read` cleared it.
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => return Poll::Ready(Err(e)),
             }
         }
     }
