@@ -22,6 +22,7 @@
 //! | `request_state` | MRTR `requestState` unsealing (forged, altered, misbound tokens) |
 //! | `fast_path` | differential: the server's `tools/call` fast path against the general path |
 //! | `skill` | a Skills entry (JSON) and a `SKILL.md` checked against it: frontmatter YAML, digests, sizes |
+//! | `http1` | the HTTP client's response head parser and body decoder (sized, chunked, to the close), any chunking |
 //!
 //! # Example
 //! ```
@@ -62,6 +63,7 @@ pub const TARGETS: &[Target] = &[
     ("request_state", request_state),
     ("fast_path", fast_path),
     ("skill", skill),
+    ("http1", http1),
 ];
 
 /// The target named `name`.
@@ -395,4 +397,88 @@ pub fn skill(data: &[u8]) {
             );
         }
     }
+}
+
+/// The HTTP client's HTTP/1.1 codec: a response head is refused, or taken
+/// whole within the limit; the body after it decodes to the same bytes and
+/// the same end (complete, cut short, broken) however the reads split it,
+/// and never to more bytes than arrived (or than its length says).
+///
+/// The first byte picks the head limit, the chunking and whether the
+/// request was a `HEAD`.
+pub fn http1(data: &[u8]) {
+    use switchboard_client::transport::http::h1::{Framing, HeadError, parse_head};
+    let [knobs, response @ ..] = data else {
+        return;
+    };
+    let max = 32 + usize::from(*knobs) * 8;
+    let method = if knobs & 0x80 == 0 {
+        http::Method::POST
+    } else {
+        http::Method::HEAD
+    };
+    let (head, used) = match parse_head(response, max, &method) {
+        Err(HeadError::TooLarge) => {
+            assert!(
+                response.len() > max,
+                "a head within the limit was too large"
+            );
+            return;
+        }
+        Err(HeadError::Invalid(_)) | Ok(None) => return,
+        Ok(Some(parsed)) => parsed,
+    };
+    assert!(used <= response.len() && used <= max);
+    let body = &response[used..];
+    let whole = decode_http1_body(head.framing, &[body]);
+    let step = usize::from(knobs % 13) + 1;
+    let mut pieces: Vec<&[u8]> = body.chunks(step).collect();
+    if pieces.is_empty() {
+        // An empty body is still one (empty) read.
+        pieces.push(body);
+    }
+    assert_eq!(whole, decode_http1_body(head.framing, &pieces));
+    let (taken, _, left) = &whole;
+    assert!(taken.len() + left <= body.len());
+    if let Framing::Length(n) = head.framing {
+        assert!(taken.len() as u64 <= n);
+    }
+}
+
+/// Feeds `pieces` to a body decoder: the body, how it ended, and how many
+/// bytes were left unread after its end.
+fn decode_http1_body(
+    framing: switchboard_client::transport::http::h1::Framing,
+    pieces: &[&[u8]],
+) -> (Vec<u8>, String, usize) {
+    use switchboard_client::transport::http::h1::{Decoded, Decoder};
+    let mut decoder = Decoder::new(framing);
+    let mut pending: Vec<u8> = Vec::new();
+    let mut body = Vec::new();
+    for (at, piece) in pieces.iter().enumerate() {
+        pending.extend_from_slice(piece);
+        loop {
+            let mut taken = 0;
+            let decoded = decoder.decode(&pending, &mut taken);
+            assert!(taken <= pending.len());
+            pending.drain(..taken);
+            match decoded {
+                Ok(Decoded::Data(data)) => {
+                    assert!(!data.is_empty(), "an empty data frame");
+                    body.extend_from_slice(&data);
+                }
+                Ok(Decoded::More) => break,
+                Ok(Decoded::End) => {
+                    let unread: usize = pieces[at + 1..].iter().map(|p| p.len()).sum();
+                    return (body, "end".into(), pending.len() + unread);
+                }
+                Err(e) => return (body, format!("error: {e}"), 0),
+            }
+        }
+    }
+    let end = match decoder.at_close() {
+        Ok(()) => "closed".to_owned(),
+        Err(e) => format!("cut: {e}"),
+    };
+    (body, end, 0)
 }

@@ -1,6 +1,7 @@
 //! HTTP/1.1 on the wire, client side (RFC 9112): the request head, the
 //! response head, and the framing of the response body. No I/O here: the
-//! pool feeds these bytes and writes what they make.
+//! pool feeds these bytes and writes what they make. Public only so the
+//! fuzz target can reach it (`switchboard-fuzzing`'s `http1`).
 
 use std::mem::MaybeUninit;
 
@@ -17,7 +18,7 @@ const MAX_TRAILERS: usize = 16 * 1024;
 /// Appends the head of a request to `out`: the request line, `headers`,
 /// and the body's `content-length` when there is a body or the method is
 /// one that carries one.
-pub(crate) fn write_head(
+pub fn write_head(
     out: &mut Vec<u8>,
     method: &Method,
     path: &str,
@@ -59,7 +60,7 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
 
 /// How the body after a response head ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Framing {
+pub enum Framing {
     /// No body: `HEAD`, `204`, `304`, or `content-length: 0`.
     Empty,
     /// `content-length` bytes.
@@ -72,17 +73,17 @@ pub(crate) enum Framing {
 
 /// A response head, parsed.
 #[derive(Debug)]
-pub(crate) struct Head {
-    pub(crate) status: StatusCode,
-    pub(crate) headers: HeaderMap,
-    pub(crate) framing: Framing,
+pub struct Head {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub framing: Framing,
     /// Whether the connection may carry another request after this body.
-    pub(crate) keep_alive: bool,
+    pub keep_alive: bool,
 }
 
 /// Why a response head was refused.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum HeadError {
+pub enum HeadError {
     /// Longer than the limit and still not complete.
     TooLarge,
     /// Not HTTP/1.x, or a field that makes no sense; what is wrong.
@@ -96,7 +97,7 @@ pub(crate) enum HeadError {
 /// # Errors
 /// [`HeadError::TooLarge`] when the head runs past `max` bytes,
 /// [`HeadError::Invalid`] when it is not a valid HTTP/1.x response head.
-pub(crate) fn parse_head(
+pub fn parse_head(
     buf: &[u8],
     max: usize,
     method: &Method,
@@ -216,7 +217,7 @@ fn content_length(headers: &HeaderMap) -> Result<Option<u64>, HeadError> {
 
 /// Takes a response body out of the bytes read after its head.
 #[derive(Debug)]
-pub(crate) struct Decoder {
+pub struct Decoder {
     state: State,
 }
 
@@ -233,7 +234,7 @@ enum State {
 
 /// What [`Decoder::decode`] found.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Decoded {
+pub enum Decoded {
     /// A piece of the body.
     Data(Bytes),
     /// More bytes are needed.
@@ -244,7 +245,7 @@ pub(crate) enum Decoded {
 
 impl Decoder {
     /// A decoder for a body framed as `framing`.
-    pub(crate) fn new(framing: Framing) -> Decoder {
+    pub fn new(framing: Framing) -> Decoder {
         let state = match framing {
             Framing::Empty => State::Done,
             Framing::Length(n) => State::Length(n),
@@ -255,12 +256,12 @@ impl Decoder {
     }
 
     /// Whether the whole body has been taken.
-    pub(crate) fn is_done(&self) -> bool {
+    pub fn is_done(&self) -> bool {
         matches!(self.state, State::Done)
     }
 
     /// The body's exact remaining length, when the framing says it.
-    pub(crate) fn remaining(&self) -> Option<u64> {
+    pub fn remaining(&self) -> Option<u64> {
         match self.state {
             State::Length(n) => Some(n),
             State::Done => Some(0),
@@ -273,7 +274,7 @@ impl Decoder {
     ///
     /// # Errors
     /// A chunked body that breaks its framing: what is wrong.
-    pub(crate) fn decode(&mut self, input: &[u8], taken: &mut usize) -> Result<Decoded, String> {
+    pub fn decode(&mut self, input: &[u8], taken: &mut usize) -> Result<Decoded, String> {
         *taken = 0;
         loop {
             let rest = &input[*taken..];
@@ -348,7 +349,7 @@ impl Decoder {
     ///
     /// # Errors
     /// The body was cut short.
-    pub(crate) fn at_close(&mut self) -> Result<(), String> {
+    pub fn at_close(&mut self) -> Result<(), String> {
         match self.state {
             State::UntilClose | State::Done => {
                 self.state = State::Done;

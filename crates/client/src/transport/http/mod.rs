@@ -25,7 +25,9 @@ mod auth;
 mod conn;
 mod era;
 mod failure;
-mod h1;
+// Public for the fuzz target (`switchboard-fuzzing`); not an API.
+#[doc(hidden)]
+pub mod h1;
 mod legacy;
 mod pool;
 mod response;
