@@ -123,12 +123,23 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<Arc<RequestMeta>> {
                 client_capabilities = Some(if s.empty_object() {
                     ClientCapabilities::default()
                 } else {
-                    ClientCapabilities::from_object(s.parsed()?).ok()?
+                    let raw = s.raw_object()?;
+                    SEEN.with_borrow_mut(|seen| {
+                        seen.capabilities.read(raw, |raw| {
+                            let map: Map<String, Value> = serde_json::from_str(raw).ok()?;
+                            ClientCapabilities::from_object(map).ok()
+                        })
+                    })?
                 });
             }
             CLIENT_INFO if client_info.is_none() => {
-                let map: Map<String, Value> = s.parsed()?;
-                client_info = Some(Implementation::deserialize(Value::Object(map)).ok()?);
+                let raw = s.raw_object()?;
+                client_info = Some(SEEN.with_borrow_mut(|seen| {
+                    seen.client_info.read(raw, |raw| {
+                        let map: Map<String, Value> = serde_json::from_str(raw).ok()?;
+                        Implementation::deserialize(Value::Object(map)).ok()
+                    })
+                })?);
             }
             LOG_LEVEL if log_level.is_none() => {
                 log_level = Some(
@@ -157,6 +168,50 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<Arc<RequestMeta>> {
         tracestate,
         extra: Map::new(),
     }))
+}
+
+/// The capabilities and client info last read on this thread, by their
+/// text. A client sends the same ones with every request (a gateway's
+/// carry its extensions and name), and reading them with `serde_json`
+/// costs a tree and a typed pass each time: a request whose text matches
+/// gets a copy instead.
+#[derive(Default)]
+struct Seen {
+    capabilities: Recent<ClientCapabilities>,
+    client_info: Recent<Implementation>,
+}
+
+/// One value and the exact text it was read from.
+struct Recent<T>(Option<(Box<str>, T)>);
+
+impl<T> Default for Recent<T> {
+    fn default() -> Self {
+        Recent(None)
+    }
+}
+
+/// Longest text kept: larger objects are read every time.
+const MOST_SEEN: usize = 1024;
+
+impl<T: Clone> Recent<T> {
+    /// The value of `raw`: a copy of the last one when the text is the
+    /// same, else `read(raw)`, kept for next time.
+    fn read(&mut self, raw: &str, read: impl FnOnce(&str) -> Option<T>) -> Option<T> {
+        if let Some((text, value)) = &self.0
+            && **text == *raw
+        {
+            return Some(value.clone());
+        }
+        let value = read(raw)?;
+        if raw.len() <= MOST_SEEN {
+            self.0 = Some((raw.into(), value.clone()));
+        }
+        Some(value)
+    }
+}
+
+thread_local! {
+    static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
 }
 
 /// Where the first `"` or `\\` in `bytes` is. Eight bytes at a time in a
@@ -404,6 +459,40 @@ mod tests {
 
     fn bytes(v: Value) -> Vec<u8> {
         serde_json::to_vec(&v).unwrap()
+    }
+
+    // A gateway sends the same capabilities and client info with every
+    // call: read once per thread, then copied while the text is the same,
+    // and read anew the moment it changes.
+    #[test]
+    fn repeated_capabilities_and_client_info_read_like_the_general_path() {
+        let call = |capabilities: Value, name: &str| {
+            bytes(
+                json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{
+                "name":"echo","arguments":{},
+                "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+                         "io.modelcontextprotocol/clientCapabilities":capabilities,
+                         "io.modelcontextprotocol/clientInfo":{"name":name,"version":"1"}}}}),
+            )
+        };
+        let tasks = json!({"extensions":{"io.modelcontextprotocol/tasks":{}}});
+        let sampling = json!({"sampling":{}});
+        for (capabilities, name) in [
+            (tasks.clone(), "gateway"),
+            (tasks.clone(), "gateway"),
+            (sampling.clone(), "gateway"),
+            (sampling, "other"),
+            (tasks, "gateway"),
+        ] {
+            let body = call(capabilities.clone(), name);
+            assert_eq!(agrees(&body), Ok(true), "{capabilities} {name}");
+            let meta = tool_call(&body).unwrap().meta;
+            assert_eq!(
+                serde_json::to_value(&meta.client_capabilities).unwrap(),
+                capabilities
+            );
+            assert_eq!(meta.client_info.as_ref().unwrap().name, name);
+        }
     }
 
     #[test]
