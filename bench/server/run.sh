@@ -5,6 +5,7 @@
 #
 #   bench/server/run.sh /path/to/bench            # full: REPS=3 SECS=10 STDIO_N=10000
 #   PEERS="floor switchboard" REPS=1 SECS=5 bench/server/run.sh /path/to/bench
+#   PEERS="floor switchboard ceiling switchboard-lean ceiling-lean" ...   # stdio answers with and without serverInfo
 #
 # BENCH_DIR is the shared bench folder (README.md, run-all.sh, peers/, stdio-rtt/).
 # It is copied to a work directory (WORK_DIR, default a new temp dir), so the

@@ -528,8 +528,10 @@ impl Server {
             }
             match &mut h.meta {
                 Some(m) => {
-                    m.entry(SERVER_INFO)
-                        .or_insert_with(|| self.inner.server_info.clone());
+                    if self.inner.options.server_info_meta {
+                        m.entry(SERVER_INFO)
+                            .or_insert_with(|| self.inner.server_info.clone());
+                    }
                     true
                 }
                 None => false,

@@ -142,6 +142,8 @@ pub(crate) struct Options {
     /// How long a legacy session waits for the client to answer a
     /// server-to-client request.
     pub(crate) legacy_answer_timeout: Duration,
+    /// Whether results carry the `serverInfo` `_meta` (WIRE-17).
+    pub(crate) server_info_meta: bool,
 }
 
 impl Default for Options {
@@ -157,6 +159,7 @@ impl Default for Options {
             logging: false,
             legacy: true,
             legacy_answer_timeout: Duration::from_secs(300),
+            server_info_meta: true,
         }
     }
 }
@@ -631,7 +634,7 @@ impl Server {
     /// Finishes a result object that has no `_meta` of its own: adds the
     /// `serverInfo` `_meta` (WIRE-17).
     pub(crate) fn finish_result(&self, mut bytes: Vec<u8>) -> Vec<u8> {
-        if bytes.last() != Some(&b'}') {
+        if self.inner.meta_member.is_empty() || bytes.last() != Some(&b'}') {
             return bytes;
         }
         bytes.pop();
@@ -762,6 +765,16 @@ impl ServerBuilder {
     /// server-to-client request (default 5 minutes).
     pub fn legacy_answer_timeout(mut self, timeout: Duration) -> Self {
         self.options.legacy_answer_timeout = timeout;
+        self
+    }
+
+    /// Whether every result's `_meta` names this server
+    /// (`io.modelcontextprotocol/serverInfo`, default on). The spec asks
+    /// for it unless a server is configured not to (WIRE-17): off, the
+    /// answers are smaller, and nothing else changes (a legacy
+    /// `initialize` still carries `serverInfo`, which it requires).
+    pub fn server_info_meta(mut self, on: bool) -> Self {
+        self.options.server_info_meta = on;
         self
     }
 
@@ -990,10 +1003,13 @@ impl ServerBuilder {
         let server_info = serde_json::to_value(&self.info).unwrap_or_else(|_| json!({}));
         let mut meta = Map::new();
         meta.insert(SERVER_INFO.into(), server_info.clone());
-        let meta_member = {
+        // Empty when the `serverInfo` `_meta` is configured off.
+        let meta_member = if self.options.server_info_meta {
             let mut out = b"\"_meta\":".to_vec();
             out.extend_from_slice(&serde_json::to_vec(&meta).unwrap_or_else(|_| b"{}".to_vec()));
             out
+        } else {
+            Vec::new()
         };
         let discover = DiscoverResult {
             supported_versions: version::MODERN_SUPPORTED
@@ -1005,7 +1021,7 @@ impl ServerBuilder {
             cache: self.options.discover_cache.clone(),
             header: ResultHeader {
                 result_type: Some(switchboard_wire::types::ResultType::Complete),
-                meta: Some(meta),
+                meta: self.options.server_info_meta.then_some(meta),
                 extra: JsonObject::new(),
             },
         };

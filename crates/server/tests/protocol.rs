@@ -161,6 +161,37 @@ async fn discover_and_caching_hints() {
     http.stop().await;
 }
 
+// WIRE-17 "unless configured not to": with the `serverInfo` `_meta` off, no
+// result names the server, and a handler's own `_meta` still goes out.
+#[tokio::test]
+async fn server_info_meta_can_be_configured_off() {
+    let server = builder(std::sync::Arc::new(Probe::default()))
+        .server_info_meta(false)
+        .tool("tagged", "Carries its own _meta", || async {
+            let mut r = switchboard_wire::CallToolResult::text("t");
+            r.header.meta = Some(serde_json::Map::from_iter([("k".to_owned(), json!(1))]));
+            r
+        })
+        .build()
+        .unwrap();
+    let http = start(server, HttpOptions::new()).await;
+    let tool = |name: &str| json!({"name": name, "arguments": {"text": "x"}});
+    for (method, params) in [
+        ("server/discover", json!({})),
+        ("tools/list", json!({})),
+        ("prompts/list", json!({})),
+        ("resources/read", json!({"uri": "test://text"})),
+        ("tools/call", tool("echo")),
+    ] {
+        let r = http.call(method, params).await.result();
+        assert_eq!(r["resultType"], "complete", "{method}");
+        assert!(r.get("_meta").is_none(), "{method}: {r}");
+    }
+    let r = http.call("tools/call", tool("tagged")).await.result();
+    assert_eq!(r["_meta"], json!({"k": 1}));
+    http.stop().await;
+}
+
 // TOOL-03, PAGE-*, CACHE-08: pages of a configured size, a stable order,
 // the same scope on every page, and forged cursors refused.
 #[tokio::test]

@@ -5,6 +5,7 @@
 //! bench-echo --listen 127.0.0.1:18080      # Streamable HTTP, endpoint /mcp
 //! bench-echo --stdio
 //! bench-echo --stdio --ceiling            # the answer's bytes, no server work
+//! bench-echo --stdio --no-server-info     # results without the serverInfo _meta
 //! ```
 //!
 //! `--ceiling` is a measuring stick, not a server: it answers every line
@@ -45,6 +46,9 @@ struct Flags {
     /// copied, and do nothing else (the bench's ceiling).
     #[arg(long, requires = "stdio")]
     ceiling: bool,
+    /// Leave the `serverInfo` `_meta` out of every result.
+    #[arg(long)]
+    no_server_info: bool,
 }
 
 /// The server's name in every answer's `serverInfo`.
@@ -63,7 +67,7 @@ async fn echo(args: EchoArgs) -> String {
 fn main() -> anyhow::Result<()> {
     let flags = Flags::parse();
     if flags.ceiling {
-        return ceiling();
+        return ceiling(!flags.no_server_info);
     }
     let runtime = if flags.threads == 0 {
         tokio::runtime::Builder::new_current_thread()
@@ -77,6 +81,7 @@ fn main() -> anyhow::Result<()> {
     };
     let server = Server::builder(NAME, env!("CARGO_PKG_VERSION"))
         .tool("echo", "Returns its text argument", echo)
+        .server_info_meta(!flags.no_server_info)
         .build()?;
     runtime.block_on(async move {
         match flags.listen {
@@ -94,11 +99,19 @@ fn main() -> anyhow::Result<()> {
     })
 }
 
-/// `--ceiling`: every input line gets the echo answer with the line's id.
-fn ceiling() -> anyhow::Result<()> {
+/// `--ceiling`: every input line gets the echo answer with the line's id
+/// (with the `serverInfo` `_meta` when `server_info`).
+fn ceiling(server_info: bool) -> anyhow::Result<()> {
+    let meta = if server_info {
+        format!(
+            r#","_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"{NAME}","version":"{}"}}}}"#,
+            env!("CARGO_PKG_VERSION")
+        )
+    } else {
+        String::new()
+    };
     let tail = format!(
-        r#","result":{{"content":[{{"type":"text","text":"hi"}}],"resultType":"complete","_meta":{{"io.modelcontextprotocol/serverInfo":{{"name":"{NAME}","version":"{}"}}}}}}}}"#,
-        env!("CARGO_PKG_VERSION")
+        r#","result":{{"content":[{{"type":"text","text":"hi"}}],"resultType":"complete"{meta}}}}}"#
     );
     let mut input = std::io::BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());

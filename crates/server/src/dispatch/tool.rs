@@ -358,13 +358,16 @@ impl Server {
             let _ = serde_json::to_writer(&mut out, v);
         }
         match &mut result.header.meta {
+            None if self.inner.meta_member.is_empty() => {}
             None => {
                 out.push(b',');
                 out.extend_from_slice(&self.inner.meta_member);
             }
             Some(meta) => {
-                meta.entry(SERVER_INFO)
-                    .or_insert_with(|| self.inner.server_info.clone());
+                if self.inner.options.server_info_meta {
+                    meta.entry(SERVER_INFO)
+                        .or_insert_with(|| self.inner.server_info.clone());
+                }
                 out.extend_from_slice(b",\"_meta\":");
                 let _ = serde_json::to_writer(&mut out, meta);
             }
