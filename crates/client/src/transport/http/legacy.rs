@@ -11,7 +11,6 @@ use std::time::Duration;
 use http::header::{ACCEPT, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use serde_json::Value;
-use switchboard_wire::header as h;
 use switchboard_wire::{Message, Notification, Request, RequestId, Response, types::method};
 
 use super::conn::{HttpResponse, Outbound};
@@ -106,9 +105,9 @@ impl LegacySession {
 
     fn headers(&self, session: Option<&HeaderValue>, base: HeaderMap) -> HeaderMap {
         let mut headers = base;
-        headers.insert(h::PROTOCOL_VERSION, self.version.clone());
+        headers.insert(super::MCP_PROTOCOL_VERSION, self.version.clone());
         if let Some(id) = session {
-            headers.insert(h::SESSION_ID, id.clone());
+            headers.insert(super::MCP_SESSION_ID, id.clone());
         }
         headers
     }
@@ -353,7 +352,7 @@ async fn handshake(
 ) -> Result<(Option<HeaderValue>, Response), Failure> {
     let mut headers = request_headers(&request.method, request.params.as_ref())?;
     if let Some(id) = session {
-        headers.insert(h::SESSION_ID, id.clone());
+        headers.insert(super::MCP_SESSION_ID, id.clone());
     }
     let out = inner.post(headers, request, Some(request.method.clone()));
     let answer = inner.http.send(out).await?;
@@ -365,7 +364,7 @@ async fn handshake(
             .await
             .map(|r| (None, r));
     }
-    let session_id = answer.headers().get(h::SESSION_ID).cloned();
+    let session_id = answer.headers().get(super::MCP_SESSION_ID).cloned();
     let on_request = |r: Request| emit(&inner.events, &inner.server, Incoming::Request(r));
     let routing = Routing {
         server: &inner.server,
@@ -420,14 +419,14 @@ impl Standalone {
     async fn open(&self, last_event_id: Option<&str>) -> Result<Option<EventStream>, Failure> {
         let mut headers = HeaderMap::new();
         headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        headers.insert(h::PROTOCOL_VERSION, self.version.clone());
+        headers.insert(super::MCP_PROTOCOL_VERSION, self.version.clone());
         let session = self
             .session_id
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         if let Some(id) = session {
-            headers.insert(h::SESSION_ID, id);
+            headers.insert(super::MCP_SESSION_ID, id);
         }
         if let Some(last) = last_event_id {
             headers.insert("last-event-id", header_value(last)?);
