@@ -52,3 +52,20 @@ fn the_ceiling_sends_the_servers_answer_byte_for_byte() {
     );
     assert_eq!(ceiling, served);
 }
+
+/// The same with the `serverInfo` `_meta` configured off (WIRE-17): the
+/// server's answers carry none, and the lean ceiling is their twin.
+#[test]
+fn without_server_info_the_ceiling_still_matches_the_server() {
+    let ids = ["7", r#""call-b""#];
+    let served = answers(&["--stdio", "--no-server-info"], &ids);
+    let ceiling = answers(&["--stdio", "--ceiling", "--no-server-info"], &ids);
+    assert_eq!(served.len(), ids.len(), "{served:?}");
+    assert!(!served[0].contains("serverInfo"), "{}", served[0]);
+    assert!(
+        served[0].contains(r#""resultType":"complete""#),
+        "{}",
+        served[0]
+    );
+    assert_eq!(ceiling, served);
+}
