@@ -70,7 +70,7 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// The MCP header names, made once at compile time: a `&str` key is
-/// parsed and checked again on every insert (about 450 instructions each).
+/// parsed and checked again on every insert.
 pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static(h::METHOD);
 pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static(h::NAME);
 pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static(h::PROTOCOL_VERSION);
