@@ -12,7 +12,7 @@ use std::task::{Poll, ready};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use switchboard_wire::meta::{IDEMPOTENCY_KEY, META, SERVER_INFO};
+use switchboard_wire::meta::{IDEMPOTENCY_KEY, META};
 use switchboard_wire::skills;
 use switchboard_wire::types::method;
 use switchboard_wire::{
@@ -528,10 +528,7 @@ impl Server {
             }
             match &mut h.meta {
                 Some(m) => {
-                    if self.inner.options.server_info_meta {
-                        m.entry(SERVER_INFO)
-                            .or_insert_with(|| self.inner.server_info.clone());
-                    }
+                    self.add_server_info(m);
                     true
                 }
                 None => false,

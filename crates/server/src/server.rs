@@ -631,10 +631,19 @@ impl Server {
         }
     }
 
+    /// Adds the `serverInfo` member to a result's own `_meta` (WIRE-17),
+    /// unless it is configured off or the handler set one.
+    pub(crate) fn add_server_info(&self, meta: &mut JsonObject) {
+        if self.inner.options.server_info_meta {
+            meta.entry(SERVER_INFO)
+                .or_insert_with(|| self.inner.server_info.clone());
+        }
+    }
+
     /// Finishes a result object that has no `_meta` of its own: adds the
-    /// `serverInfo` `_meta` (WIRE-17).
+    /// `serverInfo` `_meta` (WIRE-17), unless it is configured off.
     pub(crate) fn finish_result(&self, mut bytes: Vec<u8>) -> Vec<u8> {
-        if self.inner.meta_member.is_empty() || bytes.last() != Some(&b'}') {
+        if !self.inner.options.server_info_meta || bytes.last() != Some(&b'}') {
             return bytes;
         }
         bytes.pop();
@@ -1003,13 +1012,10 @@ impl ServerBuilder {
         let server_info = serde_json::to_value(&self.info).unwrap_or_else(|_| json!({}));
         let mut meta = Map::new();
         meta.insert(SERVER_INFO.into(), server_info.clone());
-        // Empty when the `serverInfo` `_meta` is configured off.
-        let meta_member = if self.options.server_info_meta {
+        let meta_member = {
             let mut out = b"\"_meta\":".to_vec();
             out.extend_from_slice(&serde_json::to_vec(&meta).unwrap_or_else(|_| b"{}".to_vec()));
             out
-        } else {
-            Vec::new()
         };
         let discover = DiscoverResult {
             supported_versions: version::MODERN_SUPPORTED

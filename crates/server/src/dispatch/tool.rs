@@ -358,16 +358,13 @@ impl Server {
             let _ = serde_json::to_writer(&mut out, v);
         }
         match &mut result.header.meta {
-            None if self.inner.meta_member.is_empty() => {}
+            None if !self.inner.options.server_info_meta => {}
             None => {
                 out.push(b',');
                 out.extend_from_slice(&self.inner.meta_member);
             }
             Some(meta) => {
-                if self.inner.options.server_info_meta {
-                    meta.entry(SERVER_INFO)
-                        .or_insert_with(|| self.inner.server_info.clone());
-                }
+                self.add_server_info(meta);
                 out.extend_from_slice(b",\"_meta\":");
                 let _ = serde_json::to_writer(&mut out, meta);
             }
