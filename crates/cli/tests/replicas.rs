@@ -186,7 +186,14 @@ http {{
 }
 
 impl Drop for Nginx {
+    #[allow(clippy::print_stderr)] // a failed test shows what nginx saw
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "nginx's error log:\n{}",
+                std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
+            );
+        }
         // SIGTERM lets the master stop its workers; SIGKILL would orphan them.
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
@@ -485,15 +492,9 @@ async fn follow_tasks_at(
     let options = RequestOptions::default();
     let mut failures = Vec::new();
     let mut origins = Vec::new();
+    let mut turns = Turns::new(names.len());
     for i in 0..TASKS {
-        // Each task takes two round-robin requests (the call and the
-        // client's listen stream); one more on every other task makes the
-        // calls alternate between the replicas.
-        if i % 2 == 1 {
-            if let Err(e) = client.list_tools(None).await {
-                failures.push(format!("tools/list: {e}"));
-            }
-        }
+        turns.before_start(&client, &mut failures).await;
         let args = json!({"inputs": 1, "work_ms": 20, "poll_ms": 10});
         let start = client
             .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
@@ -505,7 +506,7 @@ async fn follow_tasks_at(
                 continue;
             }
         };
-        origins.push(task.task_id.split('.').next().unwrap_or("").to_owned());
+        origins.push(turns.started_on(&task.task_id));
         match client.wait_task(task, &options).await {
             Ok(r) if r.joined_text().contains("task done after 1 inputs") => {}
             other => failures.push(format!("task {i}: {other:?}")),
@@ -513,13 +514,14 @@ async fn follow_tasks_at(
     }
     // Ones that never end, cancelled through the balancer.
     for _ in 0..cancelled {
+        turns.before_start(&client, &mut failures).await;
         let args = json!({"never": true, "poll_ms": 10});
         match client
             .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
             .await
         {
             Ok(ToolCallStart::Task(task)) => {
-                origins.push(task.task_id.split('.').next().unwrap_or("").to_owned());
+                origins.push(turns.started_on(&task.task_id));
                 if let Err(e) = client.cancel_task(&task.task_id).await {
                     failures.push(format!("cancel: {e}"));
                 }
@@ -589,6 +591,47 @@ fn task_requests_of(proxy: &Nginx, replicas: &[(&str, &Running)]) -> Vec<(String
         requests.len()
     );
     requests
+}
+
+/// Steers a round-robin balancer so that task starts land on every
+/// replica. The requests between two starts (the call, the listen stream,
+/// reads, an answer, a cancel) vary in number; when they come to a whole
+/// number of turns, every start lands on the same replica. Two starts in a
+/// row on one replica show that, and one more request before each later
+/// start moves the turn on.
+struct Turns {
+    replicas: usize,
+    extra: usize,
+    last: Option<String>,
+}
+
+impl Turns {
+    fn new(replicas: usize) -> Turns {
+        Turns {
+            replicas,
+            extra: 0,
+            last: None,
+        }
+    }
+
+    /// The extra requests (`tools/list`) before the next start.
+    async fn before_start(&self, client: &Client, failures: &mut Vec<String>) {
+        for _ in 0..self.extra {
+            if let Err(e) = client.list_tools(None).await {
+                failures.push(format!("tools/list: {e}"));
+            }
+        }
+    }
+
+    /// Notes where the task `task_id` started; returns that replica's name.
+    fn started_on(&mut self, task_id: &str) -> String {
+        let origin = task_id.split('.').next().unwrap_or("").to_owned();
+        if self.last.as_deref() == Some(origin.as_str()) {
+            self.extra = (self.extra + 1) % self.replicas;
+        }
+        self.last = Some(origin.clone());
+        origin
+    }
 }
 
 /// How many of `origins` name `replica`.
@@ -992,13 +1035,16 @@ async fn three_replicas_behind_nginx_share_one_store_through_its_outage_and_a_re
     let client = tasks_client(&url, Some(ALICE_TOKEN), Approve::default()).await;
     let options = RequestOptions::default();
     let mut held = None;
-    for _ in 0..2 * NAMES.len() {
+    let mut turns = Turns::new(NAMES.len());
+    let mut failures = Vec::new();
+    for _ in 0..3 * NAMES.len() {
+        turns.before_start(&client, &mut failures).await;
         let args = json!({"never": true, "poll_ms": 10});
         match client
             .call_tool_start("mcp__mock__task", args.as_object().cloned(), &options)
             .await
         {
-            Ok(ToolCallStart::Task(task)) if task.task_id.starts_with("c.") => {
+            Ok(ToolCallStart::Task(task)) if turns.started_on(&task.task_id) == "c" => {
                 held = Some(task.task_id);
                 break;
             }
@@ -1006,6 +1052,7 @@ async fn three_replicas_behind_nginx_share_one_store_through_its_outage_and_a_re
             other => panic!("the endless task did not start: {other:?}"),
         }
     }
+    none_failed(&failures);
     let held = held.expect("round-robin gave c no task");
     let c = &mut replicas[2];
     let _ = c.child.kill();
