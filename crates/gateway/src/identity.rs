@@ -45,13 +45,23 @@ fn may_pass(key: &str) -> bool {
     if [TRACEPARENT, TRACESTATE, BAGGAGE].contains(&key) {
         return false;
     }
-    match key.split_once('/') {
-        Some((prefix, _)) => !matches!(
-            prefix.split('.').nth(1),
-            Some("modelcontextprotocol" | "mcp")
-        ),
-        None => true,
-    }
+    // The second label of the prefix (before the first `/`), byte by
+    // byte: keys are short, and every result's `_meta` keys come through
+    // here.
+    let bytes = key.as_bytes();
+    let Some(slash) = bytes.iter().position(|&b| b == b'/') else {
+        return true;
+    };
+    let prefix = &bytes[..slash];
+    let Some(dot) = prefix.iter().position(|&b| b == b'.') else {
+        return true;
+    };
+    let rest = &prefix[dot + 1..];
+    let label = rest
+        .iter()
+        .position(|&b| b == b'.')
+        .map_or(rest, |end| &rest[..end]);
+    !matches!(label, b"modelcontextprotocol" | b"mcp")
 }
 
 #[cfg(test)]
@@ -88,5 +98,30 @@ mod tests {
             .cloned();
         own_result(&mut only);
         assert!(only.header.meta.is_none());
+    }
+
+    // The reserved prefixes are those whose second label (before the
+    // first `/`) is `modelcontextprotocol` or `mcp`.
+    #[test]
+    fn only_the_second_label_of_the_prefix_reserves_a_key() {
+        for dropped in [
+            "a.mcp.b/x",
+            "io.modelcontextprotocol.extra/x",
+            "dev.mcp/",
+            "x.mcp/y/z.w",
+        ] {
+            assert!(downstream_only(dropped), "{dropped}");
+        }
+        for passed in [
+            "mcp/x",
+            "a.b.mcp/x",
+            "io.modelcontextprotocolx/x",
+            "a/b.mcp/c",
+            "x.mcp",
+            ".mcpx/y",
+            "",
+        ] {
+            assert!(!downstream_only(passed), "{passed}");
+        }
     }
 }

@@ -50,7 +50,8 @@ pub(crate) fn watch(
     let watch = TaskWatch::default();
     let seen = watch.clone();
     let server = Arc::downgrade(server);
-    let count = Arc::new(Mutex::new(0u64));
+    // Owned by the sink: nothing else reads it.
+    let count = Mutex::new(0u64);
     let sink: NotificationSink = Arc::new(move |n: Notification| {
         match n.method.as_str() {
             tasks::NOTIFICATION => {

@@ -267,6 +267,19 @@ impl OAuthProvider {
         Ok(Some(header_value(&t)))
     }
 
+    /// What [`OAuthProvider::authorization_header`] gives when it need not
+    /// wait: a token that is not about to expire, or no token once the
+    /// store has been read (`Some(None)`). `None` for a token due for a
+    /// refresh and before the store is read.
+    pub fn authorization_header_now(&self) -> Option<Option<String>> {
+        match self.current() {
+            Some(t) if !t.is_expired(EXPIRY_SKEW_SECS) => Some(Some(header_value(&t))),
+            Some(_) => None,
+            None if self.inner.loaded.load(Ordering::Acquire) => Some(None),
+            None => None,
+        }
+    }
+
     /// The `DPoP` proof header for a request to the resource server
     /// carrying `authorization` (RFC 9449 §7): `None` unless that is the
     /// current DPoP-bound token. A fresh proof (new `jti`) every time, with
@@ -319,6 +332,10 @@ impl AuthProvider for OAuthProvider {
                 .await
                 .map_err(|e| AuthProviderError(e.to_string()))
         })
+    }
+
+    fn authorization_now(&self) -> Option<Result<Option<String>, AuthProviderError>> {
+        self.authorization_header_now().map(Ok)
     }
 
     fn proof<'a>(

@@ -366,3 +366,32 @@ async fn refusal_of_an_old_token_just_retries() {
         AuthRetry::GiveUp
     );
 }
+
+// The header known at once (what the transport asks before boxing a
+// future) agrees with the awaited one whenever it is given, and is
+// withheld where only the awaited one can answer: before the store is
+// read, and for a token within the expiry margin, which needs a refresh.
+#[tokio::test]
+async fn the_header_known_at_once_agrees_with_the_awaited_one() {
+    use switchboard_client::AuthProvider;
+    let s = default_servers().await;
+    let p = provider(config(&s.mcp));
+    assert_eq!(p.authorization_header_now(), None, "the store is not read");
+    assert_eq!(p.authorization_header().await.unwrap(), None);
+    assert_eq!(p.authorization_header_now(), Some(None));
+    p.login().await.unwrap();
+    let awaited = p.authorization_header().await.unwrap();
+    assert!(awaited.is_some());
+    assert_eq!(p.authorization_header_now(), Some(awaited.clone()));
+    assert_eq!(p.authorization_now().map(Result::unwrap), Some(awaited));
+
+    let short = auth_servers(AuthServerConfig {
+        access_token_ttl: 1,
+        ..Default::default()
+    })
+    .await;
+    let p = provider(config(&short.mcp));
+    p.login().await.unwrap();
+    assert_eq!(p.authorization_header_now(), None, "due for a refresh");
+    assert!(p.authorization_now().is_none());
+}

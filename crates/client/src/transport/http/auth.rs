@@ -83,6 +83,14 @@ pub trait AuthProvider: Send + Sync + fmt::Debug {
     /// with it.
     fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthProviderError>>;
 
+    /// What [`AuthProvider::authorization`] would give, when that is known
+    /// at once (credentials held and fresh, or none held and none to
+    /// load); `None` when it must be asked. Spares every request a boxed
+    /// future. The default always asks.
+    fn authorization_now(&self) -> Option<Result<Option<String>, AuthProviderError>> {
+        None
+    }
+
     /// A proof of possession for one request (the `DPoP` header of
     /// RFC 9449): asked after [`AuthProvider::authorization`], with the
     /// HTTP method, the full URL and the `Authorization` value the request
@@ -143,6 +151,10 @@ impl AuthProvider for StaticAuthorization {
     fn authorization(&self) -> BoxFuture<'_, Result<Option<String>, AuthProviderError>> {
         let value = self.value.clone();
         Box::pin(async move { Ok(Some(value)) })
+    }
+
+    fn authorization_now(&self) -> Option<Result<Option<String>, AuthProviderError>> {
+        Some(Ok(Some(self.value.clone())))
     }
 
     fn on_challenge<'a>(

@@ -133,7 +133,11 @@ impl Http {
         let mut attempt = 0;
         loop {
             let mut out = make()?;
-            let sent = auth.authorization().await.map_err(Failure::Auth)?;
+            let sent = match auth.authorization_now() {
+                Some(known) => known,
+                None => auth.authorization().await,
+            }
+            .map_err(Failure::Auth)?;
             let value = sent
                 .as_deref()
                 .map(|v| sensitive_header(v, "value"))

@@ -76,7 +76,11 @@ pub(crate) fn body_kind(response: &HttpResponse) -> Result<BodyKind, Failure> {
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let essence = ct.split(';').next().unwrap_or("").trim();
+    let essence = ct
+        .bytes()
+        .position(|b| b == b';')
+        .map_or(ct, |semicolon| &ct[..semicolon])
+        .trim();
     if essence.eq_ignore_ascii_case("application/json") {
         Ok(BodyKind::Json)
     } else if essence.eq_ignore_ascii_case("text/event-stream") {
