@@ -228,6 +228,11 @@ impl OAuthProvider {
     /// Never for a missing token (the request goes without one and the
     /// server's 401 starts a flow); only when the flow lock is poisoned.
     pub async fn authorization_header(&self) -> Result<Option<String>, OAuthError> {
+        // A fresh token, or none once the store is read: nothing to wait
+        // for, and the same answer the transport takes without asking.
+        if let Some(known) = self.authorization_header_now() {
+            return Ok(known);
+        }
         let mut token = self.current();
         // The store is read once; after that a missing token never waits
         // for the flow lock (a login may be in progress for minutes).
