@@ -3,13 +3,13 @@
 //!
 //! The general path builds a JSON tree of the whole request and then reads
 //! it. For a `tools/call` whose members are exactly the usual ones (`name`,
-//! `arguments`, and a `_meta` of the known keys, no MRTR members), a small
-//! scanner reads the envelope in place instead: no tree for `params` or
+//! `arguments`, and a `_meta` of the known keys, no MRTR members), a
+//! [`Cursor`] reads the envelope in place instead: no tree for `params` or
 //! `_meta`, no hash lookups, no copies of the member names. Only the values
 //! that need a real parser (the arguments object, the capabilities
 //! object, client info) go through `serde_json`, each on its own slice.
 //!
-//! The scanner accepts a strict subset of JSON: keys and short strings
+//! It accepts a strict subset of JSON: keys and short strings
 //! without escapes, integer ids, each member at most once. Anything else,
 //! including every malformed request, returns `None` and falls back to the
 //! general path, which owns all error reporting; so both paths answer alike.
@@ -19,6 +19,7 @@ use std::sync::{Arc, LazyLock};
 use memchr::memmem;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use switchboard_wire::cursor::Cursor;
 use switchboard_wire::meta::{
     CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION, TRACEPARENT,
     TRACESTATE,
@@ -48,13 +49,13 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
     FINDER.find(bytes)?;
     // One validation for the whole body: every slice below is then `str`.
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut s = Scanner { text, at: 0 };
+    let mut s = Cursor::new(text);
     let (mut jsonrpc, mut id, mut name, mut params) = (None, None, None, None);
     s.object(|s, key| {
         match key {
-            "jsonrpc" if jsonrpc.is_none() => jsonrpc = Some(s.known_string()?),
+            "jsonrpc" if jsonrpc.is_none() => jsonrpc = Some(s.plain_string()?),
             "id" if id.is_none() => id = Some(s.id()?),
-            "method" if name.is_none() => name = Some(s.known_string()?),
+            "method" if name.is_none() => name = Some(s.plain_string()?),
             "params" if params.is_none() => params = Some(Params::scan(s)?),
             _ => return None,
         }
@@ -83,7 +84,7 @@ struct Params<'a> {
 }
 
 impl<'a> Params<'a> {
-    fn scan(s: &mut Scanner<'a>) -> Option<Self> {
+    fn scan(s: &mut Cursor<'a>) -> Option<Self> {
         let (mut name, mut arguments, mut meta) = (None, None, None);
         s.object(|s, key| {
             match key {
@@ -105,7 +106,7 @@ impl<'a> Params<'a> {
 
 /// A `_meta` of the known keys, read as `RequestMeta::from_meta_object`
 /// would; anything it would refuse goes to the general path, which says why.
-fn scan_meta(s: &mut Scanner<'_>) -> Option<Arc<RequestMeta>> {
+fn scan_meta(s: &mut Cursor<'_>) -> Option<Arc<RequestMeta>> {
     let mut protocol_version = None;
     let mut client_capabilities = None;
     let mut client_info = None;
@@ -143,7 +144,7 @@ fn scan_meta(s: &mut Scanner<'_>) -> Option<Arc<RequestMeta>> {
             }
             LOG_LEVEL if log_level.is_none() => {
                 log_level = Some(
-                    LoggingLevel::deserialize(Value::String(s.known_string()?.to_owned())).ok()?,
+                    LoggingLevel::deserialize(Value::String(s.plain_string()?.to_owned())).ok()?,
                 );
             }
             PROGRESS_TOKEN if progress_token.is_none() => progress_token = Some(s.id()?),
@@ -212,199 +213,6 @@ impl<T: Clone> Recent<T> {
 
 thread_local! {
     static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
-}
-
-/// Where the first `"` or `\\` in `bytes` is. Eight bytes at a time in a
-/// plain word: the strings scanned here are short (member names, versions,
-/// tool names), too short for a vector search to pay for its set-up.
-fn quote_or_backslash(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
-    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
-    // A byte of `x` is zero where the high bit of this is set; the lowest
-    // such bit is exact (a borrow only sets bits above a zero byte).
-    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
-    let mut chunks = bytes.chunks_exact(8);
-    for (n, chunk) in chunks.by_ref().enumerate() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let word = u64::from_le_bytes(word);
-        let found = zero_bytes(word ^ QUOTES) | zero_bytes(word ^ BACKSLASHES);
-        if found != 0 {
-            return Some(n * 8 + found.trailing_zeros() as usize / 8);
-        }
-    }
-    let tail = chunks.remainder();
-    let at = bytes.len() - tail.len();
-    tail.iter()
-        .position(|&b| b == b'"' || b == b'\\')
-        .map(|p| at + p)
-}
-
-fn is_space(b: u8) -> bool {
-    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
-}
-
-/// A cursor over a JSON text that reads the shapes the fast path needs.
-/// Every method returns `None` on anything it does not accept.
-struct Scanner<'a> {
-    text: &'a str,
-    at: usize,
-}
-
-impl<'a> Scanner<'a> {
-    fn bytes(&self) -> &'a [u8] {
-        self.text.as_bytes()
-    }
-
-    fn skip_space(&mut self) {
-        while self.bytes().get(self.at).copied().is_some_and(is_space) {
-            self.at += 1;
-        }
-    }
-
-    /// The next byte after whitespace, not consumed.
-    fn peek(&mut self) -> Option<u8> {
-        self.skip_space();
-        self.bytes().get(self.at).copied()
-    }
-
-    fn expect(&mut self, byte: u8) -> Option<()> {
-        (self.peek()? == byte).then(|| self.at += 1)
-    }
-
-    /// Nothing but whitespace is left.
-    fn end(&mut self) -> Option<()> {
-        self.peek().is_none().then_some(())
-    }
-
-    /// An object, calling `member` with the scanner placed on each value.
-    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
-        self.expect(b'{')?;
-        if self.peek()? == b'}' {
-            self.at += 1;
-            return Some(());
-        }
-        loop {
-            let key = self.known_string()?;
-            self.expect(b':')?;
-            member(self, key)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
-    }
-
-    /// A string without escapes, as it stands. For keys and values that
-    /// are compared with known ones (which hold no control characters).
-    fn known_string(&mut self) -> Option<&'a str> {
-        self.expect(b'"')?;
-        let start = self.at;
-        let rest = &self.bytes()[start..];
-        let len = quote_or_backslash(rest)?;
-        if rest[len] != b'"' {
-            return None;
-        }
-        self.at = start + len + 1;
-        Some(&self.text[start..start + len])
-    }
-
-    /// Consumes an empty object (`{}`, perhaps with spaces inside) if one
-    /// comes next.
-    fn empty_object(&mut self) -> bool {
-        let at = self.at;
-        if self.expect(b'{').is_some() && self.expect(b'}').is_some() {
-            return true;
-        }
-        self.at = at;
-        false
-    }
-
-    /// A string without escapes or control characters, as it stands.
-    fn plain_string(&mut self) -> Option<&'a str> {
-        let s = self.known_string()?;
-        // Without an early exit, so that it vectorises.
-        let control = s.bytes().fold(false, |seen, b| seen | (b < 0x20));
-        (!control).then_some(s)
-    }
-
-    /// A request id or progress token: a plain string, or an integer that
-    /// fits in `i64` (`RequestId::from_value`).
-    fn id(&mut self) -> Option<RequestId> {
-        if self.peek()? == b'"' {
-            return Some(RequestId::String(self.plain_string()?.to_owned()));
-        }
-        let start = self.at;
-        let negative = self.bytes().get(self.at) == Some(&b'-');
-        if negative {
-            self.at += 1;
-        }
-        let digits = self.bytes()[self.at..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
-        // JSON has no leading zeros, and `-0` reads as a float; those,
-        // fractions and exponents are left to the general path.
-        let first = self.bytes().get(self.at).copied();
-        if digits == 0 || (first == Some(b'0') && (digits > 1 || negative)) {
-            return None;
-        }
-        self.at += digits;
-        if matches!(self.bytes().get(self.at), Some(b'.' | b'e' | b'E')) {
-            return None;
-        }
-        self.text[start..self.at]
-            .parse()
-            .ok()
-            .map(RequestId::Number)
-    }
-
-    /// The text of the next value, which must be an object: found by
-    /// matching brackets outside strings; its content is checked by
-    /// whoever parses it.
-    fn raw_object(&mut self) -> Option<&'a str> {
-        if self.peek()? != b'{' {
-            return None;
-        }
-        let bytes = self.bytes();
-        let start = self.at;
-        let mut depth = 0usize;
-        let mut i = start;
-        loop {
-            match *bytes.get(i)? {
-                b'"' => loop {
-                    i += 1;
-                    match *bytes.get(i)? {
-                        b'\\' => i += 1,
-                        b'"' => break,
-                        _ => {}
-                    }
-                },
-                b'{' | b'[' => depth += 1,
-                b'}' | b']' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
-            i += 1;
-        }
-        self.at = i + 1;
-        Some(&self.text[start..self.at])
-    }
-
-    /// The next value, which must be an object, parsed with `serde_json`.
-    fn parsed<T: for<'de> Deserialize<'de>>(&mut self) -> Option<T> {
-        serde_json::from_str(self.raw_object()?).ok()
-    }
 }
 
 /// The general path's reading of `body`, in the fast path's terms; `None`
@@ -610,21 +418,6 @@ mod tests {
         let mut broken = call(&format!(r#""name":"e",{meta}"#)).into_bytes();
         broken[40] = 0xff;
         assert_eq!(agrees(&broken), Ok(false));
-    }
-
-    proptest! {
-        /// The word-at-a-time search finds the first `"` or `\\` wherever
-        /// it is (in the first word, across words, in the tail), or none.
-        #[test]
-        fn finds_the_first_quote_or_backslash(
-            bytes in proptest::collection::vec(
-                proptest::sample::select(vec![b'a', b'"', b'\\', 0x00, 0x22 ^ 0x80, 0x5c ^ 0x01, 0xff, b'!']),
-                0..40,
-            ),
-        ) {
-            let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\');
-            prop_assert_eq!(quote_or_backslash(&bytes), naive);
-        }
     }
 
     proptest! {

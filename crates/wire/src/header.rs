@@ -27,6 +27,21 @@ pub const SESSION_ID: &str = "mcp-session-id";
 /// The `x-mcp-header` schema keyword.
 pub const X_MCP_HEADER: &str = "x-mcp-header";
 
+/// The names above as [`http::HeaderName`]s, made at compile time: a
+/// `&str` name is parsed and checked again on every insert and lookup.
+pub mod names {
+    use http::HeaderName;
+
+    /// [`super::PROTOCOL_VERSION`].
+    pub const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(super::PROTOCOL_VERSION);
+    /// [`super::METHOD`].
+    pub const METHOD: HeaderName = HeaderName::from_static(super::METHOD);
+    /// [`super::NAME`].
+    pub const NAME: HeaderName = HeaderName::from_static(super::NAME);
+    /// [`super::SESSION_ID`].
+    pub const SESSION_ID: HeaderName = HeaderName::from_static(super::SESSION_ID);
+}
+
 const SENTINEL_PREFIX: &str = "=?base64?";
 const SENTINEL_SUFFIX: &str = "?=";
 

@@ -13,6 +13,7 @@
 //!   kept; the ones every embedder uses are re-exported here too.
 //! - [`version`]: protocol revisions and eras.
 //! - [`framing`]: newline framing for stdio ([`LineFramer`]).
+//! - [`cursor`]: the in-place reader of the hot paths' messages.
 //! - [`scan`]: the id of an answer too long or too deep to parse
 //!   ([`scan::response_id`]).
 //! - [`sse`]: the `text/event-stream` decoder and encoder ([`SseDecoder`]).
@@ -39,6 +40,7 @@
 //! assert_eq!(back.method(), Some("tools/call"));
 //! ```
 
+pub mod cursor;
 pub mod error_code;
 pub mod framing;
 pub mod frontmatter;

@@ -21,14 +21,10 @@ use switchboard_wire::types::method;
 use crate::error::Fault;
 use crate::server::Registry;
 
-/// `MCP-Protocol-Version`, parsed once.
-pub(crate) const VERSION: HeaderName = HeaderName::from_static(mcp::PROTOCOL_VERSION);
-/// `Mcp-Method`.
-const METHOD: HeaderName = HeaderName::from_static(mcp::METHOD);
-/// `Mcp-Name`.
-const NAME: HeaderName = HeaderName::from_static(mcp::NAME);
-/// `Mcp-Session-Id` (legacy).
-pub(crate) const SESSION_ID: HeaderName = HeaderName::from_static(mcp::SESSION_ID);
+/// The MCP header names, made once at compile time (`Mcp-Session-Id` is
+/// the legacy session's).
+use switchboard_wire::header::names::{METHOD, NAME};
+pub(crate) use switchboard_wire::header::names::{PROTOCOL_VERSION as VERSION, SESSION_ID};
 
 /// One header's value, required to appear at most once.
 fn single<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Result<Option<&'a HeaderValue>, Fault> {

@@ -2,13 +2,19 @@
 //!
 //! The general path reads a response into a JSON tree ([`Message`]) and
 //! then takes the result apart. A tool call is the hot path of a client and
-//! of a gateway, so this reader walks the bytes once and builds the typed
-//! result directly: no tree for the envelope, the result object or a text
-//! block. It only ever answers for the common case — a well-formed
-//! response whose result is complete — and gives up (`None`) on everything
-//! else, which the caller then reads the general way. Whenever it does
-//! answer, it answers exactly what the general path would (a test checks
-//! both on many shapes).
+//! of a gateway, so this reader builds the typed result directly, in two
+//! steps:
+//! - the usual shape (text blocks, `resultType`, `_meta`, nothing else) is
+//!   read in place with a [`Cursor`]: no parser state, no tree, a `_meta`
+//!   key left out only checked and skipped;
+//! - any other complete result is read in one `serde_json` pass, still
+//!   with no tree for the envelope, the result object or a text block.
+//!
+//! It only ever answers for the common case — a well-formed response whose
+//! result is complete — and gives up (`None`) on everything else, which
+//! the caller then reads the general way. Whenever either step answers, it
+//! answers exactly what the general path would (tests check each step on
+//! many shapes, and on every one-byte change of them).
 //!
 //! [`Message`]: crate::Message
 
@@ -16,10 +22,11 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::{CallToolResult, ContentBlock, JsonObject, ResultHeader, ResultType};
+use crate::cursor::Cursor;
 use crate::jsonrpc::{JSONRPC_VERSION, RequestId};
 
 impl CallToolResult {
@@ -44,13 +51,10 @@ impl CallToolResult {
         bytes: &[u8],
         leave_out: Option<fn(&str) -> bool>,
     ) -> Option<(RequestId, CallToolResult)> {
-        // Validated once as a whole: the reader of a `str` then checks no
+        // Validated once as a whole: the readers of a `str` then check no
         // string again, where reading bytes checks each one on its own.
         let text = std::str::from_utf8(bytes).ok()?;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let answer = de.deserialize_map(EnvelopeVisitor { leave_out }).ok()?;
-        de.end().ok()?;
-        Some(answer)
+        in_place(text, leave_out).or_else(|| in_one_pass(text, leave_out))
     }
 
     /// Removes the keys `leave_out` picks from the result's `_meta`; a
@@ -65,6 +69,121 @@ impl CallToolResult {
     }
 }
 
+/// Keys of a result's `_meta` to leave out unread.
+type LeaveOut = Option<fn(&str) -> bool>;
+
+/// The first step: the usual answer, read in place. `None` for any other
+/// shape, which the second step then reads.
+fn in_place(text: &str, leave_out: LeaveOut) -> Option<(RequestId, CallToolResult)> {
+    let mut c = Cursor::new(text);
+    let (mut version, mut id, mut result) = (None, None, None);
+    c.object(|c, key| {
+        match key {
+            "jsonrpc" if version.is_none() => version = Some(c.plain_string()?),
+            "id" if id.is_none() => id = Some(c.id()?),
+            "result" if result.is_none() => result = Some(result_in_place(c, leave_out)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    c.end()?;
+    (version? == JSONRPC_VERSION).then_some(())?;
+    Some((id?, result?))
+}
+
+/// A result of text blocks, `structuredContent`, `isError`, `resultType`
+/// and `_meta`, each at most once.
+fn result_in_place(c: &mut Cursor<'_>, leave_out: LeaveOut) -> Option<CallToolResult> {
+    let (mut content, mut structured_content, mut is_error) = (None, None, None);
+    let (mut result_type, mut meta) = (None, None);
+    c.object(|c, key| {
+        match key {
+            "content" if content.is_none() => content = Some(text_blocks_in_place(c)?),
+            "structuredContent" if structured_content.is_none() => {
+                structured_content = Some(serde_json::from_str::<Value>(c.value()?).ok()?);
+            }
+            "isError" if is_error.is_none() => is_error = Some(c.bool_or_null()?),
+            "resultType" if result_type.is_none() => {
+                result_type = Some(if c.null() {
+                    None
+                } else {
+                    Some(c.plain_string()?)
+                });
+            }
+            "_meta" if meta.is_none() => meta = Some(meta_in_place(c, leave_out)?),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    let result_type = result_type.flatten().map(ResultType::from);
+    if !matches!(result_type, None | Some(ResultType::Complete)) {
+        return None;
+    }
+    Some(CallToolResult {
+        content: content.unwrap_or_default(),
+        structured_content,
+        is_error: is_error.flatten(),
+        header: ResultHeader {
+            result_type,
+            meta: meta.flatten(),
+            extra: JsonObject::new(),
+        },
+    })
+}
+
+/// A `content` array of blocks that are `{"type":"text","text":…}` and no
+/// more.
+fn text_blocks_in_place(c: &mut Cursor<'_>) -> Option<Vec<ContentBlock>> {
+    let mut blocks = Vec::new();
+    c.array(|c| {
+        let (mut kind, mut text) = (None, None);
+        c.object(|c, key| {
+            match key {
+                "type" if kind.is_none() => kind = Some(c.plain_string()?),
+                "text" if text.is_none() => text = Some(c.string()?),
+                _ => return None,
+            }
+            Some(())
+        })?;
+        (kind? == "text").then_some(())?;
+        blocks.push(ContentBlock::Text {
+            text: text?.into_owned(),
+            extra: JsonObject::new(),
+        });
+        Some(())
+    })?;
+    Some(blocks)
+}
+
+/// A result's `_meta` (`null` or an object): the keys `leave_out` picks
+/// checked and skipped, the others read; emptied by `leave_out`, it is
+/// `None`, as [`CallToolResult::leave_out_meta`] leaves it.
+fn meta_in_place(c: &mut Cursor<'_>, leave_out: LeaveOut) -> Option<Option<JsonObject>> {
+    if c.null() {
+        return Some(None);
+    }
+    let mut kept = JsonObject::new();
+    c.object(|c, key| {
+        let value = c.value()?;
+        if !leave_out.is_some_and(|leave_out| leave_out(key)) {
+            kept.insert(key.to_owned(), serde_json::from_str(value).ok()?);
+        }
+        Some(())
+    })?;
+    Some(match leave_out {
+        None => Some(kept),
+        Some(_) => (!kept.is_empty()).then_some(kept),
+    })
+}
+
+/// The second step: any complete result, read in one `serde_json` pass.
+fn in_one_pass(text: &str, leave_out: LeaveOut) -> Option<(RequestId, CallToolResult)> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let answer = de.deserialize_map(EnvelopeVisitor { leave_out }).ok()?;
+    de.end().ok()?;
+    Some(answer)
+}
+
 /// Gives up on the fast path: the caller reads the bytes the general way.
 fn give_up<E: de::Error>() -> E {
     E::custom("not a plain complete tool result")
@@ -73,7 +192,7 @@ fn give_up<E: de::Error>() -> E {
 /// `{"jsonrpc":"2.0","id":…,"result":{…}}`, members in any order.
 struct EnvelopeVisitor {
     /// Keys of the result's `_meta` to skip unread.
-    leave_out: Option<fn(&str) -> bool>,
+    leave_out: LeaveOut,
 }
 
 impl<'de> Visitor<'de> for EnvelopeVisitor {
@@ -103,7 +222,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
                     return Err(give_up());
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Unread>()?;
                 }
             }
         }
@@ -111,6 +230,63 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
             (Some(true), Some(id), Some(result)) => Ok((id, result)),
             _ => Err(give_up()),
         }
+    }
+}
+
+/// A value skipped but checked as the general reader checks it. Unlike
+/// serde's `IgnoredAny`, which only checks a number's grammar, it refuses a
+/// number out of the range of `f64` (`1e400`), as reading a tree does.
+struct Unread;
+
+impl<'de> de::Deserialize<'de> for Unread {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UnreadVisitor)
+    }
+}
+
+struct UnreadVisitor;
+
+impl<'de> Visitor<'de> for UnreadVisitor {
+    type Value = Unread;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Unread, E> {
+        Ok(Unread)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Unread, A::Error> {
+        while seq.next_element::<Unread>()?.is_some() {}
+        Ok(Unread)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Unread, A::Error> {
+        while map.next_key::<Unread>()?.is_some() {
+            map.next_value::<Unread>()?;
+        }
+        Ok(Unread)
     }
 }
 
@@ -178,7 +354,7 @@ impl Visitor<'_> for IdSeed {
 /// The `result` object, read into a complete [`CallToolResult`].
 struct ResultSeed {
     /// Keys of its `_meta` to skip unread.
-    leave_out: Option<fn(&str) -> bool>,
+    leave_out: LeaveOut,
 }
 
 impl<'de> DeserializeSeed<'de> for ResultSeed {
@@ -291,7 +467,7 @@ impl<'de> Visitor<'de> for MetaSeed {
         let mut kept = JsonObject::new();
         while let Some(key) = map.next_key::<KeyName<'de>>()? {
             if (self.leave_out)(&key.0) {
-                map.next_value::<IgnoredAny>()?;
+                map.next_value::<Unread>()?;
             } else {
                 let value = map.next_value::<Value>()?;
                 kept.insert(key.0.into_owned(), value);
@@ -414,16 +590,47 @@ mod tests {
         key.starts_with("io.modelcontextprotocol/")
     }
 
-    /// Every answer of the fast reader is the general reader's, read whole
-    /// and also with the reserved `_meta` keys left out.
-    fn agrees(bytes: &[u8]) -> bool {
-        let whole = agrees_leaving_out(bytes, None);
-        assert_eq!(whole, agrees_leaving_out(bytes, Some(reserved)));
-        whole
+    /// One step of the fast reader, or both (the public function).
+    type Step = fn(&[u8], LeaveOut) -> Option<(RequestId, CallToolResult)>;
+
+    fn both_steps(bytes: &[u8], leave_out: LeaveOut) -> Option<(RequestId, CallToolResult)> {
+        CallToolResult::complete_from_response_leaving_out(bytes, leave_out)
     }
 
-    fn agrees_leaving_out(bytes: &[u8], leave_out: Option<fn(&str) -> bool>) -> bool {
-        match CallToolResult::complete_from_response_leaving_out(bytes, leave_out) {
+    fn first_step(bytes: &[u8], leave_out: LeaveOut) -> Option<(RequestId, CallToolResult)> {
+        in_place(std::str::from_utf8(bytes).ok()?, leave_out)
+    }
+
+    fn second_step(bytes: &[u8], leave_out: LeaveOut) -> Option<(RequestId, CallToolResult)> {
+        in_one_pass(std::str::from_utf8(bytes).ok()?, leave_out)
+    }
+
+    /// Which of the steps answered for some bytes.
+    #[derive(Debug, Default, Clone, Copy, PartialEq)]
+    struct Answered {
+        both: bool,
+        in_place: bool,
+        in_one_pass: bool,
+    }
+
+    /// Every answer of the fast reader, and of each of its steps alone, is
+    /// the general reader's, read whole and also with the reserved `_meta`
+    /// keys left out.
+    fn agrees(bytes: &[u8]) -> Answered {
+        let mut answered = Answered::default();
+        for (step, flag) in [
+            (both_steps as Step, &mut answered.both),
+            (first_step, &mut answered.in_place),
+            (second_step, &mut answered.in_one_pass),
+        ] {
+            *flag = agrees_leaving_out(step, bytes, None);
+            assert_eq!(*flag, agrees_leaving_out(step, bytes, Some(reserved)));
+        }
+        answered
+    }
+
+    fn agrees_leaving_out(step: Step, bytes: &[u8], leave_out: LeaveOut) -> bool {
+        match step(bytes, leave_out) {
             Some(fast) => {
                 let general = general(bytes).map(|(id, mut result)| {
                     if let Some(leave_out) = leave_out {
@@ -461,14 +668,23 @@ mod tests {
         r#" {"jsonrpc":"2.0","id":4,"ignored":{"x":[1]},"result":{"content":[{"type":"text","text":"\u202e\ud83d\ude00","k":1,"k":2}]}} "#,
         r#"{"jsonrpc":"2.0","id":5,"result":{"_meta":{"a":1,"io.modelcontextprotocol\/serverInfo":{"name":"t"},"b":[{"c":null}],"a":3,"io.modelcontextprotocol/x":1},"content":[{"type":"text","text":"t","_meta":{"io.modelcontextprotocol/y":2}}]}}"#,
         r#"{"jsonrpc":"2.0","id":6,"result":{"content":[],"_meta":{}}}"#,
+        r#"{ "id" : "r-1" , "jsonrpc" : "2.0" , "result" : { "_meta" : { "io.modelcontextprotocol/serverInfo" : { "name" : "t\/\"x" , "v" : [ -0.5 , true , null , { } ] } , "k" : [ 1 , "\n" ] , "io.modelcontextprotocol/z" : 12345 } , "isError" : false , "content" : [ { "text" : "a\tb\u00e9\ud83d\ude00" , "type" : "text" } , { "type" : "text" , "text" : "" } ] , "resultType" : null , "structuredContent" : { "n" : [ 1.25 , "s" ] } } }"#,
+        r#"{"jsonrpc":"2.0","id":0,"result":{"content":[{"type":"text","text":"é"}],"isError":true,"resultType":"complete","_meta":null}}"#,
     ];
+    /// The samples the first step reads in place (the others have members
+    /// or escapes it leaves to the second).
+    const IN_PLACE: &[usize] = &[0, 2, 8, 9, 10];
 
     #[test]
     fn reads_complete_results_like_the_general_path() {
-        for sample in SAMPLES {
-            assert!(
-                agrees(sample.as_bytes()),
-                "the fast reader gave up on {sample}"
+        for (n, sample) in SAMPLES.iter().enumerate() {
+            let answered = agrees(sample.as_bytes());
+            assert!(answered.both, "the fast reader gave up on {sample}");
+            assert!(answered.in_one_pass, "the second step gave up on {sample}");
+            assert_eq!(
+                answered.in_place,
+                IN_PLACE.contains(&n),
+                "the first step on {sample}"
             );
         }
     }
@@ -509,21 +725,31 @@ mod tests {
     // fast reader either gives up or agrees with the general one.
     #[test]
     fn mutated_samples_agree_or_give_up() {
-        let mut answered = 0;
+        let (mut answered, mut in_place) = (0, 0);
+        let mut count = |verdict: Answered| {
+            answered += usize::from(verdict.both);
+            in_place += usize::from(verdict.in_place);
+        };
         for sample in SAMPLES {
             let bytes = sample.as_bytes();
             for at in 0..bytes.len() {
                 let mut deleted = bytes.to_vec();
                 deleted.remove(at);
-                answered += usize::from(agrees(&deleted));
-                for b in [b'"', b'1', b'{', b']', b',', b'n', b' ', 0xff, 0xc3] {
+                count(agrees(&deleted));
+                for b in [
+                    b'"', b'1', b'{', b']', b',', b'n', b' ', b'\\', b'e', b'-', 0x01, 0xff, 0xc3,
+                ] {
                     let mut replaced = bytes.to_vec();
                     replaced[at] = b;
-                    answered += usize::from(agrees(&replaced));
+                    count(agrees(&replaced));
                 }
             }
         }
         assert!(answered > 100, "only {answered} mutations were read at all");
+        assert!(
+            in_place > 100,
+            "only {in_place} mutations were read in place"
+        );
     }
 
     #[test]
@@ -566,6 +792,6 @@ mod tests {
         let keys: Vec<_> = extra.keys().map(String::as_str).collect();
         assert_eq!(keys, ["z", "a", "m"]);
         // The general reader keeps them in the same order.
-        assert!(agrees(bytes));
+        assert!(agrees(bytes).both);
     }
 }

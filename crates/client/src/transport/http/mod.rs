@@ -69,12 +69,11 @@ pub const DEFAULT_MAX_IN_FLIGHT: usize = 256;
 
 const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
-/// The MCP header names, made once at compile time: a `&str` key is
-/// parsed and checked again on every insert.
-pub(crate) const MCP_METHOD: HeaderName = HeaderName::from_static(h::METHOD);
-pub(crate) const MCP_NAME: HeaderName = HeaderName::from_static(h::NAME);
-pub(crate) const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static(h::PROTOCOL_VERSION);
-pub(crate) const MCP_SESSION_ID: HeaderName = HeaderName::from_static(h::SESSION_ID);
+/// The MCP header names, made once at compile time.
+pub(crate) use h::names::{
+    METHOD as MCP_METHOD, NAME as MCP_NAME, PROTOCOL_VERSION as MCP_PROTOCOL_VERSION,
+    SESSION_ID as MCP_SESSION_ID,
+};
 
 /// Runs `$work` unless the transport is closed; a failure after `close`
 /// (which aborts every connection, so in-flight exchanges end at once) is
