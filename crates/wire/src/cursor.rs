@@ -183,21 +183,33 @@ impl<'a> Cursor<'a> {
 
     /// A string without escapes or control characters, as it stands.
     pub fn plain_string(&mut self) -> Option<&'a str> {
-        self.expect(b'"')?;
+        let bytes = self.bytes();
+        self.open_quote()?;
         let start = self.at;
-        let rest = &self.bytes()[start..];
-        let len = special(rest)?;
-        if rest[len] != b'"' {
+        let len = special(bytes.get(start..)?)?;
+        let end = start + len;
+        if bytes[end] != b'"' {
             return None;
         }
-        self.at = start + len + 1;
-        Some(&self.text[start..start + len])
+        self.at = end + 1;
+        self.text.get(start..end)
+    }
+
+    /// Consumes the `"` that opens a string. What machines write has no
+    /// space before it: the quote is looked for first.
+    fn open_quote(&mut self) -> Option<()> {
+        if self.bytes().get(self.at) == Some(&b'"') {
+            self.at += 1;
+            Some(())
+        } else {
+            self.expect(b'"')
+        }
     }
 
     /// Any string, decoded: borrowed when it has no escapes. A `\\u`
     /// escape is read by `serde_json`.
     pub fn string(&mut self) -> Option<Cow<'a, str>> {
-        self.expect(b'"')?;
+        self.open_quote()?;
         let start = self.at;
         let bytes = self.bytes();
         let mut at = start + special(&bytes[start..])?;
@@ -417,7 +429,7 @@ impl<'a> Cursor<'a> {
     /// set (the caller then has the token read by `serde_json`, which
     /// checks it).
     fn skip_string(&mut self, unicode: bool) -> Option<()> {
-        self.expect(b'"')?;
+        self.open_quote()?;
         let bytes = self.bytes();
         loop {
             self.at += special(&bytes[self.at..])?;
