@@ -42,7 +42,7 @@ pub(crate) fn downstream_only(key: &str) -> bool {
 
 /// Whether a downstream `_meta` key may be passed upstream.
 fn may_pass(key: &str) -> bool {
-    if [TRACEPARENT, TRACESTATE, BAGGAGE].contains(&key) {
+    if matches!(key, TRACEPARENT | TRACESTATE | BAGGAGE) {
         return false;
     }
     // The second label of the prefix (before the first `/`), byte by

@@ -115,18 +115,38 @@ fn result_in_place(c: &mut Cursor<'_>, leave_out: LeaveOut) -> Option<CallToolRe
         }
         Some(())
     })?;
-    let result_type = result_type.flatten().map(ResultType::from);
+    complete(
+        content,
+        structured_content,
+        is_error.flatten(),
+        result_type.flatten(),
+        meta.flatten(),
+        JsonObject::new(),
+    )
+}
+
+/// The result both steps read, when its `resultType` says it is complete
+/// (`complete` or none).
+fn complete(
+    content: Option<Vec<ContentBlock>>,
+    structured_content: Option<Value>,
+    is_error: Option<bool>,
+    result_type: Option<&str>,
+    meta: Option<JsonObject>,
+    extra: JsonObject,
+) -> Option<CallToolResult> {
+    let result_type = result_type.map(ResultType::from);
     if !matches!(result_type, None | Some(ResultType::Complete)) {
         return None;
     }
     Some(CallToolResult {
         content: content.unwrap_or_default(),
         structured_content,
-        is_error: is_error.flatten(),
+        is_error,
         header: ResultHeader {
             result_type,
-            meta: meta.flatten(),
-            extra: JsonObject::new(),
+            meta,
+            extra,
         },
     })
 }
@@ -410,22 +430,16 @@ impl<'de> Visitor<'de> for ResultSeed {
                 }
             }
         }
-        let result_type = result_type
-            .flatten()
-            .map(|s| ResultType::from(s.0.as_ref()));
-        if !matches!(result_type, None | Some(ResultType::Complete)) {
-            return Err(give_up());
-        }
-        Ok(CallToolResult {
-            content: content.unwrap_or_default(),
+        let result_type = result_type.flatten();
+        complete(
+            content,
             structured_content,
-            is_error: is_error.flatten(),
-            header: ResultHeader {
-                result_type,
-                meta: meta.flatten(),
-                extra,
-            },
-        })
+            is_error.flatten(),
+            result_type.as_ref().map(|s| s.0.as_ref()),
+            meta.flatten(),
+            extra,
+        )
+        .ok_or_else(give_up)
     }
 }
 
