@@ -6,7 +6,9 @@
 //! every method answers `None` on anything it does not accept, and the
 //! caller then hands the bytes to the general parser, which owns every
 //! error. So a cursor may refuse more than JSON does, never less: whatever
-//! it accepts, `serde_json` reads the same way.
+//! it accepts, `serde_json` reads the same way (but for
+//! [`Cursor::raw_object`], which only finds an object's end and leaves its
+//! content to whoever parses it).
 //!
 //! ```
 //! use switchboard_wire::cursor::Cursor;

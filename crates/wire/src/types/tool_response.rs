@@ -4,9 +4,10 @@
 //! then takes the result apart. A tool call is the hot path of a client and
 //! of a gateway, so this reader builds the typed result directly, in two
 //! steps:
-//! - the usual shape (text blocks, `resultType`, `_meta`, nothing else) is
-//!   read in place with a [`Cursor`]: no parser state, no tree, a `_meta`
-//!   key left out only checked and skipped;
+//! - the usual shape (text blocks, `structuredContent`, `isError`,
+//!   `resultType`, `_meta`, nothing else) is read in place with a
+//!   [`Cursor`]: no parser state, no tree but for `structuredContent` and
+//!   kept `_meta` values, a `_meta` key left out only checked and skipped;
 //! - any other complete result is read in one `serde_json` pass, still
 //!   with no tree for the envelope, the result object or a text block.
 //!
