@@ -9,11 +9,19 @@
 //! that need a real parser (the arguments object, the capabilities
 //! object, client info) go through `serde_json`, each on its own slice.
 //!
+//! A client writes all its calls alike: the same members in the same
+//! order and the same `_meta`, only the id, the tool and its arguments
+//! change. So each thread keeps the [`Shape`] of the last call it read
+//! whole: its text with those three values cut out. A call whose text
+//! matches the shape byte for byte outside them is read by reading just
+//! the three values; the rest means what it meant last time.
+//!
 //! It accepts a strict subset of JSON: keys and short strings
 //! without escapes, integer ids, each member at most once. Anything else,
 //! including every malformed request, returns `None` and falls back to the
 //! general path, which owns all error reporting; so both paths answer alike.
 
+use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
 use memchr::memmem;
@@ -49,12 +57,30 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
     FINDER.find(bytes)?;
     // One validation for the whole body: every slice below is then `str`.
     let text = std::str::from_utf8(bytes).ok()?;
+    SHAPE.with_borrow_mut(|shape| {
+        if let Some(call) = shape.read(text) {
+            return Some(call);
+        }
+        let (call, spans) = read_whole(text)?;
+        shape.keep(text, &spans, &call.meta);
+        Some(call)
+    })
+}
+
+/// Reads all of `text` with the cursor, and says where its varying values
+/// are.
+fn read_whole(text: &str) -> Option<(ToolCall, Spans)> {
     let mut s = Cursor::new(text);
     let (mut jsonrpc, mut id, mut name, mut params) = (None, None, None, None);
+    let mut id_span = 0..0;
     s.object(|s, key| {
         match key {
             "jsonrpc" if jsonrpc.is_none() => jsonrpc = Some(s.plain_string()?),
-            "id" if id.is_none() => id = Some(s.id()?),
+            "id" if id.is_none() => {
+                let start = s.offset();
+                id = Some(s.id()?);
+                id_span = start..s.offset();
+            }
             "method" if name.is_none() => name = Some(s.plain_string()?),
             "params" if params.is_none() => params = Some(Params::scan(s)?),
             _ => return None,
@@ -66,18 +92,122 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
         return None;
     }
     let params = params?;
-    Some(ToolCall {
+    let spans = Spans {
+        id: id_span,
+        name: params.name_span,
+        arguments: params.arguments_span,
+    };
+    let call = ToolCall {
         id: id?,
         name: params.name.to_owned(),
         arguments: Value::Object(params.arguments),
         meta: params.meta,
-    })
+    };
+    Some((call, spans))
+}
+
+/// Where the values that differ from call to call sit in a request's text.
+struct Spans {
+    id: Range<usize>,
+    name: Range<usize>,
+    arguments: Option<Range<usize>>,
+}
+
+/// One of the values a [`Shape`] leaves open.
+#[derive(Clone, Copy, Debug)]
+enum Hole {
+    Id,
+    Name,
+    Arguments,
+}
+
+/// Longest text (holes left out) a [`Shape`] keeps.
+const MOST_SHAPE: usize = 4096;
+
+/// The last plain `tools/call` read whole on this thread, with its id,
+/// tool name and arguments cut out.
+///
+/// A client writes every call the same way: the same members in the same
+/// order, the same `_meta`; only the id, the tool and its arguments change.
+/// A request whose text is this one's, but for values the cursor reads in
+/// the holes, would be read whole exactly as this one was (the cursor's
+/// reads depend only on the text ahead of them), so only the holes are
+/// read and the rest is what this one said. Anything else is read whole
+/// and becomes the new shape.
+#[derive(Default)]
+struct Shape {
+    /// The text with the holes' values cut out.
+    literal: String,
+    /// Each hole: where it sits in `literal`, in order.
+    holes: Vec<(usize, Hole)>,
+    /// What the `_meta` said; `None` while no shape is kept.
+    meta: Option<Arc<RequestMeta>>,
+}
+
+impl Shape {
+    /// `text` read through this shape; `None` when it does not fit.
+    fn read(&self, text: &str) -> Option<ToolCall> {
+        let meta = self.meta.as_ref()?;
+        let (mut id, mut name, mut arguments) = (None, None, None);
+        let bytes = text.as_bytes();
+        let literal = self.literal.as_bytes();
+        let (mut from, mut at) = (0, 0);
+        for &(cut, hole) in &self.holes {
+            let fixed = &literal[from..cut];
+            if !bytes.get(at..)?.starts_with(fixed) {
+                return None;
+            }
+            let mut s = Cursor::starting_at(text, at + fixed.len())?;
+            match hole {
+                Hole::Id => id = Some(s.id()?),
+                Hole::Name => name = Some(s.plain_string()?),
+                Hole::Arguments => arguments = Some(s.parsed()?),
+            }
+            at = s.offset();
+            from = cut;
+        }
+        if bytes.get(at..)? != &literal[from..] {
+            return None;
+        }
+        Some(ToolCall {
+            id: id?,
+            name: name?.to_owned(),
+            arguments: Value::Object(arguments.unwrap_or_default()),
+            meta: Arc::clone(meta),
+        })
+    }
+
+    /// Keeps `text`, just read whole, as the shape of the next requests.
+    fn keep(&mut self, text: &str, spans: &Spans, meta: &Arc<RequestMeta>) {
+        let mut holes = [
+            Some((spans.id.clone(), Hole::Id)),
+            Some((spans.name.clone(), Hole::Name)),
+            spans.arguments.clone().map(|span| (span, Hole::Arguments)),
+        ];
+        holes.sort_unstable_by_key(|hole| hole.as_ref().map(|(span, _)| span.start));
+        self.literal.clear();
+        self.holes.clear();
+        let mut from = 0;
+        for (span, hole) in holes.into_iter().flatten() {
+            self.literal.push_str(&text[from..span.start]);
+            self.holes.push((self.literal.len(), hole));
+            from = span.end;
+        }
+        self.literal.push_str(&text[from..]);
+        if self.literal.len() > MOST_SHAPE {
+            *self = Shape::default();
+        } else {
+            self.meta = Some(Arc::clone(meta));
+        }
+    }
 }
 
 /// The `params` of a plain `tools/call`.
 struct Params<'a> {
     name: &'a str,
+    name_span: Range<usize>,
     arguments: Map<String, Value>,
+    arguments_span: Option<Range<usize>>,
     /// Shared as soon as it is read: a `RequestMeta` is large, and each
     /// move on the way to the router would copy it.
     meta: Arc<RequestMeta>,
@@ -86,11 +216,19 @@ struct Params<'a> {
 impl<'a> Params<'a> {
     fn scan(s: &mut Cursor<'a>) -> Option<Self> {
         let (mut name, mut arguments, mut meta) = (None, None, None);
+        let (mut name_span, mut arguments_span) = (0..0, None);
         s.object(|s, key| {
+            let start = s.offset();
             match key {
-                "name" if name.is_none() => name = Some(s.plain_string()?),
+                "name" if name.is_none() => {
+                    name = Some(s.plain_string()?);
+                    name_span = start..s.offset();
+                }
                 // Not `null`: the general path decides what that means.
-                "arguments" if arguments.is_none() => arguments = Some(s.parsed()?),
+                "arguments" if arguments.is_none() => {
+                    arguments = Some(s.parsed()?);
+                    arguments_span = Some(start..s.offset());
+                }
                 "_meta" if meta.is_none() => meta = Some(scan_meta(s)?),
                 _ => return None,
             }
@@ -98,7 +236,9 @@ impl<'a> Params<'a> {
         })?;
         Some(Params {
             name: name?,
+            name_span,
             arguments: arguments.unwrap_or_default(),
+            arguments_span,
             meta: meta?,
         })
     }
@@ -213,6 +353,7 @@ impl<T: Clone> Recent<T> {
 
 thread_local! {
     static SEEN: std::cell::RefCell<Seen> = std::cell::RefCell::default();
+    static SHAPE: std::cell::RefCell<Shape> = std::cell::RefCell::default();
 }
 
 /// The general path's reading of `body`, in the fast path's terms; `None`
@@ -256,6 +397,19 @@ pub(crate) fn agrees(body: &[u8]) -> Result<bool, String> {
         return Err(format!("the paths read {text} differently"));
     }
     Ok(true)
+}
+
+/// [`agrees`] for `body` read on a thread with no shape, then for each of
+/// its lines in turn, each read right after the one before (so through
+/// its shape when it has one): the fuzz target's property, the same for
+/// the same input.
+pub(crate) fn agree_in_a_row(body: &[u8]) -> Result<bool, String> {
+    SHAPE.with_borrow_mut(|shape| *shape = Shape::default());
+    let whole = agrees(body)?;
+    for line in body.split(|&b| b == b'\n') {
+        agrees(line)?;
+    }
+    Ok(whole)
 }
 
 #[cfg(test)]
@@ -420,6 +574,119 @@ mod tests {
         assert_eq!(agrees(&broken), Ok(false));
     }
 
+    /// `body` read through the thread's shape alone.
+    fn read_by_shape(body: &str) -> Option<ToolCall> {
+        SHAPE.with_borrow(|shape| shape.read(body))
+    }
+
+    const BENCH_CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+
+    /// Requests of several shapes: the bench's, members in another order
+    /// with spaces and no arguments, and a gateway's with client info.
+    const SHAPES: [&str; 3] = [
+        BENCH_CALL,
+        "{ \"params\" : {\"_meta\":{\"io.modelcontextprotocol/clientCapabilities\":{\"sampling\":{}},\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}, \"name\" : \"e\" },\n \"id\" : \"a\", \"method\":\"tools/call\",\"jsonrpc\":\"2.0\"}\n",
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"switchboard","version":"0.1.0"},"progressToken":3},"arguments":{"id":"T-1","n":[1,{"x":null}]},"name":"get_ticket"}}"#,
+    ];
+
+    // A client's next call differs from its last only in the id, the tool
+    // and the arguments: only those are read, and the result is the
+    // general path's.
+    #[test]
+    fn a_call_of_a_known_shape_is_read_through_its_holes() {
+        assert_eq!(agrees(BENCH_CALL.as_bytes()), Ok(true));
+        let with = |id: &str, name: &str, arguments: &str| {
+            BENCH_CALL
+                .replacen(r#""id":1"#, &format!(r#""id":{id}"#), 1)
+                .replacen(r#""echo""#, name, 1)
+                .replacen(r#"{"text":"hi"}"#, arguments, 1)
+        };
+        let fits = [
+            with("2", r#""echo""#, r#"{"text":"hi"}"#),
+            with("-1234567890123", r#""other_tool""#, r#"{"text":"bye"}"#),
+            with(r#""req-7""#, r#""é""#, r#"{}"#),
+            with(" 9", r#""e""#, r#"{"a":[1,{"b":"}\"{"}],"c":null}"#),
+            with("3", r#""""#, r#" { "text" : "hi" }"#),
+        ];
+        for body in &fits {
+            let shaped = read_by_shape(body).unwrap_or_else(|| panic!("not shaped: {body}"));
+            assert_eq!(agrees(body.as_bytes()), Ok(true), "{body}");
+            let whole = read_whole(body).unwrap().0;
+            assert_eq!(
+                (shaped.id, shaped.name, shaped.arguments, shaped.meta),
+                (whole.id, whole.name, whole.arguments, whole.meta),
+                "{body}"
+            );
+        }
+        // Holes the cursor refuses: the shape does not fit, and the
+        // general path decides.
+        for body in [
+            with("01", r#""echo""#, "{}"),
+            with("1.5", r#""echo""#, "{}"),
+            with("null", r#""echo""#, "{}"),
+            with("1", r#""e\u0063ho""#, "{}"),
+            with("1", r#""echo""#, "null"),
+            with("1", r#""echo""#, "[1]"),
+            with("1", r#""echo""#, r#"{"a":}"#),
+        ] {
+            assert!(read_by_shape(&body).is_none(), "{body}");
+            assert_eq!(agrees(body.as_bytes()), Ok(false), "{body}");
+        }
+        // A text that differs outside the holes is read whole, and its
+        // shape is kept from then on.
+        let other_meta = BENCH_CALL.replace("{}}}}", r#"{"sampling":{}}}}}"#);
+        assert!(read_by_shape(&other_meta).is_none());
+        assert_eq!(agrees(other_meta.as_bytes()), Ok(true));
+        let next = other_meta.replacen(r#""id":1"#, r#""id":2"#, 1);
+        let shaped = read_by_shape(&next).expect("the new shape is kept");
+        assert_eq!(shaped.id, RequestId::Number(2));
+        assert!(shaped.meta.client_capabilities.sampling.is_some());
+        for tail in ["", " ", "}", "x"] {
+            let body = format!("{next}{tail}");
+            assert_eq!(read_by_shape(&body).is_some(), tail.is_empty(), "{body}");
+        }
+    }
+
+    // Every one-byte change of a request, read right after the request
+    // itself (so its shape is the thread's), is read as the general path
+    // reads it or left to it; and many are read through the shape.
+    #[test]
+    fn changes_to_a_known_shape_never_disagree_with_the_general_path() {
+        let mut shaped = 0;
+        for sample in SHAPES {
+            let bytes = sample.as_bytes();
+            let mut check = |mutant: &[u8]| {
+                assert_eq!(agrees(bytes), Ok(true), "{sample}");
+                if std::str::from_utf8(mutant).is_ok_and(|text| read_by_shape(text).is_some()) {
+                    shaped += 1;
+                }
+                if let Err(e) = agrees(mutant) {
+                    panic!("{e}");
+                }
+            };
+            for at in 0..bytes.len() {
+                let mut deleted = bytes.to_vec();
+                deleted.remove(at);
+                check(&deleted);
+                let mut doubled = bytes.to_vec();
+                doubled.insert(at, bytes[at]);
+                check(&doubled);
+                for b in [
+                    b'"', b'1', b'{', b'}', b']', b',', b'n', b' ', b'\\', b'e', b'-', b'.', 0x01,
+                    0xff,
+                ] {
+                    let mut replaced = bytes.to_vec();
+                    replaced[at] = b;
+                    check(&replaced);
+                }
+            }
+        }
+        assert!(
+            shaped > 200,
+            "only {shaped} changes were read through a shape"
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2048))]
         /// Whatever the spacing, order, ids, names and arguments, the fast
@@ -474,6 +741,33 @@ mod tests {
             let body = format!("{}{{{}{}}}{}", w(), w(), body.join(&format!("{},", w())), w());
             let verdict = agrees(body.as_bytes());
             prop_assert!(verdict.is_ok(), "{:?}", verdict);
+        }
+
+        /// A call read right after another of the same client (the
+        /// same `_meta`, other ids, tools and arguments) is read as the
+        /// general path reads it.
+        #[test]
+        fn calls_in_a_row_never_disagree_with_the_general_path(
+            calls in proptest::collection::vec((
+                prop_oneof![
+                    proptest::num::i64::ANY.prop_map(|n| n.to_string()),
+                    "[a-z\\\\\"é]{0,6}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+                    proptest::sample::select(vec!["1.5".to_owned(), "-0".to_owned(), "007".to_owned(), " 7".to_owned()]),
+                ],
+                prop_oneof![3 => "[a-zé/_{}\\[\\]]{0,8}", 1 => "[a-zé\\\\\"]{0,4}"],
+                proptest::sample::select(vec![
+                    r#"{}"#, r#"{"text":"hi"}"#, r#"{"a":[1,{"b":"}"}],"c":"\\\"{"}"#, "[]", "null", r#"{"a":1"#, r#"{"a":1}}"#,
+                ]),
+            ), 2..6),
+        ) {
+            for (id, name, arguments) in calls {
+                let body = format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":{},"arguments":{arguments},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#,
+                    serde_json::to_string(&name).unwrap()
+                );
+                let verdict = agrees(body.as_bytes());
+                prop_assert!(verdict.is_ok(), "{:?}", verdict);
+            }
         }
     }
 }

@@ -109,6 +109,18 @@ impl<'a> Cursor<'a> {
         Cursor { text, at: 0 }
     }
 
+    /// A cursor at byte `offset` of `text`; `None` when that is not the
+    /// start of a character.
+    pub fn starting_at(text: &'a str, offset: usize) -> Option<Self> {
+        text.is_char_boundary(offset)
+            .then_some(Cursor { text, at: offset })
+    }
+
+    /// Where the next read starts, in bytes from the start of the text.
+    pub fn offset(&self) -> usize {
+        self.at
+    }
+
     fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
     }
@@ -293,29 +305,36 @@ impl<'a> Cursor<'a> {
         if self.peek()? == b'"' {
             return Some(RequestId::String(self.plain_string()?.to_owned()));
         }
-        let start = self.at;
-        let negative = self.bytes().get(self.at) == Some(&b'-');
-        if negative {
-            self.at += 1;
+        let bytes = self.bytes();
+        let negative = bytes[self.at] == b'-';
+        let first = self.at + usize::from(negative);
+        // Summed below zero, so that `i64::MIN` fits; `None` past the range.
+        let mut value: i64 = 0;
+        let mut at = first;
+        while let Some(digit) = bytes
+            .get(at)
+            .and_then(|b| b.checked_sub(b'0'))
+            .filter(|d| *d < 10)
+        {
+            value = value.checked_mul(10)?.checked_sub(i64::from(digit))?;
+            at += 1;
         }
-        let digits = self.bytes()[self.at..]
-            .iter()
-            .take_while(|b| b.is_ascii_digit())
-            .count();
         // JSON has no leading zeros, and `-0` reads as a float; those,
         // fractions and exponents are left to the general parser.
-        let first = self.bytes().get(self.at).copied();
-        if digits == 0 || (first == Some(b'0') && (digits > 1 || negative)) {
+        let digits = at - first;
+        if digits == 0 || (bytes[first] == b'0' && (digits > 1 || negative)) {
             return None;
         }
-        self.at += digits;
-        if matches!(self.bytes().get(self.at), Some(b'.' | b'e' | b'E')) {
+        if matches!(bytes.get(at), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        self.text[start..self.at]
-            .parse()
-            .ok()
-            .map(RequestId::Number)
+        self.at = at;
+        let value = if negative {
+            value
+        } else {
+            value.checked_neg()?
+        };
+        Some(RequestId::Number(value))
     }
 
     /// The text of the next value, which must be an object: found by
@@ -562,6 +581,54 @@ mod tests {
         let deeper = format!("{}1{}", "[".repeat(65), "]".repeat(65));
         assert_eq!(whole_value(&deeper), None);
         assert_eq!(whole_value(&"1".repeat(25)), None);
+    }
+
+    #[test]
+    fn ids_are_read_as_request_ids_read_them() {
+        for text in [
+            "0",
+            "7",
+            "-7",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999999",
+            "01",
+            "-0",
+            "-",
+            "1.0",
+            "1e2",
+            "1E2",
+            r#""a""#,
+            r#""a\"b""#,
+            "- 1",
+            "1 ",
+            "12,",
+            "12}",
+        ] {
+            let mut cursor = Cursor::new(text);
+            let read = cursor.id();
+            let rest = &text[cursor.offset()..];
+            // What serde reads from the same value (the rest being what
+            // follows it in a message).
+            let value = text.trim_end_matches([',', '}', ' ']);
+            let general = serde_json::from_str::<serde_json::Value>(value)
+                .ok()
+                .and_then(|v| RequestId::from_value(&v));
+            match read {
+                Some(id) => {
+                    assert_eq!(Some(id), general, "{text}");
+                    assert_eq!(rest, &text[value.len()..], "{text}");
+                }
+                // Refused: either serde refuses too, or it is one the
+                // general path must judge (escapes, fractions, `-0`).
+                None => assert!(
+                    general.is_none() || ["-0", "1.0", "1e2", "1E2", r#""a\"b""#].contains(&text),
+                    "{text}"
+                ),
+            }
+        }
     }
 
     #[test]
