@@ -373,9 +373,16 @@ impl<'a> Cursor<'a> {
         Some(&self.text[start..self.at])
     }
 
-    /// The next value, which must be an object, parsed with `serde_json`.
+    /// The next value, which must be an object, parsed with `serde_json`
+    /// (which also finds where it ends: the text is walked once).
     pub fn parsed<T: for<'de> Deserialize<'de>>(&mut self) -> Option<T> {
-        serde_json::from_str(self.raw_object()?).ok()
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let mut values = serde_json::Deserializer::from_str(&self.text[self.at..]).into_iter();
+        let value = values.next()?.ok()?;
+        self.at += values.byte_offset();
+        Some(value)
     }
 
     /// The text of the next value, of any kind, checked as JSON on the way:
@@ -581,6 +588,29 @@ mod tests {
         let deeper = format!("{}1{}", "[".repeat(65), "]".repeat(65));
         assert_eq!(whole_value(&deeper), None);
         assert_eq!(whole_value(&"1".repeat(25)), None);
+    }
+
+    #[test]
+    fn parsed_objects_end_where_the_object_does() {
+        type Object = serde_json::Map<String, serde_json::Value>;
+        for (text, rest) in [
+            (r#"{"a":"}{\"","b":[{}]},"c":1"#, Some(r#","c":1"#)),
+            (r#" {} }"#, Some(" }")),
+            (r#"{"a":1}"#, Some("")),
+            (r#"{"a":1"#, None),
+            (r#"{"a":}"#, None),
+            (r#"[{"a":1}]"#, None),
+            ("null", None),
+        ] {
+            let mut cursor = Cursor::new(text);
+            let read = cursor.parsed::<Object>();
+            assert_eq!(read.is_some(), rest.is_some(), "{text}");
+            if let Some(rest) = rest {
+                assert_eq!(&text[cursor.offset()..], rest, "{text}");
+                let whole = text[..text.len() - rest.len()].trim();
+                assert_eq!(read, serde_json::from_str(whole).ok(), "{text}");
+            }
+        }
     }
 
     #[test]

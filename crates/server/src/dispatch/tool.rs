@@ -164,7 +164,7 @@ impl Server {
             // Input validation failures are tool errors the model can fix
             // (tools page, error handling).
             return Ok(ToolStart::Done(ToolStep::Done(
-                self.tool_result(failure_result(message)),
+                self.tool_result(&mut failure_result(message)),
             )));
         }
         self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
@@ -186,32 +186,46 @@ impl Server {
     pub(super) fn settle_tool(
         &self,
         entry: &ToolEntry,
-        outcome: Result<ToolOutcome, HandlerError>,
+        mut outcome: Result<ToolOutcome, HandlerError>,
     ) -> Result<ToolStep, Fault> {
         let name = &entry.def.name;
-        match outcome {
-            Ok(Outcome::Complete(result)) => {
-                if let Some(v) = &entry.output_validator {
-                    if !result.is_error() {
-                        let Some(sc) = &result.structured_content else {
-                            return Err(Fault::internal(format!(
-                                "tool {name:?} declares an outputSchema but returned no structuredContent"
-                            )));
-                        };
-                        if let Err(m) = v.validate(sc) {
-                            tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
-                            return Err(Fault::internal(format!(
-                                "tool {name:?} returned structuredContent that does not match its outputSchema"
-                            )));
-                        }
-                    }
+        // Matched in place: a result is large, and each move copies it.
+        let result = match &mut outcome {
+            Ok(Outcome::Complete(result)) => result,
+            _ => return self.settle_other_outcome(entry, outcome),
+        };
+        if let Some(v) = &entry.output_validator {
+            if !result.is_error() {
+                let Some(sc) = &result.structured_content else {
+                    return Err(Fault::internal(format!(
+                        "tool {name:?} declares an outputSchema but returned no structuredContent"
+                    )));
+                };
+                if let Err(m) = v.validate(sc) {
+                    tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
+                    return Err(Fault::internal(format!(
+                        "tool {name:?} returned structuredContent that does not match its outputSchema"
+                    )));
                 }
-                Ok(ToolStep::Done(self.tool_result(result)))
             }
+        }
+        Ok(ToolStep::Done(self.tool_result(result)))
+    }
+
+    /// [`Server::settle_tool`] for what is not a complete result.
+    fn settle_other_outcome(
+        &self,
+        entry: &ToolEntry,
+        outcome: Result<ToolOutcome, HandlerError>,
+    ) -> Result<ToolStep, Fault> {
+        match outcome {
+            complete @ Ok(Outcome::Complete(_)) => self.settle_tool(entry, complete),
             Ok(Outcome::InputRequired(a)) => Ok(ToolStep::Ask(a)),
             Ok(Outcome::Task(_)) => Err(Fault::internal("a task's work cannot start another task")),
             Err(e) => match e.into_parts() {
-                Ok(message) => Ok(ToolStep::Done(self.tool_result(failure_result(message)))),
+                Ok(message) => Ok(ToolStep::Done(
+                    self.tool_result(&mut failure_result(message)),
+                )),
                 Err(obj) => Err(Fault::from_rpc(obj)),
             },
         }
@@ -315,7 +329,7 @@ impl Server {
     /// Serializes a tool result by hand: text blocks are written directly
     /// instead of going through a map per block (the hot path of every
     /// server).
-    pub(super) fn tool_result(&self, mut result: CallToolResult) -> Vec<u8> {
+    pub(super) fn tool_result(&self, result: &mut CallToolResult) -> Vec<u8> {
         let mut out = Vec::with_capacity(192);
         out.extend_from_slice(b"{\"content\":[");
         for (i, block) in result.content.iter().enumerate() {
@@ -403,14 +417,14 @@ mod tests {
             other,
             structured,
         ];
-        for result in cases {
+        for mut result in cases {
             let mut expected = serde_json::to_value(&result).unwrap();
             let kind = result.header.result_type.clone().unwrap_or_default();
             expected["resultType"] = json!(kind.as_str());
             let meta = expected["_meta"].as_object().cloned().unwrap_or_default();
             expected["_meta"] = json!(meta);
             expected["_meta"]["io.modelcontextprotocol/serverInfo"] = info.clone();
-            let written = server.tool_result(result);
+            let written = server.tool_result(&mut result);
             let written: Value = serde_json::from_slice(&written).unwrap();
             assert_eq!(written, expected);
         }
