@@ -11,10 +11,11 @@
 //!
 //! A client writes all its calls alike: the same members in the same
 //! order and the same `_meta`, only the id, the tool and its arguments
-//! change. So each thread keeps the [`Shape`] of the last call it read
-//! whole: its text with those three values cut out. A call whose text
-//! matches the shape byte for byte outside them is read by reading just
-//! the three values; the rest means what it meant last time.
+//! change (and a progress token or W3C trace context, when it sets one for
+//! each call). So each thread keeps the [`Shape`] of the last call it read
+//! whole: its text with those values cut out. A call whose text matches
+//! the shape byte for byte outside them is read by reading just those
+//! values; the rest means what it meant last time.
 //!
 //! It accepts a strict subset of JSON: keys and short strings
 //! without escapes, integer ids, each member at most once. Anything else,
@@ -61,28 +62,28 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
         if let Some(call) = shape.read(text) {
             return Some(call);
         }
-        let (call, spans) = read_whole(text)?;
-        shape.keep(text, &spans, &call.meta);
+        let mut spans = Vec::new();
+        let call = read_whole(text, &mut spans)?;
+        shape.keep(text, &mut spans, &call.meta);
         Some(call)
     })
 }
 
-/// Reads all of `text` with the cursor, and says where its varying values
-/// are.
-fn read_whole(text: &str) -> Option<(ToolCall, Spans)> {
+/// Reads all of `text` with the cursor, and adds to `spans` where its
+/// varying values are.
+fn read_whole(text: &str, spans: &mut Spans) -> Option<ToolCall> {
     let mut s = Cursor::new(text);
     let (mut jsonrpc, mut id, mut name, mut params) = (None, None, None, None);
-    let mut id_span = 0..0;
     s.object(|s, key| {
+        let start = s.offset();
         match key {
             "jsonrpc" if jsonrpc.is_none() => jsonrpc = Some(s.plain_string()?),
             "id" if id.is_none() => {
-                let start = s.offset();
                 id = Some(s.id()?);
-                id_span = start..s.offset();
+                spans.push((start..s.offset(), Hole::Id));
             }
             "method" if name.is_none() => name = Some(s.plain_string()?),
-            "params" if params.is_none() => params = Some(Params::scan(s)?),
+            "params" if params.is_none() => params = Some(Params::scan(s, spans)?),
             _ => return None,
         }
         Some(())
@@ -92,43 +93,41 @@ fn read_whole(text: &str) -> Option<(ToolCall, Spans)> {
         return None;
     }
     let params = params?;
-    let spans = Spans {
-        id: id_span,
-        name: params.name_span,
-        arguments: params.arguments_span,
-    };
-    let call = ToolCall {
+    Some(ToolCall {
         id: id?,
         name: params.name.to_owned(),
         arguments: Value::Object(params.arguments),
         meta: params.meta,
-    };
-    Some((call, spans))
+    })
 }
 
-/// Where the values that differ from call to call sit in a request's text.
-struct Spans {
-    id: Range<usize>,
-    name: Range<usize>,
-    arguments: Option<Range<usize>>,
-}
+/// Where the values that differ from call to call sit in a request's
+/// text, and which they are.
+type Spans = Vec<(Range<usize>, Hole)>;
 
-/// One of the values a [`Shape`] leaves open.
+/// One of the values a [`Shape`] leaves open: those a client changes from
+/// call to call.
 #[derive(Clone, Copy, Debug)]
 enum Hole {
     Id,
     Name,
     Arguments,
+    /// The `_meta` members a client may set anew for each call.
+    ProgressToken,
+    Traceparent,
+    Tracestate,
 }
 
 /// Longest text (holes left out) a [`Shape`] keeps.
 const MOST_SHAPE: usize = 4096;
 
 /// The last plain `tools/call` read whole on this thread, with its id,
-/// tool name and arguments cut out.
+/// tool name and arguments cut out (and its progress token and trace
+/// context, when it has them).
 ///
 /// A client writes every call the same way: the same members in the same
-/// order, the same `_meta`; only the id, the tool and its arguments change.
+/// order, the same `_meta`; only the id, the tool and its arguments change
+/// (and a progress token or trace context set for each call).
 /// A request whose text is this one's, but for values the cursor reads in
 /// the holes, would be read whole exactly as this one was (the cursor's
 /// reads depend only on the text ahead of them), so only the holes are
@@ -149,6 +148,7 @@ impl Shape {
     fn read(&self, text: &str) -> Option<ToolCall> {
         let meta = self.meta.as_ref()?;
         let (mut id, mut name, mut arguments) = (None, None, None);
+        let (mut progress_token, mut traceparent, mut tracestate) = (None, None, None);
         let bytes = text.as_bytes();
         let literal = self.literal.as_bytes();
         let (mut from, mut at) = (0, 0);
@@ -162,6 +162,9 @@ impl Shape {
                 Hole::Id => id = Some(s.id()?),
                 Hole::Name => name = Some(s.plain_string()?),
                 Hole::Arguments => arguments = Some(s.parsed()?),
+                Hole::ProgressToken => progress_token = Some(s.id()?),
+                Hole::Traceparent => traceparent = Some(s.plain_string()?),
+                Hole::Tracestate => tracestate = Some(s.plain_string()?),
             }
             at = s.offset();
             from = cut;
@@ -169,26 +172,30 @@ impl Shape {
         if bytes.get(at..)? != &literal[from..] {
             return None;
         }
+        let meta = if progress_token.is_none() && traceparent.is_none() && tracestate.is_none() {
+            Arc::clone(meta)
+        } else {
+            let mut meta = RequestMeta::clone(meta);
+            meta.progress_token = progress_token.or(meta.progress_token);
+            meta.traceparent = traceparent.map(str::to_owned).or(meta.traceparent);
+            meta.tracestate = tracestate.map(str::to_owned).or(meta.tracestate);
+            Arc::new(meta)
+        };
         Some(ToolCall {
             id: id?,
             name: name?.to_owned(),
             arguments: Value::Object(arguments.unwrap_or_default()),
-            meta: Arc::clone(meta),
+            meta,
         })
     }
 
     /// Keeps `text`, just read whole, as the shape of the next requests.
-    fn keep(&mut self, text: &str, spans: &Spans, meta: &Arc<RequestMeta>) {
-        let mut holes = [
-            Some((spans.id.clone(), Hole::Id)),
-            Some((spans.name.clone(), Hole::Name)),
-            spans.arguments.clone().map(|span| (span, Hole::Arguments)),
-        ];
-        holes.sort_unstable_by_key(|hole| hole.as_ref().map(|(span, _)| span.start));
+    fn keep(&mut self, text: &str, spans: &mut Spans, meta: &Arc<RequestMeta>) {
+        spans.sort_unstable_by_key(|(span, _)| span.start);
         self.literal.clear();
         self.holes.clear();
         let mut from = 0;
-        for (span, hole) in holes.into_iter().flatten() {
+        for (span, hole) in spans.drain(..) {
             self.literal.push_str(&text[from..span.start]);
             self.holes.push((self.literal.len(), hole));
             from = span.end;
@@ -205,40 +212,35 @@ impl Shape {
 /// The `params` of a plain `tools/call`.
 struct Params<'a> {
     name: &'a str,
-    name_span: Range<usize>,
     arguments: Map<String, Value>,
-    arguments_span: Option<Range<usize>>,
     /// Shared as soon as it is read: a `RequestMeta` is large, and each
     /// move on the way to the router would copy it.
     meta: Arc<RequestMeta>,
 }
 
 impl<'a> Params<'a> {
-    fn scan(s: &mut Cursor<'a>) -> Option<Self> {
+    fn scan(s: &mut Cursor<'a>, spans: &mut Spans) -> Option<Self> {
         let (mut name, mut arguments, mut meta) = (None, None, None);
-        let (mut name_span, mut arguments_span) = (0..0, None);
         s.object(|s, key| {
             let start = s.offset();
             match key {
                 "name" if name.is_none() => {
                     name = Some(s.plain_string()?);
-                    name_span = start..s.offset();
+                    spans.push((start..s.offset(), Hole::Name));
                 }
                 // Not `null`: the general path decides what that means.
                 "arguments" if arguments.is_none() => {
                     arguments = Some(s.parsed()?);
-                    arguments_span = Some(start..s.offset());
+                    spans.push((start..s.offset(), Hole::Arguments));
                 }
-                "_meta" if meta.is_none() => meta = Some(scan_meta(s)?),
+                "_meta" if meta.is_none() => meta = Some(scan_meta(s, spans)?),
                 _ => return None,
             }
             Some(())
         })?;
         Some(Params {
             name: name?,
-            name_span,
             arguments: arguments.unwrap_or_default(),
-            arguments_span,
             meta: meta?,
         })
     }
@@ -246,7 +248,7 @@ impl<'a> Params<'a> {
 
 /// A `_meta` of the known keys, read as `RequestMeta::from_meta_object`
 /// would; anything it would refuse goes to the general path, which says why.
-fn scan_meta(s: &mut Cursor<'_>) -> Option<Arc<RequestMeta>> {
+fn scan_meta(s: &mut Cursor<'_>, spans: &mut Spans) -> Option<Arc<RequestMeta>> {
     let mut protocol_version = None;
     let mut client_capabilities = None;
     let mut client_info = None;
@@ -255,6 +257,7 @@ fn scan_meta(s: &mut Cursor<'_>) -> Option<Arc<RequestMeta>> {
     let mut traceparent = None;
     let mut tracestate = None;
     s.object(|s, key| {
+        let start = s.offset();
         match key {
             PROTOCOL_VERSION if protocol_version.is_none() => {
                 protocol_version = Some(s.plain_string()?.to_owned());
@@ -287,14 +290,21 @@ fn scan_meta(s: &mut Cursor<'_>) -> Option<Arc<RequestMeta>> {
                     LoggingLevel::deserialize(Value::String(s.plain_string()?.to_owned())).ok()?,
                 );
             }
-            PROGRESS_TOKEN if progress_token.is_none() => progress_token = Some(s.id()?),
+            PROGRESS_TOKEN if progress_token.is_none() => {
+                progress_token = Some(s.id()?);
+                spans.push((start..s.offset(), Hole::ProgressToken));
+            }
             // What a gateway or an instrumented client sends with every
             // call: kept on the fast path (the general one would build a
             // tree of the whole request for it).
             TRACEPARENT if traceparent.is_none() => {
                 traceparent = Some(s.plain_string()?.to_owned());
+                spans.push((start..s.offset(), Hole::Traceparent));
             }
-            TRACESTATE if tracestate.is_none() => tracestate = Some(s.plain_string()?.to_owned()),
+            TRACESTATE if tracestate.is_none() => {
+                tracestate = Some(s.plain_string()?.to_owned());
+                spans.push((start..s.offset(), Hole::Tracestate));
+            }
             _ => return None,
         }
         Some(())
@@ -581,13 +591,67 @@ mod tests {
 
     const BENCH_CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
 
+    /// What a gateway sends a server for each call: a trace context of
+    /// its own each time.
+    const TRACED_CALL: &str = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"get_ticket","arguments":{"id":"T-1"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"switchboard","version":"0.1.0"},"traceparent":"00-4e3f62e1fd8c0e68b8fd4d02bee05b3e-babc5177cb4d238e-01","tracestate":"a=1"}}}"#;
+
     /// Requests of several shapes: the bench's, members in another order
-    /// with spaces and no arguments, and a gateway's with client info.
-    const SHAPES: [&str; 3] = [
+    /// with spaces and no arguments, one asking for progress, and a
+    /// gateway's.
+    const SHAPES: [&str; 4] = [
         BENCH_CALL,
         "{ \"params\" : {\"_meta\":{\"io.modelcontextprotocol/clientCapabilities\":{\"sampling\":{}},\"io.modelcontextprotocol/protocolVersion\":\"2026-07-28\"}, \"name\" : \"e\" },\n \"id\" : \"a\", \"method\":\"tools/call\",\"jsonrpc\":\"2.0\"}\n",
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"switchboard","version":"0.1.0"},"progressToken":3},"arguments":{"id":"T-1","n":[1,{"x":null}]},"name":"get_ticket"}}"#,
+        TRACED_CALL,
     ];
+
+    // A gateway's calls differ in their trace context too, a client's
+    // asking for progress in the token: those are read as holes, and the
+    // rest of the `_meta` is what it was.
+    #[test]
+    fn trace_context_and_progress_token_are_holes_too() {
+        assert_eq!(agrees(TRACED_CALL.as_bytes()), Ok(true));
+        let next = TRACED_CALL
+            .replacen(r#""id":5"#, r#""id":6"#, 1)
+            .replacen("babc5177cb4d238e", "0123456789abcdef", 1)
+            .replacen(r#""a=1""#, r#""b=2,a=1""#, 1);
+        let shaped = read_by_shape(&next).expect("a new trace context fits the shape");
+        assert_eq!(
+            shaped.meta.traceparent.as_deref(),
+            Some("00-4e3f62e1fd8c0e68b8fd4d02bee05b3e-0123456789abcdef-01")
+        );
+        assert_eq!(shaped.meta.tracestate.as_deref(), Some("b=2,a=1"));
+        assert_eq!(
+            shaped.meta.client_info.as_ref().unwrap().name,
+            "switchboard"
+        );
+        assert_eq!(agrees(next.as_bytes()), Ok(true));
+        // An escaped trace context is the general path's to decode.
+        let escaped = TRACED_CALL.replacen(r#""a=1""#, r#""a\u003d1""#, 1);
+        assert!(read_by_shape(&escaped).is_none());
+        assert_eq!(agrees(escaped.as_bytes()), Ok(false));
+
+        let asking = SHAPES[2];
+        assert_eq!(agrees(asking.as_bytes()), Ok(true));
+        for (token, want) in [
+            ("44", Some(RequestId::Number(44))),
+            (r#""p-1""#, Some(RequestId::String("p-1".into()))),
+            ("1.5", None),
+        ] {
+            let body = asking.replacen(
+                r#""progressToken":3"#,
+                &format!(r#""progressToken":{token}"#),
+                1,
+            );
+            let shaped = read_by_shape(&body);
+            assert_eq!(
+                shaped.and_then(|call| call.meta.progress_token.clone()),
+                want,
+                "{body}"
+            );
+            assert!(agrees(body.as_bytes()).is_ok(), "{body}");
+        }
+    }
 
     // A client's next call differs from its last only in the id, the tool
     // and the arguments: only those are read, and the result is the
@@ -611,7 +675,7 @@ mod tests {
         for body in &fits {
             let shaped = read_by_shape(body).unwrap_or_else(|| panic!("not shaped: {body}"));
             assert_eq!(agrees(body.as_bytes()), Ok(true), "{body}");
-            let whole = read_whole(body).unwrap().0;
+            let whole = read_whole(body, &mut Vec::new()).unwrap();
             assert_eq!(
                 (shaped.id, shaped.name, shaped.arguments, shaped.meta),
                 (whole.id, whole.name, whole.arguments, whole.meta),
