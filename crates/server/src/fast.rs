@@ -191,6 +191,11 @@ impl Shape {
 
     /// Keeps `text`, just read whole, as the shape of the next requests.
     fn keep(&mut self, text: &str, spans: &mut Spans, meta: &Arc<RequestMeta>) {
+        let cut: usize = spans.iter().map(|(span, _)| span.len()).sum();
+        if text.len() - cut > MOST_SHAPE {
+            *self = Shape::default();
+            return;
+        }
         spans.sort_unstable_by_key(|(span, _)| span.start);
         self.literal.clear();
         self.holes.clear();
@@ -201,11 +206,7 @@ impl Shape {
             from = span.end;
         }
         self.literal.push_str(&text[from..]);
-        if self.literal.len() > MOST_SHAPE {
-            *self = Shape::default();
-        } else {
-            self.meta = Some(Arc::clone(meta));
-        }
+        self.meta = Some(Arc::clone(meta));
     }
 }
 
@@ -604,6 +605,24 @@ mod tests {
         r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"switchboard","version":"0.1.0"},"progressToken":3},"arguments":{"id":"T-1","n":[1,{"x":null}]},"name":"get_ticket"}}"#,
         TRACED_CALL,
     ];
+
+    // Large arguments are a hole and do not count; a shape that is large
+    // itself is not kept.
+    #[test]
+    fn only_small_shapes_are_kept() {
+        let big = "x".repeat(2 * MOST_SHAPE);
+        let with_big_arguments = BENCH_CALL.replacen("\"hi\"", &format!("\"{big}\""), 1);
+        assert_eq!(agrees(with_big_arguments.as_bytes()), Ok(true));
+        assert!(read_by_shape(BENCH_CALL).is_some());
+        let with_big_meta = BENCH_CALL.replacen(
+            "\"io.modelcontextprotocol/clientCapabilities\":{}",
+            &format!("\"io.modelcontextprotocol/clientCapabilities\":{{}},\"io.modelcontextprotocol/clientInfo\":{{\"name\":\"{big}\",\"version\":\"1\"}}"),
+            1,
+        );
+        assert_eq!(agrees(with_big_meta.as_bytes()), Ok(true));
+        assert!(read_by_shape(&with_big_meta).is_none());
+        assert!(read_by_shape(BENCH_CALL).is_none(), "no shape is kept");
+    }
 
     // A gateway's calls differ in their trace context too, a client's
     // asking for progress in the token: those are read as holes, and the
