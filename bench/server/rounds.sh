@@ -12,7 +12,7 @@
 #   N          round trips per figure (default 100000)   CPU  vCPU (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-: "${BENCH_BIN:?set BENCH_BIN to the folder with the bench's floor and stdio-rtt}"
+: "${BENCH_BIN:?set BENCH_BIN to the folder with the shared bench floor and stdio-rtt binaries}"
 SB=${SB:-target/dist/bench-echo}; N=${N:-100000}; CPU=${CPU:-1}; ROUNDS=${1:-7}
 rps() {
   taskset -c "$CPU" "$BENCH_BIN/stdio-rtt" --json --quiet-stderr --mode pipe --window 64 --n "$N" -- "$@" |
@@ -24,9 +24,11 @@ for round in $(seq 1 "$ROUNDS"); do
   line="round $round floor=${floor%.*}/s"
   for peer in "default:--stdio" "lean:--stdio --no-server-info" \
     "ceiling:--stdio --ceiling" "ceiling-lean:--stdio --ceiling --no-server-info"; do
-    # shellcheck disable=SC2086 # the flags are words
-    x=$(rps "$SB" ${peer#*:})
-    line="$line ${peer%%:*}=$(python3 -c "print(f'{$x / $floor:.3f}')")"
+    name=${peer%%:*}
+    read -r -a flags <<<"${peer#*:}"
+    x=$(rps "$SB" "${flags[@]}")
+    ratio=$(awk -v x="$x" -v floor="$floor" 'BEGIN { printf "%.3f", x / floor }')
+    line="$line $name=$ratio"
   done
   echo "$line"
 done
