@@ -606,6 +606,30 @@ mod tests {
         TRACED_CALL,
     ];
 
+    // `serde_json` reads a value alone up to 127 levels deep, but counts
+    // the levels around it in a whole request: deep arguments or
+    // capabilities it would refuse there were taken by the fast path.
+    #[test]
+    fn deep_arguments_and_capabilities_are_left_to_the_general_path() {
+        let call = |arguments: &str, capabilities: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"e","arguments":{arguments},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{capabilities}}}}}}}"#
+            )
+        };
+        let nested =
+            |depth: usize| format!(r#"{{"a":{}1{}}}"#, "[".repeat(depth), "]".repeat(depth));
+        for depth in [10, 63, 64, 100, 120, 124, 125, 126, 127, 130] {
+            for body in [call(&nested(depth), "{}"), call("{}", &nested(depth))] {
+                // Read whole, then again through its own shape.
+                for _ in 0..2 {
+                    let verdict = agrees(body.as_bytes());
+                    assert!(verdict.is_ok(), "{depth}: {verdict:?}");
+                    assert_eq!(verdict, Ok(depth < 64), "{depth}");
+                }
+            }
+        }
+    }
+
     // Large arguments are a hole and do not count; a shape that is large
     // itself is not kept.
     #[test]

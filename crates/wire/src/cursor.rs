@@ -337,9 +337,9 @@ impl<'a> Cursor<'a> {
         Some(RequestId::Number(value))
     }
 
-    /// The text of the next value, which must be an object: found by
-    /// matching brackets outside strings. Its content is not checked:
-    /// whoever uses it parses it.
+    /// The text of the next value, which must be an object nested at most
+    /// 64 levels deep: found by matching brackets outside strings. Its
+    /// content is not checked otherwise: whoever uses it parses it.
     pub fn raw_object(&mut self) -> Option<&'a str> {
         if self.peek()? != b'{' {
             return None;
@@ -358,7 +358,12 @@ impl<'a> Cursor<'a> {
                         _ => {}
                     }
                 },
-                b'{' | b'[' => depth += 1,
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > MOST_DEPTH as usize {
+                        return None;
+                    }
+                }
                 b'}' | b']' => {
                     depth -= 1;
                     if depth == 0 {
@@ -373,15 +378,26 @@ impl<'a> Cursor<'a> {
         Some(&self.text[start..self.at])
     }
 
-    /// The next value, which must be an object, parsed with `serde_json`
-    /// (which also finds where it ends: the text is walked once).
+    /// The next value, which must be an object nested at most 64 levels
+    /// deep, parsed with `serde_json` (which also finds where it ends: the
+    /// text is walked once).
     pub fn parsed<T: for<'de> Deserialize<'de>>(&mut self) -> Option<T> {
         if self.peek()? != b'{' {
             return None;
         }
-        let mut values = serde_json::Deserializer::from_str(&self.text[self.at..]).into_iter();
+        let start = self.at;
+        let mut values = serde_json::Deserializer::from_str(&self.text[start..]).into_iter();
         let value = values.next()?.ok()?;
         self.at += values.byte_offset();
+        // Nested as deep as `value` allows, like every value the cursor
+        // reads: `serde_json` read this one alone, and counts the levels
+        // around it when it reads the whole message. Only a text with
+        // that many brackets can be that deep.
+        let text = &self.text[start..self.at];
+        let brackets = text.bytes().filter(|b| matches!(b, b'{' | b'[')).count();
+        if brackets > MOST_DEPTH as usize && Cursor::new(text).raw_object().is_none() {
+            return None;
+        }
         Some(value)
     }
 
@@ -588,6 +604,34 @@ mod tests {
         let deeper = format!("{}1{}", "[".repeat(65), "]".repeat(65));
         assert_eq!(whole_value(&deeper), None);
         assert_eq!(whole_value(&"1".repeat(25)), None);
+    }
+
+    #[test]
+    fn objects_nested_deeper_than_the_cursor_goes_are_refused() {
+        type Object = serde_json::Map<String, serde_json::Value>;
+        // `serde_json` reads up to 127 levels alone, fewer inside a
+        // message: the cursor stops at 64 wherever the object sits.
+        let nested = |depth: usize| {
+            let inner = depth - 1;
+            format!(r#"{{"a":{}"x"{}}}"#, "[".repeat(inner), "]".repeat(inner))
+        };
+        for depth in [1, 2, 63, 64, 65, 66, 100] {
+            let text = nested(depth);
+            assert!(
+                serde_json::from_str::<Object>(&text).is_ok(),
+                "{depth}: {text}"
+            );
+            let fits = depth <= 64;
+            assert_eq!(Cursor::new(&text).raw_object().is_some(), fits, "{depth}");
+            assert_eq!(
+                Cursor::new(&text).parsed::<Object>().is_some(),
+                fits,
+                "{depth}"
+            );
+        }
+        // Brackets inside strings are no nesting.
+        let quoted = format!(r#"{{"a":"{}"}}"#, "{[".repeat(100));
+        assert!(Cursor::new(&quoted).parsed::<Object>().is_some());
     }
 
     #[test]
