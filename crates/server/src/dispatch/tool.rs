@@ -189,37 +189,26 @@ impl Server {
         mut outcome: Result<ToolOutcome, HandlerError>,
     ) -> Result<ToolStep, Fault> {
         let name = &entry.def.name;
-        // Matched in place: a result is large, and each move copies it.
-        let result = match &mut outcome {
-            Ok(Outcome::Complete(result)) => result,
-            _ => return self.settle_other_outcome(entry, outcome),
-        };
-        if let Some(v) = &entry.output_validator {
-            if !result.is_error() {
-                let Some(sc) = &result.structured_content else {
-                    return Err(Fault::internal(format!(
-                        "tool {name:?} declares an outputSchema but returned no structuredContent"
-                    )));
-                };
-                if let Err(m) = v.validate(sc) {
-                    tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
-                    return Err(Fault::internal(format!(
-                        "tool {name:?} returned structuredContent that does not match its outputSchema"
-                    )));
-                }
-            }
-        }
-        Ok(ToolStep::Done(self.tool_result(result)))
-    }
-
-    /// [`Server::settle_tool`] for what is not a complete result.
-    fn settle_other_outcome(
-        &self,
-        entry: &ToolEntry,
-        outcome: Result<ToolOutcome, HandlerError>,
-    ) -> Result<ToolStep, Fault> {
         match outcome {
-            complete @ Ok(Outcome::Complete(_)) => self.settle_tool(entry, complete),
+            // Bound in place: a result is large, and each move copies it.
+            Ok(Outcome::Complete(ref mut result)) => {
+                if let Some(v) = &entry.output_validator {
+                    if !result.is_error() {
+                        let Some(sc) = &result.structured_content else {
+                            return Err(Fault::internal(format!(
+                                "tool {name:?} declares an outputSchema but returned no structuredContent"
+                            )));
+                        };
+                        if let Err(m) = v.validate(sc) {
+                            tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
+                            return Err(Fault::internal(format!(
+                                "tool {name:?} returned structuredContent that does not match its outputSchema"
+                            )));
+                        }
+                    }
+                }
+                Ok(ToolStep::Done(self.tool_result(result)))
+            }
             Ok(Outcome::InputRequired(a)) => Ok(ToolStep::Ask(a)),
             Ok(Outcome::Task(_)) => Err(Fault::internal("a task's work cannot start another task")),
             Err(e) => match e.into_parts() {
