@@ -389,13 +389,16 @@ impl<'a> Cursor<'a> {
         let mut values = serde_json::Deserializer::from_str(&self.text[start..]).into_iter();
         let value = values.next()?.ok()?;
         self.at += values.byte_offset();
-        // Nested as deep as `value` allows, like every value the cursor
+        // Nested no deeper than 64 levels, like every value the cursor
         // reads: `serde_json` read this one alone, and counts the levels
-        // around it when it reads the whole message. Only a text with
-        // that many brackets can be that deep.
+        // around it when it reads the whole message. Only a text with more
+        // than 64 opening brackets (so twice as many bytes) can be deeper.
         let text = &self.text[start..self.at];
-        let brackets = text.bytes().filter(|b| matches!(b, b'{' | b'[')).count();
-        if brackets > MOST_DEPTH as usize && Cursor::new(text).raw_object().is_none() {
+        let deep = MOST_DEPTH as usize;
+        if text.len() > 2 * deep
+            && memchr::memchr2_iter(b'{', b'[', text.as_bytes()).count() > deep
+            && Cursor::new(text).raw_object().is_none()
+        {
             return None;
         }
         Some(value)
