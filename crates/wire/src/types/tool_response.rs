@@ -101,7 +101,7 @@ fn result_in_place(c: &mut Cursor<'_>, leave_out: LeaveOut) -> Option<CallToolRe
         match key {
             "content" if content.is_none() => content = Some(text_blocks_in_place(c)?),
             "structuredContent" if structured_content.is_none() => {
-                structured_content = Some(serde_json::from_str::<Value>(c.value()?).ok()?);
+                structured_content = Some(value_in_place(c)?);
             }
             "isError" if is_error.is_none() => is_error = Some(c.bool_or_null()?),
             "resultType" if result_type.is_none() => {
@@ -152,6 +152,16 @@ fn complete(
     })
 }
 
+/// The next value, read by `serde_json`: an object in the same walk that
+/// finds its end ([`Cursor::parsed`]), anything else once the cursor has
+/// found and checked it.
+fn value_in_place(c: &mut Cursor<'_>) -> Option<Value> {
+    if c.peek()? == b'{' {
+        return c.parsed().map(Value::Object);
+    }
+    serde_json::from_str(c.value()?).ok()
+}
+
 /// A `content` array of blocks that are `{"type":"text","text":…}` and no
 /// more.
 fn text_blocks_in_place(c: &mut Cursor<'_>) -> Option<Vec<ContentBlock>> {
@@ -185,6 +195,8 @@ fn meta_in_place(c: &mut Cursor<'_>, leave_out: LeaveOut) -> Option<Option<JsonO
     }
     let mut kept = JsonObject::new();
     c.object(|c, key| {
+        // Checked alike whether kept or left out, so that leaving a key
+        // out never changes which answers are read here.
         let value = c.value()?;
         if !leave_out.is_some_and(|leave_out| leave_out(key)) {
             kept.insert(key.to_owned(), serde_json::from_str(value).ok()?);
