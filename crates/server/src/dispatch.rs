@@ -28,7 +28,7 @@ use crate::cancel::Cancellation;
 use crate::completion::{self, CompleteRequest, CompletionRef};
 use crate::context::{Context, ContextParts};
 use crate::error::{Fault, FaultKind, HandlerError};
-use crate::fast::ToolCall;
+use crate::fast::{Arguments, ToolCall};
 use crate::idempotency::Begin;
 use crate::input::InputResponses;
 use crate::legacy::Session;

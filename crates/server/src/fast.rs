@@ -43,10 +43,60 @@ pub(crate) struct ToolCall {
     pub(crate) id: RequestId,
     pub(crate) name: String,
     /// The arguments object (`{}` when absent).
-    pub(crate) arguments: Value,
+    pub(crate) arguments: Arguments,
     /// Shared at once: a `RequestMeta` is large, and moving it by value
     /// through the router costs more than the allocation.
     pub(crate) meta: Arc<RequestMeta>,
+}
+
+/// The arguments of a [`ToolCall`]: their text when the cursor could check
+/// it, so that a typed handler reads them straight from it, else parsed.
+#[derive(Debug)]
+pub(crate) enum Arguments {
+    /// An object's text, checked by [`Cursor::value`]: `serde_json` reads
+    /// it without error.
+    Text(Box<str>),
+    /// A parsed object (`{}` for a call without arguments).
+    Parsed(Value),
+}
+
+impl Arguments {
+    /// The object as JSON: parsed now when it is text.
+    ///
+    /// # Errors
+    /// Only if the text does not parse, which the check it passed rules out.
+    pub(crate) fn value(&self) -> Result<std::borrow::Cow<'_, Value>, serde_json::Error> {
+        match self {
+            Arguments::Text(text) => serde_json::from_str(text).map(std::borrow::Cow::Owned),
+            Arguments::Parsed(value) => Ok(std::borrow::Cow::Borrowed(value)),
+        }
+    }
+
+    /// [`Arguments::value`], owned.
+    ///
+    /// # Errors
+    /// As [`Arguments::value`].
+    pub(crate) fn into_value(self) -> Result<Value, serde_json::Error> {
+        match self {
+            Arguments::Text(text) => serde_json::from_str(&text),
+            Arguments::Parsed(value) => Ok(value),
+        }
+    }
+
+    /// Reads the arguments object at `s`: its text when the cursor can
+    /// check it (the common case), else parsed by `serde_json`. Accepts
+    /// what [`Cursor::parsed`] accepts.
+    fn read(s: &mut Cursor<'_>) -> Option<Arguments> {
+        if s.peek()? != b'{' {
+            return None;
+        }
+        let mut checked = s.clone();
+        if let Some(text) = checked.value() {
+            *s = checked;
+            return Some(Arguments::Text(text.into()));
+        }
+        s.parsed().map(Arguments::Parsed)
+    }
 }
 
 /// Reads `bytes` as a plain `tools/call`; `None` for anything else (the
@@ -96,7 +146,7 @@ fn read_whole(text: &str, spans: &mut Spans) -> Option<ToolCall> {
     Some(ToolCall {
         id: id?,
         name: params.name.to_owned(),
-        arguments: Value::Object(params.arguments),
+        arguments: params.arguments,
         meta: params.meta,
     })
 }
@@ -161,7 +211,7 @@ impl Shape {
             match hole {
                 Hole::Id => id = Some(s.id()?),
                 Hole::Name => name = Some(s.plain_string()?),
-                Hole::Arguments => arguments = Some(s.parsed()?),
+                Hole::Arguments => arguments = Some(Arguments::read(&mut s)?),
                 Hole::ProgressToken => progress_token = Some(s.id()?),
                 Hole::Traceparent => traceparent = Some(s.plain_string()?),
                 Hole::Tracestate => tracestate = Some(s.plain_string()?),
@@ -184,7 +234,7 @@ impl Shape {
         Some(ToolCall {
             id: id?,
             name: name?.to_owned(),
-            arguments: Value::Object(arguments.unwrap_or_default()),
+            arguments: arguments.unwrap_or_else(no_arguments),
             meta,
         })
     }
@@ -210,10 +260,15 @@ impl Shape {
     }
 }
 
+/// The arguments of a call that sends none.
+fn no_arguments() -> Arguments {
+    Arguments::Parsed(Value::Object(Map::new()))
+}
+
 /// The `params` of a plain `tools/call`.
 struct Params<'a> {
     name: &'a str,
-    arguments: Map<String, Value>,
+    arguments: Arguments,
     /// Shared as soon as it is read: a `RequestMeta` is large, and each
     /// move on the way to the router would copy it.
     meta: Arc<RequestMeta>,
@@ -231,7 +286,7 @@ impl<'a> Params<'a> {
                 }
                 // Not `null`: the general path decides what that means.
                 "arguments" if arguments.is_none() => {
-                    arguments = Some(s.parsed()?);
+                    arguments = Some(Arguments::read(s)?);
                     spans.push((start..s.offset(), Hole::Arguments));
                 }
                 "_meta" if meta.is_none() => meta = Some(scan_meta(s, spans)?),
@@ -241,7 +296,7 @@ impl<'a> Params<'a> {
         })?;
         Some(Params {
             name: name?,
-            arguments: arguments.unwrap_or_default(),
+            arguments: arguments.unwrap_or_else(no_arguments),
             meta: meta?,
         })
     }
@@ -404,7 +459,11 @@ pub(crate) fn agrees(body: &[u8]) -> Result<bool, String> {
     let text = String::from_utf8_lossy(body);
     let (id, name, arguments, meta) = general(body)
         .ok_or_else(|| format!("fast path took what the general path refuses: {text}"))?;
-    if (fast.id, fast.name, fast.arguments, (*fast.meta).clone()) != (id, name, arguments, meta) {
+    let fast_arguments = fast
+        .arguments
+        .into_value()
+        .map_err(|e| format!("the fast path kept arguments that do not parse ({e}): {text}"))?;
+    if (fast.id, fast.name, fast_arguments, (*fast.meta).clone()) != (id, name, arguments, meta) {
         return Err(format!("the paths read {text} differently"));
     }
     Ok(true)
@@ -482,7 +541,13 @@ mod tests {
         };
         assert_eq!(fast.id, general.id);
         assert_eq!(fast.name, "echo");
-        assert_eq!(fast.arguments, json!({"text":"hi"}));
+        // Kept as checked text, for a typed handler to read straight.
+        assert!(
+            matches!(&fast.arguments, Arguments::Text(t) if &**t == r#"{"text":"hi"}"#),
+            "{:?}",
+            fast.arguments
+        );
+        assert_eq!(fast.arguments.into_value().unwrap(), json!({"text":"hi"}));
         assert_eq!(
             *fast.meta,
             RequestMeta::from_params(general.params.as_ref()).unwrap()
@@ -525,6 +590,36 @@ mod tests {
         ];
         for body in bodies {
             assert_eq!(agrees(body.as_bytes()), Ok(true), "{body}");
+        }
+    }
+
+    // The arguments are kept as text when the cursor checks them (for a
+    // typed handler to read straight), and parsed otherwise; either way
+    // they are what the general path reads.
+    #[test]
+    fn arguments_are_kept_as_text_when_the_cursor_checks_them() {
+        let call = |arguments: &str| BENCH_CALL.replacen(r#"{"text":"hi"}"#, arguments, 1);
+        for (arguments, as_text) in [
+            (r#"{"text":"hi"}"#, true),
+            (r#" { "a" : [1, {"b": null}], "c": "x\ny" } "#, true),
+            ("{}", true),
+            (r#"{"s":"\u00e9"}"#, false),
+            (r#"{"n":1e3}"#, false),
+            (r#"{"n":123456789012345678901234567890}"#, false),
+        ] {
+            for fresh in [true, false] {
+                if fresh {
+                    SHAPE.with_borrow_mut(|shape| *shape = Shape::default());
+                }
+                let body = call(arguments);
+                let read = tool_call(body.as_bytes()).unwrap_or_else(|| panic!("{body}"));
+                assert_eq!(
+                    matches!(read.arguments, Arguments::Text(_)),
+                    as_text,
+                    "{arguments}"
+                );
+                assert_eq!(agrees(body.as_bytes()), Ok(true), "{body}");
+            }
         }
     }
 
@@ -720,8 +815,18 @@ mod tests {
             assert_eq!(agrees(body.as_bytes()), Ok(true), "{body}");
             let whole = read_whole(body, &mut Vec::new()).unwrap();
             assert_eq!(
-                (shaped.id, shaped.name, shaped.arguments, shaped.meta),
-                (whole.id, whole.name, whole.arguments, whole.meta),
+                (
+                    shaped.id,
+                    shaped.name,
+                    shaped.arguments.into_value().unwrap(),
+                    shaped.meta
+                ),
+                (
+                    whole.id,
+                    whole.name,
+                    whole.arguments.into_value().unwrap(),
+                    whole.meta
+                ),
                 "{body}"
             );
         }

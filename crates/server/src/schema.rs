@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 use jsonschema::{PatternOptions, Validator};
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
+use switchboard_wire::cursor::Cursor;
 
 /// Deepest nesting of schema objects accepted.
 const MAX_DEPTH: usize = 64;
@@ -103,6 +104,238 @@ impl ArgValidator {
         }
         message.push_str("\nFix the arguments and call the tool again.");
         Err(message)
+    }
+}
+
+/// The dialect a flat schema may name (the default one).
+const DIALECT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// An input schema simple enough to be checked on the arguments' text, for
+/// the arguments most calls send: an object of named scalars.
+///
+/// It is an object schema whose properties each allow some of the scalar
+/// types (`string`, `integer`, `number`, `boolean`, `null`), perhaps with
+/// integer `minimum`/`maximum` bounds or an `enum` of strings, and
+/// annotations (`description`, `format`, which 2020-12 does not assert,
+/// …); the schemas `schemars` derives for a struct of such fields are.
+///
+/// [`FlatSchema::admits`] only says yes when the validator would: a flat
+/// object of known, distinct members whose values are of their allowed
+/// types, with every required member present. Anything else (a nested
+/// value, an unknown member, a decimal where an integer is asked for, …)
+/// is left to [`ArgValidator`], which owns every refusal and its words.
+#[derive(Debug)]
+pub(crate) struct FlatSchema {
+    properties: Vec<FlatProperty>,
+    /// One bit per property (by index) that must be present.
+    required: u64,
+}
+
+/// One property of a [`FlatSchema`].
+#[derive(Debug)]
+struct FlatProperty {
+    name: String,
+    /// The JSON types allowed, as [`kind`] bits.
+    kinds: u8,
+    minimum: Option<i64>,
+    maximum: Option<i64>,
+    /// `enum`: the strings allowed, when the schema lists them.
+    strings: Option<Vec<String>>,
+}
+
+/// The bits of [`FlatProperty::kinds`].
+mod kind {
+    pub(super) const STRING: u8 = 1;
+    pub(super) const INTEGER: u8 = 2;
+    pub(super) const NUMBER: u8 = 4;
+    pub(super) const BOOLEAN: u8 = 8;
+    pub(super) const NULL: u8 = 16;
+    pub(super) const ANY: u8 = STRING | INTEGER | NUMBER | BOOLEAN | NULL;
+}
+
+/// Most properties a flat schema has (one bit each in a word).
+const MOST_FLAT_PROPERTIES: usize = 64;
+
+impl FlatSchema {
+    /// `schema` as a flat schema; `None` when it asks for more than one
+    /// can check.
+    pub(crate) fn of(schema: &Map<String, Value>) -> Option<FlatSchema> {
+        const ROOT: &[&str] = &[
+            "type",
+            "properties",
+            "required",
+            "additionalProperties",
+            "$schema",
+            "title",
+            "description",
+            "$comment",
+            "default",
+            "examples",
+        ];
+        // Unknown members are never admitted, so `additionalProperties`
+        // (whatever it says) never decides an admitted object.
+        if schema.keys().any(|k| !ROOT.contains(&k.as_str()))
+            || schema.get("type")? != "object"
+            || schema
+                .get("$schema")
+                .is_some_and(|d| d.as_str() != Some(DIALECT_2020_12))
+        {
+            return None;
+        }
+        let properties = match schema.get("properties") {
+            None => Vec::new(),
+            Some(Value::Object(properties)) => properties
+                .iter()
+                .map(|(name, property)| FlatProperty::of(name, property))
+                .collect::<Option<Vec<_>>>()?,
+            Some(_) => return None,
+        };
+        if properties.len() > MOST_FLAT_PROPERTIES {
+            return None;
+        }
+        let mut required = 0u64;
+        for name in schema
+            .get("required")
+            .map_or(Some(&[][..]), |r| r.as_array().map(Vec::as_slice))?
+        {
+            let index = properties
+                .iter()
+                .position(|p| Some(p.name.as_str()) == name.as_str())?;
+            required |= 1 << index;
+        }
+        Some(FlatSchema {
+            properties,
+            required,
+        })
+    }
+
+    /// Whether `text`, a JSON object, is certainly valid: each member a
+    /// property of the schema, at most once, with a scalar value it
+    /// allows, and every required one present. `false` says nothing: the
+    /// arguments are then parsed and validated in full.
+    pub(crate) fn admits(&self, text: &str) -> bool {
+        let mut seen = 0u64;
+        let mut c = Cursor::new(text);
+        let members = c.object(|c, key| {
+            let index = self.properties.iter().position(|p| p.name == key)?;
+            let bit = 1 << index;
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            self.properties[index].admits(c.value()?).then_some(())
+        });
+        members.is_some() && c.end().is_some() && seen & self.required == self.required
+    }
+}
+
+impl FlatProperty {
+    fn of(name: &str, schema: &Value) -> Option<FlatProperty> {
+        const KEYWORDS: &[&str] = &[
+            "type",
+            "minimum",
+            "maximum",
+            "enum",
+            "format",
+            "title",
+            "description",
+            "$comment",
+            "default",
+            "examples",
+            "deprecated",
+            "readOnly",
+            "writeOnly",
+        ];
+        let mut property = FlatProperty {
+            name: name.to_owned(),
+            kinds: kind::ANY,
+            minimum: None,
+            maximum: None,
+            strings: None,
+        };
+        let schema = match schema {
+            Value::Bool(true) => return Some(property),
+            Value::Object(schema) => schema,
+            _ => return None,
+        };
+        if schema.keys().any(|k| !KEYWORDS.contains(&k.as_str())) {
+            return None;
+        }
+        if let Some(types) = schema.get("type") {
+            let types = match types {
+                Value::String(_) => std::slice::from_ref(types),
+                Value::Array(many) if !many.is_empty() => many.as_slice(),
+                _ => return None,
+            };
+            property.kinds = 0;
+            for t in types {
+                property.kinds |= match t.as_str()? {
+                    "string" => kind::STRING,
+                    "integer" => kind::INTEGER,
+                    // An integer is a number too.
+                    "number" => kind::NUMBER | kind::INTEGER,
+                    "boolean" => kind::BOOLEAN,
+                    "null" => kind::NULL,
+                    // Never a scalar: admits nothing more.
+                    "object" | "array" => 0,
+                    _ => return None,
+                };
+            }
+        }
+        let bound = |key| match schema.get(key) {
+            None => Some(None),
+            Some(v) => v.as_i64().map(Some),
+        };
+        property.minimum = bound("minimum")?;
+        property.maximum = bound("maximum")?;
+        if let Some(allowed) = schema.get("enum") {
+            let allowed = allowed.as_array()?;
+            property.strings = Some(
+                allowed
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()?,
+            );
+        }
+        if schema.get("format").is_some_and(|f| !f.is_string()) {
+            return None;
+        }
+        Some(property)
+    }
+
+    /// Whether `raw`, the text of one JSON value, is certainly allowed.
+    fn admits(&self, raw: &str) -> bool {
+        let has = |k| self.kinds & k != 0;
+        let bounded = self.minimum.is_some() || self.maximum.is_some();
+        match raw.as_bytes().first() {
+            Some(b'"') => {
+                has(kind::STRING)
+                    && self.strings.as_ref().is_none_or(|allowed| {
+                        Cursor::new(raw)
+                            .string()
+                            .is_some_and(|s| allowed.iter().any(|a| *a == s))
+                    })
+            }
+            Some(b't' | b'f') => has(kind::BOOLEAN) && self.strings.is_none(),
+            Some(b'n') => has(kind::NULL) && self.strings.is_none(),
+            Some(b'-' | b'0'..=b'9') if self.strings.is_none() => {
+                if raw.contains('.') {
+                    // A decimal may still be an integer (`1.0`), and is
+                    // not compared with bounds here: the validator decides.
+                    return has(kind::NUMBER) && !bounded;
+                }
+                if !has(kind::INTEGER) {
+                    return false;
+                }
+                if !bounded {
+                    return true;
+                }
+                raw.parse::<i64>().is_ok_and(|n| {
+                    self.minimum.is_none_or(|m| n >= m) && self.maximum.is_none_or(|m| n <= m)
+                })
+            }
+            _ => false,
+        }
     }
 }
 
@@ -197,6 +430,181 @@ mod tests {
             json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
         );
         assert!(ok.is_ok());
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Scalars {
+        /// A text.
+        text: String,
+        count: u32,
+        limit: Option<u8>,
+        flag: bool,
+        ratio: f64,
+        offset: i64,
+        note: Option<String>,
+    }
+
+    fn flat(schema: Value) -> Option<FlatSchema> {
+        FlatSchema::of(schema.as_object().unwrap())
+    }
+
+    // The schemas schemars derives for structs of scalars are flat, and the
+    // arguments models send for them are admitted on their text.
+    #[test]
+    fn derived_schemas_of_scalar_structs_are_flat() {
+        let schema = schema_for::<Scalars>();
+        let flat = FlatSchema::of(&schema).unwrap_or_else(|| panic!("not flat: {schema:?}"));
+        let validator = ArgValidator::compile(&schema).unwrap();
+        for admitted in [
+            r#"{"text":"hi","count":3,"flag":true,"ratio":0.5,"offset":-7}"#,
+            r#"{ "offset" : 0 , "ratio" : 2 , "flag" : false , "count" : 0 , "text" : "a\nb\"" , "limit" : 255 , "note" : null }"#,
+            r#"{"text":"é","count":4294967295,"flag":true,"ratio":-1.25,"offset":1,"limit":null,"note":"n"}"#,
+        ] {
+            assert!(flat.admits(admitted), "{admitted}");
+            assert!(
+                validator
+                    .validate(&serde_json::from_str(admitted).unwrap())
+                    .is_ok()
+            );
+        }
+        let args = schema_for::<Args>();
+        assert!(FlatSchema::of(&args).unwrap().admits(r#"{"text":"hi"}"#));
+        // Not admitted (the validator decides): a bound broken, a member
+        // missing, unknown, twice, nested or of another type, a decimal
+        // where an integer is asked for, an escape the cursor leaves to
+        // serde, a text that is no object.
+        for refused in [
+            r#"{"text":"hi","count":3,"flag":true,"ratio":0.5,"offset":-7,"limit":256}"#,
+            r#"{"text":"hi","count":-1,"flag":true,"ratio":0.5,"offset":-7}"#,
+            r#"{"text":"hi","count":3,"flag":true,"ratio":0.5}"#,
+            r#"{"text":"hi","count":3,"flag":true,"ratio":0.5,"offset":-7,"other":1}"#,
+            r#"{"text":"hi","text":"ho","count":3,"flag":true,"ratio":0.5,"offset":-7}"#,
+            r#"{"text":["hi"],"count":3,"flag":true,"ratio":0.5,"offset":-7}"#,
+            r#"{"text":"hi","count":"3","flag":true,"ratio":0.5,"offset":-7}"#,
+            r#"{"text":"hi","count":3.0,"flag":true,"ratio":0.5,"offset":-7}"#,
+            r#"{"text":"\u00e9","count":3,"flag":true,"ratio":0.5,"offset":-7}"#,
+            r#"{"text":"hi","count":3,"flag":true,"ratio":1e3,"offset":-7}"#,
+            r#"{"text":"hi","count":3,"flag":true,"ratio":0.5,"offset":-7} x"#,
+            r#"["text"]"#,
+        ] {
+            assert!(!flat.admits(refused), "{refused}");
+        }
+    }
+
+    #[test]
+    fn schemas_that_ask_for_more_are_not_flat() {
+        for schema in [
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"type": "string"}}}),
+            json!({"type": "object", "properties": {"a": {"type": "object", "properties": {}}}}),
+            json!({"type": "object", "properties": {"a": {"type": "string", "minLength": 1}}}),
+            json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}),
+            json!({"type": "object", "properties": {"a": {"enum": ["x", 1]}}}),
+            json!({"type": "object", "properties": {"a": {"type": "integer", "minimum": 0.5}}}),
+            json!({"type": "object", "properties": {"a": {"type": "integer", "exclusiveMinimum": 0}}}),
+            json!({"type": "object", "properties": {"a": {"type": "thing"}}}),
+            json!({"type": "object", "properties": {"a": false}}),
+            json!({"type": "object", "patternProperties": {"^a": {"type": "string"}}}),
+            json!({"type": "object", "minProperties": 1}),
+            json!({"type": "object", "required": ["a"]}),
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
+            json!({"type": "array"}),
+        ] {
+            assert!(flat(schema.clone()).is_none(), "{schema}");
+        }
+        assert!(flat(json!({"type": "object", "additionalProperties": false})).is_some());
+    }
+
+    // A flat schema treats `format` as an annotation, as the validator does
+    // in 2020-12: if the validator ever asserted formats, this fails.
+    #[test]
+    fn formats_are_annotations_to_the_validator() {
+        let schema = json!({"type": "object", "properties": {
+            "e": {"type": "string", "format": "email"},
+            "d": {"type": "string", "format": "date-time"},
+            "u": {"type": "string", "format": "uri"},
+            "n": {"type": "integer", "format": "uint32"}
+        }});
+        let validator = compile(schema.clone()).unwrap();
+        let args = r#"{"e":"not an address","d":"yesterday","u":"::","n":-1}"#;
+        assert!(flat(schema).unwrap().admits(args));
+        assert!(
+            validator
+                .validate(&serde_json::from_str(args).unwrap())
+                .is_ok()
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever a flat schema admits, the validator accepts: over
+        /// schemas of the shapes it knows (and some it does not), and
+        /// objects of every kind of member.
+        #[test]
+        fn a_flat_schema_admits_only_what_the_validator_accepts(
+            properties in proptest::collection::vec((0usize..4, 0usize..16), 0..4),
+            required in proptest::collection::vec(0usize..4, 0..3),
+            closed in proptest::option::of(proptest::bool::ANY),
+            members in proptest::collection::vec((0usize..5, 0usize..24), 0..5),
+        ) {
+            const NAMES: [&str; 5] = ["a", "b", "c", "é", "d"];
+            let property_schemas = [
+                json!({"type": "string"}),
+                json!({"type": "integer"}),
+                json!({"type": "number"}),
+                json!({"type": "boolean"}),
+                json!({"type": "null"}),
+                json!({"type": ["string", "null"], "description": "x"}),
+                json!({"type": "integer", "minimum": 0, "maximum": 10}),
+                json!({"type": "string", "enum": ["x", "y"]}),
+                json!({"type": ["integer", "null"], "format": "uint8", "minimum": 0, "maximum": 255}),
+                json!(true),
+                json!({"description": "anything"}),
+                json!({"type": "string", "format": "email"}),
+                json!({"type": "number", "minimum": -1}),
+                json!({"enum": ["x", 1]}),
+                json!({"type": ["object", "null"]}),
+                json!({"type": "integer", "maximum": -1}),
+            ];
+            let values = [
+                r#""x""#, r#""y""#, r#""z\n""#, r#""\u0078""#, "0", "-0", "7", "11", "-3",
+                "300", "1.0", "1.5", "-0.5", "true", "false", "null", "[1]", "{}",
+                r#"{"a":1}"#, "99999999999999999999", r#""not-an-email""#, "255", "256",
+                "-1",
+            ];
+            let mut props = serde_json::Map::new();
+            for (name, schema) in &properties {
+                props.insert(NAMES[*name].to_owned(), property_schemas[*schema].clone());
+            }
+            let mut required: Vec<&str> = required
+                .iter()
+                .map(|r| NAMES[*r])
+                .filter(|r| props.contains_key(*r))
+                .collect();
+            required.sort_unstable();
+            required.dedup();
+            let mut schema = json!({"type": "object", "properties": props, "required": required});
+            if let Some(closed) = closed {
+                schema["additionalProperties"] = json!(!closed);
+            }
+            let text = format!(
+                "{{{}}}",
+                members
+                    .iter()
+                    .map(|(k, v)| format!("\"{}\":{}", NAMES[*k], values[*v]))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let validator = compile(schema.clone()).unwrap();
+            if let Some(flat) = flat(schema.clone()) {
+                if flat.admits(&text) {
+                    let value: Value = serde_json::from_str(&text).unwrap();
+                    proptest::prop_assert!(
+                        validator.validate(&value).is_ok(),
+                        "admitted {} for {}", text, schema
+                    );
+                }
+            }
+        }
     }
 
     // JSCH-08: bounded schemas.

@@ -23,7 +23,7 @@ use crate::context::Context;
 use crate::error::{BuildError, HandlerError};
 use crate::handler::{Typed, handler_shapes};
 use crate::outcome::{InputRequired, Outcome};
-use crate::schema::{ArgValidator, schema_for};
+use crate::schema::{ArgValidator, FlatSchema, schema_for};
 
 /// The answer of a tool handler.
 pub type ToolOutcome = Outcome<CallToolResult>;
@@ -303,6 +303,18 @@ pub(crate) trait ErasedTool: Send + Sync {
         args: &Value,
         ctx: Context,
     ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
+
+    /// Starts the handler with its arguments read straight from `text`, a
+    /// JSON object, into its argument type: no JSON tree is built. The
+    /// context is taken from `ctx` only when that is done; it is left
+    /// there when the type is JSON itself, or the text does not read as it
+    /// (the caller then parses the text and [`call`](Self::call)s, which
+    /// words the error as for every call).
+    fn call_text(
+        &self,
+        text: &str,
+        ctx: &mut Option<Context>,
+    ) -> Option<BoxFuture<'static, Result<ToolOutcome, HandlerError>>>;
 }
 
 impl<F, M> ErasedTool for Typed<F, M>
@@ -325,6 +337,26 @@ where
             }
         }
     }
+
+    fn call_text(
+        &self,
+        text: &str,
+        ctx: &mut Option<Context>,
+    ) -> Option<BoxFuture<'static, Result<ToolOutcome, HandlerError>>> {
+        if is_json::<F::Args>() {
+            return None;
+        }
+        let args = serde_json::from_str::<F::Args>(text).ok()?;
+        Some(self.f.call(args, ctx.take()?))
+    }
+}
+
+/// Whether `A` is JSON itself (`Value`, or an object), which
+/// [`read_args`] copies from the parsed arguments rather than reads.
+fn is_json<A: 'static>() -> bool {
+    use std::any::TypeId;
+    let id = TypeId::of::<A>();
+    id == TypeId::of::<Value>() || id == TypeId::of::<Map<String, Value>>()
 }
 
 /// A handler's arguments read from the request's. A handler that takes
@@ -352,6 +384,8 @@ fn read_args<A: DeserializeOwned + 'static>(args: &Value) -> Result<A, serde_jso
 pub(crate) struct ToolEntry {
     pub(crate) def: Tool,
     pub(crate) validator: ArgValidator,
+    /// The input schema, when it can be checked on the arguments' text.
+    pub(crate) flat: Option<FlatSchema>,
     pub(crate) output_validator: Option<ArgValidator>,
     pub(crate) header_params: Vec<HeaderParam>,
     pub(crate) handler: Box<dyn ErasedTool>,
@@ -423,6 +457,7 @@ impl ToolEntry {
             }
         })?;
         Ok(ToolEntry {
+            flat: FlatSchema::of(&def.input_schema),
             def,
             validator,
             output_validator,
@@ -485,6 +520,57 @@ mod tests {
         let serde = Map::<String, Value>::deserialize(&array).expect_err("not an object");
         assert_eq!(refused.to_string(), serde.to_string());
         assert_eq!(read_args::<Value>(&array).expect("any value"), array);
+    }
+
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct Mixed {
+        text: String,
+        n: Option<u32>,
+        flag: Option<bool>,
+        x: Option<f64>,
+        #[serde(default)]
+        tags: Vec<String>,
+    }
+
+    proptest::proptest! {
+        /// A type read straight from the arguments' text is what it reads
+        /// from their JSON: when the text reads, the JSON reads the same
+        /// (when it does not, the caller reads the JSON, which words the
+        /// error).
+        #[test]
+        fn a_type_read_from_text_is_what_it_reads_from_json(
+            members in proptest::collection::vec((0usize..6, 0usize..20), 0..6),
+        ) {
+            const NAMES: [&str; 6] = ["text", "n", "flag", "x", "tags", "other"];
+            let values = [
+                r#""hi""#, r#""a\nb\"""#, r#""é""#, "0", "-0", "7", "4294967296", "1.0", "1.5",
+                "-2", "true", "null", "[]", r#"["t"]"#, r#"{"k":[1]}"#, "1e2", r#""\u00e9""#,
+                "18446744073709551616", "0.1", "false",
+            ];
+            let text = format!(
+                "{{{}}}",
+                members
+                    .iter()
+                    .map(|(k, v)| format!("\"{}\":{}", NAMES[*k], values[*v]))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            let json: Value = serde_json::from_str(&text).unwrap();
+            if let Ok(from_text) = serde_json::from_str::<Mixed>(&text) {
+                let from_json = read_args::<Mixed>(&json);
+                proptest::prop_assert_eq!(Some(&from_text), from_json.as_ref().ok(), "{}", text);
+            }
+        }
+    }
+
+    // Handlers taking JSON are never given text to read: they get a copy of
+    // the parsed arguments.
+    #[test]
+    fn only_types_other_than_json_are_read_from_text() {
+        assert!(is_json::<Value>());
+        assert!(is_json::<Map<String, Value>>());
+        assert!(!is_json::<NoArgs>());
+        assert!(!is_json::<Mixed>());
     }
 
     // Issue 39, item 3: a deprecation lands in `_meta` under our own key

@@ -23,3 +23,4 @@ mod stdio;
 mod tasks;
 mod tls;
 mod transport;
+mod typed_arguments;

@@ -39,6 +39,22 @@ pub(super) struct TaskParts {
     cancel: Cancellation,
 }
 
+impl TaskParts {
+    fn of(ctx: &Context) -> TaskParts {
+        TaskParts {
+            meta: Arc::clone(&ctx.meta),
+            principal: ctx.principal.clone(),
+            cancel: ctx.cancel.clone(),
+        }
+    }
+}
+
+/// The fault for arguments the fast path kept as text that then do not
+/// parse, which its check rules out.
+fn unreadable_arguments(e: serde_json::Error) -> Fault {
+    Fault::internal(format!("the call's arguments could not be read again: {e}"))
+}
+
 impl Future for RunningTool {
     type Output = Result<ToolStep, Fault>;
 
@@ -98,7 +114,7 @@ pub(crate) struct RunningCall {
 
 pub(super) struct CallRest {
     name: String,
-    arguments: Value,
+    arguments: Arguments,
     meta: Arc<RequestMeta>,
     incoming: Incoming,
 }
@@ -168,17 +184,59 @@ impl Server {
             )));
         }
         self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
-        let task = TaskParts {
-            meta: Arc::clone(&ctx.meta),
-            principal: ctx.principal.clone(),
-            cancel: ctx.cancel.clone(),
+        let task = TaskParts::of(&ctx);
+        Ok(ToolStart::Running(self.running(
+            entry,
+            task,
+            entry.handler.call(args, ctx),
+        )))
+    }
+
+    /// [`Server::start_tool`] for arguments as the fast path read them.
+    /// When the tool's schema can be checked on their text
+    /// ([`FlatSchema`](crate::schema::FlatSchema)) and it passes, a typed
+    /// handler reads them straight from it; anything else (another
+    /// schema, arguments it does not certainly admit, a text that does not
+    /// read as the handler's type) is parsed and goes through
+    /// [`Server::start_tool`], which says what is wrong as for every call.
+    fn start_tool_from(
+        &self,
+        entry: &Arc<ToolEntry>,
+        arguments: &Arguments,
+        ctx: Context,
+    ) -> Result<ToolStart, Fault> {
+        let mut slot = Some(ctx);
+        if let (Arguments::Text(text), Some(flat), Some(ctx)) = (arguments, &entry.flat, &slot)
+            && flat.admits(text)
+        {
+            self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
+            let task = TaskParts::of(ctx);
+            if let Some(handler) = entry.handler.call_text(text, &mut slot) {
+                return Ok(ToolStart::Running(self.running(entry, task, handler)));
+            }
+        }
+        let Some(ctx) = slot else {
+            return Err(Fault::internal(
+                "a handler took the call's context and did not start",
+            ));
         };
-        Ok(ToolStart::Running(RunningTool {
+        let value = arguments.value().map_err(unreadable_arguments)?;
+        self.start_tool(entry, &value, ctx)
+    }
+
+    /// A tool whose handler has been called.
+    fn running(
+        &self,
+        entry: &Arc<ToolEntry>,
+        task: TaskParts,
+        handler: BoxFuture<'static, Result<ToolOutcome, HandlerError>>,
+    ) -> RunningTool {
+        RunningTool {
             server: self.clone(),
             entry: Arc::clone(entry),
-            stage: ToolStage::Handler(entry.handler.call(args, ctx)),
+            stage: ToolStage::Handler(handler),
             task: Some(task),
-        }))
+        }
     }
 
     /// What a tool's answer becomes (its task, if it asked for one, has
@@ -256,7 +314,7 @@ impl Server {
             state: None,
             server: self.clone(),
         });
-        let running = match self.start_tool(&entry, &arguments, ctx) {
+        let running = match self.start_tool_from(&entry, &arguments, ctx) {
             Ok(ToolStart::Running(running)) => running,
             Ok(ToolStart::Done(step)) => {
                 return CallStart::Done(self.tool_call_reply(
@@ -285,13 +343,17 @@ impl Server {
         &self,
         step: Result<ToolStep, Fault>,
         name: String,
-        arguments: Value,
+        arguments: Arguments,
         meta: &RequestMeta,
         incoming: &Incoming,
     ) -> Reply {
         let step = match step {
             Ok(ToolStep::Done(bytes)) => return Reply::Result(bytes),
             Ok(ToolStep::Ask(a)) => {
+                let arguments = match arguments.into_value() {
+                    Ok(arguments) => arguments,
+                    Err(e) => return Reply::Error(unreadable_arguments(e)),
+                };
                 let mut params = Map::new();
                 params.insert("name".into(), Value::String(name.clone()));
                 params.insert("arguments".into(), arguments);

@@ -326,13 +326,26 @@ impl State {
         headers: &HeaderMap,
         principal: Option<Arc<Principal>>,
     ) -> HttpResponse {
+        let registry = self.server.registry();
+        // Arguments kept as text are parsed only for a tool whose headers
+        // mirror some of them.
+        let mirrors_arguments = registry
+            .tool(&call.name)
+            .is_some_and(|entry| !entry.header_params.is_empty());
+        let arguments = match mirrors_arguments.then(|| call.arguments.value()) {
+            None => None,
+            Some(Ok(arguments)) => Some(arguments),
+            Some(Err(e)) => {
+                let fault = Fault::internal(format!("the call's arguments could not be read: {e}"));
+                return fault_response(Some(&call.id), &fault);
+            }
+        };
         let mirror = Mirror {
             method: method::TOOLS_CALL,
             meta_version: Some(&call.meta.protocol_version),
             name: Some(&call.name),
-            arguments: call.arguments.as_object(),
+            arguments: arguments.as_deref().and_then(serde_json::Value::as_object),
         };
-        let registry = self.server.registry();
         if let Err(fault) = headers::validate(headers, &mirror, &registry) {
             return fault_response(Some(&call.id), &fault);
         }
