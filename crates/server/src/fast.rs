@@ -22,6 +22,7 @@
 //! including every malformed request, returns `None` and falls back to the
 //! general path, which owns all error reporting; so both paths answer alike.
 
+use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
@@ -39,36 +40,57 @@ use switchboard_wire::{
 
 /// A `tools/call` read by the fast path.
 #[derive(Debug)]
-pub(crate) struct ToolCall {
+pub(crate) struct ToolCall<'a> {
     pub(crate) id: RequestId,
     pub(crate) name: String,
     /// The arguments object (`{}` when absent).
-    pub(crate) arguments: Arguments,
+    pub(crate) arguments: Arguments<'a>,
     /// Shared at once: a `RequestMeta` is large, and moving it by value
     /// through the router costs more than the allocation.
     pub(crate) meta: Arc<RequestMeta>,
 }
 
+impl ToolCall<'_> {
+    /// The same call, owning all it holds.
+    pub(crate) fn into_owned(self) -> ToolCall<'static> {
+        ToolCall {
+            id: self.id,
+            name: self.name,
+            arguments: self.arguments.into_owned(),
+            meta: self.meta,
+        }
+    }
+}
+
 /// The arguments of a [`ToolCall`]: their text when the cursor could check
 /// it, so that a typed handler reads them straight from it, else parsed.
 #[derive(Debug)]
-pub(crate) enum Arguments {
-    /// An object's text, checked by [`Cursor::value`]: `serde_json` reads
-    /// it without error.
-    Text(Box<str>),
+pub(crate) enum Arguments<'a> {
+    /// A flat object's text, checked by [`Cursor::flat_object`]:
+    /// `serde_json` reads it without error. Borrowed from the request
+    /// until the call has to outlive it.
+    Text(Cow<'a, str>),
     /// A parsed object (`{}` for a call without arguments).
     Parsed(Value),
 }
 
-impl Arguments {
+impl Arguments<'_> {
+    /// The same arguments, owning their text.
+    pub(crate) fn into_owned(self) -> Arguments<'static> {
+        match self {
+            Arguments::Text(text) => Arguments::Text(Cow::Owned(text.into_owned())),
+            Arguments::Parsed(value) => Arguments::Parsed(value),
+        }
+    }
+
     /// The object as JSON: parsed now when it is text.
     ///
     /// # Errors
     /// Only if the text does not parse, which the check it passed rules out.
-    pub(crate) fn value(&self) -> Result<std::borrow::Cow<'_, Value>, serde_json::Error> {
+    pub(crate) fn value(&self) -> Result<Cow<'_, Value>, serde_json::Error> {
         match self {
-            Arguments::Text(text) => serde_json::from_str(text).map(std::borrow::Cow::Owned),
-            Arguments::Parsed(value) => Ok(std::borrow::Cow::Borrowed(value)),
+            Arguments::Text(text) => serde_json::from_str(text).map(Cow::Owned),
+            Arguments::Parsed(value) => Ok(Cow::Borrowed(value)),
         }
     }
 
@@ -83,17 +105,14 @@ impl Arguments {
         }
     }
 
-    /// Reads the arguments object at `s`: its text when the cursor can
-    /// check it (the common case), else parsed by `serde_json`. Accepts
-    /// what [`Cursor::parsed`] accepts.
-    fn read(s: &mut Cursor<'_>) -> Option<Arguments> {
-        if s.peek()? != b'{' {
-            return None;
-        }
+    /// Reads the arguments object at `s`: its text when it is flat (the
+    /// common case, and the only one a flat schema admits), else parsed
+    /// by `serde_json`. Accepts what [`Cursor::parsed`] accepts.
+    fn read<'a>(s: &mut Cursor<'a>) -> Option<Arguments<'a>> {
         let mut checked = s.clone();
-        if let Some(text) = checked.value() {
+        if let Some(text) = checked.flat_object(|_, _| Some(())) {
             *s = checked;
-            return Some(Arguments::Text(text.into()));
+            return Some(Arguments::Text(Cow::Borrowed(text)));
         }
         s.parsed().map(Arguments::Parsed)
     }
@@ -101,7 +120,7 @@ impl Arguments {
 
 /// Reads `bytes` as a plain `tools/call`; `None` for anything else (the
 /// general path then takes it).
-pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
+pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall<'_>> {
     // Cheap pre-check: only requests naming the method are tried.
     static FINDER: LazyLock<memmem::Finder<'static>> =
         LazyLock::new(|| memmem::Finder::new(b"\"tools/call\""));
@@ -121,7 +140,7 @@ pub(crate) fn tool_call(bytes: &[u8]) -> Option<ToolCall> {
 
 /// Reads all of `text` with the cursor, and adds to `spans` where its
 /// varying values are.
-fn read_whole(text: &str, spans: &mut Spans) -> Option<ToolCall> {
+fn read_whole<'a>(text: &'a str, spans: &mut Spans) -> Option<ToolCall<'a>> {
     let mut s = Cursor::new(text);
     let (mut jsonrpc, mut id, mut name, mut params) = (None, None, None, None);
     s.object(|s, key| {
@@ -195,7 +214,7 @@ struct Shape {
 
 impl Shape {
     /// `text` read through this shape; `None` when it does not fit.
-    fn read(&self, text: &str) -> Option<ToolCall> {
+    fn read<'a>(&self, text: &'a str) -> Option<ToolCall<'a>> {
         let meta = self.meta.as_ref()?;
         let (mut id, mut name, mut arguments) = (None, None, None);
         let (mut progress_token, mut traceparent, mut tracestate) = (None, None, None);
@@ -261,14 +280,14 @@ impl Shape {
 }
 
 /// The arguments of a call that sends none.
-fn no_arguments() -> Arguments {
+fn no_arguments<'a>() -> Arguments<'a> {
     Arguments::Parsed(Value::Object(Map::new()))
 }
 
 /// The `params` of a plain `tools/call`.
 struct Params<'a> {
     name: &'a str,
-    arguments: Arguments,
+    arguments: Arguments<'a>,
     /// Shared as soon as it is read: a `RequestMeta` is large, and each
     /// move on the way to the router would copy it.
     meta: Arc<RequestMeta>,
@@ -535,7 +554,8 @@ mod tests {
                      "io.modelcontextprotocol/clientCapabilities":{"sampling":{}},
                      "io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},
                      "io.modelcontextprotocol/logLevel":"info","progressToken":7}}});
-        let fast = tool_call(&bytes(request.clone())).unwrap();
+        let body = bytes(request.clone());
+        let fast = tool_call(&body).unwrap();
         let Ok(Message::Request(general)) = Message::from_slice(&bytes(request)) else {
             panic!()
         };
@@ -601,7 +621,8 @@ mod tests {
         let call = |arguments: &str| BENCH_CALL.replacen(r#"{"text":"hi"}"#, arguments, 1);
         for (arguments, as_text) in [
             (r#"{"text":"hi"}"#, true),
-            (r#" { "a" : [1, {"b": null}], "c": "x\ny" } "#, true),
+            (r#" { "a" : -1.5, "b": null, "c": "x\ny" } "#, true),
+            (r#"{"a":[1,{"b":null}],"c":"x"}"#, false),
             ("{}", true),
             (r#"{"s":"\u00e9"}"#, false),
             (r#"{"n":1e3}"#, false),
@@ -681,7 +702,7 @@ mod tests {
     }
 
     /// `body` read through the thread's shape alone.
-    fn read_by_shape(body: &str) -> Option<ToolCall> {
+    fn read_by_shape(body: &str) -> Option<ToolCall<'_>> {
         SHAPE.with_borrow(|shape| shape.read(body))
     }
 

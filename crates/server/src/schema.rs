@@ -216,14 +216,14 @@ impl FlatSchema {
     pub(crate) fn admits(&self, text: &str) -> bool {
         let mut seen = 0u64;
         let mut c = Cursor::new(text);
-        let members = c.object(|c, key| {
+        let members = c.flat_object(|key, value| {
             let index = self.properties.iter().position(|p| p.name == key)?;
             let bit = 1 << index;
             if seen & bit != 0 {
                 return None;
             }
             seen |= bit;
-            self.properties[index].admits(c.value()?).then_some(())
+            self.properties[index].admits(value).then_some(())
         });
         members.is_some() && c.end().is_some() && seen & self.required == self.required
     }

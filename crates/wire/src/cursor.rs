@@ -404,6 +404,42 @@ impl<'a> Cursor<'a> {
         Some(value)
     }
 
+    /// The text of the next object when it is flat: each member's value a
+    /// scalar (a string without `\u` escapes, a number as
+    /// [`value`](Self::value) takes them, `true`, `false` or `null`).
+    /// `member` sees each member's name and the text of its value, and may
+    /// refuse it. `None` for anything else, a nested value included.
+    pub fn flat_object(
+        &mut self,
+        mut member: impl FnMut(&'a str, &'a str) -> Option<()>,
+    ) -> Option<&'a str> {
+        if self.peek()? != b'{' {
+            return None;
+        }
+        let start = self.at;
+        self.object(|c, key| {
+            let value = c.scalar()?;
+            member(key, value)
+        })?;
+        Some(&self.text[start..self.at])
+    }
+
+    /// The text of the next value when it is a scalar, checked as
+    /// [`value`](Self::value) checks it.
+    fn scalar(&mut self) -> Option<&'a str> {
+        let first = self.peek()?;
+        let start = self.at;
+        match first {
+            b'"' => self.skip_string(false)?,
+            b't' | b'f' | b'n' => {
+                self.bool_or_null()?;
+            }
+            b'-' | b'0'..=b'9' => self.skip_number()?,
+            _ => return None,
+        }
+        Some(&self.text[start..self.at])
+    }
+
     /// The text of the next value, of any kind, checked as JSON on the way:
     /// what it returns `serde_json` reads without error (nesting up to 64
     /// levels, numbers without exponents up to 24 characters, strings
@@ -738,6 +774,52 @@ mod tests {
         ) {
             let naive = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
             prop_assert_eq!(special(&bytes), naive);
+        }
+
+        /// A flat object (plain names, scalar values) is taken whole, each
+        /// member seen as it is, and reads back as itself; any other value
+        /// is refused. Whatever is
+        /// taken, `serde_json` reads.
+        #[test]
+        fn flat_objects_and_only_those_are_taken(value in json_value(), pretty in any::<bool>()) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value)
+            } else {
+                serde_json::to_string(&value)
+            }
+            .unwrap();
+            // Names are read plain (no escapes), values must be scalars.
+            let flat = value.as_object().is_some_and(|members| {
+                members
+                    .iter()
+                    .all(|(k, v)| !k.contains(['"', '\\']) && !v.is_object() && !v.is_array())
+            });
+            let mut seen = serde_json::Map::new();
+            let mut c = Cursor::new(&text);
+            let taken = c.flat_object(|key, raw| {
+                seen.insert(key.to_owned(), serde_json::from_str(raw).ok()?);
+                Some(())
+            });
+            prop_assert_eq!(taken.is_some(), flat, "{}", text);
+            if let Some(taken) = taken {
+                prop_assert_eq!(taken, text.as_str());
+                prop_assert!(c.end().is_some());
+                prop_assert_eq!(serde_json::from_str::<Value>(taken).ok(), Some(value.clone()));
+                prop_assert_eq!(Value::Object(seen), value);
+            }
+        }
+
+        /// Whatever the flat reader takes from any text, `serde_json`
+        /// reads.
+        #[test]
+        fn taken_flat_objects_are_json(
+            text in "[{}:, \"a\\\\/nu0-9.eE+tfl-]{0,24}",
+        ) {
+            let mut c = Cursor::new(&text);
+            if let Some(taken) = c.flat_object(|_, _| Some(())) {
+                let parsed: Result<Value, _> = serde_json::from_str(taken);
+                prop_assert!(parsed.is_ok(), "{:?}: {:?}", text, parsed);
+            }
         }
 
         /// Whatever the cursor accepts as a value, `serde_json` reads as

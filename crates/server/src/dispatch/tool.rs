@@ -96,30 +96,46 @@ impl Future for RunningTool {
 }
 
 /// A fast-path `tools/call` once its handler is called.
-pub(crate) enum CallStart {
+pub(crate) enum CallStart<'a> {
     /// Answered already.
     Done(Reply),
     /// Waiting for the handler (poll it: most answer on the first poll).
-    Running(RunningCall),
+    Running(RunningCall<'a>),
 }
 
 /// A fast-path `tools/call` whose handler is running; resolves to the
 /// reply.
-pub(crate) struct RunningCall {
+pub(crate) struct RunningCall<'a> {
     running: RunningTool,
     /// What the reply needs besides the tool's answer (an `input_required`
     /// answer is bound to the arguments); taken when it is ready.
-    rest: Option<CallRest>,
+    rest: Option<CallRest<'a>>,
 }
 
-pub(super) struct CallRest {
+impl RunningCall<'_> {
+    /// The same call, no longer borrowing the request's text: for a
+    /// handler that has to wait, whose call outlives the request's buffer.
+    pub(crate) fn into_owned(self) -> RunningCall<'static> {
+        RunningCall {
+            running: self.running,
+            rest: self.rest.map(|rest| CallRest {
+                name: rest.name,
+                arguments: rest.arguments.into_owned(),
+                meta: rest.meta,
+                incoming: rest.incoming,
+            }),
+        }
+    }
+}
+
+pub(super) struct CallRest<'a> {
     name: String,
-    arguments: Arguments,
+    arguments: Arguments<'a>,
     meta: Arc<RequestMeta>,
     incoming: Incoming,
 }
 
-impl Future for RunningCall {
+impl Future for RunningCall<'_> {
     type Output = Reply;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Reply> {
@@ -202,7 +218,7 @@ impl Server {
     fn start_tool_from(
         &self,
         entry: &Arc<ToolEntry>,
-        arguments: &Arguments,
+        arguments: &Arguments<'_>,
         ctx: Context,
     ) -> Result<ToolStart, Fault> {
         let mut slot = Some(ctx);
@@ -280,7 +296,7 @@ impl Server {
 
     /// Routes a `tools/call` read by the fast path ([`crate::fast`]): the
     /// same checks and answers as the general path, without a JSON tree.
-    pub(crate) async fn dispatch_tool_call(&self, call: ToolCall, incoming: Incoming) -> Reply {
+    pub(crate) async fn dispatch_tool_call(&self, call: ToolCall<'_>, incoming: Incoming) -> Reply {
         match self.start_tool_call(call, incoming) {
             CallStart::Done(reply) => reply,
             CallStart::Running(running) => running.await,
@@ -290,7 +306,11 @@ impl Server {
     /// [`Server::dispatch_tool_call`] without waiting for the handler: the
     /// reply when there is one at once, else the call in progress. Nothing
     /// of the call is held in a future until the handler has to wait.
-    pub(crate) fn start_tool_call(&self, call: ToolCall, incoming: Incoming) -> CallStart {
+    pub(crate) fn start_tool_call<'a>(
+        &self,
+        call: ToolCall<'a>,
+        incoming: Incoming,
+    ) -> CallStart<'a> {
         let ToolCall {
             id,
             name,
@@ -343,7 +363,7 @@ impl Server {
         &self,
         step: Result<ToolStep, Fault>,
         name: String,
-        arguments: Arguments,
+        arguments: Arguments<'_>,
         meta: &RequestMeta,
         incoming: &Incoming,
     ) -> Reply {

@@ -330,7 +330,15 @@ impl Shared {
             let incoming = self.incoming(&cancel, None);
             return match self.server.start_tool_call(call, incoming) {
                 CallStart::Done(reply) => self.respond(id, reply, cancel),
-                CallStart::Running(running) => self.drive(id, running, cancel),
+                CallStart::Running(mut running) => {
+                    // Most handlers answer at once; one that waits keeps
+                    // its call past this line's buffer.
+                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                    match Pin::new(&mut running).poll(&mut cx) {
+                        Poll::Ready(reply) => self.respond(id, reply, cancel),
+                        Poll::Pending => self.spawn(id, running.into_owned(), cancel),
+                    }
+                }
             };
         }
         match Message::from_slice(line) {

@@ -322,7 +322,7 @@ impl State {
     /// authorization as any request, then the router's fast entry.
     pub(super) async fn tool_call(
         self: Arc<Self>,
-        call: ToolCall,
+        call: ToolCall<'_>,
         headers: &HeaderMap,
         principal: Option<Arc<Principal>>,
     ) -> HttpResponse {
@@ -361,6 +361,7 @@ impl State {
             session: None,
             recheck: None,
         };
+        let call = call.into_owned();
         self.run(routed, move |server, incoming| async move {
             server.dispatch_tool_call(call, incoming).await
         })
