@@ -42,7 +42,8 @@ use switchboard_wire::{
 #[derive(Debug)]
 pub(crate) struct ToolCall<'a> {
     pub(crate) id: RequestId,
-    pub(crate) name: String,
+    /// The tool's name, borrowed from the request (it has no escapes).
+    pub(crate) name: Cow<'a, str>,
     /// The arguments object (`{}` when absent).
     pub(crate) arguments: Arguments<'a>,
     /// Shared at once: a `RequestMeta` is large, and moving it by value
@@ -55,7 +56,7 @@ impl ToolCall<'_> {
     pub(crate) fn into_owned(self) -> ToolCall<'static> {
         ToolCall {
             id: self.id,
-            name: self.name,
+            name: Cow::Owned(self.name.into_owned()),
             arguments: self.arguments.into_owned(),
             meta: self.meta,
         }
@@ -164,7 +165,7 @@ fn read_whole<'a>(text: &'a str, spans: &mut Spans) -> Option<ToolCall<'a>> {
     let params = params?;
     Some(ToolCall {
         id: id?,
-        name: params.name.to_owned(),
+        name: Cow::Borrowed(params.name),
         arguments: params.arguments,
         meta: params.meta,
     })
@@ -252,7 +253,7 @@ impl Shape {
         };
         Some(ToolCall {
             id: id?,
-            name: name?.to_owned(),
+            name: Cow::Borrowed(name?),
             arguments: arguments.unwrap_or_else(no_arguments),
             meta,
         })
@@ -482,7 +483,13 @@ pub(crate) fn agrees(body: &[u8]) -> Result<bool, String> {
         .arguments
         .into_value()
         .map_err(|e| format!("the fast path kept arguments that do not parse ({e}): {text}"))?;
-    if (fast.id, fast.name, fast_arguments, (*fast.meta).clone()) != (id, name, arguments, meta) {
+    if (
+        fast.id,
+        fast.name.into_owned(),
+        fast_arguments,
+        (*fast.meta).clone(),
+    ) != (id, name, arguments, meta)
+    {
         return Err(format!("the paths read {text} differently"));
     }
     Ok(true)

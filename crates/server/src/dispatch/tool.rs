@@ -119,7 +119,6 @@ impl RunningCall<'_> {
         RunningCall {
             running: self.running,
             rest: self.rest.map(|rest| CallRest {
-                name: rest.name,
                 arguments: rest.arguments.into_owned(),
                 meta: rest.meta,
                 incoming: rest.incoming,
@@ -129,7 +128,6 @@ impl RunningCall<'_> {
 }
 
 pub(super) struct CallRest<'a> {
-    name: String,
     arguments: Arguments<'a>,
     meta: Arc<RequestMeta>,
     incoming: Incoming,
@@ -155,7 +153,7 @@ impl Future for RunningCall<'_> {
         };
         Poll::Ready(this.running.server.tool_call_reply(
             step,
-            rest.name,
+            &this.running.entry.def.name,
             rest.arguments,
             &rest.meta,
             &rest.incoming,
@@ -339,7 +337,7 @@ impl Server {
             Ok(ToolStart::Done(step)) => {
                 return CallStart::Done(self.tool_call_reply(
                     Ok(step),
-                    name,
+                    &entry.def.name,
                     arguments,
                     &meta,
                     &incoming,
@@ -350,7 +348,6 @@ impl Server {
         CallStart::Running(RunningCall {
             running,
             rest: Some(CallRest {
-                name,
                 arguments,
                 meta,
                 incoming,
@@ -362,7 +359,7 @@ impl Server {
     pub(super) fn tool_call_reply(
         &self,
         step: Result<ToolStep, Fault>,
-        name: String,
+        name: &str,
         arguments: Arguments<'_>,
         meta: &RequestMeta,
         incoming: &Incoming,
@@ -375,9 +372,9 @@ impl Server {
                     Err(e) => return Reply::Error(unreadable_arguments(e)),
                 };
                 let mut params = Map::new();
-                params.insert("name".into(), Value::String(name.clone()));
+                params.insert("name".into(), Value::from(name));
                 params.insert("arguments".into(), arguments);
-                ask_step(a, name, &params, &meta.client_capabilities)
+                ask_step(a, name.to_owned(), &params, &meta.client_capabilities)
             }
             Err(f) => return Reply::Error(f),
         };
