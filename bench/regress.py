@@ -54,6 +54,12 @@ FIGURES = {
     "server.stdio_pipe_ceiling": (True, "stdio 64 in flight: ceiling (our answer, no server work) / floor"),
     "server.stdio_seq_of_ceiling": (True, "stdio sequential rt/s / ceiling"),
     "server.stdio_pipe_of_ceiling": (True, "stdio 64 in flight rt/s / ceiling"),
+    "server.stdio_seq_lean": (True, "stdio sequential rt/s / floor, serverInfo _meta off"),
+    "server.stdio_pipe_lean": (True, "stdio 64 in flight rt/s / floor, serverInfo _meta off"),
+    "server.stdio_seq_lean_ceiling": (True, "stdio sequential: lean ceiling / floor"),
+    "server.stdio_pipe_lean_ceiling": (True, "stdio 64 in flight: lean ceiling / floor"),
+    "server.stdio_seq_lean_of_ceiling": (True, "stdio sequential, serverInfo _meta off / its ceiling"),
+    "server.stdio_pipe_lean_of_ceiling": (True, "stdio 64 in flight, serverInfo _meta off / its ceiling"),
     "server.rss_mib": (False, "peak RSS MiB (HTTP and stdio, the larger)"),
     "client.stdio_seq": (True, "our client stdio seq / stdio-rtt"),
     "client.stdio_pipe": (True, "our client stdio 64 in flight / stdio-rtt"),
@@ -79,19 +85,29 @@ def server_figures(path):
     out = {}
     tests = {"http-c1": "server.http_c1", "http-c64": "server.http_c64",
              "stdio-seq": "server.stdio_seq", "stdio-pipe": "server.stdio_pipe"}
+    # Our server with the default answer and with the serverInfo _meta
+    # configured off (the answer the floor's resembles), each with the
+    # ceiling of its answer.
+    kinds = [("switchboard", "ceiling", ""), ("switchboard-lean", "ceiling-lean", "_lean")]
     for rep in reps:
         for test, name in tests.items():
-            ours, floor = by.get((rep, "switchboard", test)), by.get((rep, "floor", test))
-            if ours and floor and float(floor["rps"]) > 0:
-                out.setdefault(name, []).append(float(ours["rps"]) / float(floor["rps"]))
-            # The ceiling (bench-echo --ceiling) sends our answer and does
-            # nothing else: over the floor, what the answer itself costs;
-            # ours over it, what the server's work costs.
-            ceiling = by.get((rep, "ceiling", test))
-            if ceiling and floor and float(floor["rps"]) > 0:
-                out.setdefault(name + "_ceiling", []).append(float(ceiling["rps"]) / float(floor["rps"]))
-            if ours and ceiling and float(ceiling["rps"]) > 0:
-                out.setdefault(name + "_of_ceiling", []).append(float(ours["rps"]) / float(ceiling["rps"]))
+            floor = by.get((rep, "floor", test))
+            if not floor or float(floor["rps"]) <= 0:
+                continue
+            for peer, ceiling_peer, kind in kinds:
+                ours = by.get((rep, peer, test))
+                if ours:
+                    out.setdefault(name + kind, []).append(float(ours["rps"]) / float(floor["rps"]))
+                # The ceiling (bench-echo --ceiling) sends our answer and
+                # does nothing else: over the floor, what the answer itself
+                # costs; ours over it, what the server's work costs.
+                ceiling = by.get((rep, ceiling_peer, test))
+                if ceiling:
+                    out.setdefault(name + kind + "_ceiling", []).append(
+                        float(ceiling["rps"]) / float(floor["rps"]))
+                if ours and ceiling and float(ceiling["rps"]) > 0:
+                    out.setdefault(name + kind + "_of_ceiling", []).append(
+                        float(ours["rps"]) / float(ceiling["rps"]))
         rss = [float(by[(rep, "switchboard", t)]["peak_rss_kib"]) / 1024
                for t in tests if (rep, "switchboard", t) in by]
         if rss:

@@ -57,8 +57,8 @@ for d in peers/floor stdio-rtt; do
 done
 
 if want server; then
-  echo "== server: bench/server/run.sh (floor, switchboard)"
-  WORK_DIR="$logs/server" BENCH_BIN="$TARGET/release" PEERS="floor switchboard ceiling" STDIO_N="$STDIO_N" \
+  echo "== server: bench/server/run.sh (floor, switchboard, the ceiling, and both with the serverInfo _meta off)"
+  WORK_DIR="$logs/server" BENCH_BIN="$TARGET/release" PEERS="floor switchboard ceiling switchboard-lean ceiling-lean" STDIO_N="$STDIO_N" \
     bench/server/run.sh "$BENCH_DIR" | tee "$logs/server.log"
   raw=$(ls -d "$logs"/server/results/*/raw.tsv | tail -n 1)
   cp "$raw" "$logs/server.tsv"

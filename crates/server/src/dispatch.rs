@@ -74,8 +74,9 @@ pub(crate) enum Reply {
     Result(Vec<u8>),
     /// A JSON-RPC error.
     Error(Fault),
-    /// An open `subscriptions/listen` stream for the runner to pump.
-    Listen(Subscription),
+    /// An open `subscriptions/listen` stream for the runner to pump
+    /// (boxed: it is large and rare, and every reply is moved a few times).
+    Listen(Box<Subscription>),
 }
 
 /// The three methods that may answer `input_required` (MRTR-02).
@@ -220,7 +221,7 @@ impl Server {
             }
             method::SUBSCRIPTIONS_LISTEN if incoming.session.is_none() => {
                 return match self.listen(id, params, &meta, &incoming) {
-                    Ok(s) => Reply::Listen(s),
+                    Ok(s) => Reply::Listen(Box::new(s)),
                     Err(f) => Reply::Error(f),
                 };
             }

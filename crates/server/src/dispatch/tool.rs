@@ -61,7 +61,9 @@ impl Future for RunningTool {
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         loop {
-            let outcome = match &mut this.stage {
+            // Settled where it lies: a tool's outcome is large, and each
+            // move copies it.
+            let mut outcome = match &mut this.stage {
                 ToolStage::Handler(handler) => match ready!(handler.as_mut().poll(cx)) {
                     Ok(Outcome::Task(work)) => {
                         let Some(TaskParts {
@@ -90,7 +92,7 @@ impl Future for RunningTool {
                     Err(f) => return Poll::Ready(Err(f)),
                 },
             };
-            return Poll::Ready(this.server.settle_tool(&this.entry, outcome));
+            return Poll::Ready(this.server.settle_tool(&this.entry, &mut outcome));
         }
     }
 }
@@ -254,35 +256,36 @@ impl Server {
     }
 
     /// What a tool's answer becomes (its task, if it asked for one, has
-    /// started or run by now).
+    /// started or run by now). A complete result is written where it
+    /// lies; anything else is taken out of `outcome`.
     pub(super) fn settle_tool(
         &self,
         entry: &ToolEntry,
-        mut outcome: Result<ToolOutcome, HandlerError>,
+        outcome: &mut Result<ToolOutcome, HandlerError>,
     ) -> Result<ToolStep, Fault> {
         let name = &entry.def.name;
-        match outcome {
-            // Bound in place: a result is large, and each move copies it.
-            Ok(Outcome::Complete(ref mut result)) => {
-                if let Some(v) = &entry.output_validator {
-                    if !result.is_error() {
-                        let Some(sc) = &result.structured_content else {
-                            return Err(Fault::internal(format!(
-                                "tool {name:?} declares an outputSchema but returned no structuredContent"
-                            )));
-                        };
-                        if let Err(m) = v.validate(sc) {
-                            tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
-                            return Err(Fault::internal(format!(
-                                "tool {name:?} returned structuredContent that does not match its outputSchema"
-                            )));
-                        }
-                    }
+        if let Ok(Outcome::Complete(result)) = outcome {
+            if let Some(v) = &entry.output_validator
+                && !result.is_error()
+            {
+                let Some(sc) = &result.structured_content else {
+                    return Err(Fault::internal(format!(
+                        "tool {name:?} declares an outputSchema but returned no structuredContent"
+                    )));
+                };
+                if let Err(m) = v.validate(sc) {
+                    tracing::error!(tool = %name, "structured content breaks the output schema: {m}");
+                    return Err(Fault::internal(format!(
+                        "tool {name:?} returned structuredContent that does not match its outputSchema"
+                    )));
                 }
-                Ok(ToolStep::Done(self.tool_result(result)))
             }
+            return Ok(ToolStep::Done(self.tool_result(result)));
+        }
+        match std::mem::replace(outcome, Ok(Outcome::InputRequired(InputRequired::new()))) {
             Ok(Outcome::InputRequired(a)) => Ok(ToolStep::Ask(a)),
             Ok(Outcome::Task(_)) => Err(Fault::internal("a task's work cannot start another task")),
+            Ok(Outcome::Complete(_)) => Err(Fault::internal("a complete result was not settled")),
             Err(e) => match e.into_parts() {
                 Ok(message) => Ok(ToolStep::Done(
                     self.tool_result(&mut failure_result(message)),

@@ -504,7 +504,7 @@ impl Shared {
             Reply::Error(fault) => {
                 self.write_line(frame_error(Some(&id), &fault.error));
             }
-            Reply::Listen(subscription) => self.pump(subscription, cancel),
+            Reply::Listen(subscription) => self.pump(*subscription, cancel),
         }
     }
 

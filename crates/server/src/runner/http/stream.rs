@@ -128,7 +128,7 @@ impl State {
             Reply::Listen(subscription) => {
                 let (frames_tx, frames_rx) = mpsc::channel::<Bytes>(FRAME_QUEUE);
                 let keep_alive = self.options.keep_alive;
-                tokio::spawn(pump(subscription, frames_tx, keep_alive, recheck));
+                tokio::spawn(pump(*subscription, frames_tx, keep_alive, recheck));
                 sse_response(frames_rx)
             }
         }
@@ -193,7 +193,7 @@ impl State {
                     .await;
             }
             Reply::Listen(subscription) => {
-                pump(subscription, frames, self.options.keep_alive, recheck).await;
+                pump(*subscription, frames, self.options.keep_alive, recheck).await;
             }
         }
     }
