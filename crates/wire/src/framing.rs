@@ -22,6 +22,9 @@ pub const REFUSED_HEAD: usize = 64 * 1024;
 /// unread data, so a long stream of small lines does not grow it.
 const COMPACT_THRESHOLD: usize = 64 * 1024;
 
+/// Most bytes one [`LineFramer::read_from`] asks its reader for.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// A line that could not be framed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -49,10 +52,14 @@ pub enum FrameError {
 /// ```
 #[derive(Debug)]
 pub struct LineFramer {
-    /// Received bytes; `buf[start..]` is not yet returned.
+    /// Received bytes, `buf[..end]`; `buf[start..end]` is not yet
+    /// returned. What lies past `end` is room for the next read, zeroed
+    /// once when the buffer grows and reused after.
     buf: Vec<u8>,
     /// Offset of the first unread byte.
     start: usize,
+    /// Offset just past the last received byte.
+    end: usize,
     /// Offset from which to resume the newline search (everything between
     /// `start` and here is known to hold no newline).
     scanned: usize,
@@ -66,6 +73,9 @@ pub struct LineFramer {
     pending: Option<FrameError>,
     /// The start of the line last refused, until taken.
     refused_head: Option<Vec<u8>>,
+    /// Where [`LineFramer::read_from`] reads while skipping an oversized
+    /// line (empty until one comes).
+    scratch: Vec<u8>,
 }
 
 impl Default for LineFramer {
@@ -85,18 +95,20 @@ impl LineFramer {
         LineFramer {
             buf: Vec::new(),
             start: 0,
+            end: 0,
             scanned: 0,
             max_line,
             discarding: None,
             skipped_cr: false,
             pending: None,
             refused_head: None,
+            scratch: Vec::new(),
         }
     }
 
     /// Bytes received but not yet returned as lines.
     pub fn buffered(&self) -> usize {
-        self.buf.len() - self.start
+        self.end - self.start
     }
 
     /// The first bytes (at most [`REFUSED_HEAD`]) of the line last found
@@ -137,7 +149,43 @@ impl LineFramer {
             }
         }
         self.compact();
-        self.buf.extend_from_slice(chunk);
+        self.make_room(chunk.len());
+        self.buf[self.end..self.end + chunk.len()].copy_from_slice(chunk);
+        self.end += chunk.len();
+    }
+
+    /// Reads once from `reader` (at most 64 KiB) straight into the
+    /// framer's buffer, as [`push`](Self::push) would take the same bytes
+    /// but without copying them through a chunk of the caller's.
+    ///
+    /// # Errors
+    /// The reader's; nothing is kept from a failed read.
+    pub fn read_from(&mut self, reader: &mut impl std::io::Read) -> std::io::Result<usize> {
+        if self.discarding.is_some() {
+            // Skipping an oversized line: its bytes are looked at as they
+            // arrive and never kept.
+            let mut chunk = std::mem::take(&mut self.scratch);
+            chunk.resize(READ_CHUNK, 0);
+            let read = reader.read(&mut chunk);
+            if let Ok(n) = read {
+                self.push(&chunk[..n]);
+            }
+            self.scratch = chunk;
+            return read;
+        }
+        self.compact();
+        self.make_room(READ_CHUNK);
+        let n = reader.read(&mut self.buf[self.end..self.end + READ_CHUNK])?;
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Makes room for `more` bytes past `end`.
+    fn make_room(&mut self, more: usize) {
+        let needed = self.end + more;
+        if self.buf.len() < needed {
+            self.buf.resize(needed.max(2 * self.buf.len()), 0);
+        }
     }
 
     /// Returns the next complete line, without its `\n` or `\r\n`.
@@ -153,18 +201,18 @@ impl LineFramer {
             return Err(err);
         }
         loop {
-            let Some(offset) = memchr(b'\n', &self.buf[self.scanned..]) else {
-                self.scanned = self.buf.len();
+            let Some(offset) = memchr(b'\n', &self.buf[self.scanned..self.end]) else {
+                self.scanned = self.end;
                 // A line of exactly `max_line` bytes may still be followed by
                 // the `\r` of its `\r\n`: allow for it before giving up.
-                let slack = usize::from(self.buf.last() == Some(&b'\r'));
+                let slack = usize::from(self.last_byte() == Some(b'\r'));
                 if self.buffered() > self.max_line + slack {
                     // Too long already: drop what we hold and skip the rest
                     // of the line as it arrives.
                     self.keep_head(self.start);
                     self.discarding = Some(self.buffered());
-                    self.skipped_cr = self.buf.last() == Some(&b'\r');
-                    self.buf.clear();
+                    self.skipped_cr = self.last_byte() == Some(b'\r');
+                    self.end = 0;
                     self.start = 0;
                     self.scanned = 0;
                 }
@@ -211,7 +259,7 @@ impl LineFramer {
             });
         }
         let line_start = self.start;
-        let mut end = self.buf.len();
+        let mut end = self.end;
         self.start = end;
         self.scanned = end;
         if end > line_start && self.buf[end - 1] == b'\r' {
@@ -230,7 +278,7 @@ impl LineFramer {
 
     /// Keeps the start of the refused line that begins at `from`.
     fn keep_head(&mut self, from: usize) {
-        let end = self.buf.len().min(from + REFUSED_HEAD);
+        let end = self.end.min(from + REFUSED_HEAD);
         self.refused_head = Some(self.buf[from..end].to_vec());
     }
 
@@ -239,15 +287,21 @@ impl LineFramer {
         if self.start == 0 {
             return;
         }
-        if self.start == self.buf.len() {
-            self.buf.clear();
+        if self.start == self.end {
+            self.end = 0;
             self.start = 0;
             self.scanned = 0;
-        } else if self.start >= COMPACT_THRESHOLD || self.start * 2 >= self.buf.len() {
-            self.buf.drain(..self.start);
+        } else if self.start >= COMPACT_THRESHOLD || self.start * 2 >= self.end {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
             self.scanned -= self.start;
             self.start = 0;
         }
+    }
+
+    /// The last byte received, if any.
+    fn last_byte(&self) -> Option<u8> {
+        self.end.checked_sub(1).map(|last| self.buf[last])
     }
 }
 

@@ -11,7 +11,7 @@ use switchboard_wire::{
 };
 
 /// What the framer produced: lines and errors, in order, then the EOF line.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 enum Out {
     Line(Vec<u8>),
     Error(FrameError),
@@ -56,6 +56,57 @@ fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Out> {
         drain(&mut framer, &mut out);
         // Memory stays bounded by the limit plus one chunk.
         assert!(framer.buffered() <= max_line + piece.len() + 1);
+    }
+    loop {
+        match framer.finish() {
+            Ok(Some(line)) => out.push(Out::Line(line.to_vec())),
+            Ok(None) => break,
+            Err(e) => {
+                out.push(Out::Error(e));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A reader that hands out `pieces`, one per `read`.
+struct Pieces<'a>(std::collections::VecDeque<&'a [u8]>);
+
+impl std::io::Read for Pieces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Some(piece) = self.0.pop_front() else {
+            return Ok(0);
+        };
+        let n = piece.len().min(buf.len());
+        buf[..n].copy_from_slice(&piece[..n]);
+        if n < piece.len() {
+            self.0.push_front(&piece[n..]);
+        }
+        Ok(n)
+    }
+}
+
+/// [`frame`], with the framer reading the pieces itself
+/// ([`LineFramer::read_from`]) instead of being handed them.
+fn frame_read(pieces: &[&[u8]], max_line: usize) -> Vec<Out> {
+    let mut framer = LineFramer::with_max_line(max_line);
+    // Empty pieces would read as the end of the stream.
+    let mut reader = Pieces(pieces.iter().copied().filter(|p| !p.is_empty()).collect());
+    let mut out = Vec::new();
+    while framer
+        .read_from(&mut reader)
+        .expect("pieces read without error")
+        > 0
+    {
+        loop {
+            match framer.next_line() {
+                Ok(Some(line)) => out.push(Out::Line(line.to_vec())),
+                Ok(None) => break,
+                Err(e) => out.push(Out::Error(e)),
+            }
+        }
+        assert!(framer.buffered() <= max_line + 64 * 1024 + 1);
     }
     loop {
         match framer.finish() {
@@ -162,6 +213,9 @@ proptest! {
         prop_assert_eq!(&whole, &split);
         let one_byte: Vec<&[u8]> = bytes.chunks(1).collect();
         prop_assert_eq!(&whole, &frame(&one_byte, max_line));
+        // Read by the framer itself: the same lines and errors.
+        prop_assert_eq!(&whole, &frame_read(&chunks(&bytes, &cuts), max_line));
+        prop_assert_eq!(&whole, &frame_read(&one_byte, max_line));
     }
 
     // Lines joined with \n or \r\n come back as written (blank ones skipped).
@@ -204,7 +258,8 @@ proptest! {
                 expected.push(Out::Line(line));
             }
         }
-        prop_assert_eq!(frame(&chunks(&bytes, &cuts), max), expected);
+        prop_assert_eq!(frame(&chunks(&bytes, &cuts), max), expected.clone());
+        prop_assert_eq!(frame_read(&chunks(&bytes, &cuts), max), expected);
     }
 
     // Parsing arbitrary bytes never panics; an error carries a JSON-RPC code.

@@ -281,13 +281,12 @@ impl Shared {
         let _runtime = self.handle.enter();
         ON_READER.set(true);
         let mut framer = LineFramer::with_max_line(self.options.max_line);
-        let mut buf = vec![0u8; 64 * 1024];
         loop {
             // Nothing is held while waiting for input.
             self.write_held();
-            let n = match reader.read(&mut buf) {
+            match framer.read_from(&mut reader) {
                 Ok(0) => break,
-                Ok(n) => n,
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(source) => {
                     return Err(ServeError::Io {
@@ -295,8 +294,7 @@ impl Shared {
                         source,
                     });
                 }
-            };
-            framer.push(&buf[..n]);
+            }
             loop {
                 match framer.next_line() {
                     Ok(Some(line)) => self.on_line(line),
