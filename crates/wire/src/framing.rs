@@ -161,23 +161,38 @@ impl LineFramer {
     /// # Errors
     /// The reader's; nothing is kept from a failed read.
     pub fn read_from(&mut self, reader: &mut impl std::io::Read) -> std::io::Result<usize> {
+        let n = reader.read(self.spare())?;
+        self.filled(n);
+        Ok(n)
+    }
+
+    /// Room for the next read (64 KiB): write the bytes that arrive at its
+    /// start, then say how many with [`filled`](Self::filled). For readers
+    /// that [`read_from`](Self::read_from) cannot call, such as
+    /// asynchronous ones.
+    pub fn spare(&mut self) -> &mut [u8] {
         if self.discarding.is_some() {
             // Skipping an oversized line: its bytes are looked at as they
             // arrive and never kept.
-            let mut chunk = std::mem::take(&mut self.scratch);
-            chunk.resize(READ_CHUNK, 0);
-            let read = reader.read(&mut chunk);
-            if let Ok(n) = read {
-                self.push(&chunk[..n]);
-            }
-            self.scratch = chunk;
-            return read;
+            self.scratch.resize(READ_CHUNK, 0);
+            return &mut self.scratch;
         }
         self.compact();
         self.make_room(READ_CHUNK);
-        let n = reader.read(&mut self.buf[self.end..self.end + READ_CHUNK])?;
-        self.end += n;
-        Ok(n)
+        &mut self.buf[self.end..self.end + READ_CHUNK]
+    }
+
+    /// Takes the first `n` bytes of the last [`spare`](Self::spare) as
+    /// received (at most its length).
+    pub fn filled(&mut self, n: usize) {
+        let n = n.min(READ_CHUNK);
+        if self.discarding.is_some() {
+            let chunk = std::mem::take(&mut self.scratch);
+            self.push(&chunk[..n.min(chunk.len())]);
+            self.scratch = chunk;
+        } else {
+            self.end = (self.end + n).min(self.buf.len());
+        }
     }
 
     /// Makes room for `more` bytes past `end`.

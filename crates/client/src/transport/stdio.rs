@@ -804,12 +804,13 @@ async fn read_chunks(
     framer: &mut LineFramer,
     mut on_line: impl FnMut(Framed<'_>),
 ) -> Option<io::Error> {
-    let mut buf = vec![0u8; 64 * 1024];
     let error = loop {
-        match stream.read(&mut buf).await {
+        // Read straight into the framer's buffer: no copy through one of
+        // our own.
+        match stream.read(framer.spare()).await {
             Ok(0) => break None,
             Ok(n) => {
-                framer.push(&buf[..n]);
+                framer.filled(n);
                 loop {
                     let more = match framer.next_line() {
                         Ok(Some(line)) => {
