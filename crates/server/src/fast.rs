@@ -709,6 +709,31 @@ mod tests {
     }
 
     /// `body` read through the thread's shape alone.
+    // Bytes that are not UTF-8, in a hole or anywhere else, are never read
+    // through a shape or whole: the general path refuses the request.
+    #[test]
+    fn bytes_that_are_not_utf8_are_never_read() {
+        assert!(tool_call(BENCH_CALL.as_bytes()).is_some());
+        let body = BENCH_CALL.as_bytes();
+        for (after, what) in [
+            (&br#""id":"#[..], "the id"),
+            (&br#""name":""#[..], "the name"),
+            (&br#""text":""#[..], "an argument"),
+            (&br#""_meta":{""#[..], "the _meta"),
+            (&br#""jsonrpc":""#[..], "the jsonrpc member"),
+        ] {
+            let at = memmem::find(body, after).unwrap() + after.len();
+            for bad in [&[0xff][..], &[0xc3][..], &[0xe2, 0x82][..]] {
+                let mut broken = body.to_vec();
+                broken.splice(at..at, bad.iter().copied());
+                assert!(tool_call(&broken).is_none(), "{what}: {bad:?}");
+                assert_eq!(agrees(&broken), Ok(false), "{what}");
+            }
+        }
+        // The shape is still the one of the call read before.
+        assert!(read_by_shape(BENCH_CALL).is_some());
+    }
+
     fn read_by_shape(body: &str) -> Option<ToolCall<'_>> {
         SHAPE.with_borrow(|shape| shape.read(body))
     }
