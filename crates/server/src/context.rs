@@ -69,6 +69,36 @@ pub(crate) struct ContextParts {
     pub(crate) server: Server,
 }
 
+/// A plain call's context, not built yet: only a handler that takes a
+/// [`Context`] gets one, and only then are the request's shared parts
+/// cloned into it (each clone and drop is an atomic operation).
+pub(crate) struct LazyContext<'a> {
+    pub(crate) id: RequestId,
+    pub(crate) method: &'static str,
+    pub(crate) meta: &'a Arc<RequestMeta>,
+    pub(crate) principal: Option<&'a Arc<Principal>>,
+    pub(crate) sink: &'a Sink,
+    pub(crate) cancel: &'a Cancellation,
+    pub(crate) server: &'a Server,
+}
+
+impl LazyContext<'_> {
+    /// The context, its parts cloned.
+    pub(crate) fn build(self) -> Context {
+        Context::new(ContextParts {
+            id: self.id,
+            method: self.method,
+            meta: Arc::clone(self.meta),
+            principal: self.principal.cloned(),
+            sink: self.sink.clone(),
+            cancel: self.cancel.clone(),
+            input: InputResponses::default(),
+            state: None,
+            server: self.server.clone(),
+        })
+    }
+}
+
 impl Context {
     pub(crate) fn new(p: ContextParts) -> Self {
         Context {

@@ -26,7 +26,7 @@ use crate::auth::BoxFuture;
 use crate::auth::Principal;
 use crate::cancel::Cancellation;
 use crate::completion::{self, CompleteRequest, CompletionRef};
-use crate::context::{Context, ContextParts};
+use crate::context::{Context, ContextParts, LazyContext};
 use crate::error::{Fault, FaultKind, HandlerError};
 use crate::fast::{Arguments, ToolCall};
 use crate::idempotency::Begin;

@@ -384,6 +384,12 @@ impl Server {
         Arc::clone(&read_lock(&self.inner.registry))
     }
 
+    /// The tool named `name`, looked up under the registry's lock without
+    /// holding on to the registry (a call needs nothing else of it).
+    pub(crate) fn tool(&self, name: &str) -> Option<Arc<ToolEntry>> {
+        read_lock(&self.inner.registry).tool(name).cloned()
+    }
+
     pub(crate) fn replay_guard(&self) -> &ReplayGuard {
         &self.inner.replay
     }

@@ -19,7 +19,7 @@ use switchboard_wire::{
 };
 
 use crate::auth::BoxFuture;
-use crate::context::Context;
+use crate::context::{Context, LazyContext};
 use crate::error::{BuildError, HandlerError};
 use crate::handler::{Typed, handler_shapes};
 use crate::outcome::{InputRequired, Outcome};
@@ -189,15 +189,41 @@ pub trait ToolHandler<M>: Send + Sync + 'static {
         args: Self::Args,
         ctx: Context,
     ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
+
+    /// Runs the handler without a [`Context`] when it takes none, so that
+    /// none is built for it; gives the arguments back when it takes one.
+    #[doc(hidden)]
+    fn call_alone(&self, args: Self::Args) -> Result<ToolFuture, Self::Args> {
+        Err(args)
+    }
 }
+
+/// A running tool handler.
+type ToolFuture = BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
 
 handler_shapes! {
     ToolHandler -> ToolOutcome, IntoToolResult::into_tool_result;
     fn call(args: Self::Args, ctx: Context);
-    markers::Args<A> [A] Fn(A) => self(args) { type Args = A; }
+    markers::Args<A> [A] Fn(A) => self(args) {
+        type Args = A;
+        fn call_alone(&self, args: A) -> Result<ToolFuture, A> {
+            Ok(Box::pin(crate::handler::Converted::new(
+                self(args),
+                <R as IntoToolResult>::into_tool_result,
+            )))
+        }
+    }
     markers::ArgsCtx<A> [A] Fn(A, Context) => self(args, ctx) { type Args = A; }
     markers::Ctx [] Fn(Context) => self(ctx) { type Args = NoArgs; }
-    markers::Nothing [] Fn() => self() { type Args = NoArgs; }
+    markers::Nothing [] Fn() => self() {
+        type Args = NoArgs;
+        fn call_alone(&self, _args: NoArgs) -> Result<ToolFuture, NoArgs> {
+            Ok(Box::pin(crate::handler::Converted::new(
+                self(),
+                <R as IntoToolResult>::into_tool_result,
+            )))
+        }
+    }
 }
 
 /// Anything a tool handler may return.
@@ -305,16 +331,16 @@ pub(crate) trait ErasedTool: Send + Sync {
     ) -> BoxFuture<'static, Result<ToolOutcome, HandlerError>>;
 
     /// Starts the handler with its arguments read straight from `text`, a
-    /// JSON object, into its argument type: no JSON tree is built. The
-    /// context is taken from `ctx` only when that is done; it is left
-    /// there when the type is JSON itself, or the text does not read as it
-    /// (the caller then parses the text and [`call`](Self::call)s, which
-    /// words the error as for every call).
-    fn call_text(
+    /// JSON object, into its argument type: no JSON tree is built, and no
+    /// [`Context`] unless the handler takes one. The context comes back
+    /// unbuilt when that is not done: the type is JSON itself, or the text
+    /// does not read as it (the caller then parses the text and
+    /// [`call`](Self::call)s, which words the error as for every call).
+    fn call_text<'a>(
         &self,
         text: &str,
-        ctx: &mut Option<Context>,
-    ) -> Option<BoxFuture<'static, Result<ToolOutcome, HandlerError>>>;
+        ctx: LazyContext<'a>,
+    ) -> Result<ToolFuture, LazyContext<'a>>;
 }
 
 impl<F, M> ErasedTool for Typed<F, M>
@@ -338,16 +364,21 @@ where
         }
     }
 
-    fn call_text(
+    fn call_text<'a>(
         &self,
         text: &str,
-        ctx: &mut Option<Context>,
-    ) -> Option<BoxFuture<'static, Result<ToolOutcome, HandlerError>>> {
+        ctx: LazyContext<'a>,
+    ) -> Result<ToolFuture, LazyContext<'a>> {
         if is_json::<F::Args>() {
-            return None;
+            return Err(ctx);
         }
-        let args = serde_json::from_str::<F::Args>(text).ok()?;
-        Some(self.f.call(args, ctx.take()?))
+        let Ok(args) = serde_json::from_str::<F::Args>(text) else {
+            return Err(ctx);
+        };
+        Ok(match self.f.call_alone(args) {
+            Ok(handler) => handler,
+            Err(args) => self.f.call(args, ctx.build()),
+        })
     }
 }
 

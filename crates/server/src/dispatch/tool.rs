@@ -40,12 +40,20 @@ pub(super) struct TaskParts {
 }
 
 impl TaskParts {
-    fn of(ctx: &Context) -> TaskParts {
+    fn new(
+        meta: &Arc<RequestMeta>,
+        principal: Option<&Arc<Principal>>,
+        cancel: &Cancellation,
+    ) -> TaskParts {
         TaskParts {
-            meta: Arc::clone(&ctx.meta),
-            principal: ctx.principal.clone(),
-            cancel: ctx.cancel.clone(),
+            meta: Arc::clone(meta),
+            principal: principal.cloned(),
+            cancel: cancel.clone(),
         }
+    }
+
+    fn of(ctx: &Context) -> TaskParts {
+        TaskParts::new(&ctx.meta, ctx.principal.as_ref(), &ctx.cancel)
     }
 }
 
@@ -219,25 +227,20 @@ impl Server {
         &self,
         entry: &Arc<ToolEntry>,
         arguments: &Arguments<'_>,
-        ctx: Context,
+        mut ctx: LazyContext<'_>,
     ) -> Result<ToolStart, Fault> {
-        let mut slot = Some(ctx);
-        if let (Arguments::Text(text), Some(flat), Some(ctx)) = (arguments, &entry.flat, &slot)
+        if let (Arguments::Text(text), Some(flat)) = (arguments, &entry.flat)
             && flat.admits(text)
         {
             self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
-            let task = TaskParts::of(ctx);
-            if let Some(handler) = entry.handler.call_text(text, &mut slot) {
-                return Ok(ToolStart::Running(self.running(entry, task, handler)));
+            let task = TaskParts::new(ctx.meta, ctx.principal, ctx.cancel);
+            match entry.handler.call_text(text, ctx) {
+                Ok(handler) => return Ok(ToolStart::Running(self.running(entry, task, handler))),
+                Err(unused) => ctx = unused,
             }
         }
-        let Some(ctx) = slot else {
-            return Err(Fault::internal(
-                "a handler took the call's context and did not start",
-            ));
-        };
         let value = arguments.value().map_err(unreadable_arguments)?;
-        self.start_tool(entry, &value, ctx)
+        self.start_tool(entry, &value, ctx.build())
     }
 
     /// A tool whose handler has been called.
@@ -321,20 +324,18 @@ impl Server {
         if !version::is_modern_supported(&meta.protocol_version) {
             return CallStart::Done(Reply::Error(unsupported_version(&meta.protocol_version)));
         }
-        let Some(entry) = self.registry().tool(&name).cloned() else {
+        let Some(entry) = self.tool(&name) else {
             return CallStart::Done(Reply::Error(unknown_tool(&name)));
         };
-        let ctx = Context::new(ContextParts {
+        let ctx = LazyContext {
             id,
             method: method::TOOLS_CALL,
-            meta: Arc::clone(&meta),
-            principal: incoming.principal.clone(),
-            sink: incoming.sink.clone(),
-            cancel: incoming.cancel.clone(),
-            input: InputResponses::default(),
-            state: None,
-            server: self.clone(),
-        });
+            meta: &meta,
+            principal: incoming.principal.as_ref(),
+            sink: &incoming.sink,
+            cancel: &incoming.cancel,
+            server: self,
+        };
         let running = match self.start_tool_from(&entry, &arguments, ctx) {
             Ok(ToolStart::Running(running)) => running,
             Ok(ToolStart::Done(step)) => {

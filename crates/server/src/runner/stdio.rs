@@ -23,7 +23,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::Poll;
 use std::time::Duration;
@@ -135,6 +135,7 @@ where
         }),
         broken: AtomicBool::new(false),
         in_flight: Mutex::new(HashMap::new()),
+        in_flight_ids: AtomicUsize::new(0),
         running: Mutex::new(0),
         idle: Condvar::new(),
         session: Mutex::new(None),
@@ -215,6 +216,10 @@ struct Shared {
     broken: AtomicBool,
     /// Requests that are waiting, by id, for `notifications/cancelled`.
     in_flight: Mutex<HashMap<RequestId, Cancellation>>,
+    /// How many ids `in_flight` holds, kept beside it under its lock: the
+    /// reader checks a new request's id against the map only when it is
+    /// not empty (most requests answer at once and are never in it).
+    in_flight_ids: AtomicUsize,
     /// How many requests were moved onto the runtime and are unfinished.
     running: Mutex<usize>,
     idle: Condvar,
@@ -423,7 +428,12 @@ impl Shared {
     /// under a pending id is refused (its answer names the id, which is all
     /// JSON-RPC allows) and never run, so the first keeps its cancellation.
     fn refuse_pending_id(&self, id: &RequestId) -> bool {
-        if !lock(&self.in_flight).contains_key(id) {
+        // Reading the count takes no lock. A zero read while another
+        // thread adds an id orders this check before that addition, as
+        // the lock could have done too.
+        if self.in_flight_ids.load(Ordering::Acquire) == 0
+            || !lock(&self.in_flight).contains_key(id)
+        {
             return false;
         }
         tracing::warn!(%id, "refusing a request whose id is already in flight");
@@ -470,7 +480,7 @@ impl Shared {
         Fut: Future<Output = Reply> + Unpin + Send + 'static,
     {
         self.admit();
-        lock(&self.in_flight).insert(id.clone(), cancel.clone());
+        self.track(&id, &cancel);
         let shared = Arc::clone(self);
         self.handle.spawn(async move {
             let reply = tokio::select! {
@@ -511,7 +521,7 @@ impl Shared {
     fn pump(self: &Arc<Self>, mut subscription: Subscription, cancel: Cancellation) {
         let id = subscription.id().clone();
         self.admit();
-        lock(&self.in_flight).insert(id.clone(), cancel.clone());
+        self.track(&id, &cancel);
         let shared = Arc::clone(self);
         self.handle.spawn(async move {
             shared.write_line(subscription.ack());
@@ -548,7 +558,15 @@ impl Shared {
         // A reused id may belong to a newer request now.
         if map.get(id).is_some_and(|t| t.same(token)) {
             map.remove(id);
+            self.in_flight_ids.store(map.len(), Ordering::Release);
         }
+    }
+
+    /// Keeps a request that has to wait, by id, for cancellation.
+    fn track(&self, id: &RequestId, cancel: &Cancellation) {
+        let mut map = lock(&self.in_flight);
+        map.insert(id.clone(), cancel.clone());
+        self.in_flight_ids.store(map.len(), Ordering::Release);
     }
 
     /// Waits for room under the in-flight limit, then counts one more.
