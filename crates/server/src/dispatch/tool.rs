@@ -23,8 +23,11 @@ pub(super) struct RunningTool {
     server: Server,
     entry: Arc<ToolEntry>,
     stage: ToolStage,
-    /// What starting a task needs, taken when the handler asks for one.
+    /// What starting a task needs, taken when the handler asks for one
+    /// (`None` for a fast-path call, which lends its own).
     task: Option<TaskParts>,
+    /// The handler asked for a task already.
+    task_started: bool,
 }
 
 pub(super) enum ToolStage {
@@ -66,19 +69,39 @@ fn unreadable_arguments(e: serde_json::Error) -> Fault {
 impl Future for RunningTool {
     type Output = Result<ToolStep, Fault>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        self.get_mut().poll_step(cx, None)
+    }
+}
+
+impl RunningTool {
+    /// Polls the handler, then the task it asks for. What the task keeps
+    /// comes from the tool's own parts, or else from `call` (a fast-path
+    /// call lends its own, so that none are cloned for the calls, nearly
+    /// all, that start no task).
+    fn poll_step(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        call: Option<&CallRest<'_>>,
+    ) -> Poll<Result<ToolStep, Fault>> {
+        let this = self;
         loop {
             // Settled where it lies: a tool's outcome is large, and each
             // move copies it.
             let mut outcome = match &mut this.stage {
                 ToolStage::Handler(handler) => match ready!(handler.as_mut().poll(cx)) {
                     Ok(Outcome::Task(work)) => {
+                        let parts = match this.task.take() {
+                            Some(parts) => Some(parts),
+                            None if !this.task_started => call.map(CallRest::task_parts),
+                            None => None,
+                        };
+                        this.task_started = true;
                         let Some(TaskParts {
                             meta,
                             principal,
                             cancel,
-                        }) = this.task.take()
+                        }) = parts
                         else {
                             return Poll::Ready(Err(Fault::internal(
                                 "a task's work cannot start another task",
@@ -143,6 +166,17 @@ pub(super) struct CallRest<'a> {
     incoming: Incoming,
 }
 
+impl CallRest<'_> {
+    /// What a task started by the call's tool keeps.
+    fn task_parts(&self) -> TaskParts {
+        TaskParts::new(
+            &self.meta,
+            self.incoming.principal.as_ref(),
+            &self.incoming.cancel,
+        )
+    }
+}
+
 impl Future for RunningCall<'_> {
     type Output = Reply;
 
@@ -157,7 +191,7 @@ impl Future for RunningCall<'_> {
         if this.rest.is_none() {
             return spent();
         }
-        let step = ready!(Pin::new(&mut this.running).poll(cx));
+        let step = ready!(this.running.poll_step(cx, this.rest.as_ref()));
         let Some(rest) = this.rest.take() else {
             return spent();
         };
@@ -211,7 +245,7 @@ impl Server {
         let task = TaskParts::of(&ctx);
         Ok(ToolStart::Running(self.running(
             entry,
-            task,
+            Some(task),
             entry.handler.call(args, ctx),
         )))
     }
@@ -233,9 +267,9 @@ impl Server {
             && flat.admits(text)
         {
             self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
-            let task = TaskParts::new(ctx.meta, ctx.principal, ctx.cancel);
+            // The call lends what a task keeps, if one is asked for.
             match entry.handler.call_text(text, ctx) {
-                Ok(handler) => return Ok(ToolStart::Running(self.running(entry, task, handler))),
+                Ok(handler) => return Ok(ToolStart::Running(self.running(entry, None, handler))),
                 Err(unused) => ctx = unused,
             }
         }
@@ -247,14 +281,15 @@ impl Server {
     fn running(
         &self,
         entry: &Arc<ToolEntry>,
-        task: TaskParts,
+        task: Option<TaskParts>,
         handler: BoxFuture<'static, Result<ToolOutcome, HandlerError>>,
     ) -> RunningTool {
         RunningTool {
             server: self.clone(),
             entry: Arc::clone(entry),
             stage: ToolStage::Handler(handler),
-            task: Some(task),
+            task,
+            task_started: false,
         }
     }
 
