@@ -1,6 +1,8 @@
 //! `tools/call`: checking the arguments, running the handler (or the
 //! task it asks for) as a future, and shaping the tool's result.
 
+use std::borrow::Cow;
+
 use super::*;
 
 /// The outcome of running a tool.
@@ -14,13 +16,19 @@ pub(super) enum ToolStart {
     /// Answered without the handler (arguments the schema refuses).
     Done(ToolStep),
     /// The handler is running.
-    Running(RunningTool),
+    Running(ToolRun),
+}
+
+/// A tool's handler in progress, with the server it runs on; resolves to
+/// the call's step.
+pub(super) struct RunningTool {
+    server: Server,
+    run: ToolRun,
 }
 
 /// A tool's handler in progress, then (when it answers with a task) the
-/// start of that task; resolves to the call's step.
-pub(super) struct RunningTool {
-    server: Server,
+/// start of that task. Polled with the server lent to it.
+pub(super) struct ToolRun {
     entry: Arc<ToolEntry>,
     stage: ToolStage,
     /// What starting a task needs, taken when the handler asks for one
@@ -70,18 +78,34 @@ impl Future for RunningTool {
     type Output = Result<ToolStep, Fault>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
-        self.get_mut().poll_step(cx, None)
+        let this = self.get_mut();
+        this.run.poll_step(cx, &this.server, None)
     }
 }
 
-impl RunningTool {
-    /// Polls the handler, then the task it asks for. What the task keeps
-    /// comes from the tool's own parts, or else from `call` (a fast-path
-    /// call lends its own, so that none are cloned for the calls, nearly
-    /// all, that start no task).
+impl ToolRun {
+    /// A tool whose handler has been called.
+    fn new(
+        entry: Arc<ToolEntry>,
+        task: Option<TaskParts>,
+        handler: BoxFuture<'static, Result<ToolOutcome, HandlerError>>,
+    ) -> ToolRun {
+        ToolRun {
+            entry,
+            stage: ToolStage::Handler(handler),
+            task,
+            task_started: false,
+        }
+    }
+
+    /// Polls the handler, then the task it asks for, on `server`. What the
+    /// task keeps comes from the tool's own parts, or else from `call` (a
+    /// fast-path call lends its own, so that none are cloned for the
+    /// calls, nearly all, that start no task).
     fn poll_step(
         &mut self,
         cx: &mut std::task::Context<'_>,
+        server: &Server,
         call: Option<&CallRest<'_>>,
     ) -> Poll<Result<ToolStep, Fault>> {
         let this = self;
@@ -107,7 +131,7 @@ impl RunningTool {
                                 "a task's work cannot start another task",
                             )));
                         };
-                        let server = this.server.clone();
+                        let server = server.clone();
                         // Rare: boxed, so that it weighs nothing on every
                         // other call.
                         this.stage = ToolStage::Task(Box::pin(async move {
@@ -123,7 +147,7 @@ impl RunningTool {
                     Err(f) => return Poll::Ready(Err(f)),
                 },
             };
-            return Poll::Ready(this.server.settle_tool(&this.entry, &mut outcome));
+            return Poll::Ready(server.settle_tool(&this.entry, &mut outcome));
         }
     }
 }
@@ -139,7 +163,9 @@ pub(crate) enum CallStart<'a> {
 /// A fast-path `tools/call` whose handler is running; resolves to the
 /// reply.
 pub(crate) struct RunningCall<'a> {
-    running: RunningTool,
+    /// Borrowed from the caller until the call has to outlive it.
+    server: Cow<'a, Server>,
+    running: ToolRun,
     /// What the reply needs besides the tool's answer (an `input_required`
     /// answer is bound to the arguments); taken when it is ready.
     rest: Option<CallRest<'a>>,
@@ -150,6 +176,7 @@ impl RunningCall<'_> {
     /// handler that has to wait, whose call outlives the request's buffer.
     pub(crate) fn into_owned(self) -> RunningCall<'static> {
         RunningCall {
+            server: Cow::Owned(self.server.into_owned()),
             running: self.running,
             rest: self.rest.map(|rest| CallRest {
                 arguments: rest.arguments.into_owned(),
@@ -191,11 +218,11 @@ impl Future for RunningCall<'_> {
         if this.rest.is_none() {
             return spent();
         }
-        let step = ready!(this.running.poll_step(cx, this.rest.as_ref()));
+        let step = ready!(this.running.poll_step(cx, &this.server, this.rest.as_ref()));
         let Some(rest) = this.rest.take() else {
             return spent();
         };
-        Poll::Ready(this.running.server.tool_call_reply(
+        Poll::Ready(this.server.tool_call_reply(
             step,
             &this.running.entry.def.name,
             rest.arguments,
@@ -221,7 +248,13 @@ impl Server {
     ) -> Result<ToolStep, Fault> {
         match self.start_tool(entry, args, ctx)? {
             ToolStart::Done(step) => Ok(step),
-            ToolStart::Running(running) => running.await,
+            ToolStart::Running(run) => {
+                RunningTool {
+                    server: self.clone(),
+                    run,
+                }
+                .await
+            }
         }
     }
 
@@ -243,8 +276,8 @@ impl Server {
         }
         self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
         let task = TaskParts::of(&ctx);
-        Ok(ToolStart::Running(self.running(
-            entry,
+        Ok(ToolStart::Running(ToolRun::new(
+            Arc::clone(entry),
             Some(task),
             entry.handler.call(args, ctx),
         )))
@@ -259,7 +292,7 @@ impl Server {
     /// [`Server::start_tool`], which says what is wrong as for every call.
     fn start_tool_from(
         &self,
-        entry: &Arc<ToolEntry>,
+        entry: Arc<ToolEntry>,
         arguments: &Arguments<'_>,
         mut ctx: LazyContext<'_>,
     ) -> Result<ToolStart, Fault> {
@@ -269,28 +302,14 @@ impl Server {
             self.check_task_support(&entry.def, &ctx.meta.client_capabilities)?;
             // The call lends what a task keeps, if one is asked for.
             match entry.handler.call_text(text, ctx) {
-                Ok(handler) => return Ok(ToolStart::Running(self.running(entry, None, handler))),
+                Ok(handler) => {
+                    return Ok(ToolStart::Running(ToolRun::new(entry, None, handler)));
+                }
                 Err(unused) => ctx = unused,
             }
         }
         let value = arguments.value().map_err(unreadable_arguments)?;
-        self.start_tool(entry, &value, ctx.build())
-    }
-
-    /// A tool whose handler has been called.
-    fn running(
-        &self,
-        entry: &Arc<ToolEntry>,
-        task: Option<TaskParts>,
-        handler: BoxFuture<'static, Result<ToolOutcome, HandlerError>>,
-    ) -> RunningTool {
-        RunningTool {
-            server: self.clone(),
-            entry: Arc::clone(entry),
-            stage: ToolStage::Handler(handler),
-            task,
-            task_started: false,
-        }
+        self.start_tool(&entry, &value, ctx.build())
     }
 
     /// What a tool's answer becomes (its task, if it asked for one, has
@@ -346,7 +365,7 @@ impl Server {
     /// reply when there is one at once, else the call in progress. Nothing
     /// of the call is held in a future until the handler has to wait.
     pub(crate) fn start_tool_call<'a>(
-        &self,
+        &'a self,
         call: ToolCall<'a>,
         incoming: Incoming,
     ) -> CallStart<'a> {
@@ -371,12 +390,12 @@ impl Server {
             cancel: &incoming.cancel,
             server: self,
         };
-        let running = match self.start_tool_from(&entry, &arguments, ctx) {
+        let running = match self.start_tool_from(entry, &arguments, ctx) {
             Ok(ToolStart::Running(running)) => running,
             Ok(ToolStart::Done(step)) => {
                 return CallStart::Done(self.tool_call_reply(
                     Ok(step),
-                    &entry.def.name,
+                    &name,
                     arguments,
                     &meta,
                     &incoming,
@@ -385,6 +404,7 @@ impl Server {
             Err(f) => return CallStart::Done(Reply::Error(f)),
         };
         CallStart::Running(RunningCall {
+            server: Cow::Borrowed(self),
             running,
             rest: Some(CallRest {
                 arguments,
