@@ -415,7 +415,8 @@ fn read_args<A: DeserializeOwned + 'static>(args: &Value) -> Result<A, serde_jso
 pub(crate) struct ToolEntry {
     pub(crate) def: Tool,
     pub(crate) validator: ArgValidator,
-    /// The input schema, when it can be checked on the arguments' text.
+    /// The input schema, when it can be checked on the arguments' text
+    /// and the handler reads its type from them.
     pub(crate) flat: Option<FlatSchema>,
     pub(crate) output_validator: Option<ArgValidator>,
     pub(crate) header_params: Vec<HeaderParam>,
@@ -487,8 +488,15 @@ impl ToolEntry {
                 source,
             }
         })?;
+        // A handler that takes JSON is given parsed arguments whatever
+        // the schema: checking them on their text would be work wasted.
+        let flat = if is_json::<H::Args>() {
+            None
+        } else {
+            FlatSchema::of(&def.input_schema)
+        };
         Ok(ToolEntry {
-            flat: FlatSchema::of(&def.input_schema),
+            flat,
             def,
             validator,
             output_validator,
