@@ -93,8 +93,49 @@ fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Result<Vec<u8>, FrameError>> 
     out
 }
 
+/// [`frame`], the framer reading `pieces` itself, one per read
+/// ([`LineFramer::read_from`]).
+fn frame_read(pieces: &[&[u8]], max_line: usize) -> Vec<Result<Vec<u8>, FrameError>> {
+    struct Pieces<'a>(std::collections::VecDeque<&'a [u8]>);
+    impl std::io::Read for Pieces<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some(piece) = self.0.pop_front() else {
+                return Ok(0);
+            };
+            let n = piece.len().min(buf.len());
+            buf[..n].copy_from_slice(&piece[..n]);
+            if n < piece.len() {
+                self.0.push_front(&piece[n..]);
+            }
+            Ok(n)
+        }
+    }
+    let mut framer = LineFramer::with_max_line(max_line);
+    let mut reader = Pieces(pieces.iter().copied().filter(|p| !p.is_empty()).collect());
+    let mut out = Vec::new();
+    while let Ok(n) = framer.read_from(&mut reader) {
+        if n == 0 {
+            break;
+        }
+        loop {
+            match framer.next_line() {
+                Ok(Some(line)) => out.push(Ok(line.to_vec())),
+                Ok(None) => break,
+                Err(e) => out.push(Err(e)),
+            }
+        }
+    }
+    match framer.finish() {
+        Ok(Some(line)) => out.push(Ok(line.to_vec())),
+        Ok(None) => {}
+        Err(e) => out.push(Err(e)),
+    }
+    out
+}
+
 /// The line framer: no panic, bounded memory, the same lines and errors
-/// however the bytes are split. First byte: the bound; second: the chunk
+/// however the bytes are split, and whether it is handed them or reads
+/// them itself. First byte: the bound; second: the chunk
 /// size; the rest: the stream.
 pub fn framer(data: &[u8]) {
     let [bound, chunk, stream @ ..] = data else {
@@ -107,6 +148,7 @@ pub fn framer(data: &[u8]) {
     assert_eq!(whole, frame(&pieces, max_line));
     let bytes: Vec<&[u8]> = stream.chunks(1).collect();
     assert_eq!(whole, frame(&bytes, max_line));
+    assert_eq!(whole, frame_read(&pieces, max_line));
 }
 
 fn decode_sse(pieces: &[&[u8]]) -> Vec<String> {
