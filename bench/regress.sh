@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # regress.sh — the check a change touching a hot path runs before it lands:
 # the server bench (bench/server/run.sh: HTTP c1/c64, stdio sequential and
-# 64 in flight, peak RSS, each over the floor measured in the same round),
+# 64 in flight, peak RSS, each over the floor measured in the same round;
+# stdio also with the serverInfo _meta off, and the ceiling of each answer),
 # our client over the reference clients (bench/client-stdio.sh,
 # bench/client-http.sh) and the gateway over the server it mounts
 # (bench/gateway.sh), all short, and the instructions each costs (the
