@@ -34,8 +34,6 @@ pub(super) struct ToolRun {
     /// What starting a task needs, taken when the handler asks for one
     /// (`None` for a fast-path call, which lends its own).
     task: Option<TaskParts>,
-    /// The handler asked for a task already.
-    task_started: bool,
 }
 
 pub(super) enum ToolStage {
@@ -94,7 +92,6 @@ impl ToolRun {
             entry,
             stage: ToolStage::Handler(handler),
             task,
-            task_started: false,
         }
     }
 
@@ -108,33 +105,26 @@ impl ToolRun {
         server: &Server,
         call: Option<&CallRest<'_>>,
     ) -> Poll<Result<ToolStep, Fault>> {
-        let this = self;
         loop {
             // Settled where it lies: a tool's outcome is large, and each
             // move copies it.
-            let mut outcome = match &mut this.stage {
+            let mut outcome = match &mut self.stage {
                 ToolStage::Handler(handler) => match ready!(handler.as_mut().poll(cx)) {
                     Ok(Outcome::Task(work)) => {
-                        let parts = match this.task.take() {
-                            Some(parts) => Some(parts),
-                            None if !this.task_started => call.map(CallRest::task_parts),
-                            None => None,
-                        };
-                        this.task_started = true;
                         let Some(TaskParts {
                             meta,
                             principal,
                             cancel,
-                        }) = parts
+                        }) = self.task.take().or_else(|| call.map(CallRest::task_parts))
                         else {
                             return Poll::Ready(Err(Fault::internal(
-                                "a task's work cannot start another task",
+                                "a tool asked for a task with no request to start it from",
                             )));
                         };
                         let server = server.clone();
                         // Rare: boxed, so that it weighs nothing on every
                         // other call.
-                        this.stage = ToolStage::Task(Box::pin(async move {
+                        self.stage = ToolStage::Task(Box::pin(async move {
                             server.start_task(work, meta, principal, cancel).await
                         }));
                         continue;
@@ -147,7 +137,7 @@ impl ToolRun {
                     Err(f) => return Poll::Ready(Err(f)),
                 },
             };
-            return Poll::Ready(server.settle_tool(&this.entry, &mut outcome));
+            return Poll::Ready(server.settle_tool(&self.entry, &mut outcome));
         }
     }
 }
