@@ -6,8 +6,11 @@
 //! `arguments`, and a `_meta` of the known keys, no MRTR members), a
 //! [`Cursor`] reads the envelope in place instead: no tree for `params` or
 //! `_meta`, no hash lookups, no copies of the member names. Only the values
-//! that need a real parser (the arguments object, the capabilities
-//! object, client info) go through `serde_json`, each on its own slice.
+//! that need a real parser (the capabilities object, client info, nested
+//! arguments) go through `serde_json`, each on its own slice. Flat
+//! arguments (named scalars) are only checked and kept as text, borrowed
+//! from the request: a typed handler whose schema admits them reads its
+//! type straight from it.
 //!
 //! A client writes all its calls alike: the same members in the same
 //! order and the same `_meta`, only the id, the tool and its arguments
