@@ -324,7 +324,13 @@ impl FlatProperty {
                     // not compared with bounds here: the validator decides.
                     return has(kind::NUMBER) && !bounded;
                 }
-                if !has(kind::INTEGER) {
+                // An integer JSON reads as a float (`-0`, or one beyond 64
+                // bits) is left to the validator and the JSON reading: a
+                // 128-bit type read from the text would take it.
+                let beyond_64_bits = raw.trim_start_matches('-').len() > 18
+                    && raw.parse::<i64>().is_err()
+                    && raw.parse::<u64>().is_err();
+                if !has(kind::INTEGER) || raw == "-0" || beyond_64_bits {
                     return false;
                 }
                 if !bounded {
