@@ -150,7 +150,6 @@ mod kind {
     pub(super) const NUMBER: u8 = 4;
     pub(super) const BOOLEAN: u8 = 8;
     pub(super) const NULL: u8 = 16;
-    pub(super) const ANY: u8 = STRING | INTEGER | NUMBER | BOOLEAN | NULL;
 }
 
 /// Most properties a flat schema has (one bit each in a word).
@@ -246,42 +245,41 @@ impl FlatProperty {
             "readOnly",
             "writeOnly",
         ];
-        let mut property = FlatProperty {
-            name: name.to_owned(),
-            kinds: kind::ANY,
-            minimum: None,
-            maximum: None,
-            strings: None,
-        };
-        let schema = match schema {
-            Value::Bool(true) => return Some(property),
-            Value::Object(schema) => schema,
-            _ => return None,
+        // A property of any type (`true`, or no `type`) may be read by a
+        // type that keeps its text as it stands (`RawValue`), which would
+        // differ from the JSON reading's: not flat.
+        let Value::Object(schema) = schema else {
+            return None;
         };
         if schema.keys().any(|k| !KEYWORDS.contains(&k.as_str())) {
             return None;
         }
-        if let Some(types) = schema.get("type") {
-            let types = match types {
-                Value::String(_) => std::slice::from_ref(types),
-                Value::Array(many) if !many.is_empty() => many.as_slice(),
+        let types = match schema.get("type")? {
+            types @ Value::String(_) => std::slice::from_ref(types),
+            Value::Array(many) if !many.is_empty() => many.as_slice(),
+            _ => return None,
+        };
+        let mut kinds = 0;
+        for t in types {
+            kinds |= match t.as_str()? {
+                "string" => kind::STRING,
+                "integer" => kind::INTEGER,
+                // An integer is a number too.
+                "number" => kind::NUMBER | kind::INTEGER,
+                "boolean" => kind::BOOLEAN,
+                "null" => kind::NULL,
+                // Never a scalar: admits nothing more.
+                "object" | "array" => 0,
                 _ => return None,
             };
-            property.kinds = 0;
-            for t in types {
-                property.kinds |= match t.as_str()? {
-                    "string" => kind::STRING,
-                    "integer" => kind::INTEGER,
-                    // An integer is a number too.
-                    "number" => kind::NUMBER | kind::INTEGER,
-                    "boolean" => kind::BOOLEAN,
-                    "null" => kind::NULL,
-                    // Never a scalar: admits nothing more.
-                    "object" | "array" => 0,
-                    _ => return None,
-                };
-            }
         }
+        let mut property = FlatProperty {
+            name: name.to_owned(),
+            kinds,
+            minimum: None,
+            maximum: None,
+            strings: None,
+        };
         let bound = |key| match schema.get(key) {
             None => Some(None),
             Some(v) => v.as_i64().map(Some),
@@ -510,6 +508,9 @@ mod tests {
             json!({"type": "object", "properties": {"a": {"type": "integer", "exclusiveMinimum": 0}}}),
             json!({"type": "object", "properties": {"a": {"type": "thing"}}}),
             json!({"type": "object", "properties": {"a": false}}),
+            // Any type: a `RawValue` would keep the text as it stands.
+            json!({"type": "object", "properties": {"a": true}}),
+            json!({"type": "object", "properties": {"a": {"description": "anything"}}}),
             json!({"type": "object", "patternProperties": {"^a": {"type": "string"}}}),
             json!({"type": "object", "minProperties": 1}),
             json!({"type": "object", "required": ["a"]}),
