@@ -195,11 +195,12 @@ impl LineFramer {
         }
     }
 
-    /// Makes room for `more` bytes past `end`.
+    /// Makes room for `more` bytes past `end`. Only the new room is
+    /// zeroed (and so touched); the allocation itself grows by doubling.
     fn make_room(&mut self, more: usize) {
         let needed = self.end + more;
         if self.buf.len() < needed {
-            self.buf.resize(needed.max(2 * self.buf.len()), 0);
+            self.buf.resize(needed, 0);
         }
     }
 
