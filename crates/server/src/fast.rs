@@ -98,6 +98,25 @@ impl Arguments<'_> {
         }
     }
 
+    /// Parses the arguments in place when they are text.
+    ///
+    /// # Errors
+    /// As [`Arguments::value`]; they are left as they were.
+    pub(crate) fn parse(&mut self) -> Result<(), serde_json::Error> {
+        if let Arguments::Text(text) = self {
+            *self = Arguments::Parsed(serde_json::from_str(text)?);
+        }
+        Ok(())
+    }
+
+    /// The parsed object, when they are parsed.
+    pub(crate) fn parsed(&self) -> Option<&Value> {
+        match self {
+            Arguments::Parsed(value) => Some(value),
+            Arguments::Text(_) => None,
+        }
+    }
+
     /// [`Arguments::value`], owned.
     ///
     /// # Errors

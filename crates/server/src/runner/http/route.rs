@@ -322,29 +322,30 @@ impl State {
     /// authorization as any request, then the router's fast entry.
     pub(super) async fn tool_call(
         self: Arc<Self>,
-        call: ToolCall<'_>,
+        mut call: ToolCall<'_>,
         headers: &HeaderMap,
         principal: Option<Arc<Principal>>,
     ) -> HttpResponse {
         let registry = self.server.registry();
-        // Arguments kept as text are parsed only for a tool whose headers
-        // mirror some of them.
-        let mirrors_arguments = registry
+        // Arguments kept as text stay so only for a tool that reads its
+        // type from them and mirrors none of them in headers; for any
+        // other they are parsed once, here, rather than copied and parsed
+        // later.
+        let keeps_text = registry
             .tool(&call.name)
-            .is_some_and(|entry| !entry.header_params.is_empty());
-        let arguments = match mirrors_arguments.then(|| call.arguments.value()) {
-            None => None,
-            Some(Ok(arguments)) => Some(arguments),
-            Some(Err(e)) => {
-                let fault = Fault::internal(format!("the call's arguments could not be read: {e}"));
-                return fault_response(Some(&call.id), &fault);
-            }
-        };
+            .is_none_or(|entry| entry.flat.is_some() && entry.header_params.is_empty());
+        if !keeps_text && let Err(e) = call.arguments.parse() {
+            let fault = Fault::internal(format!("the call's arguments could not be read: {e}"));
+            return fault_response(Some(&call.id), &fault);
+        }
         let mirror = Mirror {
             method: method::TOOLS_CALL,
             meta_version: Some(&call.meta.protocol_version),
             name: Some(&call.name),
-            arguments: arguments.as_deref().and_then(serde_json::Value::as_object),
+            arguments: call
+                .arguments
+                .parsed()
+                .and_then(serde_json::Value::as_object),
         };
         if let Err(fault) = headers::validate(headers, &mirror, &registry) {
             return fault_response(Some(&call.id), &fault);
