@@ -71,12 +71,15 @@ pub fn target(name: &str) -> Option<fn(&[u8])> {
     TARGETS.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
 }
 
-fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Result<Vec<u8>, FrameError>> {
+/// The lines and errors a framer bound to `max_line` gives, `feed` giving
+/// it bytes until it says the stream ended.
+fn framed(
+    max_line: usize,
+    mut feed: impl FnMut(&mut LineFramer) -> bool,
+) -> Vec<Result<Vec<u8>, FrameError>> {
     let mut framer = LineFramer::with_max_line(max_line);
     let mut out = Vec::new();
-    for piece in pieces {
-        framer.push(piece);
-        assert!(framer.buffered() <= max_line + piece.len() + 1);
+    while feed(&mut framer) {
         loop {
             match framer.next_line() {
                 Ok(Some(line)) => out.push(Ok(line.to_vec())),
@@ -93,44 +96,41 @@ fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Result<Vec<u8>, FrameError>> 
     out
 }
 
-/// [`frame`], the framer reading `pieces` itself, one per read
-/// ([`LineFramer::read_from`]).
-fn frame_read(pieces: &[&[u8]], max_line: usize) -> Vec<Result<Vec<u8>, FrameError>> {
-    struct Pieces<'a>(std::collections::VecDeque<&'a [u8]>);
-    impl std::io::Read for Pieces<'_> {
+/// The framer handed `pieces` one after another.
+fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Result<Vec<u8>, FrameError>> {
+    let mut rest = pieces.iter();
+    framed(max_line, |framer| match rest.next() {
+        Some(piece) => {
+            framer.push(piece);
+            assert!(framer.buffered() <= max_line + piece.len() + 1);
+            true
+        }
+        None => false,
+    })
+}
+
+/// The framer reading `stream` itself ([`LineFramer::read_from`]), at
+/// most `chunk` bytes a read.
+fn frame_read(stream: &[u8], chunk: usize, max_line: usize) -> Vec<Result<Vec<u8>, FrameError>> {
+    struct Chunked<'a> {
+        data: &'a [u8],
+        chunk: usize,
+    }
+    impl std::io::Read for Chunked<'_> {
         fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let Some(piece) = self.0.pop_front() else {
-                return Ok(0);
-            };
-            let n = piece.len().min(buf.len());
-            buf[..n].copy_from_slice(&piece[..n]);
-            if n < piece.len() {
-                self.0.push_front(&piece[n..]);
-            }
+            let n = self.data.len().min(self.chunk).min(buf.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
             Ok(n)
         }
     }
-    let mut framer = LineFramer::with_max_line(max_line);
-    let mut reader = Pieces(pieces.iter().copied().filter(|p| !p.is_empty()).collect());
-    let mut out = Vec::new();
-    while let Ok(n) = framer.read_from(&mut reader) {
-        if n == 0 {
-            break;
-        }
-        loop {
-            match framer.next_line() {
-                Ok(Some(line)) => out.push(Ok(line.to_vec())),
-                Ok(None) => break,
-                Err(e) => out.push(Err(e)),
-            }
-        }
-    }
-    match framer.finish() {
-        Ok(Some(line)) => out.push(Ok(line.to_vec())),
-        Ok(None) => {}
-        Err(e) => out.push(Err(e)),
-    }
-    out
+    let mut reader = Chunked {
+        data: stream,
+        chunk,
+    };
+    framed(max_line, |framer| {
+        framer.read_from(&mut reader).is_ok_and(|n| n > 0)
+    })
 }
 
 /// The line framer: no panic, bounded memory, the same lines and errors
@@ -148,7 +148,7 @@ pub fn framer(data: &[u8]) {
     assert_eq!(whole, frame(&pieces, max_line));
     let bytes: Vec<&[u8]> = stream.chunks(1).collect();
     assert_eq!(whole, frame(&bytes, max_line));
-    assert_eq!(whole, frame_read(&pieces, max_line));
+    assert_eq!(whole, frame_read(stream, chunk, max_line));
 }
 
 fn decode_sse(pieces: &[&[u8]]) -> Vec<String> {

@@ -41,21 +41,19 @@ fn chunks<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     out
 }
 
-fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Out> {
+/// What a framer bound to `max_line` gives, `feed` giving it bytes until
+/// it says the stream ended.
+fn framed(max_line: usize, mut feed: impl FnMut(&mut LineFramer) -> bool) -> Vec<Out> {
     let mut framer = LineFramer::with_max_line(max_line);
     let mut out = Vec::new();
-    let drain = |framer: &mut LineFramer, out: &mut Vec<Out>| loop {
-        match framer.next_line() {
-            Ok(Some(line)) => out.push(Out::Line(line.to_vec())),
-            Ok(None) => break,
-            Err(e) => out.push(Out::Error(e)),
+    while feed(&mut framer) {
+        loop {
+            match framer.next_line() {
+                Ok(Some(line)) => out.push(Out::Line(line.to_vec())),
+                Ok(None) => break,
+                Err(e) => out.push(Out::Error(e)),
+            }
         }
-    };
-    for piece in pieces {
-        framer.push(piece);
-        drain(&mut framer, &mut out);
-        // Memory stays bounded by the limit plus one chunk.
-        assert!(framer.buffered() <= max_line + piece.len() + 1);
     }
     loop {
         match framer.finish() {
@@ -68,6 +66,20 @@ fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Out> {
         }
     }
     out
+}
+
+/// The framer handed `pieces` one after another.
+fn frame(pieces: &[&[u8]], max_line: usize) -> Vec<Out> {
+    let mut rest = pieces.iter();
+    framed(max_line, |framer| match rest.next() {
+        Some(piece) => {
+            framer.push(piece);
+            // Memory stays bounded by the limit plus one chunk.
+            assert!(framer.buffered() <= max_line + piece.len() + 1);
+            true
+        }
+        None => false,
+    })
 }
 
 /// A reader that hands out `pieces`, one per `read`.
@@ -90,35 +102,15 @@ impl std::io::Read for Pieces<'_> {
 /// [`frame`], with the framer reading the pieces itself
 /// ([`LineFramer::read_from`]) instead of being handed them.
 fn frame_read(pieces: &[&[u8]], max_line: usize) -> Vec<Out> {
-    let mut framer = LineFramer::with_max_line(max_line);
     // Empty pieces would read as the end of the stream.
     let mut reader = Pieces(pieces.iter().copied().filter(|p| !p.is_empty()).collect());
-    let mut out = Vec::new();
-    while framer
-        .read_from(&mut reader)
-        .expect("pieces read without error")
-        > 0
-    {
-        loop {
-            match framer.next_line() {
-                Ok(Some(line)) => out.push(Out::Line(line.to_vec())),
-                Ok(None) => break,
-                Err(e) => out.push(Out::Error(e)),
-            }
-        }
+    framed(max_line, |framer| {
+        let n = framer
+            .read_from(&mut reader)
+            .expect("pieces read without error");
         assert!(framer.buffered() <= max_line + 64 * 1024 + 1);
-    }
-    loop {
-        match framer.finish() {
-            Ok(Some(line)) => out.push(Out::Line(line.to_vec())),
-            Ok(None) => break,
-            Err(e) => {
-                out.push(Out::Error(e));
-                break;
-            }
-        }
-    }
-    out
+        n > 0
+    })
 }
 
 /// Bytes biased towards line ends, so lines of every length occur.
