@@ -49,7 +49,7 @@ mod tool;
 use frame::to_json;
 pub(crate) use frame::{FRAME_OVERHEAD, append_result_frame, frame_error, frame_result};
 pub(crate) use list::{Listed, page_start, write_cache};
-pub(crate) use tool::CallStart;
+pub(crate) use tool::{CallStart, RunningCall};
 use tool::{ToolStep, unknown_tool};
 
 const MAX_LEGACY_ROUNDS: usize = 16;

@@ -333,9 +333,10 @@ pub(crate) trait ErasedTool: Send + Sync {
     /// Starts the handler with its arguments read straight from `text`, a
     /// JSON object, into its argument type: no JSON tree is built, and no
     /// [`Context`] unless the handler takes one. The context comes back
-    /// unbuilt when that is not done: the type is JSON itself, or the text
-    /// does not read as it (the caller then parses the text and
-    /// [`call`](Self::call)s, which words the error as for every call).
+    /// unbuilt when the text does not read as the type (the caller then
+    /// parses the text and [`call`](Self::call)s, which words the error as
+    /// for every call). Only a tool with a [`FlatSchema`] is called so,
+    /// and a handler taking JSON has none.
     fn call_text<'a>(
         &self,
         text: &str,
@@ -369,9 +370,6 @@ where
         text: &str,
         ctx: LazyContext<'a>,
     ) -> Result<ToolFuture, LazyContext<'a>> {
-        if is_json::<F::Args>() {
-            return Err(ctx);
-        }
         let Ok(args) = serde_json::from_str::<F::Args>(text) else {
             return Err(ctx);
         };

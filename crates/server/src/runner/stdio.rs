@@ -40,7 +40,8 @@ use tokio::sync::oneshot;
 
 use crate::cancel::Cancellation;
 use crate::dispatch::{
-    CallStart, FRAME_OVERHEAD, Incoming, Reply, append_result_frame, frame_error, frame_result,
+    CallStart, FRAME_OVERHEAD, Incoming, Reply, RunningCall, append_result_frame, frame_error,
+    frame_result,
 };
 use crate::error::ServeError;
 use crate::fast;
@@ -333,14 +334,9 @@ impl Shared {
             let incoming = self.incoming(&cancel, None);
             return match self.server.start_tool_call(call, incoming) {
                 CallStart::Done(reply) => self.respond(id, reply, cancel),
-                CallStart::Running(mut running) => {
-                    // Most handlers answer at once; one that waits keeps
-                    // its call past this line's buffer.
-                    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-                    match Pin::new(&mut running).poll(&mut cx) {
-                        Poll::Ready(reply) => self.respond(id, reply, cancel),
-                        Poll::Pending => self.spawn(id, running.into_owned(), cancel),
-                    }
+                // One that waits keeps its call past this line's buffer.
+                CallStart::Running(running) => {
+                    self.drive(id, running, cancel, RunningCall::into_owned);
                 }
             };
         }
@@ -421,7 +417,12 @@ impl Shared {
         }
         let cancel = Cancellation::new();
         let incoming = self.incoming(&cancel, session);
-        self.drive(id, Box::pin(route(self.server.clone(), incoming)), cancel);
+        self.drive(
+            id,
+            Box::pin(route(self.server.clone(), incoming)),
+            cancel,
+            |f| f,
+        );
     }
 
     /// JSON-RPC ids are unique among requests in flight: a second request
@@ -464,14 +465,21 @@ impl Shared {
 
     /// Polls a request's future once, here on the reader thread, and
     /// answers it, or moves it onto the runtime if it has to wait.
-    fn drive<Fut>(self: &Arc<Self>, id: RequestId, mut fut: Fut, cancel: Cancellation)
-    where
-        Fut: Future<Output = Reply> + Unpin + Send + 'static,
+    fn drive<Fut, Owned>(
+        self: &Arc<Self>,
+        id: RequestId,
+        mut fut: Fut,
+        cancel: Cancellation,
+        own: impl FnOnce(Fut) -> Owned,
+    ) where
+        Fut: Future<Output = Reply> + Unpin,
+        Owned: Future<Output = Reply> + Unpin + Send + 'static,
     {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match Pin::new(&mut fut).poll(&mut cx) {
             Poll::Ready(reply) => self.respond(id, reply, cancel),
-            Poll::Pending => self.spawn(id, fut, cancel),
+            // What it borrowed from the line is owned before it waits.
+            Poll::Pending => self.spawn(id, own(fut), cancel),
         }
     }
 
